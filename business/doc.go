@@ -1,0 +1,34 @@
+// Package business is the return desk kept in business.sqlite: the orders a
+// user may return, the drafts a return task prepares, the applications it
+// submits, and the tasks (run records) themselves.
+//
+// The flow in flow/returns calls it from nodes that may run more than once —
+// after a crash, a kill -9 or a resume — so every write that is a side effect
+// is keyed:
+//
+//   - a task has at most one draft: PrepareDraft is keyed by task id
+//     (drafts.task_id UNIQUE) and returns the existing draft unchanged;
+//   - a draft has at most one application: Submit is keyed by draft id
+//     (applications.draft_id UNIQUE) and returns the existing application
+//     with reused=true, even after the draft has expired.
+//
+// A typical use:
+//
+//	s, err := business.Open(ctx, "data/business.sqlite", business.Options{Create: true, Seed: ordersCSV})
+//	o, err := s.Order(ctx, "A3003", "demo-user")
+//	reason, err := s.Eligibility(ctx, o, time.Now()) // "" = may be returned
+//	d, _, err := s.PrepareDraft(ctx, "return-25", o.ID, o.User, "size", business.DefaultDraftTTL, time.Now())
+//	a, reused, err := s.Submit(ctx, d.ID, "demo-user", time.Now())
+//
+// Rules the store keeps (DESIGN.md "Storage"):
+//
+//   - another user's order, draft or application is reported exactly like an
+//     unknown one: ErrNotFound;
+//   - every write transaction is BEGIN IMMEDIATE, so concurrent writers — in
+//     this process or another — queue on the busy timeout instead of failing
+//     part-way;
+//   - the file carries PRAGMA application_id (ApplicationID) and
+//     user_version (SchemaVersion); a foreign, newer or corrupt file is
+//     refused by Open and left byte-for-byte unchanged;
+//   - times are stored as UTC RFC 3339 text with nine fraction digits.
+package business

@@ -1,0 +1,303 @@
+package business
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// ReviewPending is the review_status of a newly submitted application. An
+// order with a pending application is not eligible for another return.
+const ReviewPending = "pending"
+
+// Draft is a prepared return request, waiting for a person's approval. It may
+// be submitted until ExpiresAt (exclusive).
+type Draft struct {
+	ID        string    `json:"draft_id"`
+	TaskID    string    `json:"task_id"`
+	OrderID   string    `json:"order_id"`
+	User      string    `json:"user"`
+	Reason    string    `json:"reason"`
+	CreatedAt time.Time `json:"created_at"` // UTC
+	ExpiresAt time.Time `json:"expires_at"` // UTC, wall clock
+}
+
+// Application is a submitted return request.
+type Application struct {
+	ID           string    `json:"application_id"`
+	DraftID      string    `json:"draft_id"`
+	OrderID      string    `json:"order_id"`
+	User         string    `json:"user"`
+	ReviewStatus string    `json:"review_status"`
+	CreatedAt    time.Time `json:"created_at"` // UTC
+}
+
+const draftColumns = `draft_id, task_id, order_id, user, reason, created_at, expires_at`
+
+const applicationColumns = `application_id, draft_id, order_id, user, review_status, created_at`
+
+// queryer is what the read helpers need from *sql.DB or *sql.Tx.
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// PrepareDraft creates the draft of task taskID for order orderID of user,
+// expiring at now+ttl (ttl <= 0 means DefaultDraftTTL), or returns the
+// task's existing draft unchanged with reused=true; its expiry is NOT
+// refreshed. The task id is the idempotency key (drafts.task_id UNIQUE), so a
+// prepare node that runs again never makes a second draft.
+//
+// Errors: ErrNotFound when the order is unknown or another user's, or when
+// the task's draft belongs to another user; ErrConflict when the task's
+// draft exists for another order or reason (same task id, different input).
+func (s *Store) PrepareDraft(ctx context.Context, taskID, orderID, user, reason string, ttl time.Duration, now time.Time) (d Draft, reused bool, err error) {
+	if ttl <= 0 {
+		ttl = DefaultDraftTTL
+	}
+	if taskID == "" {
+		return Draft{}, false, fmt.Errorf("prepare draft: empty task id")
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Draft{}, false, fmt.Errorf("prepare draft of task %s: %w", taskID, err)
+	}
+	defer tx.Rollback()
+
+	d, err = draftWhere(ctx, tx, "task_id", taskID)
+	switch {
+	case err == nil:
+		if d.User != user {
+			return Draft{}, false, fmt.Errorf("prepare draft of task %s: %w", taskID, ErrNotFound)
+		}
+		if d.OrderID != orderID || d.Reason != reason {
+			return Draft{}, false, fmt.Errorf("prepare draft of task %s: draft %s is for order %s, reason %q: %w",
+				taskID, d.ID, d.OrderID, d.Reason, ErrConflict)
+		}
+		return d, true, nil
+	case !errors.Is(err, ErrNotFound):
+		return Draft{}, false, fmt.Errorf("prepare draft of task %s: %w", taskID, err)
+	}
+
+	var owner string
+	err = tx.QueryRowContext(ctx, `SELECT user FROM orders WHERE order_id = ?`, orderID).Scan(&owner)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && owner != user) {
+		return Draft{}, false, fmt.Errorf("prepare draft of task %s: order %s: %w", taskID, orderID, ErrNotFound)
+	}
+	if err != nil {
+		return Draft{}, false, fmt.Errorf("prepare draft of task %s: %w", taskID, err)
+	}
+
+	id, err := newID("d_")
+	if err != nil {
+		return Draft{}, false, fmt.Errorf("prepare draft of task %s: %w", taskID, err)
+	}
+	d = Draft{
+		ID:        id,
+		TaskID:    taskID,
+		OrderID:   orderID,
+		User:      user,
+		Reason:    reason,
+		CreatedAt: storedTime(now),
+		ExpiresAt: storedTime(now.Add(ttl)),
+	}
+	_, err = tx.ExecContext(ctx,
+		`INSERT INTO drafts (`+draftColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		d.ID, d.TaskID, d.OrderID, d.User, d.Reason, formatTime(d.CreatedAt), formatTime(d.ExpiresAt))
+	if err != nil {
+		return Draft{}, false, fmt.Errorf("prepare draft of task %s: %w", taskID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return Draft{}, false, fmt.Errorf("prepare draft of task %s: %w", taskID, err)
+	}
+	return d, false, nil
+}
+
+// DraftByTask returns the draft of task taskID, or ErrNotFound. It does not
+// check the user; the caller compares Draft.User.
+func (s *Store) DraftByTask(ctx context.Context, taskID string) (Draft, error) {
+	d, err := draftWhere(ctx, s.db, "task_id", taskID)
+	if err != nil {
+		return Draft{}, fmt.Errorf("draft of task %s: %w", taskID, err)
+	}
+	return d, nil
+}
+
+// Draft returns the draft draftID, or ErrNotFound. It does not check the
+// user; the caller compares Draft.User.
+func (s *Store) Draft(ctx context.Context, draftID string) (Draft, error) {
+	d, err := draftWhere(ctx, s.db, "draft_id", draftID)
+	if err != nil {
+		return Draft{}, fmt.Errorf("draft %s: %w", draftID, err)
+	}
+	return d, nil
+}
+
+// draftWhere reads one draft by a unique column (a constant of this file,
+// never input).
+func draftWhere(ctx context.Context, q queryer, column, value string) (Draft, error) {
+	var (
+		d                  Draft
+		created, expiresAt string
+	)
+	err := q.QueryRowContext(ctx,
+		`SELECT `+draftColumns+` FROM drafts WHERE `+column+` = ?`, value).
+		Scan(&d.ID, &d.TaskID, &d.OrderID, &d.User, &d.Reason, &created, &expiresAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Draft{}, ErrNotFound
+	}
+	if err != nil {
+		return Draft{}, err
+	}
+	if d.CreatedAt, err = parseTime(created); err != nil {
+		return Draft{}, err
+	}
+	if d.ExpiresAt, err = parseTime(expiresAt); err != nil {
+		return Draft{}, err
+	}
+	return d, nil
+}
+
+// Submit submits draft draftID for user at now, in one transaction; see
+// SubmitTx for the rules and errors.
+func (s *Store) Submit(ctx context.Context, draftID, user string, now time.Time) (a Application, reused bool, err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Application{}, false, fmt.Errorf("submit draft %s: %w", draftID, err)
+	}
+	defer tx.Rollback()
+
+	a, reused, err = s.SubmitTx(ctx, tx, draftID, user, now)
+	if err != nil {
+		return Application{}, false, err
+	}
+	if err := tx.Commit(); err != nil {
+		return Application{}, false, fmt.Errorf("submit draft %s: %w", draftID, err)
+	}
+	return a, reused, nil
+}
+
+// SubmitTx submits draft draftID for user at now inside the caller's
+// transaction tx, which the caller commits (DESIGN.md "submit"):
+//
+//   - an application for the draft already exists: it is returned with
+//     reused=true, even if the draft has expired since (the draft id is the
+//     idempotency key, applications.draft_id UNIQUE);
+//   - else the draft must exist and belong to user (ErrNotFound otherwise,
+//     also when an existing application belongs to another user), and now
+//     must be before expires_at (ErrDraftExpired otherwise, nothing written);
+//   - else an application with review_status ReviewPending is inserted.
+//
+// tx should come from s.DB(): its BEGIN IMMEDIATE takes the write lock first,
+// so concurrent submitters of one draft (goroutines or processes) queue and
+// the later ones see the first one's application.
+func (s *Store) SubmitTx(ctx context.Context, tx *sql.Tx, draftID, user string, now time.Time) (Application, bool, error) {
+	a, err := applicationWhere(ctx, tx, "draft_id", draftID)
+	switch {
+	case err == nil:
+		if a.User != user {
+			return Application{}, false, fmt.Errorf("submit draft %s: %w", draftID, ErrNotFound)
+		}
+		return a, true, nil
+	case !errors.Is(err, ErrNotFound):
+		return Application{}, false, fmt.Errorf("submit draft %s: %w", draftID, err)
+	}
+
+	d, err := draftWhere(ctx, tx, "draft_id", draftID)
+	if err != nil {
+		return Application{}, false, fmt.Errorf("submit draft %s: %w", draftID, err)
+	}
+	if d.User != user {
+		return Application{}, false, fmt.Errorf("submit draft %s: %w", draftID, ErrNotFound)
+	}
+	if !now.Before(d.ExpiresAt) {
+		return Application{}, false, fmt.Errorf("submit draft %s: expired at %s: %w",
+			draftID, d.ExpiresAt.Format(time.RFC3339), ErrDraftExpired)
+	}
+
+	id, err := newID("app_")
+	if err != nil {
+		return Application{}, false, fmt.Errorf("submit draft %s: %w", draftID, err)
+	}
+	a = Application{
+		ID:           id,
+		DraftID:      d.ID,
+		OrderID:      d.OrderID,
+		User:         d.User,
+		ReviewStatus: ReviewPending,
+		CreatedAt:    storedTime(now),
+	}
+	_, err = tx.ExecContext(ctx,
+		`INSERT INTO applications (`+applicationColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
+		a.ID, a.DraftID, a.OrderID, a.User, a.ReviewStatus, formatTime(a.CreatedAt))
+	if isUniqueViolation(err) {
+		// Only reachable from a caller's DEFERRED transaction that read before
+		// another one committed; the caller retries in a new transaction and
+		// then gets the existing application.
+		return Application{}, false, fmt.Errorf("submit draft %s: %w", draftID, ErrConflict)
+	}
+	if err != nil {
+		return Application{}, false, fmt.Errorf("submit draft %s: %w", draftID, err)
+	}
+	return a, false, nil
+}
+
+// ApplicationByDraft returns the application of draft draftID, or
+// ErrNotFound. It does not check the user; the caller compares
+// Application.User.
+func (s *Store) ApplicationByDraft(ctx context.Context, draftID string) (Application, error) {
+	a, err := applicationWhere(ctx, s.db, "draft_id", draftID)
+	if err != nil {
+		return Application{}, fmt.Errorf("application of draft %s: %w", draftID, err)
+	}
+	return a, nil
+}
+
+// CountApplications returns the number of applications of draft draftID, or
+// of all drafts when draftID is "". With the UNIQUE draft_id it is 0 or 1 for
+// one draft; tests and fault scripts use it to prove "never twice".
+func (s *Store) CountApplications(ctx context.Context, draftID string) (int, error) {
+	var n int
+	var err error
+	if draftID == "" {
+		err = s.db.QueryRowContext(ctx, `SELECT count(*) FROM applications`).Scan(&n)
+	} else {
+		err = s.db.QueryRowContext(ctx, `SELECT count(*) FROM applications WHERE draft_id = ?`, draftID).Scan(&n)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("count applications: %w", err)
+	}
+	return n, nil
+}
+
+func applicationWhere(ctx context.Context, q queryer, column, value string) (Application, error) {
+	var (
+		a       Application
+		created string
+	)
+	err := q.QueryRowContext(ctx,
+		`SELECT `+applicationColumns+` FROM applications WHERE `+column+` = ?`, value).
+		Scan(&a.ID, &a.DraftID, &a.OrderID, &a.User, &a.ReviewStatus, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Application{}, ErrNotFound
+	}
+	if err != nil {
+		return Application{}, err
+	}
+	if a.CreatedAt, err = parseTime(created); err != nil {
+		return Application{}, err
+	}
+	return a, nil
+}
+
+// newID returns prefix + a time-ordered UUIDv7, so ids sort by creation.
+func newID(prefix string) (string, error) {
+	u, err := uuid.NewV7()
+	if err != nil {
+		return "", err
+	}
+	return prefix + u.String(), nil
+}

@@ -1,0 +1,86 @@
+package business
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Eligibility reason codes, returned by Store.Eligibility. They are stable
+// strings meant for JSON and tests.
+const (
+	// ReasonNotDelivered: delivered_at is NULL, or later than the time asked about.
+	ReasonNotDelivered = "not_delivered"
+	// ReasonReturnWindowClosed: delivered more than ReturnWindow ago.
+	ReasonReturnWindowClosed = "return_window_closed"
+	// ReasonFinalSale: the item was sold as final sale.
+	ReasonFinalSale = "final_sale"
+	// ReasonOpenApplication: an application for the order is still pending review.
+	ReasonOpenApplication = "open_application"
+)
+
+// Order is one purchase a user may want to return.
+type Order struct {
+	ID          string     `json:"order_id"`
+	User        string     `json:"user"`
+	Item        string     `json:"item"`
+	DeliveredAt *time.Time `json:"delivered_at"` // nil: not delivered yet; UTC
+	FinalSale   bool       `json:"final_sale"`
+}
+
+// Order returns the order orderID of user. It returns ErrNotFound when the
+// order is unknown or belongs to another user, so that the existence of other
+// users' orders is never revealed (DESIGN.md exit code 4).
+func (s *Store) Order(ctx context.Context, orderID, user string) (Order, error) {
+	var (
+		o         Order
+		delivered sql.NullString
+	)
+	err := s.db.QueryRowContext(ctx,
+		`SELECT order_id, user, item, delivered_at, final_sale FROM orders WHERE order_id = ? AND user = ?`,
+		orderID, user).Scan(&o.ID, &o.User, &o.Item, &delivered, &o.FinalSale)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Order{}, fmt.Errorf("order %s: %w", orderID, ErrNotFound)
+	}
+	if err != nil {
+		return Order{}, fmt.Errorf("order %s: %w", orderID, err)
+	}
+	if delivered.Valid {
+		t, err := parseTime(delivered.String)
+		if err != nil {
+			return Order{}, fmt.Errorf("order %s: %w", orderID, err)
+		}
+		o.DeliveredAt = &t
+	}
+	return o, nil
+}
+
+// Eligibility returns "" when order o may be returned at now, else the first
+// reason code that applies, checked in this order: ReasonNotDelivered,
+// ReasonReturnWindowClosed (now − delivered_at > ReturnWindow),
+// ReasonFinalSale, ReasonOpenApplication (an application for o with
+// review_status "pending" exists, whichever task made it). o is usually
+// the result of Store.Order; only the open-application rule reads the file.
+func (s *Store) Eligibility(ctx context.Context, o Order, now time.Time) (string, error) {
+	switch {
+	case o.DeliveredAt == nil || o.DeliveredAt.After(now):
+		return ReasonNotDelivered, nil
+	case now.Sub(*o.DeliveredAt) > ReturnWindow:
+		return ReasonReturnWindowClosed, nil
+	case o.FinalSale:
+		return ReasonFinalSale, nil
+	}
+	var open bool
+	err := s.db.QueryRowContext(ctx,
+		`SELECT EXISTS (SELECT 1 FROM applications WHERE order_id = ? AND review_status = ?)`,
+		o.ID, ReviewPending).Scan(&open)
+	if err != nil {
+		return "", fmt.Errorf("eligibility of order %s: %w", o.ID, err)
+	}
+	if open {
+		return ReasonOpenApplication, nil
+	}
+	return "", nil
+}

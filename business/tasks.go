@@ -1,0 +1,172 @@
+package business
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// DefaultTaskStatus is the status CreateTask records when Task.Status is empty.
+const DefaultTaskStatus = "running"
+
+// Task is the run record of one return task (the engine's thread): who asked,
+// for which order, and where the run stands. Status is a run status and Stage
+// a flow stage (DESIGN.md "Stages" and "Run status"); this package stores them
+// as given and does not judge transitions.
+type Task struct {
+	ID          string    `json:"task"`
+	User        string    `json:"user"`
+	OrderID     string    `json:"order"`
+	Reason      string    `json:"reason"`
+	Fingerprint string    `json:"fingerprint"` // hash of the start input, to tell a retry from a conflict
+	Status      string    `json:"status"`
+	Stage       string    `json:"stage"`
+	CreatedAt   time.Time `json:"created_at"` // UTC
+	UpdatedAt   time.Time `json:"updated_at"` // UTC
+}
+
+const taskColumns = `task_id, user, order_id, reason, fingerprint, status, stage, created_at, updated_at`
+
+// CreateTask records task t. An empty Status becomes DefaultTaskStatus, a
+// zero CreatedAt becomes the store's clock, a zero UpdatedAt becomes
+// CreatedAt. ID and User are required. Errors: ErrTaskExists when the task id
+// is taken (by any user).
+func (s *Store) CreateTask(ctx context.Context, t Task) error {
+	if t.ID == "" || t.User == "" {
+		return fmt.Errorf("create task %q: task id and user are required", t.ID)
+	}
+	if t.Status == "" {
+		t.Status = DefaultTaskStatus
+	}
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = s.now()
+	}
+	if t.UpdatedAt.IsZero() {
+		t.UpdatedAt = t.CreatedAt
+	}
+	_, err := s.db.ExecContext(ctx,
+		`INSERT INTO tasks (`+taskColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		t.ID, t.User, t.OrderID, t.Reason, t.Fingerprint, t.Status, t.Stage,
+		formatTime(t.CreatedAt), formatTime(t.UpdatedAt))
+	if isUniqueViolation(err) {
+		return fmt.Errorf("create task %s: %w", t.ID, ErrTaskExists)
+	}
+	if err != nil {
+		return fmt.Errorf("create task %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+// Task returns the task taskID, or ErrNotFound. It does not check the user:
+// the caller compares Task.User and reports another user's task as not found.
+func (s *Store) Task(ctx context.Context, taskID string) (Task, error) {
+	row := s.db.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE task_id = ?`, taskID)
+	t, err := scanTask(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Task{}, fmt.Errorf("task %s: %w", taskID, ErrNotFound)
+	}
+	if err != nil {
+		return Task{}, fmt.Errorf("task %s: %w", taskID, err)
+	}
+	return t, nil
+}
+
+// SetProgress sets status and stage of task taskID and stamps updated_at with
+// the store's clock. With from == "" the update is unconditional. With
+// from != "" it is guarded (WHERE task_id=? AND status=from): when the task
+// is in another status it returns ErrConflict and changes nothing, so two
+// processes cannot both move a task out of one status. An unknown task gives
+// ErrNotFound in both modes.
+func (s *Store) SetProgress(ctx context.Context, taskID, from, status, stage string) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("set progress of task %s: %w", taskID, err)
+	}
+	defer tx.Rollback()
+
+	updated := formatTime(s.now())
+	var res sql.Result
+	if from == "" {
+		res, err = tx.ExecContext(ctx,
+			`UPDATE tasks SET status = ?, stage = ?, updated_at = ? WHERE task_id = ?`,
+			status, stage, updated, taskID)
+	} else {
+		res, err = tx.ExecContext(ctx,
+			`UPDATE tasks SET status = ?, stage = ?, updated_at = ? WHERE task_id = ? AND status = ?`,
+			status, stage, updated, taskID, from)
+	}
+	if err != nil {
+		return fmt.Errorf("set progress of task %s: %w", taskID, err)
+	}
+	// Zero rows is the guard failing (or an unknown task), never ignored.
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("set progress of task %s: %w", taskID, err)
+	}
+	if n == 0 {
+		var current string
+		err := tx.QueryRowContext(ctx, `SELECT status FROM tasks WHERE task_id = ?`, taskID).Scan(&current)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("set progress of task %s: %w", taskID, ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("set progress of task %s: %w", taskID, err)
+		}
+		return fmt.Errorf("set progress of task %s: status is %s, not %s: %w", taskID, current, from, ErrConflict)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("set progress of task %s: %w", taskID, err)
+	}
+	return nil
+}
+
+// ListTasks returns tasks oldest first (created_at, then task id). An empty
+// user or status means any.
+func (s *Store) ListTasks(ctx context.Context, user, status string) ([]Task, error) {
+	rows, err := s.db.QueryContext(ctx,
+		`SELECT `+taskColumns+` FROM tasks
+		 WHERE (? = '' OR user = ?) AND (? = '' OR status = ?)
+		 ORDER BY created_at, task_id`,
+		user, user, status, status)
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	defer rows.Close()
+	var tasks []Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list tasks: %w", err)
+		}
+		tasks = append(tasks, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	return tasks, nil
+}
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface {
+	Scan(dest ...any) error
+}
+
+func scanTask(sc scanner) (Task, error) {
+	var (
+		t                Task
+		created, updated string
+	)
+	if err := sc.Scan(&t.ID, &t.User, &t.OrderID, &t.Reason, &t.Fingerprint, &t.Status, &t.Stage, &created, &updated); err != nil {
+		return Task{}, err
+	}
+	var err error
+	if t.CreatedAt, err = parseTime(created); err != nil {
+		return Task{}, err
+	}
+	if t.UpdatedAt, err = parseTime(updated); err != nil {
+		return Task{}, err
+	}
+	return t, nil
+}

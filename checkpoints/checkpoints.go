@@ -1,0 +1,154 @@
+// Package checkpoints holds the implementations of flow.Checkpointer: the
+// durable store the engine uses in production and a store in memory for tests.
+//
+//   - SQLite keeps threads, checkpoints and pending writes in one SQLite file
+//     (WAL, synchronous=FULL, busy timeout). Several processes may share the
+//     file: Put is a compare-and-set on the thread's head inside a BEGIN
+//     IMMEDIATE transaction, so two processes can never fork a thread.
+//   - Memory keeps the same data in maps behind a mutex. It copies on the way
+//     in and on the way out, so callers never alias stored data.
+//
+// Both run the conformance suite in checkpoints/checkpointstest:
+//
+//	func TestSQLite(t *testing.T) {
+//		checkpointstest.Run(t, func(t *testing.T) flow.Checkpointer {
+//			return MustOpenSQLite(t, filepath.Join(t.TempDir(), "checkpoints.sqlite"))
+//		})
+//	}
+//
+// Rules both stores keep:
+//
+//   - A checkpoint comes back as it was put: Values, Metadata.Writes and
+//     Write.Value byte for byte, CreatedAt in UTC (without a monotonic clock
+//     reading), Next nil or empty as given. Store-made fields: Seq, and
+//     PendingWrites on Get. An empty Metadata.Writes map comes back nil.
+//   - JSON fields (Values, Write.Value) are nil or valid JSON; Metadata.Writes
+//     values are valid JSON. Anything else is refused before storing.
+//   - Pending writes may only be saved against a checkpoint that exists
+//     (ErrUnknownCheckpoint otherwise), so deleting a thread never races with a
+//     late writer into orphan rows.
+package checkpoints
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"assistant/flow"
+)
+
+// ErrUnknownCheckpoint is returned (wrapped) by PutWrites when the thread has
+// no checkpoint with the given id, for example because the thread was deleted.
+var ErrUnknownCheckpoint = errors.New("unknown checkpoint")
+
+// validateCheckpoint refuses what the stores could not give back unchanged.
+func validateCheckpoint(cp *flow.Checkpoint) error {
+	switch {
+	case cp == nil:
+		return errors.New("put checkpoint: nil checkpoint")
+	case cp.ThreadID == "":
+		return errors.New("put checkpoint: empty thread id")
+	case cp.ID == "":
+		return fmt.Errorf("put checkpoint in thread %s: empty checkpoint id", cp.ThreadID)
+	case cp.ID == cp.ParentID:
+		return fmt.Errorf("put checkpoint %s/%s: checkpoint is its own parent", cp.ThreadID, cp.ID)
+	}
+	if cp.Values != nil && !json.Valid(cp.Values) {
+		return fmt.Errorf("put checkpoint %s/%s: values are not valid JSON", cp.ThreadID, cp.ID)
+	}
+	for node, w := range cp.Metadata.Writes {
+		if !json.Valid(w) {
+			return fmt.Errorf("put checkpoint %s/%s: metadata write of node %q is not valid JSON", cp.ThreadID, cp.ID, node)
+		}
+	}
+	return nil
+}
+
+// validateWrites refuses pending writes whose value is not JSON.
+func validateWrites(threadID, checkpointID string, writes []flow.Write) error {
+	if threadID == "" || checkpointID == "" {
+		return fmt.Errorf("put writes: empty thread id %q or checkpoint id %q", threadID, checkpointID)
+	}
+	for _, w := range writes {
+		if w.Value != nil && !json.Valid(w.Value) {
+			return fmt.Errorf("put writes %s/%s: value of task %s (%s %d) is not valid JSON",
+				threadID, checkpointID, w.TaskID, w.Kind, w.Idx)
+		}
+	}
+	return nil
+}
+
+// cloneCheckpoint returns a deep copy of cp without PendingWrites, normalized
+// the way every store gives checkpoints back: CreatedAt in UTC (which also
+// drops the monotonic clock reading) and an empty Metadata.Writes as nil.
+func cloneCheckpoint(cp *flow.Checkpoint) *flow.Checkpoint {
+	c := *cp
+	c.Values = bytes.Clone(cp.Values)
+	c.Next = slices.Clone(cp.Next)
+	c.CreatedAt = cp.CreatedAt.UTC()
+	c.Metadata.Writes = nil
+	if len(cp.Metadata.Writes) > 0 {
+		c.Metadata.Writes = make(map[string]json.RawMessage, len(cp.Metadata.Writes))
+		for k, v := range cp.Metadata.Writes {
+			c.Metadata.Writes[k] = bytes.Clone(v)
+		}
+	}
+	c.PendingWrites = nil
+	return &c
+}
+
+// cloneWrite returns a copy of w that shares no memory with it.
+func cloneWrite(w flow.Write) flow.Write {
+	w.Value = bytes.Clone(w.Value)
+	return w
+}
+
+// compareWrites orders pending writes by (TaskID, Kind, Idx), the order Get
+// returns them in.
+func compareWrites(a, b flow.Write) int {
+	if c := strings.Compare(a.TaskID, b.TaskID); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Kind, b.Kind); c != 0 {
+		return c
+	}
+	return a.Idx - b.Idx
+}
+
+// encodeMetadata writes m as JSON. It does not use json.Marshal because that
+// compacts (and HTML-escapes) every json.RawMessage in Writes, and a
+// checkpoint must come back byte for byte. Callers validate Writes first.
+func encodeMetadata(m flow.Metadata) (string, error) {
+	var b strings.Builder
+	src, err := json.Marshal(m.Source)
+	if err != nil {
+		return "", err
+	}
+	b.WriteString(`{"source":`)
+	b.Write(src)
+	b.WriteString(`,"step":`)
+	b.WriteString(strconv.Itoa(m.Step))
+	if len(m.Writes) > 0 {
+		b.WriteString(`,"writes":{`)
+		for i, node := range slices.Sorted(maps.Keys(m.Writes)) {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			key, err := json.Marshal(node)
+			if err != nil {
+				return "", err
+			}
+			b.Write(key)
+			b.WriteByte(':')
+			b.Write(m.Writes[node])
+		}
+		b.WriteByte('}')
+	}
+	b.WriteByte('}')
+	return b.String(), nil
+}

@@ -1,0 +1,703 @@
+package checkpoints
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"assistant/flow"
+)
+
+// Defaults of OpenSQLite.
+const (
+	// DefaultBusyTimeout is how long a statement waits for another
+	// connection's (or process's) write lock before failing with SQLITE_BUSY.
+	DefaultBusyTimeout = 5 * time.Second
+	// DefaultSynchronous is the PRAGMA synchronous level: every commit is
+	// durable against power loss.
+	DefaultSynchronous = "FULL"
+	// ApplicationID is stored in the file header (PRAGMA application_id) to
+	// mark a checkpoints file of assistant; it spells "ASCP".
+	ApplicationID = 0x41534350
+)
+
+var (
+	_ flow.Checkpointer = (*SQLite)(nil)
+	_ flow.Syncer       = (*SQLite)(nil)
+)
+
+// Refusals of OpenSQLite. Each comes wrapped with the file's path; the file is
+// left byte for byte as it was.
+var (
+	// ErrForeignFile: the file is a SQLite database of another program.
+	ErrForeignFile = errors.New("not a checkpoints file of assistant (another program's database); move it away or use another data directory")
+	// ErrNewerSchema: the file's schema version is newer than this build knows.
+	ErrNewerSchema = errors.New("written by a newer version of assistant; upgrade assistant")
+	// ErrCorrupt: the file is not a SQLite database, or a damaged or truncated one.
+	ErrCorrupt = errors.New("not a readable SQLite database (corrupt, truncated or not SQLite); restore it from a backup or move it away")
+)
+
+// sqliteHeader starts every SQLite database file.
+var sqliteHeader = []byte("SQLite format 3\x00")
+
+// SQLiteOptions configure OpenSQLite. The zero value opens an existing file
+// with the defaults.
+type SQLiteOptions struct {
+	// Synchronous is "FULL" (the default when "") or "NORMAL". With NORMAL a
+	// commit survives a process crash but maybe not a power loss until Sync.
+	Synchronous string
+	// Create makes the file (mode 0600) when it is missing. Without it a
+	// missing file is an error wrapping fs.ErrNotExist. The directory must
+	// exist either way.
+	Create bool
+	// BusyTimeout overrides DefaultBusyTimeout when positive. SQLite counts
+	// it in whole milliseconds.
+	BusyTimeout time.Duration
+}
+
+// SQLite is a flow.Checkpointer in one SQLite file, shared safely by
+// goroutines and by processes. See the package documentation for the rules
+// it keeps and migrations/ for the schema. Open it with OpenSQLite.
+type SQLite struct {
+	db          *sql.DB
+	synchronous string
+}
+
+// OpenSQLite opens (or, with opts.Create, creates) the checkpoints file at
+// path and migrates it to the newest schema, each migration in its own
+// transaction. Before changing anything it inspects an existing non-empty
+// file read-only and refuses, leaving its bytes unchanged, a file that is not
+// a SQLite database (ErrCorrupt), belongs to another program
+// (ErrForeignFile) or has a newer schema (ErrNewerSchema). Every error is
+// wrapped as "open checkpoints PATH: …". The caller must Close the store.
+func OpenSQLite(ctx context.Context, path string, opts SQLiteOptions) (*SQLite, error) {
+	s, err := openSQLite(ctx, path, opts)
+	if err != nil {
+		return nil, fmt.Errorf("open checkpoints %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func openSQLite(ctx context.Context, path string, opts SQLiteOptions) (*SQLite, error) {
+	synchronous := strings.ToUpper(opts.Synchronous)
+	switch synchronous {
+	case "":
+		synchronous = DefaultSynchronous
+	case "FULL", "NORMAL":
+	default:
+		return nil, fmt.Errorf("synchronous %q: want FULL or NORMAL", opts.Synchronous)
+	}
+	busy := DefaultBusyTimeout
+	if opts.BusyTimeout > 0 {
+		busy = opts.BusyTimeout
+	}
+	migs, err := loadMigrations()
+	if err != nil {
+		return nil, err
+	}
+
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && opts.Create:
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		// Another process may have created it in between: fine, it is checked below.
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, err
+		}
+		if err == nil {
+			if err := f.Close(); err != nil {
+				return nil, err
+			}
+		}
+		if fi, err = os.Stat(path); err != nil {
+			return nil, err
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fs.ErrNotExist
+	case err != nil:
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: not a regular file", ErrCorrupt)
+	}
+	if fi.Size() > 0 {
+		if err := inspect(ctx, path, busy, migs[len(migs)-1].version); err != nil {
+			return nil, err
+		}
+	}
+
+	ms := strconv.FormatInt(busy.Milliseconds(), 10)
+	db, err := sql.Open("sqlite", dsn(path,
+		// Every write transaction takes the write lock at BEGIN, so Put reads
+		// the head it compares against under that lock.
+		"_txlock=immediate",
+		"_pragma=busy_timeout("+ms+")",
+		"_pragma=journal_mode(WAL)",
+		"_pragma=synchronous("+synchronous+")",
+		"_pragma=foreign_keys(ON)",
+	))
+	if err != nil {
+		return nil, err
+	}
+	s := &SQLite{db: db, synchronous: synchronous}
+	if err := s.init(ctx, migs); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// init checks that the connection really is in WAL mode (a read-only
+// directory, for one, silently keeps the rollback journal) and migrates.
+func (s *SQLite) init(ctx context.Context, migs []migration) error {
+	var mode string
+	if err := s.db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
+		return classify(err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("journal mode is %q, want wal", mode)
+	}
+	for _, m := range migs {
+		if err := s.migrate(ctx, m); err != nil {
+			return fmt.Errorf("migrate to schema version %d (%s): %w", m.version, m.name, err)
+		}
+	}
+	return nil
+}
+
+// migrate applies one migration in its own transaction, unless the file is
+// already at its version or newer (another process got there first: BEGIN
+// IMMEDIATE makes the others wait for it, then skip).
+func (s *SQLite) migrate(ctx context.Context, m migration) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+
+	var appID, version int64
+	if err := tx.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&appID); err != nil {
+		return classify(err)
+	}
+	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return classify(err)
+	}
+	switch {
+	case appID != 0 && appID != ApplicationID:
+		return fmt.Errorf("%w (application_id %#x)", ErrForeignFile, appID)
+	case version >= m.version:
+		return nil
+	case version != m.version-1:
+		return fmt.Errorf("file is at schema version %d, want %d", version, m.version-1)
+	}
+	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		return err
+	}
+	// PRAGMA takes no parameters; both numbers are ours, not input.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", ApplicationID)); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// inspect looks at an existing non-empty file without changing it: the
+// connection is read-only and sets no journal mode (switching a foreign
+// rollback-journal file to WAL would rewrite its header).
+func inspect(ctx context.Context, path string, busy time.Duration, newest int64) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	hdr := make([]byte, 100)
+	_, err = io.ReadFull(f, hdr)
+	f.Close()
+	if errors.Is(err, io.ErrUnexpectedEOF) || (err == nil && !bytes.HasPrefix(hdr, sqliteHeader)) {
+		return fmt.Errorf("%w: no SQLite header", ErrCorrupt)
+	}
+	if err != nil {
+		return err
+	}
+
+	db, err := sql.Open("sqlite", dsn(path, "mode=ro", "_pragma=busy_timeout("+strconv.FormatInt(busy.Milliseconds(), 10)+")"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+
+	// One read transaction, so the three answers describe one state of the file.
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return classify(err)
+	}
+	defer tx.Rollback()
+	var appID, version, objects int64
+	// Counting sqlite_schema reads page 1 and the schema pages, which is where
+	// SQLite notices a file shorter than its header says (truncation).
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&objects); err != nil {
+		return classify(err)
+	}
+	if err := tx.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&appID); err != nil {
+		return classify(err)
+	}
+	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return classify(err)
+	}
+	switch {
+	case appID == ApplicationID && version > newest:
+		return fmt.Errorf("%w (schema version %d, this build knows up to %d)", ErrNewerSchema, version, newest)
+	case appID == ApplicationID:
+		return nil
+	case appID != 0:
+		return fmt.Errorf("%w (application_id %#x)", ErrForeignFile, appID)
+	case objects > 0 || version != 0:
+		return fmt.Errorf("%w (%d schema objects, user_version %d)", ErrForeignFile, objects, version)
+	}
+	return nil // an empty SQLite database: ours to initialize
+}
+
+// classify marks SQLite's "corrupt" and "not a database" errors as ErrCorrupt.
+func classify(err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+			return fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+	}
+	return err
+}
+
+// dsn makes a SQLite URI for the file at p. The path is URI-escaped so that
+// a '?', '#' or '%' in it cannot be taken for parameters.
+func dsn(p string, params ...string) string {
+	u := url.URL{Path: p}
+	return "file:" + u.EscapedPath() + "?" + strings.Join(params, "&")
+}
+
+// Close closes the database. Any use of the store after Close fails.
+func (s *SQLite) Close() error {
+	return s.db.Close()
+}
+
+// Put stores cp as the new head of cp.ThreadID in one short transaction and
+// sets cp.Seq. cp.ParentID must be the current head's id ("" for a new
+// thread), else Put returns a *flow.ConflictError and stores nothing; this
+// holds across processes sharing the file. cp.PendingWrites is ignored.
+func (s *SQLite) Put(ctx context.Context, cp *flow.Checkpoint) error {
+	if err := validateCheckpoint(cp); err != nil {
+		return err
+	}
+	var values, next sql.NullString
+	if cp.Values != nil {
+		values = sql.NullString{String: string(cp.Values), Valid: true}
+	}
+	if cp.Next != nil {
+		b, err := json.Marshal(cp.Next)
+		if err != nil {
+			return fmt.Errorf("put checkpoint %s/%s: %w", cp.ThreadID, cp.ID, err)
+		}
+		next = sql.NullString{String: string(b), Valid: true}
+	}
+	meta, err := encodeMetadata(cp.Metadata)
+	if err != nil {
+		return fmt.Errorf("put checkpoint %s/%s: %w", cp.ThreadID, cp.ID, err)
+	}
+
+	seq, err := s.put(ctx, cp, values, next, meta)
+	if err != nil {
+		var ce *flow.ConflictError
+		if errors.As(err, &ce) {
+			return err
+		}
+		return fmt.Errorf("put checkpoint %s/%s: %w", cp.ThreadID, cp.ID, err)
+	}
+	cp.Seq = seq
+	return nil
+}
+
+func (s *SQLite) put(ctx context.Context, cp *flow.Checkpoint, values, next sql.NullString, meta string) (int64, error) {
+	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the head cannot move under us
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+
+	var head string
+	var headSeq int64
+	err = tx.QueryRowContext(ctx,
+		`SELECT head_id, head_seq FROM threads WHERE thread_id = ?`, cp.ThreadID).Scan(&head, &headSeq)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, err
+	}
+	conflict := &flow.ConflictError{ThreadID: cp.ThreadID, Want: cp.ParentID, Head: head}
+	if head != cp.ParentID {
+		return 0, conflict
+	}
+	seq := headSeq + 1
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+
+	// The guards repeat the compare in SQL, so a head that moved anyway (a
+	// transaction that did not take the write lock at BEGIN) changes no row
+	// and is reported as a conflict rather than forking the thread.
+	var res sql.Result
+	if headSeq == 0 {
+		res, err = tx.ExecContext(ctx,
+			`INSERT INTO threads (thread_id, head_id, head_seq, updated_at) VALUES (?, ?, ?, ?)
+			 ON CONFLICT (thread_id) DO NOTHING`,
+			cp.ThreadID, cp.ID, seq, now)
+	} else {
+		res, err = tx.ExecContext(ctx,
+			`UPDATE threads SET head_id = ?, head_seq = ?, updated_at = ?
+			 WHERE thread_id = ? AND head_id = ? AND head_seq = ?`,
+			cp.ID, seq, now, cp.ThreadID, head, headSeq)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return 0, err
+	} else if n != 1 {
+		return 0, conflict
+	}
+
+	_, err = tx.ExecContext(ctx,
+		`INSERT INTO checkpoints (thread_id, checkpoint_id, seq, parent_id, step, source, format,
+		                          values_json, next_json, breakpoint, metadata_json, created_at)
+		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		cp.ThreadID, cp.ID, seq, cp.ParentID, cp.Metadata.Step, cp.Metadata.Source, cp.Format,
+		values, next, cp.Breakpoint, meta, cp.CreatedAt.UTC().Format(time.RFC3339Nano))
+	if err != nil {
+		return 0, err
+	}
+	return seq, tx.Commit()
+}
+
+// checkpointColumns are the columns scanCheckpoint reads, in its order.
+const checkpointColumns = `checkpoint_id, seq, parent_id, format, values_json, next_json,
+	breakpoint, metadata_json, created_at`
+
+// scanCheckpoint reads one row of checkpointColumns.
+func scanCheckpoint(threadID string, row interface{ Scan(...any) error }) (*flow.Checkpoint, error) {
+	cp := &flow.Checkpoint{ThreadID: threadID}
+	var values, next sql.NullString
+	var meta, created string
+	if err := row.Scan(&cp.ID, &cp.Seq, &cp.ParentID, &cp.Format, &values, &next,
+		&cp.Breakpoint, &meta, &created); err != nil {
+		return nil, err
+	}
+	if values.Valid {
+		cp.Values = json.RawMessage(values.String)
+	}
+	if next.Valid {
+		if err := json.Unmarshal([]byte(next.String), &cp.Next); err != nil {
+			return nil, fmt.Errorf("checkpoint %s/%s: next: %w", threadID, cp.ID, err)
+		}
+	}
+	if err := json.Unmarshal([]byte(meta), &cp.Metadata); err != nil {
+		return nil, fmt.Errorf("checkpoint %s/%s: metadata: %w", threadID, cp.ID, err)
+	}
+	t, err := time.Parse(time.RFC3339Nano, created)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s/%s: created_at: %w", threadID, cp.ID, err)
+	}
+	cp.CreatedAt = t.UTC()
+	return cp, nil
+}
+
+// Get returns the checkpoint checkpointID of threadID, or the thread's head
+// when checkpointID is "", with its pending writes ordered by (TaskID, Kind,
+// Idx). Checkpoint and writes come from one read transaction. An unknown
+// thread or id gives (nil, nil).
+func (s *SQLite) Get(ctx context.Context, threadID, checkpointID string) (*flow.Checkpoint, error) {
+	cp, err := s.get(ctx, threadID, checkpointID)
+	if err != nil {
+		return nil, fmt.Errorf("get checkpoint %s/%s: %w", threadID, checkpointID, err)
+	}
+	return cp, nil
+}
+
+func (s *SQLite) get(ctx context.Context, threadID, checkpointID string) (*flow.Checkpoint, error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // plain BEGIN: readers do not take the write lock
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+
+	var row *sql.Row
+	if checkpointID == "" {
+		row = tx.QueryRowContext(ctx, `SELECT `+checkpointColumns+` FROM checkpoints
+			WHERE thread_id = ? AND seq = (SELECT head_seq FROM threads WHERE thread_id = ?)`,
+			threadID, threadID)
+	} else {
+		row = tx.QueryRowContext(ctx, `SELECT `+checkpointColumns+` FROM checkpoints
+			WHERE thread_id = ? AND checkpoint_id = ?`, threadID, checkpointID)
+	}
+	cp, err := scanCheckpoint(threadID, row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	rows, err := tx.QueryContext(ctx, `SELECT task_id, kind, idx, node, value_json FROM writes
+		WHERE thread_id = ? AND checkpoint_id = ? ORDER BY task_id, kind, idx`, threadID, cp.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var w flow.Write
+		var value sql.NullString
+		if err := rows.Scan(&w.TaskID, &w.Kind, &w.Idx, &w.Node, &value); err != nil {
+			return nil, err
+		}
+		if value.Valid {
+			w.Value = json.RawMessage(value.String)
+		}
+		cp.PendingWrites = append(cp.PendingWrites, w)
+	}
+	return cp, rows.Err()
+}
+
+// PutWrites saves writes against checkpoint checkpointID of threadID in one
+// transaction. A write with the same (TaskID, Kind, Idx) as a stored one
+// replaces it. An unknown checkpoint gives an error wrapping
+// ErrUnknownCheckpoint and stores nothing.
+func (s *SQLite) PutWrites(ctx context.Context, threadID, checkpointID string, writes []flow.Write) error {
+	if err := validateWrites(threadID, checkpointID, writes); err != nil {
+		return err
+	}
+	if err := s.putWrites(ctx, threadID, checkpointID, writes); err != nil {
+		return fmt.Errorf("put writes %s/%s: %w", threadID, checkpointID, err)
+	}
+	return nil
+}
+
+func (s *SQLite) putWrites(ctx context.Context, threadID, checkpointID string, writes []flow.Write) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+
+	var one int
+	err = tx.QueryRowContext(ctx, `SELECT 1 FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?`,
+		threadID, checkpointID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrUnknownCheckpoint
+	}
+	if err != nil {
+		return err
+	}
+	stmt, err := tx.PrepareContext(ctx,
+		`INSERT INTO writes (thread_id, checkpoint_id, task_id, kind, idx, node, value_json)
+		 VALUES (?, ?, ?, ?, ?, ?, ?)
+		 ON CONFLICT (thread_id, checkpoint_id, task_id, kind, idx)
+		 DO UPDATE SET node = excluded.node, value_json = excluded.value_json`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, w := range writes {
+		var value sql.NullString
+		if w.Value != nil {
+			value = sql.NullString{String: string(w.Value), Valid: true}
+		}
+		if _, err := stmt.ExecContext(ctx, threadID, checkpointID, w.TaskID, w.Kind, w.Idx, w.Node, value); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// List returns the thread's checkpoints newest first (by Seq), without
+// pending writes, narrowed by opts (all filters combine). An unknown thread,
+// or an opts.Before id the thread does not have, gives an empty list.
+func (s *SQLite) List(ctx context.Context, threadID string, opts flow.ListOptions) ([]*flow.Checkpoint, error) {
+	q := `SELECT ` + checkpointColumns + ` FROM checkpoints WHERE thread_id = ?`
+	args := []any{threadID}
+	if opts.Before != "" {
+		// An unknown id makes the subquery NULL and the comparison false: no rows.
+		q += ` AND seq < (SELECT seq FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?)`
+		args = append(args, threadID, opts.Before)
+	}
+	if opts.Source != "" {
+		q += ` AND source = ?`
+		args = append(args, opts.Source)
+	}
+	if opts.Step != nil {
+		q += ` AND step = ?`
+		args = append(args, *opts.Step)
+	}
+	q += ` ORDER BY seq DESC`
+	if opts.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, opts.Limit)
+	}
+
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list checkpoints of %s: %w", threadID, err)
+	}
+	defer rows.Close()
+	var out []*flow.Checkpoint
+	for rows.Next() {
+		cp, err := scanCheckpoint(threadID, rows)
+		if err != nil {
+			return nil, fmt.Errorf("list checkpoints of %s: %w", threadID, err)
+		}
+		out = append(out, cp)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list checkpoints of %s: %w", threadID, err)
+	}
+	return out, nil
+}
+
+// DeleteThread removes the thread's pending writes, checkpoints and head in
+// one transaction and touches no other thread. Deleting a thread that does
+// not exist is a no-op.
+func (s *SQLite) DeleteThread(ctx context.Context, threadID string) error {
+	if err := s.deleteThread(ctx, threadID); err != nil {
+		return fmt.Errorf("delete thread %s: %w", threadID, err)
+	}
+	return nil
+}
+
+func (s *SQLite) deleteThread(ctx context.Context, threadID string) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	// Children first: foreign keys are on.
+	for _, q := range []string{
+		`DELETE FROM writes WHERE thread_id = ?`,
+		`DELETE FROM checkpoints WHERE thread_id = ?`,
+		`DELETE FROM threads WHERE thread_id = ?`,
+	} {
+		if _, err := tx.ExecContext(ctx, q, threadID); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// Sync makes every earlier Put and PutWrites durable against power loss.
+//
+// With synchronous=FULL (the default) each commit already fsyncs the WAL, so
+// Sync does nothing. With NORMAL, Sync commits one small write transaction at
+// synchronous=FULL on one connection: that fsyncs the WAL file, which holds
+// every earlier commit's frames too (or they were already checkpointed into
+// the database file, which NORMAL fsyncs when checkpointing).
+func (s *SQLite) Sync(ctx context.Context) error {
+	if s.synchronous == "FULL" {
+		return nil
+	}
+	if err := s.sync(ctx); err != nil {
+		return fmt.Errorf("sync checkpoints: %w", err)
+	}
+	return nil
+}
+
+func (s *SQLite) sync(ctx context.Context) (err error) {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = FULL`); err != nil {
+		return err
+	}
+	defer func() {
+		// The connection goes back to the pool: it must not stay at FULL
+		// silently, nor at an unknown level. If the reset fails, drop it.
+		if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = `+s.synchronous); rerr != nil {
+			conn.Raw(func(any) error { return driver.ErrBadConn })
+			err = errors.Join(err, rerr)
+		}
+	}()
+
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	// Rewriting user_version with its own value dirties page 1, so the commit
+	// appends a WAL frame and, at FULL, fsyncs the WAL; a commit that changed
+	// nothing would write nothing and sync nothing.
+	var version int64
+	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", version)); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// migration is one numbered SQL file of migrations/.
+type migration struct {
+	version int64
+	name    string
+	sql     string
+}
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// loadMigrations parses migrations/NNNN_name.sql into a list ordered by
+// version, checking the versions run 1, 2, 3 … without gaps.
+var loadMigrations = sync.OnceValues(func() ([]migration, error) {
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var migs []migration
+	for _, name := range names {
+		base := path.Base(name)
+		num, _, ok := strings.Cut(base, "_")
+		v, err := strconv.ParseInt(num, 10, 64)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("migration %s: name must be NNNN_name.sql", name)
+		}
+		b, err := migrationFiles.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		migs = append(migs, migration{version: v, name: base, sql: string(b)})
+	}
+	slices.SortFunc(migs, func(a, b migration) int { return int(a.version - b.version) })
+	for i, m := range migs {
+		if m.version != int64(i+1) {
+			return nil, fmt.Errorf("migration %s: version %d, want %d", m.name, m.version, i+1)
+		}
+	}
+	if len(migs) == 0 {
+		return nil, errors.New("no migrations embedded")
+	}
+	return migs, nil
+})

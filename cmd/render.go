@@ -1,0 +1,94 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"assistant/flow/returns"
+)
+
+// nextCommandPrefix is "assistant" plus the global flags that differ from
+// their defaults, so a printed next command can be pasted as it is.
+func (a *app) nextCommandPrefix() string {
+	parts := []string{"assistant"}
+	if a.data != DefaultDataDir {
+		parts = append(parts, "--data", shellQuote(a.data))
+	}
+	if a.user != DefaultUser {
+		parts = append(parts, "--user", shellQuote(a.user))
+	}
+	return strings.Join(parts, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but safe characters.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@,+=", r))
+	}) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// writeCard prints a view for a person: the order, the state, the question
+// with its draft, and the exact next command to type.
+func writeCard(w io.Writer, v *returns.View, prog string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Task %s · order %s · user %s\n", v.Task, v.Order, v.User)
+	fmt.Fprintf(&b, "Status: %s · stage: %s\n", v.Status, orDash(v.Stage))
+	if v.Draft != nil {
+		left := time.Until(v.Draft.ExpiresAt).Round(time.Second)
+		when := "expired"
+		if left > 0 {
+			when = "in " + left.String()
+		}
+		fmt.Fprintf(&b, "Draft %s: reason %q, expires %s (%s)\n", v.Draft.DraftID, v.Draft.Reason, v.Draft.ExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC"), when)
+	}
+	task := shellQuote(v.Task)
+	for _, in := range v.Interrupts {
+		var q struct {
+			Prompt  string `json:"prompt"`
+			Effect  string `json:"effect"`
+			Problem string `json:"problem"`
+			DraftID string `json:"draft_id"`
+		}
+		_ = json.Unmarshal(in.Value, &q)
+		if q.Problem != "" {
+			fmt.Fprintf(&b, "Previous answer refused: %s\n", q.Problem)
+		}
+		switch in.Kind {
+		case returns.KindNeedReason:
+			fmt.Fprintf(&b, "Question: %s\n", q.Prompt)
+			fmt.Fprintf(&b, "Next:     %s resume %s --reason \"...\"\n", prog, task)
+		case returns.KindApproval:
+			fmt.Fprintf(&b, "Question: approve this return request? %s\n", q.Effect)
+			fmt.Fprintf(&b, "Next:     %s resume %s --action approve --draft %s\n", prog, task, q.DraftID)
+			fmt.Fprintf(&b, "   or:    %s resume %s --action cancel\n", prog, task)
+		}
+	}
+	if v.Result != nil {
+		reused := ""
+		if v.Result.Reused {
+			reused = " (already submitted before; no second application)"
+		}
+		fmt.Fprintf(&b, "Submitted: application %s, review %s%s\n", v.Result.ApplicationID, v.Result.ReviewStatus, reused)
+	}
+	if v.Error != nil {
+		fmt.Fprintf(&b, "Error: %s — %s\n", v.Error.Code, v.Error.Message)
+	}
+	if v.Status == returns.StatusRunning && len(v.Interrupts) == 0 {
+		fmt.Fprintf(&b, "The run stopped part-way (next: %s). Continue it: %s resume %s\n", strings.Join(v.Next, ", "), prog, task)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

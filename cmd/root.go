@@ -1,0 +1,217 @@
+// Package cmd is the command line of assistant: cobra commands that parse
+// flags, call flow/returns and render the result. Nothing here decides
+// anything a test would want to check without a process.
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"assistant/checkpoints"
+	"assistant/flow"
+	"assistant/flow/returns"
+)
+
+// Defaults of the global flags (DESIGN.md "CLI contract").
+const (
+	DefaultDataDir = "./data"
+	DefaultUser    = "demo-user"
+)
+
+// Exit codes (DESIGN.md "Exit codes").
+const (
+	ExitOK       = 0
+	ExitInternal = 1
+	ExitUsage    = 2
+	ExitConflict = 3
+	ExitNotFound = 4
+)
+
+// app holds the global flags and the writer pair every command prints to.
+type app struct {
+	data   string
+	user   string
+	output string
+	stdout io.Writer
+	stderr io.Writer
+	seed   []byte
+}
+
+// Execute runs the command line with os.Args and exits the process with the
+// exit code of DESIGN.md. seed is the teaching orders CSV embedded in the
+// binary. It is the only place that calls os.Exit.
+func Execute(seed []byte) {
+	os.Exit(Run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, seed))
+}
+
+// Run runs the command line with args and returns the exit code; stdout and
+// stderr receive all output. Tests call it without a process.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer, seed []byte) int {
+	a := &app{stdout: stdout, stderr: stderr, seed: seed}
+	root := a.newRoot()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	code := exitCode(err)
+	var re *runError
+	if errors.As(err, &re) {
+		err = re.err
+	}
+	a.fail(err, code)
+	return code
+}
+
+func (a *app) newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "assistant",
+		Short: "Prepare return requests that wait for a person's approval and survive anything in between",
+		Long: `assistant prepares a return request for an order, parks at an approval
+question and exits. A later process shows or answers that question and
+submits the application at most once, however often it is retried.
+
+State lives in two SQLite files in --data: checkpoints.sqlite (the run) and
+business.sqlite (orders, drafts, applications, tasks).`,
+		Example: `  assistant start return-25 A3003 --reason "size does not fit"
+  assistant show return-25
+  assistant resume return-25 --action approve`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.PersistentFlags().StringVar(&a.data, "data", DefaultDataDir, "data directory holding checkpoints.sqlite and business.sqlite")
+	root.PersistentFlags().StringVar(&a.user, "user", DefaultUser, "user the tasks belong to (an identity label, not authentication)")
+	root.PersistentFlags().StringVar(&a.output, "output", "", "output format: json or text (default: json when stdout is not a terminal)")
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		switch a.output {
+		case "":
+			a.output = "text"
+			if !isTerminal(a.stdout) {
+				a.output = "json"
+			}
+		case "json", "text":
+		default:
+			return usageErr("--output must be json or text, not %q", a.output)
+		}
+		if a.user == "" {
+			return usageErr("--user must not be empty")
+		}
+		return nil
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return fmt.Errorf("%w: %v", returns.ErrInvalid, err)
+	})
+	root.AddCommand(a.newStart(), a.newShow(), a.newResume())
+	return root
+}
+
+// runError marks an error that came from a command's work (not from flag
+// parsing), so an unclassified one is exit 1 rather than 2.
+type runError struct{ err error }
+
+func (e *runError) Error() string { return e.err.Error() }
+func (e *runError) Unwrap() error { return e.err }
+
+func ran(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &runError{err}
+}
+
+func usageErr(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", returns.ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// exitCode maps an error to DESIGN.md's exit codes.
+func exitCode(err error) int {
+	var re *runError
+	switch {
+	case errors.Is(err, returns.ErrInvalid):
+		return ExitUsage
+	case errors.Is(err, returns.ErrNotFound):
+		return ExitNotFound
+	case errors.Is(err, returns.ErrConflict), errors.Is(err, flow.ErrConflict):
+		return ExitConflict
+	case errors.As(err, &re):
+		return ExitInternal
+	}
+	return ExitUsage // cobra's own errors: unknown command, wrong argument count
+}
+
+func errorCode(code int) string {
+	switch code {
+	case ExitUsage:
+		return "invalid_input"
+	case ExitConflict:
+		return "conflict"
+	case ExitNotFound:
+		return "not_found"
+	}
+	return "internal"
+}
+
+// fail prints one line on stderr and, with json output, the error object on
+// stdout.
+func (a *app) fail(err error, code int) {
+	fmt.Fprintf(a.stderr, "assistant: %v\n", err)
+	if a.output == "json" || (a.output == "" && !isTerminal(a.stdout)) {
+		_ = writeJSON(a.stdout, map[string]any{"error": map[string]string{"code": errorCode(code), "message": err.Error()}})
+	}
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// open opens both stores of the data dir. With create false a missing data
+// dir or file is ErrNotFound and nothing is created.
+func (a *app) open(ctx context.Context, create bool) (*returns.Service, func(), error) {
+	if err := returns.PrepareDataDir(a.data, create); err != nil {
+		return nil, nil, err
+	}
+	path := filepath.Join(a.data, returns.CheckpointsFile)
+	cps, err := checkpoints.OpenSQLite(ctx, path, checkpoints.SQLiteOptions{Create: create})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("%s: %w (no task has been started in %s)", path, returns.ErrNotFound, a.data)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	svc, err := returns.Open(ctx, returns.Config{DataDir: a.data, Create: create, Seed: a.seed, Checkpoints: cps})
+	if err != nil {
+		cps.Close()
+		return nil, nil, err
+	}
+	return svc, func() { svc.Close(); cps.Close() }, nil
+}
+
+// render prints a view as JSON or as a card for a person.
+func (a *app) render(v *returns.View) error {
+	if a.output == "json" {
+		return writeJSON(a.stdout, v)
+	}
+	return writeCard(a.stdout, v, a.nextCommandPrefix())
+}

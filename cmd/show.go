@@ -1,0 +1,35 @@
+package cmd
+
+import (
+	"github.com/spf13/cobra"
+
+	"assistant/flow/returns"
+)
+
+func (a *app) newShow() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show TASK",
+		Short: "Show a task's progress and the question it waits on",
+		Long: `show prints where a task stands: its status and stage, the pending
+question with the draft it carries, and the result or error once it has
+ended. It changes nothing.`,
+		Example: `  assistant show return-25
+  assistant show return-25 --output json`,
+		Args: exactArgs(1, "show needs TASK"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := returns.ValidTaskID(args[0]); err != nil {
+				return usageErr("%v", err)
+			}
+			svc, closeAll, err := a.open(c.Context(), false)
+			if err != nil {
+				return ran(err)
+			}
+			defer closeAll()
+			v, err := svc.Show(c.Context(), args[0], a.user)
+			if err != nil {
+				return ran(err)
+			}
+			return a.render(v)
+		},
+	}
+}

@@ -1,0 +1,60 @@
+package cmd
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"assistant/flow/returns"
+)
+
+func (a *app) newStart() *cobra.Command {
+	var (
+		reason string
+		ttl    time.Duration
+	)
+	c := &cobra.Command{
+		Use:   "start TASK ORDER",
+		Short: "Start a return request for an order and run it to its first question",
+		Long: `start looks the order up, asks for a reason if none was given, prepares a
+draft valid for --draft-ttl, and parks at the approval question. The
+process then exits; answer later with resume.
+
+Starting the same TASK again with the same input prints its progress;
+with other input it is refused (exit 3).`,
+		Example: `  assistant start return-25 A3003 --reason "尺寸不合适"
+  assistant start return-26 A3004            # asks for a reason
+  assistant start return-27 A3003 --reason "broken" --draft-ttl 10m`,
+		Args: exactArgs(2, "start needs TASK and ORDER"),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts := returns.StartOptions{Task: args[0], User: a.user, Order: args[1], Reason: reason, TTL: ttl}
+			// Validate before opening anything: bad input creates no file.
+			if err := returns.ValidateStart(opts); err != nil {
+				return err
+			}
+			svc, closeAll, err := a.open(c.Context(), true)
+			if err != nil {
+				return ran(err)
+			}
+			defer closeAll()
+			v, err := svc.Start(c.Context(), opts)
+			if err != nil {
+				return ran(err)
+			}
+			return a.render(v)
+		},
+	}
+	c.Flags().StringVar(&reason, "reason", "", "why the order is returned (asked for when missing)")
+	c.Flags().DurationVar(&ttl, "draft-ttl", 300*time.Second, "how long the prepared draft stays valid (1s to 168h)")
+	return c
+}
+
+// exactArgs is cobra.ExactArgs with a usage error (exit 2) that says what is missing.
+func exactArgs(n int, msg string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageErr("%s (got %d arguments)", msg, len(args))
+		}
+		return nil
+	}
+}

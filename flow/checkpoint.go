@@ -1,0 +1,139 @@
+package flow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Checkpoint sources, stored in Metadata.Source. They follow LangGraph's
+// vocabulary so a person reading history knows what wrote each checkpoint.
+const (
+	SourceInput  = "input"  // the first checkpoint of a thread, holding the input
+	SourceLoop   = "loop"   // written after a superstep finished
+	SourceUpdate = "update" // written by UpdateState (an operator correction)
+)
+
+// Write kinds of a pending write.
+const (
+	WriteUpdate    = "update"    // a finished task's state update
+	WriteInterrupt = "interrupt" // a question raised by a task (Idx = call order in the node)
+	WriteResume    = "resume"    // an answer to the interrupt with the same TaskID and Idx
+	WriteError     = "error"     // a task that failed; Value is a JSON string with the cause
+)
+
+// Checkpoint is the state of one thread after a superstep. Checkpoints of a
+// thread form a chain through ParentID; the newest is the thread's head.
+//
+// A Checkpointer stores Checkpoint values as they are and gives them back
+// unchanged: the engine owns every field except Seq.
+type Checkpoint struct {
+	ThreadID string // the thread (for the return flow: the task id)
+	ID       string // time-ordered UUIDv7, made by the engine
+	ParentID string // the previous head; "" for a thread's first checkpoint
+	// Seq is the position of the checkpoint in its thread, 1 for the first,
+	// assigned by the Checkpointer (parent's Seq + 1). Stores order by Seq, not
+	// by ID or time, so order survives a wall clock that steps back.
+	Seq int64
+	// Format is the version of the encoding of Values (see Graph.StateFormat).
+	Format int
+	// Values is the JSON-encoded user state S.
+	Values json.RawMessage
+	// Next lists the nodes due in the next superstep, sorted; empty when the
+	// run reached End.
+	Next []string
+	// Breakpoint is "before:NODE" or "after:NODE" when the run paused at a
+	// static breakpoint when this checkpoint was written; "" otherwise.
+	Breakpoint string
+	Metadata   Metadata
+	CreatedAt  time.Time // wall clock, UTC
+
+	// PendingWrites are the writes saved against this checkpoint by tasks of
+	// the superstep that follows it. Get fills them; List leaves them nil.
+	PendingWrites []Write
+}
+
+// Metadata describes how a checkpoint came to be.
+type Metadata struct {
+	Source string `json:"source"` // SourceInput, SourceLoop or SourceUpdate
+	Step   int    `json:"step"`   // -1 for input, then 0, 1, 2 … per superstep
+	// Writes holds each node's update applied by the superstep that produced
+	// this checkpoint, keyed by node name (for history and diffs).
+	Writes map[string]json.RawMessage `json:"writes,omitempty"`
+	// Waiting is the progress of joins (Graph.AddJoin): target node → the
+	// source nodes that have finished so far. Engine bookkeeping.
+	Waiting map[string][]string `json:"waiting,omitempty"`
+}
+
+// Write is one pending write: what a task of a superstep produced before the
+// superstep's checkpoint was written. Writes are keyed by (TaskID, Kind, Idx);
+// putting the same key twice keeps the last value.
+type Write struct {
+	TaskID string          `json:"task_id"`
+	Node   string          `json:"node"`
+	Kind   string          `json:"kind"` // WriteUpdate, WriteInterrupt, WriteResume or WriteError
+	Idx    int             `json:"idx"`
+	Value  json.RawMessage `json:"value"`
+}
+
+// ListOptions narrow Checkpointer.List. Zero values mean no limit and no filter.
+type ListOptions struct {
+	Limit  int    // at most this many checkpoints; 0 = all
+	Before string // only checkpoints older (smaller Seq) than this checkpoint id
+	Source string // only this Metadata.Source
+	Step   *int   // only this Metadata.Step
+}
+
+// Checkpointer stores checkpoints and pending writes of threads. A new store
+// runs the conformance suite in checkpoints/checkpointstest.
+//
+// Implementations must be safe for concurrent use and, for stores shared by
+// processes, must make Put a compare-and-set on the thread's head.
+type Checkpointer interface {
+	// Put stores cp as the new head of cp.ThreadID and sets cp.Seq. It is a
+	// compare-and-set: cp.ParentID must be the current head's id ("" for a new
+	// thread), else it returns a *ConflictError (errors.Is ErrConflict) and
+	// stores nothing.
+	Put(ctx context.Context, cp *Checkpoint) error
+	// Get returns the checkpoint with the given id, or the thread's head when
+	// checkpointID is "", with its PendingWrites. An unknown thread or id gives
+	// (nil, nil): absence is not an error.
+	Get(ctx context.Context, threadID, checkpointID string) (*Checkpoint, error)
+	// PutWrites saves writes of one task against checkpoint checkpointID.
+	// Writes with the same (TaskID, Kind, Idx) replace earlier ones, so
+	// putting the same task's writes twice is harmless.
+	PutWrites(ctx context.Context, threadID, checkpointID string, writes []Write) error
+	// List returns the thread's checkpoints newest first (by Seq), without
+	// pending writes, narrowed by opts. An unknown thread gives an empty list.
+	List(ctx context.Context, threadID string, opts ListOptions) ([]*Checkpoint, error)
+	// DeleteThread removes the thread's checkpoints and writes. Deleting a
+	// thread that does not exist is a no-op.
+	DeleteThread(ctx context.Context, threadID string) error
+}
+
+// Syncer is an optional power of a Checkpointer whose Put may be durable only
+// against a process crash: Sync makes every earlier Put and PutWrites durable
+// against power loss too. The engine calls it before it returns from a run.
+type Syncer interface {
+	Sync(ctx context.Context) error
+}
+
+// ErrConflict is matched (errors.Is) by every *ConflictError.
+var ErrConflict = errors.New("checkpoint conflict")
+
+// ConflictError reports a Put whose parent was not the thread's head: another
+// process advanced the thread first.
+type ConflictError struct {
+	ThreadID string
+	Want     string // the ParentID given to Put
+	Head     string // the head actually found ("" when the thread is empty)
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("thread %s changed under the request: expected head %q, found %q", e.ThreadID, e.Want, e.Head)
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }

@@ -1,0 +1,278 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Reserved node names for the entry and exit of a graph.
+const (
+	Start = "__start__"
+	End   = "__end__"
+)
+
+// DefaultRecursionLimit is the number of supersteps one invocation (Invoke or
+// Resume) may run before it stops with a *RecursionLimitError. It counts one
+// invocation, not the thread's whole life, so a thread resumed many times
+// never reaches it by accident.
+const DefaultRecursionLimit = 30
+
+// NodeFunc is the work of one node. It receives the state as of the last
+// checkpoint and returns a partial update that the graph's Reducer merges.
+// A node may run more than once (after a crash, or when resumed after an
+// Interrupt, it runs again from its start): put side effects after the
+// interrupt or key them with an idempotency key.
+type NodeFunc[S any] func(ctx context.Context, state S) (S, error)
+
+// Reducer merges a node's update into the state and returns the new state.
+// It is called once per finished task, in the order of the sorted node names,
+// so parallel tasks merge deterministically. It must not keep references to
+// update that the node may change later.
+type Reducer[S any] func(state, update S) S
+
+// Router chooses the nodes that follow a node from the state after the
+// superstep; it may return End, or several nodes to fan out.
+type Router[S any] func(state S) []string
+
+type join struct {
+	from []string
+	to   string
+}
+
+// Graph is a builder of a state graph over the state type S. Add nodes and
+// edges, then Compile it with a Checkpointer. Building errors (an unknown
+// node, a duplicate name) are collected and returned by Compile.
+type Graph[S any] struct {
+	reducer  Reducer[S]
+	nodes    map[string]NodeFunc[S]
+	edges    map[string][]string
+	routers  map[string]Router[S]
+	joins    []join
+	format   int
+	upgrades map[int]Upgrade
+	errs     []error
+}
+
+// Upgrade turns the JSON of a state written at format version v into the JSON
+// of version v+1. It is registered with Graph.StateFormat.
+type Upgrade func(old []byte) ([]byte, error)
+
+// NewGraph returns an empty graph whose updates are merged by reducer.
+func NewGraph[S any](reducer Reducer[S]) *Graph[S] {
+	return &Graph[S]{
+		reducer:  reducer,
+		nodes:    map[string]NodeFunc[S]{},
+		edges:    map[string][]string{},
+		routers:  map[string]Router[S]{},
+		format:   1,
+		upgrades: map[int]Upgrade{},
+	}
+}
+
+// AddNode adds a node. Names must be unique, non-empty and not Start or End.
+func (g *Graph[S]) AddNode(name string, fn NodeFunc[S]) *Graph[S] {
+	switch {
+	case name == "" || name == Start || name == End:
+		g.errs = append(g.errs, fmt.Errorf("add node: reserved or empty name %q", name))
+	case g.nodes[name] != nil:
+		g.errs = append(g.errs, fmt.Errorf("add node %s: duplicate name", name))
+	case fn == nil:
+		g.errs = append(g.errs, fmt.Errorf("add node %s: nil function", name))
+	default:
+		g.nodes[name] = fn
+	}
+	return g
+}
+
+// AddEdge makes to run in the superstep after from. Several edges leaving one
+// node fan out: their targets run as tasks of one superstep. A node reached
+// by several edges in the same superstep runs once.
+func (g *Graph[S]) AddEdge(from, to string) *Graph[S] {
+	g.edges[from] = append(g.edges[from], to)
+	return g
+}
+
+// AddConditionalEdges routes from a node by the state after its superstep.
+// The router returns the next nodes (several fan out) or End.
+func (g *Graph[S]) AddConditionalEdges(from string, route Router[S]) *Graph[S] {
+	if g.routers[from] != nil {
+		g.errs = append(g.errs, fmt.Errorf("add conditional edges from %s: router already set", from))
+	}
+	g.routers[from] = route
+	return g
+}
+
+// AddJoin makes to run once, after every node of from has finished, however
+// many supersteps apart they finish (a join after uneven parallel branches).
+func (g *Graph[S]) AddJoin(from []string, to string) *Graph[S] {
+	if len(from) == 0 {
+		g.errs = append(g.errs, fmt.Errorf("add join to %s: no source nodes", to))
+	}
+	g.joins = append(g.joins, join{from: slices.Clone(from), to: to})
+	return g
+}
+
+// StateFormat declares the format version of the state's JSON encoding
+// (default 1) and the upgrades from older versions: upgrades[v] turns version
+// v into v+1. A checkpoint written at an older version is upgraded when read;
+// one that cannot be upgraded or decoded gives a *StateDecodeError.
+func (g *Graph[S]) StateFormat(version int, upgrades map[int]Upgrade) *Graph[S] {
+	if version < 1 {
+		g.errs = append(g.errs, fmt.Errorf("state format %d: must be at least 1", version))
+	}
+	g.format = version
+	for v, u := range upgrades {
+		g.upgrades[v] = u
+	}
+	return g
+}
+
+// Options configure a compiled graph.
+type Options struct {
+	// Checkpointer stores checkpoints; required.
+	Checkpointer Checkpointer
+	// InterruptBefore and InterruptAfter are static breakpoints: the run
+	// pauses before these nodes run, or after their superstep is saved. A
+	// pause asks no question; Resume with an empty Command continues it.
+	InterruptBefore []string
+	InterruptAfter  []string
+	// RecursionLimit is the most supersteps one invocation runs; 0 means
+	// DefaultRecursionLimit.
+	RecursionLimit int
+	// Now is the clock for CreatedAt; nil means time.Now. Times are stored in UTC.
+	Now func() time.Time
+	// Hook, when set, is called at verification points: "before:NODE" before
+	// a task runs, "after:NODE" when its node returned and before the
+	// superstep's checkpoint is written, "after-checkpoint:NODE" after it was.
+	// Fault injection uses it to kill the process at a chosen point.
+	Hook func(point string)
+}
+
+// Runnable is a compiled graph bound to a Checkpointer. It is safe for
+// concurrent use; concurrent runs of one thread are serialised by the
+// Checkpointer's compare-and-set (the loser gets ErrConflict).
+type Runnable[S any] struct {
+	g      *Graph[S]
+	opts   Options
+	before map[string]bool
+	after  map[string]bool
+}
+
+// Compile checks the graph and binds it to opts. It returns the building
+// errors joined, or an error when an edge names an unknown node, no edge
+// leaves Start, or a breakpoint names an unknown node.
+func (g *Graph[S]) Compile(opts Options) (*Runnable[S], error) {
+	errs := slices.Clone(g.errs)
+	if opts.Checkpointer == nil {
+		errs = append(errs, errors.New("compile: no checkpointer"))
+	}
+	if g.reducer == nil {
+		errs = append(errs, errors.New("compile: no reducer"))
+	}
+	known := func(n string) bool { return n == End || g.nodes[n] != nil }
+	for from, tos := range g.edges {
+		if from != Start && g.nodes[from] == nil {
+			errs = append(errs, fmt.Errorf("compile: edge from unknown node %q", from))
+		}
+		for _, to := range tos {
+			if !known(to) {
+				errs = append(errs, fmt.Errorf("compile: edge %s -> unknown node %q", from, to))
+			}
+		}
+	}
+	for from := range g.routers {
+		if from != Start && g.nodes[from] == nil {
+			errs = append(errs, fmt.Errorf("compile: conditional edges from unknown node %q", from))
+		}
+	}
+	for _, j := range g.joins {
+		for _, f := range append(slices.Clone(j.from), j.to) {
+			if !known(f) {
+				errs = append(errs, fmt.Errorf("compile: join names unknown node %q", f))
+			}
+		}
+	}
+	if len(g.edges[Start]) == 0 && g.routers[Start] == nil {
+		errs = append(errs, errors.New("compile: no edge leaves Start"))
+	}
+	r := &Runnable[S]{g: g, opts: opts, before: map[string]bool{}, after: map[string]bool{}}
+	for _, n := range opts.InterruptBefore {
+		if g.nodes[n] == nil {
+			errs = append(errs, fmt.Errorf("compile: breakpoint before unknown node %q", n))
+		}
+		r.before[n] = true
+	}
+	for _, n := range opts.InterruptAfter {
+		if g.nodes[n] == nil {
+			errs = append(errs, fmt.Errorf("compile: breakpoint after unknown node %q", n))
+		}
+		r.after[n] = true
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if r.opts.RecursionLimit <= 0 {
+		r.opts.RecursionLimit = DefaultRecursionLimit
+	}
+	if r.opts.Now == nil {
+		r.opts.Now = time.Now
+	}
+	return r, nil
+}
+
+// successors returns the nodes that follow the nodes ran, given the merged
+// state, and the join progress carried to the next checkpoint.
+func (r *Runnable[S]) successors(ran []string, state S, waiting map[string][]string) ([]string, map[string][]string) {
+	set := map[string]bool{}
+	for _, n := range ran {
+		for _, to := range r.g.edges[n] {
+			set[to] = true
+		}
+		if route := r.g.routers[n]; route != nil {
+			for _, to := range route(state) {
+				set[to] = true
+			}
+		}
+	}
+	var nextWaiting map[string][]string
+	for k, v := range waiting {
+		if nextWaiting == nil {
+			nextWaiting = map[string][]string{}
+		}
+		nextWaiting[k] = slices.Clone(v)
+	}
+	for _, j := range r.g.joins {
+		seen := nextWaiting[j.to]
+		touched := false
+		for _, n := range ran {
+			if slices.Contains(j.from, n) && !slices.Contains(seen, n) {
+				seen = append(seen, n)
+				touched = true
+			}
+		}
+		if !touched {
+			continue
+		}
+		if nextWaiting == nil {
+			nextWaiting = map[string][]string{}
+		}
+		if len(seen) == len(j.from) {
+			set[j.to] = true
+			delete(nextWaiting, j.to)
+		} else {
+			sort.Strings(seen)
+			nextWaiting[j.to] = seen
+		}
+	}
+	delete(set, End)
+	next := make([]string, 0, len(set))
+	for n := range set {
+		next = append(next, n)
+	}
+	sort.Strings(next)
+	return next, nextWaiting
+}

@@ -1,0 +1,396 @@
+package returns
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"assistant/business"
+	"assistant/flow"
+)
+
+// Errors that decide the exit code (DESIGN.md "Exit codes"); every error the
+// operations return for a person matches one of them with errors.Is, or is a
+// storage failure (exit 1).
+var (
+	// ErrInvalid: bad input (exit 2). Nothing was changed.
+	ErrInvalid = errors.New("invalid input")
+	// ErrNotFound: unknown task or order, or one of another user (exit 4).
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: same task id with other input, or the state changed
+	// under the request (exit 3).
+	ErrConflict = errors.New("conflict")
+)
+
+// File names inside the data dir (DESIGN.md "Storage").
+const (
+	BusinessFile    = "business.sqlite"
+	CheckpointsFile = "checkpoints.sqlite"
+)
+
+// Config opens a Service.
+type Config struct {
+	DataDir string
+	// Create makes the data dir (0700) and the business file when missing;
+	// without it a missing data dir is ErrNotFound.
+	Create bool
+	// Seed is the teaching orders CSV loaded when business.sqlite is created.
+	Seed []byte
+	// Checkpoints is the checkpoint store, opened by the caller.
+	Checkpoints flow.Checkpointer
+	// Now is the wall clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Service runs return requests over one data dir.
+type Service struct {
+	desk  *business.Store
+	cps   flow.Checkpointer
+	graph *flow.Runnable[State]
+	now   func() time.Time
+}
+
+// PrepareDataDir makes dir (mode 0700) when create is set, and reports a
+// missing dir as ErrNotFound otherwise, so a read command never creates files.
+func PrepareDataDir(dir string, create bool) error {
+	if create {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("create data dir %s: %w", dir, err)
+		}
+		return nil
+	}
+	st, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("data dir %s does not exist (no task has been started there): %w", dir, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("data dir %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("data dir %s is not a directory: %w", dir, ErrInvalid)
+	}
+	return nil
+}
+
+// Open opens business.sqlite in cfg.DataDir and compiles the return graph
+// over cfg.Checkpoints. The caller closes the Service and the checkpointer.
+func Open(ctx context.Context, cfg Config) (*Service, error) {
+	if err := PrepareDataDir(cfg.DataDir, cfg.Create); err != nil {
+		return nil, err
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	path := filepath.Join(cfg.DataDir, BusinessFile)
+	desk, err := business.Open(ctx, path, business.Options{Create: cfg.Create, Seed: cfg.Seed, Now: now})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", path, ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	g, err := Build(Deps{Desk: desk, Now: now, Fault: Fault}).Compile(flow.Options{
+		Checkpointer: cfg.Checkpoints,
+		Now:          now,
+		Hook:         Fault,
+	})
+	if err != nil {
+		desk.Close()
+		return nil, fmt.Errorf("compile return graph: %w", err)
+	}
+	return &Service{desk: desk, cps: cfg.Checkpoints, graph: g, now: now}, nil
+}
+
+// Close closes business.sqlite.
+func (s *Service) Close() error { return s.desk.Close() }
+
+// Desk gives the business store, for tests and reports.
+func (s *Service) Desk() *business.Store { return s.desk }
+
+// StartOptions are the input of Start.
+type StartOptions struct {
+	Task   string
+	User   string
+	Order  string
+	Reason string        // may be empty: the flow asks for one
+	TTL    time.Duration // draft validity; 0 means business.DefaultDraftTTL
+}
+
+// ValidateStart checks StartOptions without touching any file; errors match
+// ErrInvalid.
+func ValidateStart(o StartOptions) error {
+	if err := ValidTaskID(o.Task); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if err := ValidTaskID(o.Order); err != nil {
+		return fmt.Errorf("%w: order id: %v", ErrInvalid, err)
+	}
+	if strings.TrimSpace(o.User) == "" {
+		return fmt.Errorf("%w: user must not be empty", ErrInvalid)
+	}
+	if o.Reason != "" && strings.TrimSpace(o.Reason) != "" {
+		if err := ValidReason(strings.TrimSpace(o.Reason)); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+	}
+	if o.TTL != 0 && (o.TTL < MinDraftTTL || o.TTL > MaxDraftTTL) {
+		return fmt.Errorf("%w: draft ttl %s is outside %s..%s", ErrInvalid, o.TTL, MinDraftTTL, MaxDraftTTL)
+	}
+	return nil
+}
+
+// fingerprint identifies a start's input: the same task id started again
+// with the same fingerprint returns its progress, with another is refused.
+func fingerprint(o StartOptions) string {
+	sum := sha256.Sum256([]byte(o.User + "\x00" + o.Order + "\x00" + strings.TrimSpace(o.Reason)))
+	return hex.EncodeToString(sum[:16])
+}
+
+// Start begins a return request, or returns the progress of the same request
+// started before. It runs the flow until its first question or its end.
+// Errors: ErrInvalid, ErrNotFound (unknown order or another user's),
+// ErrConflict (the task id exists with other input), storage errors.
+func (s *Service) Start(ctx context.Context, o StartOptions) (*View, error) {
+	if err := ValidateStart(o); err != nil {
+		return nil, err
+	}
+	if o.TTL == 0 {
+		o.TTL = business.DefaultDraftTTL
+	}
+	fp := fingerprint(o)
+	t, err := s.desk.Task(ctx, o.Task)
+	switch {
+	case err == nil:
+		return s.restart(ctx, t, o, fp)
+	case !errors.Is(err, business.ErrNotFound):
+		return nil, fmt.Errorf("start %s: %w", o.Task, err)
+	}
+	if _, err := s.desk.Order(ctx, o.Order, o.User); errors.Is(err, business.ErrNotFound) {
+		return nil, fmt.Errorf("order %s: %w for user %s", o.Order, ErrNotFound, o.User)
+	} else if err != nil {
+		return nil, fmt.Errorf("start %s: %w", o.Task, err)
+	}
+	now := s.now().UTC()
+	t = business.Task{ID: o.Task, User: o.User, OrderID: o.Order, Reason: strings.TrimSpace(o.Reason), Fingerprint: fp, Status: StatusRunning, CreatedAt: now, UpdatedAt: now}
+	if err := s.desk.CreateTask(ctx, t); errors.Is(err, business.ErrTaskExists) {
+		// Another process created it a moment ago: treat as a restart.
+		if t, err = s.desk.Task(ctx, o.Task); err != nil {
+			return nil, fmt.Errorf("start %s: %w", o.Task, err)
+		}
+		return s.restart(ctx, t, o, fp)
+	} else if err != nil {
+		return nil, fmt.Errorf("start %s: %w", o.Task, err)
+	}
+	return s.invoke(ctx, t, o)
+}
+
+func (s *Service) invoke(ctx context.Context, t business.Task, o StartOptions) (*View, error) {
+	snap, err := s.graph.Invoke(ctx, t.ID, State{
+		Task: t.ID, User: t.User, Order: t.OrderID, Reason: t.Reason, TTLSeconds: int64(o.TTL / time.Second),
+	})
+	if errors.Is(err, flow.ErrThreadExists) || errors.Is(err, flow.ErrConflict) {
+		snap, err = s.graph.State(ctx, t.ID)
+	}
+	return s.settle(ctx, t, snap, err)
+}
+
+// restart answers a Start of a task that exists.
+func (s *Service) restart(ctx context.Context, t business.Task, o StartOptions, fp string) (*View, error) {
+	if t.User != o.User || t.Fingerprint != fp {
+		return nil, fmt.Errorf("task %s already exists with other input: %w (choose another task id, or run `assistant show %s`)", o.Task, ErrConflict, o.Task)
+	}
+	snap, err := s.graph.State(ctx, t.ID)
+	if errors.Is(err, flow.ErrThreadNotFound) {
+		// The task record was written but the process died before the
+		// first checkpoint: run it now.
+		return s.invoke(ctx, t, o)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", t.ID, err)
+	}
+	return s.view(t, snap), nil
+}
+
+// task returns the task of id if it belongs to user; another user's task is
+// reported exactly like an unknown one.
+func (s *Service) task(ctx context.Context, id, user string) (business.Task, error) {
+	if err := ValidTaskID(id); err != nil {
+		return business.Task{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	t, err := s.desk.Task(ctx, id)
+	if errors.Is(err, business.ErrNotFound) || (err == nil && t.User != user) {
+		return business.Task{}, fmt.Errorf("task %s: %w for user %s (run `assistant list` to see your tasks)", id, ErrNotFound, user)
+	}
+	if err != nil {
+		return business.Task{}, fmt.Errorf("task %s: %w", id, err)
+	}
+	return t, nil
+}
+
+// Show returns the progress of a task. Errors: ErrInvalid, ErrNotFound.
+func (s *Service) Show(ctx context.Context, task, user string) (*View, error) {
+	t, err := s.task(ctx, task, user)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := s.graph.State(ctx, t.ID)
+	if errors.Is(err, flow.ErrThreadNotFound) {
+		return s.view(t, nil), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("show %s: %w", t.ID, err)
+	}
+	return s.view(t, snap), nil
+}
+
+// ResumeOptions are the input of Resume. Set Reason (with HasReason) to
+// answer need_reason, Action to answer approval, neither to continue a run
+// that stopped part-way.
+type ResumeOptions struct {
+	Task        string
+	User        string
+	Reason      string
+	HasReason   bool
+	Action      string // approve or cancel
+	DraftID     string // optional: must equal the pending draft
+	InterruptID string // optional: which pending interrupt to answer
+}
+
+// Resume answers the task's pending question, or continues its run. On a
+// task that has ended it changes nothing and returns its progress (with
+// result.reused true when approve is repeated on a submitted task).
+// Errors: ErrInvalid (answer of the wrong kind, wrong draft, unknown
+// interrupt id), ErrNotFound, ErrConflict (another process advanced the
+// task, or the answer contradicts the decision already recorded).
+func (s *Service) Resume(ctx context.Context, o ResumeOptions) (*View, error) {
+	if o.HasReason && o.Action != "" {
+		return nil, fmt.Errorf("%w: give --reason or --action, not both", ErrInvalid)
+	}
+	if o.Action != "" && o.Action != ActionApprove && o.Action != ActionCancel {
+		return nil, fmt.Errorf("%w: --action must be approve or cancel, not %q", ErrInvalid, o.Action)
+	}
+	t, err := s.task(ctx, o.Task, o.User)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := s.graph.State(ctx, t.ID)
+	if errors.Is(err, flow.ErrThreadNotFound) {
+		return nil, fmt.Errorf("task %s has no run yet; run `assistant start` again with the same input: %w", t.ID, ErrConflict)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("resume %s: %w", t.ID, err)
+	}
+	if snap.Done() {
+		v := s.view(t, snap)
+		if o.Action == ActionApprove && v.Result != nil {
+			v.Result.Reused = true
+		}
+		return v, nil
+	}
+	answering := o.HasReason || o.Action != ""
+	if len(snap.Interrupts) == 0 {
+		if answering && snap.Values.Decision != "" && o.Action != snap.Values.Decision {
+			return nil, fmt.Errorf("task %s was already answered %q; the answer %q is refused: %w", t.ID, snap.Values.Decision, o.Action+o.Reason, ErrConflict)
+		}
+		// A run stopped part-way (crash, breakpoint): continue it. If it then
+		// parks at a question this answer fits, answer it below.
+		snap, err = s.graph.Resume(ctx, t.ID, flow.Command{})
+		if err != nil || !answering || snap.Done() || len(snap.Interrupts) == 0 || snap.Values.Decision != "" {
+			return s.settle(ctx, t, snap, err)
+		}
+	} else if !answering {
+		in := snap.Interrupts[0]
+		return nil, fmt.Errorf("%w: task %s is waiting for an answer (%s); %s", ErrInvalid, t.ID, kindOf(in.Value), hintFor(t.ID, in))
+	}
+	in, err := pick(snap.Interrupts, o.InterruptID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: task %s: %v", ErrInvalid, t.ID, err)
+	}
+	answer, err := answerFor(t.ID, in, o)
+	if err != nil {
+		return nil, err
+	}
+	snap, err = s.graph.Resume(ctx, t.ID, flow.Command{ResumeMap: map[string]any{in.ID: answer}})
+	return s.settle(ctx, t, snap, err)
+}
+
+func pick(open []flow.PendingInterrupt, id string) (flow.PendingInterrupt, error) {
+	if id == "" {
+		if len(open) > 1 {
+			return flow.PendingInterrupt{}, fmt.Errorf("%d questions are pending; name one with --interrupt", len(open))
+		}
+		return open[0], nil
+	}
+	for _, in := range open {
+		if in.ID == id {
+			return in, nil
+		}
+	}
+	return flow.PendingInterrupt{}, fmt.Errorf("interrupt %q is not pending", id)
+}
+
+// answerFor builds the resume value from the pending interrupt's kind; an
+// answer of the wrong kind is ErrInvalid and nothing is written.
+func answerFor(task string, in flow.PendingInterrupt, o ResumeOptions) (any, error) {
+	switch kindOf(in.Value) {
+	case KindNeedReason:
+		if !o.HasReason {
+			return nil, fmt.Errorf("%w: task %s is waiting for a reason, not an action; %s", ErrInvalid, task, hintFor(task, in))
+		}
+		return ReasonAnswer{Reason: o.Reason}, nil
+	case KindApproval:
+		if o.Action == "" {
+			return nil, fmt.Errorf("%w: task %s is waiting for approval, not a reason; %s", ErrInvalid, task, hintFor(task, in))
+		}
+		var q ApprovalQuestion
+		if err := json.Unmarshal(in.Value, &q); err != nil {
+			return nil, fmt.Errorf("decode approval question of %s: %w", task, err)
+		}
+		if o.DraftID != "" && o.DraftID != q.DraftID {
+			return nil, fmt.Errorf("%w: --draft %s is not the draft waiting for approval (%s); run `assistant show %s`", ErrInvalid, o.DraftID, q.DraftID, task)
+		}
+		return ApprovalAnswer{Action: o.Action, DraftID: q.DraftID}, nil
+	}
+	return nil, fmt.Errorf("%w: task %s waits on an interrupt of unknown kind %q", ErrInvalid, task, kindOf(in.Value))
+}
+
+func kindOf(v json.RawMessage) string {
+	var k struct {
+		Kind string `json:"kind"`
+	}
+	_ = json.Unmarshal(v, &k)
+	return k.Kind
+}
+
+func hintFor(task string, in flow.PendingInterrupt) string {
+	if kindOf(in.Value) == KindNeedReason {
+		return fmt.Sprintf("run `assistant resume %s --reason \"...\"`", task)
+	}
+	return fmt.Sprintf("run `assistant resume %s --action approve` or `--action cancel`", task)
+}
+
+// settle records the run's outcome on the task record and builds the view.
+func (s *Service) settle(ctx context.Context, t business.Task, snap *flow.Snapshot[State], runErr error) (*View, error) {
+	if runErr != nil {
+		if errors.Is(runErr, flow.ErrConflict) {
+			return nil, fmt.Errorf("task %s changed under the request (another process is driving it): %w", t.ID, ErrConflict)
+		}
+		return nil, fmt.Errorf("run task %s: %w", t.ID, runErr)
+	}
+	v := s.view(t, snap)
+	if v.Status != t.Status || v.Stage != t.Stage {
+		if err := s.desk.SetProgress(ctx, t.ID, "", v.Status, v.Stage); err != nil {
+			return nil, fmt.Errorf("record progress of %s: %w", t.ID, err)
+		}
+	}
+	return v, nil
+}

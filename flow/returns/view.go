@@ -1,0 +1,84 @@
+package returns
+
+import (
+	"encoding/json"
+	"time"
+
+	"assistant/business"
+	"assistant/flow"
+)
+
+// View is what start, show and resume print (DESIGN.md "CLI contract"): one
+// object with stable field names. Absent things are null, lists are [].
+type View struct {
+	Task       string          `json:"task"`
+	User       string          `json:"user"`
+	Order      string          `json:"order"`
+	Status     string          `json:"status"`
+	Stage      string          `json:"stage"`
+	Kind       *string         `json:"kind"`
+	Next       []string        `json:"next"`
+	Interrupts []InterruptView `json:"interrupts"`
+	Draft      *DraftView      `json:"draft"`
+	Result     *Result         `json:"result"`
+	Error      *Failure        `json:"error"`
+}
+
+// InterruptView is one pending question. Value is the question's payload:
+// for approval it holds the draft (draft_id, order_id, reason, expires_at)
+// and the effect of approving.
+type InterruptView struct {
+	ID    string          `json:"id"`
+	Node  string          `json:"node"`
+	Kind  string          `json:"kind"`
+	Value json.RawMessage `json:"value"`
+}
+
+// DraftView is the draft as printed; ExpiresAt is wall-clock UTC.
+type DraftView struct {
+	DraftID   string    `json:"draft_id"`
+	OrderID   string    `json:"order_id"`
+	Reason    string    `json:"reason"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// view builds the View of a task from its head snapshot (nil when the task
+// has no checkpoint yet).
+func (s *Service) view(t business.Task, snap *flow.Snapshot[State]) *View {
+	v := &View{Task: t.ID, User: t.User, Order: t.OrderID, Next: []string{}, Interrupts: []InterruptView{}}
+	if snap == nil {
+		v.Status, v.Stage = StatusRunning, t.Stage
+		return v
+	}
+	st := snap.Values
+	v.Next = append(v.Next, snap.Next...)
+	for _, in := range snap.Interrupts {
+		v.Interrupts = append(v.Interrupts, InterruptView{ID: in.ID, Node: in.Node, Kind: kindOf(in.Value), Value: in.Value})
+	}
+	if st.Draft != nil {
+		v.Draft = &DraftView{DraftID: st.Draft.ID, OrderID: st.Draft.OrderID, Reason: st.Draft.Reason, ExpiresAt: st.Draft.ExpiresAt.UTC()}
+	}
+	v.Result, v.Error = st.Result, st.Error
+	v.Stage = st.Stage
+	switch {
+	case len(v.Interrupts) > 0:
+		k := v.Interrupts[0].Kind
+		v.Kind = &k
+		v.Status = StatusWaiting
+		if k == KindNeedReason {
+			v.Stage = StageNeedReason
+		}
+	case snap.Done():
+		switch st.Stage {
+		case StageCancelled:
+			v.Status = StatusCancelled
+		case StageFailed:
+			v.Status = StatusFailed
+		default:
+			v.Status = StatusDone
+		}
+	default:
+		v.Status = StatusRunning
+	}
+	return v
+}

@@ -1,0 +1,448 @@
+package flow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/google/uuid"
+)
+
+// RecursionLimitError ends an invocation that ran Limit supersteps without
+// reaching End, a question or a breakpoint. The last checkpoint stays the
+// resume point.
+type RecursionLimitError struct {
+	ThreadID string
+	Limit    int
+}
+
+func (e *RecursionLimitError) Error() string {
+	return fmt.Sprintf("thread %s: recursion limit of %d supersteps reached without ending", e.ThreadID, e.Limit)
+}
+
+// TaskError reports a node that failed. Its finished siblings' writes are
+// saved; the failed task runs again when the thread is resumed.
+type TaskError struct {
+	ThreadID string
+	Node     string
+	Err      error
+}
+
+func (e *TaskError) Error() string {
+	return fmt.Sprintf("thread %s: node %s: %v", e.ThreadID, e.Node, e.Err)
+}
+
+func (e *TaskError) Unwrap() error { return e.Err }
+
+// Invoke starts a new thread with input as its state and runs it until it
+// ends, asks a question, pauses at a breakpoint or fails. It returns the
+// snapshot of the thread's head. Errors: ErrThreadExists when the thread has
+// a checkpoint already, *ConflictError when another process started it at
+// the same moment, *TaskError, *RecursionLimitError, storage errors.
+func (r *Runnable[S]) Invoke(ctx context.Context, threadID string, input S) (*Snapshot[S], error) {
+	head, err := r.opts.Checkpointer.Get(ctx, threadID, "")
+	if err != nil {
+		return nil, fmt.Errorf("invoke %s: %w", threadID, err)
+	}
+	if head != nil {
+		return nil, fmt.Errorf("invoke %s: %w", threadID, ErrThreadExists)
+	}
+	var zero S
+	state := r.g.reducer(zero, input)
+	next, waiting := r.successors([]string{Start}, state, nil)
+	cp, err := r.newCheckpoint(threadID, nil, state, next, Metadata{Source: SourceInput, Step: -1, Waiting: waiting})
+	if err != nil {
+		return nil, err
+	}
+	cp.Breakpoint = r.breakpointBefore(next)
+	if err := r.opts.Checkpointer.Put(ctx, cp); err != nil {
+		return nil, fmt.Errorf("invoke %s: %w", threadID, err)
+	}
+	return r.loop(ctx, cp, cp.Breakpoint != "")
+}
+
+// Resume continues a thread from its head. With an answer (cmd.Resume or
+// cmd.ResumeMap) it answers pending questions first; with an empty Command
+// it continues a breakpoint pause or a run stopped part-way. On a thread
+// that has ended it returns the snapshot and does nothing.
+//
+// Errors, all leaving the thread unchanged: ErrThreadNotFound,
+// ErrNoPendingInterrupt, ErrAmbiguousResume, *UnknownInterruptError,
+// ErrResumeValueRequired. Then as Invoke.
+func (r *Runnable[S]) Resume(ctx context.Context, threadID string, cmd Command) (*Snapshot[S], error) {
+	head, err := r.opts.Checkpointer.Get(ctx, threadID, "")
+	if err != nil {
+		return nil, fmt.Errorf("resume %s: %w", threadID, err)
+	}
+	if head == nil {
+		return nil, fmt.Errorf("resume %s: %w", threadID, ErrThreadNotFound)
+	}
+	open := pending(head, groupWrites(head.PendingWrites))
+	if !cmd.hasValue() {
+		if len(open) > 0 {
+			return nil, fmt.Errorf("resume %s: %w", threadID, ErrResumeValueRequired)
+		}
+		return r.loop(ctx, head, false)
+	}
+	if len(open) == 0 {
+		return nil, fmt.Errorf("resume %s: %w", threadID, ErrNoPendingInterrupt)
+	}
+	answers := map[string]any{}
+	if cmd.Resume != nil {
+		if len(open) > 1 || len(cmd.ResumeMap) > 0 {
+			return nil, fmt.Errorf("resume %s: %d questions pending: %w", threadID, len(open), ErrAmbiguousResume)
+		}
+		answers[open[0].ID] = cmd.Resume
+	} else {
+		answers = cmd.ResumeMap
+	}
+	byID := map[string]PendingInterrupt{}
+	for _, in := range open {
+		byID[in.ID] = in
+	}
+	var writes []Write
+	for _, id := range slices.Sorted(maps.Keys(answers)) {
+		in, ok := byID[id]
+		if !ok {
+			return nil, fmt.Errorf("resume %s: %w", threadID, &UnknownInterruptError{ID: id})
+		}
+		raw, err := json.Marshal(answers[id])
+		if err != nil {
+			return nil, fmt.Errorf("resume %s: encode answer to %s: %w", threadID, id, err)
+		}
+		writes = append(writes, Write{TaskID: in.TaskID, Node: in.Node, Kind: WriteResume, Idx: in.Idx, Value: raw})
+	}
+	if err := r.opts.Checkpointer.PutWrites(ctx, threadID, head.ID, writes); err != nil {
+		return nil, fmt.Errorf("resume %s: save answers: %w", threadID, err)
+	}
+	head.PendingWrites = append(head.PendingWrites, writes...)
+	return r.loop(ctx, head, false)
+}
+
+// State returns the snapshot of the thread's head, or ErrThreadNotFound. A
+// state that does not decode gives the snapshot with zero Values and a
+// *StateDecodeError.
+func (r *Runnable[S]) State(ctx context.Context, threadID string) (*Snapshot[S], error) {
+	head, err := r.opts.Checkpointer.Get(ctx, threadID, "")
+	if err != nil {
+		return nil, fmt.Errorf("state %s: %w", threadID, err)
+	}
+	if head == nil {
+		return nil, fmt.Errorf("state %s: %w", threadID, ErrThreadNotFound)
+	}
+	return r.snapshot(head)
+}
+
+// History returns the thread's snapshots newest first, at most limit (0 = all).
+// A checkpoint whose state does not decode is listed with zero Values; the
+// first such error is returned beside the full list. Only the head can be
+// resumed: forking a run from an older checkpoint is not supported.
+func (r *Runnable[S]) History(ctx context.Context, threadID string, limit int) ([]*Snapshot[S], error) {
+	cps, err := r.opts.Checkpointer.List(ctx, threadID, ListOptions{Limit: limit})
+	if err != nil {
+		return nil, fmt.Errorf("history %s: %w", threadID, err)
+	}
+	var first error
+	out := make([]*Snapshot[S], 0, len(cps))
+	for i, cp := range cps {
+		if i == 0 {
+			// The head's pending writes tell which questions are open.
+			if full, err := r.opts.Checkpointer.Get(ctx, threadID, cp.ID); err == nil && full != nil {
+				cp = full
+			}
+		}
+		s, err := r.snapshot(cp)
+		if err != nil && first == nil {
+			first = err
+		}
+		out = append(out, s)
+	}
+	return out, first
+}
+
+// UpdateState applies values to the thread's head through the reducer as if
+// node asNode had written them, and records the result as a new checkpoint
+// (Metadata.Source "update") whose next nodes are asNode's successors.
+// Questions pending at the old head are dropped with it. Errors:
+// ErrThreadNotFound, an unknown node, *ConflictError, *StateDecodeError.
+func (r *Runnable[S]) UpdateState(ctx context.Context, threadID string, values S, asNode string) (*Snapshot[S], error) {
+	if r.g.nodes[asNode] == nil {
+		return nil, fmt.Errorf("update state %s: unknown node %q", threadID, asNode)
+	}
+	head, err := r.opts.Checkpointer.Get(ctx, threadID, "")
+	if err != nil {
+		return nil, fmt.Errorf("update state %s: %w", threadID, err)
+	}
+	if head == nil {
+		return nil, fmt.Errorf("update state %s: %w", threadID, ErrThreadNotFound)
+	}
+	state, err := r.decodeState(head)
+	if err != nil {
+		return nil, err
+	}
+	state = r.g.reducer(state, values)
+	next, waiting := r.successors([]string{asNode}, state, head.Metadata.Waiting)
+	upd, err := json.Marshal(values)
+	if err != nil {
+		return nil, fmt.Errorf("update state %s: encode: %w", threadID, err)
+	}
+	cp, err := r.newCheckpoint(threadID, head, state, next, Metadata{
+		Source: SourceUpdate, Step: head.Metadata.Step + 1, Writes: map[string]json.RawMessage{asNode: upd}, Waiting: waiting,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := r.opts.Checkpointer.Put(ctx, cp); err != nil {
+		return nil, fmt.Errorf("update state %s: %w", threadID, err)
+	}
+	r.sync(ctx)
+	return r.snapshot(cp)
+}
+
+func (r *Runnable[S]) newCheckpoint(threadID string, parent *Checkpoint, state S, next []string, md Metadata) (*Checkpoint, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, fmt.Errorf("new checkpoint id: %w", err)
+	}
+	vals, err := json.Marshal(state)
+	if err != nil {
+		return nil, fmt.Errorf("encode state of %s: %w", threadID, err)
+	}
+	cp := &Checkpoint{
+		ThreadID:  threadID,
+		ID:        id.String(),
+		Format:    r.g.format,
+		Values:    vals,
+		Next:      next,
+		Metadata:  md,
+		CreatedAt: r.opts.Now().UTC(),
+	}
+	if parent != nil {
+		cp.ParentID = parent.ID
+	}
+	return cp, nil
+}
+
+func (r *Runnable[S]) breakpointBefore(next []string) string {
+	for _, n := range next {
+		if r.before[n] {
+			return "before:" + n
+		}
+	}
+	return ""
+}
+
+func (r *Runnable[S]) hook(point string) {
+	if r.opts.Hook != nil {
+		r.opts.Hook(point)
+	}
+}
+
+// sync makes the run's commits durable against power loss where the
+// Checkpointer defers that (Syncer).
+func (r *Runnable[S]) sync(ctx context.Context) error {
+	if s, ok := r.opts.Checkpointer.(Syncer); ok {
+		return s.Sync(context.WithoutCancel(ctx))
+	}
+	return nil
+}
+
+// loop runs supersteps from head until the run ends, asks, pauses or fails.
+// paused says head was just written at a breakpoint, so loop stops at once.
+func (r *Runnable[S]) loop(ctx context.Context, head *Checkpoint, paused bool) (snap *Snapshot[S], err error) {
+	defer func() {
+		if serr := r.sync(ctx); serr != nil && err == nil {
+			err = fmt.Errorf("sync checkpoints: %w", serr)
+		}
+	}()
+	cp := head
+	for steps := 0; !paused && len(cp.Next) > 0; steps++ {
+		if steps >= r.opts.RecursionLimit {
+			s, _ := r.snapshot(cp)
+			return s, &RecursionLimitError{ThreadID: cp.ThreadID, Limit: r.opts.RecursionLimit}
+		}
+		if err := ctx.Err(); err != nil {
+			s, _ := r.snapshot(cp)
+			return s, err
+		}
+		next, stop, err := r.superstep(ctx, cp)
+		if err != nil || stop {
+			s, serr := r.snapshot(cp)
+			if err == nil {
+				err = serr
+			}
+			return s, err
+		}
+		cp = next
+		paused = cp.Breakpoint != ""
+	}
+	return r.snapshot(cp)
+}
+
+type taskResult struct {
+	id        string
+	node      string
+	update    json.RawMessage
+	ran       bool // false when its update came from a pending write
+	interrupt []*InterruptError
+	err       error
+}
+
+// superstep runs the tasks due after cp and, when all finish, writes the next
+// checkpoint. stop is true when a task asked a question (its writes are
+// saved against cp); err is set when a task failed or storage did.
+func (r *Runnable[S]) superstep(ctx context.Context, cp *Checkpoint) (next *Checkpoint, stop bool, err error) {
+	groups := groupWrites(cp.PendingWrites)
+	results := make([]taskResult, len(cp.Next))
+	var todo []int
+	for i, node := range cp.Next {
+		id := taskID(cp.ID, node)
+		results[i] = taskResult{id: id, node: node}
+		if t := groups[id]; t != nil && t.done {
+			results[i].update = t.update
+			continue
+		}
+		todo = append(todo, i)
+	}
+	// Each finished task's update is saved at once when siblings are still
+	// running, so a sibling's question, failure or a crash does not make it
+	// run again. A task running alone goes straight to the checkpoint.
+	saveEach := len(todo) > 1
+	var wg sync.WaitGroup
+	for _, i := range todo {
+		var resumes map[int]json.RawMessage
+		if t := groups[results[i].id]; t != nil {
+			resumes = t.resumes
+		}
+		wg.Add(1)
+		go func(res *taskResult) {
+			defer wg.Done()
+			r.runTask(ctx, cp, res, resumes, saveEach)
+		}(&results[i])
+	}
+	wg.Wait()
+
+	var failed []error
+	asked := false
+	var writes []Write
+	for _, res := range results {
+		switch {
+		case res.err != nil:
+			failed = append(failed, &TaskError{ThreadID: cp.ThreadID, Node: res.node, Err: res.err})
+			msg, _ := json.Marshal(res.err.Error())
+			writes = append(writes, Write{TaskID: res.id, Node: res.node, Kind: WriteError, Value: msg})
+		case len(res.interrupt) > 0:
+			asked = true
+			for _, ie := range res.interrupt {
+				writes = append(writes, Write{TaskID: res.id, Node: res.node, Kind: WriteInterrupt, Idx: ie.Interrupt.Idx, Value: ie.Interrupt.Value})
+			}
+		}
+	}
+	if len(failed) > 0 || asked {
+		if err := r.opts.Checkpointer.PutWrites(context.WithoutCancel(ctx), cp.ThreadID, cp.ID, writes); err != nil {
+			return nil, false, fmt.Errorf("save pending writes of %s: %w", cp.ThreadID, err)
+		}
+		cp.PendingWrites = append(cp.PendingWrites, writes...)
+		for _, res := range results {
+			// runTask saved these already; keep the in-memory head in step.
+			if res.ran && res.err == nil && len(res.interrupt) == 0 {
+				cp.PendingWrites = append(cp.PendingWrites, Write{TaskID: res.id, Node: res.node, Kind: WriteUpdate, Value: res.update})
+			}
+		}
+		return nil, asked && len(failed) == 0, errors.Join(failed...)
+	}
+
+	state, err := r.decodeState(cp)
+	if err != nil {
+		return nil, false, err
+	}
+	ran := make([]string, 0, len(results))
+	written := make(map[string]json.RawMessage, len(results))
+	for _, res := range results {
+		var upd S
+		if err := json.Unmarshal(res.update, &upd); err != nil {
+			return nil, false, fmt.Errorf("decode update of node %s: %w", res.node, err)
+		}
+		state = r.g.reducer(state, upd)
+		ran = append(ran, res.node)
+		written[res.node] = res.update
+	}
+	nextNodes, waiting := r.successors(ran, state, cp.Metadata.Waiting)
+	ncp, err := r.newCheckpoint(cp.ThreadID, cp, state, nextNodes, Metadata{Source: SourceLoop, Step: cp.Metadata.Step + 1, Writes: written, Waiting: waiting})
+	if err != nil {
+		return nil, false, err
+	}
+	for _, n := range ran {
+		if r.after[n] {
+			ncp.Breakpoint = "after:" + n
+			break
+		}
+	}
+	if ncp.Breakpoint == "" {
+		ncp.Breakpoint = r.breakpointBefore(nextNodes)
+	}
+	if err := r.opts.Checkpointer.Put(context.WithoutCancel(ctx), ncp); err != nil {
+		return nil, false, fmt.Errorf("save checkpoint of %s: %w", cp.ThreadID, err)
+	}
+	for _, n := range ran {
+		r.hook("after-checkpoint:" + n)
+	}
+	return ncp, false, nil
+}
+
+// runTask runs one node with its saved answers and records the outcome in res.
+func (r *Runnable[S]) runTask(ctx context.Context, cp *Checkpoint, res *taskResult, resumes map[int]json.RawMessage, save bool) {
+	res.ran = true
+	state, err := r.decodeState(cp)
+	if err != nil {
+		res.err = err
+		return
+	}
+	sc := &taskScope{taskID: res.id, node: res.node, resumes: resumes}
+	tctx := context.WithValue(ctx, scopeKey{}, sc)
+	r.hook("before:" + res.node)
+	upd, err := r.call(tctx, res.node, state)
+	r.hook("after:" + res.node)
+	var ie *InterruptError
+	switch {
+	case errors.As(err, &ie):
+		res.interrupt = sc.raised
+		if len(res.interrupt) == 0 {
+			res.interrupt = []*InterruptError{ie}
+		}
+		return
+	case err != nil:
+		res.err = err
+		return
+	case len(sc.raised) > 0:
+		res.err = ErrInterruptIgnored
+		return
+	}
+	raw, err := json.Marshal(upd)
+	if err != nil {
+		res.err = fmt.Errorf("encode update: %w", err)
+		return
+	}
+	res.update = raw
+	if save {
+		w := []Write{{TaskID: res.id, Node: res.node, Kind: WriteUpdate, Value: raw}}
+		if err := r.opts.Checkpointer.PutWrites(context.WithoutCancel(ctx), cp.ThreadID, cp.ID, w); err != nil {
+			res.err = fmt.Errorf("save update: %w", err)
+		}
+	}
+}
+
+// call runs a node, turning a panic into an error so that bad input never
+// takes the process down with a half-written run.
+func (r *Runnable[S]) call(ctx context.Context, node string, state S) (upd S, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("node %s panicked: %v", node, p)
+		}
+	}()
+	return r.g.nodes[node](ctx, state)
+}
