@@ -74,6 +74,9 @@ var (
 // created_at); time.RFC3339Nano trims zeros and would not.
 const timeLayout = "2006-01-02T15:04:05.000000000Z07:00"
 
+// hintAside ends every refusal of a file: what a person can do next.
+const hintAside = "the file is left unchanged; move it aside or choose another --data directory"
+
 // sqliteMagic opens every SQLite database file (https://sqlite.org/fileformat.html).
 const sqliteMagic = "SQLite format 3\x00"
 
@@ -247,11 +250,11 @@ func inspect(ctx context.Context, path string) error {
 	case n == 0 && err == io.EOF:
 		return nil // 0 bytes: a new file.
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return fmt.Errorf("%w: %d bytes is shorter than an SQLite header", ErrCorrupt, n)
+		return fmt.Errorf("%w: %d bytes is shorter than an SQLite header (%s)", ErrCorrupt, n, hintAside)
 	case err != nil:
 		return err
 	case !bytes.HasPrefix(header, []byte(sqliteMagic)):
-		return fmt.Errorf("%w: no SQLite header (move the file aside or choose another --data directory)", ErrCorrupt)
+		return fmt.Errorf("%w: no SQLite header (%s)", ErrCorrupt, hintAside)
 	}
 
 	db, err := sql.Open("sqlite", readOnlyDSN(path))
@@ -265,12 +268,8 @@ func inspect(ctx context.Context, path string) error {
 	}
 	defer conn.Close()
 
-	var check string
-	if err := conn.QueryRowContext(ctx, "PRAGMA quick_check(1)").Scan(&check); err != nil {
-		return asCorrupt(err)
-	}
-	if check != "ok" {
-		return fmt.Errorf("%w: quick_check: %s", ErrCorrupt, check)
+	if err := quickCheck(ctx, conn); err != nil {
+		return err
 	}
 	var appID, version, tables int
 	if err := conn.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
@@ -285,22 +284,42 @@ func inspect(ctx context.Context, path string) error {
 	return classify(appID, version, tables)
 }
 
+// quickCheck runs PRAGMA quick_check (page structure, no index contents) and
+// turns any finding into ErrCorrupt naming the first few problems.
+func quickCheck(ctx context.Context, conn *sql.Conn) error {
+	var result string
+	if err := conn.QueryRowContext(ctx, "PRAGMA quick_check(3)").Scan(&result); err != nil {
+		return asCorrupt(err)
+	}
+	if result == "ok" {
+		return nil
+	}
+	// One row holds all findings, one a line, after a "*** in database main ***" line.
+	var problems []string
+	for line := range strings.Lines(result) {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "***") {
+			problems = append(problems, line)
+		}
+	}
+	return fmt.Errorf("%w: quick_check: %s (%s)", ErrCorrupt, strings.Join(problems, "; "), hintAside)
+}
+
 // classify decides from a file's header fields whether this build may use it.
 // An SQLite file with no schema and no ids (for example one that only had
 // its page size set) counts as new.
 func classify(appID, version, schemaObjects int) error {
 	switch {
 	case appID == ApplicationID && version > SchemaVersion:
-		return fmt.Errorf("%w: file has schema version %d, this build knows up to %d (upgrade assistant)",
+		return fmt.Errorf("%w: file has schema version %d, this build knows up to %d (upgrade assistant; the file is left unchanged)",
 			ErrNewerSchema, version, SchemaVersion)
 	case appID == ApplicationID:
 		return nil
 	case appID != 0:
-		return fmt.Errorf("%w: application_id %#x, want %#x (choose another --data directory)",
-			ErrForeignFile, appID, ApplicationID)
+		return fmt.Errorf("%w: application_id %#x, want %#x (%s)",
+			ErrForeignFile, appID, ApplicationID, hintAside)
 	case schemaObjects > 0 || version != 0:
-		return fmt.Errorf("%w: file has tables but no business application_id (choose another --data directory)",
-			ErrForeignFile)
+		return fmt.Errorf("%w: file has tables but no business application_id (%s)",
+			ErrForeignFile, hintAside)
 	}
 	return nil
 }
@@ -312,7 +331,7 @@ func asCorrupt(err error) error {
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
-			return fmt.Errorf("%w: %v", ErrCorrupt, err)
+			return fmt.Errorf("%w: %v (%s)", ErrCorrupt, err, hintAside)
 		}
 	}
 	return err

@@ -178,7 +178,7 @@ func TestOpenRefuses(t *testing.T) {
 		want error
 	}{
 		{"RandomBytes", write(random(8192)), ErrCorrupt},
-		{"TextFile", write([]byte("order_id,user\nA3003,demo-user\n")), ErrCorrupt},
+		{"TextFile", write([]byte(strings.Repeat("order_id,user\nA3003,demo-user\n", 10))), ErrCorrupt},
 		{"ShorterThanHeader", write([]byte(sqliteMagic + "\x10\x00")), ErrCorrupt},
 		{"GarbageAfterMagic", write(append([]byte(sqliteMagic), random(8192-len(sqliteMagic))...)), ErrCorrupt},
 		{"TruncatedBusinessFile", businessFile(t, func(t *testing.T, path string) {
@@ -225,6 +225,7 @@ func TestOpenRefuses(t *testing.T) {
 					s.Close()
 					t.Fatalf("Open(%+v) succeeded, want %v", opts.Create, tt.want)
 				}
+				t.Logf("Open(Create=%v): %v", opts.Create, err)
 				if !errors.Is(err, tt.want) {
 					t.Fatalf("err = %v, want %v", err, tt.want)
 				}

@@ -28,6 +28,9 @@ with other input it is refused (exit 3).`,
 		Args: exactArgs(2, "start needs TASK and ORDER"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts := returns.StartOptions{Task: args[0], User: a.user, Order: args[1], Reason: reason, TTL: ttl}
+			if ttl <= 0 {
+				return usageErr("--draft-ttl must be positive, not %s", ttl)
+			}
 			// Validate before opening anything: bad input creates no file.
 			if err := returns.ValidateStart(opts); err != nil {
 				return err
