@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -393,4 +394,35 @@ func (s *Service) settle(ctx context.Context, t business.Task, snap *flow.Snapsh
 		}
 	}
 	return v, nil
+}
+
+// TaskSummary is one line of List.
+type TaskSummary struct {
+	Task      string    `json:"task"`
+	Order     string    `json:"order"`
+	Status    string    `json:"status"`
+	Stage     string    `json:"stage"`
+	CreatedAt time.Time `json:"created_at"` // UTC
+	UpdatedAt time.Time `json:"updated_at"` // UTC
+}
+
+// Statuses lists the valid run statuses, for validating a filter.
+var Statuses = []string{StatusRunning, StatusWaiting, StatusInterrupted, StatusDone, StatusCancelled, StatusFailed}
+
+// List returns the user's tasks, oldest first, with the run status and stage
+// recorded after each command; status "" lists all. An unknown status is
+// ErrInvalid.
+func (s *Service) List(ctx context.Context, user, status string) ([]TaskSummary, error) {
+	if status != "" && !slices.Contains(Statuses, status) {
+		return nil, fmt.Errorf("%w: --status must be one of %s, not %q", ErrInvalid, strings.Join(Statuses, ", "), status)
+	}
+	tasks, err := s.desk.ListTasks(ctx, user, status)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]TaskSummary, 0, len(tasks))
+	for _, t := range tasks {
+		out = append(out, TaskSummary{Task: t.ID, Order: t.OrderID, Status: t.Status, Stage: t.Stage, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt})
+	}
+	return out, nil
 }

@@ -1,0 +1,41 @@
+package cmd
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) newList() *cobra.Command {
+	var status string
+	c := &cobra.Command{
+		Use:   "list [--status S]",
+		Short: "List your tasks with their run status and stage",
+		Example: `  assistant list
+  assistant list --status waiting`,
+		Args: exactArgs(0, "list takes no arguments"),
+		RunE: func(c *cobra.Command, _ []string) error {
+			svc, closeAll, err := a.open(c.Context(), false)
+			if err != nil {
+				return ran(err)
+			}
+			defer closeAll()
+			tasks, err := svc.List(c.Context(), a.user, status)
+			if err != nil {
+				return ran(err)
+			}
+			if a.output == "json" {
+				return writeJSON(a.stdout, map[string]any{"tasks": tasks})
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TASK\tORDER\tSTATUS\tSTAGE\tUPDATED (UTC)")
+			for _, t := range tasks {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Task, t.Order, t.Status, orDash(t.Stage), t.UpdatedAt.UTC().Format("2006-01-02 15:04:05"))
+			}
+			return tw.Flush()
+		},
+	}
+	c.Flags().StringVar(&status, "status", "", "only tasks with this run status (running, waiting, interrupted, done, cancelled, failed)")
+	return c
+}
