@@ -218,6 +218,18 @@ func (s *Store) SubmitTx(ctx context.Context, tx *sql.Tx, draftID, user string, 
 			draftID, d.ExpiresAt.Format(time.RFC3339), ErrDraftExpired)
 	}
 
+	// One open application per order: a second task started for the same
+	// order before the first submitted must not make a second one.
+	var open int
+	if err := tx.QueryRowContext(ctx,
+		`SELECT count(*) FROM applications WHERE order_id = ? AND review_status = ?`,
+		d.OrderID, ReviewPending).Scan(&open); err != nil {
+		return Application{}, false, fmt.Errorf("submit draft %s: %w", draftID, err)
+	}
+	if open > 0 {
+		return Application{}, false, fmt.Errorf("submit draft %s: order %s: %w", draftID, d.OrderID, ErrOpenApplication)
+	}
+
 	id, err := newID("app_")
 	if err != nil {
 		return Application{}, false, fmt.Errorf("submit draft %s: %w", draftID, err)

@@ -48,6 +48,10 @@ var (
 	// The draft is not refreshed; the task has to prepare a new one.
 	ErrDraftExpired = errors.New("draft expired")
 
+	// ErrOpenApplication: Submit found a pending application for the draft's
+	// order made from another draft (one open application per order).
+	ErrOpenApplication = errors.New("order already has an open application")
+
 	// ErrTaskExists reports a CreateTask whose task id is already taken.
 	ErrTaskExists = errors.New("task exists")
 
@@ -220,7 +224,7 @@ func ensureFile(path string, create bool) error {
 	switch {
 	case err == nil:
 		if !fi.Mode().IsRegular() {
-			return fmt.Errorf("%w: not a regular file", ErrCorrupt)
+			return fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
 		}
 		return nil
 	case !errors.Is(err, fs.ErrNotExist) || !create:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -289,4 +290,79 @@ func TestTimesAreFixedWidthUTC(t *testing.T) {
 	if !bytes.Equal([]byte(formatTime(t0)), []byte("2025-03-10T09:00:00.000000000Z")) {
 		t.Errorf("formatTime(t0) = %s", formatTime(t0))
 	}
+}
+
+// withMigrations makes this build know ms for the rest of the test, as a
+// later build with more migration files would.
+func withMigrations(tb testing.TB, ms []migration) {
+	tb.Helper()
+	saved, savedVersion := migrations, SchemaVersion
+	migrations, SchemaVersion = ms, len(ms)
+	tb.Cleanup(func() { migrations, SchemaVersion = saved, savedVersion })
+}
+
+func TestMigrate(t *testing.T) {
+	ctx := context.Background()
+	v1 := migrations[:1]
+	addNote := migration{version: 2, name: "0002_task_note.sql",
+		sql: "ALTER TABLE tasks ADD COLUMN note TEXT NOT NULL DEFAULT '';\nCREATE INDEX tasks_note ON tasks (note);"}
+
+	t.Run("OlderFileMigratesWithoutReseeding", func(t *testing.T) {
+		s, path := newSeeded(t)
+		if _, err := s.DB().Exec("DELETE FROM orders WHERE order_id = 'A3001'"); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+
+		withMigrations(t, append(v1[:1:1], addNote))
+		s = mustOpen(t, path, Options{Seed: seedCSV(t)})
+		if n := count(t, s, "PRAGMA user_version"); n != 2 {
+			t.Errorf("user_version = %d, want 2", n)
+		}
+		if n := count(t, s, "SELECT count(*) FROM pragma_table_info('tasks') WHERE name = 'note'"); n != 1 {
+			t.Errorf("tasks.note missing after migration")
+		}
+		if n := count(t, s, "SELECT count(*) FROM orders"); n != 11 {
+			t.Errorf("orders = %d, want 11 (no reseed)", n)
+		}
+	})
+
+	t.Run("NewFileGetsAllMigrationsAtOnce", func(t *testing.T) {
+		withMigrations(t, append(v1[:1:1], addNote))
+		s, _ := newSeeded(t)
+		if n := count(t, s, "PRAGMA user_version"); n != 2 {
+			t.Errorf("user_version = %d, want 2", n)
+		}
+		if n := count(t, s, "SELECT count(*) FROM orders"); n != 12 {
+			t.Errorf("orders = %d, want 12", n)
+		}
+	})
+
+	t.Run("FailedMigrationChangesNothing", func(t *testing.T) {
+		s, path := newSeeded(t)
+		s.Close()
+		broken := migration{version: 2, name: "0002_broken.sql",
+			sql: "ALTER TABLE tasks ADD COLUMN note TEXT;\nALTER TABLE no_such_table ADD COLUMN x TEXT;"}
+		withMigrations(t, append(v1[:1:1], broken))
+		if _, err := Open(ctx, path, Options{}); err == nil || !strings.Contains(err.Error(), "0002_broken.sql") {
+			t.Fatalf("err = %v, want one naming 0002_broken.sql", err)
+		}
+
+		withMigrations(t, v1)
+		s = mustOpen(t, path, Options{})
+		if n := count(t, s, "PRAGMA user_version"); n != 1 {
+			t.Errorf("user_version = %d, want 1", n)
+		}
+		if n := count(t, s, "SELECT count(*) FROM pragma_table_info('tasks') WHERE name = 'note'"); n != 0 {
+			t.Errorf("half of the failed migration stayed")
+		}
+	})
+
+	t.Run("EmbeddedMigrationsAreNumbered", func(t *testing.T) {
+		for i, m := range migrations {
+			if m.version != i+1 || !strings.HasPrefix(m.name, fmt.Sprintf("%04d_", i+1)) {
+				t.Errorf("migration %d is %s (version %d)", i, m.name, m.version)
+			}
+		}
+	})
 }

@@ -218,6 +218,12 @@ func (n nodes) submit(ctx context.Context, s State) (State, error) {
 			Message: fmt.Sprintf("draft %s expired at %s before it was approved; nothing was submitted", s.Draft.ID, s.Draft.ExpiresAt.UTC().Format(time.RFC3339)),
 		}, Trace: []string{NodeSubmit}}, nil
 	}
+	if errors.Is(err, business.ErrOpenApplication) {
+		return State{Stage: StageFailed, Error: &Failure{
+			Code:    business.ReasonOpenApplication,
+			Message: eligibilityMessage(business.ReasonOpenApplication, s.Draft.OrderID) + " (made by another task since this one started); nothing was submitted",
+		}, Trace: []string{NodeSubmit}}, nil
+	}
 	if err != nil {
 		return State{}, fmt.Errorf("submit draft %s: %w", s.Draft.ID, err)
 	}
