@@ -10,11 +10,15 @@
 //
 // Both run the conformance suite in checkpoints/checkpointstest:
 //
-//	func TestSQLite(t *testing.T) {
-//		checkpointstest.Run(t, func(t *testing.T) flow.Checkpointer {
-//			return MustOpenSQLite(t, filepath.Join(t.TempDir(), "checkpoints.sqlite"))
-//		})
-//	}
+//	checkpointstest.Run(t, func(t *testing.T) flow.Checkpointer {
+//		path := filepath.Join(t.TempDir(), "checkpoints.sqlite")
+//		s, err := checkpoints.OpenSQLite(t.Context(), path, checkpoints.SQLiteOptions{Create: true})
+//		if err != nil {
+//			t.Fatal(err)
+//		}
+//		t.Cleanup(func() { s.Close() })
+//		return s
+//	})
 //
 // Rules both stores keep:
 //

@@ -48,11 +48,11 @@ var (
 // left byte for byte as it was.
 var (
 	// ErrForeignFile: the file is a SQLite database of another program.
-	ErrForeignFile = errors.New("not a checkpoints file of assistant (another program's database); move it away or use another data directory")
+	ErrForeignFile = errors.New("another program's database, not a checkpoints file of assistant; move it away or use another data directory")
 	// ErrNewerSchema: the file's schema version is newer than this build knows.
 	ErrNewerSchema = errors.New("written by a newer version of assistant; upgrade assistant")
 	// ErrCorrupt: the file is not a SQLite database, or a damaged or truncated one.
-	ErrCorrupt = errors.New("not a readable SQLite database (corrupt, truncated or not SQLite); restore it from a backup or move it away")
+	ErrCorrupt = errors.New("corrupt, truncated or not a SQLite database; restore it from a backup or move it away")
 )
 
 // sqliteHeader starts every SQLite database file.
@@ -136,14 +136,17 @@ func openSQLite(ctx context.Context, path string, opts SQLiteOptions) (*SQLite, 
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: not a regular file", ErrCorrupt)
+		return nil, fmt.Errorf("not a regular file: %w", ErrCorrupt)
 	}
 	if fi.Size() > 0 {
 		if err := inspect(ctx, path, busy, migs[len(migs)-1].version); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("inspect: %w", err)
 		}
 	}
 
+	if err := ensureWAL(ctx, path, busy); err != nil {
+		return nil, fmt.Errorf("switch to WAL: %w", err)
+	}
 	ms := strconv.FormatInt(busy.Milliseconds(), 10)
 	db, err := sql.Open("sqlite", dsn(path,
 		// Every write transaction takes the write lock at BEGIN, so Put reads
@@ -165,12 +168,57 @@ func openSQLite(ctx context.Context, path string, opts SQLiteOptions) (*SQLite, 
 	return s, nil
 }
 
+// ensureWAL switches the file to WAL mode, a persistent setting, before the
+// pool opens. Two processes switching a new file at the same moment can get
+// SQLITE_BUSY at once, without the busy timeout: the switch upgrades a read
+// lock to a write lock, and SQLite never waits on an upgrade (two upgraders
+// would deadlock). So this retries, with short pauses, for up to busy. Once
+// the file is in WAL mode, the journal_mode pragma each pooled connection runs
+// changes nothing and cannot fail this way.
+func ensureWAL(ctx context.Context, path string, busy time.Duration) error {
+	db, err := sql.Open("sqlite", dsn(path, "_pragma=busy_timeout("+strconv.FormatInt(busy.Milliseconds(), 10)+")"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+
+	deadline := time.Now().Add(busy)
+	pause := time.Millisecond
+	for {
+		var mode string
+		err := db.QueryRowContext(ctx, `PRAGMA journal_mode = WAL`).Scan(&mode)
+		switch {
+		case err == nil && strings.EqualFold(mode, "wal"):
+			return nil
+		case err == nil:
+			return fmt.Errorf("journal mode is %q, want wal", mode)
+		case !isBusy(err) || time.Now().After(deadline):
+			return classify(err)
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		pause = min(2*pause, 50*time.Millisecond)
+	}
+}
+
+// isBusy reports whether err is SQLITE_BUSY (any extended code).
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
 // init checks that the connection really is in WAL mode (a read-only
 // directory, for one, silently keeps the rollback journal) and migrates.
 func (s *SQLite) init(ctx context.Context, migs []migration) error {
 	var mode string
 	if err := s.db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
-		return classify(err)
+		return fmt.Errorf("connect: %w", classify(err))
 	}
 	if !strings.EqualFold(mode, "wal") {
 		return fmt.Errorf("journal mode is %q, want wal", mode)
@@ -202,7 +250,7 @@ func (s *SQLite) migrate(ctx context.Context, m migration) error {
 	}
 	switch {
 	case appID != 0 && appID != ApplicationID:
-		return fmt.Errorf("%w (application_id %#x)", ErrForeignFile, appID)
+		return fmt.Errorf("application_id %#x: %w", appID, ErrForeignFile)
 	case version >= m.version:
 		return nil
 	case version != m.version-1:
@@ -223,7 +271,11 @@ func (s *SQLite) migrate(ctx context.Context, m migration) error {
 
 // inspect looks at an existing non-empty file without changing it: the
 // connection is read-only and sets no journal mode (switching a foreign
-// rollback-journal file to WAL would rewrite its header).
+// rollback-journal file to WAL would rewrite its header). Reading a file that
+// is already in WAL mode creates empty -wal and -shm files beside it when
+// they are missing; the database file itself is untouched. (immutable=1
+// would avoid them but could read a torn page while another process
+// checkpoints, and call a healthy file corrupt.)
 func inspect(ctx context.Context, path string, busy time.Duration, newest int64) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -233,7 +285,7 @@ func inspect(ctx context.Context, path string, busy time.Duration, newest int64)
 	_, err = io.ReadFull(f, hdr)
 	f.Close()
 	if errors.Is(err, io.ErrUnexpectedEOF) || (err == nil && !bytes.HasPrefix(hdr, sqliteHeader)) {
-		return fmt.Errorf("%w: no SQLite header", ErrCorrupt)
+		return fmt.Errorf("no SQLite header: %w", ErrCorrupt)
 	}
 	if err != nil {
 		return err
@@ -266,13 +318,13 @@ func inspect(ctx context.Context, path string, busy time.Duration, newest int64)
 	}
 	switch {
 	case appID == ApplicationID && version > newest:
-		return fmt.Errorf("%w (schema version %d, this build knows up to %d)", ErrNewerSchema, version, newest)
+		return fmt.Errorf("schema version %d, this build knows up to %d: %w", version, newest, ErrNewerSchema)
 	case appID == ApplicationID:
 		return nil
 	case appID != 0:
-		return fmt.Errorf("%w (application_id %#x)", ErrForeignFile, appID)
+		return fmt.Errorf("application_id %#x: %w", appID, ErrForeignFile)
 	case objects > 0 || version != 0:
-		return fmt.Errorf("%w (%d schema objects, user_version %d)", ErrForeignFile, objects, version)
+		return fmt.Errorf("%d schema objects, user_version %d, no application_id: %w", objects, version, ErrForeignFile)
 	}
 	return nil // an empty SQLite database: ours to initialize
 }
@@ -283,7 +335,7 @@ func classify(err error) error {
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
-			return fmt.Errorf("%w: %v", ErrCorrupt, err)
+			return fmt.Errorf("%w: %w", err, ErrCorrupt)
 		}
 	}
 	return err
