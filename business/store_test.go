@@ -308,6 +308,7 @@ func TestMigrate(t *testing.T) {
 		sql: "ALTER TABLE tasks ADD COLUMN note TEXT NOT NULL DEFAULT '';\nCREATE INDEX tasks_note ON tasks (note);"}
 
 	t.Run("OlderFileMigratesWithoutReseeding", func(t *testing.T) {
+		withMigrations(t, v1)
 		s, path := newSeeded(t)
 		if _, err := s.DB().Exec("DELETE FROM orders WHERE order_id = 'A3001'"); err != nil {
 			t.Fatal(err)
@@ -339,6 +340,7 @@ func TestMigrate(t *testing.T) {
 	})
 
 	t.Run("FailedMigrationChangesNothing", func(t *testing.T) {
+		withMigrations(t, v1)
 		s, path := newSeeded(t)
 		s.Close()
 		broken := migration{version: 2, name: "0002_broken.sql",

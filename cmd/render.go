@@ -37,8 +37,15 @@ func shellQuote(s string) string {
 // with its draft, and the exact next command to type.
 func writeCard(w io.Writer, v *returns.View, prog string) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Task %s · order %s · user %s\n", v.Task, v.Order, v.User)
+	if v.Batch != nil {
+		fmt.Fprintf(&b, "Batch %s · user %s\n", v.Task, v.User)
+	} else {
+		fmt.Fprintf(&b, "Task %s · order %s · user %s\n", v.Task, v.Order, v.User)
+	}
 	fmt.Fprintf(&b, "Status: %s · stage: %s\n", v.Status, orDash(v.Stage))
+	if v.Batch != nil {
+		b.WriteString(writeBatch(v.Batch))
+	}
 	if v.Draft != nil {
 		left := time.Until(v.Draft.ExpiresAt).Round(time.Second)
 		when := "expired"
@@ -79,8 +86,18 @@ func writeCard(w io.Writer, v *returns.View, prog string) error {
 	if v.Error != nil {
 		fmt.Fprintf(&b, "Error: %s — %s\n", v.Error.Code, v.Error.Message)
 	}
-	if v.Status == returns.StatusRunning && len(v.Interrupts) == 0 {
-		fmt.Fprintf(&b, "The run stopped part-way (next: %s). Continue it: %s resume %s\n", strings.Join(v.Next, ", "), prog, task)
+	switch {
+	case v.Status == returns.StatusInterrupted:
+		fmt.Fprintf(&b, "Stopped by an operator (next: %s). Continue it: %s resume %s\n", strings.Join(v.Next, ", "), prog, task)
+	case v.Status == returns.StatusRunning && v.Holder != nil && v.Holder.Alive:
+		fmt.Fprintf(&b, "Running in pid %d on %s. Stop it: %s stop %s\n", v.Holder.PID, v.Holder.Host, prog, task)
+	case v.Status == returns.StatusRunning:
+		if v.Holder != nil && v.Holder.PID != 0 {
+			fmt.Fprintf(&b, "Its process (pid %d on %s) is gone; the run stopped part-way (next: %s).\n", v.Holder.PID, v.Holder.Host, strings.Join(v.Next, ", "))
+		} else {
+			fmt.Fprintf(&b, "The run stopped part-way (next: %s).\n", strings.Join(v.Next, ", "))
+		}
+		fmt.Fprintf(&b, "Recover:  %s recover   (or: %s resume %s)\n", prog, prog, task)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -11,7 +11,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -48,8 +50,15 @@ type app struct {
 // Execute runs the command line with os.Args and exits the process with the
 // exit code of DESIGN.md. seed is the teaching orders CSV embedded in the
 // binary. It is the only place that calls os.Exit.
+//
+// SIGINT and SIGTERM cancel the run's context: the running node is
+// cancelled, its timeline step recorded failed, and the task left
+// interrupted at its last checkpoint, as with `assistant stop`.
 func Execute(seed []byte) {
-	os.Exit(Run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, seed))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := Run(ctx, os.Args[1:], os.Stdout, os.Stderr, seed)
+	stop()
+	os.Exit(code)
 }
 
 // Run runs the command line with args and returns the exit code; stdout and
@@ -111,7 +120,7 @@ business.sqlite (orders, drafts, applications, tasks).`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return fmt.Errorf("%w: %v", returns.ErrInvalid, err)
 	})
-	root.AddCommand(a.newStart(), a.newShow(), a.newResume(), a.newList())
+	root.AddCommand(a.newStart(), a.newShow(), a.newResume(), a.newList(), a.newStop(), a.newRecover(), a.newBatch())
 	return root
 }
 

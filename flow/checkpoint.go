@@ -22,6 +22,10 @@ const (
 	WriteInterrupt = "interrupt" // a question raised by a task (Idx = call order in the node)
 	WriteResume    = "resume"    // an answer to the interrupt with the same TaskID and Idx
 	WriteError     = "error"     // a task that failed; Value is a JSON string with the cause
+	// WriteSubgraphInterrupt is a question raised inside a subgraph the task
+	// runs (SubgraphNode). Value is {"path": [node, child, …], "value": payload};
+	// Idx is a stable number of where in the subgraph it was asked.
+	WriteSubgraphInterrupt = "subgraph_interrupt"
 )
 
 // Checkpoint is the state of one thread after a superstep. Checkpoints of a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -150,6 +151,9 @@ type Options struct {
 	// superstep's checkpoint is written, "after-checkpoint:NODE" after it was.
 	// Fault injection uses it to kill the process at a chosen point.
 	Hook func(point string)
+	// OnTask, when set, is told when each task starts and ends (a timeline).
+	// It is called on the task's goroutine, synchronously.
+	OnTask func(TaskEvent)
 }
 
 // Runnable is a compiled graph bound to a Checkpointer. It is safe for
@@ -166,38 +170,9 @@ type Runnable[S any] struct {
 // errors joined, or an error when an edge names an unknown node, no edge
 // leaves Start, or a breakpoint names an unknown node.
 func (g *Graph[S]) Compile(opts Options) (*Runnable[S], error) {
-	errs := slices.Clone(g.errs)
+	errs := g.validate()
 	if opts.Checkpointer == nil {
 		errs = append(errs, errors.New("compile: no checkpointer"))
-	}
-	if g.reducer == nil {
-		errs = append(errs, errors.New("compile: no reducer"))
-	}
-	known := func(n string) bool { return n == End || g.nodes[n] != nil }
-	for from, tos := range g.edges {
-		if from != Start && g.nodes[from] == nil {
-			errs = append(errs, fmt.Errorf("compile: edge from unknown node %q", from))
-		}
-		for _, to := range tos {
-			if !known(to) {
-				errs = append(errs, fmt.Errorf("compile: edge %s -> unknown node %q", from, to))
-			}
-		}
-	}
-	for from := range g.routers {
-		if from != Start && g.nodes[from] == nil {
-			errs = append(errs, fmt.Errorf("compile: conditional edges from unknown node %q", from))
-		}
-	}
-	for _, j := range g.joins {
-		for _, f := range append(slices.Clone(j.from), j.to) {
-			if !known(f) {
-				errs = append(errs, fmt.Errorf("compile: join names unknown node %q", f))
-			}
-		}
-	}
-	if len(g.edges[Start]) == 0 && g.routers[Start] == nil {
-		errs = append(errs, errors.New("compile: no edge leaves Start"))
 	}
 	r := &Runnable[S]{g: g, opts: opts, before: map[string]bool{}, after: map[string]bool{}}
 	for _, n := range opts.InterruptBefore {
@@ -224,16 +199,60 @@ func (g *Graph[S]) Compile(opts Options) (*Runnable[S], error) {
 	return r, nil
 }
 
+// validate returns the building errors and those of the graph's shape: an
+// edge naming an unknown node, no edge leaving Start.
+func (g *Graph[S]) validate() []error {
+	errs := slices.Clone(g.errs)
+	if g.reducer == nil {
+		errs = append(errs, errors.New("compile: no reducer"))
+	}
+	known := func(n string) bool { return n == End || g.nodes[n] != nil }
+	for _, from := range slices.Sorted(maps.Keys(g.edges)) {
+		if from != Start && g.nodes[from] == nil {
+			errs = append(errs, fmt.Errorf("compile: edge from unknown node %q", from))
+		}
+		for _, to := range g.edges[from] {
+			if !known(to) {
+				errs = append(errs, fmt.Errorf("compile: edge %s -> unknown node %q", from, to))
+			}
+		}
+	}
+	for _, from := range slices.Sorted(maps.Keys(g.routers)) {
+		if from != Start && g.nodes[from] == nil {
+			errs = append(errs, fmt.Errorf("compile: conditional edges from unknown node %q", from))
+		}
+	}
+	for _, j := range g.joins {
+		for _, f := range append(slices.Clone(j.from), j.to) {
+			if !known(f) {
+				errs = append(errs, fmt.Errorf("compile: join names unknown node %q", f))
+			}
+		}
+	}
+	if len(g.edges[Start]) == 0 && g.routers[Start] == nil {
+		errs = append(errs, errors.New("compile: no edge leaves Start"))
+	}
+	return errs
+}
+
 // successors returns the nodes that follow the nodes ran, given the merged
-// state, and the join progress carried to the next checkpoint.
-func (r *Runnable[S]) successors(ran []string, state S, waiting map[string][]string) ([]string, map[string][]string) {
+// state, and the join progress carried to the next checkpoint. A router
+// naming an unknown node is an error.
+func (g *Graph[S]) successors(ran []string, state S, waiting map[string][]string) ([]string, map[string][]string, error) {
 	set := map[string]bool{}
 	for _, n := range ran {
-		for _, to := range r.g.edges[n] {
+		for _, to := range g.edges[n] {
 			set[to] = true
 		}
-		if route := r.g.routers[n]; route != nil {
-			for _, to := range route(state) {
+		if route := g.routers[n]; route != nil {
+			tos, err := callRouter(n, route, state)
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, to := range tos {
+				if to != End && g.nodes[to] == nil {
+					return nil, nil, fmt.Errorf("router of %s chose unknown node %q", n, to)
+				}
 				set[to] = true
 			}
 		}
@@ -245,7 +264,7 @@ func (r *Runnable[S]) successors(ran []string, state S, waiting map[string][]str
 		}
 		nextWaiting[k] = slices.Clone(v)
 	}
-	for _, j := range r.g.joins {
+	for _, j := range g.joins {
 		seen := nextWaiting[j.to]
 		touched := false
 		for _, n := range ran {
@@ -274,5 +293,16 @@ func (r *Runnable[S]) successors(ran []string, state S, waiting map[string][]str
 		next = append(next, n)
 	}
 	sort.Strings(next)
-	return next, nextWaiting
+	return next, nextWaiting, nil
+}
+
+// callRouter runs a router, turning a panic into an error as Runnable.call
+// does for nodes.
+func callRouter[S any](from string, route Router[S], state S) (tos []string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("router of %s panicked: %v", from, p)
+		}
+	}()
+	return route(state), nil
 }

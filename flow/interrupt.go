@@ -3,11 +3,14 @@ package flow
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -32,25 +35,15 @@ func Interrupt[T any](ctx context.Context, payload any) (T, error) {
 	if sc == nil {
 		return zero, ErrNotInNode
 	}
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	idx := sc.calls
-	sc.calls++
-	id := interruptID(sc.taskID, idx)
-	if raw, ok := sc.resumes[idx]; ok {
-		var v T
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return zero, &ResumeDecodeError{InterruptID: id, Node: sc.node, Err: err}
-		}
-		return v, nil
-	}
-	val, err := json.Marshal(payload)
+	raw, id, err := sc.interrupt(payload)
 	if err != nil {
-		return zero, fmt.Errorf("interrupt %s: encode payload: %w", sc.node, err)
+		return zero, err
 	}
-	ie := &InterruptError{Interrupt: PendingInterrupt{ID: id, Node: sc.node, TaskID: sc.taskID, Idx: idx, Value: val}}
-	sc.raised = append(sc.raised, ie)
-	return zero, ie
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return zero, &ResumeDecodeError{InterruptID: id, Node: sc.node, Err: err}
+	}
+	return v, nil
 }
 
 // PendingInterrupt is a question a task raised that is not answered yet.
@@ -60,6 +53,10 @@ type PendingInterrupt struct {
 	TaskID string          `json:"task_id"` // the task that asked
 	Idx    int             `json:"idx"`     // order of the Interrupt call within the node
 	Value  json.RawMessage `json:"value"`   // the payload given to Interrupt, as JSON
+	// Path locates the question: [Node] for a question the node asked
+	// itself, [Node, child node, …] for one asked inside a subgraph the node
+	// runs (SubgraphNode).
+	Path []string `json:"path,omitempty"`
 }
 
 // InterruptError is the error value Interrupt returns. A node returns it
@@ -105,6 +102,21 @@ var (
 	ErrThreadExists = errors.New("flow: thread already exists")
 )
 
+// AnswerInFlightError refuses an answer to a question that another request
+// answered and is still running (or that stopped before its task finished).
+// It matches ErrConflict: the state changed under the request.
+type AnswerInFlightError struct {
+	ThreadID    string
+	InterruptID string
+}
+
+func (e *AnswerInFlightError) Error() string {
+	return fmt.Sprintf("question %s of thread %s was answered by another request that has not finished; show the thread, or resume it without an answer to continue", e.InterruptID, e.ThreadID)
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *AnswerInFlightError) Is(target error) bool { return target == ErrConflict }
+
 // ResumeDecodeError reports an answer that does not decode into the type
 // the node asked for.
 type ResumeDecodeError struct {
@@ -132,14 +144,74 @@ func (e *UnknownInterruptError) Is(target error) bool { return target == ErrUnkn
 
 type scopeKey struct{}
 
-// taskScope is what Interrupt needs of the running task.
+// taskScope is what Interrupt needs of the running task. The scope of a
+// node of a subgraph (see SubgraphNode) has a parent: its questions and
+// answers belong to the task of the outer graph, which alone is saved.
 type taskScope struct {
 	mu      sync.Mutex
-	taskID  string
+	taskID  string // the outer task; "" in a subgraph scope
 	node    string
 	resumes map[int]json.RawMessage
-	calls   int
+	calls   int // Interrupt calls so far
+	subruns int // subgraph runs so far (SubgraphNode)
 	raised  []*InterruptError
+
+	parent *taskScope // nil for a task of the outer graph
+	key    string     // in a subgraph: the stable place of this child task
+	path   []string   // node names from the outer task's node to this one
+}
+
+// task returns the scope of the outer graph's task.
+func (sc *taskScope) task() *taskScope {
+	for sc.parent != nil {
+		sc = sc.parent
+	}
+	return sc
+}
+
+// interrupt is Interrupt without the decoding: it returns the saved answer
+// of this call and the question's id, or the *InterruptError that parks the
+// task.
+func (sc *taskScope) interrupt(payload any) (json.RawMessage, string, error) {
+	sc.mu.Lock()
+	idx := sc.calls
+	sc.calls++
+	sc.mu.Unlock()
+	root := sc.task()
+	path := []string{root.node}
+	if sc.parent != nil {
+		// A question inside a subgraph is numbered by where it was asked
+		// (child superstep, child node, call order) rather than by call
+		// order in the outer task: sibling child tasks run concurrently and
+		// may ask a different number of questions on each run.
+		idx = subgraphIdx(sc.key + "#" + strconv.Itoa(idx))
+		path = slices.Clone(sc.path)
+	}
+	id := interruptID(root.taskID, idx)
+	root.mu.Lock()
+	defer root.mu.Unlock()
+	if raw, ok := root.resumes[idx]; ok {
+		return raw, id, nil
+	}
+	val, err := json.Marshal(payload)
+	if err != nil {
+		return nil, id, fmt.Errorf("interrupt %s: encode payload: %w", strings.Join(path, "/"), err)
+	}
+	ie := &InterruptError{Interrupt: PendingInterrupt{
+		ID: id, Node: root.node, TaskID: root.taskID, Idx: idx, Value: val, Path: path,
+	}}
+	root.raised = append(root.raised, ie)
+	return nil, id, ie
+}
+
+// subgraphIdxBase keeps the numbers of subgraph questions apart from the
+// call order numbers (0, 1, 2 …) of a node's own questions. Both stay below
+// 2^53 so they survive any JSON reader.
+const subgraphIdxBase = 1 << 40
+
+func subgraphIdx(key string) int {
+	sum := sha256.Sum256([]byte(key))
+	return subgraphIdxBase + int(binary.BigEndian.Uint64(sum[:8])&(subgraphIdxBase-1))
 }
 
 // taskID is stable for a node within the superstep that follows checkpoint

@@ -53,7 +53,10 @@ func (r *Runnable[S]) Invoke(ctx context.Context, threadID string, input S) (*Sn
 	}
 	var zero S
 	state := r.g.reducer(zero, input)
-	next, waiting := r.successors([]string{Start}, state, nil)
+	next, waiting, err := r.g.successors([]string{Start}, state, nil)
+	if err != nil {
+		return nil, fmt.Errorf("invoke %s: %w", threadID, err)
+	}
 	cp, err := r.newCheckpoint(threadID, nil, state, next, Metadata{Source: SourceInput, Step: -1, Waiting: waiting})
 	if err != nil {
 		return nil, err
@@ -72,7 +75,9 @@ func (r *Runnable[S]) Invoke(ctx context.Context, threadID string, input S) (*Sn
 //
 // Errors, all leaving the thread unchanged: ErrThreadNotFound,
 // ErrNoPendingInterrupt, ErrAmbiguousResume, *UnknownInterruptError,
-// ErrResumeValueRequired. Then as Invoke.
+// ErrResumeValueRequired, *AnswerInFlightError (matches ErrConflict: the
+// question was answered by a request that has not finished). Then as
+// Invoke; a *ConflictError means another request committed first.
 func (r *Runnable[S]) Resume(ctx context.Context, threadID string, cmd Command) (*Snapshot[S], error) {
 	head, err := r.opts.Checkpointer.Get(ctx, threadID, "")
 	if err != nil {
@@ -81,14 +86,22 @@ func (r *Runnable[S]) Resume(ctx context.Context, threadID string, cmd Command) 
 	if head == nil {
 		return nil, fmt.Errorf("resume %s: %w", threadID, ErrThreadNotFound)
 	}
-	open := pending(head, groupWrites(head.PendingWrites))
+	groups := groupWrites(head.PendingWrites)
+	open := pending(head, groups)
 	if !cmd.hasValue() {
 		if len(open) > 0 {
 			return nil, fmt.Errorf("resume %s: %w", threadID, ErrResumeValueRequired)
 		}
 		return r.loop(ctx, head, false)
 	}
+	// An answer saved at this head whose task has not finished with it is
+	// being used by another request right now (or by one that stopped): a
+	// second answer to it is a conflict, not a new question to answer.
+	busy := inFlight(head, groups)
 	if len(open) == 0 {
+		if len(busy) > 0 {
+			return nil, fmt.Errorf("resume %s: %w", threadID, &AnswerInFlightError{ThreadID: threadID, InterruptID: busy[0]})
+		}
 		return nil, fmt.Errorf("resume %s: %w", threadID, ErrNoPendingInterrupt)
 	}
 	answers := map[string]any{}
@@ -107,6 +120,9 @@ func (r *Runnable[S]) Resume(ctx context.Context, threadID string, cmd Command) 
 	var writes []Write
 	for _, id := range slices.Sorted(maps.Keys(answers)) {
 		in, ok := byID[id]
+		if !ok && slices.Contains(busy, id) {
+			return nil, fmt.Errorf("resume %s: %w", threadID, &AnswerInFlightError{ThreadID: threadID, InterruptID: id})
+		}
 		if !ok {
 			return nil, fmt.Errorf("resume %s: %w", threadID, &UnknownInterruptError{ID: id})
 		}
@@ -185,7 +201,10 @@ func (r *Runnable[S]) UpdateState(ctx context.Context, threadID string, values S
 		return nil, err
 	}
 	state = r.g.reducer(state, values)
-	next, waiting := r.successors([]string{asNode}, state, head.Metadata.Waiting)
+	next, waiting, err := r.g.successors([]string{asNode}, state, head.Metadata.Waiting)
+	if err != nil {
+		return nil, fmt.Errorf("update state %s: %w", threadID, err)
+	}
 	upd, err := json.Marshal(values)
 	if err != nil {
 		return nil, fmt.Errorf("update state %s: encode: %w", threadID, err)
@@ -196,6 +215,8 @@ func (r *Runnable[S]) UpdateState(ctx context.Context, threadID string, values S
 	if err != nil {
 		return nil, err
 	}
+	// A breakpoint before a node due next holds after a correction too.
+	cp.Breakpoint = r.breakpointBefore(next)
 	if err := r.opts.Checkpointer.Put(ctx, cp); err != nil {
 		return nil, fmt.Errorf("update state %s: %w", threadID, err)
 	}
@@ -287,7 +308,9 @@ type taskResult struct {
 	id        string
 	node      string
 	update    json.RawMessage
-	ran       bool // false when its update came from a pending write
+	ran       bool // false when its update came from a pending write, or it is parked
+	saved     bool // its update is saved as a pending write
+	parked    bool // not run: a question it asked is still unanswered
 	interrupt []*InterruptError
 	err       error
 }
@@ -302,16 +325,22 @@ func (r *Runnable[S]) superstep(ctx context.Context, cp *Checkpoint) (next *Chec
 	for i, node := range cp.Next {
 		id := taskID(cp.ID, node)
 		results[i] = taskResult{id: id, node: node}
-		if t := groups[id]; t != nil && t.done {
+		t := groups[id]
+		switch {
+		case t != nil && t.done:
 			results[i].update = t.update
-			continue
+		case t != nil && len(t.unanswered()) > 0:
+			// A task runs again only when every question it asked has an
+			// answer: before that a re-run could only ask the same again.
+			results[i].parked = true
+		default:
+			todo = append(todo, i)
 		}
-		todo = append(todo, i)
 	}
-	// Each finished task's update is saved at once when siblings are still
-	// running, so a sibling's question, failure or a crash does not make it
-	// run again. A task running alone goes straight to the checkpoint.
-	saveEach := len(todo) > 1
+	// Each finished task's update is saved at once when the superstep has
+	// siblings, so a sibling's question, failure or a crash does not make it
+	// run again. A task alone in its superstep goes straight to the checkpoint.
+	saveEach := len(cp.Next) > 1
 	var wg sync.WaitGroup
 	for _, i := range todo {
 		var resumes map[int]json.RawMessage
@@ -328,9 +357,11 @@ func (r *Runnable[S]) superstep(ctx context.Context, cp *Checkpoint) (next *Chec
 
 	var failed []error
 	asked := false
-	var writes []Write
+	var writes, saved []Write
 	for _, res := range results {
 		switch {
+		case res.parked:
+			asked = true
 		case res.err != nil:
 			failed = append(failed, &TaskError{ThreadID: cp.ThreadID, Node: res.node, Err: res.err})
 			msg, _ := json.Marshal(res.err.Error())
@@ -338,21 +369,26 @@ func (r *Runnable[S]) superstep(ctx context.Context, cp *Checkpoint) (next *Chec
 		case len(res.interrupt) > 0:
 			asked = true
 			for _, ie := range res.interrupt {
-				writes = append(writes, Write{TaskID: res.id, Node: res.node, Kind: WriteInterrupt, Idx: ie.Interrupt.Idx, Value: ie.Interrupt.Value})
+				writes = append(writes, questionWrite(res.id, res.node, ie.Interrupt))
+			}
+		case res.ran:
+			w := Write{TaskID: res.id, Node: res.node, Kind: WriteUpdate, Value: res.update}
+			if res.saved {
+				saved = append(saved, w)
+			} else {
+				writes = append(writes, w)
 			}
 		}
 	}
 	if len(failed) > 0 || asked {
-		if err := r.opts.Checkpointer.PutWrites(context.WithoutCancel(ctx), cp.ThreadID, cp.ID, writes); err != nil {
-			return nil, false, fmt.Errorf("save pending writes of %s: %w", cp.ThreadID, err)
-		}
-		cp.PendingWrites = append(cp.PendingWrites, writes...)
-		for _, res := range results {
-			// runTask saved these already; keep the in-memory head in step.
-			if res.ran && res.err == nil && len(res.interrupt) == 0 {
-				cp.PendingWrites = append(cp.PendingWrites, Write{TaskID: res.id, Node: res.node, Kind: WriteUpdate, Value: res.update})
+		if len(writes) > 0 {
+			if err := r.opts.Checkpointer.PutWrites(context.WithoutCancel(ctx), cp.ThreadID, cp.ID, writes); err != nil {
+				return nil, false, fmt.Errorf("save pending writes of %s: %w", cp.ThreadID, err)
 			}
 		}
+		// Keep the in-memory head in step with what is stored.
+		cp.PendingWrites = append(cp.PendingWrites, saved...)
+		cp.PendingWrites = append(cp.PendingWrites, writes...)
 		return nil, asked && len(failed) == 0, errors.Join(failed...)
 	}
 
@@ -371,7 +407,10 @@ func (r *Runnable[S]) superstep(ctx context.Context, cp *Checkpoint) (next *Chec
 		ran = append(ran, res.node)
 		written[res.node] = res.update
 	}
-	nextNodes, waiting := r.successors(ran, state, cp.Metadata.Waiting)
+	nextNodes, waiting, err := r.g.successors(ran, state, cp.Metadata.Waiting)
+	if err != nil {
+		return nil, false, fmt.Errorf("thread %s: %w", cp.ThreadID, err)
+	}
 	ncp, err := r.newCheckpoint(cp.ThreadID, cp, state, nextNodes, Metadata{Source: SourceLoop, Step: cp.Metadata.Step + 1, Writes: written, Waiting: waiting})
 	if err != nil {
 		return nil, false, err
@@ -394,9 +433,30 @@ func (r *Runnable[S]) superstep(ctx context.Context, cp *Checkpoint) (next *Chec
 	return ncp, false, nil
 }
 
-// runTask runs one node with its saved answers and records the outcome in res.
+// questionWrite is the pending write that saves a question of task id.
+func questionWrite(id, node string, in PendingInterrupt) Write {
+	if len(in.Path) <= 1 {
+		return Write{TaskID: id, Node: node, Kind: WriteInterrupt, Idx: in.Idx, Value: in.Value}
+	}
+	v, _ := json.Marshal(subgraphQuestion{Path: in.Path, Value: in.Value})
+	return Write{TaskID: id, Node: node, Kind: WriteSubgraphInterrupt, Idx: in.Idx, Value: v}
+}
+
+// runTask runs one node with its saved answers and records the outcome in
+// res. With save, a finished task's update is saved as a pending write.
 func (r *Runnable[S]) runTask(ctx context.Context, cp *Checkpoint, res *taskResult, resumes map[int]json.RawMessage, save bool) {
 	res.ran = true
+	r.observe(TaskEvent{ThreadID: cp.ThreadID, TaskID: res.id, Node: res.node, Step: cp.Metadata.Step + 1})
+	defer func() {
+		ev := TaskEvent{ThreadID: cp.ThreadID, TaskID: res.id, Node: res.node, Step: cp.Metadata.Step + 1, Outcome: OutcomeDone, Err: res.err}
+		switch {
+		case res.err != nil:
+			ev.Outcome = OutcomeFailed
+		case len(res.interrupt) > 0:
+			ev.Outcome = OutcomeInterrupted
+		}
+		r.observe(ev)
+	}()
 	state, err := r.decodeState(cp)
 	if err != nil {
 		res.err = err
@@ -405,44 +465,55 @@ func (r *Runnable[S]) runTask(ctx context.Context, cp *Checkpoint, res *taskResu
 	sc := &taskScope{taskID: res.id, node: res.node, resumes: resumes}
 	tctx := context.WithValue(ctx, scopeKey{}, sc)
 	r.hook("before:" + res.node)
-	upd, err := r.call(tctx, res.node, state)
+	upd, err := callNode(tctx, res.node, r.g.nodes[res.node], state)
 	r.hook("after:" + res.node)
+	res.interrupt, res.update, res.err = settle(sc, upd, err)
+	if res.err != nil || len(res.interrupt) > 0 || !save {
+		return
+	}
+	w := []Write{{TaskID: res.id, Node: res.node, Kind: WriteUpdate, Value: res.update}}
+	if err := r.opts.Checkpointer.PutWrites(context.WithoutCancel(ctx), cp.ThreadID, cp.ID, w); err != nil {
+		res.err = fmt.Errorf("save update: %w", err)
+		return
+	}
+	res.saved = true
+}
+
+// settle turns what a node returned into the task's outcome: the questions
+// that park it, its encoded update, or the error that fails it.
+func settle[S any](sc *taskScope, upd S, err error) ([]*InterruptError, json.RawMessage, error) {
+	sc.mu.Lock()
+	raised := slices.Clone(sc.raised)
+	sc.mu.Unlock()
 	var ie *InterruptError
 	switch {
 	case errors.As(err, &ie):
-		res.interrupt = sc.raised
-		if len(res.interrupt) == 0 {
-			res.interrupt = []*InterruptError{ie}
+		if len(raised) == 0 {
+			raised = []*InterruptError{ie}
 		}
-		return
+		// Questions raised concurrently (a subgraph's parallel tasks) are
+		// saved in a stable order.
+		slices.SortFunc(raised, func(a, b *InterruptError) int { return a.Interrupt.Idx - b.Interrupt.Idx })
+		return raised, nil, nil
 	case err != nil:
-		res.err = err
-		return
-	case len(sc.raised) > 0:
-		res.err = ErrInterruptIgnored
-		return
+		return nil, nil, err
+	case len(raised) > 0:
+		return nil, nil, fmt.Errorf("%w (question %s)", ErrInterruptIgnored, raised[0].Interrupt.ID)
 	}
 	raw, err := json.Marshal(upd)
 	if err != nil {
-		res.err = fmt.Errorf("encode update: %w", err)
-		return
+		return nil, nil, fmt.Errorf("encode update: %w", err)
 	}
-	res.update = raw
-	if save {
-		w := []Write{{TaskID: res.id, Node: res.node, Kind: WriteUpdate, Value: raw}}
-		if err := r.opts.Checkpointer.PutWrites(context.WithoutCancel(ctx), cp.ThreadID, cp.ID, w); err != nil {
-			res.err = fmt.Errorf("save update: %w", err)
-		}
-	}
+	return nil, raw, nil
 }
 
-// call runs a node, turning a panic into an error so that bad input never
-// takes the process down with a half-written run.
-func (r *Runnable[S]) call(ctx context.Context, node string, state S) (upd S, err error) {
+// callNode runs a node, turning a panic into an error so that bad input
+// never takes the process down with a half-written run.
+func callNode[S any](ctx context.Context, node string, fn NodeFunc[S], state S) (upd S, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("node %s panicked: %v", node, p)
 		}
 	}()
-	return r.g.nodes[node](ctx, state)
+	return fn(ctx, state)
 }

@@ -3,6 +3,8 @@ package flow
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 )
@@ -43,6 +45,12 @@ type TaskState struct {
 
 // Waiting reports whether the run waits for a person to answer a question.
 func (s *Snapshot[S]) Waiting() bool { return len(s.Interrupts) > 0 }
+
+// AtBreakpoint reports whether the run is paused at a static breakpoint
+// (Options.InterruptBefore or InterruptAfter): nodes are due, no question is
+// asked, and Resume with an empty Command continues. A UI shows "continue"
+// for it, never an answer form.
+func (s *Snapshot[S]) AtBreakpoint() bool { return s.Breakpoint != "" && len(s.Interrupts) == 0 }
 
 // Done reports whether the run has ended (no node is due).
 func (s *Snapshot[S]) Done() bool { return len(s.Next) == 0 }
@@ -96,7 +104,27 @@ type taskWrites struct {
 	done       bool
 	err        string
 	interrupts map[int]json.RawMessage
+	paths      map[int][]string // of subgraph questions
 	resumes    map[int]json.RawMessage
+}
+
+// unanswered returns the call numbers of the task's questions that have no
+// answer yet, sorted.
+func (t *taskWrites) unanswered() []int {
+	var idxs []int
+	for i := range t.interrupts {
+		if _, answered := t.resumes[i]; !answered {
+			idxs = append(idxs, i)
+		}
+	}
+	sort.Ints(idxs)
+	return idxs
+}
+
+// subgraphQuestion is the Value of a WriteSubgraphInterrupt write.
+type subgraphQuestion struct {
+	Path  []string        `json:"path"`
+	Value json.RawMessage `json:"value"`
 }
 
 func groupWrites(ws []Write) map[string]*taskWrites {
@@ -104,7 +132,7 @@ func groupWrites(ws []Write) map[string]*taskWrites {
 	for _, w := range ws {
 		t := m[w.TaskID]
 		if t == nil {
-			t = &taskWrites{node: w.Node, interrupts: map[int]json.RawMessage{}, resumes: map[int]json.RawMessage{}}
+			t = &taskWrites{node: w.Node, interrupts: map[int]json.RawMessage{}, paths: map[int][]string{}, resumes: map[int]json.RawMessage{}}
 			m[w.TaskID] = t
 		}
 		switch w.Kind {
@@ -118,6 +146,13 @@ func groupWrites(ws []Write) map[string]*taskWrites {
 			t.err = msg
 		case WriteInterrupt:
 			t.interrupts[w.Idx] = w.Value
+		case WriteSubgraphInterrupt:
+			var q subgraphQuestion
+			if json.Unmarshal(w.Value, &q) != nil {
+				// Unreadable: still a question, so the task is not run past it.
+				q.Value = w.Value
+			}
+			t.interrupts[w.Idx], t.paths[w.Idx] = q.Value, q.Path
 		case WriteResume:
 			t.resumes[w.Idx] = w.Value
 		}
@@ -135,15 +170,31 @@ func pending(cp *Checkpoint, groups map[string]*taskWrites) []PendingInterrupt {
 		if t == nil || t.done {
 			continue
 		}
-		idxs := make([]int, 0, len(t.interrupts))
-		for i := range t.interrupts {
-			if _, answered := t.resumes[i]; !answered {
-				idxs = append(idxs, i)
+		for _, i := range t.unanswered() {
+			path := t.paths[i]
+			if path == nil {
+				path = []string{node}
 			}
+			out = append(out, PendingInterrupt{ID: interruptID(id, i), Node: node, TaskID: id, Idx: i, Value: t.interrupts[i], Path: path})
 		}
-		sort.Ints(idxs)
-		for _, i := range idxs {
-			out = append(out, PendingInterrupt{ID: interruptID(id, i), Node: node, TaskID: id, Idx: i, Value: t.interrupts[i]})
+	}
+	return out
+}
+
+// inFlight returns the ids of the answered questions of the superstep after
+// cp whose task has not used the answer yet: the task is not done, asks
+// nothing new and has not failed. Another request is running it, or one
+// stopped before it could finish.
+func inFlight(cp *Checkpoint, groups map[string]*taskWrites) []string {
+	var out []string
+	for _, node := range cp.Next {
+		id := taskID(cp.ID, node)
+		t := groups[id]
+		if t == nil || t.done || t.err != "" || len(t.unanswered()) > 0 {
+			continue
+		}
+		for _, i := range slices.Sorted(maps.Keys(t.resumes)) {
+			out = append(out, interruptID(id, i))
 		}
 	}
 	return out
@@ -177,7 +228,10 @@ func (r *Runnable[S]) snapshot(cp *Checkpoint) (*Snapshot[S], error) {
 		}
 		snap.Tasks = append(snap.Tasks, ts)
 	}
-	if len(snap.Interrupts) > 0 {
+	if len(cp.PendingWrites) > 0 {
+		// The superstep after the pause has started (it was continued and
+		// then asked, failed or was cut short): the run is no longer paused
+		// at the breakpoint.
 		snap.Breakpoint = ""
 	}
 	return snap, err

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"assistant/business"
@@ -56,7 +57,14 @@ type Service struct {
 	desk  *business.Store
 	cps   flow.Checkpointer
 	graph *flow.Runnable[State]
-	now   func() time.Time
+	batch *flow.Runnable[BatchState]
+	// progress, when set, is told after each batch row: rows handled, total.
+	progress func(done, total int)
+	now      func() time.Time
+	me       identity // this process as a lease holder
+	// stepSeq maps a running engine task (thread + task id) to its
+	// timeline step seq.
+	stepSeq sync.Map
 }
 
 // PrepareDataDir makes dir (mode 0700) when create is set, and reports a
@@ -99,16 +107,43 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	s := &Service{desk: desk, cps: cfg.Checkpoints, now: now, me: newIdentity()}
 	g, err := Build(Deps{Desk: desk, Now: now, Fault: Fault}).Compile(flow.Options{
 		Checkpointer: cfg.Checkpoints,
 		Now:          now,
 		Hook:         Fault,
+		OnTask:       s.onTask,
 	})
 	if err != nil {
 		desk.Close()
 		return nil, fmt.Errorf("compile return graph: %w", err)
 	}
-	return &Service{desk: desk, cps: cfg.Checkpoints, graph: g, now: now}, nil
+	s.graph = g
+	// A batch loops once per chunk, at least one row each, so its loop is
+	// bounded by its rows; the recursion limit only guards against a bug.
+	b, err := s.buildBatch().Compile(flow.Options{
+		Checkpointer:   cfg.Checkpoints,
+		Now:            now,
+		Hook:           Fault,
+		OnTask:         s.onTask,
+		RecursionLimit: MaxBatchRows + 1,
+	})
+	if err != nil {
+		desk.Close()
+		return nil, fmt.Errorf("compile batch graph: %w", err)
+	}
+	s.batch = b
+	return s, nil
+}
+
+// OnBatchProgress sets a function told after each batch row (rows handled,
+// total), e.g. to draw a progress bar. Call it before running a batch.
+func (s *Service) OnBatchProgress(fn func(done, total int)) { s.progress = fn }
+
+// kind returns the kind of task t (business.KindReturn or KindBatch).
+func (s *Service) kind(ctx context.Context, id string) (string, error) {
+	_, kind, err := s.desk.TaskLease(ctx, id)
+	return kind, err
 }
 
 // Close closes business.sqlite.
@@ -182,7 +217,9 @@ func (s *Service) Start(ctx context.Context, o StartOptions) (*View, error) {
 	}
 	now := s.now().UTC()
 	t = business.Task{ID: o.Task, User: o.User, OrderID: o.Order, Reason: strings.TrimSpace(o.Reason), Fingerprint: fp, Status: StatusRunning, CreatedAt: now, UpdatedAt: now}
-	if err := s.desk.CreateTask(ctx, t); errors.Is(err, business.ErrTaskExists) {
+	// The task is created holding its lease, so no other process sees it
+	// running without a holder.
+	if err := s.desk.CreateLeasedTask(ctx, t, business.KindReturn, o.TTL, s.lease()); errors.Is(err, business.ErrTaskExists) {
 		// Another process created it a moment ago: treat as a restart.
 		if t, err = s.desk.Task(ctx, o.Task); err != nil {
 			return nil, fmt.Errorf("start %s: %w", o.Task, err)
@@ -194,14 +231,17 @@ func (s *Service) Start(ctx context.Context, o StartOptions) (*View, error) {
 	return s.invoke(ctx, t, o)
 }
 
+// invoke runs a task's first invocation; the caller holds the lease.
 func (s *Service) invoke(ctx context.Context, t business.Task, o StartOptions) (*View, error) {
-	snap, err := s.graph.Invoke(ctx, t.ID, State{
-		Task: t.ID, User: t.User, Order: t.OrderID, Reason: t.Reason, TTLSeconds: int64(o.TTL / time.Second),
+	return s.driveReturn(ctx, t, func(ctx context.Context) error {
+		_, err := s.graph.Invoke(ctx, t.ID, State{
+			Task: t.ID, User: t.User, Order: t.OrderID, Reason: t.Reason, TTLSeconds: int64(o.TTL / time.Second),
+		})
+		if errors.Is(err, flow.ErrThreadExists) {
+			return nil
+		}
+		return err
 	})
-	if errors.Is(err, flow.ErrThreadExists) || errors.Is(err, flow.ErrConflict) {
-		snap, err = s.graph.State(ctx, t.ID)
-	}
-	return s.settle(ctx, t, snap, err)
 }
 
 // restart answers a Start of a task that exists.
@@ -213,6 +253,9 @@ func (s *Service) restart(ctx context.Context, t business.Task, o StartOptions, 
 	if errors.Is(err, flow.ErrThreadNotFound) {
 		// The task record was written but the process died before the
 		// first checkpoint: run it now.
+		if err := s.acquire(ctx, t); err != nil {
+			return nil, err
+		}
 		return s.invoke(ctx, t, o)
 	}
 	if err != nil {
@@ -243,14 +286,40 @@ func (s *Service) Show(ctx context.Context, task, user string) (*View, error) {
 	if err != nil {
 		return nil, err
 	}
-	snap, err := s.graph.State(ctx, t.ID)
-	if errors.Is(err, flow.ErrThreadNotFound) {
-		return s.view(t, nil), nil
-	}
+	kind, err := s.kind(ctx, t.ID)
 	if err != nil {
 		return nil, fmt.Errorf("show %s: %w", t.ID, err)
 	}
-	return s.view(t, snap), nil
+	var v *View
+	if kind == business.KindBatch {
+		snap, err := s.batch.State(ctx, t.ID)
+		if err != nil && !errors.Is(err, flow.ErrThreadNotFound) {
+			return nil, fmt.Errorf("show %s: %w", t.ID, err)
+		}
+		if err != nil {
+			snap = nil
+		}
+		v = s.batchView(t, snap)
+	} else {
+		snap, err := s.graph.State(ctx, t.ID)
+		if err != nil && !errors.Is(err, flow.ErrThreadNotFound) {
+			return nil, fmt.Errorf("show %s: %w", t.ID, err)
+		}
+		if err != nil {
+			snap = nil
+		}
+		v = s.view(t, snap)
+	}
+	if v.Status == StatusRunning || v.Status == StatusInterrupted {
+		l, _, err := s.desk.TaskLease(ctx, t.ID)
+		if err != nil {
+			return nil, fmt.Errorf("show %s: %w", t.ID, err)
+		}
+		if l.Owner != "" || v.Status == StatusRunning {
+			v.Holder = &HolderView{PID: l.PID, Host: l.Host, Until: l.Until, Alive: l.Owner != "" && l.Until.After(s.now()) && !s.holderGone(l)}
+		}
+	}
+	return v, nil
 }
 
 // ResumeOptions are the input of Resume. Set Reason (with HasReason) to
@@ -283,32 +352,113 @@ func (s *Service) Resume(ctx context.Context, o ResumeOptions) (*View, error) {
 	if err != nil {
 		return nil, err
 	}
+	if kind, err := s.kind(ctx, t.ID); err != nil {
+		return nil, fmt.Errorf("resume %s: %w", t.ID, err)
+	} else if kind == business.KindBatch {
+		return s.resumeBatch(ctx, t, o)
+	}
 	snap, err := s.graph.State(ctx, t.ID)
 	if errors.Is(err, flow.ErrThreadNotFound) {
-		return nil, fmt.Errorf("task %s has no run yet; run `assistant start` again with the same input: %w", t.ID, ErrConflict)
+		// Created, then killed before its first checkpoint: run it from its
+		// recorded input, as start would.
+		ttl, err := s.desk.DraftTTL(ctx, t.ID)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.acquire(ctx, t); err != nil {
+			return nil, err
+		}
+		return s.invoke(ctx, t, StartOptions{Task: t.ID, User: t.User, Order: t.OrderID, Reason: t.Reason, TTL: ttl})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("resume %s: %w", t.ID, err)
 	}
-	if snap.Done() {
-		v := s.view(t, snap)
-		if o.Action == ActionApprove && v.Result != nil {
-			v.Result.Reused = true
+	answering := o.HasReason || o.Action != ""
+	if snap.Done() || (snap.Waiting() && !answering && t.Status != StatusWaiting) {
+		// A process killed after its last checkpoint and before it let go
+		// of the task leaves the record behind the head: set it right.
+		if err := s.repair(ctx, t, s.view(t, snap)); err != nil {
+			return nil, err
 		}
-		return v, nil
+		if snap.Done() {
+			return s.finished(t, snap, o), nil
+		}
+		return s.view(t, snap), nil
 	}
+	// Check the answer before touching anything: a wrong answer changes nothing.
+	if _, err := s.plan(t, snap, o); err != nil {
+		return nil, err
+	}
+	if err := s.acquire(ctx, t); err != nil {
+		return nil, err
+	}
+	return s.driveReturn(ctx, t, func(ctx context.Context) error {
+		// Read again under the lease: another process may have moved the
+		// task between the first read and the lease.
+		cur, err := s.graph.State(ctx, t.ID)
+		if err != nil || cur.Done() {
+			return err
+		}
+		run, err := s.plan(t, cur, o)
+		if err != nil {
+			return err
+		}
+		_, err = run(ctx)
+		return err
+	})
+}
+
+// repair records v's status on a task record that lags behind its head,
+// taking the lease so that a live process is never overruled.
+func (s *Service) repair(ctx context.Context, t business.Task, v *View) error {
+	if t.Status == v.Status && t.Stage == v.Stage {
+		return nil
+	}
+	if err := s.acquire(ctx, t); err != nil {
+		return err
+	}
+	return s.desk.ReleaseLease(ctx, t.ID, s.me.owner, v.Status, v.Stage)
+}
+
+// finished is the answer to a resume of a task that has ended: its progress,
+// unchanged; approving a submitted task again says the application was reused.
+func (s *Service) finished(t business.Task, snap *flow.Snapshot[State], o ResumeOptions) *View {
+	v := s.view(t, snap)
+	if o.Action == ActionApprove && v.Result != nil {
+		v.Result.Reused = true
+	}
+	return v
+}
+
+// plan checks o against the task's head and returns the run that answers or
+// continues it. Errors (nothing changed): ErrInvalid for an answer of the
+// wrong kind or draft, ErrConflict for an answer that contradicts the
+// decision already recorded.
+func (s *Service) plan(t business.Task, snap *flow.Snapshot[State], o ResumeOptions) (func(context.Context) (*flow.Snapshot[State], error), error) {
 	answering := o.HasReason || o.Action != ""
 	if len(snap.Interrupts) == 0 {
 		if answering && snap.Values.Decision != "" && o.Action != snap.Values.Decision {
 			return nil, fmt.Errorf("task %s was already answered %q; the answer %q is refused: %w", t.ID, snap.Values.Decision, o.Action+o.Reason, ErrConflict)
 		}
-		// A run stopped part-way (crash, breakpoint): continue it. If it then
-		// parks at a question this answer fits, answer it below.
-		snap, err = s.graph.Resume(ctx, t.ID, flow.Command{})
-		if err != nil || !answering || snap.Done() || len(snap.Interrupts) == 0 || snap.Values.Decision != "" {
-			return s.settle(ctx, t, snap, err)
-		}
-	} else if !answering {
+		// A run stopped part-way (crash, stop, breakpoint): continue it. If
+		// it then parks at a question this answer fits, answer it too.
+		return func(ctx context.Context) (*flow.Snapshot[State], error) {
+			next, err := s.graph.Resume(ctx, t.ID, flow.Command{})
+			if err != nil || !answering || next.Done() || len(next.Interrupts) == 0 || next.Values.Decision != "" {
+				return next, err
+			}
+			in, err := pick(next.Interrupts, o.InterruptID)
+			if err != nil {
+				return next, nil
+			}
+			answer, err := answerFor(t.ID, in, o)
+			if err != nil {
+				return next, nil // the question it parked at wants another kind of answer; show it
+			}
+			return s.graph.Resume(ctx, t.ID, flow.Command{ResumeMap: map[string]any{in.ID: answer}})
+		}, nil
+	}
+	if !answering {
 		in := snap.Interrupts[0]
 		return nil, fmt.Errorf("%w: task %s is waiting for an answer (%s); %s", ErrInvalid, t.ID, kindOf(in.Value), hintFor(t.ID, in))
 	}
@@ -320,8 +470,9 @@ func (s *Service) Resume(ctx context.Context, o ResumeOptions) (*View, error) {
 	if err != nil {
 		return nil, err
 	}
-	snap, err = s.graph.Resume(ctx, t.ID, flow.Command{ResumeMap: map[string]any{in.ID: answer}})
-	return s.settle(ctx, t, snap, err)
+	return func(ctx context.Context) (*flow.Snapshot[State], error) {
+		return s.graph.Resume(ctx, t.ID, flow.Command{ResumeMap: map[string]any{in.ID: answer}})
+	}, nil
 }
 
 func pick(open []flow.PendingInterrupt, id string) (flow.PendingInterrupt, error) {
@@ -377,23 +528,6 @@ func hintFor(task string, in flow.PendingInterrupt) string {
 		return fmt.Sprintf("run `assistant resume %s --reason \"...\"`", task)
 	}
 	return fmt.Sprintf("run `assistant resume %s --action approve` or `--action cancel`", task)
-}
-
-// settle records the run's outcome on the task record and builds the view.
-func (s *Service) settle(ctx context.Context, t business.Task, snap *flow.Snapshot[State], runErr error) (*View, error) {
-	if runErr != nil {
-		if errors.Is(runErr, flow.ErrConflict) {
-			return nil, fmt.Errorf("task %s changed under the request (another process is driving it): %w", t.ID, ErrConflict)
-		}
-		return nil, fmt.Errorf("run task %s: %w", t.ID, runErr)
-	}
-	v := s.view(t, snap)
-	if v.Status != t.Status || v.Stage != t.Stage {
-		if err := s.desk.SetProgress(ctx, t.ID, "", v.Status, v.Stage); err != nil {
-			return nil, fmt.Errorf("record progress of %s: %w", t.ID, err)
-		}
-	}
-	return v, nil
 }
 
 // TaskSummary is one line of List.

@@ -22,6 +22,20 @@ type View struct {
 	Draft      *DraftView      `json:"draft"`
 	Result     *Result         `json:"result"`
 	Error      *Failure        `json:"error"`
+	// Holder is the process driving a running or interrupted task, if any;
+	// omitted otherwise. Alive false means it is gone: run `assistant
+	// recover` or `assistant resume TASK` to continue the run.
+	Holder *HolderView `json:"holder,omitempty"`
+	// Batch is the progress of a batch task; omitted for a return task.
+	Batch *BatchProgress `json:"batch,omitempty"`
+}
+
+// HolderView names the process that holds a task's lease.
+type HolderView struct {
+	PID   int       `json:"pid"`
+	Host  string    `json:"host"`
+	Until time.Time `json:"until"` // UTC; the lease lapses then unless renewed
+	Alive bool      `json:"alive"`
 }
 
 // InterruptView is one pending question. Value is the question's payload:
@@ -79,6 +93,9 @@ func (s *Service) view(t business.Task, snap *flow.Snapshot[State]) *View {
 		}
 	default:
 		v.Status = StatusRunning
+		if t.Status == StatusInterrupted {
+			v.Status = StatusInterrupted
+		}
 	}
 	return v
 }

@@ -1,0 +1,45 @@
+package cmd
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) newRecover() *cobra.Command {
+	return &cobra.Command{
+		Use:   "recover",
+		Short: "Resume every running task whose process is gone",
+		Long: `recover finds every task that is running but whose lease holder is gone
+(its process died on this host, or its lease lapsed) and resumes each
+through the same path as "assistant resume TASK". It prints what it
+recovered. Tasks of every user are recovered.`,
+		Example: `  assistant recover`,
+		Args:    exactArgs(0, "recover takes no arguments"),
+		RunE: func(c *cobra.Command, _ []string) error {
+			svc, closeAll, err := a.open(c.Context(), false)
+			if err != nil {
+				return ran(err)
+			}
+			defer closeAll()
+			got, err := svc.Recover(c.Context())
+			if err != nil {
+				return ran(err)
+			}
+			if a.output == "json" {
+				return writeJSON(a.stdout, map[string]any{"recovered": got})
+			}
+			if len(got) == 0 {
+				fmt.Fprintln(a.stdout, "Nothing to recover: no running task has lost its process.")
+			}
+			for _, r := range got {
+				if r.Error != "" {
+					fmt.Fprintf(a.stdout, "%s: not recovered: %s\n", r.Task, r.Error)
+					continue
+				}
+				fmt.Fprintf(a.stdout, "%s: %s (stage %s)\n", r.Task, r.Status, orDash(r.Stage))
+			}
+			return nil
+		},
+	}
+}

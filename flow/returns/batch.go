@@ -1,0 +1,337 @@
+package returns
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/csv"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"strings"
+
+	"assistant/business"
+	"assistant/flow"
+)
+
+// Batch limits and defaults.
+const (
+	// DefaultBatchChunk is how many rows one superstep of a batch handles:
+	// progress is checkpointed after each chunk, so a crash redoes at most
+	// one chunk, and those rows are looked up and skipped, not run again.
+	DefaultBatchChunk = 50
+	// MaxBatchRows bounds a batch file.
+	MaxBatchRows = 100_000
+	// maxBadLines is how many bad lines a refused batch file reports.
+	maxBadLines = 10
+	// NodeRows is the batch graph's one node: it handles the next chunk.
+	NodeRows = "rows"
+	// StageBatchDone is the stage of a batch whose rows all ran.
+	StageBatchDone = "finished"
+)
+
+// BatchState is the batch graph's state: where the walk through the rows
+// stands. The rows themselves live in business.sqlite (batch_rows).
+type BatchState struct {
+	Batch    string `json:"batch,omitempty"`
+	User     string `json:"user,omitempty"`
+	Total    int    `json:"total,omitempty"`
+	Chunk    int    `json:"chunk,omitempty"`
+	Position int    `json:"position,omitempty"` // rows handled so far
+	// Counts are the handled rows per outcome: the row task's stage
+	// (draft_ready, need_reason, failed, …), or "not_found" for an unknown
+	// order, "conflict" for a task id already used with other input.
+	Counts map[string]int `json:"counts,omitempty"`
+}
+
+func reduceBatch(s, u BatchState) BatchState {
+	if u.Batch != "" {
+		s.Batch = u.Batch
+	}
+	if u.User != "" {
+		s.User = u.User
+	}
+	if u.Total != 0 {
+		s.Total = u.Total
+	}
+	if u.Chunk != 0 {
+		s.Chunk = u.Chunk
+	}
+	if u.Position != 0 {
+		s.Position = u.Position
+	}
+	if u.Counts != nil {
+		s.Counts = maps.Clone(u.Counts)
+	}
+	return s
+}
+
+// BatchProgress is the batch part of a View.
+type BatchProgress struct {
+	Position int            `json:"position"` // rows handled
+	Total    int            `json:"total"`
+	Counts   map[string]int `json:"counts"` // rows per outcome (stage)
+}
+
+// ParseBatch reads a batch CSV (header task,order,reason; reason may be
+// empty) and validates every row. A bad file is ErrInvalid naming up to ten
+// bad lines by number; nothing is created from it.
+func ParseBatch(r io.Reader) ([]business.BatchRow, string, error) {
+	data, err := io.ReadAll(io.LimitReader(r, 64<<20))
+	if err != nil {
+		return nil, "", fmt.Errorf("read batch file: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	cr := csv.NewReader(strings.NewReader(string(data)))
+	cr.FieldsPerRecord = -1
+	recs, err := cr.ReadAll()
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: batch file: %v", ErrInvalid, err)
+	}
+	if len(recs) == 0 || len(recs[0]) != 3 || strings.TrimPrefix(strings.TrimSpace(recs[0][0]), "\ufeff") != "task" ||
+		strings.TrimSpace(recs[0][1]) != "order" || strings.TrimSpace(recs[0][2]) != "reason" {
+		return nil, "", fmt.Errorf("%w: batch file: line 1: the header must be task,order,reason", ErrInvalid)
+	}
+	if len(recs) == 1 {
+		return nil, "", fmt.Errorf("%w: batch file has no rows", ErrInvalid)
+	}
+	if len(recs)-1 > MaxBatchRows {
+		return nil, "", fmt.Errorf("%w: batch file has %d rows; at most %d are allowed", ErrInvalid, len(recs)-1, MaxBatchRows)
+	}
+	var bad []string
+	seen := map[string]int{}
+	rows := make([]business.BatchRow, 0, len(recs)-1)
+	for i, rec := range recs[1:] {
+		line := i + 2
+		if len(rec) != 3 {
+			bad = append(bad, fmt.Sprintf("line %d: %d fields, want 3", line, len(rec)))
+			continue
+		}
+		row := business.BatchRow{RowNo: i + 1, TaskID: strings.TrimSpace(rec[0]), OrderID: strings.TrimSpace(rec[1]), Reason: strings.TrimSpace(rec[2])}
+		var problem error
+		switch {
+		case ValidTaskID(row.TaskID) != nil:
+			problem = ValidTaskID(row.TaskID)
+		case ValidTaskID(row.OrderID) != nil:
+			problem = fmt.Errorf("order id: %v", ValidTaskID(row.OrderID))
+		case row.Reason != "" && ValidReason(row.Reason) != nil:
+			problem = ValidReason(row.Reason)
+		case seen[row.TaskID] != 0:
+			problem = fmt.Errorf("task %s already on line %d", row.TaskID, seen[row.TaskID])
+		}
+		if problem != nil {
+			bad = append(bad, fmt.Sprintf("line %d: %v", line, problem))
+			continue
+		}
+		seen[row.TaskID] = line
+		rows = append(rows, row)
+	}
+	if len(bad) > 0 {
+		more := ""
+		if len(bad) > maxBadLines {
+			more = fmt.Sprintf(" (and %d more)", len(bad)-maxBadLines)
+			bad = bad[:maxBadLines]
+		}
+		return nil, "", fmt.Errorf("%w: batch file has bad rows, none was imported: %s%s", ErrInvalid, strings.Join(bad, "; "), more)
+	}
+	return rows, hex.EncodeToString(sum[:16]), nil
+}
+
+// buildBatch returns the batch graph: one node that handles a chunk of rows
+// and loops until every row was handled.
+func (s *Service) buildBatch() *flow.Graph[BatchState] {
+	g := flow.NewGraph(reduceBatch)
+	g.AddNode(NodeRows, s.batchRows)
+	g.AddEdge(flow.Start, NodeRows)
+	g.AddConditionalEdges(NodeRows, func(b BatchState) []string {
+		if b.Position < b.Total {
+			return []string{NodeRows}
+		}
+		return []string{flow.End}
+	})
+	return g
+}
+
+// batchRows handles the next chunk of rows. Each row's return task runs to
+// its first question or its end; a row whose task exists already is looked
+// up (and continued if it was left running), never started twice.
+func (s *Service) batchRows(ctx context.Context, b BatchState) (BatchState, error) {
+	chunk := b.Chunk
+	if chunk <= 0 {
+		chunk = DefaultBatchChunk
+	}
+	rows, err := s.desk.BatchRows(ctx, b.Batch, b.Position, chunk)
+	if err != nil {
+		return BatchState{}, err
+	}
+	counts := maps.Clone(b.Counts)
+	if counts == nil {
+		counts = map[string]int{}
+	}
+	pos := b.Position
+	for _, row := range rows {
+		if err := ctx.Err(); err != nil {
+			return BatchState{}, err
+		}
+		outcome, err := s.batchRow(ctx, b.User, row)
+		if err != nil {
+			return BatchState{}, fmt.Errorf("row %d (task %s): %w", row.RowNo, row.TaskID, err)
+		}
+		counts[outcome]++
+		pos = row.RowNo
+		Fault("batch:after-row")
+		if s.progress != nil {
+			s.progress(pos, b.Total)
+		}
+	}
+	if len(rows) == 0 {
+		pos = b.Total // rows vanished: nothing left to do
+	}
+	return BatchState{Position: pos, Counts: counts}, nil
+}
+
+// batchRow runs one row and returns its outcome for the counts.
+func (s *Service) batchRow(ctx context.Context, user string, row business.BatchRow) (string, error) {
+	o := StartOptions{Task: row.TaskID, User: user, Order: row.OrderID, Reason: row.Reason}
+	t, err := s.desk.Task(ctx, row.TaskID)
+	if errors.Is(err, business.ErrNotFound) {
+		v, err := s.Start(ctx, o)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return "not_found", nil
+		case errors.Is(err, ErrConflict):
+			return "conflict", nil
+		case err != nil:
+			return "", err
+		}
+		return v.Stage, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if t.User != user || t.Fingerprint != fingerprint(o) {
+		return "conflict", nil
+	}
+	if t.Status == StatusRunning || t.Status == StatusInterrupted {
+		// Left part-way by a crash or a stop of this batch: continue it.
+		v, err := s.Resume(ctx, ResumeOptions{Task: t.ID, User: user})
+		if err != nil {
+			return "", err
+		}
+		return v.Stage, nil
+	}
+	return t.Stage, nil
+}
+
+// BatchOptions are the input of StartBatch.
+type BatchOptions struct {
+	Batch       string
+	User        string
+	Rows        []business.BatchRow
+	Fingerprint string // of the file, from ParseBatch
+	Chunk       int    // rows per checkpoint; 0 means DefaultBatchChunk
+}
+
+// StartBatch creates a batch task with its rows and runs it; the same batch
+// id with the same file prints its progress, with another file is
+// ErrConflict. Errors: ErrInvalid, ErrConflict, storage errors.
+func (s *Service) StartBatch(ctx context.Context, o BatchOptions) (*View, error) {
+	if err := ValidTaskID(o.Batch); err != nil {
+		return nil, fmt.Errorf("%w: batch id: %v", ErrInvalid, err)
+	}
+	fp := "batch:" + o.Fingerprint
+	t, err := s.desk.Task(ctx, o.Batch)
+	if err == nil {
+		if t.User != o.User || t.Fingerprint != fp {
+			return nil, fmt.Errorf("task %s already exists with other input: %w (choose another batch id, or run `assistant show %s`)", o.Batch, ErrConflict, o.Batch)
+		}
+		return s.Show(ctx, o.Batch, o.User)
+	}
+	if !errors.Is(err, business.ErrNotFound) {
+		return nil, fmt.Errorf("start batch %s: %w", o.Batch, err)
+	}
+	t = business.Task{ID: o.Batch, User: o.User, Fingerprint: fp, Status: StatusRunning}
+	if err := s.desk.CreateBatch(ctx, t, s.lease(), o.Rows); errors.Is(err, business.ErrTaskExists) {
+		return nil, fmt.Errorf("task %s was created by another process at the same moment: %w", o.Batch, ErrConflict)
+	} else if err != nil {
+		return nil, err
+	}
+	chunk := o.Chunk
+	if chunk <= 0 {
+		chunk = DefaultBatchChunk
+	}
+	return s.driveBatch(ctx, t, func(ctx context.Context) error {
+		_, err := s.batch.Invoke(ctx, t.ID, BatchState{Batch: t.ID, User: t.User, Total: len(o.Rows), Chunk: chunk})
+		if errors.Is(err, flow.ErrThreadExists) {
+			_, err = s.batch.Resume(ctx, t.ID, flow.Command{})
+		}
+		return err
+	})
+}
+
+// resumeBatch continues a batch; a batch asks no question, so an answer is
+// ErrInvalid.
+func (s *Service) resumeBatch(ctx context.Context, t business.Task, o ResumeOptions) (*View, error) {
+	if o.HasReason || o.Action != "" || o.DraftID != "" || o.InterruptID != "" {
+		return nil, fmt.Errorf("%w: %s is a batch; it asks no question (run `assistant resume %s` to continue it)", ErrInvalid, t.ID, t.ID)
+	}
+	snap, err := s.batch.State(ctx, t.ID)
+	if err == nil && snap.Done() {
+		return s.batchView(t, snap), nil
+	}
+	if err := s.acquire(ctx, t); err != nil {
+		return nil, err
+	}
+	return s.driveBatch(ctx, t, func(ctx context.Context) error {
+		_, err := s.batch.Resume(ctx, t.ID, flow.Command{})
+		if errors.Is(err, flow.ErrThreadNotFound) {
+			// Created, then killed before its first checkpoint.
+			total, cerr := s.desk.CountBatchRows(ctx, t.ID)
+			if cerr != nil {
+				return cerr
+			}
+			_, err = s.batch.Invoke(ctx, t.ID, BatchState{Batch: t.ID, User: t.User, Total: total, Chunk: DefaultBatchChunk})
+		}
+		return err
+	})
+}
+
+func (s *Service) driveBatch(ctx context.Context, t business.Task, fn func(context.Context) error) (*View, error) {
+	return s.drive(ctx, t, fn, func(ctx context.Context) (*View, error) {
+		snap, err := s.batch.State(ctx, t.ID)
+		if errors.Is(err, flow.ErrThreadNotFound) {
+			return s.batchView(t, nil), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return s.batchView(t, snap), nil
+	})
+}
+
+// batchView builds the View of a batch task from its head (nil before the
+// first checkpoint).
+func (s *Service) batchView(t business.Task, snap *flow.Snapshot[BatchState]) *View {
+	v := &View{Task: t.ID, User: t.User, Kind: nil, Next: []string{}, Interrupts: []InterruptView{}, Status: StatusRunning}
+	v.Batch = &BatchProgress{Counts: map[string]int{}}
+	if snap == nil {
+		if t.Status == StatusInterrupted {
+			v.Status = StatusInterrupted
+		}
+		return v
+	}
+	b := snap.Values
+	v.Next = append(v.Next, snap.Next...)
+	v.Batch.Position, v.Batch.Total = b.Position, b.Total
+	if b.Counts != nil {
+		v.Batch.Counts = maps.Clone(b.Counts)
+	}
+	switch {
+	case snap.Done():
+		v.Status, v.Stage = StatusDone, StageBatchDone
+	case t.Status == StatusInterrupted:
+		v.Status = StatusInterrupted
+	}
+	return v
+}

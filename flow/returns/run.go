@@ -1,0 +1,265 @@
+package returns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+
+	"assistant/business"
+	"assistant/flow"
+)
+
+// Lease timing. The holder renews its lease every DefaultHeartbeat; a lease
+// not renewed for DefaultLeaseTTL lapses and another process may take the
+// task over. The heartbeat also polls for an operator stop, so a stop is
+// noticed within DefaultHeartbeat (the issue asks for under a second).
+const (
+	DefaultLeaseTTL  = 5 * time.Second
+	DefaultHeartbeat = 250 * time.Millisecond
+)
+
+// Timeline messages for steps that did not complete.
+const (
+	msgInterrupted = "run interrupted; step not completed"
+	msgProcessGone = "process gone; step not completed"
+)
+
+// errStopped is the cancel cause when an operator stopped the task.
+var errStopped = errors.New("stopped by operator")
+
+// identity is this process as a lease holder.
+type identity struct {
+	owner string
+	pid   int
+	host  string
+}
+
+func newIdentity() identity {
+	host, _ := os.Hostname()
+	return identity{owner: uuid.NewString(), pid: os.Getpid(), host: host}
+}
+
+// holderGone reports whether a lease's holder is known dead: it ran on this
+// host and its pid no longer exists. On another host only expiry tells.
+func (s *Service) holderGone(l business.Lease) bool {
+	if l.Owner == "" {
+		return true
+	}
+	if l.Host != s.me.host || l.PID <= 0 {
+		return false
+	}
+	if l.PID == s.me.pid {
+		return l.Owner != s.me.owner
+	}
+	err := syscall.Kill(l.PID, 0)
+	return errors.Is(err, syscall.ESRCH)
+}
+
+func (s *Service) lease() business.Lease {
+	return business.Lease{Owner: s.me.owner, PID: s.me.pid, Host: s.me.host, Until: s.now().UTC().Add(DefaultLeaseTTL)}
+}
+
+// acquire takes the task's lease, marking steps that a dead or stopped
+// holder left running as failed. A live holder is ErrConflict (busy).
+func (s *Service) acquire(ctx context.Context, t business.Task) error {
+	prev, err := s.desk.AcquireLease(ctx, t.ID, s.lease(), s.now().UTC(), s.holderGone)
+	var held *business.LeaseHeldError
+	switch {
+	case errors.As(err, &held):
+		return fmt.Errorf("%w: %v; wait for it to finish, or run `assistant stop %s`", ErrConflict, err, t.ID)
+	case errors.Is(err, business.ErrConflict):
+		return fmt.Errorf("task %s was taken by another process at the same moment: %w", t.ID, ErrConflict)
+	case err != nil:
+		return err
+	}
+	if prev == StatusRunning || prev == StatusInterrupted {
+		msg := msgProcessGone
+		if prev == StatusInterrupted {
+			msg = msgInterrupted
+		}
+		if _, err := s.desk.FailRunningSteps(ctx, t.ID, msg, s.now().UTC()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// drive runs fn while holding the task's lease: a heartbeat renews the lease
+// and cancels fn's context when an operator stops the task (or the lease is
+// lost). Whatever happens, the lease is released with the status the run
+// reached, read back from the head by view; a stopped run ends interrupted,
+// with its running step failed. The lease must be held already (acquire,
+// CreateLeasedTask or CreateBatch).
+func (s *Service) drive(ctx context.Context, t business.Task, fn func(context.Context) error, view func(context.Context) (*View, error)) (*View, error) {
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(DefaultHeartbeat)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				err := s.desk.RenewLease(rctx, t.ID, s.me.owner, s.now().UTC().Add(DefaultLeaseTTL))
+				if errors.Is(err, business.ErrConflict) {
+					cancel(errStopped)
+					return
+				}
+			}
+		}
+	}()
+	runErr := fn(rctx)
+	close(done)
+	wg.Wait()
+
+	bg := context.WithoutCancel(ctx)
+	v, err := view(bg)
+	if err != nil {
+		// The head cannot be read: let go of the lease, leave it running.
+		_ = s.desk.ReleaseLease(bg, t.ID, s.me.owner, StatusRunning, t.Stage)
+		return nil, errors.Join(runErr, err)
+	}
+	if rctx.Err() != nil && v.Status == StatusRunning {
+		// Stopped (operator, SIGINT/SIGTERM) before the run reached a
+		// question or its end: the last checkpoint is the resume point. A
+		// run that finished although a stop came keeps its finished status.
+		if _, err := s.desk.FailRunningSteps(bg, t.ID, msgInterrupted, s.now().UTC()); err != nil {
+			return nil, err
+		}
+		v.Status, runErr = StatusInterrupted, nil
+	}
+	// On a failed run (storage, a conflict, an answer that no longer fits)
+	// the status is what the head shows, so resume or recover can continue
+	// a run left part-way.
+	if err := s.desk.ReleaseLease(bg, t.ID, s.me.owner, v.Status, v.Stage); err != nil && runErr == nil {
+		return nil, fmt.Errorf("record progress of %s: %w", t.ID, err)
+	}
+	switch {
+	case runErr == nil:
+		return v, nil
+	case errors.Is(runErr, ErrInvalid), errors.Is(runErr, ErrConflict):
+		return nil, runErr
+	case errors.Is(runErr, flow.ErrConflict), errors.Is(runErr, flow.ErrUnknownInterrupt), errors.Is(runErr, flow.ErrNoPendingInterrupt):
+		return nil, fmt.Errorf("task %s changed under the request (another process advanced it): %w", t.ID, ErrConflict)
+	}
+	return nil, fmt.Errorf("run task %s: %w", t.ID, runErr)
+}
+
+// driveReturn drives a return task's run and views its head.
+func (s *Service) driveReturn(ctx context.Context, t business.Task, fn func(context.Context) error) (*View, error) {
+	return s.drive(ctx, t, fn, func(ctx context.Context) (*View, error) {
+		snap, err := s.graph.State(ctx, t.ID)
+		if err != nil {
+			return nil, err
+		}
+		return s.view(t, snap), nil
+	})
+}
+
+// onTask records the timeline: a running step when a task starts, its end
+// when it ends. Timeline writes must not stop the run, so their errors are
+// dropped; the checkpoints stay the source of truth.
+func (s *Service) onTask(ev flow.TaskEvent) {
+	ctx := context.Background()
+	now := s.now().UTC()
+	if ev.Outcome == "" {
+		seq, err := s.desk.StartStep(ctx, ev.ThreadID, ev.Node, now)
+		if err == nil {
+			s.stepSeq.Store(ev.ThreadID+"\x00"+ev.TaskID, seq)
+		}
+		return
+	}
+	v, ok := s.stepSeq.LoadAndDelete(ev.ThreadID + "\x00" + ev.TaskID)
+	if !ok {
+		return
+	}
+	status, msg := business.StepDone, ""
+	switch ev.Outcome {
+	case flow.OutcomeInterrupted:
+		status = business.StepWaiting
+	case flow.OutcomeFailed:
+		status, msg = business.StepFailed, fmt.Sprint(ev.Err)
+		if errors.Is(ev.Err, context.Canceled) {
+			msg = msgInterrupted
+		}
+	}
+	_ = s.desk.EndStep(ctx, ev.ThreadID, v.(int), status, msg, now)
+}
+
+// Stop asks the process driving a running task to stop (DESIGN.md "operator
+// stop"): the task goes running → interrupted at once, and Stop waits up to
+// wait for the driving process to notice and let go of the task. Errors:
+// ErrNotFound, ErrConflict when the task is not running (a task that
+// finished first keeps its finished status).
+func (s *Service) Stop(ctx context.Context, task, user string, wait time.Duration) (*View, error) {
+	t, err := s.task(ctx, task, user)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.desk.RequestStop(ctx, t.ID); errors.Is(err, business.ErrConflict) {
+		return nil, fmt.Errorf("stop %s: %v; only a running task can be stopped: %w", t.ID, err, ErrConflict)
+	} else if err != nil {
+		return nil, fmt.Errorf("stop %s: %w", t.ID, err)
+	}
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		l, _, err := s.desk.TaskLease(ctx, t.ID)
+		if err != nil || s.holderGone(l) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return s.Show(ctx, t.ID, user)
+}
+
+// Recovered is one line of Recover's report.
+type Recovered struct {
+	Task   string `json:"task"`
+	User   string `json:"user"`
+	Status string `json:"status"`
+	Stage  string `json:"stage"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Recover resumes every running task whose lease holder is gone, through the
+// same path as Resume without an answer, and reports each. A task another
+// process takes first is reported with its error and skipped.
+func (s *Service) Recover(ctx context.Context) ([]Recovered, error) {
+	stale, err := s.desk.StaleTasks(ctx, s.now().UTC(), s.holderGone)
+	if err != nil {
+		return nil, fmt.Errorf("recover: %w", err)
+	}
+	out := []Recovered{}
+	for _, t := range stale {
+		// Look again: recovering an earlier task (a batch) may have
+		// continued this one (its row) already.
+		cur, err := s.desk.Task(ctx, t.ID)
+		if err != nil || cur.Status != StatusRunning {
+			continue
+		}
+		v, err := s.Resume(ctx, ResumeOptions{Task: t.ID, User: t.User})
+		r := Recovered{Task: t.ID, User: t.User}
+		if err != nil {
+			r.Error = err.Error()
+		} else {
+			r.Status, r.Stage = v.Status, v.Stage
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
