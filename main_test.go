@@ -53,14 +53,18 @@ func TestScripts(t *testing.T) {
 			env.Setenv("PATH", binDir+string(os.PathListSeparator)+env.Getenv("PATH"))
 			return nil
 		},
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"json":     cmdJSON,
-			"jsonsave": cmdJSONSave,
-			"apps":     cmdApps,
-			"exitcode": cmdExitCode,
-			"sleep":    cmdSleep,
-		},
+		Cmds: scriptCmds,
 	})
+}
+
+// scriptCmds are the custom commands of the scripts. Other _test.go files
+// of this package add theirs in init functions.
+var scriptCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+	"json":     cmdJSON,
+	"jsonsave": cmdJSONSave,
+	"apps":     cmdApps,
+	"exitcode": cmdExitCode,
+	"sleep":    cmdSleep,
 }
 
 // lookupJSON reads stdout of the last command and follows a dot path
