@@ -90,3 +90,6 @@ func count(tb testing.TB, s *Store, query string, args ...any) int {
 	}
 	return n
 }
+
+// sqliteMagic opens every SQLite database file (https://sqlite.org/fileformat.html).
+const sqliteMagic = "SQLite format 3\x00"

@@ -304,8 +304,8 @@ func withMigrations(tb testing.TB, ms []migration) {
 func TestMigrate(t *testing.T) {
 	ctx := context.Background()
 	v1 := migrations[:1]
-	addNote := migration{version: 2, name: "0002_task_note.sql",
-		sql: "ALTER TABLE tasks ADD COLUMN note TEXT NOT NULL DEFAULT '';\nCREATE INDEX tasks_note ON tasks (note);"}
+	addNote := migration{Version: 2, Name: "0002_task_note.sql",
+		SQL: "ALTER TABLE tasks ADD COLUMN note TEXT NOT NULL DEFAULT '';\nCREATE INDEX tasks_note ON tasks (note);"}
 
 	t.Run("OlderFileMigratesWithoutReseeding", func(t *testing.T) {
 		withMigrations(t, v1)
@@ -343,8 +343,8 @@ func TestMigrate(t *testing.T) {
 		withMigrations(t, v1)
 		s, path := newSeeded(t)
 		s.Close()
-		broken := migration{version: 2, name: "0002_broken.sql",
-			sql: "ALTER TABLE tasks ADD COLUMN note TEXT;\nALTER TABLE no_such_table ADD COLUMN x TEXT;"}
+		broken := migration{Version: 2, Name: "0002_broken.sql",
+			SQL: "ALTER TABLE tasks ADD COLUMN note TEXT;\nALTER TABLE no_such_table ADD COLUMN x TEXT;"}
 		withMigrations(t, append(v1[:1:1], broken))
 		if _, err := Open(ctx, path, Options{}); err == nil || !strings.Contains(err.Error(), "0002_broken.sql") {
 			t.Fatalf("err = %v, want one naming 0002_broken.sql", err)
@@ -362,8 +362,8 @@ func TestMigrate(t *testing.T) {
 
 	t.Run("EmbeddedMigrationsAreNumbered", func(t *testing.T) {
 		for i, m := range migrations {
-			if m.version != i+1 || !strings.HasPrefix(m.name, fmt.Sprintf("%04d_", i+1)) {
-				t.Errorf("migration %d is %s (version %d)", i, m.name, m.version)
+			if m.Version != int64(i+1) || !strings.HasPrefix(m.Name, fmt.Sprintf("%04d_", i+1)) {
+				t.Errorf("migration %d is %s (version %d)", i, m.Name, m.Version)
 			}
 		}
 	})

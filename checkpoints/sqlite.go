@@ -1,7 +1,6 @@
 package checkpoints
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -9,31 +8,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"net/url"
-	"os"
-	"path"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
-
 	"assistant/flow"
+	"assistant/internal/sqlitedb"
 )
 
 // Defaults of OpenSQLite.
 const (
 	// DefaultBusyTimeout is how long a statement waits for another
 	// connection's (or process's) write lock before failing with SQLITE_BUSY.
-	DefaultBusyTimeout = 5 * time.Second
+	DefaultBusyTimeout = sqlitedb.DefaultBusyTimeout
 	// DefaultSynchronous is the PRAGMA synchronous level: every commit is
 	// durable against power loss.
-	DefaultSynchronous = "FULL"
+	DefaultSynchronous = sqlitedb.DefaultSynchronous
 	// ApplicationID is stored in the file header (PRAGMA application_id) to
 	// mark a checkpoints file of assistant; it spells "ASCP".
 	ApplicationID = 0x41534350
@@ -45,18 +35,18 @@ var (
 )
 
 // Refusals of OpenSQLite. Each comes wrapped with the file's path; the file is
-// left byte for byte as it was.
+// left byte for byte as it was. They are the values of internal/sqlitedb,
+// shared with business, so errors.Is matches through either name.
 var (
 	// ErrForeignFile: the file is a SQLite database of another program.
-	ErrForeignFile = errors.New("another program's database, not a checkpoints file of assistant; move it away or use another data directory")
+	ErrForeignFile = sqlitedb.ErrForeignFile
 	// ErrNewerSchema: the file's schema version is newer than this build knows.
-	ErrNewerSchema = errors.New("written by a newer version of assistant; upgrade assistant")
+	ErrNewerSchema = sqlitedb.ErrNewerSchema
 	// ErrCorrupt: the file is not a SQLite database, or a damaged or truncated one.
-	ErrCorrupt = errors.New("corrupt, truncated or not a SQLite database; restore it from a backup or move it away")
+	ErrCorrupt = sqlitedb.ErrCorrupt
+	// ErrReadOnly: the file or its directory cannot be written.
+	ErrReadOnly = sqlitedb.ErrReadOnly
 )
-
-// sqliteHeader starts every SQLite database file.
-var sqliteHeader = []byte("SQLite format 3\x00")
 
 // SQLiteOptions configure OpenSQLite. The zero value opens an existing file
 // with the defaults.
@@ -97,255 +87,25 @@ func OpenSQLite(ctx context.Context, path string, opts SQLiteOptions) (*SQLite, 
 }
 
 func openSQLite(ctx context.Context, path string, opts SQLiteOptions) (*SQLite, error) {
-	synchronous := strings.ToUpper(opts.Synchronous)
-	switch synchronous {
-	case "":
-		synchronous = DefaultSynchronous
-	case "FULL", "NORMAL":
-	default:
-		return nil, fmt.Errorf("synchronous %q: want FULL or NORMAL", opts.Synchronous)
-	}
-	busy := DefaultBusyTimeout
-	if opts.BusyTimeout > 0 {
-		busy = opts.BusyTimeout
-	}
 	migs, err := loadMigrations()
 	if err != nil {
 		return nil, err
 	}
-
-	fi, err := os.Stat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist) && opts.Create:
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-		// Another process may have created it in between: fine, it is checked below.
-		if err != nil && !errors.Is(err, fs.ErrExist) {
-			return nil, err
-		}
-		if err == nil {
-			if err := f.Close(); err != nil {
-				return nil, err
-			}
-		}
-		if fi, err = os.Stat(path); err != nil {
-			return nil, err
-		}
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, fs.ErrNotExist
-	case err != nil:
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file: %w", ErrCorrupt)
-	}
-	if fi.Size() > 0 {
-		if err := inspect(ctx, path, busy, migs[len(migs)-1].version); err != nil {
-			return nil, fmt.Errorf("inspect: %w", err)
-		}
-	}
-
-	if err := ensureWAL(ctx, path, busy); err != nil {
-		return nil, fmt.Errorf("switch to WAL: %w", err)
-	}
-	ms := strconv.FormatInt(busy.Milliseconds(), 10)
-	db, err := sql.Open("sqlite", dsn(path,
-		// Every write transaction takes the write lock at BEGIN, so Put reads
-		// the head it compares against under that lock.
-		"_txlock=immediate",
-		"_pragma=busy_timeout("+ms+")",
-		"_pragma=journal_mode(WAL)",
-		"_pragma=synchronous("+synchronous+")",
-		"_pragma=foreign_keys(ON)",
-	))
+	db, err := sqlitedb.Open(ctx, path, sqlitedb.Spec{
+		ApplicationID: ApplicationID,
+		Migrations:    migs,
+		Create:        opts.Create,
+		Synchronous:   opts.Synchronous,
+		BusyTimeout:   opts.BusyTimeout,
+	})
 	if err != nil {
 		return nil, err
 	}
-	s := &SQLite{db: db, synchronous: synchronous}
-	if err := s.init(ctx, migs); err != nil {
-		db.Close()
-		return nil, err
+	synchronous := strings.ToUpper(opts.Synchronous)
+	if synchronous == "" {
+		synchronous = DefaultSynchronous
 	}
-	return s, nil
-}
-
-// ensureWAL switches the file to WAL mode, a persistent setting, before the
-// pool opens. Two processes switching a new file at the same moment can get
-// SQLITE_BUSY at once, without the busy timeout: the switch upgrades a read
-// lock to a write lock, and SQLite never waits on an upgrade (two upgraders
-// would deadlock). So this retries, with short pauses, for up to busy. Once
-// the file is in WAL mode, the journal_mode pragma each pooled connection runs
-// changes nothing and cannot fail this way.
-func ensureWAL(ctx context.Context, path string, busy time.Duration) error {
-	db, err := sql.Open("sqlite", dsn(path, "_pragma=busy_timeout("+strconv.FormatInt(busy.Milliseconds(), 10)+")"))
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-
-	deadline := time.Now().Add(busy)
-	pause := time.Millisecond
-	for {
-		var mode string
-		err := db.QueryRowContext(ctx, `PRAGMA journal_mode = WAL`).Scan(&mode)
-		switch {
-		case err == nil && strings.EqualFold(mode, "wal"):
-			return nil
-		case err == nil:
-			return fmt.Errorf("journal mode is %q, want wal", mode)
-		case !isBusy(err) || time.Now().After(deadline):
-			return classify(err)
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		pause = min(2*pause, 50*time.Millisecond)
-	}
-}
-
-// isBusy reports whether err is SQLITE_BUSY (any extended code).
-func isBusy(err error) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
-}
-
-// init checks that the connection really is in WAL mode (a read-only
-// directory, for one, silently keeps the rollback journal) and migrates.
-func (s *SQLite) init(ctx context.Context, migs []migration) error {
-	var mode string
-	if err := s.db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil {
-		return fmt.Errorf("connect: %w", classify(err))
-	}
-	if !strings.EqualFold(mode, "wal") {
-		return fmt.Errorf("journal mode is %q, want wal", mode)
-	}
-	for _, m := range migs {
-		if err := s.migrate(ctx, m); err != nil {
-			return fmt.Errorf("migrate to schema version %d (%s): %w", m.version, m.name, err)
-		}
-	}
-	return nil
-}
-
-// migrate applies one migration in its own transaction, unless the file is
-// already at its version or newer (another process got there first: BEGIN
-// IMMEDIATE makes the others wait for it, then skip).
-func (s *SQLite) migrate(ctx context.Context, m migration) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-
-	var appID, version int64
-	if err := tx.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&appID); err != nil {
-		return classify(err)
-	}
-	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
-		return classify(err)
-	}
-	switch {
-	case appID != 0 && appID != ApplicationID:
-		return fmt.Errorf("application_id %#x: %w", appID, ErrForeignFile)
-	case version >= m.version:
-		return nil
-	case version != m.version-1:
-		return fmt.Errorf("file is at schema version %d, want %d", version, m.version-1)
-	}
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-		return err
-	}
-	// PRAGMA takes no parameters; both numbers are ours, not input.
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", ApplicationID)); err != nil {
-		return err
-	}
-	return tx.Commit()
-}
-
-// inspect looks at an existing non-empty file without changing it: the
-// connection is read-only and sets no journal mode (switching a foreign
-// rollback-journal file to WAL would rewrite its header). Reading a file that
-// is already in WAL mode creates empty -wal and -shm files beside it when
-// they are missing; the database file itself is untouched. (immutable=1
-// would avoid them but could read a torn page while another process
-// checkpoints, and call a healthy file corrupt.)
-func inspect(ctx context.Context, path string, busy time.Duration, newest int64) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	hdr := make([]byte, 100)
-	_, err = io.ReadFull(f, hdr)
-	f.Close()
-	if errors.Is(err, io.ErrUnexpectedEOF) || (err == nil && !bytes.HasPrefix(hdr, sqliteHeader)) {
-		return fmt.Errorf("no SQLite header: %w", ErrCorrupt)
-	}
-	if err != nil {
-		return err
-	}
-
-	db, err := sql.Open("sqlite", dsn(path, "mode=ro", "_pragma=busy_timeout("+strconv.FormatInt(busy.Milliseconds(), 10)+")"))
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-
-	// One read transaction, so the three answers describe one state of the file.
-	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return classify(err)
-	}
-	defer tx.Rollback()
-	var appID, version, objects int64
-	// Counting sqlite_schema reads page 1 and the schema pages, which is where
-	// SQLite notices a file shorter than its header says (truncation).
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&objects); err != nil {
-		return classify(err)
-	}
-	if err := tx.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&appID); err != nil {
-		return classify(err)
-	}
-	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
-		return classify(err)
-	}
-	switch {
-	case appID == ApplicationID && version > newest:
-		return fmt.Errorf("schema version %d, this build knows up to %d: %w", version, newest, ErrNewerSchema)
-	case appID == ApplicationID:
-		return nil
-	case appID != 0:
-		return fmt.Errorf("application_id %#x: %w", appID, ErrForeignFile)
-	case objects > 0 || version != 0:
-		return fmt.Errorf("%d schema objects, user_version %d, no application_id: %w", objects, version, ErrForeignFile)
-	}
-	return nil // an empty SQLite database: ours to initialize
-}
-
-// classify marks SQLite's "corrupt" and "not a database" errors as ErrCorrupt.
-func classify(err error) error {
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
-			return fmt.Errorf("%w: %w", err, ErrCorrupt)
-		}
-	}
-	return err
-}
-
-// dsn makes a SQLite URI for the file at p. The path is URI-escaped so that
-// a '?', '#' or '%' in it cannot be taken for parameters.
-func dsn(p string, params ...string) string {
-	u := url.URL{Path: p}
-	return "file:" + u.EscapedPath() + "?" + strings.Join(params, "&")
+	return &SQLite{db: db, synchronous: synchronous}, nil
 }
 
 // Close closes the database. Any use of the store after Close fails.
@@ -711,45 +471,11 @@ func (s *SQLite) sync(ctx context.Context) (err error) {
 	return tx.Commit()
 }
 
-// migration is one numbered SQL file of migrations/.
-type migration struct {
-	version int64
-	name    string
-	sql     string
-}
-
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
 // loadMigrations parses migrations/NNNN_name.sql into a list ordered by
 // version, checking the versions run 1, 2, 3 … without gaps.
-var loadMigrations = sync.OnceValues(func() ([]migration, error) {
-	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var migs []migration
-	for _, name := range names {
-		base := path.Base(name)
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.ParseInt(num, 10, 64)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("migration %s: name must be NNNN_name.sql", name)
-		}
-		b, err := migrationFiles.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		migs = append(migs, migration{version: v, name: base, sql: string(b)})
-	}
-	slices.SortFunc(migs, func(a, b migration) int { return int(a.version - b.version) })
-	for i, m := range migs {
-		if m.version != int64(i+1) {
-			return nil, fmt.Errorf("migration %s: version %d, want %d", m.name, m.version, i+1)
-		}
-	}
-	if len(migs) == 0 {
-		return nil, errors.New("no migrations embedded")
-	}
-	return migs, nil
+var loadMigrations = sync.OnceValues(func() ([]sqlitedb.Migration, error) {
+	return sqlitedb.LoadMigrations(migrationFiles, "migrations")
 })
