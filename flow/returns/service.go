@@ -261,6 +261,14 @@ func (s *Service) restart(ctx context.Context, t business.Task, o StartOptions, 
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", t.ID, err)
 	}
+	if t.Status == StatusRunning || t.Status == StatusInterrupted {
+		// The same start again after a crash or a stop: continue the run
+		// unless a live process drives it now (then show its progress).
+		if l, _, err := s.desk.TaskLease(ctx, t.ID); err == nil && t.Status == StatusRunning && !s.holderGone(l) && l.Until.After(s.now()) {
+			return s.Show(ctx, t.ID, t.User)
+		}
+		return s.Resume(ctx, ResumeOptions{Task: t.ID, User: t.User})
+	}
 	return s.view(t, snap), nil
 }
 
