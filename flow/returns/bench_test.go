@@ -1,0 +1,102 @@
+package returns_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"modernc.org/sqlite"
+
+	"assistant/checkpoints"
+	"assistant/flow/returns"
+)
+
+// commits counts committed write transactions on every SQLite connection of
+// this test binary. With synchronous=FULL in WAL mode each is one fsync.
+var commits atomic.Int64
+
+func init() {
+	sqlite.RegisterConnectionHook(func(conn sqlite.ExecQuerierContext, _ string) error {
+		if h, ok := conn.(sqlite.HookRegisterer); ok {
+			h.RegisterCommitHook(func() int32 { commits.Add(1); return 0 })
+		}
+		return nil
+	})
+}
+
+// openService opens a Service over a fresh data dir with the teaching orders
+// and n more eligible orders P0…P(n-1) of demo-user.
+func openService(tb testing.TB, n int) (*returns.Service, string) {
+	tb.Helper()
+	ctx := context.Background()
+	dir := tb.TempDir()
+	seed, err := os.ReadFile("../../testdata/orders.csv")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cps, err := checkpoints.OpenSQLite(ctx, filepath.Join(dir, returns.CheckpointsFile), checkpoints.SQLiteOptions{Create: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { cps.Close() })
+	svc, err := returns.Open(ctx, returns.Config{DataDir: dir, Create: true, Seed: seed, Checkpoints: cps})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { svc.Close() })
+	var b strings.Builder
+	b.WriteString("order_id,user,item,delivered_at,final_sale\n")
+	day := time.Now().UTC().AddDate(0, 0, -2).Format(time.DateOnly)
+	for i := range n {
+		fmt.Fprintf(&b, "P%d,demo-user,Item %d,%s,false\n", i, i, day)
+	}
+	if _, err := svc.ImportOrders(ctx, strings.NewReader(b.String())); err != nil {
+		tb.Fatal(err)
+	}
+	return svc, dir
+}
+
+// BenchmarkStartApprove runs start then approve of one task per op in one
+// process, with synchronous=FULL, and reports durable commits per task and
+// the checkpoint storage each finished task leaves.
+func BenchmarkStartApprove(b *testing.B) {
+	ctx := context.Background()
+	svc, dir := openService(b, b.N)
+	before := commits.Load()
+	b.ResetTimer()
+	for i := range b.N {
+		task := fmt.Sprintf("t%d", i)
+		if _, err := svc.Start(ctx, returns.StartOptions{Task: task, User: "demo-user", Order: fmt.Sprintf("P%d", i), Reason: "bench"}); err != nil {
+			b.Fatal(err)
+		}
+		v, err := svc.Resume(ctx, returns.ResumeOptions{Task: task, User: "demo-user", Action: returns.ActionApprove})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if v.Stage != returns.StageSubmitted {
+			b.Fatalf("stage %s", v.Stage)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(commits.Load()-before)/float64(b.N), "fsyncs/task")
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, returns.CheckpointsFile)+"?mode=ro")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	var bytes, rows float64
+	if err := db.QueryRow(`SELECT
+		(SELECT coalesce(sum(length(checkpoint_id) + length(parent_id) + length(coalesce(values_json, '')) + length(coalesce(next_json, '')) + length(metadata_json) + length(created_at) + length(thread_id) + 24), 0) FROM checkpoints)
+		+ (SELECT coalesce(sum(length(thread_id) + length(checkpoint_id) + length(task_id) + length(kind) + length(node) + length(coalesce(value_json, '')) + 8), 0) FROM writes),
+		(SELECT count(*) FROM checkpoints) + (SELECT count(*) FROM writes)`).Scan(&bytes, &rows); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(bytes/float64(b.N), "ckpt_bytes/task")
+	b.ReportMetric(rows/float64(b.N), "ckpt_rows/task")
+}

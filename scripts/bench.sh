@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Benchmarks of assistant (issue 7). Prints `name value unit` lines; each
+# command's time is the median of RUNS runs (default 15) after warm-up, and
+# also a ratio to the floor measured in the same run: a Go binary that opens
+# one SQLite file with our driver and pragmas and commits one row durably
+# (scripts/floor). Compare ratios, not milliseconds, across machines.
+#
+#   scripts/bench.sh                # everything (the 100,000-task show takes minutes)
+#   BENCH_SKIP_100K=1 scripts/bench.sh
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+RUNS=${RUNS:-15}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$root"
+go build -o "$work/assistant" .
+go build -o "$work/floor" ./scripts/floor
+A="$work/assistant"
+
+# timed NAME CMD...: runs CMD (with {} replaced by the run number) 3 times to
+# warm up, then RUNS times; prints the median wall ms and the peak RSS MiB.
+timed() {
+  local name=$1; shift
+  python3 - "$name" "$RUNS" "$@" <<'PY'
+import subprocess, sys, time, statistics, os
+name, runs, cmd = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+def once(i):
+    args = [a.replace("{}", str(i)) for a in cmd]
+    t = time.perf_counter()
+    p = subprocess.run(["/usr/bin/time", "-f", "%M"] + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    ms = (time.perf_counter() - t) * 1000
+    if p.returncode != 0:
+        sys.exit(f"{name}: {' '.join(args)} exited {p.returncode}: {p.stderr}")
+    rss = int(p.stderr.strip().splitlines()[-1]) / 1024
+    return ms, rss
+for i in range(3):
+    once(1000 + i)
+res = [once(i) for i in range(runs)]
+print(f"{statistics.median(r[0] for r in res):.2f} {max(r[1] for r in res):.1f}")
+PY
+}
+
+ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
+
+read floor_ms floor_rss < <(timed floor "$work/floor" "$work/floordir")
+echo "floor_ms $floor_ms ms"
+
+# Orders of their own for every start/approve, so no run meets an open application.
+data="$work/data"
+{
+  echo "order_id,user,item,delivered_at,final_sale"
+  for i in $(seq 0 1100); do echo "P$i,demo-user,Bench item $i,$(date -u -d '2 days ago' +%F),false"; done
+} > "$work/orders.csv"
+"$A" --data "$data" orders import "$work/orders.csv" > /dev/null
+"$A" --data "$data" start shown P1100 --reason bench > /dev/null
+
+read ms rss < <(timed show "$A" --data "$data" show shown)
+echo "show_ms $ms ms"; echo "show_ratio $(ratio "$ms" "$floor_ms") x_floor"; echo "show_rss $rss MiB"
+read ms rss < <(timed start "$A" --data "$data" start t{} P{} --reason bench)
+echo "start_ms $ms ms"; echo "start_ratio $(ratio "$ms" "$floor_ms") x_floor"; echo "start_rss $rss MiB"
+read ms rss < <(timed resume "$A" --data "$data" resume t{} --action approve)
+echo "resume_approve_ms $ms ms"; echo "resume_approve_ratio $(ratio "$ms" "$floor_ms") x_floor"; echo "resume_approve_rss $rss MiB"
+
+# In one process: start+approve cycles, durable commits, checkpoint storage.
+go test -run '^$' -bench 'BenchmarkStartApprove$' -benchtime 2000x ./flow/returns/ | python3 -c '
+import sys, re
+for line in sys.stdin:
+    if line.startswith("BenchmarkStartApprove"):
+        f = line.split()
+        vals = {f[i+1]: float(f[i]) for i in range(2, len(f)-1, 2)}
+        print(f"cycles_per_s {1e9/vals[\"ns/op\"]:.0f} cycles/s")
+        for k, name in (("fsyncs/task", "fsyncs_per_task"), ("commits/task", "commits_per_task"), ("ckpt_bytes/task", "checkpoint_bytes_per_task"), ("ckpt_rows/task", "checkpoint_rows_per_task")):
+            if k in vals: print(f"{name} {vals[k]:.1f} {k.split(\"/\")[0]}")
+'
+
+# A 10,000-row batch, each row parked at approval.
+python3 -c "
+print('task,order,reason')
+for i in range(10000): print(f'b{i},{[\"A3001\",\"A3002\",\"A3003\",\"A3004\",\"A3008\"][i%5]},reason {i}')" > "$work/rows10k.csv"
+start=$(date +%s.%N)
+"$A" --data "$work/batch" batch b10k "$work/rows10k.csv" > /dev/null
+end=$(date +%s.%N)
+echo "batch_rows_per_s $(python3 -c "print(f'{10000/($end-$start):.0f}')") rows/s"
+
+# show with 10 tasks vs with 100,000 tasks in the data dir.
+small="$work/small"
+python3 -c "
+print('task,order,reason')
+for i in range(10): print(f's{i},A3001,r')" > "$work/rows10.csv"
+"$A" --data "$small" batch s10 "$work/rows10.csv" > /dev/null
+read ms10 rss < <(timed show10 "$A" --data "$small" show s5)
+echo "show_ms_at_10 $ms10 ms"
+if [ -z "${BENCH_SKIP_100K:-}" ]; then
+  python3 -c "
+print('task,order,reason')
+for i in range(100000): print(f's{i},A3001,r')" > "$work/rows100k.csv"
+  "$A" --data "$work/big" batch s100k "$work/rows100k.csv" > /dev/null
+  read ms100k rss < <(timed show100k "$A" --data "$work/big" show s5)
+  echo "show_ms_at_100k $ms100k ms"; echo "show_100k_ratio $(ratio "$ms100k" "$ms10") x_show_at_10"
+fi
+
+# recover of 100 tasks whose process died half-way.
+rec="$work/rec"
+for i in $(seq 1 100); do
+  ASSISTANT_FAULT=after:prepare "$A" --data "$rec" start r$i A3001 --reason x > /dev/null 2>&1 || true
+done
+start=$(date +%s.%N)
+"$A" --data "$rec" recover > /dev/null
+end=$(date +%s.%N)
+echo "recover_ms $(python3 -c "print(f'{($end-$start)*1000:.0f}')") ms_for_100"
+
+echo "binary_size $(python3 -c "import os; print(f'{os.path.getsize(\"$A\")/1048576:.1f}')") MiB"
