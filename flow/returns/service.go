@@ -428,6 +428,25 @@ func (s *Service) repair(ctx context.Context, t business.Task, v *View) error {
 	return s.desk.ReleaseLease(ctx, t.ID, s.me.owner, v.Status, v.Stage)
 }
 
+// savedApproval returns the action of an approval answer saved as a pending
+// write at the head but not applied yet ("" when there is none).
+func (s *Service) savedApproval(task string) (string, error) {
+	head, err := s.cps.Get(context.Background(), task, "")
+	if err != nil || head == nil {
+		return "", err
+	}
+	for _, w := range head.PendingWrites {
+		if w.Kind != flow.WriteResume || w.Node != NodeReview {
+			continue
+		}
+		var a ApprovalAnswer
+		if json.Unmarshal(w.Value, &a) == nil && a.Action != "" {
+			return a.Action, nil
+		}
+	}
+	return "", nil
+}
+
 // finished is the answer to a resume of a task that has ended: its progress,
 // unchanged; approving a submitted task again says the application was reused.
 func (s *Service) finished(t business.Task, snap *flow.Snapshot[State], o ResumeOptions) *View {
@@ -445,8 +464,18 @@ func (s *Service) finished(t business.Task, snap *flow.Snapshot[State], o Resume
 func (s *Service) plan(t business.Task, snap *flow.Snapshot[State], o ResumeOptions) (func(context.Context) (*flow.Snapshot[State], error), error) {
 	answering := o.HasReason || o.Action != ""
 	if len(snap.Interrupts) == 0 {
-		if answering && snap.Values.Decision != "" && o.Action != snap.Values.Decision {
-			return nil, fmt.Errorf("task %s was already answered %q; the answer %q is refused: %w", t.ID, snap.Values.Decision, o.Action+o.Reason, ErrConflict)
+		decision := snap.Values.Decision
+		if decision == "" && o.Action != "" {
+			// Killed after the answer was saved and before review ran with
+			// it: the saved answer is what continuing will apply.
+			saved, err := s.savedApproval(t.ID)
+			if err != nil {
+				return nil, err
+			}
+			decision = saved
+		}
+		if answering && decision != "" && o.Action != decision {
+			return nil, fmt.Errorf("task %s was already answered %q; the answer %q is refused: %w", t.ID, decision, o.Action+o.Reason, ErrConflict)
 		}
 		// A run stopped part-way (crash, stop, breakpoint): continue it. If
 		// it then parks at a question this answer fits, answer it too.
