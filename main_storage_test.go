@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,6 +30,7 @@ func init() {
 	scriptCmds["sqlval"] = cmdSQLVal
 	scriptCmds["truncate"] = cmdTruncate
 	scriptCmds["fixtures"] = cmdFixtures
+	scriptCmds["mask"] = cmdMask
 }
 
 // fileSHA256 returns the hex SHA-256 of the file at path.
@@ -150,6 +152,24 @@ func cmdFixtures(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Check(err)
 		ts.Check(os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o600))
 	}
+}
+
+var (
+	uuidPattern = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	timePattern = regexp.MustCompile(`\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?Z?`)
+)
+
+// mask FILE OUT: writes FILE (or stdout/stderr of the last command) to OUT
+// with every UUID replaced by xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx and every
+// time by <time>, so output can be compared with a golden file.
+func cmdMask(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 || neg {
+		ts.Fatalf("usage: mask FILE OUT")
+	}
+	s := ts.ReadFile(args[0])
+	s = uuidPattern.ReplaceAllString(s, "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx")
+	s = timePattern.ReplaceAllString(s, "<time>")
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), []byte(s), 0o600))
 }
 
 // TestStorageReadOnlyDataDir: a data dir the process cannot write (chmod

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -146,6 +147,37 @@ func (s *Store) ListTasks(ctx context.Context, user, status string) ([]Task, err
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
 	return tasks, nil
+}
+
+// TasksUpdatedBefore returns the tasks, of any user, whose status is one of
+// statuses and whose record was last updated before before, oldest update
+// first. It is how prune finds finished tasks.
+func (s *Store) TasksUpdatedBefore(ctx context.Context, statuses []string, before time.Time) ([]Task, error) {
+	if len(statuses) == 0 {
+		return nil, nil
+	}
+	// One placeholder per status; the values are still bound parameters.
+	q := `SELECT ` + taskColumns + ` FROM tasks WHERE status IN (?` + strings.Repeat(", ?", len(statuses)-1) + `)
+		 AND updated_at < ? ORDER BY updated_at, task_id`
+	args := make([]any, 0, len(statuses)+1)
+	for _, st := range statuses {
+		args = append(args, st)
+	}
+	args = append(args, formatTime(before))
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("tasks updated before %s: %w", formatTime(before), err)
+	}
+	defer rows.Close()
+	var tasks []Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, fmt.Errorf("tasks updated before %s: %w", formatTime(before), err)
+		}
+		tasks = append(tasks, t)
+	}
+	return tasks, rows.Err()
 }
 
 // scanner is a *sql.Row or *sql.Rows.

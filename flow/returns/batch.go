@@ -142,6 +142,7 @@ func ParseBatch(r io.Reader) ([]business.BatchRow, string, error) {
 // and loops until every row was handled.
 func (s *Service) buildBatch() *flow.Graph[BatchState] {
 	g := flow.NewGraph(reduceBatch)
+	g.StateFormat(BatchStateFormat, batchStateUpgrades)
 	g.AddNode(NodeRows, s.batchRows)
 	g.AddEdge(flow.Start, NodeRows)
 	g.AddConditionalEdges(NodeRows, func(b BatchState) []string {

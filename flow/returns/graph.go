@@ -88,6 +88,7 @@ func Build(d Deps) *flow.Graph[State] {
 	}
 	n := nodes{d}
 	g := flow.NewGraph(Reduce)
+	g.StateFormat(StateFormat, stateUpgrades)
 	g.AddNode(NodeLookup, n.lookup)
 	g.AddNode(NodeAskReason, n.askReason)
 	g.AddNode(NodePrepare, n.prepare)

@@ -1,0 +1,86 @@
+package checkpoints
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// Prune removes the thread's older checkpoints and their pending writes in
+// one transaction, keeping the head and the newest keep checkpoints in all
+// (keep < 1 counts as 1: the head is never removed). It reports the rows
+// removed (checkpoints and writes) and the bytes of their JSON columns. An
+// unknown thread, or one with no more than keep checkpoints, is a no-op.
+//
+// It does not know whether the thread's run has finished; the caller
+// decides that (see flow/returns.Service.Prune). The head's parent id may
+// then name a removed checkpoint: nothing follows parent ids back, History
+// lists by Seq.
+func (s *SQLite) Prune(ctx context.Context, threadID string, keep int) (rows int, bytes int64, err error) {
+	rows, bytes, err = s.prune(ctx, threadID, max(keep, 1))
+	if err != nil {
+		return 0, 0, fmt.Errorf("prune checkpoints of %s: %w", threadID, err)
+	}
+	return rows, bytes, nil
+}
+
+func (s *SQLite) prune(ctx context.Context, threadID string, keep int) (int, int64, error) {
+	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the head cannot move under us
+	if err != nil {
+		return 0, 0, err
+	}
+	defer tx.Rollback()
+
+	var headSeq int64
+	err = tx.QueryRowContext(ctx, `SELECT head_seq FROM threads WHERE thread_id = ?`, threadID).Scan(&headSeq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	cut := headSeq - int64(keep) // checkpoints with seq <= cut go
+	if cut < 1 {
+		return 0, 0, nil
+	}
+
+	var cpBytes, wBytes int64
+	if err := tx.QueryRowContext(ctx,
+		`SELECT coalesce(sum(length(CAST(values_json AS BLOB)) + coalesce(length(CAST(next_json AS BLOB)), 0)
+		                     + length(CAST(metadata_json AS BLOB))), 0)
+		 FROM checkpoints WHERE thread_id = ? AND seq <= ?`, threadID, cut).Scan(&cpBytes); err != nil {
+		return 0, 0, err
+	}
+	if err := tx.QueryRowContext(ctx,
+		`SELECT coalesce(sum(coalesce(length(CAST(value_json AS BLOB)), 0)), 0) FROM writes
+		 WHERE thread_id = ? AND checkpoint_id IN
+		       (SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND seq <= ?)`,
+		threadID, threadID, cut).Scan(&wBytes); err != nil {
+		return 0, 0, err
+	}
+	// Writes first: they reference their checkpoint (foreign keys are on).
+	res, err := tx.ExecContext(ctx,
+		`DELETE FROM writes WHERE thread_id = ? AND checkpoint_id IN
+		       (SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND seq <= ?)`,
+		threadID, threadID, cut)
+	if err != nil {
+		return 0, 0, err
+	}
+	nw, err := res.RowsAffected()
+	if err != nil {
+		return 0, 0, err
+	}
+	res, err = tx.ExecContext(ctx, `DELETE FROM checkpoints WHERE thread_id = ? AND seq <= ?`, threadID, cut)
+	if err != nil {
+		return 0, 0, err
+	}
+	nc, err := res.RowsAffected()
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, 0, err
+	}
+	return int(nw + nc), cpBytes + wBytes, nil
+}

@@ -1,0 +1,132 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"assistant/flow/returns"
+)
+
+// maxDiffValue is how many characters of a changed value a history diff line
+// shows before it cuts the value short.
+const maxDiffValue = 100
+
+func (a *app) newHistory() *cobra.Command {
+	return &cobra.Command{
+		Use:   "history TASK",
+		Short: "List a task's checkpoints and timeline steps, with what each step changed",
+		Long: `history lists the task's checkpoints newest first (id, step, source, next
+nodes, time) and, in text output, under each one the state fields it changed
+(field: old → new). Then the timeline: one line per node run (seq, node,
+attempt, status, start, end, error). It changes nothing.
+
+A checkpoint whose state this build cannot decode is listed with the reason;
+it is kept as it is.`,
+		Example: `  assistant history return-25
+  assistant history return-25 --output json`,
+		Args: exactArgs(1, "history needs TASK"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := returns.ValidTaskID(args[0]); err != nil {
+				return usageErr("%v", err)
+			}
+			svc, closeAll, err := a.open(c.Context(), false)
+			if err != nil {
+				return ran(err)
+			}
+			defer closeAll()
+			h, err := svc.History(c.Context(), args[0], a.user)
+			if err != nil {
+				return ran(err)
+			}
+			if a.output == "json" {
+				return writeJSON(a.stdout, h)
+			}
+			return writeHistory(a.stdout, h)
+		},
+	}
+}
+
+// historyTime is how history prints a time: UTC, to the millisecond.
+const historyTime = "2006-01-02 15:04:05.000"
+
+// writeHistory prints a history for a person.
+func writeHistory(w io.Writer, h *returns.History) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Task %s (%s) · %d checkpoints, newest first\n\n", h.Task, h.Kind, len(h.Checkpoints))
+	// The rows are aligned first, then each is followed by its diff lines:
+	// lines without cells would break tabwriter's columns.
+	var rows strings.Builder
+	tw := tabwriter.NewWriter(&rows, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SEQ\tCHECKPOINT\tSTEP\tSOURCE\tNEXT\tTIME (UTC)")
+	for _, cp := range h.Checkpoints {
+		next := strings.Join(cp.Next, ",")
+		if next == "" {
+			next = "(end)"
+		}
+		if cp.Breakpoint != "" {
+			next += " [" + cp.Breakpoint + "]"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\n", cp.Seq, cp.ID, cp.Step, cp.Source, next, cp.CreatedAt.UTC().Format(historyTime))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	lines := strings.SplitAfter(rows.String(), "\n")
+	b.WriteString(lines[0])
+	for i, cp := range h.Checkpoints {
+		b.WriteString(lines[i+1])
+		if cp.DecodeError != "" {
+			fmt.Fprintf(&b, "     ! %s (kept as stored)\n", cp.DecodeError)
+		}
+		for _, ch := range cp.Changes {
+			fmt.Fprintf(&b, "     %s: %s → %s\n", ch.Field, diffValue(ch.Old), diffValue(ch.New))
+		}
+	}
+	fmt.Fprintf(&b, "\nTimeline · %d steps\n\n", len(h.Steps))
+	tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SEQ\tNODE\tATTEMPT\tSTATUS\tSTARTED (UTC)\tENDED (UTC)\tERROR")
+	for _, st := range h.Steps {
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\n", st.Seq, st.Node, st.Attempt, st.Status,
+			st.StartedAt.UTC().Format(historyTime), timeOrDash(st.EndedAt), orDash(st.Error))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// diffValue renders one side of a field change: compact JSON, "(none)" when
+// absent, cut short when long.
+func diffValue(v json.RawMessage) string {
+	if v == nil {
+		return "(none)"
+	}
+	s := string(v)
+	var x any
+	if json.Unmarshal(v, &x) == nil {
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if enc.Encode(x) == nil {
+			s = strings.TrimSpace(b.String())
+		}
+	}
+	if r := []rune(s); len(r) > maxDiffValue {
+		s = string(r[:maxDiffValue]) + "…"
+	}
+	return s
+}
+
+func timeOrDash(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(historyTime)
+}

@@ -1,0 +1,57 @@
+package cmd
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"assistant/flow/returns"
+)
+
+func (a *app) newPrune() *cobra.Command {
+	var o returns.PruneOptions
+	c := &cobra.Command{
+		Use:   "prune --finished-before DURATION [--keep N]",
+		Short: "Remove old checkpoints of finished tasks, keeping each task's newest",
+		Long: `prune removes the older checkpoints of every finished task (status done,
+cancelled or failed, of any user) whose record was last updated more than
+DURATION ago. Each task keeps its newest N checkpoints (default 1: the head,
+which show and resume read). A waiting, running or interrupted task is never
+touched. It reports the rows removed and the bytes of their stored JSON; the
+file keeps its size (SQLite reuses the freed pages).`,
+		Example: `  assistant prune --finished-before 720h
+  assistant prune --finished-before 24h --keep 3`,
+		Args: exactArgs(0, "prune takes no arguments"),
+		RunE: func(c *cobra.Command, _ []string) error {
+			if !c.Flags().Changed("finished-before") {
+				return usageErr("prune needs --finished-before DURATION (e.g. 720h)")
+			}
+			if o.FinishedBefore <= 0 {
+				return usageErr("--finished-before must be positive, not %s", o.FinishedBefore)
+			}
+			if o.Keep < 1 {
+				return usageErr("--keep must be at least 1, not %d", o.Keep)
+			}
+			svc, closeAll, err := a.open(c.Context(), false)
+			if err != nil {
+				return ran(err)
+			}
+			defer closeAll()
+			r, err := svc.Prune(c.Context(), o)
+			if err != nil {
+				return ran(err)
+			}
+			if a.output == "json" {
+				return writeJSON(a.stdout, r)
+			}
+			for _, t := range r.Tasks {
+				fmt.Fprintf(a.stdout, "%s (%s): %d rows, %d bytes\n", t.Task, t.Status, t.Rows, t.Bytes)
+			}
+			_, err = fmt.Fprintf(a.stdout, "Pruned %d finished tasks: %d rows, %d bytes freed\n", len(r.Tasks), r.Rows, r.Bytes)
+			return err
+		},
+	}
+	c.Flags().DurationVar(&o.FinishedBefore, "finished-before", 0, "only tasks finished at least this long ago (e.g. 720h)")
+	c.Flags().IntVar(&o.Keep, "keep", returns.DefaultPruneKeep, "checkpoints each task keeps, the head included")
+	return c
+}

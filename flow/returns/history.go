@@ -1,0 +1,172 @@
+package returns
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"assistant/business"
+	"assistant/flow"
+)
+
+// History is what `assistant history TASK` prints: the task's checkpoints
+// newest first and its timeline steps in order.
+type History struct {
+	Task        string              `json:"task"`
+	Kind        string              `json:"kind"` // business.KindReturn or KindBatch
+	Checkpoints []CheckpointSummary `json:"checkpoints"`
+	Steps       []business.Step     `json:"steps"`
+}
+
+// CheckpointSummary is one checkpoint of a task's history.
+type CheckpointSummary struct {
+	ID         string    `json:"id"`
+	Seq        int64     `json:"seq"` // position in the thread, 1 for the first
+	Step       int       `json:"step"`
+	Source     string    `json:"source"` // input, loop or update
+	Next       []string  `json:"next"`
+	Breakpoint string    `json:"breakpoint,omitempty"`
+	CreatedAt  time.Time `json:"created_at"` // UTC
+	Format     int       `json:"format"`     // state format version as stored
+	// Values is the state as stored (before any upgrade), so a state that
+	// no longer decodes can still be read.
+	Values json.RawMessage `json:"values"`
+	// Changes are the state fields that differ from the previous (older)
+	// checkpoint, in field order; the thread's first checkpoint lists every
+	// field it sets.
+	Changes []FieldChange `json:"changes"`
+	// DecodeError says why the state does not decode with this build (the
+	// checkpoint is kept as it is); "" when it decodes.
+	DecodeError string `json:"decode_error,omitempty"`
+}
+
+// FieldChange is one top-level state field that changed between two
+// consecutive checkpoints. Old and New are JSON; nil means absent.
+type FieldChange struct {
+	Field string          `json:"field"`
+	Old   json.RawMessage `json:"old"`
+	New   json.RawMessage `json:"new"`
+}
+
+// History returns the task's checkpoints (newest first, each with the state
+// fields it changed) and its timeline steps. A checkpoint whose state no
+// longer decodes is listed with DecodeError and its stored values: history
+// is how a person finds it. Errors: ErrInvalid, ErrNotFound (unknown task or
+// another user's), storage errors.
+func (s *Service) History(ctx context.Context, task, user string) (*History, error) {
+	t, err := s.task(ctx, task, user)
+	if err != nil {
+		return nil, err
+	}
+	kind, err := s.kind(ctx, t.ID)
+	if err != nil {
+		return nil, fmt.Errorf("history %s: %w", t.ID, err)
+	}
+	decode := func(cp *flow.Checkpoint) error {
+		_, err := decodeAt[State](cp.Values, cp.Format, StateFormat, stateUpgrades)
+		return err
+	}
+	if kind == business.KindBatch {
+		decode = func(cp *flow.Checkpoint) error {
+			_, err := decodeAt[BatchState](cp.Values, cp.Format, BatchStateFormat, batchStateUpgrades)
+			return err
+		}
+	}
+	cps, err := s.cps.List(ctx, t.ID, flow.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("history %s: %w", t.ID, err)
+	}
+	steps, err := s.desk.Steps(ctx, t.ID)
+	if err != nil {
+		return nil, fmt.Errorf("history %s: %w", t.ID, err)
+	}
+	h := &History{Task: t.ID, Kind: kind, Checkpoints: make([]CheckpointSummary, 0, len(cps)), Steps: steps}
+	if h.Steps == nil {
+		h.Steps = []business.Step{}
+	}
+	for i, cp := range cps {
+		var older json.RawMessage
+		if i+1 < len(cps) {
+			older = cps[i+1].Values
+		}
+		c := CheckpointSummary{
+			ID: cp.ID, Seq: cp.Seq, Step: cp.Metadata.Step, Source: cp.Metadata.Source,
+			Next: append([]string{}, cp.Next...), Breakpoint: cp.Breakpoint,
+			CreatedAt: cp.CreatedAt, Format: cp.Format, Values: cp.Values,
+			Changes: diffFields(older, cp.Values),
+		}
+		if err := decode(cp); err != nil {
+			c.DecodeError = (&flow.StateDecodeError{ThreadID: cp.ThreadID, CheckpointID: cp.ID, Format: cp.Format, Err: err}).Error()
+		}
+		h.Checkpoints = append(h.Checkpoints, c)
+	}
+	return h, nil
+}
+
+// diffFields compares two stored states field by field. Nested objects are
+// compared field by field too, named with dots ("draft.expires_at"); arrays
+// and other values are compared whole. A state that is not a JSON object
+// counts as one field "$".
+func diffFields(older, newer json.RawMessage) []FieldChange {
+	oldFields, newFields := map[string]json.RawMessage{}, map[string]json.RawMessage{}
+	flatten("", older, oldFields)
+	flatten("", newer, newFields)
+	keys := slices.Collect(maps.Keys(oldFields))
+	for k := range newFields {
+		if _, ok := oldFields[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	out := []FieldChange{}
+	for _, k := range keys {
+		o, n := oldFields[k], newFields[k]
+		if equalJSON(o, n) {
+			continue
+		}
+		out = append(out, FieldChange{Field: k, Old: o, New: n})
+	}
+	return out
+}
+
+// flatten adds the leaves of raw to out, keyed by their dotted path under
+// prefix. null and absent values add nothing.
+func flatten(prefix string, raw json.RawMessage, out map[string]json.RawMessage) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return
+	}
+	var m map[string]json.RawMessage
+	if t[0] != '{' || json.Unmarshal(t, &m) != nil {
+		if prefix == "" {
+			prefix = "$"
+		}
+		out[prefix] = raw
+		return
+	}
+	for k, v := range m {
+		if prefix != "" {
+			k = prefix + "." + k
+		}
+		flatten(k, v, out)
+	}
+}
+
+// equalJSON compares two JSON values by meaning (key order, spacing), and
+// falls back to bytes for text that is not JSON.
+func equalJSON(a, b json.RawMessage) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	ca, _ := json.Marshal(x)
+	cb, _ := json.Marshal(y)
+	return bytes.Equal(ca, cb)
+}
