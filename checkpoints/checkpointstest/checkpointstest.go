@@ -52,6 +52,7 @@ func Run(t *testing.T, newStore func(t *testing.T) flow.Checkpointer) {
 		{"PutRefusesStaleParent", testConflict},
 		{"ConcurrentPutSameParentOneWins", testConcurrentSameParent},
 		{"ConcurrentWritersOnDifferentThreads", testConcurrentThreads},
+		{"OrderIsBySeqWhenTheClockStepsBack", testClockStepsBack},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -634,5 +635,35 @@ func testConcurrentThreads(t *testing.T, s flow.Checkpointer) {
 		if head := mustGet(t, s, thread, ""); head == nil || head.Seq != perThread || len(head.PendingWrites) != 1 {
 			t.Errorf("thread %s head = %+v, want seq %d with 1 write", thread, head, perThread)
 		}
+	}
+}
+
+// testClockStepsBack puts a chain whose wall clock steps back (as between two
+// processes on hosts with skewed clocks, or after an NTP correction), so that
+// CreatedAt and the time-ordered ids both run backwards: the store still
+// orders by Seq, the head is the last put, and Before follows Seq.
+func testClockStepsBack(t *testing.T, s flow.Checkpointer) {
+	base := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	ids := []string{newID(t), newID(t), newID(t), newID(t)}
+	// Newest put gets the oldest id and the oldest time.
+	var cps []*flow.Checkpoint
+	parent := ""
+	for i := range ids {
+		cp := newCheckpoint(t, "t1", parent, i-1)
+		cp.ID = ids[len(ids)-1-i]
+		cp.CreatedAt = base.Add(-time.Duration(i) * time.Hour)
+		mustPut(t, s, cp)
+		cps = append(cps, cp)
+		parent = cp.ID
+	}
+	if head := mustGet(t, s, "t1", ""); head == nil || head.ID != cps[3].ID {
+		t.Fatalf("head = %v, want the last put %s", head, cps[3].ID)
+	}
+	want := []string{cps[3].ID, cps[2].ID, cps[1].ID, cps[0].ID}
+	if got := mustList(t, s, "t1", flow.ListOptions{}); !reflect.DeepEqual(got, want) {
+		t.Errorf("List = %v, want by seq %v", got, want)
+	}
+	if got := mustList(t, s, "t1", flow.ListOptions{Before: cps[2].ID, Limit: 1}); !reflect.DeepEqual(got, want[2:3]) {
+		t.Errorf("List(Before seq 3, Limit 1) = %v, want %v", got, want[2:3])
 	}
 }
