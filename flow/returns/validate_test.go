@@ -1,0 +1,102 @@
+package returns_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"assistant/flow/returns"
+)
+
+func TestValidTaskID(t *testing.T) {
+	tests := []struct {
+		id string
+		ok bool
+	}{
+		{"return-25", true},
+		{"退货-1", true},
+		{strings.Repeat("x", 128), true},
+		{"", false},
+		{strings.Repeat("x", 129), false},
+		{"a b", false},
+		{"a/b", false},
+		{`a\b`, false},
+		{"a\tb", false},
+		{"a\x00b", false},
+		{".", false},
+		{"..", false},
+		{"\xff", false},
+	}
+	for _, tt := range tests {
+		if err := returns.ValidTaskID(tt.id); (err == nil) != tt.ok {
+			t.Errorf("ValidTaskID(%q) = %v, want ok=%v", tt.id, err, tt.ok)
+		}
+	}
+}
+
+func TestValidReason(t *testing.T) {
+	tests := []struct {
+		reason string
+		ok     bool
+	}{
+		{"尺寸不合适", true},
+		{"too small", true},
+		{strings.Repeat("é", returns.MaxReasonRunes), true},
+		{"   ", false},
+		{"", false},
+		{strings.Repeat("é", returns.MaxReasonRunes+1), false},
+		{"bad\x01reason", false},
+		{"\xff\xfe", false},
+	}
+	for _, tt := range tests {
+		if err := returns.ValidReason(tt.reason); (err == nil) != tt.ok {
+			t.Errorf("ValidReason(%q) = %v, want ok=%v", tt.reason, err, tt.ok)
+		}
+	}
+}
+
+func TestParseBatch(t *testing.T) {
+	tests := []struct {
+		name    string
+		file    string
+		rows    int
+		wantErr string // substring; "" means no error
+	}{
+		{"Good", "task,order,reason\nr1,A3003,too small\nr2,A3004,\n", 2, ""},
+		{"BOMHeader", "\ufefftask,order,reason\nr1,A3003,x\n", 1, ""},
+		{"WrongHeader", "id,order,reason\nr1,A3003,x\n", 0, "line 1"},
+		{"NoRows", "task,order,reason\n", 0, "no rows"},
+		{"BadTaskID", "task,order,reason\nr1,A3003,x\nr 2,A3004,x\n", 0, "line 3"},
+		{"DuplicateTask", "task,order,reason\nr1,A3003,x\nr1,A3004,x\n", 0, "already on line 2"},
+		{"FieldCount", "task,order,reason\nr1,A3003\n", 0, "line 2"},
+		{"ControlInReason", "task,order,reason\nr1,A3003,\"a\x01b\"\n", 0, "control"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rows, fp, err := returns.ParseBatch(strings.NewReader(tt.file))
+			if tt.wantErr == "" {
+				if err != nil || len(rows) != tt.rows || fp == "" {
+					t.Fatalf("ParseBatch = %d rows, fp %q, err %v; want %d rows", len(rows), fp, err, tt.rows)
+				}
+				return
+			}
+			if !errors.Is(err, returns.ErrInvalid) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("err = %v, want ErrInvalid containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestReduce(t *testing.T) {
+	s := returns.State{Task: "t", Order: "A3003", Trace: []string{"lookup"}}
+	got := returns.Reduce(s, returns.State{Stage: returns.StageDraftReady, Trace: []string{"prepare"}})
+	if got.Task != "t" || got.Order != "A3003" || got.Stage != returns.StageDraftReady {
+		t.Errorf("Reduce kept %+v", got)
+	}
+	if strings.Join(got.Trace, ",") != "lookup,prepare" {
+		t.Errorf("Trace = %v, want lookup,prepare", got.Trace)
+	}
+	if strings.Join(s.Trace, ",") != "lookup" {
+		t.Errorf("Reduce changed its input's Trace: %v", s.Trace)
+	}
+}
