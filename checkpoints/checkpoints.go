@@ -2,7 +2,7 @@
 // durable store the engine uses in production and a store in memory for tests.
 //
 //   - SQLite keeps threads, checkpoints and pending writes in one SQLite file
-//     (WAL, synchronous=FULL, busy timeout). Several processes may share the
+//     (WAL, synchronous=NORMAL with one Sync per run, busy timeout). Several processes may share the
 //     file: Put is a compare-and-set on the thread's head inside a BEGIN
 //     IMMEDIATE transaction, so two processes can never fork a thread.
 //   - Memory keeps the same data in maps behind a mutex. It copies on the way
@@ -152,6 +152,16 @@ func encodeMetadata(m flow.Metadata) (string, error) {
 			b.Write(m.Writes[node])
 		}
 		b.WriteByte('}')
+	}
+	if len(m.Waiting) > 0 {
+		// Join progress: without it a join whose branches finish at
+		// different checkpoints would never fire after a reload.
+		w, err := json.Marshal(m.Waiting)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(`,"waiting":`)
+		b.Write(w)
 	}
 	b.WriteByte('}')
 	return b.String(), nil

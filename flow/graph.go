@@ -296,8 +296,8 @@ func (g *Graph[S]) successors(ran []string, state S, waiting map[string][]string
 	return next, nextWaiting, nil
 }
 
-// callRouter runs a router, turning a panic into an error as Runnable.call
-// does for nodes.
+// callRouter runs a router, turning a panic into an error as callNode does
+// for nodes.
 func callRouter[S any](from string, route Router[S], state S) (tos []string, err error) {
 	defer func() {
 		if p := recover(); p != nil {

@@ -27,6 +27,10 @@ import (
 // question has a stable id (the same on every re-run of the task) that
 // Command.ResumeMap uses.
 //
+// Several questions may be asked before the node returns (for example
+// joined with errors.Join); they are all pending at once. Inside a subgraph
+// (SubgraphNode) the question belongs to the outer task, with a Path.
+//
 // Calling Interrupt outside a running node returns ErrNotInNode. An answer that
 // does not decode into T returns a *ResumeDecodeError and the task fails.
 func Interrupt[T any](ctx context.Context, payload any) (T, error) {
@@ -51,7 +55,7 @@ type PendingInterrupt struct {
 	ID     string          `json:"id"`      // stable id, to answer with Command.ResumeMap
 	Node   string          `json:"node"`    // the node that asked
 	TaskID string          `json:"task_id"` // the task that asked
-	Idx    int             `json:"idx"`     // order of the Interrupt call within the node
+	Idx    int             `json:"idx"`     // order of the Interrupt call within the node (a larger stable number inside a subgraph)
 	Value  json.RawMessage `json:"value"`   // the payload given to Interrupt, as JSON
 	// Path locates the question: [Node] for a question the node asked
 	// itself, [Node, child node, …] for one asked inside a subgraph the node

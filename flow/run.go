@@ -416,7 +416,8 @@ func (r *Runnable[S]) superstep(ctx context.Context, cp *Checkpoint) (next *Chec
 		return nil, false, err
 	}
 	for _, n := range ran {
-		if r.after[n] {
+		// A run that ended has nothing to continue: no pause.
+		if r.after[n] && len(nextNodes) > 0 {
 			ncp.Breakpoint = "after:" + n
 			break
 		}

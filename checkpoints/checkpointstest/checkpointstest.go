@@ -231,7 +231,7 @@ func testRoundTripUnchanged(t *testing.T, s flow.Checkpointer) {
 			cp.Metadata = flow.Metadata{Source: flow.SourceUpdate, Step: 4, Writes: map[string]json.RawMessage{
 				"prepare": json.RawMessage(`{"draft_id":"d-1"}`),
 				"lookup":  json.RawMessage(`"ok"`),
-			}}
+			}, Waiting: map[string][]string{"join": {"a", "b"}}}
 			cp.CreatedAt = created
 		}},
 		{"ZeroOptionalFields", func(cp *flow.Checkpoint) {
