@@ -401,3 +401,27 @@ func TestChaos(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchFaultPoints kills a batch at each fault point of its row step
+// (the chunk node "rows" and the point after each row) and recovers it: one
+// task and one draft per row, nothing left running.
+func TestBatchFaultPoints(t *testing.T) {
+	rows := batchFile(t, 120)
+	for _, point := range []string{"before:rows", "after:rows", "after-checkpoint:rows", "batch:after-row"} {
+		t.Run(strings.ReplaceAll(point, ":", "_"), func(t *testing.T) {
+			dir := t.TempDir()
+			c := exec.Command(assistantBin(), "--data", dir, "batch", "b1", rows, "--chunk", "50")
+			c.Env = append(os.Environ(), "ASSISTANT_FAULT="+point)
+			if code := exitOf(t, c.Run()); code != 137 {
+				t.Fatalf("batch with %s exited %d, want 137 (killed at the point)", point, code)
+			}
+			if got := mustRun(t, dir, "recover"); len(got["recovered"].([]any)) == 0 {
+				t.Fatalf("recover found nothing to recover: %v", got)
+			}
+			checkBatchDone(t, dir, "b1", 120)
+			if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM tasks WHERE status IN ('running', 'interrupted')`); got != "0" {
+				t.Errorf("%s tasks left running", got)
+			}
+		})
+	}
+}

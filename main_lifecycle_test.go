@@ -284,3 +284,34 @@ func TestStaleTaskShownWithRecoverCommand(t *testing.T) {
 		t.Errorf("after recover: status %v, want done", v["status"])
 	}
 }
+
+// TestSIGTERMStopsLikeStop sends SIGTERM to a running batch: it must end as
+// an operator stop does — exit 0, status interrupted, the step failed — and
+// resume must finish it.
+func TestSIGTERMStopsLikeStop(t *testing.T) {
+	dir := t.TempDir()
+	rows := batchFile(t, 1000)
+	mustRun(t, dir, "orders", "list")
+	proc := exec.Command(assistantBin(), "--data", dir, "--output", "json", "batch", "b1", rows)
+	var out bytes.Buffer
+	proc.Stdout = &out
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitPosition(t, dir, "b1", 50, proc)
+	if err := proc.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := exitOf(t, proc.Wait()); code != 0 {
+		t.Fatalf("batch after SIGTERM exited %d, want 0", code)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil || v["status"] != "interrupted" {
+		t.Fatalf("batch after SIGTERM printed %v (%v), want status interrupted", v, err)
+	}
+	if got := query(t, dir, "business.sqlite", `SELECT status || ': ' || error FROM steps WHERE task_id = 'b1' ORDER BY seq DESC LIMIT 1`); got != "failed: run interrupted; step not completed" {
+		t.Errorf("last step = %q", got)
+	}
+	mustRun(t, dir, "resume", "b1")
+	checkBatchDone(t, dir, "b1", 1000)
+}
