@@ -19,6 +19,7 @@ type ImportError struct {
 	Lines []string // "line 3: …", in file order
 }
 
+// Error implements the error interface for *ImportError.
 func (e *ImportError) Error() string {
 	const most = 10
 	lines := e.Lines

@@ -41,6 +41,7 @@ type LeaseHeldError struct {
 	Lease Lease
 }
 
+// Error implements the error interface for *LeaseHeldError.
 func (e *LeaseHeldError) Error() string {
 	return fmt.Sprintf("task %s is busy: pid %d on %s drives it (lease until %s)", e.Task, e.Lease.PID, e.Lease.Host, e.Lease.Until.UTC().Format(time.RFC3339))
 }

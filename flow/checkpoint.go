@@ -135,6 +135,7 @@ type ConflictError struct {
 	Head     string // the head actually found ("" when the thread is empty)
 }
 
+// Error implements the error interface for *ConflictError.
 func (e *ConflictError) Error() string {
 	return fmt.Sprintf("thread %s changed under the request: expected head %q, found %q", e.ThreadID, e.Want, e.Head)
 }

@@ -69,6 +69,7 @@ type InterruptError struct {
 	Interrupt PendingInterrupt
 }
 
+// Error implements the error interface for *InterruptError.
 func (e *InterruptError) Error() string {
 	return fmt.Sprintf("interrupt %s in node %s", e.Interrupt.ID, e.Interrupt.Node)
 }
@@ -114,6 +115,7 @@ type AnswerInFlightError struct {
 	InterruptID string
 }
 
+// Error implements the error interface for *AnswerInFlightError.
 func (e *AnswerInFlightError) Error() string {
 	return fmt.Sprintf("question %s of thread %s was answered by another request that has not finished; show the thread, or resume it without an answer to continue", e.InterruptID, e.ThreadID)
 }
@@ -129,16 +131,19 @@ type ResumeDecodeError struct {
 	Err         error
 }
 
+// Error implements the error interface for *ResumeDecodeError.
 func (e *ResumeDecodeError) Error() string {
 	return fmt.Sprintf("resume value for interrupt %s in node %s: %v", e.InterruptID, e.Node, e.Err)
 }
 
+// Unwrap returns the cause, for errors.Is and errors.As.
 func (e *ResumeDecodeError) Unwrap() error { return e.Err }
 
 // UnknownInterruptError names the id that Command.ResumeMap gave and no
 // pending interrupt has. It matches ErrUnknownInterrupt.
 type UnknownInterruptError struct{ ID string }
 
+// Error implements the error interface for *UnknownInterruptError.
 func (e *UnknownInterruptError) Error() string {
 	return fmt.Sprintf("interrupt %q is not pending (unknown or already answered)", e.ID)
 }

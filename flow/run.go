@@ -20,6 +20,7 @@ type RecursionLimitError struct {
 	Limit    int
 }
 
+// Error implements the error interface for *RecursionLimitError.
 func (e *RecursionLimitError) Error() string {
 	return fmt.Sprintf("thread %s: recursion limit of %d supersteps reached without ending", e.ThreadID, e.Limit)
 }
@@ -32,10 +33,12 @@ type TaskError struct {
 	Err      error
 }
 
+// Error implements the error interface for *TaskError.
 func (e *TaskError) Error() string {
 	return fmt.Sprintf("thread %s: node %s: %v", e.ThreadID, e.Node, e.Err)
 }
 
+// Unwrap returns the cause, for errors.Is and errors.As.
 func (e *TaskError) Unwrap() error { return e.Err }
 
 // Invoke starts a new thread with input as its state and runs it until it

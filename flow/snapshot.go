@@ -64,10 +64,12 @@ type StateDecodeError struct {
 	Err          error
 }
 
+// Error implements the error interface for *StateDecodeError.
 func (e *StateDecodeError) Error() string {
 	return fmt.Sprintf("state of thread %s at checkpoint %s (format %d) does not decode: %v", e.ThreadID, e.CheckpointID, e.Format, e.Err)
 }
 
+// Unwrap returns the cause, for errors.Is and errors.As.
 func (e *StateDecodeError) Unwrap() error { return e.Err }
 
 // decodeState upgrades and decodes a checkpoint's values.

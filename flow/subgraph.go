@@ -59,10 +59,12 @@ type SubgraphError struct {
 	Err  error
 }
 
+// Error implements the error interface for *SubgraphError.
 func (e *SubgraphError) Error() string {
 	return fmt.Sprintf("subgraph node %s: %v", strings.Join(e.Path, "/"), e.Err)
 }
 
+// Unwrap returns the cause, for errors.Is and errors.As.
 func (e *SubgraphError) Unwrap() error { return e.Err }
 
 // runInline runs the graph from input to its end without checkpoints, as
