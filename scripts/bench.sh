@@ -62,21 +62,24 @@ read ms rss < <(timed resume "$A" --data "$data" resume t{} --action approve)
 echo "resume_approve_ms $ms ms"; echo "resume_approve_ratio $(ratio "$ms" "$floor_ms") x_floor"; echo "resume_approve_rss $rss MiB"
 
 # In one process: start+approve cycles, durable commits, checkpoint storage.
-go test -run '^$' -bench 'BenchmarkStartApprove$' -benchtime 2000x ./flow/returns/ | python3 -c '
-import sys, re
-for line in sys.stdin:
+go test -run '^$' -bench 'BenchmarkStartApprove$' -benchtime 2000x ./flow/returns/ > "$work/bench.txt"
+python3 - "$work/bench.txt" <<'PY'
+import sys
+for line in open(sys.argv[1]):
     if line.startswith("BenchmarkStartApprove"):
         f = line.split()
         vals = {f[i+1]: float(f[i]) for i in range(2, len(f)-1, 2)}
-        print(f"cycles_per_s {1e9/vals[\"ns/op\"]:.0f} cycles/s")
+        print("cycles_per_s %.0f cycles/s" % (1e9/vals["ns/op"]))
         for k, name in (("fsyncs/task", "fsyncs_per_task"), ("commits/task", "commits_per_task"), ("ckpt_bytes/task", "checkpoint_bytes_per_task"), ("ckpt_rows/task", "checkpoint_rows_per_task")):
-            if k in vals: print(f"{name} {vals[k]:.1f} {k.split(\"/\")[0]}")
-'
+            if k in vals:
+                print("%s %.1f %s" % (name, vals[k], k.split("/")[0]))
+PY
 
 # A 10,000-row batch, each row parked at approval.
 python3 -c "
 print('task,order,reason')
-for i in range(10000): print(f'b{i},{[\"A3001\",\"A3002\",\"A3003\",\"A3004\",\"A3008\"][i%5]},reason {i}')" > "$work/rows10k.csv"
+orders = ['A3001', 'A3002', 'A3003', 'A3004', 'A3008']
+for i in range(10000): print(f'b{i},{orders[i%5]},reason {i}')" > "$work/rows10k.csv"
 start=$(date +%s.%N)
 "$A" --data "$work/batch" batch b10k "$work/rows10k.csv" > /dev/null
 end=$(date +%s.%N)
