@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"assistant/internal/sqlitedb"
 )
 
 // ReviewPending is the review_status of a newly submitted application. An
@@ -61,12 +63,26 @@ func (s *Store) PrepareDraft(ctx context.Context, taskID, orderID, user, reason 
 	if taskID == "" {
 		return Draft{}, false, fmt.Errorf("prepare draft: empty task id")
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
+	// Durable at commit: the checkpoint written after prepare names the
+	// draft, and no power loss may keep that checkpoint and lose the draft.
+	var txErr error
+	err = sqlitedb.DurableTx(ctx, s.db, s.synchronous, func(tx *sql.Tx) error {
+		d, reused, txErr = s.prepareDraftTx(ctx, tx, taskID, orderID, user, reason, ttl, now)
+		if txErr == nil && reused {
+			return sqlitedb.ErrNothingWritten
+		}
+		return txErr
+	})
+	switch {
+	case txErr != nil:
+		return Draft{}, false, txErr
+	case err != nil:
 		return Draft{}, false, fmt.Errorf("prepare draft of task %s: %w", taskID, err)
 	}
-	defer tx.Rollback()
+	return d, reused, nil
+}
 
+func (s *Store) prepareDraftTx(ctx context.Context, tx *sql.Tx, taskID, orderID, user, reason string, ttl time.Duration, now time.Time) (d Draft, reused bool, err error) {
 	d, err = draftWhere(ctx, tx, "task_id", taskID)
 	switch {
 	case err == nil:
@@ -108,9 +124,6 @@ func (s *Store) PrepareDraft(ctx context.Context, taskID, orderID, user, reason 
 		`INSERT INTO drafts (`+draftColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		d.ID, d.TaskID, d.OrderID, d.User, d.Reason, formatTime(d.CreatedAt), formatTime(d.ExpiresAt))
 	if err != nil {
-		return Draft{}, false, fmt.Errorf("prepare draft of task %s: %w", taskID, err)
-	}
-	if err := tx.Commit(); err != nil {
 		return Draft{}, false, fmt.Errorf("prepare draft of task %s: %w", taskID, err)
 	}
 	return d, false, nil
@@ -164,17 +177,20 @@ func draftWhere(ctx context.Context, q queryer, column, value string) (Draft, er
 // Submit submits draft draftID for user at now, in one transaction; see
 // SubmitTx for the rules and errors.
 func (s *Store) Submit(ctx context.Context, draftID, user string, now time.Time) (a Application, reused bool, err error) {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return Application{}, false, fmt.Errorf("submit draft %s: %w", draftID, err)
-	}
-	defer tx.Rollback()
-
-	a, reused, err = s.SubmitTx(ctx, tx, draftID, user, now)
-	if err != nil {
-		return Application{}, false, err
-	}
-	if err := tx.Commit(); err != nil {
+	// Durable at commit: the checkpoint written after submit names the
+	// application, and no power loss may keep that and lose the application.
+	var txErr error
+	err = sqlitedb.DurableTx(ctx, s.db, s.synchronous, func(tx *sql.Tx) error {
+		a, reused, txErr = s.SubmitTx(ctx, tx, draftID, user, now)
+		if txErr == nil && reused {
+			return sqlitedb.ErrNothingWritten
+		}
+		return txErr
+	})
+	switch {
+	case txErr != nil:
+		return Application{}, false, txErr
+	case err != nil:
 		return Application{}, false, fmt.Errorf("submit draft %s: %w", draftID, err)
 	}
 	return a, reused, nil

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"time"
 
 	"modernc.org/sqlite"
@@ -108,15 +109,22 @@ type Options struct {
 	// Now is the clock for times the store picks itself (seed dates, task
 	// timestamps). Default time.Now. Stored times are UTC.
 	Now func() time.Time
+
+	// Synchronous is "NORMAL" (the default when "") or "FULL". With NORMAL
+	// a commit survives a process crash at once and power loss after Sync;
+	// drafts and applications are committed durably either way (another
+	// file refers to them).
+	Synchronous string
 }
 
 // Store is the return desk kept in business.sqlite: orders, drafts,
 // applications and tasks. It is safe for concurrent use by many goroutines,
 // and several processes may open the same file at once.
 type Store struct {
-	db   *sql.DB
-	path string
-	now  func() time.Time
+	db          *sql.DB
+	path        string
+	now         func() time.Time
+	synchronous string
 }
 
 // Open opens (and, with opts.Create, creates) the business database at path,
@@ -151,6 +159,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 		ApplicationID: ApplicationID,
 		Migrations:    migrations[:SchemaVersion],
 		Create:        opts.Create,
+		Synchronous:   opts.Synchronous,
 		BusyTimeout:   DefaultBusyTimeout,
 		OnCreate: func(ctx context.Context, tx *sql.Tx) error {
 			return loadSeed(ctx, tx, seed, now())
@@ -159,7 +168,21 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{db: db, path: path, now: now}, nil
+	synchronous := strings.ToUpper(opts.Synchronous)
+	if synchronous == "" {
+		synchronous = sqlitedb.DefaultSynchronous
+	}
+	return &Store{db: db, path: path, now: now, synchronous: synchronous}, nil
+}
+
+// Sync makes every earlier commit durable against power loss (one fsync of
+// the WAL; nothing at synchronous=FULL). A command calls it once, after its
+// last write and before it reports what it did.
+func (s *Store) Sync(ctx context.Context) error {
+	if err := sqlitedb.Sync(ctx, s.db, s.synchronous); err != nil {
+		return fmt.Errorf("sync business %s: %w", s.path, err)
+	}
+	return nil
 }
 
 // Close closes the database pool. The last connection to close checkpoints

@@ -3,7 +3,6 @@ package checkpoints
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -21,8 +20,8 @@ const (
 	// DefaultBusyTimeout is how long a statement waits for another
 	// connection's (or process's) write lock before failing with SQLITE_BUSY.
 	DefaultBusyTimeout = sqlitedb.DefaultBusyTimeout
-	// DefaultSynchronous is the PRAGMA synchronous level: every commit is
-	// durable against power loss.
+	// DefaultSynchronous is the PRAGMA synchronous level: NORMAL, so a
+	// commit survives a process crash at once and power loss after Sync.
 	DefaultSynchronous = sqlitedb.DefaultSynchronous
 	// ApplicationID is stored in the file header (PRAGMA application_id) to
 	// mark a checkpoints file of assistant; it spells "ASCP".
@@ -51,8 +50,9 @@ var (
 // SQLiteOptions configure OpenSQLite. The zero value opens an existing file
 // with the defaults.
 type SQLiteOptions struct {
-	// Synchronous is "FULL" (the default when "") or "NORMAL". With NORMAL a
-	// commit survives a process crash but maybe not a power loss until Sync.
+	// Synchronous is "NORMAL" (the default when "") or "FULL". With NORMAL a
+	// commit survives a process crash but maybe not a power loss until Sync;
+	// with FULL every commit fsyncs.
 	Synchronous string
 	// Create makes the file (mode 0600) when it is missing. Without it a
 	// missing file is an error wrapping fs.ErrNotExist. The directory must
@@ -420,55 +420,16 @@ func (s *SQLite) deleteThread(ctx context.Context, threadID string) error {
 
 // Sync makes every earlier Put and PutWrites durable against power loss.
 //
-// With synchronous=FULL (the default) each commit already fsyncs the WAL, so
-// Sync does nothing. With NORMAL, Sync commits one small write transaction at
-// synchronous=FULL on one connection: that fsyncs the WAL file, which holds
-// every earlier commit's frames too (or they were already checkpointed into
-// the database file, which NORMAL fsyncs when checkpointing).
+// With synchronous=FULL each commit already fsyncs the WAL, so Sync does
+// nothing. With NORMAL (the default), Sync commits one small write
+// transaction at synchronous=FULL (sqlitedb.Sync): that fsyncs the WAL file,
+// which holds every earlier commit's frames too. The engine calls it once at
+// the end of each run, before the caller can report what the run did.
 func (s *SQLite) Sync(ctx context.Context) error {
-	if s.synchronous == "FULL" {
-		return nil
-	}
-	if err := s.sync(ctx); err != nil {
+	if err := sqlitedb.Sync(ctx, s.db, s.synchronous); err != nil {
 		return fmt.Errorf("sync checkpoints: %w", err)
 	}
 	return nil
-}
-
-func (s *SQLite) sync(ctx context.Context) (err error) {
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = FULL`); err != nil {
-		return err
-	}
-	defer func() {
-		// The connection goes back to the pool: it must not stay at FULL
-		// silently, nor at an unknown level. If the reset fails, drop it.
-		if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), `PRAGMA synchronous = `+s.synchronous); rerr != nil {
-			conn.Raw(func(any) error { return driver.ErrBadConn })
-			err = errors.Join(err, rerr)
-		}
-	}()
-
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	// Rewriting user_version with its own value dirties page 1, so the commit
-	// appends a WAL frame and, at FULL, fsyncs the WAL; a commit that changed
-	// nothing would write nothing and sync nothing.
-	var version int64
-	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", version)); err != nil {
-		return err
-	}
-	return tx.Commit()
 }
 
 //go:embed migrations/*.sql

@@ -370,7 +370,7 @@ func TestSQLiteSyncWithNormal(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	full := mustOpenSQLite(t, filepath.Join(t.TempDir(), "full.sqlite"), checkpoints.SQLiteOptions{})
+	full := mustOpenSQLite(t, filepath.Join(t.TempDir(), "full.sqlite"), checkpoints.SQLiteOptions{Synchronous: "FULL"})
 	if err := full.Sync(ctx); err != nil {
 		t.Errorf("Sync at FULL = %v, want nil", err)
 	}

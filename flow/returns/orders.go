@@ -19,7 +19,10 @@ func (s *Service) ImportOrders(ctx context.Context, r io.Reader) (business.Impor
 	if errors.As(err, &ie) {
 		return res, fmt.Errorf("%w: %v", ErrInvalid, ie)
 	}
-	return res, err
+	if err != nil {
+		return res, err
+	}
+	return res, s.desk.Sync(ctx)
 }
 
 // OrderLine is one order of OrderList with whether it may be returned now.

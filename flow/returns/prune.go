@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"assistant/flow"
 )
 
 // DefaultPruneKeep is how many checkpoints prune keeps per finished task: the
@@ -79,6 +81,11 @@ func (s *Service) Prune(ctx context.Context, o PruneOptions) (*PruneReport, erro
 		r.Tasks = append(r.Tasks, PrunedTask{Task: t.ID, Status: t.Status, Rows: rows, Bytes: n})
 		r.Rows += rows
 		r.Bytes += n
+	}
+	if sy, ok := s.cps.(flow.Syncer); ok && len(tasks) > 0 {
+		if err := sy.Sync(ctx); err != nil {
+			return r, fmt.Errorf("prune: %w", err)
+		}
 	}
 	return r, nil
 }

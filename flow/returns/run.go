@@ -128,6 +128,7 @@ func (s *Service) drive(ctx context.Context, t business.Task, fn func(context.Co
 	if err != nil {
 		// The head cannot be read: let go of the lease, leave it running.
 		_ = s.desk.ReleaseLease(bg, t.ID, s.me.owner, StatusRunning, t.Stage)
+		_ = s.desk.Sync(bg)
 		return nil, errors.Join(runErr, err)
 	}
 	if rctx.Err() != nil && v.Status == StatusRunning {
@@ -144,6 +145,13 @@ func (s *Service) drive(ctx context.Context, t business.Task, fn func(context.Co
 	// a run left part-way.
 	if err := s.desk.ReleaseLease(bg, t.ID, s.me.owner, v.Status, v.Stage); err != nil && runErr == nil {
 		return nil, fmt.Errorf("record progress of %s: %w", t.ID, err)
+	}
+	// The run's business commits (lease, timeline, task record) were made at
+	// synchronous=NORMAL: one fsync makes them all durable before the caller
+	// reports. The engine synced the checkpoints when the run ended, before
+	// ReleaseLease, so the task record is never durable ahead of its head.
+	if err := s.desk.Sync(bg); err != nil && runErr == nil {
+		return nil, err
 	}
 	switch {
 	case runErr == nil:
@@ -210,6 +218,9 @@ func (s *Service) Stop(ctx context.Context, task, user string, wait time.Duratio
 	if err := s.desk.RequestStop(ctx, t.ID); errors.Is(err, business.ErrConflict) {
 		return nil, fmt.Errorf("stop %s: %v; only a running task can be stopped: %w", t.ID, err, ErrConflict)
 	} else if err != nil {
+		return nil, fmt.Errorf("stop %s: %w", t.ID, err)
+	}
+	if err := s.desk.Sync(ctx); err != nil {
 		return nil, fmt.Errorf("stop %s: %w", t.ID, err)
 	}
 	deadline := time.Now().Add(wait)

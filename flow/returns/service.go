@@ -425,7 +425,10 @@ func (s *Service) repair(ctx context.Context, t business.Task, v *View) error {
 	if err := s.acquire(ctx, t); err != nil {
 		return err
 	}
-	return s.desk.ReleaseLease(ctx, t.ID, s.me.owner, v.Status, v.Stage)
+	if err := s.desk.ReleaseLease(ctx, t.ID, s.me.owner, v.Status, v.Stage); err != nil {
+		return err
+	}
+	return s.desk.Sync(ctx)
 }
 
 // savedApproval returns the action of an approval answer saved as a pending
