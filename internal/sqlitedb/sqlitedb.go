@@ -183,11 +183,24 @@ func Open(ctx context.Context, path string, spec Spec) (*sql.DB, error) {
 	if err := writable(path); err != nil {
 		return nil, err
 	}
-	if err := inspect(ctx, path, ms, spec); err != nil {
+	hdr, err := readFileHeader(path)
+	if err != nil {
 		return nil, fmt.Errorf("inspect: %w", err)
 	}
-	if err := ensureWAL(ctx, path, ms, busy); err != nil {
-		return nil, fmt.Errorf("switch to WAL: %w", err)
+	// A file whose header says WAL (read and write version 2) can be
+	// inspected through the pool itself: its connections' journal_mode
+	// pragma then changes nothing, and they write nothing until told to.
+	// That saves two connections (each parses the schema) per open. Any
+	// other file is inspected on a read-only connection of its own, then
+	// switched to WAL.
+	inWAL := hdr != nil && hdr[18] == 2 && hdr[19] == 2
+	if !inWAL {
+		if err := inspect(ctx, path, ms, hdr, spec); err != nil {
+			return nil, fmt.Errorf("inspect: %w", err)
+		}
+		if err := ensureWAL(ctx, path, ms, busy); err != nil {
+			return nil, fmt.Errorf("switch to WAL: %w", err)
+		}
 	}
 	db, err := sql.Open("sqlite", DSN(path,
 		// Every write transaction takes the write lock at BEGIN, so a
@@ -200,6 +213,16 @@ func Open(ctx context.Context, path string, spec Spec) (*sql.DB, error) {
 	))
 	if err != nil {
 		return nil, err
+	}
+	if inWAL {
+		h, err := inspectTx(ctx, db, path, hdr, spec)
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("inspect: %w", err)
+		}
+		if h.appID == spec.ApplicationID && h.version == spec.Migrations[len(spec.Migrations)-1].Version {
+			return db, nil // ours and current: nothing to migrate
+		}
 	}
 	if err := migrate(ctx, db, spec); err != nil {
 		db.Close()
@@ -263,48 +286,64 @@ func access(dir string) error {
 	return nil
 }
 
-// inspect looks at an existing non-empty file without changing it: the
-// connection is read-only and sets no journal mode (switching a foreign
-// rollback-journal file to WAL would rewrite its header). Reading a file
-// that is already in WAL mode creates empty -wal and -shm files beside it
-// when they are missing; the database file itself is untouched. (immutable=1
+// inspect looks at an existing non-empty file that is not in WAL mode
+// without changing it: the connection is read-only and sets no journal mode
+// (switching a foreign rollback-journal file to WAL would rewrite its
+// header). A file already in WAL mode is inspected through the pool (Open);
+// reading it creates empty -wal and -shm files beside it when they are
+// missing, either way; the database file itself is untouched. (immutable=1
 // would avoid them but could read a torn page while another process
 // checkpoints, and call a healthy file corrupt.)
-func inspect(ctx context.Context, path, busyMS string, spec Spec) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	hdr := make([]byte, 100)
-	n, err := io.ReadFull(f, hdr)
-	f.Close()
-	switch {
-	case n == 0 && err == io.EOF:
+func inspect(ctx context.Context, path, busyMS string, hdr []byte, spec Spec) error {
+	if hdr == nil {
 		return nil // 0 bytes: a new file
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return fmt.Errorf("%d bytes is shorter than a SQLite header: %w", n, ErrCorrupt)
-	case err != nil:
-		return err
-	case !bytes.HasPrefix(hdr, header):
-		return fmt.Errorf("no SQLite header: %w", ErrCorrupt)
 	}
-
 	db, err := sql.Open("sqlite", DSN(path, "mode=ro", "_pragma=busy_timeout("+busyMS+")"))
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
+	_, err = inspectTx(ctx, db, path, hdr, spec)
+	return err
+}
 
+// readFileHeader returns the first 100 bytes of the file at path, nil for an
+// empty file, and ErrCorrupt for a file that is not SQLite.
+func readFileHeader(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	hdr := make([]byte, 100)
+	n, err := io.ReadFull(f, hdr)
+	switch {
+	case n == 0 && err == io.EOF:
+		return nil, nil
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return nil, fmt.Errorf("%d bytes is shorter than a SQLite header: %w", n, ErrCorrupt)
+	case err != nil:
+		return nil, err
+	case !bytes.HasPrefix(hdr, header):
+		return nil, fmt.Errorf("no SQLite header: %w", ErrCorrupt)
+	}
+	return hdr, nil
+}
+
+// inspectTx decides, in one read transaction on db, whether the file (whose
+// first bytes are hdr) is for this build, and checks the structure of one of
+// ours (cheapCheck).
+func inspectTx(ctx context.Context, db *sql.DB, path string, hdr []byte, spec Spec) (fileHeader, error) {
 	// One read transaction, so the answers describe one state of the file.
 	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return classify(err)
+		return fileHeader{}, classify(err)
 	}
 	defer tx.Rollback()
 	h, err := readHeader(ctx, tx)
 	if err != nil {
-		return err
+		return h, err
 	}
 	// Our own files get a structural check whose cost does not grow with the
 	// file (PRAGMA quick_check reads every page: seconds at 100,000 tasks).
@@ -314,15 +353,15 @@ func inspect(ctx context.Context, path, busyMS string, spec Spec) error {
 	if h.appID == spec.ApplicationID {
 		full, err := cheapCheck(ctx, tx, path, hdr)
 		if err != nil {
-			return err
+			return h, err
 		}
 		if full {
 			if err := quickCheck(ctx, tx); err != nil {
-				return err
+				return h, err
 			}
 		}
 	}
-	return h.check(spec)
+	return h, h.check(spec)
 }
 
 // cheapCheck checks an existing file of ours in time independent of its
