@@ -75,6 +75,20 @@ for line in open(sys.argv[1]):
                 print("%s %.1f %s" % (name, vals[k], k.split("/")[0]))
 PY
 
+# fsync system calls per start+approve, counted by strace (when installed):
+# they include SQLite's own WAL checkpoints, which the stores' count does
+# not. Two runs of different length, so set-up costs cancel out.
+if command -v strace > /dev/null; then
+  go test -c -o "$work/returns.test" ./flow/returns/
+  fsyncs() {
+    (cd flow/returns && strace -f -qq -c -e trace=fsync,fdatasync -o "$work/strace.$1" \
+      "$work/returns.test" -test.run '^$' -test.bench 'BenchmarkStartApprove$' -test.benchtime "$1x" > /dev/null)
+    awk '$NF == "fsync" || $NF == "fdatasync" {n += $4} END {print n + 0}' "$work/strace.$1"
+  }
+  a=$(fsyncs 100); b=$(fsyncs 400)
+  echo "fsync_syscalls_per_task $(python3 -c "print(f'{($b-$a)/300:.1f}')") fsyncs"
+fi
+
 # A 10,000-row batch, each row parked at approval.
 python3 -c "
 print('task,order,reason')

@@ -189,11 +189,23 @@ func (s *Service) batchRows(ctx context.Context, b BatchState) (BatchState, erro
 	if len(rows) == 0 {
 		pos = b.Total // rows vanished: nothing left to do
 	}
+	// The rows' task records become durable before the checkpoint that
+	// counts them as handled (their own checkpoints were synced per row).
+	if err := s.desk.Sync(ctx); err != nil {
+		return BatchState{}, err
+	}
 	return BatchState{Position: pos, Counts: counts}, nil
 }
 
+// batchKey marks the context of a batch's rows.
+type batchKey struct{}
+
+// inBatch reports whether ctx is the context of a batch's row.
+func inBatch(ctx context.Context) bool { return ctx.Value(batchKey{}) != nil }
+
 // batchRow runs one row and returns its outcome for the counts.
 func (s *Service) batchRow(ctx context.Context, user string, row business.BatchRow) (string, error) {
+	ctx = context.WithValue(ctx, batchKey{}, true)
 	o := StartOptions{Task: row.TaskID, User: user, Order: row.OrderID, Reason: row.Reason}
 	t, err := s.desk.Task(ctx, row.TaskID)
 	if errors.Is(err, business.ErrNotFound) {

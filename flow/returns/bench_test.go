@@ -105,3 +105,32 @@ func BenchmarkStartApprove(b *testing.B) {
 	b.ReportMetric(bytes/float64(b.N), "ckpt_bytes/task")
 	b.ReportMetric(rows/float64(b.N), "ckpt_rows/task")
 }
+
+// BenchmarkBatch runs one batch of b.N rows (each row's task parks at
+// approval) and reports rows per second and durable commits per row.
+func BenchmarkBatch(b *testing.B) {
+	ctx := context.Background()
+	svc, _ := openService(b, 0)
+	var csv strings.Builder
+	csv.WriteString("task,order,reason\n")
+	orders := []string{"A3001", "A3002", "A3003", "A3004", "A3008"}
+	for i := range b.N {
+		fmt.Fprintf(&csv, "b%d,%s,reason %d\n", i, orders[i%len(orders)], i)
+	}
+	rows, fp, err := returns.ParseBatch(strings.NewReader(csv.String()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	syncsBefore := sqlitedb.Syncs()
+	b.ResetTimer()
+	v, err := svc.StartBatch(ctx, returns.BatchOptions{Batch: "bench", User: "demo-user", Rows: rows, Fingerprint: fp})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	if v.Batch.Position != b.N {
+		b.Fatalf("batch handled %d of %d rows", v.Batch.Position, b.N)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+	b.ReportMetric(float64(sqlitedb.Syncs()-syncsBefore)/float64(b.N), "fsyncs/row")
+}

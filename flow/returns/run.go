@@ -149,9 +149,13 @@ func (s *Service) drive(ctx context.Context, t business.Task, fn func(context.Co
 	// The run's business commits (lease, timeline, task record) were made at
 	// synchronous=NORMAL: one fsync makes them all durable before the caller
 	// reports. The engine synced the checkpoints when the run ended, before
-	// ReleaseLease, so the task record is never durable ahead of its head.
-	if err := s.desk.Sync(bg); err != nil && runErr == nil {
-		return nil, err
+	// ReleaseLease, so the task record is never durable ahead of its head. A
+	// batch's row reports to nobody: the batch syncs once per chunk, before
+	// the chunk's checkpoint, and once when it ends.
+	if !inBatch(ctx) {
+		if err := s.desk.Sync(bg); err != nil && runErr == nil {
+			return nil, err
+		}
 	}
 	switch {
 	case runErr == nil:
