@@ -1,10 +1,13 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"assistant/flow/returns"
 )
 
 func (a *app) newList() *cobra.Command {
@@ -16,14 +19,22 @@ func (a *app) newList() *cobra.Command {
   assistant list --status waiting`,
 		Args: exactArgs(0, "list takes no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
+			var tasks []returns.TaskSummary
 			svc, closeAll, err := a.open(c.Context(), false)
-			if err != nil {
+			switch {
+			case errors.Is(err, returns.ErrNotFound):
+				// No data dir yet: no task, and nothing is created.
+				if err := returns.CheckStatus(status); err != nil {
+					return err
+				}
+				tasks = []returns.TaskSummary{}
+			case err != nil:
 				return ran(err)
-			}
-			defer closeAll()
-			tasks, err := svc.List(c.Context(), a.user, status)
-			if err != nil {
-				return ran(err)
+			default:
+				defer closeAll()
+				if tasks, err = svc.List(c.Context(), a.user, status); err != nil {
+					return ran(err)
+				}
 			}
 			if a.output == "json" {
 				return writeJSON(a.stdout, map[string]any{"tasks": tasks})

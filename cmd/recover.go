@@ -1,9 +1,12 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"assistant/flow/returns"
 )
 
 func (a *app) newRecover() *cobra.Command {
@@ -17,14 +20,18 @@ recovered. Tasks of every user are recovered.`,
 		Example: `  assistant recover`,
 		Args:    exactArgs(0, "recover takes no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
+			got := []returns.Recovered{}
 			svc, closeAll, err := a.open(c.Context(), false)
-			if err != nil {
+			switch {
+			case errors.Is(err, returns.ErrNotFound):
+				// No data dir yet (a boot-time recover): nothing to recover.
+			case err != nil:
 				return ran(err)
-			}
-			defer closeAll()
-			got, err := svc.Recover(c.Context())
-			if err != nil {
-				return ran(err)
+			default:
+				defer closeAll()
+				if got, err = svc.Recover(c.Context()); err != nil {
+					return ran(err)
+				}
 			}
 			if a.output == "json" {
 				return writeJSON(a.stdout, map[string]any{"recovered": got})

@@ -253,7 +253,8 @@ func ValidReason(r string) error {
 }
 
 // ValidTaskID returns nil when id may name a task: 1 to 128 bytes of valid
-// UTF-8 with no white space, no control characters, no '/' or '\', and not
+// UTF-8 with no white space, no control or invisible format characters
+// (zero-width space, bidi overrides), no '/' or '\', and not
 // "." or "..". Task ids appear in file-like places (logs, shell commands),
 // hence the rule.
 func ValidTaskID(id string) error {
@@ -266,8 +267,10 @@ func ValidTaskID(id string) error {
 		return errors.New("task id is not valid UTF-8")
 	case id == "." || id == "..":
 		return fmt.Errorf("task id %q is not allowed", id)
-	case strings.ContainsFunc(id, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || r == '/' || r == '\\' }):
-		return fmt.Errorf("task id %q must not contain spaces, control characters, '/' or '\\'", id)
+	case strings.ContainsFunc(id, func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '/' || r == '\\'
+	}):
+		return fmt.Errorf("task id %q must not contain spaces, control or invisible format characters, '/' or '\\'", id)
 	}
 	return nil
 }

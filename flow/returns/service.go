@@ -70,6 +70,9 @@ type Service struct {
 // PrepareDataDir makes dir (mode 0700) when create is set, and reports a
 // missing dir as ErrNotFound otherwise, so a read command never creates files.
 func PrepareDataDir(dir string, create bool) error {
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return fmt.Errorf("data dir %s is not a directory: %w", dir, ErrInvalid)
+	}
 	if create {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fmt.Errorf("create data dir %s: %w", dir, err)
@@ -246,7 +249,11 @@ func (s *Service) invoke(ctx context.Context, t business.Task, o StartOptions) (
 
 // restart answers a Start of a task that exists.
 func (s *Service) restart(ctx context.Context, t business.Task, o StartOptions, fp string) (*View, error) {
-	if t.User != o.User || t.Fingerprint != fp {
+	if t.User != o.User {
+		// Task ids are global: say it is taken, and nothing about whose.
+		return nil, fmt.Errorf("task id %s is already taken: %w (choose another task id)", o.Task, ErrConflict)
+	}
+	if t.Fingerprint != fp {
 		return nil, fmt.Errorf("task %s already exists with other input: %w (choose another task id, or run `assistant show %s`)", o.Task, ErrConflict, o.Task)
 	}
 	snap, err := s.graph.State(ctx, t.ID)
@@ -261,15 +268,22 @@ func (s *Service) restart(ctx context.Context, t business.Task, o StartOptions, 
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", t.ID, err)
 	}
-	if t.Status == StatusRunning || t.Status == StatusInterrupted {
-		// The same start again after a crash or a stop: continue the run
-		// unless a live process drives it now (then show its progress).
-		if l, _, err := s.desk.TaskLease(ctx, t.ID); err == nil && t.Status == StatusRunning && !s.holderGone(l) && l.Until.After(s.now()) {
-			return s.Show(ctx, t.ID, t.User)
+	if snap.Done() || snap.Waiting() {
+		// Parked or finished (perhaps by another process a moment ago).
+		v := s.view(t, snap)
+		if cur, err := s.desk.Task(ctx, t.ID); err == nil && cur.Status == StatusRunning {
+			if err := s.repair(ctx, cur, v); err != nil && !errors.Is(err, ErrConflict) {
+				return nil, err
+			}
 		}
-		return s.Resume(ctx, ResumeOptions{Task: t.ID, User: t.User})
+		return v, nil
 	}
-	return s.view(t, snap), nil
+	// Mid-run: the same start again after a crash or a stop continues it,
+	// unless a live process drives it now (then it shows its progress).
+	if l, _, err := s.desk.TaskLease(ctx, t.ID); err == nil && l.Owner != "" && !s.holderGone(l) && l.Until.After(s.now()) {
+		return s.Show(ctx, t.ID, t.User)
+	}
+	return s.Resume(ctx, ResumeOptions{Task: t.ID, User: t.User})
 }
 
 // task returns the task of id if it belongs to user; another user's task is
@@ -356,6 +370,13 @@ func (s *Service) Resume(ctx context.Context, o ResumeOptions) (*View, error) {
 	if o.Action != "" && o.Action != ActionApprove && o.Action != ActionCancel {
 		return nil, fmt.Errorf("%w: --action must be approve or cancel, not %q", ErrInvalid, o.Action)
 	}
+	// A blank reason is an answer the flow refuses by asking again; a reason
+	// that can never be valid (control characters, too long) is bad input.
+	if r := strings.TrimSpace(o.Reason); o.HasReason && r != "" {
+		if err := ValidReason(r); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+	}
 	t, err := s.task(ctx, o.Task, o.User)
 	if err != nil {
 		return nil, err
@@ -400,12 +421,17 @@ func (s *Service) Resume(ctx context.Context, o ResumeOptions) (*View, error) {
 	if err := s.acquire(ctx, t); err != nil {
 		return nil, err
 	}
-	return s.driveReturn(ctx, t, func(ctx context.Context) error {
+	endedBefore := false
+	v, err := s.driveReturn(ctx, t, func(ctx context.Context) error {
 		// Read again under the lease: another process may have moved the
 		// task between the first read and the lease.
 		cur, err := s.graph.State(ctx, t.ID)
-		if err != nil || cur.Done() {
+		if err != nil {
 			return err
+		}
+		if cur.Done() {
+			endedBefore = true
+			return nil
 		}
 		run, err := s.plan(t, cur, o)
 		if err != nil {
@@ -414,6 +440,12 @@ func (s *Service) Resume(ctx context.Context, o ResumeOptions) (*View, error) {
 		_, err = run(ctx)
 		return err
 	})
+	if err == nil && endedBefore && o.Action == ActionApprove && v.Result != nil {
+		// Another process submitted while this one waited for the lease:
+		// this approve made no application of its own.
+		v.Result.Reused = true
+	}
+	return v, err
 }
 
 // repair records v's status on a task record that lags behind its head,
@@ -425,29 +457,53 @@ func (s *Service) repair(ctx context.Context, t business.Task, v *View) error {
 	if err := s.acquire(ctx, t); err != nil {
 		return err
 	}
-	if err := s.desk.ReleaseLease(ctx, t.ID, s.me.owner, v.Status, v.Stage); err != nil {
-		return err
-	}
-	return s.desk.Sync(ctx)
+	return s.desk.ReleaseLeaseSync(ctx, t.ID, s.me.owner, v.Status, v.Stage)
 }
 
-// savedApproval returns the action of an approval answer saved as a pending
-// write at the head but not applied yet ("" when there is none).
-func (s *Service) savedApproval(task string) (string, error) {
+// recordedAnswer reports whether the answer in o is the one the task has
+// recorded already: applied to the state, or saved as a pending write at the
+// head by a process that died before applying it. An answer that
+// contradicts the recorded one is ErrConflict.
+func (s *Service) recordedAnswer(task string, st State, o ResumeOptions) (bool, error) {
+	action, reason := st.Decision, ""
 	head, err := s.cps.Get(context.Background(), task, "")
-	if err != nil || head == nil {
-		return "", err
+	if err != nil {
+		return false, err
 	}
-	for _, w := range head.PendingWrites {
-		if w.Kind != flow.WriteResume || w.Node != NodeReview {
-			continue
-		}
-		var a ApprovalAnswer
-		if json.Unmarshal(w.Value, &a) == nil && a.Action != "" {
-			return a.Action, nil
+	if head != nil {
+		for _, w := range head.PendingWrites {
+			if w.Kind != flow.WriteResume {
+				continue
+			}
+			switch w.Node {
+			case NodeReview:
+				var a ApprovalAnswer
+				if json.Unmarshal(w.Value, &a) == nil && a.Action != "" {
+					action = a.Action
+				}
+			case NodeAskReason:
+				var a ReasonAnswer
+				if json.Unmarshal(w.Value, &a) == nil {
+					reason = strings.TrimSpace(a.Reason)
+				}
+			}
 		}
 	}
-	return "", nil
+	switch {
+	case o.Action != "" && action != "":
+		if o.Action != action {
+			return false, fmt.Errorf("task %s was already answered %q; the answer %q is refused: %w", task, action, o.Action, ErrConflict)
+		}
+		return true, nil
+	case o.HasReason && reason != "":
+		if strings.TrimSpace(o.Reason) != reason {
+			return false, fmt.Errorf("task %s was already given the reason %q; the reason %q is refused: %w", task, reason, o.Reason, ErrConflict)
+		}
+		return true, nil
+	case o.HasReason && st.Reason != "" && strings.TrimSpace(o.Reason) == st.Reason:
+		return true, nil
+	}
+	return false, nil
 }
 
 // finished is the answer to a resume of a task that has ended: its progress,
@@ -467,35 +523,21 @@ func (s *Service) finished(t business.Task, snap *flow.Snapshot[State], o Resume
 func (s *Service) plan(t business.Task, snap *flow.Snapshot[State], o ResumeOptions) (func(context.Context) (*flow.Snapshot[State], error), error) {
 	answering := o.HasReason || o.Action != ""
 	if len(snap.Interrupts) == 0 {
-		decision := snap.Values.Decision
-		if decision == "" && o.Action != "" {
-			// Killed after the answer was saved and before review ran with
-			// it: the saved answer is what continuing will apply.
-			saved, err := s.savedApproval(t.ID)
+		// A run stopped part-way (crash, stop, breakpoint). An answer given
+		// now must be one the run has recorded already (applied, or saved
+		// as a pending write by the process that died): it can only be
+		// re-affirmed. Any other answer would answer a question nobody saw.
+		if answering {
+			recorded, err := s.recordedAnswer(t.ID, snap.Values, o)
 			if err != nil {
 				return nil, err
 			}
-			decision = saved
+			if !recorded {
+				return nil, fmt.Errorf("task %s has no question pending: its run stopped part-way, and the answer given was not recorded; run `assistant resume %s` to continue it, then answer the question it asks: %w", t.ID, t.ID, ErrConflict)
+			}
 		}
-		if answering && decision != "" && o.Action != decision {
-			return nil, fmt.Errorf("task %s was already answered %q; the answer %q is refused: %w", t.ID, decision, o.Action+o.Reason, ErrConflict)
-		}
-		// A run stopped part-way (crash, stop, breakpoint): continue it. If
-		// it then parks at a question this answer fits, answer it too.
 		return func(ctx context.Context) (*flow.Snapshot[State], error) {
-			next, err := s.graph.Resume(ctx, t.ID, flow.Command{})
-			if err != nil || !answering || next.Done() || len(next.Interrupts) == 0 || next.Values.Decision != "" {
-				return next, err
-			}
-			in, err := pick(next.Interrupts, o.InterruptID)
-			if err != nil {
-				return next, nil
-			}
-			answer, err := answerFor(t.ID, in, o)
-			if err != nil {
-				return next, nil // the question it parked at wants another kind of answer; show it
-			}
-			return s.graph.Resume(ctx, t.ID, flow.Command{ResumeMap: map[string]any{in.ID: answer}})
+			return s.graph.Resume(ctx, t.ID, flow.Command{})
 		}, nil
 	}
 	if !answering {
@@ -583,12 +625,20 @@ type TaskSummary struct {
 // Statuses lists the valid run statuses, for validating a filter.
 var Statuses = []string{StatusRunning, StatusWaiting, StatusInterrupted, StatusDone, StatusCancelled, StatusFailed}
 
+// CheckStatus returns ErrInvalid unless status is "" or a run status.
+func CheckStatus(status string) error {
+	if status != "" && !slices.Contains(Statuses, status) {
+		return fmt.Errorf("%w: --status must be one of %s, not %q", ErrInvalid, strings.Join(Statuses, ", "), status)
+	}
+	return nil
+}
+
 // List returns the user's tasks, oldest first, with the run status and stage
 // recorded after each command; status "" lists all. An unknown status is
 // ErrInvalid.
 func (s *Service) List(ctx context.Context, user, status string) ([]TaskSummary, error) {
-	if status != "" && !slices.Contains(Statuses, status) {
-		return nil, fmt.Errorf("%w: --status must be one of %s, not %q", ErrInvalid, strings.Join(Statuses, ", "), status)
+	if err := CheckStatus(status); err != nil {
+		return nil, err
 	}
 	tasks, err := s.desk.ListTasks(ctx, user, status)
 	if err != nil {
