@@ -394,42 +394,43 @@ func cheapCheck(ctx context.Context, tx *sql.Tx, path string, hdr []byte) (full 
 	if _, err := tx.ExecContext(ctx, `PRAGMA cell_size_check = ON`); err != nil {
 		return false, classify(err)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT name FROM sqlite_schema WHERE type = 'table' AND rootpage > 0 ORDER BY rootpage`)
+	rows, err := tx.QueryContext(ctx, `SELECT name, wr FROM pragma_table_list WHERE schema = 'main' AND type = 'table'`)
 	if err != nil {
 		return false, classify(err)
 	}
-	var tables []string
+	// One statement reads, for every table, the first row and (of a rowid
+	// table) the last: the root page and both edges of the tree, a few
+	// pages whatever the table's size. NOT INDEXED keeps SQLite from
+	// answering from a smaller index instead of the table.
+	var reads []string
 	for rows.Next() {
 		var name string
-		if err := rows.Scan(&name); err != nil {
+		var withoutRowid bool
+		if err := rows.Scan(&name, &withoutRowid); err != nil {
 			rows.Close()
 			return false, classify(err)
 		}
-		tables = append(tables, name)
+		from := `FROM "` + strings.ReplaceAll(name, `"`, `""`) + `" NOT INDEXED`
+		reads = append(reads, `(SELECT 1 `+from+` LIMIT 1)`)
+		if !withoutRowid {
+			reads = append(reads, `(SELECT 1 `+from+` ORDER BY rowid DESC LIMIT 1)`)
+		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return false, classify(err)
 	}
-	for _, name := range tables {
-		// The first and the last row: the root page and both edges of the
-		// tree, a few pages whatever the table's size.
-		q := `SELECT * FROM "` + strings.ReplaceAll(name, `"`, `""`) + `"`
-		for _, order := range []string{` LIMIT 1`, ` ORDER BY rowid DESC LIMIT 1`} {
-			r, err := tx.QueryContext(ctx, q+order)
-			if err != nil && strings.Contains(err.Error(), "no such column: rowid") {
-				continue // a WITHOUT ROWID table: its first row was read
-			}
-			if err != nil {
-				return false, classify(err)
-			}
-			for r.Next() {
-			}
-			err = r.Err()
-			r.Close()
-			if err != nil {
-				return false, classify(err)
-			}
+	if len(reads) > 0 {
+		r, err := tx.QueryContext(ctx, `SELECT `+strings.Join(reads, ", "))
+		if err != nil {
+			return false, classify(err)
+		}
+		for r.Next() {
+		}
+		err = r.Err()
+		r.Close()
+		if err != nil {
+			return false, classify(err)
 		}
 	}
 	return false, nil
