@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"assistant/internal/sqlitedb"
 )
 
 // Task kinds (tasks.kind).
@@ -144,15 +146,27 @@ func (s *Store) RenewLease(ctx context.Context, taskID, owner string, until time
 // finished although a stop was requested is done — the finished status
 // wins). ErrConflict: owner lost the lease.
 func (s *Store) ReleaseLease(ctx context.Context, taskID, owner, status, stage string) error {
-	res, err := s.db.ExecContext(ctx,
-		`UPDATE tasks SET status = ?, stage = ?, lease_owner = NULL, lease_pid = 0, lease_host = '', lease_until = '', updated_at = ?
-		 WHERE task_id = ? AND lease_owner = ?`,
-		status, stage, formatTime(s.now()), taskID, owner)
-	if err := rowsChanged(res, err); err != nil {
+	if err := rowsChanged(s.db.ExecContext(ctx, releaseLeaseSQL, status, stage, formatTime(s.now()), taskID, owner)); err != nil {
 		return fmt.Errorf("release lease of task %s: %w", taskID, err)
 	}
 	return nil
 }
+
+// ReleaseLeaseSync is ReleaseLease committed durably against power loss,
+// together with every earlier commit (as Sync, in the same commit): the last
+// business write of a command.
+func (s *Store) ReleaseLeaseSync(ctx context.Context, taskID, owner, status, stage string) error {
+	err := sqlitedb.DurableTx(ctx, s.db, s.synchronous, func(tx *sql.Tx) error {
+		return rowsChanged(tx.ExecContext(ctx, releaseLeaseSQL, status, stage, formatTime(s.now()), taskID, owner))
+	})
+	if err != nil {
+		return fmt.Errorf("release lease of task %s: %w", taskID, err)
+	}
+	return nil
+}
+
+const releaseLeaseSQL = `UPDATE tasks SET status = ?, stage = ?, lease_owner = NULL, lease_pid = 0, lease_host = '', lease_until = '', updated_at = ?
+	WHERE task_id = ? AND lease_owner = ?`
 
 // RequestStop moves a running task to interrupted (an operator stop). The
 // process driving it sees that at its next heartbeat and cancels the node

@@ -127,8 +127,7 @@ func (s *Service) drive(ctx context.Context, t business.Task, fn func(context.Co
 	v, err := view(bg)
 	if err != nil {
 		// The head cannot be read: let go of the lease, leave it running.
-		_ = s.desk.ReleaseLease(bg, t.ID, s.me.owner, StatusRunning, t.Stage)
-		_ = s.desk.Sync(bg)
+		_ = s.desk.ReleaseLeaseSync(bg, t.ID, s.me.owner, StatusRunning, t.Stage)
 		return nil, errors.Join(runErr, err)
 	}
 	if rctx.Err() != nil && v.Status == StatusRunning {
@@ -143,18 +142,24 @@ func (s *Service) drive(ctx context.Context, t business.Task, fn func(context.Co
 	// On a failed run (storage, a conflict, an answer that no longer fits)
 	// the status is what the head shows, so resume or recover can continue
 	// a run left part-way.
-	if err := s.desk.ReleaseLease(bg, t.ID, s.me.owner, v.Status, v.Stage); err != nil && runErr == nil {
-		return nil, fmt.Errorf("record progress of %s: %w", t.ID, err)
-	}
+	//
 	// The run's business commits (lease, timeline, task record) were made at
-	// synchronous=NORMAL: one fsync makes them all durable before the caller
-	// reports. The engine synced the checkpoints when the run ended, before
-	// ReleaseLease, so the task record is never durable ahead of its head. A
+	// synchronous=NORMAL; releasing the lease is the command's one durable
+	// commit to business.sqlite, which makes them all durable before the
+	// caller reports. The engine synced the checkpoints when the run ended,
+	// before this, so the task record is never durable ahead of its head. A
 	// batch's row reports to nobody: the batch syncs once per chunk, before
 	// the chunk's checkpoint, and once when it ends.
-	if !inBatch(ctx) {
-		if err := s.desk.Sync(bg); err != nil && runErr == nil {
-			return nil, err
+	release := s.desk.ReleaseLeaseSync
+	if inBatch(ctx) {
+		release = s.desk.ReleaseLease
+	}
+	if err := release(bg, t.ID, s.me.owner, v.Status, v.Stage); err != nil {
+		if !inBatch(ctx) {
+			_ = s.desk.Sync(bg) // the lease was lost: still sync what this run wrote
+		}
+		if runErr == nil {
+			return nil, fmt.Errorf("record progress of %s: %w", t.ID, err)
 		}
 	}
 	switch {

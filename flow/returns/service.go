@@ -457,7 +457,7 @@ func (s *Service) repair(ctx context.Context, t business.Task, v *View) error {
 	if err := s.acquire(ctx, t); err != nil {
 		return err
 	}
-	return s.desk.ReleaseLease(ctx, t.ID, s.me.owner, v.Status, v.Stage)
+	return s.desk.ReleaseLeaseSync(ctx, t.ID, s.me.owner, v.Status, v.Stage)
 }
 
 // recordedAnswer reports whether the answer in o is the one the task has
