@@ -239,23 +239,17 @@ type Step struct {
 // StartStep appends a running step for node to the task's timeline and
 // returns its seq.
 func (s *Store) StartStep(ctx context.Context, taskID, node string, now time.Time) (int, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
+	// One statement: a write statement takes the write lock before it reads,
+	// so the seq it computes cannot be taken by another writer.
+	var seq int
+	if err := s.db.QueryRowContext(ctx,
+		`INSERT INTO steps (task_id, seq, node, attempt, status, started_at)
+		 SELECT ?1, coalesce(max(seq), 0) + 1, ?2, 1 + (SELECT count(*) FROM steps WHERE task_id = ?1 AND node = ?2), ?3, ?4
+		 FROM steps WHERE task_id = ?1
+		 RETURNING seq`, taskID, node, StepRunning, formatTime(now)).Scan(&seq); err != nil {
 		return 0, fmt.Errorf("start step of task %s: %w", taskID, err)
 	}
-	defer tx.Rollback()
-	var seq, attempt int
-	if err := tx.QueryRowContext(ctx,
-		`SELECT coalesce(max(seq), 0) + 1, 1 + (SELECT count(*) FROM steps WHERE task_id = ?1 AND node = ?2)
-		 FROM steps WHERE task_id = ?1`, taskID, node).Scan(&seq, &attempt); err != nil {
-		return 0, fmt.Errorf("start step of task %s: %w", taskID, err)
-	}
-	if _, err := tx.ExecContext(ctx,
-		`INSERT INTO steps (task_id, seq, node, attempt, status, started_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		taskID, seq, node, attempt, StepRunning, formatTime(now)); err != nil {
-		return 0, fmt.Errorf("start step of task %s: %w", taskID, err)
-	}
-	return seq, tx.Commit()
+	return seq, nil
 }
 
 // EndStep records how step seq ended; only a running step changes.
