@@ -29,8 +29,9 @@ const (
 )
 
 var (
-	_ flow.Checkpointer = (*SQLite)(nil)
-	_ flow.Syncer       = (*SQLite)(nil)
+	_ flow.Checkpointer  = (*SQLite)(nil)
+	_ flow.Syncer        = (*SQLite)(nil)
+	_ flow.DurableWriter = (*SQLite)(nil)
 )
 
 // Refusals of OpenSQLite. Each comes wrapped with the file's path; the file is
@@ -118,6 +119,16 @@ func (s *SQLite) Close() error {
 // thread), else Put returns a *flow.ConflictError and stores nothing; this
 // holds across processes sharing the file. cp.PendingWrites is ignored.
 func (s *SQLite) Put(ctx context.Context, cp *flow.Checkpoint) error {
+	return s.putCheckpoint(ctx, cp, false)
+}
+
+// PutDurable is Put committed durably against power loss, together with
+// every earlier commit (flow.DurableWriter): Put and Sync in one commit.
+func (s *SQLite) PutDurable(ctx context.Context, cp *flow.Checkpoint) error {
+	return s.putCheckpoint(ctx, cp, true)
+}
+
+func (s *SQLite) putCheckpoint(ctx context.Context, cp *flow.Checkpoint, durable bool) error {
 	if err := validateCheckpoint(cp); err != nil {
 		return err
 	}
@@ -137,7 +148,17 @@ func (s *SQLite) Put(ctx context.Context, cp *flow.Checkpoint) error {
 		return fmt.Errorf("put checkpoint %s/%s: %w", cp.ThreadID, cp.ID, err)
 	}
 
-	seq, err := s.put(ctx, cp, values, next, meta)
+	var seq int64
+	begin := func(tx *sql.Tx) error {
+		var err error
+		seq, err = s.put(ctx, tx, cp, values, next, meta)
+		return err
+	}
+	if durable {
+		err = sqlitedb.DurableTx(ctx, s.db, s.synchronous, begin)
+	} else {
+		err = s.inTx(ctx, begin)
+	}
 	if err != nil {
 		var ce *flow.ConflictError
 		if errors.As(err, &ce) {
@@ -149,13 +170,23 @@ func (s *SQLite) Put(ctx context.Context, cp *flow.Checkpoint) error {
 	return nil
 }
 
-func (s *SQLite) put(ctx context.Context, cp *flow.Checkpoint, values, next sql.NullString, meta string) (int64, error) {
-	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the head cannot move under us
+// inTx runs fn in a write transaction (BEGIN IMMEDIATE) and commits it.
+func (s *SQLite) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
 
+// put writes cp as the head in tx, which began with BEGIN IMMEDIATE: the
+// head cannot move under it.
+func (s *SQLite) put(ctx context.Context, tx *sql.Tx, cp *flow.Checkpoint, values, next sql.NullString, meta string) (int64, error) {
+	var err error
 	var head string
 	var headSeq int64
 	err = tx.QueryRowContext(ctx,
@@ -203,7 +234,7 @@ func (s *SQLite) put(ctx context.Context, cp *flow.Checkpoint, values, next sql.
 	if err != nil {
 		return 0, err
 	}
-	return seq, tx.Commit()
+	return seq, nil
 }
 
 // checkpointColumns are the columns scanCheckpoint reads, in its order.
@@ -299,24 +330,35 @@ func (s *SQLite) get(ctx context.Context, threadID, checkpointID string) (*flow.
 // replaces it. An unknown checkpoint gives an error wrapping
 // ErrUnknownCheckpoint and stores nothing.
 func (s *SQLite) PutWrites(ctx context.Context, threadID, checkpointID string, writes []flow.Write) error {
+	return s.putWritesTx(ctx, threadID, checkpointID, writes, false)
+}
+
+// PutWritesDurable is PutWrites committed durably against power loss,
+// together with every earlier commit (flow.DurableWriter).
+func (s *SQLite) PutWritesDurable(ctx context.Context, threadID, checkpointID string, writes []flow.Write) error {
+	return s.putWritesTx(ctx, threadID, checkpointID, writes, true)
+}
+
+func (s *SQLite) putWritesTx(ctx context.Context, threadID, checkpointID string, writes []flow.Write, durable bool) error {
 	if err := validateWrites(threadID, checkpointID, writes); err != nil {
 		return err
 	}
-	if err := s.putWrites(ctx, threadID, checkpointID, writes); err != nil {
+	fn := func(tx *sql.Tx) error { return s.putWrites(ctx, tx, threadID, checkpointID, writes) }
+	var err error
+	if durable {
+		err = sqlitedb.DurableTx(ctx, s.db, s.synchronous, fn)
+	} else {
+		err = s.inTx(ctx, fn)
+	}
+	if err != nil {
 		return fmt.Errorf("put writes %s/%s: %w", threadID, checkpointID, err)
 	}
 	return nil
 }
 
-func (s *SQLite) putWrites(ctx context.Context, threadID, checkpointID string, writes []flow.Write) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-
+func (s *SQLite) putWrites(ctx context.Context, tx *sql.Tx, threadID, checkpointID string, writes []flow.Write) error {
 	var one int
-	err = tx.QueryRowContext(ctx, `SELECT 1 FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?`,
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?`,
 		threadID, checkpointID).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrUnknownCheckpoint
@@ -342,7 +384,7 @@ func (s *SQLite) putWrites(ctx context.Context, threadID, checkpointID string, w
 			return err
 		}
 	}
-	return tx.Commit()
+	return nil
 }
 
 // List returns the thread's checkpoints newest first (by Seq), without

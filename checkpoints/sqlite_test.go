@@ -25,6 +25,7 @@ import (
 	"assistant/checkpoints"
 	"assistant/checkpoints/checkpointstest"
 	"assistant/flow"
+	"assistant/internal/sqlitedb"
 )
 
 // mustOpenSQLite opens (creating) the store at path and closes it when the
@@ -340,6 +341,44 @@ func TestSQLiteStoresReadableJSON(t *testing.T) {
 	}
 	if !strings.HasSuffix(created, "Z") {
 		t.Errorf("created_at = %q, want RFC 3339 UTC", created)
+	}
+}
+
+// TestSQLiteDurableWrites checks that PutDurable and PutWritesDurable store
+// what Put and PutWrites store, keep their refusals, and each make one
+// durable commit.
+func TestSQLiteDurableWrites(t *testing.T) {
+	ctx := context.Background()
+	s := mustOpenSQLite(t, filepath.Join(t.TempDir(), "checkpoints.sqlite"), checkpoints.SQLiteOptions{})
+	head := mustPutChain(t, s, "t1", 2, json.RawMessage(`{"a":1}`))
+	syncs := sqlitedb.Syncs()
+
+	cp := &flow.Checkpoint{ThreadID: "t1", ID: uuid.Must(uuid.NewV7()).String(), ParentID: head.ID,
+		Values: json.RawMessage(`{"a":2}`), Metadata: flow.Metadata{Source: flow.SourceLoop, Step: 2}}
+	if err := s.PutDurable(ctx, cp); err != nil {
+		t.Fatalf("PutDurable: %v", err)
+	}
+	w := flow.Write{TaskID: "task", Node: "n", Kind: flow.WriteInterrupt, Value: json.RawMessage(`{"q":1}`)}
+	if err := s.PutWritesDurable(ctx, "t1", cp.ID, []flow.Write{w}); err != nil {
+		t.Fatalf("PutWritesDurable: %v", err)
+	}
+	if got := sqlitedb.Syncs() - syncs; got != 2 {
+		t.Errorf("durable commits = %d, want 2", got)
+	}
+	got, err := s.Get(ctx, "t1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != cp.ID || string(got.Values) != `{"a":2}` || len(got.PendingWrites) != 1 || string(got.PendingWrites[0].Value) != `{"q":1}` {
+		t.Errorf("head = %s %s %v, want %s with the durable write", got.ID, got.Values, got.PendingWrites, cp.ID)
+	}
+
+	stale := &flow.Checkpoint{ThreadID: "t1", ID: uuid.Must(uuid.NewV7()).String(), ParentID: head.ID}
+	if err := s.PutDurable(ctx, stale); !errors.Is(err, flow.ErrConflict) {
+		t.Errorf("PutDurable with a stale parent = %v, want flow.ErrConflict", err)
+	}
+	if err := s.PutWritesDurable(ctx, "t1", "no-such-checkpoint", []flow.Write{w}); !errors.Is(err, checkpoints.ErrUnknownCheckpoint) {
+		t.Errorf("PutWritesDurable on an unknown checkpoint = %v, want ErrUnknownCheckpoint", err)
 	}
 }
 

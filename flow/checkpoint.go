@@ -124,6 +124,17 @@ type Syncer interface {
 	Sync(ctx context.Context) error
 }
 
+// DurableWriter is an optional power of a Syncer: Put and PutWrites whose
+// commit is durable against power loss too, together with every earlier
+// commit (a Sync in the same commit). The engine uses them for the last
+// write of a run (a question, a failure, the end, a breakpoint), which then
+// needs no Sync of its own.
+type DurableWriter interface {
+	Syncer
+	PutDurable(ctx context.Context, cp *Checkpoint) error
+	PutWritesDurable(ctx context.Context, threadID, checkpointID string, writes []Write) error
+}
+
 // ErrConflict is matched (errors.Is) by every *ConflictError.
 var ErrConflict = errors.New("checkpoint conflict")
 

@@ -278,7 +278,12 @@ func (r *Runnable[S]) sync(ctx context.Context) error {
 // loop runs supersteps from head until the run ends, asks, pauses or fails.
 // paused says head was just written at a breakpoint, so loop stops at once.
 func (r *Runnable[S]) loop(ctx context.Context, head *Checkpoint, paused bool) (snap *Snapshot[S], err error) {
+	// synced: the run's last write was durable already (DurableWriter).
+	var synced bool
 	defer func() {
+		if synced {
+			return
+		}
 		if serr := r.sync(ctx); serr != nil && err == nil {
 			err = fmt.Errorf("sync checkpoints: %w", serr)
 		}
@@ -293,7 +298,7 @@ func (r *Runnable[S]) loop(ctx context.Context, head *Checkpoint, paused bool) (
 			s, _ := r.snapshot(cp)
 			return s, err
 		}
-		next, stop, err := r.superstep(ctx, cp)
+		next, stop, err := r.superstep(ctx, cp, &synced)
 		if err != nil || stop {
 			s, serr := r.snapshot(cp)
 			if err == nil {
@@ -320,8 +325,10 @@ type taskResult struct {
 
 // superstep runs the tasks due after cp and, when all finish, writes the next
 // checkpoint. stop is true when a task asked a question (its writes are
-// saved against cp); err is set when a task failed or storage did.
-func (r *Runnable[S]) superstep(ctx context.Context, cp *Checkpoint) (next *Checkpoint, stop bool, err error) {
+// saved against cp); err is set when a task failed or storage did. When its
+// write is the run's last (a question, a failure, the end, a breakpoint) it
+// is made durable where the Checkpointer can, and *synced set.
+func (r *Runnable[S]) superstep(ctx context.Context, cp *Checkpoint, synced *bool) (next *Checkpoint, stop bool, err error) {
 	groups := groupWrites(cp.PendingWrites)
 	results := make([]taskResult, len(cp.Next))
 	var todo []int
@@ -385,9 +392,15 @@ func (r *Runnable[S]) superstep(ctx context.Context, cp *Checkpoint) (next *Chec
 	}
 	if len(failed) > 0 || asked {
 		if len(writes) > 0 {
-			if err := r.opts.Checkpointer.PutWrites(context.WithoutCancel(ctx), cp.ThreadID, cp.ID, writes); err != nil {
+			put := r.opts.Checkpointer.PutWrites
+			d, durable := r.opts.Checkpointer.(DurableWriter)
+			if durable {
+				put = d.PutWritesDurable
+			}
+			if err := put(context.WithoutCancel(ctx), cp.ThreadID, cp.ID, writes); err != nil {
 				return nil, false, fmt.Errorf("save pending writes of %s: %w", cp.ThreadID, err)
 			}
+			*synced = durable
 		}
 		// Keep the in-memory head in step with what is stored.
 		cp.PendingWrites = append(cp.PendingWrites, saved...)
@@ -428,9 +441,16 @@ func (r *Runnable[S]) superstep(ctx context.Context, cp *Checkpoint) (next *Chec
 	if ncp.Breakpoint == "" {
 		ncp.Breakpoint = r.breakpointBefore(nextNodes)
 	}
-	if err := r.opts.Checkpointer.Put(context.WithoutCancel(ctx), ncp); err != nil {
+	put := r.opts.Checkpointer.Put
+	d, durable := r.opts.Checkpointer.(DurableWriter)
+	durable = durable && (len(nextNodes) == 0 || ncp.Breakpoint != "") // the run's last write
+	if durable {
+		put = d.PutDurable
+	}
+	if err := put(context.WithoutCancel(ctx), ncp); err != nil {
 		return nil, false, fmt.Errorf("save checkpoint of %s: %w", cp.ThreadID, err)
 	}
+	*synced = durable
 	for _, n := range ran {
 		r.hook("after-checkpoint:" + n)
 	}
