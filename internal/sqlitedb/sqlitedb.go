@@ -202,7 +202,7 @@ func Open(ctx context.Context, path string, spec Spec) (*sql.DB, error) {
 			return nil, fmt.Errorf("switch to WAL: %w", err)
 		}
 	}
-	db, err := sql.Open("sqlite", DSN(path,
+	connector, err := sqlite.NewConnector(DSN(path,
 		// Every write transaction takes the write lock at BEGIN, so a
 		// transaction reads what it compares against under that lock.
 		"_txlock=immediate",
@@ -210,10 +210,14 @@ func Open(ctx context.Context, path string, spec Spec) (*sql.DB, error) {
 		"_pragma=journal_mode(WAL)",
 		"_pragma=synchronous("+sync+")",
 		"_pragma=foreign_keys(ON)",
+		// With persistentWAL, the last connection to close empties the -wal
+		// file instead of deleting it.
+		"_pragma=journal_size_limit(0)",
 	))
 	if err != nil {
 		return nil, err
 	}
+	db := sql.OpenDB(persistentWAL{connector})
 	if inWAL {
 		h, err := inspectTx(ctx, db, path, hdr, spec)
 		if err != nil {
@@ -229,6 +233,28 @@ func Open(ctx context.Context, path string, spec Spec) (*sql.DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// persistentWAL opens pool connections in persistent-WAL mode
+// (SQLITE_FCNTL_PERSIST_WAL): the last connection to close a file still
+// checkpoints the WAL into it, but then truncates the -wal file (see
+// journal_size_limit) instead of deleting it. Every command would otherwise
+// create the -wal file again, and SQLite fsyncs the directory the first time
+// it syncs a new -wal file: one fsync more per file and command.
+type persistentWAL struct{ driver.Connector }
+
+func (c persistentWAL) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if fc, ok := conn.(sqlite.FileControl); ok {
+		if _, err := fc.FileControlPersistWAL("main", 1); err != nil {
+			conn.Close()
+			return nil, err
+		}
+	}
+	return conn, nil
 }
 
 // DSN makes a SQLite URI for the file at p with params ("mode=ro",
