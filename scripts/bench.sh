@@ -119,9 +119,10 @@ fi
 # recover of 100 tasks whose process died half-way.
 rec="$work/rec"
 for i in $(seq 1 100); do
-  # In a subshell that outlives the killed command (the trailing true keeps
-  # bash from exec'ing it), so that bash's "Killed" notice goes to /dev/null.
-  (ASSISTANT_FAULT=after:prepare "$A" --data "$rec" start r$i A3001 --reason x; true) > /dev/null 2>&1
+  # In a subshell that outlives the killed command (`|| true` keeps bash
+  # from exec'ing it, and set -e from ending the script), so that bash's
+  # "Killed" notice goes to /dev/null.
+  (ASSISTANT_FAULT=after:prepare "$A" --data "$rec" start r$i A3001 --reason x || true) > /dev/null 2>&1
 done
 start=$(date +%s.%N)
 "$A" --data "$rec" recover > /dev/null
