@@ -173,17 +173,24 @@ func waitPosition(t *testing.T, dir, batch string, min int, proc *exec.Cmd) {
 	t.Fatalf("batch did not reach row %d", min)
 }
 
-func TestBatchStopAndResume(t *testing.T) {
-	dir := t.TempDir()
-	rows := batchFile(t, 2000)
-	// The data dir exists before the batch starts so show can poll it.
+// startBatch starts batch b1 over rows as a background process whose JSON
+// output lands in the returned buffer. The data dir is made first, so that
+// show can poll it from the first moment.
+func startBatch(t *testing.T, dir, rows string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
 	mustRun(t, dir, "orders", "list")
 	proc := exec.Command(assistantBin(), "--data", dir, "--output", "json", "batch", "b1", rows)
-	var out bytes.Buffer
-	proc.Stdout = &out
+	out := &bytes.Buffer{}
+	proc.Stdout = out
 	if err := proc.Start(); err != nil {
 		t.Fatal(err)
 	}
+	return proc, out
+}
+
+func TestBatchStopAndResume(t *testing.T) {
+	dir := t.TempDir()
+	proc, out := startBatch(t, dir, batchFile(t, 2000))
 	waitPosition(t, dir, "b1", 100, proc)
 
 	stopped := mustRun(t, dir, "stop", "b1")
@@ -253,12 +260,7 @@ func TestBatchKilledAndRecovered(t *testing.T) {
 
 func TestStaleTaskShownWithRecoverCommand(t *testing.T) {
 	dir := t.TempDir()
-	rows := batchFile(t, 500)
-	mustRun(t, dir, "orders", "list")
-	proc := exec.Command(assistantBin(), "--data", dir, "batch", "b1", rows)
-	if err := proc.Start(); err != nil {
-		t.Fatal(err)
-	}
+	proc, _ := startBatch(t, dir, batchFile(t, 500))
 	waitPosition(t, dir, "b1", 1, proc)
 	_ = proc.Process.Signal(syscall.SIGKILL)
 	_ = proc.Wait()
@@ -290,14 +292,7 @@ func TestStaleTaskShownWithRecoverCommand(t *testing.T) {
 // resume must finish it.
 func TestSIGTERMStopsLikeStop(t *testing.T) {
 	dir := t.TempDir()
-	rows := batchFile(t, 1000)
-	mustRun(t, dir, "orders", "list")
-	proc := exec.Command(assistantBin(), "--data", dir, "--output", "json", "batch", "b1", rows)
-	var out bytes.Buffer
-	proc.Stdout = &out
-	if err := proc.Start(); err != nil {
-		t.Fatal(err)
-	}
+	proc, out := startBatch(t, dir, batchFile(t, 1000))
 	waitPosition(t, dir, "b1", 50, proc)
 	if err := proc.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
