@@ -201,6 +201,9 @@ func (a *app) open(ctx context.Context, create bool) (*returns.Service, func(), 
 	if err := returns.PrepareDataDir(a.data, create); err != nil {
 		return nil, nil, err
 	}
+	if err := returns.CheckCheckpointsFile(ctx, a.data); err != nil {
+		return nil, nil, err
+	}
 	path := filepath.Join(a.data, returns.CheckpointsFile)
 	cps, err := checkpoints.OpenSQLite(ctx, path, checkpoints.SQLiteOptions{Create: create})
 	if errors.Is(err, fs.ErrNotExist) {

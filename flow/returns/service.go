@@ -92,6 +92,29 @@ func PrepareDataDir(dir string, create bool) error {
 	return nil
 }
 
+// CheckCheckpointsFile refuses a data dir whose checkpoints.sqlite is
+// missing or empty while business.sqlite records tasks: opening it would
+// make a fresh, empty checkpoint file and hide that every run was lost.
+// Call it before opening the checkpoint store; it changes no file.
+func CheckCheckpointsFile(ctx context.Context, dir string) error {
+	path := filepath.Join(dir, CheckpointsFile)
+	st, err := os.Stat(path)
+	if err == nil && st.Size() > 0 {
+		return nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("checkpoints %s: %w", path, err)
+	}
+	n, err := business.CountTasksReadOnly(ctx, filepath.Join(dir, BusinessFile))
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		return fmt.Errorf("open checkpoints %s: business.sqlite records %d task(s): %w", path, n, business.ErrLostCheckpoints)
+	}
+	return nil
+}
+
 // Open opens business.sqlite in cfg.DataDir and compiles the return graph
 // over cfg.Checkpoints. The caller closes the Service and the checkpointer.
 func Open(ctx context.Context, cfg Config) (*Service, error) {
