@@ -41,43 +41,113 @@ func TestStateFormatChainIsComplete(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.Draft == nil || s.Draft.ExpiresAt.Year() != 2099 || s.TTLSeconds != 300 || s.Stage != StageDraftReady {
-			t.Errorf("decoded %+v", s)
+		if !sameState(s, v1Upgraded()) {
+			t.Errorf("decoded %+v (draft %+v), want %+v", s, s.Draft, v1Upgraded().Draft)
 		}
 	})
 }
 
-// stateV2 is a made-up next shape of State: ttl_seconds became a duration
-// text "draft_ttl". It proves the upgrade path end to end through the
-// engine and a real store, with a state the first release really wrote.
-type stateV2 struct {
-	Task     string `json:"task"`
-	Reason   string `json:"reason"`
-	DraftTTL string `json:"draft_ttl"`
-	Stage    string `json:"stage"`
+// v1Upgraded is v1State as format 2 reads it: every fact of the v1 state
+// that is not said twice, nothing else.
+func v1Upgraded() State {
+	return State{Task: "return-25", User: "demo-user", Order: "A3003", Reason: "尺寸不合适", TTLSeconds: 300,
+		Stage: StageDraftReady, Draft: &DraftRef{ID: "d_01a22901-da8b-7b10-86d4-71cb827a6ebc",
+			ExpiresAt: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)}}
 }
 
-func upgradeTTL(old []byte) ([]byte, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(old, &m); err != nil {
-		return nil, err
+// sameState compares two states field by field, the draft by value.
+func sameState(a, b State) bool {
+	if (a.Draft == nil) != (b.Draft == nil) || a.Draft != nil && *a.Draft != *b.Draft {
+		return false
 	}
-	var secs int64
-	if err := json.Unmarshal(m["ttl_seconds"], &secs); err != nil {
-		return nil, err
+	if (a.Result == nil) != (b.Result == nil) || a.Result != nil && *a.Result != *b.Result {
+		return false
 	}
-	delete(m, "ttl_seconds")
-	m["draft_ttl"], _ = json.Marshal((time.Duration(secs) * time.Second).String())
-	return json.Marshal(m)
+	if (a.Error == nil) != (b.Error == nil) || a.Error != nil && *a.Error != *b.Error {
+		return false
+	}
+	a.Draft, b.Draft, a.Result, b.Result, a.Error, b.Error = nil, nil, nil, nil, nil, nil
+	return a == b
 }
 
+func TestUpgradeState1(t *testing.T) {
+	t.Run("V1FixtureState", func(t *testing.T) {
+		got, err := upgradeState1([]byte(v1State))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `{"draft":{"draft_id":"d_01a22901-da8b-7b10-86d4-71cb827a6ebc","expires_at":"2099-01-01T00:00:00Z"},` +
+			`"order":"A3003","reason":"尺寸不合适","stage":"draft_ready","task":"return-25","ttl_seconds":300,"user":"demo-user"}`
+		if string(got) != want {
+			t.Errorf("upgraded\n%s\nwant\n%s", got, want)
+		}
+	})
+	for _, tc := range []struct{ name, v1, want string }{
+		// Before prepare: no draft; only the trace goes.
+		{"NoDraft", `{"task":"t","order":"A3001","reason":"size","ttl_seconds":300,"trace":["lookup"]}`,
+			`{"order":"A3001","reason":"size","task":"t","ttl_seconds":300}`},
+		// The draft's reason is the one prepared and submitted.
+		{"DraftReasonWins", `{"task":"t","order":"A3001","reason":" size ","draft":{"draft_id":"d_1","order_id":"A3001","reason":"size","expires_at":"2099-01-01T00:00:00Z"}}`,
+			`{"draft":{"draft_id":"d_1","expires_at":"2099-01-01T00:00:00Z"},"order":"A3001","reason":"size","task":"t"}`},
+		// Finished states keep their decision, result and error.
+		{"Finished", `{"task":"t","stage":"failed","decision":"approve","draft":{"draft_id":"d_1","expires_at":"2000-01-01T00:00:00Z"},` +
+			`"error":{"code":"draft_expired","message":"m"},"trace":["lookup","prepare","review","submit"]}`,
+			`{"decision":"approve","draft":{"draft_id":"d_1","expires_at":"2000-01-01T00:00:00Z"},"error":{"code":"draft_expired","message":"m"},"stage":"failed","task":"t"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := upgradeState1([]byte(tc.v1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want {
+				t.Errorf("upgraded\n%s\nwant\n%s", got, tc.want)
+			}
+		})
+	}
+	if _, err := upgradeState1([]byte(`{"draft":"soon"}`)); err == nil {
+		t.Error("a draft that is not an object upgraded without error")
+	}
+}
+
+// TestApprovalViewComposesStoredQuestion: the approval question stored by
+// format 2 (its kind) is shown, with the state it was asked in, exactly as
+// the whole question format 1 stored, which is also shown unchanged.
+func TestApprovalViewComposesStoredQuestion(t *testing.T) {
+	const v1Question = `{"kind":"approval","draft_id":"d_01a22901-da8b-7b10-86d4-71cb827a6ebc","order_id":"A3003",` +
+		`"reason":"尺寸不合适","expires_at":"2099-01-01T00:00:00Z",` +
+		`"effect":"approve submits a return application for order A3003; cancel ends the request without one"}`
+	st := v1Upgraded()
+	stored, err := json.Marshal(approvalAsked{Kind: KindApproval})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(approvalView(stored, st)); got != v1Question {
+		t.Errorf("format 2 question shown as\n%s\nwant\n%s", got, v1Question)
+	}
+	if got := string(approvalView(json.RawMessage(v1Question), State{})); got != v1Question {
+		t.Errorf("format 1 question shown as\n%s\nwant it unchanged", got)
+	}
+	if string(stored) != `{"kind":"approval"}` {
+		t.Errorf("stored question %s", stored)
+	}
+	asked, _ := json.Marshal(approvalAsked{Kind: KindApproval, Problem: "p"})
+	var q ApprovalQuestion
+	if err := json.Unmarshal(approvalView(asked, st), &q); err != nil || q.Problem != "p" || q.OrderID != "A3003" || q.DraftID != st.Draft.ID {
+		t.Errorf("question with a problem shown as %+v (%v)", q, err)
+	}
+}
+
+// TestStateFormatUpgrade runs a state the first release really wrote
+// through the engine and a real store: read with this build's format and
+// upgrades, it decodes as format 2; a state the chain cannot bring to
+// format 2 is reported and kept.
 func TestStateFormatUpgrade(t *testing.T) {
 	ctx := context.Background()
-	newRunnable := func(t *testing.T, cps flow.Checkpointer, version int, ups map[int]flow.Upgrade) *flow.Runnable[stateV2] {
+	newRunnable := func(t *testing.T, cps flow.Checkpointer, version int, ups map[int]flow.Upgrade) *flow.Runnable[State] {
 		t.Helper()
-		g := flow.NewGraph(func(s, u stateV2) stateV2 { return u })
+		g := flow.NewGraph(Reduce)
 		g.StateFormat(version, ups)
-		g.AddNode("n", func(ctx context.Context, s stateV2) (stateV2, error) { return s, nil })
+		g.AddNode("n", func(ctx context.Context, s State) (State, error) { return State{}, nil })
 		g.AddEdge(flow.Start, "n")
 		g.AddEdge("n", flow.End)
 		r, err := g.Compile(flow.Options{Checkpointer: cps})
@@ -103,15 +173,28 @@ func TestStateFormatUpgrade(t *testing.T) {
 	}
 
 	t.Run("V1StateUpgradesToV2", func(t *testing.T) {
-		cps, _ := put(t, v1State, 1)
-		r := newRunnable(t, cps, 2, map[int]flow.Upgrade{1: upgradeTTL})
+		cps, id := put(t, v1State, 1)
+		r := newRunnable(t, cps, StateFormat, stateUpgrades)
 		snap, err := r.State(ctx, "return-25")
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := stateV2{Task: "return-25", Reason: "尺寸不合适", DraftTTL: "5m0s", Stage: StageDraftReady}
-		if snap.Values != want {
-			t.Errorf("values = %+v, want %+v", snap.Values, want)
+		if !sameState(snap.Values, v1Upgraded()) {
+			t.Errorf("values = %+v (draft %+v), want %+v", snap.Values, snap.Values.Draft, v1Upgraded().Draft)
+		}
+		// Reading upgrades in memory only: the stored checkpoint is kept.
+		cp, err := cps.Get(ctx, "return-25", id)
+		if err != nil || cp == nil || string(cp.Values) != v1State || cp.Format != 1 {
+			t.Errorf("stored checkpoint after the read: %+v, %v", cp, err)
+		}
+		// Running on from it writes format 2.
+		snap, err = r.Resume(ctx, "return-25", flow.Command{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, err := cps.Get(ctx, "return-25", "")
+		if err != nil || head == nil || head.Format != StateFormat || strings.Contains(string(head.Values), "trace") {
+			t.Errorf("checkpoint written after the upgrade: %+v, %v", head, err)
 		}
 	})
 
@@ -123,10 +206,10 @@ func TestStateFormatUpgrade(t *testing.T) {
 		ups     map[int]flow.Upgrade
 		cause   string
 	}{
-		{"NoUpgradeRegistered", v1State, 1, 2, nil, "no upgrade from state format 1"},
-		{"UpgradeFails", `{"task":"t","ttl_seconds":"soon"}`, 1, 2, map[int]flow.Upgrade{1: upgradeTTL}, "upgrade from format 1"},
-		{"NewerFormat", v1State, 3, 2, map[int]flow.Upgrade{1: upgradeTTL}, "newer state format"},
-		{"WrongType", `{"task":5}`, 2, 2, nil, "cannot unmarshal number"},
+		{"NoUpgradeRegistered", v1State, 1, StateFormat, nil, "no upgrade from state format 1"},
+		{"UpgradeFails", `{"task":"t","draft":"soon"}`, 1, StateFormat, stateUpgrades, "upgrade from format 1"},
+		{"NewerFormat", v1State, StateFormat + 1, StateFormat, stateUpgrades, "newer state format"},
+		{"WrongType", `{"task":5}`, StateFormat, StateFormat, stateUpgrades, "cannot unmarshal number"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cps, id := put(t, tc.values, tc.format)

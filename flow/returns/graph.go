@@ -45,8 +45,10 @@ type ReasonAnswer struct {
 	Reason string `json:"reason"`
 }
 
-// ApprovalQuestion is the payload of an approval interrupt: the draft and
-// what approving it does.
+// ApprovalQuestion is an approval question as shown to a person (the
+// "value" of the interrupt in the JSON output): the draft and what
+// approving it does. Only its approvalAsked part is stored; approvalView
+// fills in the rest from the state.
 type ApprovalQuestion struct {
 	Kind      string    `json:"kind"` // KindApproval
 	DraftID   string    `json:"draft_id"`
@@ -56,6 +58,22 @@ type ApprovalQuestion struct {
 	Effect    string    `json:"effect"`
 	// Problem says why the previous answer was refused; "" the first time.
 	Problem string `json:"problem,omitempty"`
+}
+
+// approvalAsked is the payload the review node stores with an approval
+// interrupt: its kind, and why the previous answer was refused. The draft
+// it asks about is the draft of the state of the checkpoint the question is
+// saved against (prepare made it; nothing changes it), so the draft id and
+// expiry are not stored twice. Tasks parked by state format 1 stored the
+// whole ApprovalQuestion, which decodes into this too.
+type approvalAsked struct {
+	Kind    string `json:"kind"` // KindApproval
+	Problem string `json:"problem,omitempty"`
+}
+
+// approvalEffect says what approving a draft for order does.
+func approvalEffect(order string) string {
+	return fmt.Sprintf("approve submits a return application for order %s; cancel ends the request without one", order)
 }
 
 // ApprovalAnswer is the resume value of an approval interrupt. DraftID must
@@ -123,7 +141,7 @@ type nodes struct{ Deps }
 func (n nodes) lookup(ctx context.Context, s State) (State, error) {
 	o, err := n.Desk.Order(ctx, s.Order, s.User)
 	if errors.Is(err, business.ErrNotFound) {
-		return State{Stage: StageFailed, Error: &Failure{Code: CodeOrderNotFound, Message: fmt.Sprintf("order %s not found", s.Order)}, Trace: []string{NodeLookup}}, nil
+		return State{Stage: StageFailed, Error: &Failure{Code: CodeOrderNotFound, Message: fmt.Sprintf("order %s not found", s.Order)}}, nil
 	}
 	if err != nil {
 		return State{}, err
@@ -133,9 +151,9 @@ func (n nodes) lookup(ctx context.Context, s State) (State, error) {
 		return State{}, err
 	}
 	if code != "" {
-		return State{Stage: StageFailed, Error: &Failure{Code: code, Message: eligibilityMessage(code, o.ID)}, Trace: []string{NodeLookup}}, nil
+		return State{Stage: StageFailed, Error: &Failure{Code: code, Message: eligibilityMessage(code, o.ID)}}, nil
 	}
-	return State{Trace: []string{NodeLookup}}, nil
+	return State{}, nil
 }
 
 func eligibilityMessage(code, order string) string {
@@ -170,7 +188,7 @@ func (n nodes) askReason(ctx context.Context, s State) (State, error) {
 			q.Problem = err.Error()
 			continue
 		}
-		return State{Reason: r, Trace: []string{NodeAskReason}}, nil
+		return State{Reason: r}, nil
 	}
 }
 
@@ -183,18 +201,20 @@ func (n nodes) prepare(ctx context.Context, s State) (State, error) {
 	if err != nil {
 		return State{}, fmt.Errorf("prepare draft: %w", err)
 	}
-	return State{Draft: &d, Stage: StageDraftReady, Trace: []string{NodePrepare}}, nil
+	upd := State{Draft: &DraftRef{ID: d.ID, ExpiresAt: d.ExpiresAt.UTC()}, Stage: StageDraftReady}
+	if d.Reason != s.Reason {
+		// The draft's reason is the request's reason from here on (State
+		// keeps it once); they differ only if s.Reason was not trimmed.
+		upd.Reason = d.Reason
+	}
+	return upd, nil
 }
 
 func (n nodes) review(ctx context.Context, s State) (State, error) {
 	if s.Draft == nil {
 		return State{}, errors.New("review: no draft in state")
 	}
-	q := ApprovalQuestion{
-		Kind: KindApproval, DraftID: s.Draft.ID, OrderID: s.Draft.OrderID, Reason: s.Draft.Reason,
-		ExpiresAt: s.Draft.ExpiresAt.UTC(),
-		Effect:    fmt.Sprintf("approve submits a return application for order %s; cancel ends the request without one", s.Draft.OrderID),
-	}
+	q := approvalAsked{Kind: KindApproval}
 	for {
 		ans, err := flow.Interrupt[ApprovalAnswer](ctx, q)
 		if err != nil {
@@ -206,7 +226,7 @@ func (n nodes) review(ctx context.Context, s State) (State, error) {
 		case ans.DraftID != s.Draft.ID:
 			q.Problem = fmt.Sprintf("the answer names draft %q, the question draft %s", ans.DraftID, s.Draft.ID)
 		default:
-			return State{Decision: ans.Action, Trace: []string{NodeReview}}, nil
+			return State{Decision: ans.Action}, nil
 		}
 	}
 }
@@ -217,23 +237,23 @@ func (n nodes) submit(ctx context.Context, s State) (State, error) {
 		return State{Stage: StageFailed, Error: &Failure{
 			Code:    CodeDraftExpired,
 			Message: fmt.Sprintf("draft %s expired at %s before it was approved; nothing was submitted", s.Draft.ID, s.Draft.ExpiresAt.UTC().Format(time.RFC3339)),
-		}, Trace: []string{NodeSubmit}}, nil
+		}}, nil
 	}
 	if errors.Is(err, business.ErrOpenApplication) {
 		return State{Stage: StageFailed, Error: &Failure{
 			Code:    business.ReasonOpenApplication,
-			Message: eligibilityMessage(business.ReasonOpenApplication, s.Draft.OrderID) + " (made by another task since this one started); nothing was submitted",
-		}, Trace: []string{NodeSubmit}}, nil
+			Message: eligibilityMessage(business.ReasonOpenApplication, s.Order) + " (made by another task since this one started); nothing was submitted",
+		}}, nil
 	}
 	if err != nil {
 		return State{}, fmt.Errorf("submit draft %s: %w", s.Draft.ID, err)
 	}
 	n.Fault("submit:after-business-commit")
-	return State{Stage: StageSubmitted, Result: &Result{ApplicationID: app.ID, ReviewStatus: app.ReviewStatus, Reused: reused}, Trace: []string{NodeSubmit}}, nil
+	return State{Stage: StageSubmitted, Result: &Result{ApplicationID: app.ID, ReviewStatus: app.ReviewStatus, Reused: reused}}, nil
 }
 
 func (n nodes) cancel(ctx context.Context, s State) (State, error) {
-	return State{Stage: StageCancelled, Trace: []string{NodeCancel}}, nil
+	return State{Stage: StageCancelled}, nil
 }
 
 // ValidReason returns nil when r (already trimmed) may be a return reason:

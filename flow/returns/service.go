@@ -571,7 +571,7 @@ func (s *Service) plan(t business.Task, snap *flow.Snapshot[State], o ResumeOpti
 	if err != nil {
 		return nil, fmt.Errorf("%w: task %s: %v", ErrInvalid, t.ID, err)
 	}
-	answer, err := answerFor(t.ID, in, o)
+	answer, err := answerFor(t.ID, in, snap.Values, o)
 	if err != nil {
 		return nil, err
 	}
@@ -595,9 +595,10 @@ func pick(open []flow.PendingInterrupt, id string) (flow.PendingInterrupt, error
 	return flow.PendingInterrupt{}, fmt.Errorf("interrupt %q is not pending", id)
 }
 
-// answerFor builds the resume value from the pending interrupt's kind; an
-// answer of the wrong kind is ErrInvalid and nothing is written.
-func answerFor(task string, in flow.PendingInterrupt, o ResumeOptions) (any, error) {
+// answerFor builds the resume value from the pending interrupt's kind and
+// st, the state the question was asked in; an answer of the wrong kind is
+// ErrInvalid and nothing is written.
+func answerFor(task string, in flow.PendingInterrupt, st State, o ResumeOptions) (any, error) {
 	switch kindOf(in.Value) {
 	case KindNeedReason:
 		if !o.HasReason {
@@ -609,7 +610,7 @@ func answerFor(task string, in flow.PendingInterrupt, o ResumeOptions) (any, err
 			return nil, fmt.Errorf("%w: task %s is waiting for approval, not a reason; %s", ErrInvalid, task, hintFor(task, in))
 		}
 		var q ApprovalQuestion
-		if err := json.Unmarshal(in.Value, &q); err != nil {
+		if err := json.Unmarshal(approvalView(in.Value, st), &q); err != nil {
 			return nil, fmt.Errorf("decode approval question of %s: %w", task, err)
 		}
 		if o.DraftID != "" && o.DraftID != q.DraftID {

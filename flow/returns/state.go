@@ -1,7 +1,7 @@
 package returns
 
 import (
-	"assistant/business"
+	"time"
 )
 
 // Stages of a return request (DESIGN.md "The return-request flow").
@@ -44,21 +44,32 @@ const (
 )
 
 // State is the return request's graph state, stored as JSON in every
-// checkpoint. A node returns a State holding only the fields it changes;
-// Reduce merges it.
+// checkpoint (state format 2, see format.go). A node returns a State holding
+// only the fields it changes; Reduce merges it.
+//
+// The state keeps each fact once: the draft's order, reason, user and task
+// are the request's own fields, so Draft holds only what the request does
+// not already say. Which nodes ran is in the checkpoint chain
+// (metadata.writes) and the timeline steps, not in the state.
 type State struct {
-	Task       string          `json:"task,omitempty"`
-	User       string          `json:"user,omitempty"`
-	Order      string          `json:"order,omitempty"`
-	Reason     string          `json:"reason,omitempty"`
-	TTLSeconds int64           `json:"ttl_seconds,omitempty"`
-	Stage      string          `json:"stage,omitempty"`
-	Draft      *business.Draft `json:"draft,omitempty"`
-	Decision   string          `json:"decision,omitempty"` // approve or cancel, once answered
-	Result     *Result         `json:"result,omitempty"`
-	Error      *Failure        `json:"error,omitempty"`
-	// Trace lists the nodes that completed, in order; Reduce appends to it.
-	Trace []string `json:"trace,omitempty"`
+	Task       string    `json:"task,omitempty"`
+	User       string    `json:"user,omitempty"`
+	Order      string    `json:"order,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+	TTLSeconds int64     `json:"ttl_seconds,omitempty"`
+	Stage      string    `json:"stage,omitempty"`
+	Draft      *DraftRef `json:"draft,omitempty"`
+	Decision   string    `json:"decision,omitempty"` // approve or cancel, once answered
+	Result     *Result   `json:"result,omitempty"`
+	Error      *Failure  `json:"error,omitempty"`
+}
+
+// DraftRef is the request's draft in the business store (business.Draft):
+// its id and when it expires. Its order, reason and user are the State's
+// Order, Reason and User.
+type DraftRef struct {
+	ID        string    `json:"draft_id"`
+	ExpiresAt time.Time `json:"expires_at"` // UTC, wall clock
 }
 
 // Result is the submitted application, as printed in "result".
@@ -77,7 +88,7 @@ type Failure struct {
 }
 
 // Reduce merges a node's update into the state: every non-zero field of upd
-// overwrites, Trace appends.
+// overwrites.
 func Reduce(s, upd State) State {
 	set := func(dst *string, v string) {
 		if v != "" {
@@ -104,9 +115,6 @@ func Reduce(s, upd State) State {
 	if upd.Error != nil {
 		e := *upd.Error
 		s.Error = &e
-	}
-	if len(upd.Trace) > 0 {
-		s.Trace = append(append([]string{}, s.Trace...), upd.Trace...)
 	}
 	return s
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"assistant/flow/returns"
 )
@@ -88,15 +89,21 @@ func TestParseBatch(t *testing.T) {
 }
 
 func TestReduce(t *testing.T) {
-	s := returns.State{Task: "t", Order: "A3003", Trace: []string{"lookup"}}
-	got := returns.Reduce(s, returns.State{Stage: returns.StageDraftReady, Trace: []string{"prepare"}})
-	if got.Task != "t" || got.Order != "A3003" || got.Stage != returns.StageDraftReady {
+	exp := time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := returns.State{Task: "t", Order: "A3003", Reason: "size"}
+	upd := returns.State{Stage: returns.StageDraftReady, Draft: &returns.DraftRef{ID: "d_1", ExpiresAt: exp}}
+	got := returns.Reduce(s, upd)
+	if got.Task != "t" || got.Order != "A3003" || got.Reason != "size" || got.Stage != returns.StageDraftReady {
 		t.Errorf("Reduce kept %+v", got)
 	}
-	if strings.Join(got.Trace, ",") != "lookup,prepare" {
-		t.Errorf("Trace = %v, want lookup,prepare", got.Trace)
+	if got.Draft == nil || got.Draft.ID != "d_1" || !got.Draft.ExpiresAt.Equal(exp) {
+		t.Errorf("Draft = %+v, want d_1 expiring %s", got.Draft, exp)
 	}
-	if strings.Join(s.Trace, ",") != "lookup" {
-		t.Errorf("Reduce changed its input's Trace: %v", s.Trace)
+	if s.Stage != "" || s.Draft != nil {
+		t.Errorf("Reduce changed its input: %+v", s)
+	}
+	got.Draft.ID = "d_2"
+	if upd.Draft.ID != "d_1" {
+		t.Errorf("Reduce's result shares the update's draft: %+v", upd.Draft)
 	}
 }

@@ -40,7 +40,7 @@ type HolderView struct {
 
 // InterruptView is one pending question. Value is the question's payload:
 // for approval it holds the draft (draft_id, order_id, reason, expires_at)
-// and the effect of approving.
+// and the effect of approving, composed from the state (approvalView).
 type InterruptView struct {
 	ID    string          `json:"id"`
 	Node  string          `json:"node"`
@@ -67,10 +67,15 @@ func (s *Service) view(t business.Task, snap *flow.Snapshot[State]) *View {
 	st := snap.Values
 	v.Next = append(v.Next, snap.Next...)
 	for _, in := range snap.Interrupts {
-		v.Interrupts = append(v.Interrupts, InterruptView{ID: in.ID, Node: in.Node, Kind: kindOf(in.Value), Value: in.Value})
+		k := kindOf(in.Value)
+		val := in.Value
+		if k == KindApproval {
+			val = approvalView(in.Value, st)
+		}
+		v.Interrupts = append(v.Interrupts, InterruptView{ID: in.ID, Node: in.Node, Kind: k, Value: val})
 	}
 	if st.Draft != nil {
-		v.Draft = &DraftView{DraftID: st.Draft.ID, OrderID: st.Draft.OrderID, Reason: st.Draft.Reason, ExpiresAt: st.Draft.ExpiresAt.UTC()}
+		v.Draft = &DraftView{DraftID: st.Draft.ID, OrderID: st.Order, Reason: st.Reason, ExpiresAt: st.Draft.ExpiresAt.UTC()}
 	}
 	v.Result, v.Error = st.Result, st.Error
 	v.Stage = st.Stage
@@ -98,4 +103,33 @@ func (s *Service) view(t business.Task, snap *flow.Snapshot[State]) *View {
 		}
 	}
 	return v
+}
+
+// approvalView is the approval question as shown: the stored payload (its
+// kind, and why an answer was refused) with the draft, order, reason and
+// effect taken from the state. A payload stored by state format 1 already
+// holds them and keeps its own.
+func approvalView(stored json.RawMessage, st State) json.RawMessage {
+	var q ApprovalQuestion
+	if err := json.Unmarshal(stored, &q); err != nil {
+		return stored
+	}
+	if q.DraftID == "" && st.Draft != nil {
+		q.DraftID, q.ExpiresAt = st.Draft.ID, st.Draft.ExpiresAt
+	}
+	if q.OrderID == "" {
+		q.OrderID = st.Order
+	}
+	if q.Reason == "" {
+		q.Reason = st.Reason
+	}
+	if q.Effect == "" {
+		q.Effect = approvalEffect(q.OrderID)
+	}
+	q.ExpiresAt = q.ExpiresAt.UTC()
+	b, err := json.Marshal(q)
+	if err != nil {
+		return stored
+	}
+	return b
 }
