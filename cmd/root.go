@@ -201,7 +201,7 @@ func (a *app) open(ctx context.Context, create bool) (*returns.Service, func(), 
 	if err := returns.PrepareDataDir(a.data, create); err != nil {
 		return nil, nil, err
 	}
-	if err := returns.CheckCheckpointsFile(ctx, a.data); err != nil {
+	if err := returns.CheckPair(ctx, a.data, checkpoints.CountThreadsReadOnly); err != nil {
 		return nil, nil, err
 	}
 	path := filepath.Join(a.data, returns.CheckpointsFile)

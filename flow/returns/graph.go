@@ -246,7 +246,7 @@ func (n nodes) submit(ctx context.Context, s State) (State, error) {
 		}}, nil
 	}
 	if err != nil {
-		return State{}, fmt.Errorf("submit draft %s: %w", s.Draft.ID, err)
+		return State{}, err // business errors name the draft already
 	}
 	n.Fault("submit:after-business-commit")
 	return State{Stage: StageSubmitted, Result: &Result{ApplicationID: app.ID, ReviewStatus: app.ReviewStatus, Reused: reused}}, nil

@@ -92,27 +92,56 @@ func PrepareDataDir(dir string, create bool) error {
 	return nil
 }
 
-// CheckCheckpointsFile refuses a data dir whose checkpoints.sqlite is
-// missing or empty while business.sqlite records tasks: opening it would
-// make a fresh, empty checkpoint file and hide that every run was lost.
-// Call it before opening the checkpoint store; it changes no file.
-func CheckCheckpointsFile(ctx context.Context, dir string) error {
-	path := filepath.Join(dir, CheckpointsFile)
-	st, err := os.Stat(path)
-	if err == nil && st.Size() > 0 {
-		return nil
-	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("checkpoints %s: %w", path, err)
-	}
-	n, err := business.CountTasksReadOnly(ctx, filepath.Join(dir, BusinessFile))
+// CheckPair refuses a data dir where one of the two files is missing or
+// empty while the other holds runs: opening it would make a fresh, empty
+// file and hide that runs (checkpoints.sqlite lost) or their drafts,
+// applications and task records (business.sqlite lost) are gone. countThreads
+// counts the threads of a checkpoint file read-only (checkpoints package).
+// Call it before opening either store; it changes no file.
+func CheckPair(ctx context.Context, dir string, countThreads func(context.Context, string) (int, error)) error {
+	cpsPath, deskPath := filepath.Join(dir, CheckpointsFile), filepath.Join(dir, BusinessFile)
+	cpsEmpty, err := missingOrEmpty(cpsPath)
 	if err != nil {
 		return err
 	}
-	if n > 0 {
-		return fmt.Errorf("open checkpoints %s: business.sqlite records %d task(s): %w", path, n, business.ErrLostCheckpoints)
+	deskEmpty, err := missingOrEmpty(deskPath)
+	if err != nil {
+		return err
+	}
+	switch {
+	case cpsEmpty && !deskEmpty:
+		n, err := business.CountTasksReadOnly(ctx, deskPath)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("open checkpoints %s: business.sqlite records %d task(s): %w", cpsPath, n, business.ErrLostCheckpoints)
+		}
+	case deskEmpty && !cpsEmpty:
+		n, err := countThreads(ctx, cpsPath)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("open business %s: checkpoints.sqlite holds %d run(s): %w", deskPath, n, ErrLostBusiness)
+		}
 	}
 	return nil
+}
+
+// ErrLostBusiness: checkpoints.sqlite holds runs but business.sqlite beside
+// it is missing or empty, so their tasks, drafts and applications are gone.
+var ErrLostBusiness = errors.New("the business file is missing or empty, so the tasks, drafts and applications of those runs are lost; restore business.sqlite from a backup (or move both files away to start afresh)")
+
+func missingOrEmpty(path string) (bool, error) {
+	st, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", path, err)
+	}
+	return st.Size() == 0, nil
 }
 
 // Open opens business.sqlite in cfg.DataDir and compiles the return graph
