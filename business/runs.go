@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"time"
 
 	"assistant/internal/sqlitedb"
@@ -445,25 +443,8 @@ func (s *Store) DraftTTL(ctx context.Context, taskID string) (time.Duration, err
 var ErrLostCheckpoints = errors.New("the checkpoint file is missing or empty, so their runs are lost; restore checkpoints.sqlite from a backup (or move both files away to start afresh)")
 
 // CountTasksReadOnly counts the tasks recorded in the business file at path
-// without changing it (a read-only open, no migration, no WAL switch). A
-// missing or empty file counts 0.
+// without changing it (see sqlitedb.CountRowsReadOnly): a missing, empty or
+// unreadable file counts 0.
 func CountTasksReadOnly(ctx context.Context, path string) (int, error) {
-	st, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) || (err == nil && st.Size() == 0) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("count tasks in %s: %w", path, err)
-	}
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)")
-	if err != nil {
-		return 0, fmt.Errorf("count tasks in %s: %w", path, err)
-	}
-	defer db.Close()
-	var n int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM tasks`).Scan(&n); err != nil {
-		// Not a business file we can read: the normal open reports why.
-		return 0, nil
-	}
-	return n, nil
+	return sqlitedb.CountRowsReadOnly(ctx, path, "tasks")
 }
