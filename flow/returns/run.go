@@ -61,6 +61,12 @@ func (s *Service) holderGone(l business.Lease) bool {
 	return errors.Is(err, syscall.ESRCH)
 }
 
+// holderAlive reports whether a live process holds the lease now: there is
+// a holder, its lease has not lapsed, and it is not known dead.
+func (s *Service) holderAlive(l business.Lease) bool {
+	return l.Owner != "" && l.Until.After(s.now()) && !s.holderGone(l)
+}
+
 func (s *Service) lease() business.Lease {
 	return business.Lease{Owner: s.me.owner, PID: s.me.pid, Host: s.me.host, Until: s.now().UTC().Add(DefaultLeaseTTL)}
 }
@@ -235,7 +241,7 @@ func (s *Service) Stop(ctx context.Context, task, user string, wait time.Duratio
 	deadline := time.Now().Add(wait)
 	for time.Now().Before(deadline) {
 		l, _, err := s.desk.TaskLease(ctx, t.ID)
-		if err != nil || s.holderGone(l) {
+		if err != nil || !s.holderAlive(l) {
 			break
 		}
 		select {

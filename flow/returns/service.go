@@ -332,7 +332,7 @@ func (s *Service) restart(ctx context.Context, t business.Task, o StartOptions, 
 	}
 	// Mid-run: the same start again after a crash or a stop continues it,
 	// unless a live process drives it now (then it shows its progress).
-	if l, _, err := s.desk.TaskLease(ctx, t.ID); err == nil && l.Owner != "" && !s.holderGone(l) && l.Until.After(s.now()) {
+	if l, _, err := s.desk.TaskLease(ctx, t.ID); err == nil && s.holderAlive(l) {
 		return s.Show(ctx, t.ID, t.User)
 	}
 	return s.Resume(ctx, ResumeOptions{Task: t.ID, User: t.User})
@@ -360,40 +360,38 @@ func (s *Service) Show(ctx context.Context, task, user string) (*View, error) {
 	if err != nil {
 		return nil, err
 	}
-	kind, err := s.kind(ctx, t.ID)
+	// One read gives the kind and, for a running task, its holder.
+	l, kind, err := s.desk.TaskLease(ctx, t.ID)
 	if err != nil {
 		return nil, fmt.Errorf("show %s: %w", t.ID, err)
 	}
 	var v *View
 	if kind == business.KindBatch {
-		snap, err := s.batch.State(ctx, t.ID)
-		if err != nil && !errors.Is(err, flow.ErrThreadNotFound) {
-			return nil, fmt.Errorf("show %s: %w", t.ID, err)
-		}
+		snap, err := headOrNil(s.batch.State(ctx, t.ID))
 		if err != nil {
-			snap = nil
+			return nil, fmt.Errorf("show %s: %w", t.ID, err)
 		}
 		v = s.batchView(t, snap)
 	} else {
-		snap, err := s.graph.State(ctx, t.ID)
-		if err != nil && !errors.Is(err, flow.ErrThreadNotFound) {
-			return nil, fmt.Errorf("show %s: %w", t.ID, err)
-		}
+		snap, err := headOrNil(s.graph.State(ctx, t.ID))
 		if err != nil {
-			snap = nil
+			return nil, fmt.Errorf("show %s: %w", t.ID, err)
 		}
 		v = s.view(t, snap)
 	}
-	if v.Status == StatusRunning || v.Status == StatusInterrupted {
-		l, _, err := s.desk.TaskLease(ctx, t.ID)
-		if err != nil {
-			return nil, fmt.Errorf("show %s: %w", t.ID, err)
-		}
-		if l.Owner != "" || v.Status == StatusRunning {
-			v.Holder = &HolderView{PID: l.PID, Host: l.Host, Until: l.Until, Alive: l.Owner != "" && l.Until.After(s.now()) && !s.holderGone(l)}
-		}
+	if (v.Status == StatusRunning || v.Status == StatusInterrupted) && (l.Owner != "" || v.Status == StatusRunning) {
+		v.Holder = &HolderView{PID: l.PID, Host: l.Host, Until: l.Until, Alive: s.holderAlive(l)}
 	}
 	return v, nil
+}
+
+// headOrNil passes a thread's head snapshot on, with a thread that has no
+// checkpoint yet (created, then killed before its first one) as nil.
+func headOrNil[S any](snap *flow.Snapshot[S], err error) (*flow.Snapshot[S], error) {
+	if errors.Is(err, flow.ErrThreadNotFound) {
+		return nil, nil
+	}
+	return snap, err
 }
 
 // ResumeOptions are the input of Resume. Set Reason (with HasReason) to
