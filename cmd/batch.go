@@ -45,11 +45,10 @@ A progress bar is drawn on stderr when stderr is a terminal.`,
 			if err != nil {
 				return err
 			}
-			svc, closeAll, err := a.open(c.Context(), true)
+			svc, err := a.service(c.Context(), true)
 			if err != nil {
 				return ran(err)
 			}
-			defer closeAll()
 			if isTerminal(a.stderr) {
 				bar := progressbar.NewOptions(len(rows), progressbar.OptionSetWriter(a.stderr),
 					progressbar.OptionSetDescription("rows"), progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())

@@ -35,11 +35,10 @@ it is kept as it is.`,
 			if err := returns.ValidTaskID(args[0]); err != nil {
 				return usageErr("%v", err)
 			}
-			svc, closeAll, err := a.open(c.Context(), false)
+			svc, err := a.service(c.Context(), false)
 			if err != nil {
 				return ran(err)
 			}
-			defer closeAll()
 			h, err := svc.History(c.Context(), args[0], a.user)
 			if err != nil {
 				return ran(err)

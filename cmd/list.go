@@ -20,7 +20,7 @@ func (a *app) newList() *cobra.Command {
 		Args: exactArgs(0, "list takes no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			var tasks []returns.TaskSummary
-			svc, closeAll, err := a.open(c.Context(), false)
+			svc, err := a.service(c.Context(), false)
 			switch {
 			case errors.Is(err, returns.ErrNotFound):
 				// No data dir yet: no task, and nothing is created.
@@ -31,7 +31,6 @@ func (a *app) newList() *cobra.Command {
 			case err != nil:
 				return ran(err)
 			default:
-				defer closeAll()
 				if tasks, err = svc.List(c.Context(), a.user, status); err != nil {
 					return ran(err)
 				}

@@ -32,11 +32,10 @@ time or a date YYYY-MM-DD (UTC).`,
 				return usageErr("orders file: %v", err)
 			}
 			defer f.Close()
-			svc, closeAll, err := a.open(c.Context(), true)
+			svc, err := a.service(c.Context(), true)
 			if err != nil {
 				return ran(err)
 			}
-			defer closeAll()
 			res, err := svc.ImportOrders(c.Context(), f)
 			if err != nil {
 				return ran(err)
@@ -53,11 +52,10 @@ time or a date YYYY-MM-DD (UTC).`,
 		Short: "List your orders and whether each can be returned now",
 		Args:  exactArgs(0, "orders list takes no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
-			svc, closeAll, err := a.open(c.Context(), true)
+			svc, err := a.service(c.Context(), true)
 			if err != nil {
 				return ran(err)
 			}
-			defer closeAll()
 			orders, err := svc.ListOrders(c.Context(), a.user)
 			if err != nil {
 				return ran(err)

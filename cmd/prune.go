@@ -32,11 +32,10 @@ file keeps its size (SQLite reuses the freed pages).`,
 			if o.Keep < 1 {
 				return usageErr("--keep must be at least 1, not %d", o.Keep)
 			}
-			svc, closeAll, err := a.open(c.Context(), false)
+			svc, err := a.service(c.Context(), false)
 			if err != nil {
 				return ran(err)
 			}
-			defer closeAll()
 			r, err := svc.Prune(c.Context(), o)
 			if err != nil {
 				return ran(err)

@@ -21,14 +21,13 @@ recovered. Tasks of every user are recovered.`,
 		Args:    exactArgs(0, "recover takes no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			got := []returns.Recovered{}
-			svc, closeAll, err := a.open(c.Context(), false)
+			svc, err := a.service(c.Context(), false)
 			switch {
 			case errors.Is(err, returns.ErrNotFound):
 				// No data dir yet (a boot-time recover): nothing to recover.
 			case err != nil:
 				return ran(err)
 			default:
-				defer closeAll()
 				if got, err = svc.Recover(c.Context()); err != nil {
 					return ran(err)
 				}

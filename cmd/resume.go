@@ -40,11 +40,10 @@ a submitted task again returns the same application with reused: true.`,
 			if opts.Action != "" && opts.Action != returns.ActionApprove && opts.Action != returns.ActionCancel {
 				return usageErr("--action must be approve or cancel, not %q", opts.Action)
 			}
-			svc, closeAll, err := a.open(c.Context(), false)
+			svc, err := a.service(c.Context(), false)
 			if err != nil {
 				return ran(err)
 			}
-			defer closeAll()
 			v, err := svc.Resume(c.Context(), opts)
 			if err != nil {
 				return ran(err)

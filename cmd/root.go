@@ -45,6 +45,8 @@ type app struct {
 	stdout io.Writer
 	stderr io.Writer
 	seed   []byte
+	// closers close what service opened, when the command has returned.
+	closers []func()
 }
 
 // Execute runs the command line with os.Args and exits the process with the
@@ -70,6 +72,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, seed []by
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	for _, closeStores := range a.closers {
+		closeStores()
+	}
 	if err == nil {
 		return ExitOK
 	}
@@ -195,29 +200,31 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// open opens both stores of the data dir. With create false a missing data
-// dir or file is ErrNotFound and nothing is created.
-func (a *app) open(ctx context.Context, create bool) (*returns.Service, func(), error) {
+// service opens both stores of the data dir for the command that runs; Run
+// closes them when the command returns. With create false a missing data dir
+// or file is ErrNotFound and nothing is created.
+func (a *app) service(ctx context.Context, create bool) (*returns.Service, error) {
 	if err := returns.PrepareDataDir(a.data, create); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := returns.CheckPair(ctx, a.data, checkpoints.CountThreadsReadOnly); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	path := filepath.Join(a.data, returns.CheckpointsFile)
 	cps, err := checkpoints.OpenSQLite(ctx, path, checkpoints.SQLiteOptions{Create: create})
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, fmt.Errorf("%s: %w (no task has been started in %s)", path, returns.ErrNotFound, a.data)
+		return nil, fmt.Errorf("%s: %w (no task has been started in %s)", path, returns.ErrNotFound, a.data)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	svc, err := returns.Open(ctx, returns.Config{DataDir: a.data, Create: create, Seed: a.seed, Checkpoints: cps})
 	if err != nil {
 		cps.Close()
-		return nil, nil, err
+		return nil, err
 	}
-	return svc, func() { svc.Close(); cps.Close() }, nil
+	a.closers = append(a.closers, func() { svc.Close(); cps.Close() })
+	return svc, nil
 }
 
 // render prints a view as JSON or as a card for a person.

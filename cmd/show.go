@@ -20,11 +20,10 @@ ended. It changes nothing.`,
 			if err := returns.ValidTaskID(args[0]); err != nil {
 				return usageErr("%v", err)
 			}
-			svc, closeAll, err := a.open(c.Context(), false)
+			svc, err := a.service(c.Context(), false)
 			if err != nil {
 				return ran(err)
 			}
-			defer closeAll()
 			v, err := svc.Show(c.Context(), args[0], a.user)
 			if err != nil {
 				return ran(err)

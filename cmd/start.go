@@ -35,11 +35,10 @@ with other input it is refused (exit 3).`,
 			if err := returns.ValidateStart(opts); err != nil {
 				return err
 			}
-			svc, closeAll, err := a.open(c.Context(), true)
+			svc, err := a.service(c.Context(), true)
 			if err != nil {
 				return ran(err)
 			}
-			defer closeAll()
 			v, err := svc.Start(c.Context(), opts)
 			if err != nil {
 				return ran(err)

@@ -22,11 +22,10 @@ task that finished first keeps its finished status.`,
   assistant resume batch-7`,
 		Args: exactArgs(1, "stop needs TASK"),
 		RunE: func(c *cobra.Command, args []string) error {
-			svc, closeAll, err := a.open(c.Context(), false)
+			svc, err := a.service(c.Context(), false)
 			if err != nil {
 				return ran(err)
 			}
-			defer closeAll()
 			v, err := svc.Stop(c.Context(), args[0], a.user, wait)
 			if err != nil {
 				return ran(err)
