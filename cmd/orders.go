@@ -4,10 +4,9 @@ import (
 	"fmt"
 	"os"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
-
-	"assistant/flow/returns"
 )
 
 func (a *app) newOrders() *cobra.Command {
@@ -70,11 +69,19 @@ time or a date YYYY-MM-DD (UTC).`,
 				if o.Returnable != "" {
 					ok = "no: " + o.Returnable
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", o.ID, o.Item, returns.DeliveredText(o.Order), o.FinalSale, ok)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", o.ID, o.Item, deliveredText(o.DeliveredAt), o.FinalSale, ok)
 			}
 			return tw.Flush()
 		},
 	}
 	c.AddCommand(imp, list)
 	return c
+}
+
+// deliveredText renders a delivery date (UTC) for a person, or "not delivered".
+func deliveredText(t *time.Time) string {
+	if t == nil {
+		return "not delivered"
+	}
+	return t.UTC().Format(time.DateOnly)
 }

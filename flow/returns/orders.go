@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"assistant/business"
 )
@@ -50,14 +49,3 @@ func (s *Service) ListOrders(ctx context.Context, user string) ([]OrderLine, err
 	}
 	return out, nil
 }
-
-// deliveredText renders a delivery time for a person.
-func deliveredText(t *time.Time) string {
-	if t == nil {
-		return "not delivered"
-	}
-	return t.UTC().Format("2006-01-02")
-}
-
-// DeliveredText renders an order's delivery date (UTC) or "not delivered".
-func DeliveredText(o business.Order) string { return deliveredText(o.DeliveredAt) }
