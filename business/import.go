@@ -167,54 +167,30 @@ func sameOrder(a, b Order) bool {
 
 // orderTx reads an order by id inside tx, whoever owns it.
 func orderTx(ctx context.Context, tx *sql.Tx, id string) (Order, error) {
-	var (
-		o         Order
-		delivered sql.NullString
-	)
-	err := tx.QueryRowContext(ctx, `SELECT order_id, user, item, delivered_at, final_sale FROM orders WHERE order_id = ?`, id).
-		Scan(&o.ID, &o.User, &o.Item, &delivered, &o.FinalSale)
+	o, err := scanOrder(tx.QueryRowContext(ctx, `SELECT `+orderColumns+` FROM orders WHERE order_id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Order{}, ErrNotFound
 	}
-	if err != nil {
-		return Order{}, err
-	}
-	if delivered.Valid {
-		t, err := parseTime(delivered.String)
-		if err != nil {
-			return Order{}, err
-		}
-		o.DeliveredAt = &t
-	}
-	return o, nil
+	return o, err
 }
 
-// Orders returns the user's orders by order id.
+// Orders returns the user's orders by order id, in one query.
 func (s *Store) Orders(ctx context.Context, user string) ([]Order, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT order_id FROM orders WHERE user = ? ORDER BY order_id`, user)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+orderColumns+` FROM orders WHERE user = ? ORDER BY order_id`, user)
 	if err != nil {
 		return nil, fmt.Errorf("list orders: %w", err)
 	}
-	var ids []string
+	defer rows.Close()
+	var out []Order
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
+		o, err := scanOrder(rows)
+		if err != nil {
 			return nil, fmt.Errorf("list orders: %w", err)
 		}
-		ids = append(ids, id)
+		out = append(out, o)
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list orders: %w", err)
-	}
-	out := make([]Order, 0, len(ids))
-	for _, id := range ids {
-		o, err := s.Order(ctx, id, user)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o)
 	}
 	return out, nil
 }

@@ -34,23 +34,32 @@ type Order struct {
 // order is unknown or belongs to another user, so that the existence of other
 // users' orders is never revealed (DESIGN.md exit code 4).
 func (s *Store) Order(ctx context.Context, orderID, user string) (Order, error) {
-	var (
-		o         Order
-		delivered sql.NullString
-	)
-	err := s.db.QueryRowContext(ctx,
-		`SELECT order_id, user, item, delivered_at, final_sale FROM orders WHERE order_id = ? AND user = ?`,
-		orderID, user).Scan(&o.ID, &o.User, &o.Item, &delivered, &o.FinalSale)
+	o, err := scanOrder(s.db.QueryRowContext(ctx,
+		`SELECT `+orderColumns+` FROM orders WHERE order_id = ? AND user = ?`, orderID, user))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Order{}, fmt.Errorf("order %s: %w", orderID, ErrNotFound)
 	}
 	if err != nil {
 		return Order{}, fmt.Errorf("order %s: %w", orderID, err)
 	}
+	return o, nil
+}
+
+const orderColumns = `order_id, user, item, delivered_at, final_sale`
+
+// scanOrder reads one row of orderColumns.
+func scanOrder(sc scanner) (Order, error) {
+	var (
+		o         Order
+		delivered sql.NullString
+	)
+	if err := sc.Scan(&o.ID, &o.User, &o.Item, &delivered, &o.FinalSale); err != nil {
+		return Order{}, err
+	}
 	if delivered.Valid {
 		t, err := parseTime(delivered.String)
 		if err != nil {
-			return Order{}, fmt.Errorf("order %s: %w", orderID, err)
+			return Order{}, err
 		}
 		o.DeliveredAt = &t
 	}
