@@ -41,6 +41,10 @@ type TaskState struct {
 	Done       bool               // finished; its update waits in pending writes
 	Error      string             // the last failure, if the task failed
 	Interrupts []PendingInterrupt // its questions still unanswered
+	// Answers are the answers saved for its questions, by call order in the
+	// node, that the task has not finished with yet: a run continued from
+	// this head replays them. Nil for a done task.
+	Answers map[int]json.RawMessage
 }
 
 // Waiting reports whether the run waits for a person to answer a question.
@@ -222,6 +226,9 @@ func (r *Runnable[S]) snapshot(cp *Checkpoint) (*Snapshot[S], error) {
 		ts := TaskState{ID: id, Node: node}
 		if t := groups[id]; t != nil {
 			ts.Done, ts.Error = t.done, t.err
+			if !t.done && len(t.resumes) > 0 {
+				ts.Answers = maps.Clone(t.resumes)
+			}
 		}
 		for _, in := range snap.Interrupts {
 			if in.TaskID == id {

@@ -511,29 +511,23 @@ func (s *Service) repair(ctx context.Context, t business.Task, v *View) error {
 }
 
 // recordedAnswer reports whether the answer in o is the one the task has
-// recorded already: applied to the state, or saved as a pending write at the
-// head by a process that died before applying it. An answer that
-// contradicts the recorded one is ErrConflict.
-func (s *Service) recordedAnswer(task string, st State, o ResumeOptions) (bool, error) {
-	action, reason := st.Decision, ""
-	head, err := s.cps.Get(context.Background(), task, "")
-	if err != nil {
-		return false, err
-	}
-	if head != nil {
-		for _, w := range head.PendingWrites {
-			if w.Kind != flow.WriteResume {
-				continue
-			}
-			switch w.Node {
+// recorded already: applied to the state, or saved at the head by a process
+// that died before applying it (the snapshot's task answers, which a
+// continued run replays). An answer that contradicts the recorded one is
+// ErrConflict.
+func recordedAnswer(task string, snap *flow.Snapshot[State], o ResumeOptions) (bool, error) {
+	action, reason := snap.Values.Decision, ""
+	for _, ts := range snap.Tasks {
+		for _, raw := range ts.Answers {
+			switch ts.Node {
 			case NodeReview:
 				var a ApprovalAnswer
-				if json.Unmarshal(w.Value, &a) == nil && a.Action != "" {
+				if json.Unmarshal(raw, &a) == nil && a.Action != "" {
 					action = a.Action
 				}
 			case NodeAskReason:
 				var a ReasonAnswer
-				if json.Unmarshal(w.Value, &a) == nil {
+				if json.Unmarshal(raw, &a) == nil {
 					reason = strings.TrimSpace(a.Reason)
 				}
 			}
@@ -550,7 +544,7 @@ func (s *Service) recordedAnswer(task string, st State, o ResumeOptions) (bool, 
 			return false, fmt.Errorf("task %s was already given the reason %q; the reason %q is refused: %w", task, reason, o.Reason, ErrConflict)
 		}
 		return true, nil
-	case o.HasReason && st.Reason != "" && strings.TrimSpace(o.Reason) == st.Reason:
+	case o.HasReason && snap.Values.Reason != "" && strings.TrimSpace(o.Reason) == snap.Values.Reason:
 		return true, nil
 	}
 	return false, nil
@@ -578,7 +572,7 @@ func (s *Service) plan(t business.Task, snap *flow.Snapshot[State], o ResumeOpti
 		// as a pending write by the process that died): it can only be
 		// re-affirmed. Any other answer would answer a question nobody saw.
 		if answering {
-			recorded, err := s.recordedAnswer(t.ID, snap.Values, o)
+			recorded, err := recordedAnswer(t.ID, snap, o)
 			if err != nil {
 				return nil, err
 			}
