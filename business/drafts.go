@@ -66,7 +66,7 @@ func (s *Store) PrepareDraft(ctx context.Context, taskID, orderID, user, reason 
 	// Durable at commit: the checkpoint written after prepare names the
 	// draft, and no power loss may keep that checkpoint and lose the draft.
 	var txErr error
-	err = sqlitedb.DurableTx(ctx, s.db, s.synchronous, func(tx *sql.Tx) error {
+	err = s.durable(ctx, func(tx sqlitedb.Querier) error {
 		d, reused, txErr = s.prepareDraftTx(ctx, tx, taskID, orderID, user, reason, ttl, now)
 		if txErr == nil && reused {
 			return sqlitedb.ErrNothingWritten
@@ -82,7 +82,7 @@ func (s *Store) PrepareDraft(ctx context.Context, taskID, orderID, user, reason 
 	return d, reused, nil
 }
 
-func (s *Store) prepareDraftTx(ctx context.Context, tx *sql.Tx, taskID, orderID, user, reason string, ttl time.Duration, now time.Time) (d Draft, reused bool, err error) {
+func (s *Store) prepareDraftTx(ctx context.Context, tx sqlitedb.Querier, taskID, orderID, user, reason string, ttl time.Duration, now time.Time) (d Draft, reused bool, err error) {
 	d, err = draftWhere(ctx, tx, "task_id", taskID)
 	switch {
 	case err == nil:
@@ -132,7 +132,7 @@ func (s *Store) prepareDraftTx(ctx context.Context, tx *sql.Tx, taskID, orderID,
 // DraftByTask returns the draft of task taskID, or ErrNotFound. It does not
 // check the user; the caller compares Draft.User.
 func (s *Store) DraftByTask(ctx context.Context, taskID string) (Draft, error) {
-	d, err := draftWhere(ctx, s.db, "task_id", taskID)
+	d, err := draftWhere(ctx, s.q, "task_id", taskID)
 	if err != nil {
 		return Draft{}, fmt.Errorf("draft of task %s: %w", taskID, err)
 	}
@@ -142,7 +142,7 @@ func (s *Store) DraftByTask(ctx context.Context, taskID string) (Draft, error) {
 // Draft returns the draft draftID, or ErrNotFound. It does not check the
 // user; the caller compares Draft.User.
 func (s *Store) Draft(ctx context.Context, draftID string) (Draft, error) {
-	d, err := draftWhere(ctx, s.db, "draft_id", draftID)
+	d, err := draftWhere(ctx, s.q, "draft_id", draftID)
 	if err != nil {
 		return Draft{}, fmt.Errorf("draft %s: %w", draftID, err)
 	}
@@ -180,7 +180,7 @@ func (s *Store) Submit(ctx context.Context, draftID, user string, now time.Time)
 	// Durable at commit: the checkpoint written after submit names the
 	// application, and no power loss may keep that and lose the application.
 	var txErr error
-	err = sqlitedb.DurableTx(ctx, s.db, s.synchronous, func(tx *sql.Tx) error {
+	err = s.durable(ctx, func(tx sqlitedb.Querier) error {
 		a, reused, txErr = s.SubmitTx(ctx, tx, draftID, user, now)
 		if txErr == nil && reused {
 			return sqlitedb.ErrNothingWritten
@@ -210,7 +210,7 @@ func (s *Store) Submit(ctx context.Context, draftID, user string, now time.Time)
 // tx should come from s.DB(): its BEGIN IMMEDIATE takes the write lock first,
 // so concurrent submitters of one draft (goroutines or processes) queue and
 // the later ones see the first one's application.
-func (s *Store) SubmitTx(ctx context.Context, tx *sql.Tx, draftID, user string, now time.Time) (Application, bool, error) {
+func (s *Store) SubmitTx(ctx context.Context, tx sqlitedb.Querier, draftID, user string, now time.Time) (Application, bool, error) {
 	a, err := applicationWhere(ctx, tx, "draft_id", draftID)
 	switch {
 	case err == nil:
@@ -277,7 +277,7 @@ func (s *Store) SubmitTx(ctx context.Context, tx *sql.Tx, draftID, user string, 
 // ErrNotFound. It does not check the user; the caller compares
 // Application.User.
 func (s *Store) ApplicationByDraft(ctx context.Context, draftID string) (Application, error) {
-	a, err := applicationWhere(ctx, s.db, "draft_id", draftID)
+	a, err := applicationWhere(ctx, s.q, "draft_id", draftID)
 	if err != nil {
 		return Application{}, fmt.Errorf("application of draft %s: %w", draftID, err)
 	}
@@ -291,9 +291,9 @@ func (s *Store) CountApplications(ctx context.Context, draftID string) (int, err
 	var n int
 	var err error
 	if draftID == "" {
-		err = s.db.QueryRowContext(ctx, `SELECT count(*) FROM applications`).Scan(&n)
+		err = s.q.QueryRowContext(ctx, `SELECT count(*) FROM applications`).Scan(&n)
 	} else {
-		err = s.db.QueryRowContext(ctx, `SELECT count(*) FROM applications WHERE draft_id = ?`, draftID).Scan(&n)
+		err = s.q.QueryRowContext(ctx, `SELECT count(*) FROM applications WHERE draft_id = ?`, draftID).Scan(&n)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("count applications: %w", err)

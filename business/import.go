@@ -9,6 +9,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"assistant/internal/sqlitedb"
 )
 
 // importHeader is the required first record of a shop's orders export.
@@ -54,7 +56,7 @@ func (s *Store) ImportOrders(ctx context.Context, r io.Reader) (ImportResult, er
 	if len(recs) == 0 || !equalHeader(recs[0], importHeader) {
 		return ImportResult{}, &ImportError{Lines: []string{"line 1: the header must be " + strings.Join(importHeader, ",")}}
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return ImportResult{}, fmt.Errorf("import orders: %w", err)
 	}
@@ -166,7 +168,7 @@ func sameOrder(a, b Order) bool {
 }
 
 // orderTx reads an order by id inside tx, whoever owns it.
-func orderTx(ctx context.Context, tx *sql.Tx, id string) (Order, error) {
+func orderTx(ctx context.Context, tx sqlitedb.Querier, id string) (Order, error) {
 	o, err := scanOrder(tx.QueryRowContext(ctx, `SELECT `+orderColumns+` FROM orders WHERE order_id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Order{}, ErrNotFound
@@ -176,7 +178,7 @@ func orderTx(ctx context.Context, tx *sql.Tx, id string) (Order, error) {
 
 // Orders returns the user's orders by order id, in one query.
 func (s *Store) Orders(ctx context.Context, user string) ([]Order, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+orderColumns+` FROM orders WHERE user = ? ORDER BY order_id`, user)
+	rows, err := s.q.QueryContext(ctx, `SELECT `+orderColumns+` FROM orders WHERE user = ? ORDER BY order_id`, user)
 	if err != nil {
 		return nil, fmt.Errorf("list orders: %w", err)
 	}

@@ -34,7 +34,7 @@ type Order struct {
 // order is unknown or belongs to another user, so that the existence of other
 // users' orders is never revealed (DESIGN.md exit code 4).
 func (s *Store) Order(ctx context.Context, orderID, user string) (Order, error) {
-	o, err := scanOrder(s.db.QueryRowContext(ctx,
+	o, err := scanOrder(s.q.QueryRowContext(ctx,
 		`SELECT `+orderColumns+` FROM orders WHERE order_id = ? AND user = ?`, orderID, user))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Order{}, fmt.Errorf("order %s: %w", orderID, ErrNotFound)
@@ -82,7 +82,7 @@ func (s *Store) Eligibility(ctx context.Context, o Order, now time.Time) (string
 		return ReasonFinalSale, nil
 	}
 	var open bool
-	err := s.db.QueryRowContext(ctx,
+	err := s.q.QueryRowContext(ctx,
 		`SELECT EXISTS (SELECT 1 FROM applications WHERE order_id = ? AND review_status = ?)`,
 		o.ID, ReviewPending).Scan(&open)
 	if err != nil {

@@ -60,7 +60,7 @@ func (s *Store) TaskLease(ctx context.Context, taskID string) (Lease, string, er
 		host, until string
 		kind        string
 	)
-	err := s.db.QueryRowContext(ctx,
+	err := s.q.QueryRowContext(ctx,
 		`SELECT lease_owner, lease_pid, lease_host, lease_until, kind FROM tasks WHERE task_id = ?`, taskID).
 		Scan(&owner, &pid, &host, &until, &kind)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -85,7 +85,7 @@ func (s *Store) TaskLease(ctx context.Context, taskID string) (Lease, string, er
 // returns the status the task had before. Errors: ErrNotFound, ErrBusy,
 // ErrConflict (the lease changed between read and write).
 func (s *Store) AcquireLease(ctx context.Context, taskID string, me Lease, now time.Time, gone func(Lease) bool) (string, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return "", fmt.Errorf("acquire lease of task %s: %w", taskID, err)
 	}
@@ -132,7 +132,7 @@ func (s *Store) AcquireLease(ctx context.Context, taskID string, me Lease, now t
 // still running. ErrConflict means the lease was lost or an operator stopped
 // the task: the holder must stop driving it.
 func (s *Store) RenewLease(ctx context.Context, taskID, owner string, until time.Time) error {
-	res, err := s.db.ExecContext(ctx,
+	res, err := s.q.ExecContext(ctx,
 		`UPDATE tasks SET lease_until = ? WHERE task_id = ? AND lease_owner = ? AND status = 'running'`,
 		formatTime(until), taskID, owner)
 	if err := rowsChanged(res, err); err != nil {
@@ -146,7 +146,7 @@ func (s *Store) RenewLease(ctx context.Context, taskID, owner string, until time
 // finished although a stop was requested is done — the finished status
 // wins). ErrConflict: owner lost the lease.
 func (s *Store) ReleaseLease(ctx context.Context, taskID, owner, status, stage string) error {
-	if err := rowsChanged(s.db.ExecContext(ctx, releaseLeaseSQL, status, stage, formatTime(s.now()), taskID, owner)); err != nil {
+	if err := rowsChanged(s.q.ExecContext(ctx, releaseLeaseSQL, status, stage, formatTime(s.now()), taskID, owner)); err != nil {
 		return fmt.Errorf("release lease of task %s: %w", taskID, err)
 	}
 	return nil
@@ -156,7 +156,7 @@ func (s *Store) ReleaseLease(ctx context.Context, taskID, owner, status, stage s
 // together with every earlier commit (as Sync, in the same commit): the last
 // business write of a command.
 func (s *Store) ReleaseLeaseSync(ctx context.Context, taskID, owner, status, stage string) error {
-	err := sqlitedb.DurableTx(ctx, s.db, s.synchronous, func(tx *sql.Tx) error {
+	err := s.durable(ctx, func(tx sqlitedb.Querier) error {
 		return rowsChanged(tx.ExecContext(ctx, releaseLeaseSQL, status, stage, formatTime(s.now()), taskID, owner))
 	})
 	if err != nil {
@@ -179,7 +179,7 @@ func (s *Store) RequestStop(ctx context.Context, taskID string) error {
 // SetProgressStatus moves a task from status from to status to, keeping its
 // stage; 0 rows is ErrConflict naming the status found, or ErrNotFound.
 func (s *Store) SetProgressStatus(ctx context.Context, taskID, from, to string) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("set status of task %s: %w", taskID, err)
 	}
@@ -201,7 +201,7 @@ func (s *Store) SetProgressStatus(ctx context.Context, taskID, from, to string) 
 
 // SetKind records the kind of a task (KindReturn or KindBatch).
 func (s *Store) SetKind(ctx context.Context, taskID, kind string) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE tasks SET kind = ? WHERE task_id = ?`, kind, taskID)
+	res, err := s.q.ExecContext(ctx, `UPDATE tasks SET kind = ? WHERE task_id = ?`, kind, taskID)
 	if err := rowsChanged(res, err); err != nil {
 		return fmt.Errorf("set kind of task %s: %w", taskID, err)
 	}
@@ -242,7 +242,7 @@ func (s *Store) StartStep(ctx context.Context, taskID, node string, now time.Tim
 	// One statement: a write statement takes the write lock before it reads,
 	// so the seq it computes cannot be taken by another writer.
 	var seq int
-	if err := s.db.QueryRowContext(ctx,
+	if err := s.q.QueryRowContext(ctx,
 		`INSERT INTO steps (task_id, seq, node, attempt, status, started_at)
 		 SELECT ?1, coalesce(max(seq), 0) + 1, ?2, 1 + (SELECT count(*) FROM steps WHERE task_id = ?1 AND node = ?2), ?3, ?4
 		 FROM steps WHERE task_id = ?1
@@ -254,7 +254,7 @@ func (s *Store) StartStep(ctx context.Context, taskID, node string, now time.Tim
 
 // EndStep records how step seq ended; only a running step changes.
 func (s *Store) EndStep(ctx context.Context, taskID string, seq int, status, msg string, now time.Time) error {
-	_, err := s.db.ExecContext(ctx,
+	_, err := s.q.ExecContext(ctx,
 		`UPDATE steps SET status = ?, error = ?, ended_at = ? WHERE task_id = ? AND seq = ? AND status = ?`,
 		status, msg, formatTime(now), taskID, seq, StepRunning)
 	if err != nil {
@@ -267,7 +267,7 @@ func (s *Store) EndStep(ctx context.Context, taskID string, seq int, status, msg
 // msg (steps left by a process that died or was stopped) and returns how
 // many it marked.
 func (s *Store) FailRunningSteps(ctx context.Context, taskID, msg string, now time.Time) (int, error) {
-	res, err := s.db.ExecContext(ctx,
+	res, err := s.q.ExecContext(ctx,
 		`UPDATE steps SET status = ?, error = ?, ended_at = ? WHERE task_id = ? AND status = ?`,
 		StepFailed, msg, formatTime(now), taskID, StepRunning)
 	if err != nil {
@@ -279,7 +279,7 @@ func (s *Store) FailRunningSteps(ctx context.Context, taskID, msg string, now ti
 
 // Steps returns the task's timeline in seq order.
 func (s *Store) Steps(ctx context.Context, taskID string) ([]Step, error) {
-	rows, err := s.db.QueryContext(ctx,
+	rows, err := s.q.QueryContext(ctx,
 		`SELECT seq, node, attempt, status, started_at, ended_at, error FROM steps WHERE task_id = ? ORDER BY seq`, taskID)
 	if err != nil {
 		return nil, fmt.Errorf("steps of task %s: %w", taskID, err)
@@ -336,7 +336,7 @@ func (s *Store) CreateLeasedTask(ctx context.Context, t Task, kind string, ttl t
 	if t.CreatedAt.IsZero() {
 		t.CreatedAt = s.now()
 	}
-	_, err := s.db.ExecContext(ctx,
+	_, err := s.q.ExecContext(ctx,
 		`INSERT INTO tasks (`+taskColumns+`, kind, draft_ttl_seconds, lease_owner, lease_pid, lease_host, lease_until)
 		 VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		t.ID, t.User, t.OrderID, t.Reason, t.Fingerprint, t.Stage,
@@ -362,7 +362,7 @@ type BatchRow struct {
 // rows, in one transaction: a batch never exists without its rows.
 // Errors: ErrTaskExists.
 func (s *Store) CreateBatch(ctx context.Context, t Task, l Lease, rows []BatchRow) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("create batch %s: %w", t.ID, err)
 	}
@@ -397,7 +397,7 @@ func (s *Store) CreateBatch(ctx context.Context, t Task, l Lease, rows []BatchRo
 // BatchRows returns up to n rows of the batch starting after row number
 // after (0 for the first), in row order.
 func (s *Store) BatchRows(ctx context.Context, batchID string, after, n int) ([]BatchRow, error) {
-	rows, err := s.db.QueryContext(ctx,
+	rows, err := s.q.QueryContext(ctx,
 		`SELECT row_no, task_id, order_id, reason FROM batch_rows WHERE batch_id = ? AND row_no > ? ORDER BY row_no LIMIT ?`,
 		batchID, after, n)
 	if err != nil {
@@ -418,7 +418,7 @@ func (s *Store) BatchRows(ctx context.Context, batchID string, after, n int) ([]
 // CountBatchRows returns how many rows the batch has.
 func (s *Store) CountBatchRows(ctx context.Context, batchID string) (int, error) {
 	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM batch_rows WHERE batch_id = ?`, batchID).Scan(&n); err != nil {
+	if err := s.q.QueryRowContext(ctx, `SELECT count(*) FROM batch_rows WHERE batch_id = ?`, batchID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count rows of batch %s: %w", batchID, err)
 	}
 	return n, nil
@@ -428,7 +428,7 @@ func (s *Store) CountBatchRows(ctx context.Context, batchID string) (int, error)
 // Errors: ErrNotFound.
 func (s *Store) DraftTTL(ctx context.Context, taskID string) (time.Duration, error) {
 	var secs int64
-	err := s.db.QueryRowContext(ctx, `SELECT draft_ttl_seconds FROM tasks WHERE task_id = ?`, taskID).Scan(&secs)
+	err := s.q.QueryRowContext(ctx, `SELECT draft_ttl_seconds FROM tasks WHERE task_id = ?`, taskID).Scan(&secs)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("task %s: %w", taskID, ErrNotFound)
 	}

@@ -122,6 +122,9 @@ type Options struct {
 // and several processes may open the same file at once.
 type Store struct {
 	db          *sql.DB
+	q           sqlitedb.Querier   // stmts, or chunk inside InTx
+	stmts       *sqlitedb.Stmts    // prepared statements of the pool
+	chunk       *sqlitedb.CachedTx // the transaction of InTx; nil outside
 	path        string
 	now         func() time.Time
 	synchronous string
@@ -172,13 +175,17 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if synchronous == "" {
 		synchronous = sqlitedb.DefaultSynchronous
 	}
-	return &Store{db: db, path: path, now: now, synchronous: synchronous}, nil
+	stmts := sqlitedb.NewStmts(db)
+	return &Store{db: db, q: stmts, stmts: stmts, path: path, now: now, synchronous: synchronous}, nil
 }
 
 // Sync makes every earlier commit durable against power loss (one fsync of
 // the WAL; nothing at synchronous=FULL). A command calls it once, after its
 // last write and before it reports what it did.
 func (s *Store) Sync(ctx context.Context) error {
+	if s.chunk != nil {
+		return nil // InTx commits durably
+	}
 	if err := sqlitedb.Sync(ctx, s.db, s.synchronous); err != nil {
 		return fmt.Errorf("sync business %s: %w", s.path, err)
 	}
@@ -188,7 +195,10 @@ func (s *Store) Sync(ctx context.Context) error {
 // Close closes the database pool. The last connection to close checkpoints
 // the WAL into the main file.
 func (s *Store) Close() error {
-	return s.db.Close()
+	if s.chunk != nil {
+		return nil // the Store of InTx: the pool belongs to its parent
+	}
+	return errors.Join(s.stmts.Close(), s.db.Close())
 }
 
 // DB returns the pool, for callers that run SubmitTx inside their own

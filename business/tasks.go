@@ -47,7 +47,7 @@ func (s *Store) CreateTask(ctx context.Context, t Task) error {
 	if t.UpdatedAt.IsZero() {
 		t.UpdatedAt = t.CreatedAt
 	}
-	_, err := s.db.ExecContext(ctx,
+	_, err := s.q.ExecContext(ctx,
 		`INSERT INTO tasks (`+taskColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		t.ID, t.User, t.OrderID, t.Reason, t.Fingerprint, t.Status, t.Stage,
 		formatTime(t.CreatedAt), formatTime(t.UpdatedAt))
@@ -63,7 +63,7 @@ func (s *Store) CreateTask(ctx context.Context, t Task) error {
 // Task returns the task taskID, or ErrNotFound. It does not check the user:
 // the caller compares Task.User and reports another user's task as not found.
 func (s *Store) Task(ctx context.Context, taskID string) (Task, error) {
-	row := s.db.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE task_id = ?`, taskID)
+	row := s.q.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE task_id = ?`, taskID)
 	t, err := scanTask(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Task{}, fmt.Errorf("task %s: %w", taskID, ErrNotFound)
@@ -81,7 +81,7 @@ func (s *Store) Task(ctx context.Context, taskID string) (Task, error) {
 // processes cannot both move a task out of one status. An unknown task gives
 // ErrNotFound in both modes.
 func (s *Store) SetProgress(ctx context.Context, taskID, from, status, stage string) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("set progress of task %s: %w", taskID, err)
 	}
@@ -126,7 +126,7 @@ func (s *Store) SetProgress(ctx context.Context, taskID, from, status, stage str
 // ListTasks returns tasks oldest first (created_at, then task id). An empty
 // user or status means any.
 func (s *Store) ListTasks(ctx context.Context, user, status string) ([]Task, error) {
-	rows, err := s.db.QueryContext(ctx,
+	rows, err := s.q.QueryContext(ctx,
 		`SELECT `+taskColumns+` FROM tasks
 		 WHERE (? = '' OR user = ?) AND (? = '' OR status = ?)
 		 ORDER BY created_at, task_id`,
@@ -164,7 +164,7 @@ func (s *Store) TasksUpdatedBefore(ctx context.Context, statuses []string, befor
 		args = append(args, st)
 	}
 	args = append(args, formatTime(before))
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	rows, err := s.q.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("tasks updated before %s: %w", formatTime(before), err)
 	}
