@@ -75,6 +75,27 @@ for line in open(sys.argv[1]):
                 print("%s %.1f %s" % (name, vals[k], k.split("/")[0]))
 PY
 
+# One superstep of the engine in one process (flow's BenchmarkSuperstep:
+# node run, state encode, reducer, checkpoint Put) with each store.
+go test -run '^$' -bench 'BenchmarkSuperstep' -benchmem ./flow/ > "$work/superstep.txt"
+python3 - "$work/superstep.txt" <<'PY'
+import re, sys
+found = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    # BenchmarkSuperstep/NAME-GOMAXPROCS (no suffix when GOMAXPROCS is 1).
+    m = re.fullmatch(r"BenchmarkSuperstep/(memory|sqlite|parallel-3)(-\d+)?", f[0]) if f else None
+    if m:
+        found[m.group(1)] = {f[i+1]: float(f[i]) for i in range(2, len(f)-1, 2)}
+for name in ("memory", "sqlite", "parallel-3"):
+    if name not in found:
+        sys.exit(f"BenchmarkSuperstep/{name}: no result in {sys.argv[1]}")
+    vals, key = found[name], name.replace("-", "")
+    print("superstep_%s_ns %.0f ns/op" % (key, vals["ns/op"]))
+    print("superstep_%s_allocs %.0f allocs/op" % (key, vals["allocs/op"]))
+    print("superstep_%s_bytes %.0f B/op" % (key, vals["B/op"]))
+PY
+
 # fsync system calls per start+approve, counted by strace (when installed):
 # they include SQLite's own WAL checkpoints, which the stores' count does
 # not. Two runs of different length, so set-up costs cancel out.
