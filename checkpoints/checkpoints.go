@@ -28,6 +28,8 @@
 //     PendingWrites on Get. An empty Metadata.Writes map comes back nil.
 //   - JSON fields (Values, Write.Value) are nil or valid JSON; Metadata.Writes
 //     values are valid JSON. Anything else is refused before storing.
+//   - SQLite stores CreatedAt as int64 Unix nanoseconds (NULL for the zero
+//     time), so it refuses any other time outside 1677-09-21 to 2262-04-11.
 //   - Pending writes may only be saved against a checkpoint that exists
 //     (ErrUnknownCheckpoint otherwise), so deleting a thread never races with a
 //     late writer into orphan rows.
@@ -40,7 +42,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"assistant/flow"
@@ -124,21 +125,19 @@ func compareWrites(a, b flow.Write) int {
 	return a.Idx - b.Idx
 }
 
-// encodeMetadata writes m as JSON. It does not use json.Marshal because that
+// encodeMetadata writes the parts of m that have no column of their own
+// (Writes and Waiting) as one JSON object, and "" when both are empty: Source
+// and Step are stored in columns. It does not use json.Marshal because that
 // compacts (and HTML-escapes) every json.RawMessage in Writes, and a
 // checkpoint must come back byte for byte. Callers validate Writes first.
 func encodeMetadata(m flow.Metadata) (string, error) {
-	var b strings.Builder
-	src, err := json.Marshal(m.Source)
-	if err != nil {
-		return "", err
+	if len(m.Writes) == 0 && len(m.Waiting) == 0 {
+		return "", nil
 	}
-	b.WriteString(`{"source":`)
-	b.Write(src)
-	b.WriteString(`,"step":`)
-	b.WriteString(strconv.Itoa(m.Step))
+	var b strings.Builder
+	b.WriteByte('{')
 	if len(m.Writes) > 0 {
-		b.WriteString(`,"writes":{`)
+		b.WriteString(`"writes":{`)
 		for i, node := range slices.Sorted(maps.Keys(m.Writes)) {
 			if i > 0 {
 				b.WriteByte(',')
@@ -160,7 +159,10 @@ func encodeMetadata(m flow.Metadata) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		b.WriteString(`,"waiting":`)
+		if len(m.Writes) > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`"waiting":`)
 		b.Write(w)
 	}
 	b.WriteByte('}')

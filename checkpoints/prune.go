@@ -14,9 +14,9 @@ import (
 // unknown thread, or one with no more than keep checkpoints, is a no-op.
 //
 // It does not know whether the thread's run has finished; the caller
-// decides that (see flow/returns.Service.Prune). The head's parent id may
-// then name a removed checkpoint: nothing follows parent ids back, History
-// lists by Seq.
+// decides that (see flow/returns.Service.Prune). The oldest checkpoint kept
+// still gives its parent's id (Get, List), though that checkpoint is gone:
+// nothing follows parent ids back, History lists by Seq.
 func (s *SQLite) Prune(ctx context.Context, threadID string, keep int) (rows int, bytes int64, err error) {
 	rows, bytes, err = s.prune(ctx, threadID, max(keep, 1))
 	if err != nil {
@@ -45,25 +45,28 @@ func (s *SQLite) prune(ctx context.Context, threadID string, keep int) (int, int
 		return 0, 0, nil
 	}
 
+	// The oldest checkpoint kept loses the one its parent id is read from
+	// (seq - 1): it keeps that id itself.
+	if _, err := tx.ExecContext(ctx,
+		`UPDATE checkpoints SET pruned_parent_id =
+		        (SELECT p.checkpoint_id FROM checkpoints p WHERE p.thread_id = checkpoints.thread_id AND p.seq = checkpoints.seq - 1)
+		 WHERE thread_id = ? AND seq = ? AND pruned_parent_id IS NULL`, threadID, cut+1); err != nil {
+		return 0, 0, err
+	}
 	var cpBytes, wBytes int64
 	if err := tx.QueryRowContext(ctx,
-		`SELECT coalesce(sum(length(CAST(values_json AS BLOB)) + coalesce(length(CAST(next_json AS BLOB)), 0)
-		                     + length(CAST(metadata_json AS BLOB))), 0)
+		`SELECT coalesce(sum(coalesce(length(CAST(values_json AS BLOB)), 0) + coalesce(length(CAST(next_json AS BLOB)), 0)
+		                     + coalesce(length(CAST(metadata_json AS BLOB)), 0)), 0)
 		 FROM checkpoints WHERE thread_id = ? AND seq <= ?`, threadID, cut).Scan(&cpBytes); err != nil {
 		return 0, 0, err
 	}
 	if err := tx.QueryRowContext(ctx,
 		`SELECT coalesce(sum(coalesce(length(CAST(value_json AS BLOB)), 0)), 0) FROM writes
-		 WHERE thread_id = ? AND checkpoint_id IN
-		       (SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND seq <= ?)`,
-		threadID, threadID, cut).Scan(&wBytes); err != nil {
+		 WHERE thread_id = ? AND seq <= ?`, threadID, cut).Scan(&wBytes); err != nil {
 		return 0, 0, err
 	}
 	// Writes first: they reference their checkpoint (foreign keys are on).
-	res, err := tx.ExecContext(ctx,
-		`DELETE FROM writes WHERE thread_id = ? AND checkpoint_id IN
-		       (SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND seq <= ?)`,
-		threadID, threadID, cut)
+	res, err := tx.ExecContext(ctx, `DELETE FROM writes WHERE thread_id = ? AND seq <= ?`, threadID, cut)
 	if err != nil {
 		return 0, 0, err
 	}

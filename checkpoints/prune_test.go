@@ -62,6 +62,23 @@ func TestSQLitePrune(t *testing.T) {
 			if len(left) != tc.wantLeft || left[0].ID != cps[4].ID {
 				t.Errorf("left %d checkpoints, head %s; want %d, head %s", len(left), left[0].ID, tc.wantLeft, cps[4].ID)
 			}
+			// Every checkpoint kept still names its parent, the oldest one too
+			// though its parent is gone.
+			for i, cp := range left {
+				if want := cps[4-i].ParentID; cp.ParentID != want {
+					t.Errorf("checkpoint seq %d after prune: parent %q, want %q", cp.Seq, cp.ParentID, want)
+				}
+			}
+			if tc.keep > 1 {
+				// Pruning again cuts below a checkpoint that already keeps its
+				// parent's id.
+				if _, _, err := s.Prune(ctx, "t1", 1); err != nil {
+					t.Fatal(err)
+				}
+				if got, err := s.Get(ctx, "t1", cps[4].ID); err != nil || got.ParentID != cps[3].ID {
+					t.Errorf("head after a second prune = %+v, %v; want parent %s", got, err, cps[3].ID)
+				}
+			}
 			head, err := s.Get(ctx, "t1", "")
 			if err != nil || head == nil || len(head.PendingWrites) != 1 {
 				t.Errorf("head after prune: %+v, %v; want it with its write", head, err)

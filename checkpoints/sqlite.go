@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -70,6 +71,7 @@ type SQLiteOptions struct {
 type SQLite struct {
 	db          *sql.DB
 	synchronous string
+	stmts       stmtCache
 }
 
 // OpenSQLite opens (or, with opts.Create, creates) the checkpoints file at
@@ -106,18 +108,103 @@ func openSQLite(ctx context.Context, path string, opts SQLiteOptions) (*SQLite, 
 	if synchronous == "" {
 		synchronous = DefaultSynchronous
 	}
-	return &SQLite{db: db, synchronous: synchronous}, nil
+	return &SQLite{db: db, synchronous: synchronous, stmts: stmtCache{db: db}}, nil
 }
 
 // Close closes the database. Any use of the store after Close fails.
 func (s *SQLite) Close() error {
-	return s.db.Close()
+	return errors.Join(s.stmts.close(), s.db.Close())
+}
+
+// The statements of Put, PutWrites and Get, prepared once (stmtCache).
+const (
+	sqlHead = `SELECT head_id, head_seq FROM threads WHERE thread_id = ?`
+	// The guards of the two head writes repeat the compare in SQL, so a head
+	// that moved anyway (a transaction that did not take the write lock at
+	// BEGIN) changes no row and is reported as a conflict rather than
+	// forking the thread.
+	sqlNewHead = `INSERT INTO threads (thread_id, head_id, head_seq, updated_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (thread_id) DO NOTHING`
+	sqlMoveHead = `UPDATE threads SET head_id = ?, head_seq = ?, updated_at = ?
+		WHERE thread_id = ? AND head_id = ? AND head_seq = ?`
+	sqlInsertCheckpoint = `INSERT INTO checkpoints (thread_id, checkpoint_id, seq, step, source, format,
+		values_json, next_json, breakpoint, metadata_json, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	sqlSeqOf       = `SELECT seq FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?`
+	sqlUpsertWrite = `INSERT INTO writes (thread_id, seq, task_id, kind, idx, node, value_json)
+		VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (thread_id, seq, task_id, kind, idx)
+		DO UPDATE SET node = excluded.node, value_json = excluded.value_json`
+	sqlGetHead = `SELECT ` + checkpointColumns + ` FROM checkpoints c
+		WHERE c.thread_id = ? AND c.seq = (SELECT head_seq FROM threads WHERE thread_id = ?)`
+	sqlGetByID = `SELECT ` + checkpointColumns + ` FROM checkpoints c
+		WHERE c.thread_id = ? AND c.checkpoint_id = ?`
+	sqlWritesOf = `SELECT task_id, kind, idx, node, value_json FROM writes
+		WHERE thread_id = ? AND seq = ? ORDER BY task_id, kind, idx`
+)
+
+// checkpointColumns are the columns scanCheckpoint reads, in its order, of
+// the table aliased c. The parent is the checkpoint one seq below, unless
+// Prune removed it and left its id in pruned_parent_id.
+const checkpointColumns = `c.checkpoint_id, c.seq,
+	coalesce(c.pruned_parent_id,
+	         (SELECT p.checkpoint_id FROM checkpoints p WHERE p.thread_id = c.thread_id AND p.seq = c.seq - 1),
+	         ''),
+	c.step, c.source, c.format, c.values_json, c.next_json, c.breakpoint, c.metadata_json, c.created_at`
+
+// The times SQLite stores: int64 Unix nanoseconds reach from 1677-09-21 to
+// 2262-04-11.
+var (
+	minTime = time.Unix(0, math.MinInt64)
+	maxTime = time.Unix(0, math.MaxInt64)
+)
+
+// checkpointRow is a checkpoint's columns as stored.
+type checkpointRow struct {
+	values, next, meta sql.NullString
+	created            sql.NullInt64 // Unix nanoseconds; NULL for the zero time
+}
+
+// encodeCheckpoint validates cp and returns its columns. A non-zero
+// CreatedAt outside minTime..maxTime is refused: it has no int64 Unix
+// nanoseconds.
+func encodeCheckpoint(cp *flow.Checkpoint) (checkpointRow, error) {
+	var row checkpointRow
+	if err := validateCheckpoint(cp); err != nil {
+		return row, err
+	}
+	if cp.Values != nil {
+		row.values = sql.NullString{String: string(cp.Values), Valid: true}
+	}
+	if cp.Next != nil {
+		b, err := json.Marshal(cp.Next)
+		if err != nil {
+			return row, fmt.Errorf("put checkpoint %s/%s: %w", cp.ThreadID, cp.ID, err)
+		}
+		row.next = sql.NullString{String: string(b), Valid: true}
+	}
+	meta, err := encodeMetadata(cp.Metadata)
+	if err != nil {
+		return row, fmt.Errorf("put checkpoint %s/%s: %w", cp.ThreadID, cp.ID, err)
+	}
+	row.meta = sql.NullString{String: meta, Valid: meta != ""}
+	if t := cp.CreatedAt; !t.IsZero() {
+		if t.Before(minTime) || t.After(maxTime) {
+			return row, fmt.Errorf("put checkpoint %s/%s: created at %s, outside 1677-09-21 to 2262-04-11, the times the store keeps (Unix nanoseconds)",
+				cp.ThreadID, cp.ID, t.UTC().Format(time.RFC3339Nano))
+		}
+		row.created = sql.NullInt64{Int64: t.UnixNano(), Valid: true}
+	}
+	return row, nil
 }
 
 // Put stores cp as the new head of cp.ThreadID in one short transaction and
 // sets cp.Seq. cp.ParentID must be the current head's id ("" for a new
 // thread), else Put returns a *flow.ConflictError and stores nothing; this
-// holds across processes sharing the file. cp.PendingWrites is ignored.
+// holds across processes sharing the file. cp.PendingWrites is ignored. A
+// Values or Metadata.Writes value that is not JSON, or a non-zero CreatedAt
+// outside 1677-09-21 to 2262-04-11 (int64 Unix nanoseconds), is refused
+// before anything is stored.
 func (s *SQLite) Put(ctx context.Context, cp *flow.Checkpoint) error {
 	return s.putCheckpoint(ctx, cp, false)
 }
@@ -129,29 +216,14 @@ func (s *SQLite) PutDurable(ctx context.Context, cp *flow.Checkpoint) error {
 }
 
 func (s *SQLite) putCheckpoint(ctx context.Context, cp *flow.Checkpoint, durable bool) error {
-	if err := validateCheckpoint(cp); err != nil {
+	row, err := encodeCheckpoint(cp)
+	if err != nil {
 		return err
 	}
-	var values, next sql.NullString
-	if cp.Values != nil {
-		values = sql.NullString{String: string(cp.Values), Valid: true}
-	}
-	if cp.Next != nil {
-		b, err := json.Marshal(cp.Next)
-		if err != nil {
-			return fmt.Errorf("put checkpoint %s/%s: %w", cp.ThreadID, cp.ID, err)
-		}
-		next = sql.NullString{String: string(b), Valid: true}
-	}
-	meta, err := encodeMetadata(cp.Metadata)
-	if err != nil {
-		return fmt.Errorf("put checkpoint %s/%s: %w", cp.ThreadID, cp.ID, err)
-	}
-
 	var seq int64
 	begin := func(tx *sql.Tx) error {
 		var err error
-		seq, err = s.put(ctx, tx, cp, values, next, meta)
+		seq, err = s.put(ctx, tx, cp, row)
 		return err
 	}
 	if durable {
@@ -183,71 +255,73 @@ func (s *SQLite) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return tx.Commit()
 }
 
-// put writes cp as the head in tx, which began with BEGIN IMMEDIATE: the
-// head cannot move under it.
-func (s *SQLite) put(ctx context.Context, tx *sql.Tx, cp *flow.Checkpoint, values, next sql.NullString, meta string) (int64, error) {
-	var err error
-	var head string
-	var headSeq int64
-	err = tx.QueryRowContext(ctx,
-		`SELECT head_id, head_seq FROM threads WHERE thread_id = ?`, cp.ThreadID).Scan(&head, &headSeq)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return 0, err
-	}
-	conflict := &flow.ConflictError{ThreadID: cp.ThreadID, Want: cp.ParentID, Head: head}
-	if head != cp.ParentID {
-		return 0, conflict
-	}
-	seq := headSeq + 1
-	now := time.Now().UTC().Format(time.RFC3339Nano)
-
-	// The guards repeat the compare in SQL, so a head that moved anyway (a
-	// transaction that did not take the write lock at BEGIN) changes no row
-	// and is reported as a conflict rather than forking the thread.
-	var res sql.Result
-	if headSeq == 0 {
-		res, err = tx.ExecContext(ctx,
-			`INSERT INTO threads (thread_id, head_id, head_seq, updated_at) VALUES (?, ?, ?, ?)
-			 ON CONFLICT (thread_id) DO NOTHING`,
-			cp.ThreadID, cp.ID, seq, now)
-	} else {
-		res, err = tx.ExecContext(ctx,
-			`UPDATE threads SET head_id = ?, head_seq = ?, updated_at = ?
-			 WHERE thread_id = ? AND head_id = ? AND head_seq = ?`,
-			cp.ID, seq, now, cp.ThreadID, head, headSeq)
-	}
+// put writes cp (encoded as row) as the head in tx, which began with BEGIN
+// IMMEDIATE: the head cannot move under it. It returns cp's seq, or a
+// *flow.ConflictError when cp.ParentID is not the head.
+func (s *SQLite) put(ctx context.Context, tx *sql.Tx, cp *flow.Checkpoint, row checkpointRow) (int64, error) {
+	head, err := s.stmts.in(ctx, tx, sqlHead)
 	if err != nil {
 		return 0, err
 	}
+	var headID string
+	var headSeq int64
+	err = head.QueryRowContext(ctx, cp.ThreadID).Scan(&headID, &headSeq)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, err
+	}
+	conflict := &flow.ConflictError{ThreadID: cp.ThreadID, Want: cp.ParentID, Head: headID}
+	if headID != cp.ParentID {
+		return 0, conflict
+	}
+	seq := headSeq + 1
+	now := time.Now().UnixNano()
+
+	var res sql.Result
+	if headSeq == 0 {
+		st, err := s.stmts.in(ctx, tx, sqlNewHead)
+		if err != nil {
+			return 0, err
+		}
+		res, err = st.ExecContext(ctx, cp.ThreadID, cp.ID, seq, now)
+		if err != nil {
+			return 0, err
+		}
+	} else {
+		st, err := s.stmts.in(ctx, tx, sqlMoveHead)
+		if err != nil {
+			return 0, err
+		}
+		res, err = st.ExecContext(ctx, cp.ID, seq, now, cp.ThreadID, headID, headSeq)
+		if err != nil {
+			return 0, err
+		}
+	}
+	// Zero rows means the guard found another head: never ignored.
 	if n, err := res.RowsAffected(); err != nil {
 		return 0, err
 	} else if n != 1 {
 		return 0, conflict
 	}
 
-	_, err = tx.ExecContext(ctx,
-		`INSERT INTO checkpoints (thread_id, checkpoint_id, seq, parent_id, step, source, format,
-		                          values_json, next_json, breakpoint, metadata_json, created_at)
-		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		cp.ThreadID, cp.ID, seq, cp.ParentID, cp.Metadata.Step, cp.Metadata.Source, cp.Format,
-		values, next, cp.Breakpoint, meta, cp.CreatedAt.UTC().Format(time.RFC3339Nano))
+	ins, err := s.stmts.in(ctx, tx, sqlInsertCheckpoint)
+	if err != nil {
+		return 0, err
+	}
+	_, err = ins.ExecContext(ctx, cp.ThreadID, cp.ID, seq, cp.Metadata.Step, cp.Metadata.Source, cp.Format,
+		row.values, row.next, cp.Breakpoint, row.meta, row.created)
 	if err != nil {
 		return 0, err
 	}
 	return seq, nil
 }
 
-// checkpointColumns are the columns scanCheckpoint reads, in its order.
-const checkpointColumns = `checkpoint_id, seq, parent_id, format, values_json, next_json,
-	breakpoint, metadata_json, created_at`
-
 // scanCheckpoint reads one row of checkpointColumns.
 func scanCheckpoint(threadID string, row interface{ Scan(...any) error }) (*flow.Checkpoint, error) {
 	cp := &flow.Checkpoint{ThreadID: threadID}
-	var values, next sql.NullString
-	var meta, created string
-	if err := row.Scan(&cp.ID, &cp.Seq, &cp.ParentID, &cp.Format, &values, &next,
-		&cp.Breakpoint, &meta, &created); err != nil {
+	var values, next, meta sql.NullString
+	var created sql.NullInt64
+	if err := row.Scan(&cp.ID, &cp.Seq, &cp.ParentID, &cp.Metadata.Step, &cp.Metadata.Source, &cp.Format,
+		&values, &next, &cp.Breakpoint, &meta, &created); err != nil {
 		return nil, err
 	}
 	if values.Valid {
@@ -258,14 +332,16 @@ func scanCheckpoint(threadID string, row interface{ Scan(...any) error }) (*flow
 			return nil, fmt.Errorf("checkpoint %s/%s: next: %w", threadID, cp.ID, err)
 		}
 	}
-	if err := json.Unmarshal([]byte(meta), &cp.Metadata); err != nil {
-		return nil, fmt.Errorf("checkpoint %s/%s: metadata: %w", threadID, cp.ID, err)
+	// Writes and Waiting; a row converted from schema version 1 in another
+	// layout also repeats source and step, with the columns' values.
+	if meta.Valid {
+		if err := json.Unmarshal([]byte(meta.String), &cp.Metadata); err != nil {
+			return nil, fmt.Errorf("checkpoint %s/%s: metadata: %w", threadID, cp.ID, err)
+		}
 	}
-	t, err := time.Parse(time.RFC3339Nano, created)
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint %s/%s: created_at: %w", threadID, cp.ID, err)
+	if created.Valid {
+		cp.CreatedAt = time.Unix(0, created.Int64).UTC()
 	}
-	cp.CreatedAt = t.UTC()
 	return cp, nil
 }
 
@@ -288,16 +364,15 @@ func (s *SQLite) get(ctx context.Context, threadID, checkpointID string) (*flow.
 	}
 	defer tx.Rollback()
 
-	var row *sql.Row
-	if checkpointID == "" {
-		row = tx.QueryRowContext(ctx, `SELECT `+checkpointColumns+` FROM checkpoints
-			WHERE thread_id = ? AND seq = (SELECT head_seq FROM threads WHERE thread_id = ?)`,
-			threadID, threadID)
-	} else {
-		row = tx.QueryRowContext(ctx, `SELECT `+checkpointColumns+` FROM checkpoints
-			WHERE thread_id = ? AND checkpoint_id = ?`, threadID, checkpointID)
+	query, args := sqlGetHead, []any{threadID, threadID}
+	if checkpointID != "" {
+		query, args = sqlGetByID, []any{threadID, checkpointID}
 	}
-	cp, err := scanCheckpoint(threadID, row)
+	st, err := s.stmts.in(ctx, tx, query)
+	if err != nil {
+		return nil, err
+	}
+	cp, err := scanCheckpoint(threadID, st.QueryRowContext(ctx, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -305,8 +380,11 @@ func (s *SQLite) get(ctx context.Context, threadID, checkpointID string) (*flow.
 		return nil, err
 	}
 
-	rows, err := tx.QueryContext(ctx, `SELECT task_id, kind, idx, node, value_json FROM writes
-		WHERE thread_id = ? AND checkpoint_id = ? ORDER BY task_id, kind, idx`, threadID, cp.ID)
+	st, err = s.stmts.in(ctx, tx, sqlWritesOf)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, threadID, cp.Seq)
 	if err != nil {
 		return nil, err
 	}
@@ -356,31 +434,31 @@ func (s *SQLite) putWritesTx(ctx context.Context, threadID, checkpointID string,
 	return nil
 }
 
+// putWrites saves writes in tx against the checkpoint with id checkpointID,
+// or returns ErrUnknownCheckpoint.
 func (s *SQLite) putWrites(ctx context.Context, tx *sql.Tx, threadID, checkpointID string, writes []flow.Write) error {
-	var one int
-	err := tx.QueryRowContext(ctx, `SELECT 1 FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?`,
-		threadID, checkpointID).Scan(&one)
+	seqOf, err := s.stmts.in(ctx, tx, sqlSeqOf)
+	if err != nil {
+		return err
+	}
+	var seq int64
+	err = seqOf.QueryRowContext(ctx, threadID, checkpointID).Scan(&seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrUnknownCheckpoint
 	}
 	if err != nil {
 		return err
 	}
-	stmt, err := tx.PrepareContext(ctx,
-		`INSERT INTO writes (thread_id, checkpoint_id, task_id, kind, idx, node, value_json)
-		 VALUES (?, ?, ?, ?, ?, ?, ?)
-		 ON CONFLICT (thread_id, checkpoint_id, task_id, kind, idx)
-		 DO UPDATE SET node = excluded.node, value_json = excluded.value_json`)
+	upsert, err := s.stmts.in(ctx, tx, sqlUpsertWrite)
 	if err != nil {
 		return err
 	}
-	defer stmt.Close()
 	for _, w := range writes {
 		var value sql.NullString
 		if w.Value != nil {
 			value = sql.NullString{String: string(w.Value), Valid: true}
 		}
-		if _, err := stmt.ExecContext(ctx, threadID, checkpointID, w.TaskID, w.Kind, w.Idx, w.Node, value); err != nil {
+		if _, err := upsert.ExecContext(ctx, threadID, seq, w.TaskID, w.Kind, w.Idx, w.Node, value); err != nil {
 			return err
 		}
 	}
@@ -391,44 +469,54 @@ func (s *SQLite) putWrites(ctx context.Context, tx *sql.Tx, threadID, checkpoint
 // pending writes, narrowed by opts (all filters combine). An unknown thread,
 // or an opts.Before id the thread does not have, gives an empty list.
 func (s *SQLite) List(ctx context.Context, threadID string, opts flow.ListOptions) ([]*flow.Checkpoint, error) {
-	q := `SELECT ` + checkpointColumns + ` FROM checkpoints WHERE thread_id = ?`
+	out, err := s.list(ctx, threadID, opts)
+	if err != nil {
+		return nil, fmt.Errorf("list checkpoints of %s: %w", threadID, err)
+	}
+	return out, nil
+}
+
+func (s *SQLite) list(ctx context.Context, threadID string, opts flow.ListOptions) ([]*flow.Checkpoint, error) {
+	// At most 16 texts, one per combination of filters: each is prepared
+	// once.
+	q := `SELECT ` + checkpointColumns + ` FROM checkpoints c WHERE c.thread_id = ?`
 	args := []any{threadID}
 	if opts.Before != "" {
 		// An unknown id makes the subquery NULL and the comparison false: no rows.
-		q += ` AND seq < (SELECT seq FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?)`
+		q += ` AND c.seq < (SELECT seq FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?)`
 		args = append(args, threadID, opts.Before)
 	}
 	if opts.Source != "" {
-		q += ` AND source = ?`
+		q += ` AND c.source = ?`
 		args = append(args, opts.Source)
 	}
 	if opts.Step != nil {
-		q += ` AND step = ?`
+		q += ` AND c.step = ?`
 		args = append(args, *opts.Step)
 	}
-	q += ` ORDER BY seq DESC`
+	q += ` ORDER BY c.seq DESC`
 	if opts.Limit > 0 {
 		q += ` LIMIT ?`
 		args = append(args, opts.Limit)
 	}
-
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	st, err := s.stmts.get(ctx, q)
 	if err != nil {
-		return nil, fmt.Errorf("list checkpoints of %s: %w", threadID, err)
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	var out []*flow.Checkpoint
 	for rows.Next() {
 		cp, err := scanCheckpoint(threadID, rows)
 		if err != nil {
-			return nil, fmt.Errorf("list checkpoints of %s: %w", threadID, err)
+			return nil, err
 		}
 		out = append(out, cp)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list checkpoints of %s: %w", threadID, err)
-	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // DeleteThread removes the thread's pending writes, checkpoints and head in

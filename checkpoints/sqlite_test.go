@@ -19,6 +19,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -145,8 +146,8 @@ func TestOpenSQLite(t *testing.T) {
 		if err := db.QueryRow(`SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name)`).Scan(&tables); err != nil {
 			t.Fatal(err)
 		}
-		if appID != checkpoints.ApplicationID || version != 1 || tables != "checkpoints,threads,writes" {
-			t.Errorf("application_id %#x, user_version %d, tables %s; want %#x, 1, checkpoints,threads,writes",
+		if appID != checkpoints.ApplicationID || version != 2 || tables != "checkpoints,threads,writes" {
+			t.Errorf("application_id %#x, user_version %d, tables %s; want %#x, 2, checkpoints,threads,writes",
 				appID, version, tables, checkpoints.ApplicationID)
 		}
 	})
@@ -312,13 +313,20 @@ func TestSQLitePutWritesUnknownCheckpoint(t *testing.T) {
 }
 
 // TestSQLiteStoresReadableJSON reads a store the way a person with the
-// sqlite3 shell would.
+// sqlite3 shell would, with the queries of migrations/0002_compact.sql.
 func TestSQLiteStoresReadableJSON(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "checkpoints.sqlite")
 	s := mustOpenSQLite(t, path, checkpoints.SQLiteOptions{})
-	cp := &flow.Checkpoint{ThreadID: "return-25", ID: uuid.Must(uuid.NewV7()).String(), Format: 1,
+	at := time.Date(2026, 11, 29, 20, 31, 57, 65211489, time.UTC)
+	first := &flow.Checkpoint{ThreadID: "return-25", ID: uuid.Must(uuid.NewV7()).String(), Format: 1,
+		Metadata: flow.Metadata{Source: flow.SourceInput, Step: -1}, CreatedAt: at}
+	if err := s.Put(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	cp := &flow.Checkpoint{ThreadID: "return-25", ID: uuid.Must(uuid.NewV7()).String(), ParentID: first.ID, Format: 1,
 		Values: json.RawMessage(`{"order":"A3003"}`), Next: []string{"review"}, Breakpoint: "before:review",
-		Metadata: flow.Metadata{Source: flow.SourceLoop, Step: 2, Writes: map[string]json.RawMessage{"prepare": json.RawMessage(`{"draft":"d-1"}`)}}}
+		Metadata:  flow.Metadata{Source: flow.SourceLoop, Step: 2, Writes: map[string]json.RawMessage{"prepare": json.RawMessage(`{"draft":"d-1"}`)}},
+		CreatedAt: at}
 	if err := s.Put(context.Background(), cp); err != nil {
 		t.Fatal(err)
 	}
@@ -327,20 +335,27 @@ func TestSQLiteStoresReadableJSON(t *testing.T) {
 	}
 	db := mustOpenRaw(t, path)
 	defer db.Close()
-	var order, next, source, draft, kind, created string
+	var order, next, source, draft, kind, created, parent string
 	err := db.QueryRow(`SELECT json_extract(c.values_json, '$.order'), json_extract(c.next_json, '$[0]'),
-		json_extract(c.metadata_json, '$.source'), json_extract(c.metadata_json, '$.writes.prepare.draft'),
-		json_extract(w.value_json, '$.kind'), c.created_at
-		FROM checkpoints c JOIN writes w USING (thread_id, checkpoint_id) WHERE c.thread_id = 'return-25'`).
-		Scan(&order, &next, &source, &draft, &kind, &created)
+		c.source, json_extract(c.metadata_json, '$.writes.prepare.draft'),
+		json_extract(w.value_json, '$.kind'), strftime('%Y-%m-%dT%H:%M:%fZ', c.created_at / 1e9, 'unixepoch'),
+		coalesce(c.pruned_parent_id, p.checkpoint_id, '')
+		FROM checkpoints c JOIN writes w USING (thread_id, seq)
+		LEFT JOIN checkpoints p ON p.thread_id = c.thread_id AND p.seq = c.seq - 1
+		WHERE c.thread_id = 'return-25'`).
+		Scan(&order, &next, &source, &draft, &kind, &created, &parent)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join([]string{order, next, source, draft, kind}, " "); got != "A3003 review loop d-1 approval" {
+	if got := strings.Join([]string{order, next, source, draft, kind, created}, " "); got != "A3003 review loop d-1 approval 2026-11-29T20:31:57.065Z" {
 		t.Errorf("read back %q", got)
 	}
-	if !strings.HasSuffix(created, "Z") {
-		t.Errorf("created_at = %q, want RFC 3339 UTC", created)
+	if parent != first.ID {
+		t.Errorf("parent read back %q, want %s", parent, first.ID)
+	}
+	var meta sql.NullString
+	if err := db.QueryRow(`SELECT metadata_json FROM checkpoints WHERE checkpoint_id = ?`, first.ID).Scan(&meta); err != nil || meta.Valid {
+		t.Errorf("metadata_json of a checkpoint without writes = %v, %v; want NULL", meta, err)
 	}
 }
 
