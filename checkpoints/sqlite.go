@@ -259,21 +259,36 @@ func (s *SQLite) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 // IMMEDIATE: the head cannot move under it. It returns cp's seq, or a
 // *flow.ConflictError when cp.ParentID is not the head.
 func (s *SQLite) put(ctx context.Context, tx *sql.Tx, cp *flow.Checkpoint, row checkpointRow) (int64, error) {
+	seq, err := s.moveHead(ctx, tx, cp.ThreadID, cp.ParentID, cp.ID, 1)
+	if err != nil {
+		return 0, err
+	}
+	if err := s.insertCheckpoint(ctx, tx, cp, seq, row); err != nil {
+		return 0, err
+	}
+	return seq, nil
+}
+
+// moveHead is the compare-and-set of Put, for n new checkpoints at once: in
+// tx, the thread's head must be parentID ("" for a new thread), else it
+// returns a *flow.ConflictError; it then sets the head to id at head seq + n
+// and returns the seq of the first new checkpoint (head seq + 1). The
+// checkpoints themselves are the caller's to insert, in tx.
+func (s *SQLite) moveHead(ctx context.Context, tx *sql.Tx, threadID, parentID, id string, n int64) (int64, error) {
 	head, err := s.stmts.in(ctx, tx, sqlHead)
 	if err != nil {
 		return 0, err
 	}
 	var headID string
 	var headSeq int64
-	err = head.QueryRowContext(ctx, cp.ThreadID).Scan(&headID, &headSeq)
+	err = head.QueryRowContext(ctx, threadID).Scan(&headID, &headSeq)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return 0, err
 	}
-	conflict := &flow.ConflictError{ThreadID: cp.ThreadID, Want: cp.ParentID, Head: headID}
-	if headID != cp.ParentID {
+	conflict := &flow.ConflictError{ThreadID: threadID, Want: parentID, Head: headID}
+	if headID != parentID {
 		return 0, conflict
 	}
-	seq := headSeq + 1
 	now := time.Now().UnixNano()
 
 	var res sql.Result
@@ -282,7 +297,7 @@ func (s *SQLite) put(ctx context.Context, tx *sql.Tx, cp *flow.Checkpoint, row c
 		if err != nil {
 			return 0, err
 		}
-		res, err = st.ExecContext(ctx, cp.ThreadID, cp.ID, seq, now)
+		res, err = st.ExecContext(ctx, threadID, id, headSeq+n, now)
 		if err != nil {
 			return 0, err
 		}
@@ -291,7 +306,7 @@ func (s *SQLite) put(ctx context.Context, tx *sql.Tx, cp *flow.Checkpoint, row c
 		if err != nil {
 			return 0, err
 		}
-		res, err = st.ExecContext(ctx, cp.ID, seq, now, cp.ThreadID, headID, headSeq)
+		res, err = st.ExecContext(ctx, id, headSeq+n, now, threadID, headID, headSeq)
 		if err != nil {
 			return 0, err
 		}
@@ -302,17 +317,50 @@ func (s *SQLite) put(ctx context.Context, tx *sql.Tx, cp *flow.Checkpoint, row c
 	} else if n != 1 {
 		return 0, conflict
 	}
+	return headSeq + 1, nil
+}
 
+// insertCheckpoint inserts cp (encoded as row) at seq in tx; the head was
+// moved past it by moveHead.
+func (s *SQLite) insertCheckpoint(ctx context.Context, tx *sql.Tx, cp *flow.Checkpoint, seq int64, row checkpointRow) error {
 	ins, err := s.stmts.in(ctx, tx, sqlInsertCheckpoint)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	_, err = ins.ExecContext(ctx, cp.ThreadID, cp.ID, seq, cp.Metadata.Step, cp.Metadata.Source, cp.Format,
 		row.values, row.next, cp.Breakpoint, row.meta, row.created)
+	return err
+}
+
+// head returns the id and seq of the thread's head, read outside any
+// transaction: "" and 0 for a thread without checkpoints.
+func (s *SQLite) head(ctx context.Context, threadID string) (string, int64, error) {
+	st, err := s.stmts.get(ctx, sqlHead)
 	if err != nil {
-		return 0, err
+		return "", 0, err
 	}
-	return seq, nil
+	var id string
+	var seq int64
+	err = st.QueryRowContext(ctx, threadID).Scan(&id, &seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", 0, nil
+	}
+	return id, seq, err
+}
+
+// hasCheckpoint reports whether the thread has the checkpoint, read outside
+// any transaction.
+func (s *SQLite) hasCheckpoint(ctx context.Context, threadID, checkpointID string) (bool, error) {
+	st, err := s.stmts.get(ctx, sqlSeqOf)
+	if err != nil {
+		return false, err
+	}
+	var seq int64
+	err = st.QueryRowContext(ctx, threadID, checkpointID).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // scanCheckpoint reads one row of checkpointColumns.
@@ -449,6 +497,12 @@ func (s *SQLite) putWrites(ctx context.Context, tx *sql.Tx, threadID, checkpoint
 	if err != nil {
 		return err
 	}
+	return s.upsertWrites(ctx, tx, threadID, seq, writes)
+}
+
+// upsertWrites saves writes in tx against the checkpoint at seq, which
+// exists in tx.
+func (s *SQLite) upsertWrites(ctx context.Context, tx *sql.Tx, threadID string, seq int64, writes []flow.Write) error {
 	upsert, err := s.stmts.in(ctx, tx, sqlUpsertWrite)
 	if err != nil {
 		return err

@@ -1,0 +1,399 @@
+package checkpoints
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"assistant/flow"
+	"assistant/internal/sqlitedb"
+)
+
+var _ flow.Checkpointer = (*Buffer)(nil)
+
+// Buffer is a flow.Checkpointer for a batch: Put and PutWrites are kept in
+// memory, in the order they were called, and Flush writes them all to a
+// SQLite store in one durable transaction. Many checkpoints then cost one
+// commit and one fsync instead of one commit each.
+//
+//	buf := checkpoints.NewBuffer(store)
+//	… run many threads with buf as their Checkpointer …
+//	if err := buf.Flush(ctx); err != nil { … } // or buf.Discard()
+//
+// Until Flush, a Buffer behaves as a store holding base plus what it
+// buffered: Put is a compare-and-set against the thread's head in base, or
+// its newest buffered checkpoint (else a *flow.ConflictError); PutWrites
+// needs a checkpoint that is buffered or in base (else ErrUnknownCheckpoint);
+// Get and List see base and the buffered checkpoints, which are newer than
+// every checkpoint of base. A checkpoint id already used by an older
+// checkpoint of the thread in base is only found by Flush, which then fails.
+//
+// What is buffered is in this process only and dies with it. A Buffer is
+// deliberately not a flow.Syncer or flow.DurableWriter: nothing it holds is
+// durable, or visible to another process, before Flush returns nil.
+//
+// A Buffer is safe for concurrent use by goroutines. Its methods copy data
+// in and out, as Memory's do. The zero value is not ready for use; call
+// NewBuffer.
+type Buffer struct {
+	base *SQLite
+
+	mu      sync.Mutex
+	ops     []bufferedOp // every Put and PutWrites, in call order
+	threads map[string]*bufferedThread
+	n       int // buffered checkpoints
+}
+
+// bufferedOp is one buffered call: a Put when cp is set, else a PutWrites.
+type bufferedOp struct {
+	cp  *flow.Checkpoint // the stored copy, Seq set
+	row checkpointRow    // cp's columns, encoded (and validated) at Put
+
+	threadID, checkpointID string
+	seq                    int64        // of a buffered checkpoint; 0: one in base, looked up at Flush
+	writes                 []flow.Write // copies
+}
+
+// bufferedThread is what a thread has in the buffer.
+type bufferedThread struct {
+	checkpoints []*flow.Checkpoint // oldest first; Seq continues base's head
+	index       map[string]int     // checkpoint id → index in checkpoints
+	// writes holds the buffered pending writes by checkpoint id, of a
+	// buffered checkpoint or of one in base.
+	writes map[string]map[writeKey]flow.Write
+}
+
+// NewBuffer returns an empty Buffer over base. base stays open and usable;
+// the caller closes it after the last Flush.
+func NewBuffer(base *SQLite) *Buffer {
+	return &Buffer{base: base, threads: make(map[string]*bufferedThread)}
+}
+
+// errNoBase is returned by every method of a Buffer made with a nil store.
+var errNoBase = errors.New("checkpoint buffer without a store: NewBuffer(nil)")
+
+// Len returns how many checkpoints are buffered (Put since the last Flush
+// or Discard); buffered PutWrites are not counted.
+func (b *Buffer) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.n
+}
+
+// Discard drops everything buffered. base is not touched.
+func (b *Buffer) Discard() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.reset()
+}
+
+func (b *Buffer) reset() {
+	b.ops = nil
+	b.threads = make(map[string]*bufferedThread)
+	b.n = 0
+}
+
+// thread returns the buffer's entry for threadID, making it when missing.
+func (b *Buffer) thread(threadID string) *bufferedThread {
+	th := b.threads[threadID]
+	if th == nil {
+		th = &bufferedThread{index: make(map[string]int), writes: make(map[string]map[writeKey]flow.Write)}
+		b.threads[threadID] = th
+	}
+	return th
+}
+
+// Put buffers a copy of cp as the new head of cp.ThreadID and sets cp.Seq.
+// cp.ParentID must be the id of the thread's newest buffered checkpoint or,
+// when none is buffered, of its head in base ("" for a new thread), else Put
+// returns a *flow.ConflictError and buffers nothing. cp is validated as
+// SQLite.Put validates it (JSON fields, CreatedAt range); a checkpoint id
+// the buffer already holds for the thread is refused. cp.PendingWrites is
+// ignored. Errors reading base's head are wrapped with the checkpoint.
+func (b *Buffer) Put(ctx context.Context, cp *flow.Checkpoint) error {
+	if b.base == nil {
+		return errNoBase
+	}
+	row, err := encodeCheckpoint(cp)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+
+	th := b.threads[cp.ThreadID]
+	var headID string
+	var headSeq int64
+	if th != nil && len(th.checkpoints) > 0 {
+		last := th.checkpoints[len(th.checkpoints)-1]
+		headID, headSeq = last.ID, last.Seq
+	} else if headID, headSeq, err = b.base.head(ctx, cp.ThreadID); err != nil {
+		return fmt.Errorf("put checkpoint %s/%s: read head: %w", cp.ThreadID, cp.ID, err)
+	}
+	if headID != cp.ParentID {
+		return &flow.ConflictError{ThreadID: cp.ThreadID, Want: cp.ParentID, Head: headID}
+	}
+	th = b.thread(cp.ThreadID)
+	if _, dup := th.index[cp.ID]; dup {
+		return fmt.Errorf("put checkpoint %s/%s: checkpoint id already in use", cp.ThreadID, cp.ID)
+	}
+	stored := cloneCheckpoint(cp)
+	stored.Seq = headSeq + 1
+	th.index[stored.ID] = len(th.checkpoints)
+	th.checkpoints = append(th.checkpoints, stored)
+	b.ops = append(b.ops, bufferedOp{cp: stored, row: row})
+	b.n++
+	cp.Seq = stored.Seq
+	return nil
+}
+
+// PutWrites buffers copies of writes against checkpoint checkpointID of
+// threadID, which must be buffered or in base: else the error wraps
+// ErrUnknownCheckpoint and nothing is buffered. A write with the same
+// (TaskID, Kind, Idx) as an earlier one of that checkpoint replaces it.
+func (b *Buffer) PutWrites(ctx context.Context, threadID, checkpointID string, writes []flow.Write) error {
+	if b.base == nil {
+		return errNoBase
+	}
+	if err := validateWrites(threadID, checkpointID, writes); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+
+	th := b.threads[threadID]
+	var seq int64
+	if stored, buffered := th.lookup(checkpointID); buffered {
+		seq = stored.Seq
+	} else {
+		ok, err := b.base.hasCheckpoint(ctx, threadID, checkpointID)
+		if err != nil {
+			return fmt.Errorf("put writes %s/%s: %w", threadID, checkpointID, err)
+		}
+		if !ok {
+			return fmt.Errorf("put writes %s/%s: %w", threadID, checkpointID, ErrUnknownCheckpoint)
+		}
+	}
+	th = b.thread(threadID)
+	ws := th.writes[checkpointID]
+	if ws == nil {
+		ws = make(map[writeKey]flow.Write, len(writes))
+		th.writes[checkpointID] = ws
+	}
+	copies := make([]flow.Write, len(writes))
+	for i, w := range writes {
+		copies[i] = cloneWrite(w)
+		ws[writeKey{w.TaskID, w.Kind, w.Idx}] = copies[i]
+	}
+	b.ops = append(b.ops, bufferedOp{threadID: threadID, checkpointID: checkpointID, seq: seq, writes: copies})
+	return nil
+}
+
+// lookup returns the buffered checkpoint with id checkpointID, or the newest
+// buffered one when checkpointID is "". th may be nil.
+func (th *bufferedThread) lookup(checkpointID string) (*flow.Checkpoint, bool) {
+	if th == nil || len(th.checkpoints) == 0 {
+		return nil, false
+	}
+	if checkpointID == "" {
+		return th.checkpoints[len(th.checkpoints)-1], true
+	}
+	i, ok := th.index[checkpointID]
+	if !ok {
+		return nil, false
+	}
+	return th.checkpoints[i], true
+}
+
+// Get returns a copy of the checkpoint checkpointID of threadID, or of the
+// thread's head when checkpointID is "", buffered or from base, with its
+// pending writes (base's and the buffered ones, a buffered write replacing
+// base's of the same key) ordered by (TaskID, Kind, Idx). An unknown thread
+// or id gives (nil, nil). Errors of base are wrapped as SQLite.Get wraps
+// them.
+func (b *Buffer) Get(ctx context.Context, threadID, checkpointID string) (*flow.Checkpoint, error) {
+	if b.base == nil {
+		return nil, errNoBase
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+
+	th := b.threads[threadID]
+	var cp *flow.Checkpoint
+	if stored, ok := th.lookup(checkpointID); ok {
+		cp = cloneCheckpoint(stored)
+	} else {
+		var err error
+		if cp, err = b.base.Get(ctx, threadID, checkpointID); err != nil || cp == nil {
+			return nil, err
+		}
+	}
+	if th == nil || len(th.writes[cp.ID]) == 0 {
+		return cp, nil
+	}
+	ws := th.writes[cp.ID]
+	merged := slices.DeleteFunc(cp.PendingWrites, func(w flow.Write) bool {
+		_, replaced := ws[writeKey{w.TaskID, w.Kind, w.Idx}]
+		return replaced
+	})
+	for _, w := range ws {
+		merged = append(merged, cloneWrite(w))
+	}
+	slices.SortFunc(merged, compareWrites)
+	cp.PendingWrites = merged
+	return cp, nil
+}
+
+// List returns copies of the thread's checkpoints newest first (by Seq):
+// the buffered ones, then base's, without pending writes, narrowed by opts
+// as SQLite.List narrows them. An unknown thread, or an opts.Before id that
+// is neither buffered nor in base, gives an empty list.
+func (b *Buffer) List(ctx context.Context, threadID string, opts flow.ListOptions) ([]*flow.Checkpoint, error) {
+	if b.base == nil {
+		return nil, errNoBase
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+
+	var buffered []*flow.Checkpoint
+	th := b.threads[threadID]
+	if th != nil {
+		buffered = th.checkpoints
+	}
+	end := len(buffered) // exclusive
+	baseOpts := opts
+	if opts.Before != "" {
+		end = 0 // in base, or nowhere: base decides
+		if stored, ok := th.lookup(opts.Before); ok {
+			end = th.index[stored.ID]
+			baseOpts.Before = "" // every checkpoint of base is older
+		}
+	}
+	var out []*flow.Checkpoint
+	for i := end - 1; i >= 0; i-- {
+		if opts.Limit > 0 && len(out) == opts.Limit {
+			return out, nil
+		}
+		cp := buffered[i]
+		if opts.Source != "" && cp.Metadata.Source != opts.Source {
+			continue
+		}
+		if opts.Step != nil && cp.Metadata.Step != *opts.Step {
+			continue
+		}
+		out = append(out, cloneCheckpoint(cp))
+	}
+	if opts.Limit > 0 {
+		if len(out) == opts.Limit {
+			return out, nil
+		}
+		baseOpts.Limit = opts.Limit - len(out)
+	}
+	more, err := b.base.List(ctx, threadID, baseOpts)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, more...), nil
+}
+
+// DeleteThread drops what is buffered for the thread, then deletes the
+// thread from base at once (SQLite.DeleteThread, its own transaction: not
+// part of the next Flush). Other threads' buffered entries stay. Deleting
+// a thread that does not exist is a no-op.
+func (b *Buffer) DeleteThread(ctx context.Context, threadID string) error {
+	if b.base == nil {
+		return errNoBase
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if th := b.threads[threadID]; th != nil {
+		b.n -= len(th.checkpoints)
+		delete(b.threads, threadID)
+		b.ops = slices.DeleteFunc(b.ops, func(op bufferedOp) bool {
+			return op.threadID == threadID || (op.cp != nil && op.cp.ThreadID == threadID)
+		})
+	}
+	return b.base.DeleteThread(ctx, threadID)
+}
+
+// Flush writes everything buffered to base in one write transaction,
+// committed durably against power loss (sqlitedb.DurableTx at base's
+// synchronous level), then empties the buffer. In the transaction each
+// thread's head is compared with the parent of its first buffered
+// checkpoint and moved to its last, once per thread; then checkpoints and
+// writes are inserted in call order, so a later write of a key replaces an
+// earlier one. If another process (or another user of base) moved a
+// thread's head since, Flush returns an error wrapping that
+// *flow.ConflictError and stores nothing; a PutWrites whose checkpoint in
+// base is gone fails with ErrUnknownCheckpoint the same way. On any error
+// the transaction rolls back and the buffer keeps everything, so Flush may
+// be tried again (after SQLITE_BUSY, say) or the buffer discarded. An empty
+// buffer commits nothing.
+func (b *Buffer) Flush(ctx context.Context) error {
+	if b.base == nil {
+		return errNoBase
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.ops) == 0 {
+		return nil
+	}
+	err := sqlitedb.DurableTx(ctx, b.base.db, b.base.synchronous, func(tx *sql.Tx) error {
+		return b.write(ctx, tx)
+	})
+	if err != nil {
+		return fmt.Errorf("flush %d buffered checkpoints: %w", b.n, err)
+	}
+	b.reset()
+	return nil
+}
+
+// write writes the buffer in tx (see Flush).
+func (b *Buffer) write(ctx context.Context, tx *sql.Tx) error {
+	// Heads first, in the order of each thread's first buffered checkpoint:
+	// a checkpoint row needs its thread's row (foreign key).
+	moved := make(map[string]bool, len(b.threads))
+	for _, op := range b.ops {
+		if op.cp == nil || moved[op.cp.ThreadID] {
+			continue
+		}
+		moved[op.cp.ThreadID] = true
+		cps := b.threads[op.cp.ThreadID].checkpoints
+		first, last := cps[0], cps[len(cps)-1]
+		seq, err := b.base.moveHead(ctx, tx, first.ThreadID, first.ParentID, last.ID, int64(len(cps)))
+		var ce *flow.ConflictError
+		if errors.As(err, &ce) {
+			return err
+		}
+		if err != nil {
+			return fmt.Errorf("move head of %s: %w", first.ThreadID, err)
+		}
+		if seq != first.Seq {
+			// The head has the buffered parent's id at another seq: the
+			// thread was deleted and made again meanwhile.
+			return fmt.Errorf("move head of %s: checkpoint %s would be seq %d, buffered as seq %d: the thread was made again",
+				first.ThreadID, first.ID, seq, first.Seq)
+		}
+	}
+	for _, op := range b.ops {
+		var err error
+		switch {
+		case op.cp != nil:
+			if err = b.base.insertCheckpoint(ctx, tx, op.cp, op.cp.Seq, op.row); err != nil {
+				return fmt.Errorf("put checkpoint %s/%s: %w", op.cp.ThreadID, op.cp.ID, err)
+			}
+			continue
+		case op.seq > 0: // a buffered checkpoint, inserted above
+			err = b.base.upsertWrites(ctx, tx, op.threadID, op.seq, op.writes)
+		default:
+			err = b.base.putWrites(ctx, tx, op.threadID, op.checkpointID, op.writes)
+		}
+		if err != nil {
+			return fmt.Errorf("put writes %s/%s: %w", op.threadID, op.checkpointID, err)
+		}
+	}
+	return nil
+}
