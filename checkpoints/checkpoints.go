@@ -7,8 +7,10 @@
 //     IMMEDIATE transaction, so two processes can never fork a thread.
 //   - Memory keeps the same data in maps behind a mutex. It copies on the way
 //     in and on the way out, so callers never alias stored data.
+//   - Buffer keeps Put and PutWrites over a SQLite in memory until Flush
+//     writes them all in one durable transaction: the fast path of a batch.
 //
-// Both run the conformance suite in checkpoints/checkpointstest:
+// All three run the conformance suite in checkpoints/checkpointstest:
 //
 //	checkpointstest.Run(t, func(t *testing.T) flow.Checkpointer {
 //		path := filepath.Join(t.TempDir(), "checkpoints.sqlite")
@@ -20,7 +22,7 @@
 //		return s
 //	})
 //
-// Rules both stores keep:
+// Rules every store keeps:
 //
 //   - A checkpoint comes back as it was put: Values, Metadata.Writes and
 //     Write.Value byte for byte, CreatedAt in UTC (without a monotonic clock
