@@ -77,15 +77,14 @@ func head(tb testing.TB, dir string) (string, string) {
 	return id, query(tb, dir, "checkpoints.sqlite", `SELECT values_json FROM checkpoints WHERE thread_id = 't' AND checkpoint_id = ?`, id)
 }
 
-// isAncestor reports whether checkpoint id is on the parent chain of the head.
+// isAncestor reports whether checkpoint id is on the parent chain of the
+// head. A thread is linear (Put is a compare-and-set on its head), so that
+// chain is every checkpoint of the thread up to the head's seq.
 func isAncestor(tb testing.TB, dir, id string) bool {
 	tb.Helper()
 	return query(tb, dir, "checkpoints.sqlite", `
-		WITH RECURSIVE chain(cid) AS (
-			SELECT head_id FROM threads WHERE thread_id = 't'
-			UNION ALL
-			SELECT c.parent_id FROM checkpoints c JOIN chain ON c.checkpoint_id = chain.cid WHERE c.thread_id = 't' AND c.parent_id != '')
-		SELECT count(*) FROM chain WHERE cid = ?`, id) == "1"
+		SELECT count(*) FROM checkpoints c JOIN threads h USING (thread_id)
+		WHERE c.thread_id = 't' AND c.checkpoint_id = ? AND c.seq <= h.head_seq`, id) == "1"
 }
 
 type faultCase struct {
@@ -407,7 +406,7 @@ func TestChaos(t *testing.T) {
 // task and one draft per row, nothing left running.
 func TestBatchFaultPoints(t *testing.T) {
 	rows := batchFile(t, 120)
-	for _, point := range []string{"before:rows", "after:rows", "after-checkpoint:rows", "batch:after-row"} {
+	for _, point := range []string{"before:rows", "after:rows", "after-checkpoint:rows", "batch:after-row", "batch:between-commits"} {
 		t.Run(strings.ReplaceAll(point, ":", "_"), func(t *testing.T) {
 			dir := t.TempDir()
 			c := exec.Command(assistantBin(), "--data", dir, "batch", "b1", rows, "--chunk", "50")
@@ -423,5 +422,25 @@ func TestBatchFaultPoints(t *testing.T) {
 				t.Errorf("%s tasks left running", got)
 			}
 		})
+	}
+}
+
+// TestBatchKilledAfterLastCheckpoint kills a batch after its last checkpoint
+// (the one that ends it) and before it let go of the task: the record still
+// says running while the run is done. recover must set the record right.
+func TestBatchKilledAfterLastCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	c := exec.Command(assistantBin(), "--data", dir, "batch", "b1", batchFile(t, 30), "--chunk", "50")
+	c.Env = append(os.Environ(), "ASSISTANT_FAULT=after-checkpoint:rows")
+	if code := exitOf(t, c.Run()); code != 137 {
+		t.Fatalf("batch exited %d, want 137 (killed at the point)", code)
+	}
+	if got := query(t, dir, "business.sqlite", `SELECT status FROM tasks WHERE task_id = 'b1'`); got != "running" {
+		t.Fatalf("record after the kill = %s, want running (the case under test)", got)
+	}
+	mustRun(t, dir, "recover")
+	checkBatchDone(t, dir, "b1", 30)
+	if got := query(t, dir, "business.sqlite", `SELECT status FROM tasks WHERE task_id = 'b1'`); got != "done" {
+		t.Errorf("record after recover = %s, want done", got)
 	}
 }

@@ -113,6 +113,11 @@ func checkBatchDone(t *testing.T, dir, batch string, n int) {
 	if got := query(t, dir, "business.sqlite", `SELECT count(DISTINCT task_id) FROM drafts WHERE task_id LIKE 'row-%'`); got != want {
 		t.Errorf("distinct draft tasks = %s, want %s", got, want)
 	}
+	// Every row task has its run: a crash between a chunk's business
+	// commit and its checkpoint commit must not leave records without one.
+	if got := query(t, dir, "checkpoints.sqlite", `SELECT count(*) FROM threads WHERE thread_id LIKE 'row-%'`); got != want {
+		t.Errorf("row runs in checkpoints.sqlite = %s, want %s", got, want)
+	}
 	if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM tasks WHERE kind = 'return' AND status != 'waiting'`); got != "0" {
 		t.Errorf("%s row tasks are not waiting at approval", got)
 	}
@@ -190,7 +195,9 @@ func startBatch(t *testing.T, dir, rows string) (*exec.Cmd, *bytes.Buffer) {
 
 func TestBatchStopAndResume(t *testing.T) {
 	dir := t.TempDir()
-	proc, out := startBatch(t, dir, batchFile(t, 2000))
+	// Big enough that the stop lands while the batch runs (a chunk of rows
+	// is one commit, thousands of rows a second).
+	proc, out := startBatch(t, dir, batchFile(t, 10000))
 	waitPosition(t, dir, "b1", 100, proc)
 
 	stopped := mustRun(t, dir, "stop", "b1")
@@ -213,7 +220,7 @@ func TestBatchStopAndResume(t *testing.T) {
 	}
 
 	mustRun(t, dir, "resume", "b1")
-	checkBatchDone(t, dir, "b1", 2000)
+	checkBatchDone(t, dir, "b1", 10000)
 	// Timeline numbers go on with no gap and no reuse.
 	if got := query(t, dir, "business.sqlite", `SELECT max(seq) = count(*) FROM steps WHERE task_id = 'b1'`); got != "1" {
 		t.Errorf("batch timeline has gaps or reused numbers")
@@ -229,7 +236,7 @@ func TestBatchStopAndResume(t *testing.T) {
 
 func TestBatchKilledAndRecovered(t *testing.T) {
 	dir := t.TempDir()
-	rows := batchFile(t, 2000)
+	rows := batchFile(t, 5000)
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))
 	t.Logf("kill moments from seed %d", seed)
@@ -252,7 +259,7 @@ func TestBatchKilledAndRecovered(t *testing.T) {
 	for range 3 {
 		mustRun(t, dir, "recover")
 	}
-	checkBatchDone(t, dir, "b1", 2000)
+	checkBatchDone(t, dir, "b1", 5000)
 	if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM tasks WHERE status = 'running'`); got != "0" {
 		t.Errorf("%s tasks still running after recover", got)
 	}
@@ -292,7 +299,7 @@ func TestStaleTaskShownWithRecoverCommand(t *testing.T) {
 // resume must finish it.
 func TestSIGTERMStopsLikeStop(t *testing.T) {
 	dir := t.TempDir()
-	proc, out := startBatch(t, dir, batchFile(t, 1000))
+	proc, out := startBatch(t, dir, batchFile(t, 5000))
 	waitPosition(t, dir, "b1", 50, proc)
 	if err := proc.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -308,5 +315,5 @@ func TestSIGTERMStopsLikeStop(t *testing.T) {
 		t.Errorf("last step = %q", got)
 	}
 	mustRun(t, dir, "resume", "b1")
-	checkBatchDone(t, dir, "b1", 1000)
+	checkBatchDone(t, dir, "b1", 5000)
 }

@@ -263,6 +263,23 @@ func (s *Store) EndStep(ctx context.Context, taskID string, seq int, status, msg
 	return nil
 }
 
+// InterruptedStep appends a failed step for node with error msg that
+// started and ended at now: the step that was due when a run stopped
+// between two steps.
+func (s *Store) InterruptedStep(ctx context.Context, taskID, node, msg string, now time.Time) error {
+	seq, err := s.StartStep(ctx, taskID, node, now)
+	if err != nil {
+		return err
+	}
+	_, err = s.q.ExecContext(ctx,
+		`UPDATE steps SET status = ?, error = ?, ended_at = ? WHERE task_id = ? AND seq = ?`,
+		StepFailed, msg, formatTime(now), taskID, seq)
+	if err != nil {
+		return fmt.Errorf("interrupted step of task %s: %w", taskID, err)
+	}
+	return nil
+}
+
 // FailRunningSteps marks every step of the task still running as failed with
 // msg (steps left by a process that died or was stopped) and returns how
 // many it marked.

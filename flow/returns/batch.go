@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"assistant/business"
+	"assistant/checkpoints"
 	"assistant/flow"
 )
 
@@ -171,6 +172,15 @@ func (s *Service) batchRows(ctx context.Context, b BatchState) (BatchState, erro
 		counts = map[string]int{}
 	}
 	pos := b.Position
+	if len(rows) > 0 {
+		ok, err := s.chunkRows(ctx, b, rows, counts)
+		if err != nil {
+			return BatchState{}, err
+		}
+		if ok {
+			return BatchState{Position: rows[len(rows)-1].RowNo, Counts: counts}, nil
+		}
+	}
 	for _, row := range rows {
 		if err := ctx.Err(); err != nil {
 			return BatchState{}, err
@@ -195,6 +205,64 @@ func (s *Service) batchRows(ctx context.Context, b BatchState) (BatchState, erro
 		return BatchState{}, err
 	}
 	return BatchState{Position: pos, Counts: counts}, nil
+}
+
+// chunkRows runs a chunk of rows with two commits in all: every row's
+// business writes (task records, drafts, timeline) in one transaction of
+// business.sqlite, committed durably first, then every row's checkpoints in
+// one transaction of checkpoints.sqlite (a checkpoints.Buffer). The order
+// keeps the storage rule that a checkpoint never names a draft that could be
+// lost. A crash before the first commit leaves nothing of the chunk; a crash
+// between the two leaves task records without checkpoints, which batchRow
+// continues (from their input; the draft, keyed by task id, is reused) when
+// the chunk runs again. It adds the rows' outcomes to counts and reports
+// ok; ok is false, with counts unchanged, when the store cannot buffer
+// checkpoints or a row failed inside the transaction (everything of the
+// chunk is rolled back): the caller then runs the rows one by one. err is
+// set only when ctx ended or the checkpoint commit failed.
+func (s *Service) chunkRows(ctx context.Context, b BatchState, rows []business.BatchRow, counts map[string]int) (ok bool, err error) {
+	base, isSQLite := s.cps.(*checkpoints.SQLite)
+	if !isSQLite {
+		return false, nil
+	}
+	buf := checkpoints.NewBuffer(base)
+	outcomes := map[string]int{}
+	err = s.desk.InTx(ctx, func(tx *business.Store) error {
+		c, err := s.withStores(tx, buf)
+		if err != nil {
+			return err
+		}
+		for _, row := range rows {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			outcome, err := c.batchRow(ctx, b.User, row)
+			if err != nil {
+				return fmt.Errorf("row %d (task %s): %w", row.RowNo, row.TaskID, err)
+			}
+			outcomes[outcome]++
+			Fault("batch:after-row")
+			if s.progress != nil {
+				s.progress(row.RowNo, b.Total)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		buf.Discard()
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		return false, nil
+	}
+	Fault("batch:between-commits")
+	if err := buf.Flush(ctx); err != nil {
+		return false, fmt.Errorf("save checkpoints of rows %d-%d: %w", rows[0].RowNo, rows[len(rows)-1].RowNo, err)
+	}
+	for k, n := range outcomes {
+		counts[k] += n
+	}
+	return true, nil
 }
 
 // batchKey marks the context of a batch's rows.
@@ -225,6 +293,13 @@ func (s *Service) batchRow(ctx context.Context, user string, row business.BatchR
 	}
 	if t.User != user || t.Fingerprint != fingerprint(o) {
 		return "conflict", nil
+	}
+	if t.Status != StatusRunning && t.Status != StatusInterrupted {
+		// A chunk whose business commit landed and whose checkpoint commit
+		// did not (a crash between them) left records without a run.
+		if _, err := s.graph.State(ctx, t.ID); errors.Is(err, flow.ErrThreadNotFound) {
+			t.Status = StatusRunning
+		}
 	}
 	if t.Status == StatusRunning || t.Status == StatusInterrupted {
 		// Left part-way by a crash or a stop of this batch: continue it.
@@ -286,12 +361,22 @@ func (s *Service) StartBatch(ctx context.Context, o BatchOptions) (*View, error)
 // resumeBatch continues a batch; a batch asks no question, so an answer is
 // ErrInvalid.
 func (s *Service) resumeBatch(ctx context.Context, t business.Task, o ResumeOptions) (*View, error) {
+	if s.batch == nil {
+		// A batch chunk's Service runs return tasks only.
+		return nil, fmt.Errorf("task %s is a batch: %w", t.ID, ErrConflict)
+	}
 	if o.HasReason || o.Action != "" || o.DraftID != "" || o.InterruptID != "" {
 		return nil, fmt.Errorf("%w: %s is a batch; it asks no question (run `assistant resume %s` to continue it)", ErrInvalid, t.ID, t.ID)
 	}
 	snap, err := s.batch.State(ctx, t.ID)
 	if err == nil && snap.Done() {
-		return s.batchView(t, snap), nil
+		// A process killed after the batch's last checkpoint and before it
+		// let go of the task leaves the record running: set it right.
+		v := s.batchView(t, snap)
+		if err := s.repair(ctx, t, v); err != nil {
+			return nil, err
+		}
+		return v, nil
 	}
 	if err := s.acquire(ctx, t); err != nil {
 		return nil, err

@@ -97,8 +97,8 @@ func BenchmarkStartApprove(b *testing.B) {
 	defer db.Close()
 	var bytes, rows float64
 	if err := db.QueryRow(`SELECT
-		(SELECT coalesce(sum(length(checkpoint_id) + length(parent_id) + length(coalesce(values_json, '')) + length(coalesce(next_json, '')) + length(metadata_json) + length(created_at) + length(thread_id) + 24), 0) FROM checkpoints)
-		+ (SELECT coalesce(sum(length(thread_id) + length(checkpoint_id) + length(task_id) + length(kind) + length(node) + length(coalesce(value_json, '')) + 8), 0) FROM writes),
+		(SELECT coalesce(sum(length(thread_id) + length(checkpoint_id) + coalesce(length(pruned_parent_id), 0) + length(coalesce(values_json, '')) + length(coalesce(next_json, '')) + coalesce(length(metadata_json), 0) + CASE WHEN created_at IS NULL THEN 0 ELSE 8 END + 24), 0) FROM checkpoints)
+		+ (SELECT coalesce(sum(length(thread_id) + 8 + length(task_id) + length(kind) + length(node) + length(coalesce(value_json, '')) + 8), 0) FROM writes),
 		(SELECT count(*) FROM checkpoints) + (SELECT count(*) FROM writes)`).Scan(&bytes, &rows); err != nil {
 		b.Fatal(err)
 	}

@@ -140,8 +140,17 @@ func (s *Service) drive(ctx context.Context, t business.Task, fn func(context.Co
 		// Stopped (operator, SIGINT/SIGTERM) before the run reached a
 		// question or its end: the last checkpoint is the resume point. A
 		// run that finished although a stop came keeps its finished status.
-		if _, err := s.desk.FailRunningSteps(bg, t.ID, msgInterrupted, s.now().UTC()); err != nil {
+		n, err := s.desk.FailRunningSteps(bg, t.ID, msgInterrupted, s.now().UTC())
+		if err != nil {
 			return nil, err
+		}
+		if n == 0 && len(v.Next) > 0 {
+			// Stopped between two supersteps: no step was running, so the
+			// step that was due is recorded as not completed, and the
+			// timeline shows where the run stopped.
+			if err := s.desk.InterruptedStep(bg, t.ID, v.Next[0], msgInterrupted, s.now().UTC()); err != nil {
+				return nil, err
+			}
 		}
 		v.Status, runErr = StatusInterrupted, nil
 	}

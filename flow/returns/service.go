@@ -163,17 +163,10 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{desk: desk, cps: cfg.Checkpoints, now: now, me: newIdentity()}
-	g, err := Build(Deps{Desk: desk, Now: now, Fault: Fault}).Compile(flow.Options{
-		Checkpointer: cfg.Checkpoints,
-		Now:          now,
-		Hook:         Fault,
-		OnTask:       s.onTask,
-	})
-	if err != nil {
+	if err := s.compileReturn(); err != nil {
 		desk.Close()
-		return nil, fmt.Errorf("compile return graph: %w", err)
+		return nil, err
 	}
-	s.graph = g
 	// A batch loops once per chunk, at least one row each, so its loop is
 	// bounded by its rows; the recursion limit only guards against a bug.
 	b, err := s.buildBatch().Compile(flow.Options{
@@ -189,6 +182,32 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	s.batch = b
 	return s, nil
+}
+
+// compileReturn compiles the return graph over s's stores into s.graph.
+func (s *Service) compileReturn() error {
+	g, err := Build(Deps{Desk: s.desk, Now: s.now, Fault: Fault}).Compile(flow.Options{
+		Checkpointer: s.cps,
+		Now:          s.now,
+		Hook:         Fault,
+		OnTask:       s.onTask,
+	})
+	if err != nil {
+		return fmt.Errorf("compile return graph: %w", err)
+	}
+	s.graph = g
+	return nil
+}
+
+// withStores returns a Service for return tasks like s (same process
+// identity, clock and progress) over other stores: a batch chunk's business
+// transaction and checkpoint buffer. It cannot run batches itself.
+func (s *Service) withStores(desk *business.Store, cps flow.Checkpointer) (*Service, error) {
+	c := &Service{desk: desk, cps: cps, now: s.now, me: s.me, progress: s.progress}
+	if err := c.compileReturn(); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // OnBatchProgress sets a function told after each batch row (rows handled,
