@@ -357,6 +357,12 @@ func (r *Runnable[S]) superstep(ctx context.Context, cp *Checkpoint, synced *boo
 		if t := groups[results[i].id]; t != nil {
 			resumes = t.resumes
 		}
+		if len(todo) == 1 {
+			// A task alone runs on this goroutine: a goroutine of its own
+			// would only add a hand-over and a fresh stack to grow.
+			r.runTask(ctx, cp, &results[i], resumes, saveEach)
+			break
+		}
 		wg.Add(1)
 		go func(res *taskResult) {
 			defer wg.Done()

@@ -107,24 +107,16 @@ func (s *Service) drive(ctx context.Context, t business.Task, fn func(context.Co
 	defer cancel(nil)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(DefaultHeartbeat)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				err := s.desk.RenewLease(rctx, t.ID, s.me.owner, s.now().UTC().Add(DefaultLeaseTTL))
-				if errors.Is(err, business.ErrConflict) {
-					cancel(errStopped)
-					return
-				}
-			}
-		}
-	}()
+	// A batch's row takes milliseconds, and the batch's own heartbeat
+	// watches for a stop (its cancel reaches the row through ctx): the row
+	// needs no heartbeat of its own.
+	if !inBatch(ctx) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.heartbeat(rctx, t.ID, done, cancel)
+		}()
+	}
 	runErr := fn(rctx)
 	close(done)
 	wg.Wait()
@@ -186,6 +178,26 @@ func (s *Service) drive(ctx context.Context, t business.Task, fn func(context.Co
 		return nil, fmt.Errorf("task %s changed under the request (another process advanced it): %w", t.ID, ErrConflict)
 	}
 	return nil, fmt.Errorf("run task %s: %w", t.ID, runErr)
+}
+
+// heartbeat renews the lease of task every DefaultHeartbeat until done is
+// closed, and cancels the run (errStopped) when the lease is lost or an
+// operator stopped the task.
+func (s *Service) heartbeat(ctx context.Context, task string, done <-chan struct{}, cancel context.CancelCauseFunc) {
+	tick := time.NewTicker(DefaultHeartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+			err := s.desk.RenewLease(ctx, task, s.me.owner, s.now().UTC().Add(DefaultLeaseTTL))
+			if errors.Is(err, business.ErrConflict) {
+				cancel(errStopped)
+				return
+			}
+		}
+	}
 }
 
 // driveReturn drives a return task's run and views its head.
