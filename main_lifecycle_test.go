@@ -118,6 +118,13 @@ func checkBatchDone(t *testing.T, dir, batch string, n int) {
 	if got := query(t, dir, "checkpoints.sqlite", `SELECT count(*) FROM threads WHERE thread_id LIKE 'row-%'`); got != want {
 		t.Errorf("row runs in checkpoints.sqlite = %s, want %s", got, want)
 	}
+	// Each row's timeline: numbered without gaps, nothing left running, and
+	// its last step the approval question it waits at.
+	if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM (SELECT task_id FROM steps WHERE task_id LIKE 'row-%'
+		GROUP BY task_id HAVING max(seq) = count(*) AND sum(status = 'running') = 0
+		AND (SELECT node || ' ' || status FROM steps l WHERE l.task_id = steps.task_id ORDER BY seq DESC LIMIT 1) = 'review waiting')`); got != want {
+		t.Errorf("rows with a whole timeline = %s, want %s", got, want)
+	}
 	if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM tasks WHERE kind = 'return' AND status != 'waiting'`); got != "0" {
 		t.Errorf("%s row tasks are not waiting at approval", got)
 	}

@@ -252,6 +252,45 @@ func (s *Store) StartStep(ctx context.Context, taskID, node string, now time.Tim
 	return seq, nil
 }
 
+// StepCounts returns the highest step seq of the task (0 when it has none)
+// and how many steps each node has had: what the next step's seq and
+// attempt follow from.
+func (s *Store) StepCounts(ctx context.Context, taskID string) (int, map[string]int, error) {
+	rows, err := s.q.QueryContext(ctx, `SELECT node, count(*), max(seq) FROM steps WHERE task_id = ? GROUP BY node`, taskID)
+	if err != nil {
+		return 0, nil, fmt.Errorf("step counts of task %s: %w", taskID, err)
+	}
+	defer rows.Close()
+	maxSeq, attempts := 0, map[string]int{}
+	for rows.Next() {
+		var node string
+		var n, top int
+		if err := rows.Scan(&node, &n, &top); err != nil {
+			return 0, nil, fmt.Errorf("step counts of task %s: %w", taskID, err)
+		}
+		attempts[node] = n
+		maxSeq = max(maxSeq, top)
+	}
+	return maxSeq, attempts, rows.Err()
+}
+
+// AddStep records st (seq, attempt, status and times as given) in the
+// timeline of st.Task: a step recorded once it ended. Errors: a seq the
+// task has already (a unique violation).
+func (s *Store) AddStep(ctx context.Context, st Step) error {
+	ended := ""
+	if !st.EndedAt.IsZero() {
+		ended = formatTime(st.EndedAt)
+	}
+	_, err := s.q.ExecContext(ctx,
+		`INSERT INTO steps (task_id, seq, node, attempt, status, started_at, ended_at, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		st.Task, st.Seq, st.Node, st.Attempt, st.Status, formatTime(st.StartedAt), ended, st.Error)
+	if err != nil {
+		return fmt.Errorf("add step %d of task %s: %w", st.Seq, st.Task, err)
+	}
+	return nil
+}
+
 // EndStep records how step seq ended; only a running step changes.
 func (s *Store) EndStep(ctx context.Context, taskID string, seq int, status, msg string, now time.Time) error {
 	_, err := s.q.ExecContext(ctx,

@@ -215,6 +215,10 @@ func (s *Service) driveReturn(ctx context.Context, t business.Task, fn func(cont
 // when it ends. Timeline writes must not stop the run, so their errors are
 // dropped; the checkpoints stay the source of truth.
 func (s *Service) onTask(ev flow.TaskEvent) {
+	if s.steps != nil {
+		s.steps.onTask(s.desk, ev, s.now().UTC())
+		return
+	}
 	ctx := context.Background()
 	now := s.now().UTC()
 	if ev.Outcome == "" {
@@ -228,17 +232,67 @@ func (s *Service) onTask(ev flow.TaskEvent) {
 	if !ok {
 		return
 	}
-	status, msg := business.StepDone, ""
+	status, msg := stepEnd(ev)
+	_ = s.desk.EndStep(ctx, ev.ThreadID, v.(int), status, msg, now)
+}
+
+// stepEnd is the timeline status and message of a task's end.
+func stepEnd(ev flow.TaskEvent) (status, msg string) {
 	switch ev.Outcome {
 	case flow.OutcomeInterrupted:
-		status = business.StepWaiting
+		return business.StepWaiting, ""
 	case flow.OutcomeFailed:
-		status, msg = business.StepFailed, fmt.Sprint(ev.Err)
 		if errors.Is(ev.Err, context.Canceled) {
-			msg = msgInterrupted
+			return business.StepFailed, msgInterrupted
 		}
+		return business.StepFailed, fmt.Sprint(ev.Err)
 	}
-	_ = s.desk.EndStep(ctx, ev.ThreadID, v.(int), status, msg, now)
+	return business.StepDone, ""
+}
+
+// stepLog keeps the timeline of a batch chunk's rows in memory while a step
+// runs and records the step once it ended, in one insert instead of an
+// insert and an update. Nothing is lost by it: the chunk's transaction is
+// invisible to other processes until it commits, so they could never see a
+// step running, and a crash drops the chunk whole, steps included.
+type stepLog struct {
+	mu       sync.Mutex
+	next     map[string]int            // task → seq of its next step
+	attempts map[string]map[string]int // task → node → steps so far
+	running  map[string]business.Step  // thread + engine task id → its step
+}
+
+func newStepLog() *stepLog {
+	return &stepLog{next: map[string]int{}, attempts: map[string]map[string]int{}, running: map[string]business.Step{}}
+}
+
+func (l *stepLog) onTask(desk *business.Store, ev flow.TaskEvent, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ctx := context.Background()
+	key := ev.ThreadID + "\x00" + ev.TaskID
+	if ev.Outcome == "" {
+		if _, known := l.next[ev.ThreadID]; !known {
+			top, attempts, err := desk.StepCounts(ctx, ev.ThreadID)
+			if err != nil {
+				return
+			}
+			l.next[ev.ThreadID], l.attempts[ev.ThreadID] = top+1, attempts
+		}
+		a := l.attempts[ev.ThreadID]
+		a[ev.Node]++
+		l.running[key] = business.Step{Task: ev.ThreadID, Seq: l.next[ev.ThreadID], Node: ev.Node, Attempt: a[ev.Node], StartedAt: now}
+		l.next[ev.ThreadID]++
+		return
+	}
+	st, ok := l.running[key]
+	if !ok {
+		return
+	}
+	delete(l.running, key)
+	st.Status, st.Error = stepEnd(ev)
+	st.EndedAt = now
+	_ = desk.AddStep(ctx, st)
 }
 
 // Stop asks the process driving a running task to stop (DESIGN.md "operator

@@ -65,6 +65,9 @@ type Service struct {
 	// stepSeq maps a running engine task (thread + task id) to its
 	// timeline step seq.
 	stepSeq sync.Map
+	// steps, in a batch chunk's Service, keeps the rows' timeline until
+	// each step ends (see stepLog); nil elsewhere.
+	steps *stepLog
 }
 
 // PrepareDataDir makes dir (mode 0700) when create is set, and reports a
@@ -203,7 +206,7 @@ func (s *Service) compileReturn() error {
 // identity, clock and progress) over other stores: a batch chunk's business
 // transaction and checkpoint buffer. It cannot run batches itself.
 func (s *Service) withStores(desk *business.Store, cps flow.Checkpointer) (*Service, error) {
-	c := &Service{desk: desk, cps: cps, now: s.now, me: s.me, progress: s.progress}
+	c := &Service{desk: desk, cps: cps, now: s.now, me: s.me, progress: s.progress, steps: newStepLog()}
 	if err := c.compileReturn(); err != nil {
 		return nil, err
 	}
