@@ -45,6 +45,14 @@ type Buffer struct {
 	ops     []bufferedOp // every Put and PutWrites, in call order
 	threads map[string]*bufferedThread
 	n       int // buffered checkpoints
+	// heads holds base's heads read by Preload ("" id: no checkpoint).
+	heads map[string]baseHead
+}
+
+// baseHead is a thread's head in base as Preload read it.
+type baseHead struct {
+	id  string
+	seq int64
 }
 
 // bufferedOp is one buffered call: a Put when cp is set, else a PutWrites.
@@ -94,6 +102,39 @@ func (b *Buffer) reset() {
 	b.ops = nil
 	b.threads = make(map[string]*bufferedThread)
 	b.n = 0
+	b.heads = nil
+}
+
+// Preload reads base's heads of threadIDs in one query, so that the first
+// Put of each (and a Get of the head of one that has no checkpoint yet)
+// need not ask base one by one. What it read holds until the next Flush or
+// Discard; a head another process moves meanwhile is still caught, by
+// Flush's compare-and-set. Errors: reading base.
+func (b *Buffer) Preload(ctx context.Context, threadIDs []string) error {
+	if b.base == nil {
+		return errNoBase
+	}
+	heads, err := b.base.heads(ctx, threadIDs)
+	if err != nil {
+		return fmt.Errorf("preload heads: %w", err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.heads == nil {
+		b.heads = make(map[string]baseHead, len(threadIDs))
+	}
+	for _, id := range threadIDs {
+		b.heads[id] = heads[id] // zero: no checkpoint
+	}
+	return nil
+}
+
+// baseHead returns threadID's head in base: preloaded, or read now.
+func (b *Buffer) baseHead(ctx context.Context, threadID string) (string, int64, error) {
+	if h, ok := b.heads[threadID]; ok {
+		return h.id, h.seq, nil
+	}
+	return b.base.head(ctx, threadID)
 }
 
 // thread returns the buffer's entry for threadID, making it when missing.
@@ -130,7 +171,7 @@ func (b *Buffer) Put(ctx context.Context, cp *flow.Checkpoint) error {
 	if th != nil && len(th.checkpoints) > 0 {
 		last := th.checkpoints[len(th.checkpoints)-1]
 		headID, headSeq = last.ID, last.Seq
-	} else if headID, headSeq, err = b.base.head(ctx, cp.ThreadID); err != nil {
+	} else if headID, headSeq, err = b.baseHead(ctx, cp.ThreadID); err != nil {
 		return fmt.Errorf("put checkpoint %s/%s: read head: %w", cp.ThreadID, cp.ID, err)
 	}
 	if headID != cp.ParentID {
@@ -225,6 +266,8 @@ func (b *Buffer) Get(ctx context.Context, threadID, checkpointID string) (*flow.
 	var cp *flow.Checkpoint
 	if stored, ok := th.lookup(checkpointID); ok {
 		cp = cloneCheckpoint(stored)
+	} else if h, ok := b.heads[threadID]; ok && h.id == "" && checkpointID == "" {
+		return nil, nil // preloaded: no checkpoint in base
 	} else {
 		var err error
 		if cp, err = b.base.Get(ctx, threadID, checkpointID); err != nil || cp == nil {

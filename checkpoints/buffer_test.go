@@ -357,3 +357,53 @@ func BenchmarkBufferFlush(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/checkpoint")
 	b.ReportMetric(float64(flushing.Nanoseconds())/n, "flush-ns/checkpoint")
 }
+
+// TestBufferPreload checks that preloaded heads stand in for base's: a
+// thread without checkpoints reads as new without asking base, a thread
+// with one continues from its head, and a head another process moves after
+// the preload is still caught by Flush.
+func TestBufferPreload(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		// run gets a buffer preloaded with threads "new" and "old" ("old"
+		// has head h in base) and the other connection to the file.
+		run       func(t *testing.T, buf *checkpoints.Buffer, other *checkpoints.SQLite, h *flow.Checkpoint)
+		wantFlush error
+	}{
+		{
+			name: "new and continued threads",
+			run: func(t *testing.T, buf *checkpoints.Buffer, _ *checkpoints.SQLite, h *flow.Checkpoint) {
+				if got, err := buf.Get(ctx, "new", ""); err != nil || got != nil {
+					t.Fatalf("Get of a preloaded new thread = %v, %v; want nil, nil", got, err)
+				}
+				mustBufferPut(t, buf, next("new", "", -1))
+				if err := buf.Put(ctx, next("old", "", -1)); !errors.Is(err, flow.ErrConflict) {
+					t.Fatalf("Put over a preloaded head with parent \"\": %v, want a conflict", err)
+				}
+				mustBufferPut(t, buf, next("old", h.ID, 1))
+			},
+		},
+		{
+			name: "head moved after the preload",
+			run: func(t *testing.T, buf *checkpoints.Buffer, other *checkpoints.SQLite, _ *flow.Checkpoint) {
+				mustBufferPut(t, other, next("new", "", -1)) // another process starts it
+				mustBufferPut(t, buf, next("new", "", -1))   // accepted: the preload said new
+			},
+			wantFlush: flow.ErrConflict,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			buf, bb := setupBuffer(t)
+			h := mustBufferPut(t, bb.base, next("old", "", -1))
+			if err := buf.Preload(ctx, []string{"new", "old"}); err != nil {
+				t.Fatal(err)
+			}
+			tc.run(t, buf, bb.other, h)
+			if err := buf.Flush(ctx); !errors.Is(err, tc.wantFlush) {
+				t.Fatalf("Flush: %v, want %v", err, tc.wantFlush)
+			}
+		})
+	}
+}

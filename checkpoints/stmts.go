@@ -17,6 +17,7 @@ type stmtCache struct {
 
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
+	uses  map[string]int // runs in transactions of a query not cached yet
 }
 
 // get returns the statement of query, preparing it on first use.
@@ -46,15 +47,37 @@ func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
-// in returns the statement of query bound to tx. It is compiled only when
-// tx's connection has not run it yet; tx closes the binding when it ends.
+// in returns the statement of query bound to tx; tx closes the binding
+// when it ends. A query not cached yet is compiled on tx's connection only:
+// preparing it on the pool would take a second connection while tx holds
+// one (open, read the schema) — most of a one-shot command's statements
+// run once or twice. A query run in transactions promoteAfter times is
+// prepared on the pool and reused from then on (a loop in one process).
 func (c *stmtCache) in(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+	c.mu.Lock()
+	st := c.stmts[query]
+	promote := false
+	if st == nil {
+		if c.uses == nil {
+			c.uses = make(map[string]int)
+		}
+		c.uses[query]++
+		promote = c.uses[query] >= promoteAfter
+	}
+	c.mu.Unlock()
+	if st == nil && !promote {
+		return tx.PrepareContext(ctx, query)
+	}
 	st, err := c.get(ctx, query)
 	if err != nil {
 		return nil, err
 	}
 	return tx.StmtContext(ctx, st), nil
 }
+
+// promoteAfter is how many runs in transactions make a query worth a
+// prepared statement on the pool (see stmtCache.in).
+const promoteAfter = 16
 
 // close closes every statement; a later get prepares again (and fails once
 // the pool is closed).

@@ -226,6 +226,13 @@ func (s *Service) chunkRows(ctx context.Context, b BatchState, rows []business.B
 		return false, nil
 	}
 	buf := checkpoints.NewBuffer(base)
+	ids := make([]string, len(rows))
+	for i, row := range rows {
+		ids[i] = row.TaskID
+	}
+	if err := buf.Preload(ctx, ids); err != nil {
+		return false, err
+	}
 	outcomes := map[string]int{}
 	err = s.desk.InTx(ctx, func(tx *business.Store) error {
 		c, err := s.withStores(tx, buf)
