@@ -61,7 +61,7 @@ func (s *Store) begin(ctx context.Context) (*txn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &txn{Querier: tx, tx: tx}, nil
+	return &txn{Querier: s.stmts.Tx(tx), tx: tx}, nil
 }
 
 // PrepareContext prepares query in the transaction.
@@ -105,7 +105,7 @@ func (t *txn) Rollback() error {
 // sqlitedb.ErrNothingWritten rolls back and counts as success.
 func (s *Store) durable(ctx context.Context, fn func(q sqlitedb.Querier) error) error {
 	if s.chunk == nil {
-		return sqlitedb.DurableTx(ctx, s.db, s.synchronous, func(tx *sql.Tx) error { return fn(tx) })
+		return sqlitedb.DurableTx(ctx, s.db, s.synchronous, func(tx *sql.Tx) error { return fn(s.stmts.Tx(tx)) })
 	}
 	t, err := s.begin(ctx)
 	if err != nil {

@@ -76,11 +76,70 @@ func (c *stmtCache) QueryRowContext(ctx context.Context, query string, args ...a
 // CPU of a loop of short commands with modernc.org/sqlite, which caches no
 // statement itself. Only single statements may go through it. Safe for
 // concurrent use. Close it before the pool.
-type Stmts struct{ stmtCache }
+type Stmts struct {
+	stmtCache
+	uses map[string]int // runs in transactions of a query not cached yet
+}
 
 // NewStmts returns an empty statement cache over db.
 func NewStmts(db *sql.DB) *Stmts {
-	return &Stmts{stmtCache{prepare: db.PrepareContext, direct: db, stmts: map[string]*sql.Stmt{}}}
+	return &Stmts{stmtCache: stmtCache{prepare: db.PrepareContext, direct: db, stmts: map[string]*sql.Stmt{}}, uses: map[string]int{}}
+}
+
+// Tx returns a Querier over tx, a transaction on the cache's pool. A query
+// the cache holds runs prepared (compiled once per connection); another is
+// compiled on tx alone: preparing it on the pool would take a second
+// connection while tx holds one (open it, read the schema), and most of a
+// one-shot command's queries run once or twice. After PromoteAfter runs in
+// transactions a query is prepared on the pool too, for loops in one
+// process.
+func (c *Stmts) Tx(tx *sql.Tx) Querier { return txStmts{c: c, tx: tx} }
+
+// PromoteAfter is how many runs in transactions make a query worth a
+// prepared statement on the pool (see Stmts.Tx).
+const PromoteAfter = 16
+
+// inTx returns the cached statement of query, preparing it on the pool
+// once it has run PromoteAfter times in transactions; nil means run it
+// unprepared on the transaction.
+func (c *Stmts) inTx(ctx context.Context, query string) *sql.Stmt {
+	c.mu.Lock()
+	st := c.stmts[query]
+	if st == nil {
+		c.uses[query]++
+	}
+	promote := st == nil && c.uses[query] >= PromoteAfter
+	c.mu.Unlock()
+	if promote {
+		return c.stmt(ctx, query)
+	}
+	return st
+}
+
+type txStmts struct {
+	c  *Stmts
+	tx *sql.Tx
+}
+
+func (t txStmts) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := t.c.inTx(ctx, query); st != nil {
+		return t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return t.tx.ExecContext(ctx, query, args...)
+}
+
+func (t txStmts) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := t.c.inTx(ctx, query); st != nil {
+		return t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	}
+	return t.tx.QueryContext(ctx, query, args...)
+}
+
+func (t txStmts) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := t.c.inTx(ctx, query); st != nil {
+		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return t.tx.QueryRowContext(ctx, query, args...)
 }
 
 // Close closes every cached statement and empties the cache (it stays
