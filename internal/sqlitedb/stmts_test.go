@@ -1,0 +1,53 @@
+package sqlitedb_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"assistant/internal/sqlitedb"
+)
+
+// TestStmtsTx checks the statement cache inside transactions: a query runs
+// on the transaction's own connection until it has run PromoteAfter times
+// (a one-shot command never opens a second connection for it), then it is
+// prepared on the pool and keeps giving the same results; a query that
+// does not compile gives its error as it would without the cache.
+func TestStmtsTx(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqlitedb.Open(ctx, filepath.Join(t.TempDir(), "x.sqlite"), sqlitedb.Spec{
+		ApplicationID: 0x12345678,
+		Migrations:    []sqlitedb.Migration{{Version: 1, Name: "0001_t.sql", SQL: "CREATE TABLE t (x INTEGER)"}},
+		Create:        true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	stmts := sqlitedb.NewStmts(db)
+	defer stmts.Close()
+
+	for i := 1; i <= 2*sqlitedb.PromoteAfter; i++ {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := stmts.Tx(tx)
+		if _, err := q.ExecContext(ctx, `INSERT INTO t (x) VALUES (?)`, i); err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		var n int
+		if err := q.QueryRowContext(ctx, `SELECT count(*) FROM t WHERE x <= ?`, i).Scan(&n); err != nil || n != i {
+			t.Fatalf("run %d: count %d, %v; want %d", i, n, err, i)
+		}
+		if _, err := q.ExecContext(ctx, `INSERT INTO nowhere VALUES (1)`); err == nil {
+			t.Fatalf("run %d: a query on a missing table succeeded", i)
+		}
+		if open := db.Stats().OpenConnections; i < sqlitedb.PromoteAfter && open != 1 {
+			t.Fatalf("run %d: %d connections open, want 1 before promotion", i, open)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
