@@ -116,9 +116,11 @@ print('task,order,reason')
 orders = ['A3001', 'A3002', 'A3003', 'A3004', 'A3008']
 for i in range(10000): print(f'b{i},{orders[i%5]},reason {i}')" > "$work/rows10k.csv"
 start=$(date +%s.%N)
-"$A" --data "$work/batch" batch b10k "$work/rows10k.csv" > /dev/null
+/usr/bin/time -f "%M" -o "$work/batch.rss" "$A" --data "$work/batch" batch b10k "$work/rows10k.csv" > /dev/null
 end=$(date +%s.%N)
 echo "batch_rows_per_s $(python3 -c "print(f'{10000/($end-$start):.0f}')") rows/s"
+# Peak RSS of that batch: the target (≤ 20 MiB) is for any single command.
+echo "batch_rss $(python3 -c "print(f'{int(open(\"$work/batch.rss\").read().split()[-1])/1024:.1f}')") MiB"
 
 # show with 10 tasks vs with 100,000 tasks in the data dir.
 small="$work/small"
