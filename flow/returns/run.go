@@ -103,14 +103,16 @@ func (s *Service) acquire(ctx context.Context, t business.Task) error {
 // with its running step failed. The lease must be held already (acquire,
 // CreateLeasedTask or CreateBatch).
 func (s *Service) drive(ctx context.Context, t business.Task, fn func(context.Context) error, view func(context.Context) (*View, error)) (*View, error) {
-	rctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	// A batch's row takes milliseconds, and the batch's own heartbeat
-	// watches for a stop (its cancel reaches the row through ctx): the row
-	// needs no heartbeat of its own.
+	// A batch's row takes a fraction of a millisecond, and the batch's own
+	// heartbeat watches for a stop, which the batch checks between rows:
+	// the row needs no heartbeat and no cancel of its own.
+	rctx := ctx
 	if !inBatch(ctx) {
+		var cancel context.CancelCauseFunc
+		rctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -264,6 +266,14 @@ type stepLog struct {
 
 func newStepLog() *stepLog {
 	return &stepLog{next: map[string]int{}, attempts: map[string]map[string]int{}, running: map[string]business.Step{}}
+}
+
+// fresh tells the log that task has no steps yet (it was created in this
+// chunk), so its first step need not count them.
+func (l *stepLog) fresh(task string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.next[task], l.attempts[task] = 1, map[string]int{}
 }
 
 func (l *stepLog) onTask(desk *business.Store, ev flow.TaskEvent, now time.Time) {

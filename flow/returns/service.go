@@ -287,13 +287,19 @@ func (s *Service) Start(ctx context.Context, o StartOptions) (*View, error) {
 	case !errors.Is(err, business.ErrNotFound):
 		return nil, fmt.Errorf("start %s: %w", o.Task, err)
 	}
+	return s.create(ctx, o, fp)
+}
+
+// create records and runs a task that does not exist yet (o is valid, its
+// TTL set, fp its fingerprint).
+func (s *Service) create(ctx context.Context, o StartOptions, fp string) (*View, error) {
 	if _, err := s.desk.Order(ctx, o.Order, o.User); errors.Is(err, business.ErrNotFound) {
 		return nil, fmt.Errorf("order %s: %w for user %s", o.Order, ErrNotFound, o.User)
 	} else if err != nil {
 		return nil, fmt.Errorf("start %s: %w", o.Task, err)
 	}
 	now := s.now().UTC()
-	t = business.Task{ID: o.Task, User: o.User, OrderID: o.Order, Reason: strings.TrimSpace(o.Reason), Fingerprint: fp, Status: StatusRunning, CreatedAt: now, UpdatedAt: now}
+	t := business.Task{ID: o.Task, User: o.User, OrderID: o.Order, Reason: strings.TrimSpace(o.Reason), Fingerprint: fp, Status: StatusRunning, CreatedAt: now, UpdatedAt: now}
 	// The task is created holding its lease, so no other process sees it
 	// running without a holder.
 	if err := s.desk.CreateLeasedTask(ctx, t, business.KindReturn, o.TTL, s.lease()); errors.Is(err, business.ErrTaskExists) {
@@ -304,6 +310,9 @@ func (s *Service) Start(ctx context.Context, o StartOptions) (*View, error) {
 		return s.restart(ctx, t, o, fp)
 	} else if err != nil {
 		return nil, fmt.Errorf("start %s: %w", o.Task, err)
+	}
+	if s.steps != nil {
+		s.steps.fresh(t.ID) // a task made just now has no steps to count
 	}
 	return s.invoke(ctx, t, o)
 }
