@@ -475,14 +475,12 @@ type fileHeader struct {
 func readHeader(ctx context.Context, tx *sql.Tx) (fileHeader, error) {
 	var h fileHeader
 	// Counting sqlite_schema reads page 1 and the schema pages, which is
-	// where SQLite notices a file that is not a database.
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&h.objects); err != nil {
-		return h, classify(err)
-	}
-	if err := tx.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&h.appID); err != nil {
-		return h, classify(err)
-	}
-	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&h.version); err != nil {
+	// where SQLite notices a file that is not a database. One statement:
+	// every command opens two files, and each statement is compiled anew.
+	err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM sqlite_schema),
+		(SELECT application_id FROM pragma_application_id), (SELECT user_version FROM pragma_user_version)`).
+		Scan(&h.objects, &h.appID, &h.version)
+	if err != nil {
 		return h, classify(err)
 	}
 	return h, nil
