@@ -427,20 +427,67 @@ func TestBatchFaultPoints(t *testing.T) {
 
 // TestBatchKilledAfterLastCheckpoint kills a batch after its last checkpoint
 // (the one that ends it) and before it let go of the task: the record still
-// says running while the run is done. recover must set the record right.
+// says running while the run is done. recover, resume and the same batch
+// command again must each set the record right.
 func TestBatchKilledAfterLastCheckpoint(t *testing.T) {
+	rows := batchFile(t, 30)
+	for _, again := range [][]string{{"recover"}, {"resume", "b1"}, {"batch", "b1", rows}} {
+		t.Run(again[0], func(t *testing.T) {
+			dir := t.TempDir()
+			c := exec.Command(assistantBin(), "--data", dir, "batch", "b1", rows, "--chunk", "50")
+			c.Env = append(os.Environ(), "ASSISTANT_FAULT=after-checkpoint:rows")
+			if code := exitOf(t, c.Run()); code != 137 {
+				t.Fatalf("batch exited %d, want 137 (killed at the point)", code)
+			}
+			if got := query(t, dir, "business.sqlite", `SELECT status FROM tasks WHERE task_id = 'b1'`); got != "running" {
+				t.Fatalf("record after the kill = %s, want running (the case under test)", got)
+			}
+			mustRun(t, dir, again...)
+			checkBatchDone(t, dir, "b1", 30)
+			if got := query(t, dir, "business.sqlite", `SELECT status FROM tasks WHERE task_id = 'b1'`); got != "done" {
+				t.Errorf("record after %s = %s, want done", again[0], got)
+			}
+		})
+	}
+}
+
+// TestAnswerAfterKillBetweenCommits answers row tasks whose records a batch
+// committed (waiting at approval, with their drafts) before it was killed
+// between a chunk's two commits, so that their runs are missing: the answer
+// must be applied to the question the run asks again, not dropped.
+func TestAnswerAfterKillBetweenCommits(t *testing.T) {
 	dir := t.TempDir()
-	c := exec.Command(assistantBin(), "--data", dir, "batch", "b1", batchFile(t, 30), "--chunk", "50")
-	c.Env = append(os.Environ(), "ASSISTANT_FAULT=after-checkpoint:rows")
+	c := exec.Command(assistantBin(), "--data", dir, "batch", "b1", batchFile(t, 120), "--chunk", "50")
+	c.Env = append(os.Environ(), "ASSISTANT_FAULT=batch:between-commits")
 	if code := exitOf(t, c.Run()); code != 137 {
 		t.Fatalf("batch exited %d, want 137 (killed at the point)", code)
 	}
-	if got := query(t, dir, "business.sqlite", `SELECT status FROM tasks WHERE task_id = 'b1'`); got != "running" {
-		t.Fatalf("record after the kill = %s, want running (the case under test)", got)
+	draft := query(t, dir, "business.sqlite", `SELECT draft_id FROM drafts WHERE task_id = 'row-0001'`)
+	if got := query(t, dir, "checkpoints.sqlite", `SELECT count(*) FROM threads WHERE thread_id = 'row-0001'`); draft == "" || got != "0" {
+		t.Fatalf("row-0001: draft %q, %s runs; want a draft and no run (the case under test)", draft, got)
 	}
+	tests := []struct {
+		task, action, draft string
+		wantStage           string
+	}{
+		{"row-0001", "approve", draft, "submitted"},
+		{"row-0002", "cancel", "", "cancelled"},
+	}
+	for _, tc := range tests {
+		args := []string{"resume", tc.task, "--action", tc.action}
+		if tc.draft != "" {
+			args = append(args, "--draft", tc.draft)
+		}
+		if v := mustRun(t, dir, args...); v["stage"] != tc.wantStage {
+			t.Errorf("%s --action %s: stage %v, want %s", tc.task, tc.action, v["stage"], tc.wantStage)
+		}
+	}
+	if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM applications WHERE draft_id = ?`, draft); got != "1" {
+		t.Errorf("applications of row-0001's draft = %s, want 1", got)
+	}
+	// The batch, recovered, keeps the answered rows as they are.
 	mustRun(t, dir, "recover")
-	checkBatchDone(t, dir, "b1", 30)
-	if got := query(t, dir, "business.sqlite", `SELECT status FROM tasks WHERE task_id = 'b1'`); got != "done" {
-		t.Errorf("record after recover = %s, want done", got)
+	if v := mustRun(t, dir, "show", "row-0001"); v["stage"] != "submitted" {
+		t.Errorf("row-0001 after recover: stage %v, want submitted", v["stage"])
 	}
 }

@@ -343,7 +343,7 @@ func (s *Service) restart(ctx context.Context, t business.Task, o StartOptions, 
 	if errors.Is(err, flow.ErrThreadNotFound) {
 		// The task record was written but the process died before the
 		// first checkpoint: run it now.
-		if err := s.acquire(ctx, t); err != nil {
+		if err := s.acquire(ctx, &t); err != nil {
 			return nil, err
 		}
 		return s.invoke(ctx, t, o)
@@ -475,10 +475,20 @@ func (s *Service) Resume(ctx context.Context, o ResumeOptions) (*View, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := s.acquire(ctx, t); err != nil {
+		if err := s.acquire(ctx, &t); err != nil {
 			return nil, err
 		}
-		return s.invoke(ctx, t, StartOptions{Task: t.ID, User: t.User, Order: t.OrderID, Reason: t.Reason, TTL: ttl})
+		v, err := s.invoke(ctx, t, StartOptions{Task: t.ID, User: t.User, Order: t.OrderID, Reason: t.Reason, TTL: ttl})
+		if err != nil || !(o.HasReason || o.Action != "") {
+			return v, err
+		}
+		// The answer is for the question the run asks again now (a batch
+		// killed between a chunk's two commits leaves records that show
+		// the question while the run is missing): answer it, as asked.
+		if _, err := s.graph.State(ctx, t.ID); errors.Is(err, flow.ErrThreadNotFound) {
+			return nil, fmt.Errorf("task %s has no run to answer: %w", t.ID, ErrConflict)
+		}
+		return s.Resume(ctx, o)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("resume %s: %w", t.ID, err)
@@ -499,7 +509,7 @@ func (s *Service) Resume(ctx context.Context, o ResumeOptions) (*View, error) {
 	if _, err := s.plan(t, snap, o); err != nil {
 		return nil, err
 	}
-	if err := s.acquire(ctx, t); err != nil {
+	if err := s.acquire(ctx, &t); err != nil {
 		return nil, err
 	}
 	endedBefore := false
@@ -535,7 +545,7 @@ func (s *Service) repair(ctx context.Context, t business.Task, v *View) error {
 	if t.Status == v.Status && t.Stage == v.Stage {
 		return nil
 	}
-	if err := s.acquire(ctx, t); err != nil {
+	if err := s.acquire(ctx, &t); err != nil {
 		return err
 	}
 	return s.desk.ReleaseLeaseSync(ctx, t.ID, s.me.owner, v.Status, v.Stage)
