@@ -226,6 +226,28 @@ func TestBatchStopAndResume(t *testing.T) {
 		t.Errorf("last timeline step of the batch = %q, want the interrupted step failed", lastStep)
 	}
 
+	// Stop the resumed batch too: it ends as the first run did.
+	pos := int(mustRun(t, dir, "show", "b1")["batch"].(map[string]any)["position"].(float64))
+	proc = exec.Command(assistantBin(), "--data", dir, "--output", "json", "resume", "b1")
+	out.Reset()
+	proc.Stdout = out
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitPosition(t, dir, "b1", pos+100, proc)
+	if v := mustRun(t, dir, "stop", "b1"); v["status"] != "interrupted" {
+		t.Errorf("second stop printed status %v, want interrupted", v["status"])
+	}
+	if code := exitOf(t, proc.Wait()); code != 0 {
+		t.Fatalf("stopped resume exited %d, want 0: %s", code, out)
+	}
+	if err := json.Unmarshal(out.Bytes(), &last); err != nil || last["status"] != "interrupted" {
+		t.Fatalf("stopped resume printed %v (%v), want status interrupted", last, err)
+	}
+	if got := query(t, dir, "business.sqlite", `SELECT status || ': ' || error FROM steps WHERE task_id = 'b1' ORDER BY seq DESC LIMIT 1`); got != "failed: run interrupted; step not completed" {
+		t.Errorf("last timeline step after the second stop = %q", got)
+	}
+
 	mustRun(t, dir, "resume", "b1")
 	checkBatchDone(t, dir, "b1", 10000)
 	// Timeline numbers go on with no gap and no reuse.

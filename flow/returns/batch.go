@@ -10,6 +10,7 @@ import (
 	"io"
 	"maps"
 	"strings"
+	"time"
 
 	"assistant/business"
 	"assistant/checkpoints"
@@ -18,6 +19,15 @@ import (
 
 // Batch limits and defaults.
 const (
+	// MaxChunkCommit bounds the rows one chunk writes in one transaction
+	// (a larger --chunk checkpoints more often): it bounds the memory a
+	// chunk holds until its commit.
+	MaxChunkCommit = 500
+	// MaxChunkTime ends a chunk early, after the rows done so far, so that
+	// its transaction never holds business.sqlite's write lock for long:
+	// other processes wait for it, and so does this process's own lease
+	// heartbeat (see chunkRows).
+	MaxChunkTime = 500 * time.Millisecond
 	// DefaultBatchChunk is how many rows one superstep of a batch handles:
 	// progress is checkpointed after each chunk, so a crash redoes at most
 	// one chunk, and those rows are looked up and skipped, not run again.
@@ -163,7 +173,7 @@ func (s *Service) batchRows(ctx context.Context, b BatchState) (BatchState, erro
 	if chunk <= 0 {
 		chunk = DefaultBatchChunk
 	}
-	rows, err := s.desk.BatchRows(ctx, b.Batch, b.Position, chunk)
+	rows, err := s.desk.BatchRows(ctx, b.Batch, b.Position, min(chunk, MaxChunkCommit))
 	if err != nil {
 		return BatchState{}, err
 	}
@@ -173,12 +183,12 @@ func (s *Service) batchRows(ctx context.Context, b BatchState) (BatchState, erro
 	}
 	pos := b.Position
 	if len(rows) > 0 {
-		ok, err := s.chunkRows(ctx, b, rows, counts)
+		done, err := s.chunkRows(ctx, b, rows, counts)
 		if err != nil {
 			return BatchState{}, err
 		}
-		if ok {
-			return BatchState{Position: rows[len(rows)-1].RowNo, Counts: counts}, nil
+		if done > 0 {
+			return BatchState{Position: rows[done-1].RowNo, Counts: counts}, nil
 		}
 	}
 	for _, row := range rows {
@@ -220,10 +230,16 @@ func (s *Service) batchRows(ctx context.Context, b BatchState) (BatchState, erro
 // checkpoints or a row failed inside the transaction (everything of the
 // chunk is rolled back): the caller then runs the rows one by one. err is
 // set only when ctx ended or the checkpoint commit failed.
-func (s *Service) chunkRows(ctx context.Context, b BatchState, rows []business.BatchRow, counts map[string]int) (ok bool, err error) {
+//
+// The business transaction holds the file's write lock, which this
+// process's own lease heartbeat needs too: the chunk ends early, after the
+// rows done so far, once it has run for MaxChunkTime, so that the lease
+// (DefaultLeaseTTL) never lapses under a live batch however loaded the
+// machine. done is how many of rows it handled (a prefix).
+func (s *Service) chunkRows(ctx context.Context, b BatchState, rows []business.BatchRow, counts map[string]int) (done int, err error) {
 	base, isSQLite := s.cps.(*checkpoints.SQLite)
 	if !isSQLite {
-		return false, nil
+		return 0, nil
 	}
 	buf := checkpoints.NewBuffer(base)
 	ids := make([]string, len(rows))
@@ -231,7 +247,7 @@ func (s *Service) chunkRows(ctx context.Context, b BatchState, rows []business.B
 		ids[i] = row.TaskID
 	}
 	if err := buf.Preload(ctx, ids); err != nil {
-		return false, err
+		return 0, err
 	}
 	outcomes := map[string]int{}
 	// The rows run on a context that cannot be cancelled: with one that
@@ -243,15 +259,20 @@ func (s *Service) chunkRows(ctx context.Context, b BatchState, rows []business.B
 		if err != nil {
 			return err
 		}
+		began := time.Now()
 		for _, row := range rows {
 			if err := ctx.Err(); err != nil {
 				return err
+			}
+			if done > 0 && time.Since(began) > MaxChunkTime {
+				break
 			}
 			outcome, err := c.batchRow(rowCtx, b.User, row)
 			if err != nil {
 				return fmt.Errorf("row %d (task %s): %w", row.RowNo, row.TaskID, err)
 			}
 			outcomes[outcome]++
+			done++
 			Fault("batch:after-row")
 			if s.progress != nil {
 				s.progress(row.RowNo, b.Total)
@@ -262,18 +283,18 @@ func (s *Service) chunkRows(ctx context.Context, b BatchState, rows []business.B
 	if err != nil {
 		buf.Discard()
 		if ctx.Err() != nil {
-			return false, ctx.Err()
+			return 0, ctx.Err()
 		}
-		return false, nil
+		return 0, nil
 	}
 	Fault("batch:between-commits")
 	if err := buf.Flush(rowCtx); err != nil {
-		return false, fmt.Errorf("save checkpoints of rows %d-%d: %w", rows[0].RowNo, rows[len(rows)-1].RowNo, err)
+		return 0, fmt.Errorf("save checkpoints of rows %d-%d: %w", rows[0].RowNo, rows[done-1].RowNo, err)
 	}
 	for k, n := range outcomes {
 		counts[k] += n
 	}
-	return true, nil
+	return done, nil
 }
 
 // batchKey marks the context of a batch's rows.
@@ -346,7 +367,15 @@ func (s *Service) StartBatch(ctx context.Context, o BatchOptions) (*View, error)
 		if t.User != o.User || t.Fingerprint != fp {
 			return nil, fmt.Errorf("task %s already exists with other input: %w (choose another batch id, or run `assistant show %s`)", o.Batch, ErrConflict, o.Batch)
 		}
-		return s.Show(ctx, o.Batch, o.User)
+		v, err := s.Show(ctx, o.Batch, o.User)
+		if err == nil && v.Status == StatusDone && t.Status != StatusDone {
+			// Killed after its last checkpoint, before it let go of the task.
+			err = s.repair(ctx, t, v)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return v, nil
 	}
 	if !errors.Is(err, business.ErrNotFound) {
 		return nil, fmt.Errorf("start batch %s: %w", o.Batch, err)
@@ -390,7 +419,7 @@ func (s *Service) resumeBatch(ctx context.Context, t business.Task, o ResumeOpti
 		}
 		return v, nil
 	}
-	if err := s.acquire(ctx, t); err != nil {
+	if err := s.acquire(ctx, &t); err != nil {
 		return nil, err
 	}
 	return s.driveBatch(ctx, t, func(ctx context.Context) error {

@@ -72,8 +72,9 @@ func (s *Service) lease() business.Lease {
 }
 
 // acquire takes the task's lease, marking steps that a dead or stopped
-// holder left running as failed. A live holder is ErrConflict (busy).
-func (s *Service) acquire(ctx context.Context, t business.Task) error {
+// holder left running as failed, and sets t.Status to running, as the
+// record now is. A live holder is ErrConflict (busy).
+func (s *Service) acquire(ctx context.Context, t *business.Task) error {
 	prev, err := s.desk.AcquireLease(ctx, t.ID, s.lease(), s.now().UTC(), s.holderGone)
 	var held *business.LeaseHeldError
 	switch {
@@ -84,6 +85,7 @@ func (s *Service) acquire(ctx context.Context, t business.Task) error {
 	case err != nil:
 		return err
 	}
+	t.Status = StatusRunning
 	if prev == StatusRunning || prev == StatusInterrupted {
 		msg := msgProcessGone
 		if prev == StatusInterrupted {
