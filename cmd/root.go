@@ -20,6 +20,7 @@ import (
 	"assistant/checkpoints"
 	"assistant/flow"
 	"assistant/flow/returns"
+	"assistant/internal/sqlitedb"
 )
 
 // Defaults of the global flags (DESIGN.md "CLI contract").
@@ -79,6 +80,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, seed []by
 		return ExitOK
 	}
 	code := exitCode(err)
+	if sqlitedb.IsBusy(err) {
+		err = fmt.Errorf("%w (another process held the data dir's write lock for longer than %s; try again)", err, sqlitedb.DefaultBusyTimeout)
+	}
 	var re *runError
 	if errors.As(err, &re) {
 		err = re.err
@@ -153,6 +157,10 @@ func exitCode(err error) int {
 	switch {
 	case errors.Is(err, returns.ErrInvalid):
 		return ExitUsage
+	case sqlitedb.IsBusy(err):
+		// A file locked by another process for longer than the busy
+		// timeout: the task's data is busy, as with a lease (exit 3).
+		return ExitConflict
 	case errors.Is(err, returns.ErrNotFound):
 		return ExitNotFound
 	case errors.Is(err, returns.ErrConflict), errors.Is(err, flow.ErrConflict):
