@@ -6,6 +6,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -345,4 +346,30 @@ func TestSIGTERMStopsLikeStop(t *testing.T) {
 	}
 	mustRun(t, dir, "resume", "b1")
 	checkBatchDone(t, dir, "b1", 5000)
+}
+
+// TestLockedFileIsConflict holds business.sqlite's write lock from another
+// connection for longer than the busy timeout: a command that must write
+// exits 3 (busy, as a task held by another process) with a hint, not 1.
+func TestLockedFileIsConflict(t *testing.T) {
+	dir := t.TempDir()
+	mustRun(t, dir, "orders", "list")
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "business.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.ExecContext(context.Background(), `ROLLBACK`)
+	_, stderr, code := run(t, dir, "start", "t1", "A3001", "--reason", "too small")
+	if code != 3 || !strings.Contains(stderr, "write lock") {
+		t.Errorf("start on a locked file: exit %d, stderr %q; want 3 and a hint about the lock", code, stderr)
+	}
 }

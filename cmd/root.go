@@ -80,12 +80,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, seed []by
 		return ExitOK
 	}
 	code := exitCode(err)
-	if sqlitedb.IsBusy(err) {
-		err = fmt.Errorf("%w (another process held the data dir's write lock for longer than %s; try again)", err, sqlitedb.DefaultBusyTimeout)
-	}
 	var re *runError
 	if errors.As(err, &re) {
 		err = re.err
+	}
+	if sqlitedb.IsBusy(err) {
+		err = fmt.Errorf("%w (another process held the data dir's write lock for longer than %s; try again)", err, sqlitedb.DefaultBusyTimeout)
 	}
 	a.fail(err, code)
 	return code
