@@ -62,7 +62,7 @@ A progress bar is drawn on stderr when stderr is a terminal.`,
 			return a.render(v)
 		},
 	}
-	c.Flags().IntVar(&chunk, "chunk", returns.DefaultBatchChunk, "rows per checkpoint (one commit takes at most 500 rows, or the rows of half a second)")
+	c.Flags().IntVar(&chunk, "chunk", returns.DefaultBatchChunk, "rows per checkpoint (one commit takes at most 100 rows, or the rows of half a second)")
 	return c
 }
 

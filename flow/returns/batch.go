@@ -22,7 +22,7 @@ const (
 	// MaxChunkCommit bounds the rows one chunk writes in one transaction
 	// (a larger --chunk checkpoints more often): it bounds the memory a
 	// chunk holds until its commit.
-	MaxChunkCommit = 500
+	MaxChunkCommit = 100
 	// MaxChunkTime ends a chunk early, after the rows done so far, so that
 	// its transaction never holds business.sqlite's write lock for long:
 	// other processes wait for it, and so does this process's own lease
