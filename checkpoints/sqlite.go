@@ -71,7 +71,7 @@ type SQLiteOptions struct {
 type SQLite struct {
 	db          *sql.DB
 	synchronous string
-	stmts       stmtCache
+	stmts       *sqlitedb.Stmts
 }
 
 // OpenSQLite opens (or, with opts.Create, creates) the checkpoints file at
@@ -108,12 +108,12 @@ func openSQLite(ctx context.Context, path string, opts SQLiteOptions) (*SQLite, 
 	if synchronous == "" {
 		synchronous = DefaultSynchronous
 	}
-	return &SQLite{db: db, synchronous: synchronous, stmts: stmtCache{db: db}}, nil
+	return &SQLite{db: db, synchronous: synchronous, stmts: sqlitedb.NewStmts(db)}, nil
 }
 
 // Close closes the database. Any use of the store after Close fails.
 func (s *SQLite) Close() error {
-	return errors.Join(s.stmts.close(), s.db.Close())
+	return errors.Join(s.stmts.Close(), s.db.Close())
 }
 
 // The statements of Put, PutWrites and Get, prepared once (stmtCache).
@@ -275,13 +275,10 @@ func (s *SQLite) put(ctx context.Context, tx *sql.Tx, cp *flow.Checkpoint, row c
 // and returns the seq of the first new checkpoint (head seq + 1). The
 // checkpoints themselves are the caller's to insert, in tx.
 func (s *SQLite) moveHead(ctx context.Context, tx *sql.Tx, threadID, parentID, id string, n int64) (int64, error) {
-	head, err := s.stmts.in(ctx, tx, sqlHead)
-	if err != nil {
-		return 0, err
-	}
+	q := s.stmts.Tx(tx)
 	var headID string
 	var headSeq int64
-	err = head.QueryRowContext(ctx, threadID).Scan(&headID, &headSeq)
+	err := q.QueryRowContext(ctx, sqlHead, threadID).Scan(&headID, &headSeq)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return 0, err
 	}
@@ -293,20 +290,12 @@ func (s *SQLite) moveHead(ctx context.Context, tx *sql.Tx, threadID, parentID, i
 
 	var res sql.Result
 	if headSeq == 0 {
-		st, err := s.stmts.in(ctx, tx, sqlNewHead)
-		if err != nil {
-			return 0, err
-		}
-		res, err = st.ExecContext(ctx, threadID, id, headSeq+n, now)
+		res, err = q.ExecContext(ctx, sqlNewHead, threadID, id, headSeq+n, now)
 		if err != nil {
 			return 0, err
 		}
 	} else {
-		st, err := s.stmts.in(ctx, tx, sqlMoveHead)
-		if err != nil {
-			return 0, err
-		}
-		res, err = st.ExecContext(ctx, id, headSeq+n, now, threadID, headID, headSeq)
+		res, err = q.ExecContext(ctx, sqlMoveHead, id, headSeq+n, now, threadID, headID, headSeq)
 		if err != nil {
 			return 0, err
 		}
@@ -323,11 +312,7 @@ func (s *SQLite) moveHead(ctx context.Context, tx *sql.Tx, threadID, parentID, i
 // insertCheckpoint inserts cp (encoded as row) at seq in tx; the head was
 // moved past it by moveHead.
 func (s *SQLite) insertCheckpoint(ctx context.Context, tx *sql.Tx, cp *flow.Checkpoint, seq int64, row checkpointRow) error {
-	ins, err := s.stmts.in(ctx, tx, sqlInsertCheckpoint)
-	if err != nil {
-		return err
-	}
-	_, err = ins.ExecContext(ctx, cp.ThreadID, cp.ID, seq, cp.Metadata.Step, cp.Metadata.Source, cp.Format,
+	_, err := s.stmts.Tx(tx).ExecContext(ctx, sqlInsertCheckpoint, cp.ThreadID, cp.ID, seq, cp.Metadata.Step, cp.Metadata.Source, cp.Format,
 		row.values, row.next, cp.Breakpoint, row.meta, row.created)
 	return err
 }
@@ -335,13 +320,9 @@ func (s *SQLite) insertCheckpoint(ctx context.Context, tx *sql.Tx, cp *flow.Chec
 // head returns the id and seq of the thread's head, read outside any
 // transaction: "" and 0 for a thread without checkpoints.
 func (s *SQLite) head(ctx context.Context, threadID string) (string, int64, error) {
-	st, err := s.stmts.get(ctx, sqlHead)
-	if err != nil {
-		return "", 0, err
-	}
 	var id string
 	var seq int64
-	err = st.QueryRowContext(ctx, threadID).Scan(&id, &seq)
+	err := s.stmts.QueryRowContext(ctx, sqlHead, threadID).Scan(&id, &seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", 0, nil
 	}
@@ -377,12 +358,8 @@ func (s *SQLite) heads(ctx context.Context, threadIDs []string) (map[string]base
 // hasCheckpoint reports whether the thread has the checkpoint, read outside
 // any transaction.
 func (s *SQLite) hasCheckpoint(ctx context.Context, threadID, checkpointID string) (bool, error) {
-	st, err := s.stmts.get(ctx, sqlSeqOf)
-	if err != nil {
-		return false, err
-	}
 	var seq int64
-	err = st.QueryRowContext(ctx, threadID, checkpointID).Scan(&seq)
+	err := s.stmts.QueryRowContext(ctx, sqlSeqOf, threadID, checkpointID).Scan(&seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -442,11 +419,8 @@ func (s *SQLite) get(ctx context.Context, threadID, checkpointID string) (*flow.
 	if checkpointID != "" {
 		query, args = sqlGetByID, []any{threadID, checkpointID}
 	}
-	st, err := s.stmts.in(ctx, tx, query)
-	if err != nil {
-		return nil, err
-	}
-	cp, err := scanCheckpoint(threadID, st.QueryRowContext(ctx, args...))
+	q := s.stmts.Tx(tx)
+	cp, err := scanCheckpoint(threadID, q.QueryRowContext(ctx, query, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -454,11 +428,7 @@ func (s *SQLite) get(ctx context.Context, threadID, checkpointID string) (*flow.
 		return nil, err
 	}
 
-	st, err = s.stmts.in(ctx, tx, sqlWritesOf)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := st.QueryContext(ctx, threadID, cp.Seq)
+	rows, err := q.QueryContext(ctx, sqlWritesOf, threadID, cp.Seq)
 	if err != nil {
 		return nil, err
 	}
@@ -511,12 +481,8 @@ func (s *SQLite) putWritesTx(ctx context.Context, threadID, checkpointID string,
 // putWrites saves writes in tx against the checkpoint with id checkpointID,
 // or returns ErrUnknownCheckpoint.
 func (s *SQLite) putWrites(ctx context.Context, tx *sql.Tx, threadID, checkpointID string, writes []flow.Write) error {
-	seqOf, err := s.stmts.in(ctx, tx, sqlSeqOf)
-	if err != nil {
-		return err
-	}
 	var seq int64
-	err = seqOf.QueryRowContext(ctx, threadID, checkpointID).Scan(&seq)
+	err := s.stmts.Tx(tx).QueryRowContext(ctx, sqlSeqOf, threadID, checkpointID).Scan(&seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrUnknownCheckpoint
 	}
@@ -529,16 +495,13 @@ func (s *SQLite) putWrites(ctx context.Context, tx *sql.Tx, threadID, checkpoint
 // upsertWrites saves writes in tx against the checkpoint at seq, which
 // exists in tx.
 func (s *SQLite) upsertWrites(ctx context.Context, tx *sql.Tx, threadID string, seq int64, writes []flow.Write) error {
-	upsert, err := s.stmts.in(ctx, tx, sqlUpsertWrite)
-	if err != nil {
-		return err
-	}
+	q := s.stmts.Tx(tx)
 	for _, w := range writes {
 		var value sql.NullString
 		if w.Value != nil {
 			value = sql.NullString{String: string(w.Value), Valid: true}
 		}
-		if _, err := upsert.ExecContext(ctx, threadID, seq, w.TaskID, w.Kind, w.Idx, w.Node, value); err != nil {
+		if _, err := q.ExecContext(ctx, sqlUpsertWrite, threadID, seq, w.TaskID, w.Kind, w.Idx, w.Node, value); err != nil {
 			return err
 		}
 	}
@@ -579,11 +542,7 @@ func (s *SQLite) list(ctx context.Context, threadID string, opts flow.ListOption
 		q += ` LIMIT ?`
 		args = append(args, opts.Limit)
 	}
-	st, err := s.stmts.get(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := st.QueryContext(ctx, args...)
+	rows, err := s.stmts.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
