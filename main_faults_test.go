@@ -9,6 +9,7 @@ package main
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -466,6 +467,24 @@ func TestAnswerAfterKillBetweenCommits(t *testing.T) {
 	if got := query(t, dir, "checkpoints.sqlite", `SELECT count(*) FROM threads WHERE thread_id = 'row-0001'`); draft == "" || got != "0" {
 		t.Fatalf("row-0001: draft %q, %s runs; want a draft and no run (the case under test)", draft, got)
 	}
+	// The rows keep the batch's lease until their runs are stored: while the
+	// batch lives, an answer from another process waits (exit 3); once it is
+	// dead, the lease is taken over.
+	if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM tasks WHERE task_id LIKE 'row-%' AND lease_owner IS NULL`); got != "0" {
+		t.Errorf("%s rows recorded without a lease before their runs were stored", got)
+	}
+	// Wrong answers change nothing: the row stays without its run.
+	for _, args := range [][]string{
+		{"resume", "row-0003", "--action", "approve", "--draft", "d_not-this-one"},
+		{"resume", "row-0003", "--reason", "another reason"},
+	} {
+		if _, _, code := run(t, dir, args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+	if got := query(t, dir, "checkpoints.sqlite", `SELECT count(*) FROM threads WHERE thread_id = 'row-0003'`); got != "0" {
+		t.Errorf("row-0003 after wrong answers: %s runs, want 0 (nothing changed)", got)
+	}
 	tests := []struct {
 		task, action, draft string
 		wantStage           string
@@ -489,5 +508,29 @@ func TestAnswerAfterKillBetweenCommits(t *testing.T) {
 	mustRun(t, dir, "recover")
 	if v := mustRun(t, dir, "show", "row-0001"); v["stage"] != "submitted" {
 		t.Errorf("row-0001 after recover: stage %v, want submitted", v["stage"])
+	}
+}
+
+// TestAnswerWhileRunning answers a task that a live process is running
+// part-way (the lease names this test process, alive, on this host): the
+// answer is refused as busy (exit 3), not as "stopped part-way".
+func TestAnswerWhileRunning(t *testing.T) {
+	dir := t.TempDir()
+	if _, code, _ := faultRun(t, dir, "after-checkpoint:lookup", []string{"start", "t1", "A3001", "--reason", "too small"}); code != 137 {
+		t.Fatalf("start exited %d, want 137 (killed at the point)", code)
+	}
+	host, _ := os.Hostname()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "business.sqlite")+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE tasks SET lease_owner = 'other', lease_pid = ?, lease_host = ?, lease_until = ? WHERE task_id = 't1'`,
+		os.Getpid(), host, time.Now().UTC().Add(time.Hour).Format(time.RFC3339Nano)); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := run(t, dir, "resume", "t1", "--action", "approve")
+	if code != 3 || !strings.Contains(stderr, "being run by process") {
+		t.Errorf("answer to a task run by a live process: exit %d, %q; want 3, busy", code, stderr)
 	}
 }

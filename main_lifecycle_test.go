@@ -126,6 +126,9 @@ func checkBatchDone(t *testing.T, dir, batch string, n int) {
 		AND (SELECT node || ' ' || status FROM steps l WHERE l.task_id = steps.task_id ORDER BY seq DESC LIMIT 1) = 'review waiting')`); got != want {
 		t.Errorf("rows with a whole timeline = %s, want %s", got, want)
 	}
+	if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM tasks WHERE lease_owner IS NOT NULL`); got != "0" {
+		t.Errorf("%s tasks still hold a lease after the batch", got)
+	}
 	if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM tasks WHERE kind = 'return' AND status != 'waiting'`); got != "0" {
 		t.Errorf("%s row tasks are not waiting at approval", got)
 	}
@@ -248,6 +251,9 @@ func TestBatchStopAndResume(t *testing.T) {
 	if got := query(t, dir, "business.sqlite", `SELECT status || ': ' || error FROM steps WHERE task_id = 'b1' ORDER BY seq DESC LIMIT 1`); got != "failed: run interrupted; step not completed" {
 		t.Errorf("last timeline step after the second stop = %q", got)
 	}
+	if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM steps WHERE task_id = 'b1' AND error = 'run interrupted; step not completed'`); got != "2" {
+		t.Errorf("%s steps recorded as interrupted by two stops, want 2", got)
+	}
 
 	mustRun(t, dir, "resume", "b1")
 	checkBatchDone(t, dir, "b1", 10000)
@@ -343,6 +349,9 @@ func TestSIGTERMStopsLikeStop(t *testing.T) {
 	}
 	if got := query(t, dir, "business.sqlite", `SELECT status || ': ' || error FROM steps WHERE task_id = 'b1' ORDER BY seq DESC LIMIT 1`); got != "failed: run interrupted; step not completed" {
 		t.Errorf("last step = %q", got)
+	}
+	if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM steps WHERE task_id = 'b1' AND error = 'run interrupted; step not completed'`); got != "1" {
+		t.Errorf("%s steps recorded as interrupted by one SIGTERM, want 1", got)
 	}
 	mustRun(t, dir, "resume", "b1")
 	checkBatchDone(t, dir, "b1", 5000)

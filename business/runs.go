@@ -3,6 +3,7 @@ package business
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -165,6 +166,35 @@ func (s *Store) ReleaseLeaseSync(ctx context.Context, taskID, owner, status, sta
 	return nil
 }
 
+// RecordProgress records the run's status and stage while owner keeps the
+// lease (ReleaseLeases lets go of it later). ErrConflict: owner does not
+// hold the lease.
+func (s *Store) RecordProgress(ctx context.Context, taskID, owner, status, stage string) error {
+	if err := rowsChanged(s.q.ExecContext(ctx,
+		`UPDATE tasks SET status = ?, stage = ?, updated_at = ? WHERE task_id = ? AND lease_owner = ?`,
+		status, stage, formatTime(s.now()), taskID, owner)); err != nil {
+		return fmt.Errorf("record progress of task %s: %w", taskID, err)
+	}
+	return nil
+}
+
+// ReleaseLeases gives up owner's leases of the tasks taskIDs, in one
+// statement, keeping their status; tasks owner does not hold are left as
+// they are.
+func (s *Store) ReleaseLeases(ctx context.Context, owner string, taskIDs []string) error {
+	ids, err := json.Marshal(taskIDs)
+	if err != nil {
+		return err
+	}
+	_, err = s.q.ExecContext(ctx,
+		`UPDATE tasks SET lease_owner = NULL, lease_pid = 0, lease_host = '', lease_until = ''
+		 WHERE lease_owner = ? AND task_id IN (SELECT value FROM json_each(?))`, owner, string(ids))
+	if err != nil {
+		return fmt.Errorf("release %d leases: %w", len(taskIDs), err)
+	}
+	return nil
+}
+
 const releaseLeaseSQL = `UPDATE tasks SET status = ?, stage = ?, lease_owner = NULL, lease_pid = 0, lease_host = '', lease_until = '', updated_at = ?
 	WHERE task_id = ? AND lease_owner = ?`
 
@@ -250,6 +280,31 @@ func (s *Store) StartStep(ctx context.Context, taskID, node string, now time.Tim
 		return 0, fmt.Errorf("start step of task %s: %w", taskID, err)
 	}
 	return seq, nil
+}
+
+// LastStep returns the task's step with the highest seq, or ErrNotFound
+// when it has none.
+func (s *Store) LastStep(ctx context.Context, taskID string) (Step, error) {
+	st := Step{Task: taskID}
+	var started, ended string
+	err := s.q.QueryRowContext(ctx,
+		`SELECT seq, node, attempt, status, started_at, ended_at, error FROM steps WHERE task_id = ? ORDER BY seq DESC LIMIT 1`, taskID).
+		Scan(&st.Seq, &st.Node, &st.Attempt, &st.Status, &started, &ended, &st.Error)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Step{}, fmt.Errorf("last step of task %s: %w", taskID, ErrNotFound)
+	}
+	if err != nil {
+		return Step{}, fmt.Errorf("last step of task %s: %w", taskID, err)
+	}
+	if st.StartedAt, err = parseTime(started); err != nil {
+		return Step{}, err
+	}
+	if ended != "" {
+		if st.EndedAt, err = parseTime(ended); err != nil {
+			return Step{}, err
+		}
+	}
+	return st, nil
 }
 
 // StepCounts returns the highest step seq of the task (0 when it has none)

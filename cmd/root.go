@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -186,7 +187,8 @@ func errorCode(code int) string {
 // fail prints one line on stderr and, with json output, the error object on
 // stdout.
 func (a *app) fail(err error, code int) {
-	fmt.Fprintf(a.stderr, "assistant: %v\n", err)
+	// One line, whatever the error (a joined error has several).
+	fmt.Fprintf(a.stderr, "assistant: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
 	if a.output == "json" || (a.output == "" && !isTerminal(a.stdout)) {
 		_ = writeJSON(a.stdout, map[string]any{"error": map[string]string{"code": errorCode(code), "message": err.Error()}})
 	}

@@ -254,11 +254,13 @@ func (s *Service) chunkRows(ctx context.Context, b BatchState, rows []business.B
 	// can, the driver watches every statement with a goroutine of its own
 	// (a third of a row's cost). A stop is seen between rows, by ctx.
 	rowCtx := context.WithoutCancel(ctx)
+	var held []string
 	err = s.desk.InTx(rowCtx, func(tx *business.Store) error {
 		c, err := s.withStores(tx, buf)
 		if err != nil {
 			return err
 		}
+		defer func() { held = c.held }()
 		began := time.Now()
 		for _, row := range rows {
 			if err := ctx.Err(); err != nil {
@@ -290,6 +292,9 @@ func (s *Service) chunkRows(ctx context.Context, b BatchState, rows []business.B
 	Fault("batch:between-commits")
 	if err := buf.Flush(rowCtx); err != nil {
 		return 0, fmt.Errorf("save checkpoints of rows %d-%d: %w", rows[0].RowNo, rows[done-1].RowNo, err)
+	}
+	if err := s.desk.ReleaseLeases(rowCtx, s.me.owner, held); err != nil {
+		return 0, fmt.Errorf("let go of rows %d-%d: %w", rows[0].RowNo, rows[done-1].RowNo, err)
 	}
 	for k, n := range outcomes {
 		counts[k] += n

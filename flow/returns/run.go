@@ -130,7 +130,10 @@ func (s *Service) drive(ctx context.Context, t business.Task, fn func(context.Co
 	if err != nil {
 		// The head cannot be read: let go of the lease, leave it running.
 		_ = s.desk.ReleaseLeaseSync(bg, t.ID, s.me.owner, StatusRunning, t.Stage)
-		return nil, errors.Join(runErr, err)
+		if runErr == nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w; then reading its state: %w", runErr, err)
 	}
 	if rctx.Err() != nil && v.Status == StatusRunning {
 		// Stopped (operator, SIGINT/SIGTERM) before the run reached a
@@ -140,7 +143,7 @@ func (s *Service) drive(ctx context.Context, t business.Task, fn func(context.Co
 		if err != nil {
 			return nil, err
 		}
-		if n == 0 && len(v.Next) > 0 {
+		if n == 0 && len(v.Next) > 0 && !s.endedInterrupted(bg, t.ID) {
 			// Stopped between two supersteps: no step was running, so the
 			// step that was due is recorded as not completed, and the
 			// timeline shows where the run stopped.
@@ -159,13 +162,24 @@ func (s *Service) drive(ctx context.Context, t business.Task, fn func(context.Co
 	// commit to business.sqlite, which makes them all durable before the
 	// caller reports. The engine synced the checkpoints when the run ended,
 	// before this, so the task record is never durable ahead of its head. A
-	// batch's row reports to nobody: the batch syncs once per chunk, before
-	// the chunk's checkpoint, and once when it ends.
+	// batch's row reports to nobody: its chunk commits durably once
+	// (chunkRows), and the batch when it ends.
 	release := s.desk.ReleaseLeaseSync
-	if inBatch(ctx) {
+	switch {
+	case s.steps != nil:
+		// A row in a batch chunk keeps its lease until the chunk's
+		// checkpoints are committed too (chunkRows lets go of them then):
+		// until that moment its record shows a question whose run is not
+		// stored yet, and an answer from another process must wait.
+		release = s.desk.RecordProgress
+	case inBatch(ctx):
 		release = s.desk.ReleaseLease
 	}
-	if err := release(bg, t.ID, s.me.owner, v.Status, v.Stage); err != nil {
+	err = release(bg, t.ID, s.me.owner, v.Status, v.Stage)
+	if err == nil && s.steps != nil {
+		s.held = append(s.held, t.ID)
+	}
+	if err != nil {
 		if !inBatch(ctx) {
 			_ = s.desk.Sync(bg) // the lease was lost: still sync what this run wrote
 		}
@@ -182,6 +196,14 @@ func (s *Service) drive(ctx context.Context, t business.Task, fn func(context.Co
 		return nil, fmt.Errorf("task %s changed under the request (another process advanced it): %w", t.ID, ErrConflict)
 	}
 	return nil, fmt.Errorf("run task %s: %w", t.ID, runErr)
+}
+
+// endedInterrupted reports whether the task's last step already ended
+// failed by the stop (the node saw its context cancelled), so that no
+// second entry is recorded for the same stop.
+func (s *Service) endedInterrupted(ctx context.Context, task string) bool {
+	st, err := s.desk.LastStep(ctx, task)
+	return err == nil && st.Status == business.StepFailed && st.Error == msgInterrupted
 }
 
 // heartbeat renews the lease of task every DefaultHeartbeat until done is

@@ -68,6 +68,9 @@ type Service struct {
 	// steps, in a batch chunk's Service, keeps the rows' timeline until
 	// each step ends (see stepLog); nil elsewhere.
 	steps *stepLog
+	// held, in a batch chunk's Service, lists the row tasks whose leases
+	// it kept after their runs (see drive); chunkRows lets go of them.
+	held []string
 }
 
 // PrepareDataDir makes dir (mode 0700) when create is set, and reports a
@@ -475,6 +478,11 @@ func (s *Service) Resume(ctx context.Context, o ResumeOptions) (*View, error) {
 		if err != nil {
 			return nil, err
 		}
+		// An answer must fit the question the record shows before the run
+		// is rebuilt: a wrong answer changes nothing.
+		if err := s.fitsRecord(ctx, t, o); err != nil {
+			return nil, err
+		}
 		if err := s.acquire(ctx, &t); err != nil {
 			return nil, err
 		}
@@ -504,6 +512,13 @@ func (s *Service) Resume(ctx context.Context, o ResumeOptions) (*View, error) {
 			return s.finished(t, snap, o), nil
 		}
 		return s.view(t, snap), nil
+	}
+	// A live process driving the task is told first: any answer now would
+	// meet a run part-way, and the reason is that it is busy.
+	if answering && len(snap.Interrupts) == 0 {
+		if l, _, err := s.desk.TaskLease(ctx, t.ID); err == nil && s.holderAlive(l) {
+			return nil, fmt.Errorf("task %s is being run by process %d on %s: %w; wait for it to ask its question (`assistant show %s`)", t.ID, l.PID, l.Host, ErrConflict, t.ID)
+		}
 	}
 	// Check the answer before touching anything: a wrong answer changes nothing.
 	if _, err := s.plan(t, snap, o); err != nil {
@@ -537,6 +552,33 @@ func (s *Service) Resume(ctx context.Context, o ResumeOptions) (*View, error) {
 		v.Result.Reused = true
 	}
 	return v, err
+}
+
+// fitsRecord checks an answer to a task whose run is missing (its record
+// was committed, its checkpoints were not) against the question the record
+// shows: the kind of answer, and the draft it names. Errors as plan's:
+// ErrInvalid for a wrong kind or draft, ErrConflict when the record shows
+// no question.
+func (s *Service) fitsRecord(ctx context.Context, t business.Task, o ResumeOptions) error {
+	switch {
+	case !o.HasReason && o.Action == "":
+		return nil
+	case t.Stage == StageDraftReady && o.HasReason:
+		return fmt.Errorf("%w: task %s is waiting for approval, not a reason; run `assistant resume %s --action approve` or `--action cancel`", ErrInvalid, t.ID, t.ID)
+	case t.Stage == StageNeedReason && o.Action != "":
+		return fmt.Errorf("%w: task %s is waiting for a reason, not an action; run `assistant resume %s --reason \"...\"`", ErrInvalid, t.ID, t.ID)
+	case t.Stage != StageDraftReady && t.Stage != StageNeedReason:
+		return fmt.Errorf("task %s has no question pending; run `assistant resume %s` to continue it, then answer the question it asks: %w", t.ID, t.ID, ErrConflict)
+	case o.DraftID != "":
+		d, err := s.desk.DraftByTask(ctx, t.ID)
+		if err != nil && !errors.Is(err, business.ErrNotFound) {
+			return err
+		}
+		if err != nil || d.ID != o.DraftID {
+			return fmt.Errorf("%w: --draft %s is not the draft waiting for approval; run `assistant show %s`", ErrInvalid, o.DraftID, t.ID)
+		}
+	}
+	return nil
 }
 
 // repair records v's status on a task record that lags behind its head,
