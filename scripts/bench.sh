@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Benchmarks of assistant (issue 7). Prints `name value unit` lines; each
 # command's time is the median of RUNS runs (default 15) after warm-up, and
-# also a ratio to the floor measured in the same run: a Go binary that opens
-# one SQLite file with our driver and pragmas and commits one row durably
-# (scripts/floor). Compare ratios, not milliseconds, across machines.
+# also a ratio to the floor: a Go binary that opens one SQLite file with our
+# driver and pragmas and commits one row durably (scripts/floor), run right
+# before each run of the command, so that the machine's drift falls on both.
+# Compare ratios, not milliseconds, across machines.
 #
 #   scripts/bench.sh                # everything (the 100,000-task show takes minutes)
 #   BENCH_SKIP_100K=1 scripts/bench.sh
@@ -18,14 +19,16 @@ go build -o "$work/floor" ./scripts/floor
 A="$work/assistant"
 
 # timed NAME CMD...: runs CMD (with {} replaced by the run number) 3 times to
-# warm up, then RUNS times; prints the median wall ms and the peak RSS MiB.
+# warm up, then RUNS times, each run right after a run of the floor program
+# (FLOOR, when set), so that the machine's drift falls on both alike; prints
+# the median wall ms of CMD, its peak RSS MiB and the median ms of the floor
+# runs paired with it (0 without FLOOR).
 timed() {
   local name=$1; shift
-  python3 - "$name" "$RUNS" "$@" <<'PY'
+  python3 - "$name" "$RUNS" "${FLOOR:-}" "$@" <<'PY'
 import subprocess, sys, time, statistics, os
-name, runs, cmd = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-def once(i):
-    args = [a.replace("{}", str(i)) for a in cmd]
+name, runs, floor, cmd = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4:]
+def once(args):
     t = time.perf_counter()
     p = subprocess.run(["/usr/bin/time", "-f", "%M"] + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     ms = (time.perf_counter() - t) * 1000
@@ -33,17 +36,24 @@ def once(i):
         sys.exit(f"{name}: {' '.join(args)} exited {p.returncode}: {p.stderr}")
     rss = int(p.stderr.strip().splitlines()[-1]) / 1024
     return ms, rss
+def pair(i):
+    f = once(floor)[0] if floor else 0.0
+    ms, rss = once([a.replace("{}", str(i)) for a in cmd])
+    return ms, rss, f
 for i in range(3):
-    once(1000 + i)
-res = [once(i) for i in range(runs)]
-print(f"{statistics.median(r[0] for r in res):.2f} {max(r[1] for r in res):.1f}")
+    pair(1000 + i)
+res = [pair(i) for i in range(runs)]
+print(f"{statistics.median(r[0] for r in res):.2f} {max(r[1] for r in res):.1f} {statistics.median(r[2] for r in res):.2f}")
 PY
 }
 
 ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
 
-read floor_ms floor_rss < <(timed floor "$work/floor" "$work/floordir")
+read floor_ms floor_rss _ < <(timed floor "$work/floor" "$work/floordir")
 echo "floor_ms $floor_ms ms"
+# From here on every command run is paired with a floor run, and each
+# command's ratio is to the floor runs paired with it.
+FLOOR="$work/floor $work/floordir"
 
 # Orders of their own for every start/approve, so no run meets an open application.
 data="$work/data"
@@ -54,12 +64,12 @@ data="$work/data"
 "$A" --data "$data" orders import "$work/orders.csv" > /dev/null
 "$A" --data "$data" start shown P1100 --reason bench > /dev/null
 
-read ms rss < <(timed show "$A" --data "$data" show shown)
-echo "show_ms $ms ms"; echo "show_ratio $(ratio "$ms" "$floor_ms") x_floor"; echo "show_rss $rss MiB"
-read ms rss < <(timed start "$A" --data "$data" start t{} P{} --reason bench)
-echo "start_ms $ms ms"; echo "start_ratio $(ratio "$ms" "$floor_ms") x_floor"; echo "start_rss $rss MiB"
-read ms rss < <(timed resume "$A" --data "$data" resume t{} --action approve)
-echo "resume_approve_ms $ms ms"; echo "resume_approve_ratio $(ratio "$ms" "$floor_ms") x_floor"; echo "resume_approve_rss $rss MiB"
+read ms rss fl < <(timed show "$A" --data "$data" show shown)
+echo "show_ms $ms ms"; echo "show_ratio $(ratio "$ms" "$fl") x_floor"; echo "show_rss $rss MiB"
+read ms rss fl < <(timed start "$A" --data "$data" start t{} P{} --reason bench)
+echo "start_ms $ms ms"; echo "start_ratio $(ratio "$ms" "$fl") x_floor"; echo "start_rss $rss MiB"
+read ms rss fl < <(timed resume "$A" --data "$data" resume t{} --action approve)
+echo "resume_approve_ms $ms ms"; echo "resume_approve_ratio $(ratio "$ms" "$fl") x_floor"; echo "resume_approve_rss $rss MiB"
 
 # In one process: start+approve cycles, durable commits, checkpoint storage.
 go test -run '^$' -bench 'BenchmarkStartApprove$' -benchtime 2000x ./flow/returns/ > "$work/bench.txt"
@@ -128,14 +138,14 @@ python3 -c "
 print('task,order,reason')
 for i in range(10): print(f's{i},A3001,r')" > "$work/rows10.csv"
 "$A" --data "$small" batch s10 "$work/rows10.csv" > /dev/null
-read ms10 rss < <(timed show10 "$A" --data "$small" show s5)
+read ms10 rss _ < <(timed show10 "$A" --data "$small" show s5)
 echo "show_ms_at_10 $ms10 ms"
 if [ -z "${BENCH_SKIP_100K:-}" ]; then
   python3 -c "
 print('task,order,reason')
 for i in range(100000): print(f's{i},A3001,r')" > "$work/rows100k.csv"
   "$A" --data "$work/big" batch s100k "$work/rows100k.csv" > /dev/null
-  read ms100k rss < <(timed show100k "$A" --data "$work/big" show s5)
+  read ms100k rss _ < <(timed show100k "$A" --data "$work/big" show s5)
   echo "show_ms_at_100k $ms100k ms"; echo "show_100k_ratio $(ratio "$ms100k" "$ms10") x_show_at_10"
 fi
 
