@@ -28,7 +28,7 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
 	}
 	err := sqlitedb.DurableTx(ctx, s.db, s.synchronous, func(tx *sql.Tx) error {
 		c := *s
-		c.chunk = sqlitedb.NewCachedTx(tx)
+		c.chunk = s.stmts.CachedTx(tx)
 		c.q = c.chunk
 		return fn(&c)
 	})

@@ -31,7 +31,7 @@ const (
 	// DefaultBatchChunk is how many rows one superstep of a batch handles:
 	// progress is checkpointed after each chunk, so a crash redoes at most
 	// one chunk, and those rows are looked up and skipped, not run again.
-	DefaultBatchChunk = 50
+	DefaultBatchChunk = 100
 	// MaxBatchRows bounds a batch file.
 	MaxBatchRows = 100_000
 	// maxBadLines is how many bad lines a refused batch file reports.

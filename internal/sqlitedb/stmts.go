@@ -173,3 +173,17 @@ func NewCachedTx(tx *sql.Tx) *CachedTx {
 
 // Tx returns the wrapped transaction.
 func (c *CachedTx) Tx() *sql.Tx { return c.tx }
+
+// CachedTx returns a CachedTx over tx, a transaction on the cache's pool,
+// that takes a query's statement from the pool's cache when it is there
+// (prepared once per connection, so many transactions in a row compile
+// nothing) and counts the query towards promotion as Tx does.
+func (c *Stmts) CachedTx(tx *sql.Tx) *CachedTx {
+	prepare := func(ctx context.Context, query string) (*sql.Stmt, error) {
+		if st := c.inTx(ctx, query); st != nil {
+			return tx.StmtContext(ctx, st), nil
+		}
+		return tx.PrepareContext(ctx, query)
+	}
+	return &CachedTx{stmtCache: stmtCache{prepare: prepare, direct: tx, stmts: map[string]*sql.Stmt{}}, tx: tx}
+}

@@ -2,6 +2,7 @@ package sqlitedb_test
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"testing"
 
@@ -24,15 +25,34 @@ func TestStmtsTx(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	stmts := sqlitedb.NewStmts(db)
-	defer stmts.Close()
+	wrappers := []struct {
+		name string
+		wrap func(*sqlitedb.Stmts, *sql.Tx) sqlitedb.Querier
+	}{
+		{"Tx", func(c *sqlitedb.Stmts, tx *sql.Tx) sqlitedb.Querier { return c.Tx(tx) }},
+		{"CachedTx", func(c *sqlitedb.Stmts, tx *sql.Tx) sqlitedb.Querier { return c.CachedTx(tx) }},
+	}
+	for _, w := range wrappers {
+		t.Run(w.name, func(t *testing.T) {
+			if _, err := db.ExecContext(ctx, `DELETE FROM t`); err != nil {
+				t.Fatal(err)
+			}
+			stmts := sqlitedb.NewStmts(db)
+			defer stmts.Close()
+			runTxs(t, db, stmts, w.wrap)
+		})
+	}
+}
 
+func runTxs(t *testing.T, db *sql.DB, stmts *sqlitedb.Stmts, wrap func(*sqlitedb.Stmts, *sql.Tx) sqlitedb.Querier) {
+	ctx := context.Background()
+	db.SetMaxIdleConns(1) // each run starts from one open connection
 	for i := 1; i <= 2*sqlitedb.PromoteAfter; i++ {
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		q := stmts.Tx(tx)
+		q := wrap(stmts, tx)
 		if _, err := q.ExecContext(ctx, `INSERT INTO t (x) VALUES (?)`, i); err != nil {
 			t.Fatalf("run %d: %v", i, err)
 		}
