@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -33,7 +34,15 @@ type Order struct {
 // Order returns the order orderID of user. It returns ErrNotFound when the
 // order is unknown or belongs to another user, so that the existence of other
 // users' orders is never revealed (DESIGN.md exit code 4).
+//
+// Inside InTx an order found once is kept for the rest of the transaction:
+// it holds the write lock, so no other process can change it meanwhile, an
+// import never changes an order that exists (ImportOrders refuses it), and
+// a batch chunk reads the same orders again for every row.
 func (s *Store) Order(ctx context.Context, orderID, user string) (Order, error) {
+	if o, ok := s.orders.get(orderID, user); ok {
+		return o, nil
+	}
 	o, err := scanOrder(s.q.QueryRowContext(ctx,
 		`SELECT `+orderColumns+` FROM orders WHERE order_id = ? AND user = ?`, orderID, user))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -42,7 +51,34 @@ func (s *Store) Order(ctx context.Context, orderID, user string) (Order, error) 
 	if err != nil {
 		return Order{}, fmt.Errorf("order %s: %w", orderID, err)
 	}
+	s.orders.put(o, user)
 	return o, nil
+}
+
+// orderMemo keeps the orders read inside one InTx transaction; a nil
+// *orderMemo (outside InTx) keeps nothing.
+type orderMemo struct {
+	mu sync.Mutex
+	m  map[[2]string]Order // (order id, user) → order
+}
+
+func (m *orderMemo) get(orderID, user string) (Order, bool) {
+	if m == nil {
+		return Order{}, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	o, ok := m.m[[2]string{orderID, user}]
+	return o, ok
+}
+
+func (m *orderMemo) put(o Order, user string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.m[[2]string{o.ID, user}] = o
 }
 
 const orderColumns = `order_id, user, item, delivered_at, final_sale`

@@ -125,6 +125,7 @@ type Store struct {
 	q           sqlitedb.Querier   // stmts, or chunk inside InTx
 	stmts       *sqlitedb.Stmts    // prepared statements of the pool
 	chunk       *sqlitedb.CachedTx // the transaction of InTx; nil outside
+	orders      *orderMemo         // orders read inside InTx; nil outside
 	path        string
 	now         func() time.Time
 	synchronous string

@@ -29,6 +29,7 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
 	err := sqlitedb.DurableTx(ctx, s.db, s.synchronous, func(tx *sql.Tx) error {
 		c := *s
 		c.chunk = s.stmts.CachedTx(tx)
+		c.orders = &orderMemo{m: map[[2]string]Order{}}
 		c.q = c.chunk
 		return fn(&c)
 	})
