@@ -303,7 +303,9 @@ func TestBatchKilledAndRecovered(t *testing.T) {
 
 func TestStaleTaskShownWithRecoverCommand(t *testing.T) {
 	dir := t.TempDir()
-	proc, _ := startBatch(t, dir, batchFile(t, 500))
+	// Rows enough that the kill lands while the batch runs (thousands of
+	// rows a second).
+	proc, _ := startBatch(t, dir, batchFile(t, 5000))
 	waitPosition(t, dir, "b1", 1, proc)
 	_ = proc.Process.Signal(syscall.SIGKILL)
 	_ = proc.Wait()
