@@ -407,7 +407,7 @@ func TestChaos(t *testing.T) {
 // task and one draft per row, nothing left running.
 func TestBatchFaultPoints(t *testing.T) {
 	rows := batchFile(t, 120)
-	for _, point := range []string{"before:rows", "after:rows", "after-checkpoint:rows", "batch:after-row", "batch:between-commits"} {
+	for _, point := range []string{"before:rows", "after:rows", "after-checkpoint:rows", "batch:after-row", "batch:between-commits", "batch:before-release"} {
 		t.Run(strings.ReplaceAll(point, ":", "_"), func(t *testing.T) {
 			dir := t.TempDir()
 			c := exec.Command(assistantBin(), "--data", dir, "batch", "b1", rows, "--chunk", "50")

@@ -293,6 +293,7 @@ func (s *Service) chunkRows(ctx context.Context, b BatchState, rows []business.B
 	if err := buf.Flush(rowCtx); err != nil {
 		return 0, fmt.Errorf("save checkpoints of rows %d-%d: %w", rows[0].RowNo, rows[done-1].RowNo, err)
 	}
+	Fault("batch:before-release")
 	if err := s.desk.ReleaseLeases(rowCtx, s.me.owner, held); err != nil {
 		return 0, fmt.Errorf("let go of rows %d-%d: %w", rows[0].RowNo, rows[done-1].RowNo, err)
 	}
@@ -346,6 +347,15 @@ func (s *Service) batchRow(ctx context.Context, user string, row business.BatchR
 			return "", err
 		}
 		return v.Stage, nil
+	}
+	// Handled before, by a batch process that died before it let go of
+	// its rows (between its chunk's last commits): let go of them now.
+	if l, _, err := s.desk.TaskLease(ctx, t.ID); err != nil {
+		return "", err
+	} else if l.Owner != "" && !s.holderAlive(l) {
+		if err := s.desk.ReleaseLeases(ctx, l.Owner, []string{t.ID}); err != nil {
+			return "", err
+		}
 	}
 	return t.Stage, nil
 }
