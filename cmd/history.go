@@ -57,7 +57,7 @@ const historyTime = "2006-01-02 15:04:05.000"
 // writeHistory prints a history for a person.
 func writeHistory(w io.Writer, h *returns.History) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Task %s (%s) · %d checkpoints, newest first\n\n", h.Task, h.Kind, len(h.Checkpoints))
+	fmt.Fprintf(&b, "Task %s (%s) · %s, newest first\n\n", h.Task, h.Kind, count(len(h.Checkpoints), "checkpoint"))
 	// The rows are aligned first, then each is followed by its diff lines:
 	// lines without cells would break tabwriter's columns.
 	var rows strings.Builder
@@ -87,7 +87,7 @@ func writeHistory(w io.Writer, h *returns.History) error {
 			fmt.Fprintf(&b, "     %s: %s → %s\n", ch.Field, diffValue(ch.Old), diffValue(ch.New))
 		}
 	}
-	fmt.Fprintf(&b, "\nTimeline · %d steps\n\n", len(h.Steps))
+	fmt.Fprintf(&b, "\nTimeline · %s\n\n", count(len(h.Steps), "step"))
 	tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tNODE\tATTEMPT\tSTATUS\tSTARTED (UTC)\tENDED (UTC)\tERROR")
 	for _, st := range h.Steps {
@@ -128,4 +128,12 @@ func timeOrDash(t time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format(historyTime)
+}
+
+// count renders n things: "1 step", "5 steps".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
