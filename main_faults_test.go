@@ -473,6 +473,14 @@ func TestAnswerAfterKillBetweenCommits(t *testing.T) {
 	if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM tasks WHERE task_id LIKE 'row-%' AND lease_owner IS NULL`); got != "0" {
 		t.Errorf("%s rows recorded without a lease before their runs were stored", got)
 	}
+	// While the batch that holds a row lives (here: the lease names this
+	// test process), an answer waits: exit 3, saying why.
+	if err := setLease(dir, "row-0005", os.Getpid(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := run(t, dir, "resume", "row-0005", "--action", "approve"); code != 3 || !strings.Contains(stderr, "a batch is storing it") {
+		t.Errorf("answer to a row held by a live batch: exit %d, %q; want 3 and why", code, stderr)
+	}
 	// Wrong answers change nothing: the row stays without its run.
 	for _, args := range [][]string{
 		{"resume", "row-0003", "--action", "approve", "--draft", "d_not-this-one"},
@@ -519,18 +527,25 @@ func TestAnswerWhileRunning(t *testing.T) {
 	if _, code, _ := faultRun(t, dir, "after-checkpoint:lookup", []string{"start", "t1", "A3001", "--reason", "too small"}); code != 137 {
 		t.Fatalf("start exited %d, want 137 (killed at the point)", code)
 	}
-	host, _ := os.Hostname()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "business.sqlite")+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`UPDATE tasks SET lease_owner = 'other', lease_pid = ?, lease_host = ?, lease_until = ? WHERE task_id = 't1'`,
-		os.Getpid(), host, time.Now().UTC().Add(time.Hour).Format(time.RFC3339Nano)); err != nil {
+	if err := setLease(dir, "t1", os.Getpid(), time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	_, stderr, code := run(t, dir, "resume", "t1", "--action", "approve")
 	if code != 3 || !strings.Contains(stderr, "being run by process") {
 		t.Errorf("answer to a task run by a live process: exit %d, %q; want 3, busy", code, stderr)
 	}
+}
+
+// setLease makes process pid on this host the holder of task's lease for
+// the next ttl, as a live process driving it would be.
+func setLease(dir, task string, pid int, ttl time.Duration) error {
+	host, _ := os.Hostname()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "business.sqlite")+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.Exec(`UPDATE tasks SET lease_owner = 'other', lease_pid = ?, lease_host = ?, lease_until = ? WHERE task_id = ?`,
+		pid, host, time.Now().UTC().Add(ttl).Format(time.RFC3339Nano), task)
+	return err
 }

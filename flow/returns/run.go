@@ -68,7 +68,14 @@ func (s *Service) holderAlive(l business.Lease) bool {
 }
 
 func (s *Service) lease() business.Lease {
-	return business.Lease{Owner: s.me.owner, PID: s.me.pid, Host: s.me.host, Until: s.now().UTC().Add(DefaultLeaseTTL)}
+	ttl := DefaultLeaseTTL
+	if s.steps != nil {
+		// A batch chunk's row keeps its lease, without a heartbeat, until
+		// the chunk's checkpoints are committed: the chunk runs at most
+		// MaxChunkTime, and that commit may wait the busy timeout.
+		ttl += MaxChunkTime + business.DefaultBusyTimeout
+	}
+	return business.Lease{Owner: s.me.owner, PID: s.me.pid, Host: s.me.host, Until: s.now().UTC().Add(ttl)}
 }
 
 // acquire takes the task's lease, marking steps that a dead or stopped
@@ -79,6 +86,10 @@ func (s *Service) acquire(ctx context.Context, t *business.Task) error {
 	var held *business.LeaseHeldError
 	switch {
 	case errors.As(err, &held):
+		if t.Status != StatusRunning && t.Status != StatusInterrupted {
+			// A batch holds the row while it stores its run.
+			return fmt.Errorf("%w: %v; a batch is storing it, try again in a moment", ErrConflict, err)
+		}
 		return fmt.Errorf("%w: %v; wait for it to finish, or run `assistant stop %s`", ErrConflict, err, t.ID)
 	case errors.Is(err, business.ErrConflict):
 		return fmt.Errorf("task %s was taken by another process at the same moment: %w", t.ID, ErrConflict)
