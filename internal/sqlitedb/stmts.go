@@ -166,11 +166,6 @@ type CachedTx struct {
 	tx *sql.Tx
 }
 
-// NewCachedTx wraps tx; commit or roll back tx itself.
-func NewCachedTx(tx *sql.Tx) *CachedTx {
-	return &CachedTx{stmtCache: stmtCache{prepare: tx.PrepareContext, direct: tx, stmts: map[string]*sql.Stmt{}}, tx: tx}
-}
-
 // Tx returns the wrapped transaction.
 func (c *CachedTx) Tx() *sql.Tx { return c.tx }
 
