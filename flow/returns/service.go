@@ -560,25 +560,21 @@ func (s *Service) Resume(ctx context.Context, o ResumeOptions) (*View, error) {
 // ErrInvalid for a wrong kind or draft, ErrConflict when the record shows
 // no question.
 func (s *Service) fitsRecord(ctx context.Context, t business.Task, o ResumeOptions) error {
-	switch {
-	case !o.HasReason && o.Action == "":
+	if !o.HasReason && o.Action == "" {
 		return nil
-	case t.Stage == StageDraftReady && o.HasReason:
-		return fmt.Errorf("%w: task %s is waiting for approval, not a reason; run `assistant resume %s --action approve` or `--action cancel`", ErrInvalid, t.ID, t.ID)
-	case t.Stage == StageNeedReason && o.Action != "":
-		return fmt.Errorf("%w: task %s is waiting for a reason, not an action; run `assistant resume %s --reason \"...\"`", ErrInvalid, t.ID, t.ID)
-	case t.Stage != StageDraftReady && t.Stage != StageNeedReason:
-		return fmt.Errorf("task %s has no question pending; run `assistant resume %s` to continue it, then answer the question it asks: %w", t.ID, t.ID, ErrConflict)
-	case o.DraftID != "":
-		d, err := s.desk.DraftByTask(ctx, t.ID)
-		if err != nil && !errors.Is(err, business.ErrNotFound) {
-			return err
-		}
-		if err != nil || d.ID != o.DraftID {
-			return fmt.Errorf("%w: --draft %s is not the draft waiting for approval; run `assistant show %s`", ErrInvalid, o.DraftID, t.ID)
-		}
 	}
-	return nil
+	kind := map[string]string{StageDraftReady: KindApproval, StageNeedReason: KindNeedReason}[t.Stage]
+	if kind == "" {
+		return fmt.Errorf("task %s has no question pending; run `assistant resume %s` to continue it, then answer the question it asks: %w", t.ID, t.ID, ErrConflict)
+	}
+	if err := wrongKind(t.ID, kind, o); err != nil || o.DraftID == "" {
+		return err
+	}
+	d, err := s.desk.DraftByTask(ctx, t.ID)
+	if err != nil && !errors.Is(err, business.ErrNotFound) {
+		return err
+	}
+	return wrongDraft(t.ID, o.DraftID, d.ID)
 }
 
 // repair records v's status on a task record that lags behind its head,
@@ -669,7 +665,7 @@ func (s *Service) plan(t business.Task, snap *flow.Snapshot[State], o ResumeOpti
 	}
 	if !answering {
 		in := snap.Interrupts[0]
-		return nil, fmt.Errorf("%w: task %s is waiting for an answer (%s); %s", ErrInvalid, t.ID, kindOf(in.Value), hintFor(t.ID, in))
+		return nil, fmt.Errorf("%w: task %s is waiting for an answer (%s); %s", ErrInvalid, t.ID, kindOf(in.Value), hintFor(t.ID, kindOf(in.Value)))
 	}
 	in, err := pick(snap.Interrupts, o.InterruptID)
 	if err != nil {
@@ -703,22 +699,22 @@ func pick(open []flow.PendingInterrupt, id string) (flow.PendingInterrupt, error
 // st, the state the question was asked in; an answer of the wrong kind is
 // ErrInvalid and nothing is written.
 func answerFor(task string, in flow.PendingInterrupt, st State, o ResumeOptions) (any, error) {
-	switch kindOf(in.Value) {
+	kind := kindOf(in.Value)
+	if err := wrongKind(task, kind, o); err != nil {
+		return nil, err
+	}
+	switch kind {
 	case KindNeedReason:
-		if !o.HasReason {
-			return nil, fmt.Errorf("%w: task %s is waiting for a reason, not an action; %s", ErrInvalid, task, hintFor(task, in))
-		}
 		return ReasonAnswer{Reason: o.Reason}, nil
 	case KindApproval:
-		if o.Action == "" {
-			return nil, fmt.Errorf("%w: task %s is waiting for approval, not a reason; %s", ErrInvalid, task, hintFor(task, in))
-		}
 		var q ApprovalQuestion
 		if err := json.Unmarshal(approvalView(in.Value, st), &q); err != nil {
 			return nil, fmt.Errorf("decode approval question of %s: %w", task, err)
 		}
-		if o.DraftID != "" && o.DraftID != q.DraftID {
-			return nil, fmt.Errorf("%w: --draft %s is not the draft waiting for approval (%s); run `assistant show %s`", ErrInvalid, o.DraftID, q.DraftID, task)
+		if o.DraftID != "" {
+			if err := wrongDraft(task, o.DraftID, q.DraftID); err != nil {
+				return nil, err
+			}
 		}
 		return ApprovalAnswer{Action: o.Action, DraftID: q.DraftID}, nil
 	}
@@ -733,8 +729,29 @@ func kindOf(v json.RawMessage) string {
 	return k.Kind
 }
 
-func hintFor(task string, in flow.PendingInterrupt) string {
-	if kindOf(in.Value) == KindNeedReason {
+// wrongKind is the error (ErrInvalid) for an answer of the other kind than
+// a question of kind asks; nil when it fits or the kind is unknown.
+func wrongKind(task, kind string, o ResumeOptions) error {
+	switch {
+	case kind == KindNeedReason && !o.HasReason:
+		return fmt.Errorf("%w: task %s is waiting for a reason, not an action; %s", ErrInvalid, task, hintFor(task, kind))
+	case kind == KindApproval && o.Action == "":
+		return fmt.Errorf("%w: task %s is waiting for approval, not a reason; %s", ErrInvalid, task, hintFor(task, kind))
+	}
+	return nil
+}
+
+// wrongDraft is the error (ErrInvalid) for --draft given when the draft
+// waiting for approval is pending; nil when they are the same.
+func wrongDraft(task, given, pending string) error {
+	if given == pending {
+		return nil
+	}
+	return fmt.Errorf("%w: --draft %s is not the draft waiting for approval (%s); run `assistant show %s`", ErrInvalid, given, pending, task)
+}
+
+func hintFor(task, kind string) string {
+	if kind == KindNeedReason {
 		return fmt.Sprintf("run `assistant resume %s --reason \"...\"`", task)
 	}
 	return fmt.Sprintf("run `assistant resume %s --action approve` or `--action cancel`", task)
