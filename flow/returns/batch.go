@@ -225,17 +225,18 @@ func (s *Service) batchRows(ctx context.Context, b BatchState) (BatchState, erro
 // lost. A crash before the first commit leaves nothing of the chunk; a crash
 // between the two leaves task records without checkpoints, which batchRow
 // continues (from their input; the draft, keyed by task id, is reused) when
-// the chunk runs again. It adds the rows' outcomes to counts and reports
-// ok; ok is false, with counts unchanged, when the store cannot buffer
-// checkpoints or a row failed inside the transaction (everything of the
-// chunk is rolled back): the caller then runs the rows one by one. err is
-// set only when ctx ended or the checkpoint commit failed.
+// the chunk runs again. It adds the rows' outcomes to counts and returns how
+// many of rows it handled (a prefix, see below); 0, with counts unchanged,
+// when the store cannot buffer checkpoints or a row failed inside the
+// transaction (everything of the chunk is rolled back): the caller then runs
+// the rows one by one. err is set when ctx ended or a commit after the
+// business one failed.
 //
 // The business transaction holds the file's write lock, which this
 // process's own lease heartbeat needs too: the chunk ends early, after the
 // rows done so far, once it has run for MaxChunkTime, so that the lease
 // (DefaultLeaseTTL) never lapses under a live batch however loaded the
-// machine. done is how many of rows it handled (a prefix).
+// machine.
 func (s *Service) chunkRows(ctx context.Context, b BatchState, rows []business.BatchRow, counts map[string]int) (done int, err error) {
 	base, isSQLite := s.cps.(*checkpoints.SQLite)
 	if !isSQLite {
@@ -383,8 +384,9 @@ func (s *Service) StartBatch(ctx context.Context, o BatchOptions) (*View, error)
 			return nil, fmt.Errorf("task %s already exists with other input: %w (choose another batch id, or run `assistant show %s`)", o.Batch, ErrConflict, o.Batch)
 		}
 		v, err := s.Show(ctx, o.Batch, o.User)
-		if err == nil && v.Status == StatusDone && t.Status != StatusDone {
-			// Killed after its last checkpoint, before it let go of the task.
+		if err == nil && v.Status == StatusDone {
+			// Killed after its last checkpoint, before it let go of the
+			// task, the record says running: set it right.
 			err = s.repair(ctx, t, v)
 		}
 		if err != nil {

@@ -69,7 +69,7 @@ func (s *Service) holderAlive(l business.Lease) bool {
 
 func (s *Service) lease() business.Lease {
 	ttl := DefaultLeaseTTL
-	if s.steps != nil {
+	if s.inChunk() {
 		// A batch chunk's row keeps its lease, without a heartbeat, until
 		// the chunk's checkpoints are committed: the chunk runs at most
 		// MaxChunkTime, and that commit may wait the busy timeout.
@@ -177,7 +177,7 @@ func (s *Service) drive(ctx context.Context, t business.Task, fn func(context.Co
 	// (chunkRows), and the batch when it ends.
 	release := s.desk.ReleaseLeaseSync
 	switch {
-	case s.steps != nil:
+	case s.inChunk():
 		// A row in a batch chunk keeps its lease until the chunk's
 		// checkpoints are committed too (chunkRows lets go of them then):
 		// until that moment its record shows a question whose run is not
@@ -187,7 +187,7 @@ func (s *Service) drive(ctx context.Context, t business.Task, fn func(context.Co
 		release = s.desk.ReleaseLease
 	}
 	err = release(bg, t.ID, s.me.owner, v.Status, v.Stage)
-	if err == nil && s.steps != nil {
+	if err == nil && s.inChunk() {
 		s.held = append(s.held, t.ID)
 	}
 	if err != nil {
@@ -208,6 +208,11 @@ func (s *Service) drive(ctx context.Context, t business.Task, fn func(context.Co
 	}
 	return nil, fmt.Errorf("run task %s: %w", t.ID, runErr)
 }
+
+// inChunk reports whether s is a batch chunk's Service (withStores): its
+// rows write their steps through stepLog and keep their leases until the
+// chunk's checkpoints are committed.
+func (s *Service) inChunk() bool { return s.steps != nil }
 
 // endedInterrupted reports whether the task's last step already ended
 // failed by the stop (the node saw its context cancelled), so that no

@@ -314,7 +314,7 @@ func (s *Service) create(ctx context.Context, o StartOptions, fp string) (*View,
 	} else if err != nil {
 		return nil, fmt.Errorf("start %s: %w", o.Task, err)
 	}
-	if s.steps != nil {
+	if s.inChunk() {
 		s.steps.fresh(t.ID) // a task made just now has no steps to count
 	}
 	return s.invoke(ctx, t, o)
