@@ -218,17 +218,7 @@ func (b *Buffer) PutWrites(ctx context.Context, threadID, checkpointID string, w
 			return fmt.Errorf("put writes %s/%s: %w", threadID, checkpointID, ErrUnknownCheckpoint)
 		}
 	}
-	th = b.thread(threadID)
-	ws := th.writes[checkpointID]
-	if ws == nil {
-		ws = make(map[writeKey]flow.Write, len(writes))
-		th.writes[checkpointID] = ws
-	}
-	copies := make([]flow.Write, len(writes))
-	for i, w := range writes {
-		copies[i] = cloneWrite(w)
-		ws[writeKey{w.TaskID, w.Kind, w.Idx}] = copies[i]
-	}
+	copies := mergeWrites(b.thread(threadID).writes, checkpointID, writes)
 	b.ops = append(b.ops, bufferedOp{threadID: threadID, checkpointID: checkpointID, seq: seq, writes: copies})
 	return nil
 }

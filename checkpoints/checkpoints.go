@@ -115,6 +115,23 @@ func cloneWrite(w flow.Write) flow.Write {
 	return w
 }
 
+// mergeWrites stores copies of writes in byCheckpoint[checkpointID], a
+// write replacing the stored one with the same (TaskID, Kind, Idx), and
+// returns the copies in the order given.
+func mergeWrites(byCheckpoint map[string]map[writeKey]flow.Write, checkpointID string, writes []flow.Write) []flow.Write {
+	ws := byCheckpoint[checkpointID]
+	if ws == nil {
+		ws = make(map[writeKey]flow.Write, len(writes))
+		byCheckpoint[checkpointID] = ws
+	}
+	copies := make([]flow.Write, len(writes))
+	for i, w := range writes {
+		copies[i] = cloneWrite(w)
+		ws[writeKey{w.TaskID, w.Kind, w.Idx}] = copies[i]
+	}
+	return copies
+}
+
 // compareWrites orders pending writes by (TaskID, Kind, Idx), the order Get
 // returns them in.
 func compareWrites(a, b flow.Write) int {

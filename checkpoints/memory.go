@@ -129,14 +129,7 @@ func (m *Memory) PutWrites(ctx context.Context, threadID, checkpointID string, w
 	if _, ok := th.index[checkpointID]; !ok {
 		return fmt.Errorf("put writes %s/%s: %w", threadID, checkpointID, ErrUnknownCheckpoint)
 	}
-	ws := th.writes[checkpointID]
-	if ws == nil {
-		ws = make(map[writeKey]flow.Write, len(writes))
-		th.writes[checkpointID] = ws
-	}
-	for _, w := range writes {
-		ws[writeKey{w.TaskID, w.Kind, w.Idx}] = cloneWrite(w)
-	}
+	mergeWrites(th.writes, checkpointID, writes)
 	return nil
 }
 
