@@ -211,8 +211,14 @@ func Open(ctx context.Context, path string, spec Spec) (*sql.DB, error) {
 		"_pragma=synchronous("+sync+")",
 		"_pragma=foreign_keys(ON)",
 		// With persistentWAL, the last connection to close empties the -wal
-		// file instead of deleting it.
-		"_pragma=journal_size_limit(0)",
+		// file instead of deleting it (any limit ≥ 0 does). While the file
+		// is open, a WAL that restarts after a checkpoint keeps up to 4 MiB
+		// (SQLite's 1,000-page auto-checkpoint) instead of shrinking to
+		// 0 bytes: later commits then overwrite allocated blocks, and a
+		// durable commit's fsync, with no new blocks or file size to
+		// journal, costs about half (issue 7: 115 vs 250 µs here; 28 %
+		// more start+approve cycles per second in one process).
+		"_pragma=journal_size_limit(4194304)",
 		// 512 KiB of page cache per connection instead of SQLite's 2 MiB:
 		// a command keeps several connections per file, and their caches
 		// were most of a long batch's peak memory (issue 7: ≤ 20 MiB RSS).
