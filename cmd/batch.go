@@ -2,12 +2,14 @@ package cmd
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"slices"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
 
 	"assistant/flow/returns"
 )
@@ -49,13 +51,14 @@ A progress bar is drawn on stderr when stderr is a terminal.`,
 			if err != nil {
 				return ran(err)
 			}
+			finish := func() {}
 			if isTerminal(a.stderr) {
-				bar := progressbar.NewOptions(len(rows), progressbar.OptionSetWriter(a.stderr),
-					progressbar.OptionSetDescription("rows"), progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
-				svc.OnBatchProgress(func(done, _ int) { _ = bar.Set(done) })
-				defer bar.Finish()
+				var set func(done int)
+				set, finish = progressBar(a.stderr, len(rows))
+				svc.OnBatchProgress(func(done, _ int) { set(done) })
 			}
 			v, err := svc.StartBatch(c.Context(), returns.BatchOptions{Batch: args[0], User: a.user, Rows: rows, Fingerprint: fp, Chunk: chunk})
+			finish() // the bar is gone before the report is printed
 			if err != nil {
 				return ran(err)
 			}
@@ -64,6 +67,18 @@ A progress bar is drawn on stderr when stderr is a terminal.`,
 	}
 	c.Flags().IntVar(&chunk, "chunk", returns.DefaultBatchChunk, "rows per checkpoint (one commit takes at most 100 rows, or the rows of half a second)")
 	return c
+}
+
+// progressBar draws a bar of total rows on w (a terminal): set moves it to
+// done rows, finish removes it and returns once it is gone. A batch that
+// stops or fails short of its last row leaves the bar incomplete; finish
+// drops it all the same.
+func progressBar(w io.Writer, total int) (set func(done int), finish func()) {
+	p := mpb.New(mpb.WithOutput(w), mpb.WithWidth(40))
+	bar := p.AddBar(int64(total), mpb.BarRemoveOnComplete(),
+		mpb.PrependDecorators(decor.Name("rows "), decor.CountersNoUnit("%d/%d")),
+		mpb.AppendDecorators(decor.Percentage()))
+	return func(done int) { bar.SetCurrent(int64(done)) }, func() { bar.Abort(true); p.Wait() }
 }
 
 // writeBatch prints a batch's progress for a person.
