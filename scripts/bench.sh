@@ -14,8 +14,9 @@ RUNS=${RUNS:-15}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$root"
-go build -o "$work/assistant" .
-go build -o "$work/floor" ./scripts/floor
+# Both built as README.md builds assistant: static, without cgo.
+CGO_ENABLED=0 go build -o "$work/assistant" .
+CGO_ENABLED=0 go build -o "$work/floor" ./scripts/floor
 A="$work/assistant"
 
 # timed NAME CMD...: runs CMD (with {} replaced by the run number) 3 times to

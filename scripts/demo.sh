@@ -11,7 +11,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 bin="$work/assistant"
-(cd "$root" && go build -o "$bin" .)
+(cd "$root" && CGO_ENABLED=0 go build -o "$bin" .)   # as README.md builds it
 data=${DATA:-$work/data}
 if [ -e "$data" ] && [ -n "${DATA:-}" ]; then
   echo "demo: $data exists; choose a new DATA dir" >&2

@@ -32,7 +32,7 @@ func run(dir string) error {
 		return err
 	}
 	dsn := "file:" + filepath.Join(dir, "floor.sqlite") +
-		"?_txlock=immediate&_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)&_pragma=cache_size(-512)"
+		"?_txlock=immediate&_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)&_pragma=cache_size(-128)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return err
