@@ -242,9 +242,23 @@ func (s *Service) heartbeat(ctx context.Context, task string, done <-chan struct
 	}
 }
 
-// driveReturn drives a return task's run and views its head.
-func (s *Service) driveReturn(ctx context.Context, t business.Task, fn func(context.Context) error) (*View, error) {
-	return s.drive(ctx, t, fn, func(ctx context.Context) (*View, error) {
+// driveReturn drives a return task's run and views its head. fn returns
+// the head the run ended at (nil when it does not know it); a run that ended
+// without error is viewed from it, as the lease kept anyone else from moving
+// the head since, and any other is viewed from the head read back.
+func (s *Service) driveReturn(ctx context.Context, t business.Task, fn func(context.Context) (*flow.Snapshot[State], error)) (*View, error) {
+	var head *flow.Snapshot[State]
+	run := func(ctx context.Context) error {
+		snap, err := fn(ctx)
+		if err == nil {
+			head = snap
+		}
+		return err
+	}
+	return s.drive(ctx, t, run, func(ctx context.Context) (*View, error) {
+		if head != nil {
+			return s.view(t, head), nil
+		}
 		snap, err := s.graph.State(ctx, t.ID)
 		if err != nil {
 			return nil, err

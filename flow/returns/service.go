@@ -322,14 +322,14 @@ func (s *Service) create(ctx context.Context, o StartOptions, fp string) (*View,
 
 // invoke runs a task's first invocation; the caller holds the lease.
 func (s *Service) invoke(ctx context.Context, t business.Task, o StartOptions) (*View, error) {
-	return s.driveReturn(ctx, t, func(ctx context.Context) error {
-		_, err := s.graph.Invoke(ctx, t.ID, State{
+	return s.driveReturn(ctx, t, func(ctx context.Context) (*flow.Snapshot[State], error) {
+		snap, err := s.graph.Invoke(ctx, t.ID, State{
 			Task: t.ID, User: t.User, Order: t.OrderID, Reason: t.Reason, TTLSeconds: int64(o.TTL / time.Second),
 		})
 		if errors.Is(err, flow.ErrThreadExists) {
-			return nil
+			return nil, nil
 		}
-		return err
+		return snap, err
 	})
 }
 
@@ -528,23 +528,22 @@ func (s *Service) Resume(ctx context.Context, o ResumeOptions) (*View, error) {
 		return nil, err
 	}
 	endedBefore := false
-	v, err := s.driveReturn(ctx, t, func(ctx context.Context) error {
+	v, err := s.driveReturn(ctx, t, func(ctx context.Context) (*flow.Snapshot[State], error) {
 		// Read again under the lease: another process may have moved the
 		// task between the first read and the lease.
 		cur, err := s.graph.State(ctx, t.ID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if cur.Done() {
 			endedBefore = true
-			return nil
+			return cur, nil
 		}
 		run, err := s.plan(t, cur, o)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		_, err = run(ctx)
-		return err
+		return run(ctx)
 	})
 	if err == nil && endedBefore && o.Action == ActionApprove && v.Result != nil {
 		// Another process submitted while this one waited for the lease:
