@@ -126,12 +126,23 @@ python3 -c "
 print('task,order,reason')
 orders = ['A3001', 'A3002', 'A3003', 'A3004', 'A3008']
 for i in range(10000): print(f'b{i},{orders[i%5]},reason {i}')" > "$work/rows10k.csv"
-start=$(date +%s.%N)
-/usr/bin/time -f "%M" -o "$work/batch.rss" "$A" --data "$work/batch" batch b10k "$work/rows10k.csv" > /dev/null
-end=$(date +%s.%N)
-echo "batch_rows_per_s $(python3 -c "print(f'{10000/($end-$start):.0f}')") rows/s"
-# Peak RSS of that batch: the target (≤ 20 MiB) is for any single command.
-echo "batch_rss $(python3 -c "print(f'{int(open(\"$work/batch.rss\").read().split()[-1])/1024:.1f}')") MiB"
+# Three runs, each into a fresh data dir (the process, opening and creating
+# the files included): the median rows/s and the largest peak RSS.
+rates=(); rss=0
+for i in 1 2 3; do
+  start=$(date +%s.%N)
+  /usr/bin/time -f "%M" -o "$work/batch.rss" "$A" --data "$work/batch$i" batch b10k "$work/rows10k.csv" > /dev/null
+  end=$(date +%s.%N)
+  rates+=("$(python3 -c "print(f'{10000/($end-$start):.0f}')")")
+  kib=$(tail -1 "$work/batch.rss"); [ "$kib" -gt "$rss" ] && rss=$kib
+  rm -rf "$work/batch$i"
+done
+sorted=($(printf '%s\n' "${rates[@]}" | sort -n))
+echo "batch_rows_per_s ${sorted[1]} rows/s"
+echo "batch_rows_per_s_min ${sorted[0]} rows/s"
+echo "batch_rows_per_s_max ${sorted[2]} rows/s"
+# Peak RSS of those batches: the target (≤ 20 MiB) is for any single command.
+echo "batch_rss $(python3 -c "print(f'{$rss/1024:.1f}')") MiB"
 
 # show with 10 tasks vs with 100,000 tasks in the data dir.
 small="$work/small"
