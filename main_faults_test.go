@@ -524,15 +524,23 @@ func TestAnswerAfterKillBetweenCommits(t *testing.T) {
 // answer is refused as busy (exit 3), not as "stopped part-way".
 func TestAnswerWhileRunning(t *testing.T) {
 	dir := t.TempDir()
+	runningElsewhere(t, dir)
+	_, stderr, code := run(t, dir, "resume", "t1", "--action", "approve")
+	if code != 3 || !strings.Contains(stderr, "being run by process") {
+		t.Errorf("answer to a task run by a live process: exit %d, %q; want 3, busy", code, stderr)
+	}
+}
+
+// runningElsewhere leaves task t1 (order A3001, reason "too small") in dir
+// part-way, after its lookup, held by this test process: alive, on this
+// host, as a process still driving it would be.
+func runningElsewhere(t *testing.T, dir string) {
+	t.Helper()
 	if _, code, _ := faultRun(t, dir, "after-checkpoint:lookup", []string{"start", "t1", "A3001", "--reason", "too small"}); code != 137 {
 		t.Fatalf("start exited %d, want 137 (killed at the point)", code)
 	}
 	if err := setLease(dir, "t1", os.Getpid(), time.Hour); err != nil {
 		t.Fatal(err)
-	}
-	_, stderr, code := run(t, dir, "resume", "t1", "--action", "approve")
-	if code != 3 || !strings.Contains(stderr, "being run by process") {
-		t.Errorf("answer to a task run by a live process: exit %d, %q; want 3, busy", code, stderr)
 	}
 }
 
@@ -548,4 +556,21 @@ func setLease(dir, task string, pid int, ttl time.Duration) error {
 	_, err = db.Exec(`UPDATE tasks SET lease_owner = 'other', lease_pid = ?, lease_host = ?, lease_until = ? WHERE task_id = ?`,
 		pid, host, time.Now().UTC().Add(ttl).Format(time.RFC3339Nano), task)
 	return err
+}
+
+// TestBatchRowBusy runs a batch whose row a live process is running
+// part-way: the batch stops with exit 3 (busy), naming the batch and the row
+// in one line, with none of the engine's thread and node names.
+func TestBatchRowBusy(t *testing.T) {
+	dir := t.TempDir()
+	runningElsewhere(t, dir)
+	file := filepath.Join(t.TempDir(), "rows.csv")
+	if err := os.WriteFile(file, []byte("task,order,reason\nt1,A3001,too small\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := run(t, dir, "batch", "b1", file)
+	want := "assistant: batch b1: row 1 (task t1): conflict: task t1 is busy"
+	if code != 3 || !strings.HasPrefix(stderr, want) || strings.Contains(stderr, "node rows") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("batch with a busy row: exit %d, stderr %q; want 3 and one line starting %q", code, stderr, want)
+	}
 }

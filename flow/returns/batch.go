@@ -454,7 +454,17 @@ func (s *Service) resumeBatch(ctx context.Context, t business.Task, o ResumeOpti
 }
 
 func (s *Service) driveBatch(ctx context.Context, t business.Task, fn func(context.Context) error) (*View, error) {
-	return s.drive(ctx, t, fn, func(ctx context.Context) (*View, error) {
+	run := func(ctx context.Context) error {
+		err := fn(ctx)
+		// A row that fails fails the batch's one node, "rows": say which
+		// batch and row, not which engine thread and node.
+		var te *flow.TaskError
+		if errors.As(err, &te) {
+			return fmt.Errorf("batch %s: %w", t.ID, te.Err)
+		}
+		return err
+	}
+	return s.drive(ctx, t, run, func(ctx context.Context) (*View, error) {
 		snap, err := s.batch.State(ctx, t.ID)
 		if errors.Is(err, flow.ErrThreadNotFound) {
 			return s.batchView(t, nil), nil
