@@ -187,13 +187,17 @@ func Open(ctx context.Context, path string, spec Spec) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("inspect: %w", err)
 	}
-	// A file whose header says WAL (read and write version 2) can be
+	// A file whose header says WAL (read and write version 2) and whose
+	// -wal file is empty, as every clean close leaves ours, can be
 	// inspected through the pool itself: its connections' journal_mode
 	// pragma then changes nothing, and they write nothing until told to.
 	// That saves two connections (each parses the schema) per open. Any
 	// other file is inspected on a read-only connection of its own, then
-	// switched to WAL.
-	inWAL := hdr != nil && hdr[18] == 2 && hdr[19] == 2
+	// switched to WAL. A WAL with frames in it (a crash, another program)
+	// must not meet the pool before the file is known to be ours: closing
+	// the pool's last connection checkpoints those frames into the file,
+	// and a refused file is left byte for byte as it was.
+	inWAL := hdr != nil && hdr[18] == 2 && hdr[19] == 2 && walEmpty(path)
 	if !inWAL {
 		if err := inspect(ctx, path, ms, hdr, spec); err != nil {
 			return nil, fmt.Errorf("inspect: %w", err)
@@ -345,6 +349,17 @@ func inspect(ctx context.Context, path, busyMS string, hdr []byte, spec Spec) er
 	db.SetMaxOpenConns(1)
 	_, err = inspectTx(ctx, db, path, hdr, spec)
 	return err
+}
+
+// walEmpty reports whether the -wal file beside the database at path is
+// missing or 0 bytes long. Any other answer, a failed stat included, is
+// false.
+func walEmpty(path string) bool {
+	fi, err := os.Stat(path + "-wal")
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	return err == nil && fi.Size() == 0
 }
 
 // readFileHeader returns the first 100 bytes of the file at path, nil for an

@@ -2,9 +2,13 @@ package sqlitedb_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"errors"
+	"fmt"
 	"io/fs"
+	"maps"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -91,4 +95,84 @@ func TestOpenMissingWithoutCreate(t *testing.T) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("err = %v, want fs.ErrNotExist", err)
 	}
+}
+
+// TestOpenRefusesWALFileUnchanged: a refused file in WAL mode whose -wal
+// still holds frames (another program's, or ours of a newer schema, left by
+// a crash) is left byte for byte as it was, its -wal included: those frames
+// must not be checkpointed into it when the refusing open closes.
+func TestOpenRefusesWALFileUnchanged(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		appID int64
+		ver   int64
+		want  error
+	}{
+		{"another program's", 0x0BADF00D, 1, sqlitedb.ErrForeignFile},
+		{"a newer schema", 0x12345678, 9, sqlitedb.ErrNewerSchema},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, dir := t.TempDir(), t.TempDir()
+			// Copy the database and its -wal while the writer still has
+			// them open: a WAL-mode file whose frames were never
+			// checkpointed, as a crash leaves it.
+			w, err := sql.Open("sqlite", "file:"+filepath.Join(src, "x.sqlite"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			w.SetMaxOpenConns(1)
+			for _, q := range []string{
+				`PRAGMA journal_mode = WAL`, `PRAGMA wal_autocheckpoint = 0`,
+				fmt.Sprintf(`PRAGMA application_id = %d`, tc.appID), fmt.Sprintf(`PRAGMA user_version = %d`, tc.ver),
+				`CREATE TABLE t (x)`, `INSERT INTO t VALUES (1), (2), (3)`,
+			} {
+				if _, err := w.Exec(q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			for _, name := range []string{"x.sqlite", "x.sqlite-wal"} {
+				b, err := os.ReadFile(filepath.Join(src, name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := fileSums(t, dir, "x.sqlite", "x.sqlite-wal")
+			if before["x.sqlite-wal"] == fileSums(t, t.TempDir())["x.sqlite-wal"] {
+				t.Fatal("the copied -wal is empty; the test needs frames in it")
+			}
+			_, err = sqlitedb.Open(context.Background(), filepath.Join(dir, "x.sqlite"), sqlitedb.Spec{
+				ApplicationID: 0x12345678,
+				Migrations:    []sqlitedb.Migration{{Version: 1, Name: "0001_t.sql", SQL: "CREATE TABLE t (x)"}},
+			})
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Open: %v, want %v", err, tc.want)
+			}
+			if after := fileSums(t, dir, "x.sqlite", "x.sqlite-wal"); !maps.Equal(before, after) {
+				t.Errorf("refused file changed:\nbefore %v\nafter  %v", before, after)
+			}
+		})
+	}
+}
+
+// fileSums returns the SHA-256 of each named file in dir ("missing" for a
+// file that is not there).
+func fileSums(t *testing.T, dir string, names ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, name := range names {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			out[name] = "missing"
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[name] = fmt.Sprintf("%x (%d bytes)", sha256.Sum256(b), len(b))
+	}
+	return out
 }
