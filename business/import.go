@@ -39,33 +39,33 @@ type ImportResult struct {
 	Unchanged int `json:"unchanged"` // rows equal to an order already stored
 }
 
-// ImportOrders loads a shop's orders export: a CSV with the header
+// OrdersFile is a shop's orders export that ParseOrders found well formed:
+// its orders, each with its line number in the file.
+type OrdersFile struct {
+	orders []Order
+	lines  []int
+}
+
+// ParseOrders reads a shop's orders export: a CSV with the header
 // order_id,user,item,delivered_at,final_sale, where delivered_at is empty
 // (not delivered), an RFC 3339 time or a date YYYY-MM-DD (midnight UTC), and
-// final_sale is true or false. Every row is validated first; a row equal to
-// a stored order is counted unchanged, one that differs from it is bad. Any
-// bad row refuses the whole file with an *ImportError and nothing is
-// imported; otherwise all rows go in one transaction.
-func (s *Store) ImportOrders(ctx context.Context, r io.Reader) (ImportResult, error) {
+// final_sale is true or false; an order id appears once. It touches no
+// store, so a bad file is refused before any file is opened or made: any bad
+// row gives an *ImportError naming every bad line.
+func ParseOrders(r io.Reader) (*OrdersFile, error) {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = -1
 	recs, err := cr.ReadAll()
 	if err != nil {
-		return ImportResult{}, &ImportError{Lines: []string{err.Error()}}
+		return nil, &ImportError{Lines: []string{err.Error()}}
 	}
 	if len(recs) == 0 || !equalHeader(recs[0], importHeader) {
-		return ImportResult{}, &ImportError{Lines: []string{"line 1: the header must be " + strings.Join(importHeader, ",")}}
+		return nil, &ImportError{Lines: []string{"line 1: the header must be " + strings.Join(importHeader, ",")}}
 	}
-	tx, err := s.begin(ctx)
-	if err != nil {
-		return ImportResult{}, fmt.Errorf("import orders: %w", err)
-	}
-	defer tx.Rollback()
 	var (
 		bad  []string
-		res  ImportResult
 		seen = map[string]int{}
-		add  []Order
+		f    = &OrdersFile{}
 	)
 	for i, rec := range recs[1:] {
 		line := i + 2
@@ -78,6 +78,39 @@ func (s *Store) ImportOrders(ctx context.Context, r io.Reader) (ImportResult, er
 			continue
 		}
 		seen[o.ID] = line
+		f.orders, f.lines = append(f.orders, o), append(f.lines, line)
+	}
+	if len(bad) > 0 {
+		return nil, &ImportError{Lines: bad}
+	}
+	return f, nil
+}
+
+// ImportOrders parses r (ParseOrders) and imports it (ImportOrdersFile).
+func (s *Store) ImportOrders(ctx context.Context, r io.Reader) (ImportResult, error) {
+	f, err := ParseOrders(r)
+	if err != nil {
+		return ImportResult{}, err
+	}
+	return s.ImportOrdersFile(ctx, f)
+}
+
+// ImportOrdersFile loads the orders of f. A row equal to a stored order is
+// counted unchanged, one that differs from it is bad: any bad row refuses
+// the whole file with an *ImportError and nothing is imported; otherwise
+// all rows go in one transaction.
+func (s *Store) ImportOrdersFile(ctx context.Context, f *OrdersFile) (ImportResult, error) {
+	tx, err := s.begin(ctx)
+	if err != nil {
+		return ImportResult{}, fmt.Errorf("import orders: %w", err)
+	}
+	defer tx.Rollback()
+	var (
+		bad []string
+		res ImportResult
+		add []Order
+	)
+	for i, o := range f.orders {
 		old, err := orderTx(ctx, tx, o.ID)
 		switch {
 		case errors.Is(err, ErrNotFound):
@@ -87,7 +120,7 @@ func (s *Store) ImportOrders(ctx context.Context, r io.Reader) (ImportResult, er
 		case sameOrder(old, o):
 			res.Unchanged++
 		default:
-			bad = append(bad, fmt.Sprintf("line %d: order %s exists with other data", line, o.ID))
+			bad = append(bad, fmt.Sprintf("line %d: order %s exists with other data", f.lines[i], o.ID))
 		}
 	}
 	if len(bad) > 0 {

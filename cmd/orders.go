@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"assistant/flow/returns"
 )
 
 func (a *app) newOrders() *cobra.Command {
@@ -30,12 +32,17 @@ time or a date YYYY-MM-DD (UTC).`,
 			if err != nil {
 				return usageErr("orders file: %v", err)
 			}
-			defer f.Close()
+			// A bad file is refused before the data dir is opened or made.
+			file, err := returns.ParseOrders(f)
+			f.Close()
+			if err != nil {
+				return err
+			}
 			svc, err := a.service(c.Context(), true)
 			if err != nil {
 				return ran(err)
 			}
-			res, err := svc.ImportOrders(c.Context(), f)
+			res, err := svc.ImportOrdersFile(c.Context(), file)
 			if err != nil {
 				return ran(err)
 			}

@@ -9,19 +9,43 @@ import (
 	"assistant/business"
 )
 
-// ImportOrders loads a shop's orders CSV into the business file (see
-// business.Store.ImportOrders). A file with any bad row is ErrInvalid
-// naming the lines, and nothing is imported.
+// ParseOrders reads and checks a shop's orders CSV without opening any
+// store (business.ParseOrders), so that a bad file changes no file, not
+// even by making the data dir. A file with any bad row is ErrInvalid naming
+// the lines.
+func ParseOrders(r io.Reader) (*business.OrdersFile, error) {
+	f, err := business.ParseOrders(r)
+	return f, invalidImport(err)
+}
+
+// ImportOrders parses a shop's orders CSV (ParseOrders) and loads it
+// (ImportOrdersFile).
 func (s *Service) ImportOrders(ctx context.Context, r io.Reader) (business.ImportResult, error) {
-	res, err := s.desk.ImportOrders(ctx, r)
-	var ie *business.ImportError
-	if errors.As(err, &ie) {
-		return res, fmt.Errorf("%w: %v", ErrInvalid, ie)
-	}
+	f, err := ParseOrders(r)
 	if err != nil {
-		return res, err
+		return business.ImportResult{}, err
+	}
+	return s.ImportOrdersFile(ctx, f)
+}
+
+// ImportOrdersFile loads the orders of f into the business file and makes
+// them durable (business.Store.ImportOrdersFile). A row that differs from a
+// stored order is ErrInvalid naming the lines, and nothing is imported.
+func (s *Service) ImportOrdersFile(ctx context.Context, f *business.OrdersFile) (business.ImportResult, error) {
+	res, err := s.desk.ImportOrdersFile(ctx, f)
+	if err != nil {
+		return res, invalidImport(err)
 	}
 	return res, s.desk.Sync(ctx)
+}
+
+// invalidImport makes a *business.ImportError ErrInvalid.
+func invalidImport(err error) error {
+	var ie *business.ImportError
+	if errors.As(err, &ie) {
+		return fmt.Errorf("%w: %v", ErrInvalid, ie)
+	}
+	return err
 }
 
 // OrderLine is one order of OrderList with whether it may be returned now.
