@@ -384,3 +384,55 @@ func TestLockedFileIsConflict(t *testing.T) {
 		t.Errorf("start on a locked file: exit %d, stderr %q; want 3 and a hint about the lock", code, stderr)
 	}
 }
+
+// TestStopBeforeFirstCheckpoint interrupts a start that waits for the
+// checkpoints file's write lock (another process holds it) before its first
+// checkpoint: it ends as any stop does, exit 0 and status interrupted, not
+// as a failure; once the lock is free, resume runs it to its question.
+func TestStopBeforeFirstCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	mustRun(t, dir, "orders", "list") // make the files
+	lock, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "checkpoints.sqlite")+"?_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	tx, err := lock.Begin() // BEGIN IMMEDIATE: holds the write lock
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+
+	proc := exec.Command(assistantBin(), "--data", dir, "--output", "json", "start", "t1", "A3001", "--reason", "too small")
+	out := &bytes.Buffer{}
+	proc.Stdout = out
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The task record is made before the first checkpoint, which waits.
+	deadline := time.Now().Add(4 * time.Second)
+	for query(t, dir, "business.sqlite", `SELECT count(*) FROM tasks WHERE task_id = 't1'`) != "1" {
+		if time.Now().After(deadline) {
+			_ = proc.Process.Kill()
+			t.Fatal("start made no task record")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := proc.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := exitOf(t, proc.Wait()); code != 0 {
+		t.Fatalf("start interrupted before its first checkpoint exited %d, want 0; stdout %s", code, out)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil || v["status"] != "interrupted" {
+		t.Fatalf("start interrupted before its first checkpoint printed %s (%v), want status interrupted", out, err)
+	}
+	if v := mustRun(t, dir, "show", "t1"); v["status"] != "interrupted" {
+		t.Errorf("show after the stop: status %v, want interrupted", v["status"])
+	}
+	tx.Rollback()
+	if v := mustRun(t, dir, "resume", "t1"); v["status"] != "waiting" {
+		t.Errorf("resume after the stop: status %v, want waiting", v["status"])
+	}
+}

@@ -86,16 +86,21 @@ func writeCard(w io.Writer, v *returns.View, prog string) error {
 	if v.Error != nil {
 		fmt.Fprintf(&b, "Error: %s — %s\n", v.Error.Code, v.Error.Message)
 	}
+	// next names the nodes due, when the run has a checkpoint to say so.
+	next := ""
+	if len(v.Next) > 0 {
+		next = " (next: " + strings.Join(v.Next, ", ") + ")"
+	}
 	switch {
 	case v.Status == returns.StatusInterrupted:
-		fmt.Fprintf(&b, "Stopped by an operator (next: %s). Continue it: %s resume %s\n", strings.Join(v.Next, ", "), prog, task)
+		fmt.Fprintf(&b, "Stopped by an operator%s. Continue it: %s resume %s\n", next, prog, task)
 	case v.Status == returns.StatusRunning && v.Holder != nil && v.Holder.Alive:
 		fmt.Fprintf(&b, "Running in pid %d on %s. Stop it: %s stop %s\n", v.Holder.PID, v.Holder.Host, prog, task)
 	case v.Status == returns.StatusRunning:
 		if v.Holder != nil && v.Holder.PID != 0 {
-			fmt.Fprintf(&b, "Its process (pid %d on %s) is gone; the run stopped part-way (next: %s).\n", v.Holder.PID, v.Holder.Host, strings.Join(v.Next, ", "))
+			fmt.Fprintf(&b, "Its process (pid %d on %s) is gone; the run stopped part-way%s.\n", v.Holder.PID, v.Holder.Host, next)
 		} else {
-			fmt.Fprintf(&b, "The run stopped part-way (next: %s).\n", strings.Join(v.Next, ", "))
+			fmt.Fprintf(&b, "The run stopped part-way%s.\n", next)
 		}
 		fmt.Fprintf(&b, "Recover:  %s recover   (or: %s resume %s)\n", prog, prog, task)
 	}

@@ -260,6 +260,11 @@ func (s *Service) driveReturn(ctx context.Context, t business.Task, fn func(cont
 			return s.view(t, head), nil
 		}
 		snap, err := s.graph.State(ctx, t.ID)
+		if errors.Is(err, flow.ErrThreadNotFound) {
+			// Stopped or failed before its first checkpoint: the record is
+			// the run's only trace, and resume rebuilds the run from it.
+			return s.view(t, nil), nil
+		}
 		if err != nil {
 			return nil, err
 		}

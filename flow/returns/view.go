@@ -61,7 +61,11 @@ type DraftView struct {
 func (s *Service) view(t business.Task, snap *flow.Snapshot[State]) *View {
 	v := &View{Task: t.ID, User: t.User, Order: t.OrderID, Next: []string{}, Interrupts: []InterruptView{}}
 	if snap == nil {
+		// No checkpoint yet: the run is part-way, or stopped part-way.
 		v.Status, v.Stage = StatusRunning, t.Stage
+		if t.Status == StatusInterrupted {
+			v.Status = StatusInterrupted
+		}
 		return v
 	}
 	st := snap.Values
