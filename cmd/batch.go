@@ -77,7 +77,7 @@ func progressBar(w io.Writer, total int) (set func(done int), finish func()) {
 	p := mpb.New(mpb.WithOutput(w), mpb.WithWidth(40))
 	bar := p.AddBar(int64(total), mpb.BarRemoveOnComplete(),
 		mpb.PrependDecorators(decor.Name("rows "), decor.CountersNoUnit("%d/%d")),
-		mpb.AppendDecorators(decor.Percentage()))
+		mpb.AppendDecorators(decor.Name(" "), decor.Percentage()))
 	return func(done int) { bar.SetCurrent(int64(done)) }, func() { bar.Abort(true); p.Wait() }
 }
 
