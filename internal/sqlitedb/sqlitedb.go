@@ -192,18 +192,25 @@ func Open(ctx context.Context, path string, spec Spec) (*sql.DB, error) {
 	// inspected through the pool itself: its connections' journal_mode
 	// pragma then changes nothing, and they write nothing until told to.
 	// That saves two connections (each parses the schema) per open. Any
-	// other file is inspected on a read-only connection of its own, then
-	// switched to WAL. A WAL with frames in it (a crash, another program)
-	// must not meet the pool before the file is known to be ours: closing
-	// the pool's last connection checkpoints those frames into the file,
-	// and a refused file is left byte for byte as it was.
-	inWAL := hdr != nil && hdr[18] == 2 && hdr[19] == 2 && walEmpty(path)
-	if !inWAL {
-		if err := inspect(ctx, path, ms, hdr, spec); err != nil {
+	// other file is inspected on a read-only connection of its own first.
+	// A WAL with frames in it (another process writing the file now, a
+	// crash, another program) must not meet the pool before the file is
+	// known to be ours: closing the pool's last connection checkpoints
+	// those frames into the file, and a refused file is left byte for byte
+	// as it was.
+	inWAL := hdr != nil && hdr[18] == 2 && hdr[19] == 2
+	viaPool := inWAL && walEmpty(path)
+	current := false // ours, of the newest schema: nothing to migrate
+	if !viaPool {
+		h, err := inspect(ctx, path, ms, hdr, spec)
+		if err != nil {
 			return nil, fmt.Errorf("inspect: %w", err)
 		}
-		if err := ensureWAL(ctx, path, ms, busy); err != nil {
-			return nil, fmt.Errorf("switch to WAL: %w", err)
+		current = inWAL && h.current(spec)
+		if !inWAL {
+			if err := ensureWAL(ctx, path, ms, busy); err != nil {
+				return nil, fmt.Errorf("switch to WAL: %w", err)
+			}
 		}
 	}
 	connector, err := sqlite.NewConnector(DSN(path,
@@ -235,15 +242,19 @@ func Open(ctx context.Context, path string, spec Spec) (*sql.DB, error) {
 		return nil, err
 	}
 	db := sql.OpenDB(persistentWAL{connector})
-	if inWAL {
+	if viaPool {
 		h, err := inspectTx(ctx, db, path, hdr, spec)
 		if err != nil {
 			db.Close()
 			return nil, fmt.Errorf("inspect: %w", err)
 		}
-		if h.appID == spec.ApplicationID && h.version == spec.Migrations[len(spec.Migrations)-1].Version {
-			return db, nil // ours and current: nothing to migrate
-		}
+		current = h.current(spec)
+	}
+	if current {
+		// A file in WAL mode, ours and current: migrate would only take
+		// the write lock to read the version again (and wait for any
+		// writer, a batch's chunk, say).
+		return db, nil
 	}
 	if err := migrate(ctx, db, spec); err != nil {
 		db.Close()
@@ -329,26 +340,27 @@ func access(dir string) error {
 	return nil
 }
 
-// inspect looks at an existing non-empty file that is not in WAL mode
-// without changing it: the connection is read-only and sets no journal mode
-// (switching a foreign rollback-journal file to WAL would rewrite its
-// header). A file already in WAL mode is inspected through the pool (Open);
-// reading it creates empty -wal and -shm files beside it when they are
-// missing, either way; the database file itself is untouched. (immutable=1
+// inspect looks at an existing non-empty file without changing it, and
+// returns what its header holds (zero for a new, empty file): the
+// connection is read-only and sets no journal mode (switching a foreign
+// rollback-journal file to WAL would rewrite its header), and a read-only
+// connection never checkpoints a WAL into the file. Open uses it for every
+// file but one in WAL mode with an empty -wal, which it inspects through
+// the pool. Reading creates empty -wal and -shm files beside the file when
+// they are missing; the database file itself is untouched. (immutable=1
 // would avoid them but could read a torn page while another process
 // checkpoints, and call a healthy file corrupt.)
-func inspect(ctx context.Context, path, busyMS string, hdr []byte, spec Spec) error {
+func inspect(ctx context.Context, path, busyMS string, hdr []byte, spec Spec) (fileHeader, error) {
 	if hdr == nil {
-		return nil // 0 bytes: a new file
+		return fileHeader{}, nil // 0 bytes: a new file
 	}
 	db, err := sql.Open("sqlite", DSN(path, "mode=ro", "_pragma=busy_timeout("+busyMS+")"))
 	if err != nil {
-		return err
+		return fileHeader{}, err
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	_, err = inspectTx(ctx, db, path, hdr, spec)
-	return err
+	return inspectTx(ctx, db, path, hdr, spec)
 }
 
 // walEmpty reports whether the -wal file beside the database at path is
@@ -493,6 +505,12 @@ func cheapCheck(ctx context.Context, tx *sql.Tx, path string, hdr []byte) (full 
 // fileHeader is what decides whether a file is ours and how old it is.
 type fileHeader struct {
 	appID, version, objects int64
+}
+
+// current reports whether h is a file of spec's application at its newest
+// schema version.
+func (h fileHeader) current(spec Spec) bool {
+	return h.appID == spec.ApplicationID && h.version == spec.Migrations[len(spec.Migrations)-1].Version
 }
 
 func readHeader(ctx context.Context, tx *sql.Tx) (fileHeader, error) {

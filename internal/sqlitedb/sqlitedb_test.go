@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"assistant/internal/sqlitedb"
 )
@@ -175,4 +176,44 @@ func fileSums(t *testing.T, dir string, names ...string) map[string]string {
 		out[name] = fmt.Sprintf("%x (%d bytes)", sha256.Sum256(b), len(b))
 	}
 	return out
+}
+
+// TestOpenWhileWriterHoldsLock opens a file of ours, current, while another
+// connection writes it (its -wal holds frames, and it holds the write lock
+// in a transaction): Open must not wait for that lock, as a `show` must not
+// wait for a batch's chunk.
+func TestOpenWhileWriterHoldsLock(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "x.sqlite")
+	spec := sqlitedb.Spec{
+		ApplicationID: 0x12345678,
+		Migrations:    []sqlitedb.Migration{{Version: 1, Name: "0001_t.sql", SQL: "CREATE TABLE t (x INTEGER)"}},
+		Create:        true,
+		BusyTimeout:   200 * time.Millisecond,
+	}
+	w, err := sqlitedb.Open(ctx, path, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.Exec(`INSERT INTO t VALUES (1)`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := w.Begin() // BEGIN IMMEDIATE: the write lock, held
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec(`INSERT INTO t VALUES (2)`); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sqlitedb.Open(ctx, path, spec)
+	if err != nil {
+		t.Fatalf("Open while another connection holds the write lock: %v", err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM t`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("rows seen: %d (%v), want the 1 committed", n, err)
+	}
 }
