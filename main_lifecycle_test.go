@@ -385,54 +385,137 @@ func TestLockedFileIsConflict(t *testing.T) {
 	}
 }
 
-// TestStopBeforeFirstCheckpoint interrupts a start that waits for the
-// checkpoints file's write lock (another process holds it) before its first
-// checkpoint: it ends as any stop does, exit 0 and status interrupted, not
-// as a failure; once the lock is free, resume runs it to its question.
+// TestStopBeforeFirstCheckpoint interrupts a start, and a batch, that wait
+// for the checkpoints file's write lock (another process holds it) before
+// their first checkpoint: each ends as any stop does, exit 0 and status
+// interrupted, not as a failure (show agrees, and a batch still counts its
+// rows); once the lock is free, resume runs it on.
 func TestStopBeforeFirstCheckpoint(t *testing.T) {
-	dir := t.TempDir()
-	mustRun(t, dir, "orders", "list") // make the files
-	lock, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "checkpoints.sqlite")+"?_txlock=immediate")
-	if err != nil {
+	rows := filepath.Join(t.TempDir(), "rows.csv")
+	if err := os.WriteFile(rows, []byte("task,order,reason\nr1,A3001,too small\nr2,A3002,broken\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	defer lock.Close()
-	tx, err := lock.Begin() // BEGIN IMMEDIATE: holds the write lock
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
+	for _, tc := range []struct {
+		task      string
+		args      []string
+		wantAfter string // status after resume
+		wantRows  float64
+	}{
+		{"t1", []string{"start", "t1", "A3001", "--reason", "too small"}, "waiting", 0},
+		{"b1", []string{"batch", "b1", rows}, "done", 2},
+	} {
+		t.Run(tc.args[0], func(t *testing.T) {
+			dir := t.TempDir()
+			release := holdWriteLock(t, dir, "checkpoints.sqlite")
 
-	proc := exec.Command(assistantBin(), "--data", dir, "--output", "json", "start", "t1", "A3001", "--reason", "too small")
-	out := &bytes.Buffer{}
-	proc.Stdout = out
+			proc := exec.Command(assistantBin(), append([]string{"--data", dir, "--output", "json"}, tc.args...)...)
+			out := &bytes.Buffer{}
+			proc.Stdout = out
+			if err := proc.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// The task record is made before the first checkpoint, which waits.
+			deadline := time.Now().Add(4 * time.Second)
+			for query(t, dir, "business.sqlite", `SELECT count(*) FROM tasks WHERE task_id = ?`, tc.task) != "1" {
+				if time.Now().After(deadline) {
+					_ = proc.Process.Kill()
+					t.Fatal("no task record")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := proc.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			if code := exitOf(t, proc.Wait()); code != 0 {
+				t.Fatalf("interrupted before its first checkpoint: exit %d, want 0; stdout %s", code, out)
+			}
+			var v map[string]any
+			if err := json.Unmarshal(out.Bytes(), &v); err != nil || v["status"] != "interrupted" {
+				t.Fatalf("interrupted before its first checkpoint: printed %s (%v), want status interrupted", out, err)
+			}
+			shown := mustRun(t, dir, "show", tc.task)
+			if shown["status"] != "interrupted" {
+				t.Errorf("show after the stop: status %v, want interrupted", shown["status"])
+			}
+			if b, _ := shown["batch"].(map[string]any); tc.wantRows > 0 && (b == nil || b["total"] != tc.wantRows) {
+				t.Errorf("show after the stop: batch %v, want total %v", shown["batch"], tc.wantRows)
+			}
+			release()
+			if v := mustRun(t, dir, "resume", tc.task); v["status"] != tc.wantAfter {
+				t.Errorf("resume after the stop: status %v, want %s", v["status"], tc.wantAfter)
+			}
+		})
+	}
+}
+
+// TestInterruptBeforeAnythingStored interrupts a start that waits for the
+// business file's write lock (another process holds it) to make its task:
+// nothing is stored, and the command says it was interrupted (exit 130,
+// code "interrupted", one line on stderr), not that it failed.
+func TestInterruptBeforeAnythingStored(t *testing.T) {
+	dir := t.TempDir()
+	release := holdWriteLock(t, dir, "business.sqlite")
+
+	proc := exec.Command(assistantBin(), "--data", dir, "--output", "json", "start", "t3", "A3003", "--reason", "small")
+	var out, stderr bytes.Buffer
+	proc.Stdout, proc.Stderr = &out, &stderr
 	if err := proc.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// The task record is made before the first checkpoint, which waits.
+	// Wait until it has the business file open (its signal handling is set
+	// up by then), and a little more for it to be waiting for the lock.
 	deadline := time.Now().Add(4 * time.Second)
-	for query(t, dir, "business.sqlite", `SELECT count(*) FROM tasks WHERE task_id = 't1'`) != "1" {
+	for !hasOpen(proc.Process.Pid, "business.sqlite") {
 		if time.Now().After(deadline) {
 			_ = proc.Process.Kill()
-			t.Fatal("start made no task record")
+			t.Fatal("start never opened business.sqlite")
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
 	}
+	time.Sleep(100 * time.Millisecond)
 	if err := proc.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	if code := exitOf(t, proc.Wait()); code != 0 {
-		t.Fatalf("start interrupted before its first checkpoint exited %d, want 0; stdout %s", code, out)
+	code := exitOf(t, proc.Wait())
+	var v struct{ Error struct{ Code string } }
+	_ = json.Unmarshal(out.Bytes(), &v)
+	if code != 130 || v.Error.Code != "interrupted" || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), "interrupted by a signal") {
+		t.Fatalf("start interrupted while waiting for the lock: exit %d, stdout %s, stderr %q; want 130, code interrupted, one line", code, out.String(), stderr.String())
 	}
-	var v map[string]any
-	if err := json.Unmarshal(out.Bytes(), &v); err != nil || v["status"] != "interrupted" {
-		t.Fatalf("start interrupted before its first checkpoint printed %s (%v), want status interrupted", out, err)
+	release()
+	if _, _, code := run(t, dir, "show", "t3"); code != 4 {
+		t.Errorf("show of the interrupted start: exit %d, want 4 (nothing stored)", code)
 	}
-	if v := mustRun(t, dir, "show", "t1"); v["status"] != "interrupted" {
-		t.Errorf("show after the stop: status %v, want interrupted", v["status"])
+}
+
+// holdWriteLock makes dir's files (a first command) and holds the write lock
+// of file in it, as another process in a long write transaction would,
+// until release is called or the test ends.
+func holdWriteLock(t *testing.T, dir, file string) (release func()) {
+	t.Helper()
+	mustRun(t, dir, "orders", "list")
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, file)+"?_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
 	}
-	tx.Rollback()
-	if v := mustRun(t, dir, "resume", "t1"); v["status"] != "waiting" {
-		t.Errorf("resume after the stop: status %v, want waiting", v["status"])
+	t.Cleanup(func() { db.Close() })
+	tx, err := db.Begin() // BEGIN IMMEDIATE: takes the write lock
+	if err != nil {
+		t.Fatal(err)
 	}
+	release = func() { _ = tx.Rollback() }
+	t.Cleanup(release)
+	return release
+}
+
+// hasOpen reports whether process pid has a file named name open (Linux
+// /proc).
+func hasOpen(pid int, name string) bool {
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	for _, fd := range fds {
+		if target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && filepath.Base(target) == name {
+			return true
+		}
+	}
+	return false
 }

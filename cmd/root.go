@@ -37,6 +37,11 @@ const (
 	ExitUsage    = 2
 	ExitConflict = 3
 	ExitNotFound = 4
+	// ExitInterrupted: SIGINT or SIGTERM ended the command before it did
+	// its work and outside a task's run (a run that is stopped ends
+	// interrupted, exit 0), waiting for another process's lock, say. An
+	// extension of DESIGN.md's codes, 128 + SIGINT as shells report it.
+	ExitInterrupted = 130
 )
 
 // app holds the global flags and the writer pair every command prints to.
@@ -87,6 +92,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, seed []by
 	}
 	if sqlitedb.IsBusy(err) {
 		err = fmt.Errorf("%w (another process held the data dir's write lock for longer than %s; try again)", err, sqlitedb.DefaultBusyTimeout)
+	}
+	if code == ExitInterrupted {
+		err = fmt.Errorf("interrupted by a signal before it was done (%w); each write is all or nothing, so run the command again", err)
 	}
 	a.fail(err, code)
 	return code
@@ -156,6 +164,8 @@ func usageErr(format string, args ...any) error {
 func exitCode(err error) int {
 	var re *runError
 	switch {
+	case errors.Is(err, context.Canceled):
+		return ExitInterrupted
 	case errors.Is(err, returns.ErrInvalid):
 		return ExitUsage
 	case sqlitedb.IsBusy(err):
@@ -180,6 +190,8 @@ func errorCode(code int) string {
 		return "conflict"
 	case ExitNotFound:
 		return "not_found"
+	case ExitInterrupted:
+		return "interrupted"
 	}
 	return "internal"
 }

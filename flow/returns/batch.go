@@ -430,7 +430,7 @@ func (s *Service) resumeBatch(ctx context.Context, t business.Task, o ResumeOpti
 	if err == nil && snap.Done() {
 		// A process killed after the batch's last checkpoint and before it
 		// let go of the task leaves the record running: set it right.
-		v := s.batchView(t, snap)
+		v := s.batchView(ctx, t, snap)
 		if err := s.repair(ctx, t, v); err != nil {
 			return nil, err
 		}
@@ -467,23 +467,26 @@ func (s *Service) driveBatch(ctx context.Context, t business.Task, fn func(conte
 	return s.drive(ctx, t, run, func(ctx context.Context) (*View, error) {
 		snap, err := s.batch.State(ctx, t.ID)
 		if errors.Is(err, flow.ErrThreadNotFound) {
-			return s.batchView(t, nil), nil
+			return s.batchView(ctx, t, nil), nil
 		}
 		if err != nil {
 			return nil, err
 		}
-		return s.batchView(t, snap), nil
+		return s.batchView(ctx, t, snap), nil
 	})
 }
 
 // batchView builds the View of a batch task from its head (nil before the
-// first checkpoint).
-func (s *Service) batchView(t business.Task, snap *flow.Snapshot[BatchState]) *View {
+// first checkpoint, when the total comes from the batch's stored rows).
+func (s *Service) batchView(ctx context.Context, t business.Task, snap *flow.Snapshot[BatchState]) *View {
 	v := &View{Task: t.ID, User: t.User, Kind: nil, Next: []string{}, Interrupts: []InterruptView{}, Status: StatusRunning}
 	v.Batch = &BatchProgress{Counts: map[string]int{}}
 	if snap == nil {
 		if t.Status == StatusInterrupted {
 			v.Status = StatusInterrupted
+		}
+		if n, err := s.desk.CountBatchRows(ctx, t.ID); err == nil {
+			v.Batch.Total = n
 		}
 		return v
 	}

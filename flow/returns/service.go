@@ -405,7 +405,7 @@ func (s *Service) Show(ctx context.Context, task, user string) (*View, error) {
 		if err != nil {
 			return nil, fmt.Errorf("show %s: %w", t.ID, err)
 		}
-		v = s.batchView(t, snap)
+		v = s.batchView(ctx, t, snap)
 	} else {
 		snap, err := headOrNil(s.graph.State(ctx, t.ID))
 		if err != nil {
