@@ -56,8 +56,12 @@ func ParseOrders(r io.Reader) (*OrdersFile, error) {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = -1
 	recs, err := cr.ReadAll()
-	if err != nil {
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
 		return nil, &ImportError{Lines: []string{err.Error()}}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read orders file: %w", err) // a directory, say: not a bad row
 	}
 	if len(recs) == 0 || !equalHeader(recs[0], importHeader) {
 		return nil, &ImportError{Lines: []string{"line 1: the header must be " + strings.Join(importHeader, ",")}}
