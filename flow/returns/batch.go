@@ -465,10 +465,7 @@ func (s *Service) driveBatch(ctx context.Context, t business.Task, fn func(conte
 		return err
 	}
 	return s.drive(ctx, t, run, func(ctx context.Context) (*View, error) {
-		snap, err := s.batch.State(ctx, t.ID)
-		if errors.Is(err, flow.ErrThreadNotFound) {
-			return s.batchView(ctx, t, nil), nil
-		}
+		snap, err := headOrNil(s.batch.State(ctx, t.ID))
 		if err != nil {
 			return nil, err
 		}

@@ -259,12 +259,10 @@ func (s *Service) driveReturn(ctx context.Context, t business.Task, fn func(cont
 		if head != nil {
 			return s.view(t, head), nil
 		}
-		snap, err := s.graph.State(ctx, t.ID)
-		if errors.Is(err, flow.ErrThreadNotFound) {
-			// Stopped or failed before its first checkpoint: the record is
-			// the run's only trace, and resume rebuilds the run from it.
-			return s.view(t, nil), nil
-		}
+		// Stopped or failed before its first checkpoint, the run has no
+		// head: the record is its only trace, and resume rebuilds the run
+		// from it.
+		snap, err := headOrNil(s.graph.State(ctx, t.ID))
 		if err != nil {
 			return nil, err
 		}
