@@ -215,19 +215,9 @@ func TestBatchStopAndResume(t *testing.T) {
 	if stopped["status"] != "interrupted" {
 		t.Errorf("stop printed status %v, want interrupted", stopped["status"])
 	}
-	if code := exitOf(t, proc.Wait()); code != 0 {
-		t.Fatalf("stopped batch exited %d, want 0", code)
-	}
-	var last map[string]any
-	if err := json.Unmarshal(out.Bytes(), &last); err != nil || last["status"] != "interrupted" {
-		t.Fatalf("stopped batch printed %v (%v), want status interrupted", last, err)
-	}
+	checkBatchStopped(t, dir, proc, out, "stopped batch", 1)
 	if v := mustRun(t, dir, "show", "b1"); v["status"] != "interrupted" {
 		t.Errorf("show after stop: status %v, want interrupted", v["status"])
-	}
-	lastStep := query(t, dir, "business.sqlite", `SELECT status || ': ' || error FROM steps WHERE task_id = 'b1' ORDER BY seq DESC LIMIT 1`)
-	if lastStep != "failed: run interrupted; step not completed" {
-		t.Errorf("last timeline step of the batch = %q, want the interrupted step failed", lastStep)
 	}
 
 	// Stop the resumed batch too: it ends as the first run did.
@@ -242,18 +232,7 @@ func TestBatchStopAndResume(t *testing.T) {
 	if v := mustRun(t, dir, "stop", "b1"); v["status"] != "interrupted" {
 		t.Errorf("second stop printed status %v, want interrupted", v["status"])
 	}
-	if code := exitOf(t, proc.Wait()); code != 0 {
-		t.Fatalf("stopped resume exited %d, want 0: %s", code, out)
-	}
-	if err := json.Unmarshal(out.Bytes(), &last); err != nil || last["status"] != "interrupted" {
-		t.Fatalf("stopped resume printed %v (%v), want status interrupted", last, err)
-	}
-	if got := query(t, dir, "business.sqlite", `SELECT status || ': ' || error FROM steps WHERE task_id = 'b1' ORDER BY seq DESC LIMIT 1`); got != "failed: run interrupted; step not completed" {
-		t.Errorf("last timeline step after the second stop = %q", got)
-	}
-	if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM steps WHERE task_id = 'b1' AND error = 'run interrupted; step not completed'`); got != "2" {
-		t.Errorf("%s steps recorded as interrupted by two stops, want 2", got)
-	}
+	checkBatchStopped(t, dir, proc, out, "stopped resume", 2)
 
 	mustRun(t, dir, "resume", "b1")
 	checkBatchDone(t, dir, "b1", 10000)
@@ -342,21 +321,30 @@ func TestSIGTERMStopsLikeStop(t *testing.T) {
 	if err := proc.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	checkBatchStopped(t, dir, proc, out, "batch after SIGTERM", 1)
+	mustRun(t, dir, "resume", "b1")
+	checkBatchDone(t, dir, "b1", 5000)
+}
+
+// checkBatchStopped waits for batch b1's process proc (what names it) after
+// its stops-th stop: it must exit 0 printing status interrupted, its last
+// timeline step failed as interrupted, and exactly stops steps so failed,
+// one per stop.
+func checkBatchStopped(t *testing.T, dir string, proc *exec.Cmd, out *bytes.Buffer, what string, stops int) {
+	t.Helper()
 	if code := exitOf(t, proc.Wait()); code != 0 {
-		t.Fatalf("batch after SIGTERM exited %d, want 0", code)
+		t.Fatalf("%s exited %d, want 0: %s", what, code, out)
 	}
 	var v map[string]any
 	if err := json.Unmarshal(out.Bytes(), &v); err != nil || v["status"] != "interrupted" {
-		t.Fatalf("batch after SIGTERM printed %v (%v), want status interrupted", v, err)
+		t.Fatalf("%s printed %v (%v), want status interrupted", what, v, err)
 	}
 	if got := query(t, dir, "business.sqlite", `SELECT status || ': ' || error FROM steps WHERE task_id = 'b1' ORDER BY seq DESC LIMIT 1`); got != "failed: run interrupted; step not completed" {
-		t.Errorf("last step = %q", got)
+		t.Errorf("%s: last timeline step = %q", what, got)
 	}
-	if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM steps WHERE task_id = 'b1' AND error = 'run interrupted; step not completed'`); got != "1" {
-		t.Errorf("%s steps recorded as interrupted by one SIGTERM, want 1", got)
+	if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM steps WHERE task_id = 'b1' AND error = 'run interrupted; step not completed'`); got != fmt.Sprint(stops) {
+		t.Errorf("%s: %s steps recorded as interrupted by %d stops, want %d", what, got, stops, stops)
 	}
-	mustRun(t, dir, "resume", "b1")
-	checkBatchDone(t, dir, "b1", 5000)
 }
 
 // TestLockedFileIsConflict holds business.sqlite's write lock from another
