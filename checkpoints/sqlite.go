@@ -226,12 +226,7 @@ func (s *SQLite) putCheckpoint(ctx context.Context, cp *flow.Checkpoint, durable
 		seq, err = s.put(ctx, tx, cp, row)
 		return err
 	}
-	if durable {
-		err = sqlitedb.DurableTx(ctx, s.db, s.synchronous, begin)
-	} else {
-		err = s.inTx(ctx, begin)
-	}
-	if err != nil {
+	if err := s.inTx(ctx, durable, begin); err != nil {
 		var ce *flow.ConflictError
 		if errors.As(err, &ce) {
 			return err
@@ -242,8 +237,13 @@ func (s *SQLite) putCheckpoint(ctx context.Context, cp *flow.Checkpoint, durable
 	return nil
 }
 
-// inTx runs fn in a write transaction (BEGIN IMMEDIATE) and commits it.
-func (s *SQLite) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// inTx runs fn in a write transaction (BEGIN IMMEDIATE) and commits it;
+// with durable, the commit is durable against power loss together with
+// every earlier one (sqlitedb.DurableTx).
+func (s *SQLite) inTx(ctx context.Context, durable bool, fn func(tx *sql.Tx) error) error {
+	if durable {
+		return sqlitedb.DurableTx(ctx, s.db, s.synchronous, fn)
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -291,14 +291,11 @@ func (s *SQLite) moveHead(ctx context.Context, tx *sql.Tx, threadID, parentID, i
 	var res sql.Result
 	if headSeq == 0 {
 		res, err = q.ExecContext(ctx, sqlNewHead, threadID, id, headSeq+n, now)
-		if err != nil {
-			return 0, err
-		}
 	} else {
 		res, err = q.ExecContext(ctx, sqlMoveHead, id, headSeq+n, now, threadID, headID, headSeq)
-		if err != nil {
-			return 0, err
-		}
+	}
+	if err != nil {
+		return 0, err
 	}
 	// Zero rows means the guard found another head: never ignored.
 	if n, err := res.RowsAffected(); err != nil {
@@ -466,13 +463,7 @@ func (s *SQLite) putWritesTx(ctx context.Context, threadID, checkpointID string,
 		return err
 	}
 	fn := func(tx *sql.Tx) error { return s.putWrites(ctx, tx, threadID, checkpointID, writes) }
-	var err error
-	if durable {
-		err = sqlitedb.DurableTx(ctx, s.db, s.synchronous, fn)
-	} else {
-		err = s.inTx(ctx, fn)
-	}
-	if err != nil {
+	if err := s.inTx(ctx, durable, fn); err != nil {
 		return fmt.Errorf("put writes %s/%s: %w", threadID, checkpointID, err)
 	}
 	return nil
