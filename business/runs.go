@@ -285,17 +285,27 @@ func (s *Store) StartStep(ctx context.Context, taskID, node string, now time.Tim
 // LastStep returns the task's step with the highest seq, or ErrNotFound
 // when it has none.
 func (s *Store) LastStep(ctx context.Context, taskID string) (Step, error) {
-	st := Step{Task: taskID}
-	var started, ended string
-	err := s.q.QueryRowContext(ctx,
-		`SELECT seq, node, attempt, status, started_at, ended_at, error FROM steps WHERE task_id = ? ORDER BY seq DESC LIMIT 1`, taskID).
-		Scan(&st.Seq, &st.Node, &st.Attempt, &st.Status, &started, &ended, &st.Error)
+	st, err := scanStep(taskID, s.q.QueryRowContext(ctx,
+		`SELECT `+stepColumns+` FROM steps WHERE task_id = ? ORDER BY seq DESC LIMIT 1`, taskID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Step{}, fmt.Errorf("last step of task %s: %w", taskID, ErrNotFound)
 	}
 	if err != nil {
 		return Step{}, fmt.Errorf("last step of task %s: %w", taskID, err)
 	}
+	return st, nil
+}
+
+const stepColumns = `seq, node, attempt, status, started_at, ended_at, error`
+
+// scanStep reads one row of stepColumns, a step of task taskID.
+func scanStep(taskID string, sc scanner) (Step, error) {
+	st := Step{Task: taskID}
+	var started, ended string
+	if err := sc.Scan(&st.Seq, &st.Node, &st.Attempt, &st.Status, &started, &ended, &st.Error); err != nil {
+		return Step{}, err
+	}
+	var err error
 	if st.StartedAt, err = parseTime(started); err != nil {
 		return Step{}, err
 	}
@@ -390,26 +400,16 @@ func (s *Store) FailRunningSteps(ctx context.Context, taskID, msg string, now ti
 
 // Steps returns the task's timeline in seq order.
 func (s *Store) Steps(ctx context.Context, taskID string) ([]Step, error) {
-	rows, err := s.q.QueryContext(ctx,
-		`SELECT seq, node, attempt, status, started_at, ended_at, error FROM steps WHERE task_id = ? ORDER BY seq`, taskID)
+	rows, err := s.q.QueryContext(ctx, `SELECT `+stepColumns+` FROM steps WHERE task_id = ? ORDER BY seq`, taskID)
 	if err != nil {
 		return nil, fmt.Errorf("steps of task %s: %w", taskID, err)
 	}
 	defer rows.Close()
 	var out []Step
 	for rows.Next() {
-		st := Step{Task: taskID}
-		var started, ended string
-		if err := rows.Scan(&st.Seq, &st.Node, &st.Attempt, &st.Status, &started, &ended, &st.Error); err != nil {
+		st, err := scanStep(taskID, rows)
+		if err != nil {
 			return nil, fmt.Errorf("steps of task %s: %w", taskID, err)
-		}
-		if st.StartedAt, err = parseTime(started); err != nil {
-			return nil, err
-		}
-		if ended != "" {
-			if st.EndedAt, err = parseTime(ended); err != nil {
-				return nil, err
-			}
 		}
 		out = append(out, st)
 	}
