@@ -291,13 +291,27 @@ func (b *Buffer) List(ctx context.Context, threadID string, opts flow.ListOption
 	b.mu.Lock()
 	defer b.mu.Unlock()
 
-	var buffered []*flow.Checkpoint
-	th := b.threads[threadID]
-	if th != nil {
-		buffered = th.checkpoints
+	out, baseOpts, full := b.threads[threadID].list(opts)
+	if full {
+		return out, nil
 	}
-	end := len(buffered) // exclusive
-	baseOpts := opts
+	more, err := b.base.List(ctx, threadID, baseOpts)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, more...), nil
+}
+
+// list returns copies of the buffered checkpoints that opts selects, newest
+// first; the options that select the rest from base, whose checkpoints are
+// all older than the buffered ones; and full, true when opts.Limit is
+// reached so base need not be asked. th may be nil.
+func (th *bufferedThread) list(opts flow.ListOptions) (out []*flow.Checkpoint, baseOpts flow.ListOptions, full bool) {
+	baseOpts = opts
+	end := 0 // exclusive
+	if th != nil {
+		end = len(th.checkpoints)
+	}
 	if opts.Before != "" {
 		end = 0 // in base, or nowhere: base decides
 		if stored, ok := th.lookup(opts.Before); ok {
@@ -305,31 +319,18 @@ func (b *Buffer) List(ctx context.Context, threadID string, opts flow.ListOption
 			baseOpts.Before = "" // every checkpoint of base is older
 		}
 	}
-	var out []*flow.Checkpoint
-	for i := end - 1; i >= 0; i-- {
-		if opts.Limit > 0 && len(out) == opts.Limit {
-			return out, nil
+	for i := end - 1; i >= 0 && (opts.Limit <= 0 || len(out) < opts.Limit); i-- {
+		if cp := th.checkpoints[i]; matches(cp, opts) {
+			out = append(out, cloneCheckpoint(cp))
 		}
-		cp := buffered[i]
-		if opts.Source != "" && cp.Metadata.Source != opts.Source {
-			continue
-		}
-		if opts.Step != nil && cp.Metadata.Step != *opts.Step {
-			continue
-		}
-		out = append(out, cloneCheckpoint(cp))
 	}
 	if opts.Limit > 0 {
 		if len(out) == opts.Limit {
-			return out, nil
+			return out, baseOpts, true
 		}
 		baseOpts.Limit = opts.Limit - len(out)
 	}
-	more, err := b.base.List(ctx, threadID, baseOpts)
-	if err != nil {
-		return nil, err
-	}
-	return append(out, more...), nil
+	return out, baseOpts, false
 }
 
 // DeleteThread drops what is buffered for the thread, then deletes the

@@ -132,6 +132,13 @@ func mergeWrites(byCheckpoint map[string]map[writeKey]flow.Write, checkpointID s
 	return copies
 }
 
+// matches reports whether cp passes the Source and Step filters of opts
+// (flow.ListOptions); Limit and Before are the caller's to apply.
+func matches(cp *flow.Checkpoint, opts flow.ListOptions) bool {
+	return (opts.Source == "" || cp.Metadata.Source == opts.Source) &&
+		(opts.Step == nil || cp.Metadata.Step == *opts.Step)
+}
+
 // compareWrites orders pending writes by (TaskID, Kind, Idx), the order Get
 // returns them in.
 func compareWrites(a, b flow.Write) int {

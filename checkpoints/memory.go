@@ -160,14 +160,9 @@ func (m *Memory) List(ctx context.Context, threadID string, opts flow.ListOption
 		if opts.Limit > 0 && len(out) == opts.Limit {
 			break
 		}
-		cp := th.checkpoints[i]
-		if opts.Source != "" && cp.Metadata.Source != opts.Source {
-			continue
+		if cp := th.checkpoints[i]; matches(cp, opts) {
+			out = append(out, cloneCheckpoint(cp))
 		}
-		if opts.Step != nil && cp.Metadata.Step != *opts.Step {
-			continue
-		}
-		out = append(out, cloneCheckpoint(cp))
 	}
 	return out, nil
 }

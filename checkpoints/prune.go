@@ -25,6 +25,8 @@ func (s *SQLite) Prune(ctx context.Context, threadID string, keep int) (rows int
 	return rows, bytes, nil
 }
 
+// prune is Prune in one transaction, for keep of at least 1; the caller
+// wraps its errors.
 func (s *SQLite) prune(ctx context.Context, threadID string, keep int) (int, int64, error) {
 	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the head cannot move under us
 	if err != nil {
@@ -53,37 +55,49 @@ func (s *SQLite) prune(ctx context.Context, threadID string, keep int) (int, int
 		 WHERE thread_id = ? AND seq = ? AND pruned_parent_id IS NULL`, threadID, cut+1); err != nil {
 		return 0, 0, err
 	}
-	var cpBytes, wBytes int64
-	if err := tx.QueryRowContext(ctx,
-		`SELECT coalesce(sum(coalesce(length(CAST(values_json AS BLOB)), 0) + coalesce(length(CAST(next_json AS BLOB)), 0)
-		                     + coalesce(length(CAST(metadata_json AS BLOB)), 0)), 0)
-		 FROM checkpoints WHERE thread_id = ? AND seq <= ?`, threadID, cut).Scan(&cpBytes); err != nil {
-		return 0, 0, err
-	}
-	if err := tx.QueryRowContext(ctx,
-		`SELECT coalesce(sum(coalesce(length(CAST(value_json AS BLOB)), 0)), 0) FROM writes
-		 WHERE thread_id = ? AND seq <= ?`, threadID, cut).Scan(&wBytes); err != nil {
+	n, err := prunedBytes(ctx, tx, threadID, cut)
+	if err != nil {
 		return 0, 0, err
 	}
 	// Writes first: they reference their checkpoint (foreign keys are on).
-	res, err := tx.ExecContext(ctx, `DELETE FROM writes WHERE thread_id = ? AND seq <= ?`, threadID, cut)
+	nw, err := deleteUpTo(ctx, tx, `DELETE FROM writes WHERE thread_id = ? AND seq <= ?`, threadID, cut)
 	if err != nil {
 		return 0, 0, err
 	}
-	nw, err := res.RowsAffected()
-	if err != nil {
-		return 0, 0, err
-	}
-	res, err = tx.ExecContext(ctx, `DELETE FROM checkpoints WHERE thread_id = ? AND seq <= ?`, threadID, cut)
-	if err != nil {
-		return 0, 0, err
-	}
-	nc, err := res.RowsAffected()
+	nc, err := deleteUpTo(ctx, tx, `DELETE FROM checkpoints WHERE thread_id = ? AND seq <= ?`, threadID, cut)
 	if err != nil {
 		return 0, 0, err
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, 0, err
 	}
-	return int(nw + nc), cpBytes + wBytes, nil
+	return int(nw + nc), n, nil
+}
+
+// prunedBytes returns, in tx, the bytes of the JSON columns of the thread's
+// checkpoints and pending writes with seq <= cut.
+func prunedBytes(ctx context.Context, tx *sql.Tx, threadID string, cut int64) (int64, error) {
+	var cpBytes, wBytes int64
+	if err := tx.QueryRowContext(ctx,
+		`SELECT coalesce(sum(coalesce(length(CAST(values_json AS BLOB)), 0) + coalesce(length(CAST(next_json AS BLOB)), 0)
+		                     + coalesce(length(CAST(metadata_json AS BLOB)), 0)), 0)
+		 FROM checkpoints WHERE thread_id = ? AND seq <= ?`, threadID, cut).Scan(&cpBytes); err != nil {
+		return 0, err
+	}
+	if err := tx.QueryRowContext(ctx,
+		`SELECT coalesce(sum(coalesce(length(CAST(value_json AS BLOB)), 0)), 0) FROM writes
+		 WHERE thread_id = ? AND seq <= ?`, threadID, cut).Scan(&wBytes); err != nil {
+		return 0, err
+	}
+	return cpBytes + wBytes, nil
+}
+
+// deleteUpTo runs query, a DELETE of the thread's rows with seq <= cut
+// taking those two arguments, in tx and returns how many rows it removed.
+func deleteUpTo(ctx context.Context, tx *sql.Tx, query, threadID string, cut int64) (int64, error) {
+	res, err := tx.ExecContext(ctx, query, threadID, cut)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }

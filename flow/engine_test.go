@@ -357,6 +357,9 @@ func TestInterruptSignal(t *testing.T) {
 			}
 			c.want(t, map[string]int{"approve": 1, "submit": 0})
 			snap = must(t)(r.Resume(t.Context(), "t1", flow.Command{Resume: "yes"}))
+			if !snap.Done() || snap.Values.Answers["approve"] != "yes" {
+				t.Fatalf("values %+v done %v, want the answer passed through", snap.Values, snap.Done())
+			}
 			c.want(t, map[string]int{"approve": 2, "submit": 1})
 		})
 	})

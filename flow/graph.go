@@ -206,25 +206,10 @@ func (g *Graph[S]) validate() []error {
 	if g.reducer == nil {
 		errs = append(errs, errors.New("compile: no reducer"))
 	}
-	known := func(n string) bool { return n == End || g.nodes[n] != nil }
-	for _, from := range slices.Sorted(maps.Keys(g.edges)) {
-		if from != Start && g.nodes[from] == nil {
-			errs = append(errs, fmt.Errorf("compile: edge from unknown node %q", from))
-		}
-		for _, to := range g.edges[from] {
-			if !known(to) {
-				errs = append(errs, fmt.Errorf("compile: edge %s -> unknown node %q", from, to))
-			}
-		}
-	}
-	for _, from := range slices.Sorted(maps.Keys(g.routers)) {
-		if from != Start && g.nodes[from] == nil {
-			errs = append(errs, fmt.Errorf("compile: conditional edges from unknown node %q", from))
-		}
-	}
+	errs = append(errs, g.edgeErrors()...)
 	for _, j := range g.joins {
 		for _, f := range append(slices.Clone(j.from), j.to) {
-			if !known(f) {
+			if !g.known(f) {
 				errs = append(errs, fmt.Errorf("compile: join names unknown node %q", f))
 			}
 		}
@@ -235,58 +220,40 @@ func (g *Graph[S]) validate() []error {
 	return errs
 }
 
+// edgeErrors returns an error for each edge and conditional edge that
+// names an unknown node, in the order of the source nodes' names.
+func (g *Graph[S]) edgeErrors() []error {
+	var errs []error
+	for _, from := range slices.Sorted(maps.Keys(g.edges)) {
+		if from != Start && g.nodes[from] == nil {
+			errs = append(errs, fmt.Errorf("compile: edge from unknown node %q", from))
+		}
+		for _, to := range g.edges[from] {
+			if !g.known(to) {
+				errs = append(errs, fmt.Errorf("compile: edge %s -> unknown node %q", from, to))
+			}
+		}
+	}
+	for _, from := range slices.Sorted(maps.Keys(g.routers)) {
+		if from != Start && g.nodes[from] == nil {
+			errs = append(errs, fmt.Errorf("compile: conditional edges from unknown node %q", from))
+		}
+	}
+	return errs
+}
+
+// known reports whether an edge may lead to n: End or a node of the graph.
+func (g *Graph[S]) known(n string) bool { return n == End || g.nodes[n] != nil }
+
 // successors returns the nodes that follow the nodes ran, given the merged
 // state, and the join progress carried to the next checkpoint. A router
 // naming an unknown node is an error.
 func (g *Graph[S]) successors(ran []string, state S, waiting map[string][]string) ([]string, map[string][]string, error) {
-	set := map[string]bool{}
-	for _, n := range ran {
-		for _, to := range g.edges[n] {
-			set[to] = true
-		}
-		if route := g.routers[n]; route != nil {
-			tos, err := callRouter(n, route, state)
-			if err != nil {
-				return nil, nil, err
-			}
-			for _, to := range tos {
-				if to != End && g.nodes[to] == nil {
-					return nil, nil, fmt.Errorf("router of %s chose unknown node %q", n, to)
-				}
-				set[to] = true
-			}
-		}
+	set, err := g.routed(ran, state)
+	if err != nil {
+		return nil, nil, err
 	}
-	var nextWaiting map[string][]string
-	for k, v := range waiting {
-		if nextWaiting == nil {
-			nextWaiting = map[string][]string{}
-		}
-		nextWaiting[k] = slices.Clone(v)
-	}
-	for _, j := range g.joins {
-		seen := nextWaiting[j.to]
-		touched := false
-		for _, n := range ran {
-			if slices.Contains(j.from, n) && !slices.Contains(seen, n) {
-				seen = append(seen, n)
-				touched = true
-			}
-		}
-		if !touched {
-			continue
-		}
-		if nextWaiting == nil {
-			nextWaiting = map[string][]string{}
-		}
-		if len(seen) == len(j.from) {
-			set[j.to] = true
-			delete(nextWaiting, j.to)
-		} else {
-			sort.Strings(seen)
-			nextWaiting[j.to] = seen
-		}
-	}
+	nextWaiting := g.joinProgress(ran, waiting, set)
 	delete(set, End)
 	next := make([]string, 0, len(set))
 	for n := range set {
@@ -294,6 +261,77 @@ func (g *Graph[S]) successors(ran []string, state S, waiting map[string][]string
 	}
 	sort.Strings(next)
 	return next, nextWaiting, nil
+}
+
+// routed returns the set of nodes (End among them) that the edges and
+// routers leaving the nodes ran lead to, given the merged state. A router
+// that names an unknown node or panics is an error.
+func (g *Graph[S]) routed(ran []string, state S) (map[string]bool, error) {
+	set := map[string]bool{}
+	for _, n := range ran {
+		for _, to := range g.edges[n] {
+			set[to] = true
+		}
+		route := g.routers[n]
+		if route == nil {
+			continue
+		}
+		tos, err := callRouter(n, route, state)
+		if err != nil {
+			return nil, err
+		}
+		for _, to := range tos {
+			if to != End && g.nodes[to] == nil {
+				return nil, fmt.Errorf("router of %s chose unknown node %q", n, to)
+			}
+			set[to] = true
+		}
+	}
+	return set, nil
+}
+
+// joinProgress records the nodes ran in the progress of the joins, waiting
+// (target → sources finished so far, left unchanged), and returns the
+// progress for the next checkpoint: nil when there is none. A join whose
+// sources have now all finished leaves it, and its target is added to set.
+func (g *Graph[S]) joinProgress(ran []string, waiting map[string][]string, set map[string]bool) map[string][]string {
+	var next map[string][]string
+	for k, v := range waiting {
+		if next == nil {
+			next = map[string][]string{}
+		}
+		next[k] = slices.Clone(v)
+	}
+	for _, j := range g.joins {
+		seen, touched := j.record(next[j.to], ran)
+		if !touched {
+			continue
+		}
+		if next == nil {
+			next = map[string][]string{}
+		}
+		if len(seen) == len(j.from) {
+			set[j.to] = true
+			delete(next, j.to)
+		} else {
+			sort.Strings(seen)
+			next[j.to] = seen
+		}
+	}
+	return next
+}
+
+// record appends to seen, the sources of j finished so far, those among ran
+// it lacks, and reports whether there were any.
+func (j join) record(seen, ran []string) ([]string, bool) {
+	touched := false
+	for _, n := range ran {
+		if slices.Contains(j.from, n) && !slices.Contains(seen, n) {
+			seen = append(seen, n)
+			touched = true
+		}
+	}
+	return seen, touched
 }
 
 // callRouter runs a router, turning a panic into an error as callNode does

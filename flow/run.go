@@ -89,57 +89,89 @@ func (r *Runnable[S]) Resume(ctx context.Context, threadID string, cmd Command) 
 	if head == nil {
 		return nil, fmt.Errorf("resume %s: %w", threadID, ErrThreadNotFound)
 	}
+	return r.resume(ctx, head, cmd)
+}
+
+// resume is Resume from head: it saves cmd's answers against head, then
+// runs the thread on.
+func (r *Runnable[S]) resume(ctx context.Context, head *Checkpoint, cmd Command) (*Snapshot[S], error) {
+	writes, err := answerWrites(head, cmd)
+	if err != nil {
+		return nil, fmt.Errorf("resume %s: %w", head.ThreadID, err)
+	}
+	if len(writes) > 0 {
+		if err := r.opts.Checkpointer.PutWrites(ctx, head.ThreadID, head.ID, writes); err != nil {
+			return nil, fmt.Errorf("resume %s: save answers: %w", head.ThreadID, err)
+		}
+		head.PendingWrites = append(head.PendingWrites, writes...)
+	}
+	return r.loop(ctx, head, false)
+}
+
+// answerWrites checks cmd against the questions open at head and returns
+// the pending writes that save its answers, sorted by question id; none for
+// an empty Command, which continues a run that asks nothing. Errors:
+// ErrResumeValueRequired, ErrNoPendingInterrupt, ErrAmbiguousResume,
+// *UnknownInterruptError, *AnswerInFlightError, an answer that does not
+// encode as JSON.
+func answerWrites(head *Checkpoint, cmd Command) ([]Write, error) {
 	groups := groupWrites(head.PendingWrites)
 	open := pending(head, groups)
 	if !cmd.hasValue() {
 		if len(open) > 0 {
-			return nil, fmt.Errorf("resume %s: %w", threadID, ErrResumeValueRequired)
+			return nil, ErrResumeValueRequired
 		}
-		return r.loop(ctx, head, false)
+		return nil, nil
 	}
 	// An answer saved at this head whose task has not finished with it is
 	// being used by another request right now (or by one that stopped): a
 	// second answer to it is a conflict, not a new question to answer.
 	busy := inFlight(head, groups)
-	if len(open) == 0 {
-		if len(busy) > 0 {
-			return nil, fmt.Errorf("resume %s: %w", threadID, &AnswerInFlightError{ThreadID: threadID, InterruptID: busy[0]})
-		}
-		return nil, fmt.Errorf("resume %s: %w", threadID, ErrNoPendingInterrupt)
+	answers, err := answersByID(head.ThreadID, cmd, open, busy)
+	if err != nil {
+		return nil, err
 	}
-	answers := map[string]any{}
-	if cmd.Resume != nil {
-		if len(open) > 1 || len(cmd.ResumeMap) > 0 {
-			return nil, fmt.Errorf("resume %s: %d questions pending: %w", threadID, len(open), ErrAmbiguousResume)
-		}
-		answers[open[0].ID] = cmd.Resume
-	} else {
-		answers = cmd.ResumeMap
-	}
-	byID := map[string]PendingInterrupt{}
+	byID := make(map[string]PendingInterrupt, len(open))
 	for _, in := range open {
 		byID[in.ID] = in
 	}
-	var writes []Write
+	writes := make([]Write, 0, len(answers))
 	for _, id := range slices.Sorted(maps.Keys(answers)) {
 		in, ok := byID[id]
 		if !ok && slices.Contains(busy, id) {
-			return nil, fmt.Errorf("resume %s: %w", threadID, &AnswerInFlightError{ThreadID: threadID, InterruptID: id})
+			return nil, &AnswerInFlightError{ThreadID: head.ThreadID, InterruptID: id}
 		}
 		if !ok {
-			return nil, fmt.Errorf("resume %s: %w", threadID, &UnknownInterruptError{ID: id})
+			return nil, &UnknownInterruptError{ID: id}
 		}
 		raw, err := json.Marshal(answers[id])
 		if err != nil {
-			return nil, fmt.Errorf("resume %s: encode answer to %s: %w", threadID, id, err)
+			return nil, fmt.Errorf("encode answer to %s: %w", id, err)
 		}
 		writes = append(writes, Write{TaskID: in.TaskID, Node: in.Node, Kind: WriteResume, Idx: in.Idx, Value: raw})
 	}
-	if err := r.opts.Checkpointer.PutWrites(ctx, threadID, head.ID, writes); err != nil {
-		return nil, fmt.Errorf("resume %s: save answers: %w", threadID, err)
+	return writes, nil
+}
+
+// answersByID returns the answers of cmd, which has a value, by question
+// id: cmd.ResumeMap, or cmd.Resume for the one open question. open are the
+// questions open at the head of thread threadID, busy the ids of answered
+// ones still in use. Errors: *AnswerInFlightError or ErrNoPendingInterrupt
+// when no question is open, ErrAmbiguousResume.
+func answersByID(threadID string, cmd Command, open []PendingInterrupt, busy []string) (map[string]any, error) {
+	if len(open) == 0 {
+		if len(busy) > 0 {
+			return nil, &AnswerInFlightError{ThreadID: threadID, InterruptID: busy[0]}
+		}
+		return nil, ErrNoPendingInterrupt
 	}
-	head.PendingWrites = append(head.PendingWrites, writes...)
-	return r.loop(ctx, head, false)
+	if cmd.Resume == nil {
+		return cmd.ResumeMap, nil
+	}
+	if len(open) > 1 || len(cmd.ResumeMap) > 0 {
+		return nil, fmt.Errorf("%d questions pending: %w", len(open), ErrAmbiguousResume)
+	}
+	return map[string]any{open[0].ID: cmd.Resume}, nil
 }
 
 // State returns the snapshot of the thread's head, or ErrThreadNotFound. A
@@ -330,8 +362,28 @@ type taskResult struct {
 // is made durable where the Checkpointer can, and *synced set.
 func (r *Runnable[S]) superstep(ctx context.Context, cp *Checkpoint, synced *bool) (next *Checkpoint, stop bool, err error) {
 	groups := groupWrites(cp.PendingWrites)
-	results := make([]taskResult, len(cp.Next))
-	var todo []int
+	results, todo := planTasks(cp, groups)
+	// Each finished task's update is saved at once when the superstep has
+	// siblings, so a sibling's question, failure or a crash does not make it
+	// run again. A task alone in its superstep goes straight to the checkpoint.
+	r.runTasks(ctx, cp, groups, results, todo, len(cp.Next) > 1)
+	out := collect(cp.ThreadID, results)
+	if out.halted() {
+		if err := r.savePending(ctx, cp, out, synced); err != nil {
+			return nil, false, err
+		}
+		return nil, out.asked && len(out.failed) == 0, errors.Join(out.failed...)
+	}
+	next, err = r.commit(ctx, cp, results, synced)
+	return next, false, err
+}
+
+// planTasks lists the tasks of the superstep after cp, one per node due, in
+// the order of cp.Next, and returns the indexes of those to run. A task that
+// finished already keeps the update saved in its pending writes; one with a
+// question still unanswered stays parked.
+func planTasks(cp *Checkpoint, groups map[string]*taskWrites) (results []taskResult, todo []int) {
+	results = make([]taskResult, len(cp.Next))
 	for i, node := range cp.Next {
 		id := taskID(cp.ID, node)
 		results[i] = taskResult{id: id, node: node}
@@ -347,10 +399,13 @@ func (r *Runnable[S]) superstep(ctx context.Context, cp *Checkpoint, synced *boo
 			todo = append(todo, i)
 		}
 	}
-	// Each finished task's update is saved at once when the superstep has
-	// siblings, so a sibling's question, failure or a crash does not make it
-	// run again. A task alone in its superstep goes straight to the checkpoint.
-	saveEach := len(cp.Next) > 1
+	return results, todo
+}
+
+// runTasks runs the tasks results[i] for i in todo, each with the answers
+// saved for it in groups, and returns when all have ended. Several run
+// concurrently; with saveEach each saves its update the moment it finishes.
+func (r *Runnable[S]) runTasks(ctx context.Context, cp *Checkpoint, groups map[string]*taskWrites, results []taskResult, todo []int, saveEach bool) {
 	var wg sync.WaitGroup
 	for _, i := range todo {
 		var resumes map[int]json.RawMessage
@@ -370,97 +425,153 @@ func (r *Runnable[S]) superstep(ctx context.Context, cp *Checkpoint, synced *boo
 		}(&results[i])
 	}
 	wg.Wait()
+}
 
-	var failed []error
-	asked := false
-	var writes, saved []Write
+// stepOutcome is what the tasks of a superstep came to.
+type stepOutcome struct {
+	failed []error // a *TaskError for each task that failed
+	asked  bool    // a task asked a question, or is still parked on one
+	// writes are to be saved against the superstep's checkpoint if it
+	// halts: failures, questions and the updates not saved yet.
+	writes []Write
+	saved  []Write // the updates saved already (saveEach)
+}
+
+// halted reports whether the superstep ends without a checkpoint of its
+// own because a task failed or asked.
+func (o stepOutcome) halted() bool { return len(o.failed) > 0 || o.asked }
+
+// collect gathers the outcomes of the tasks of a superstep of thread
+// threadID, in the order of results.
+func collect(threadID string, results []taskResult) stepOutcome {
+	var o stepOutcome
 	for _, res := range results {
 		switch {
 		case res.parked:
-			asked = true
+			o.asked = true
 		case res.err != nil:
-			failed = append(failed, &TaskError{ThreadID: cp.ThreadID, Node: res.node, Err: res.err})
+			o.failed = append(o.failed, &TaskError{ThreadID: threadID, Node: res.node, Err: res.err})
 			msg, _ := json.Marshal(res.err.Error())
-			writes = append(writes, Write{TaskID: res.id, Node: res.node, Kind: WriteError, Value: msg})
+			o.writes = append(o.writes, Write{TaskID: res.id, Node: res.node, Kind: WriteError, Value: msg})
 		case len(res.interrupt) > 0:
-			asked = true
+			o.asked = true
 			for _, ie := range res.interrupt {
-				writes = append(writes, questionWrite(res.id, res.node, ie.Interrupt))
+				o.writes = append(o.writes, questionWrite(res.id, res.node, ie.Interrupt))
 			}
 		case res.ran:
 			w := Write{TaskID: res.id, Node: res.node, Kind: WriteUpdate, Value: res.update}
 			if res.saved {
-				saved = append(saved, w)
+				o.saved = append(o.saved, w)
 			} else {
-				writes = append(writes, w)
+				o.writes = append(o.writes, w)
 			}
 		}
 	}
-	if len(failed) > 0 || asked {
-		if len(writes) > 0 {
-			put := r.opts.Checkpointer.PutWrites
-			d, durable := r.opts.Checkpointer.(DurableWriter)
-			if durable {
-				put = d.PutWritesDurable
-			}
-			if err := put(context.WithoutCancel(ctx), cp.ThreadID, cp.ID, writes); err != nil {
-				return nil, false, fmt.Errorf("save pending writes of %s: %w", cp.ThreadID, err)
-			}
-			*synced = durable
-		}
-		// Keep the in-memory head in step with what is stored.
-		cp.PendingWrites = append(cp.PendingWrites, saved...)
-		cp.PendingWrites = append(cp.PendingWrites, writes...)
-		return nil, asked && len(failed) == 0, errors.Join(failed...)
-	}
+	return o
+}
 
+// savePending saves the writes of a halted superstep against cp. They are
+// the run's last, so they are committed durably where the Checkpointer can
+// (DurableWriter), which sets *synced. The in-memory cp is kept in step with
+// what is stored.
+func (r *Runnable[S]) savePending(ctx context.Context, cp *Checkpoint, o stepOutcome, synced *bool) error {
+	if len(o.writes) > 0 {
+		put := r.opts.Checkpointer.PutWrites
+		d, durable := r.opts.Checkpointer.(DurableWriter)
+		if durable {
+			put = d.PutWritesDurable
+		}
+		if err := put(context.WithoutCancel(ctx), cp.ThreadID, cp.ID, o.writes); err != nil {
+			return fmt.Errorf("save pending writes of %s: %w", cp.ThreadID, err)
+		}
+		*synced = durable
+	}
+	cp.PendingWrites = append(cp.PendingWrites, o.saved...)
+	cp.PendingWrites = append(cp.PendingWrites, o.writes...)
+	return nil
+}
+
+// commit merges the updates of a finished superstep into cp's state and
+// writes the checkpoint that follows cp, with the nodes due next and the
+// breakpoint it pauses at, if any. When that write is the run's last (the
+// end, a breakpoint) it is durable where the Checkpointer can, which sets
+// *synced. The hooks "after-checkpoint:NODE" run once it is written.
+func (r *Runnable[S]) commit(ctx context.Context, cp *Checkpoint, results []taskResult, synced *bool) (*Checkpoint, error) {
+	state, ran, written, err := r.merge(cp, results)
+	if err != nil {
+		return nil, err
+	}
+	nextNodes, waiting, err := r.g.successors(ran, state, cp.Metadata.Waiting)
+	if err != nil {
+		return nil, fmt.Errorf("thread %s: %w", cp.ThreadID, err)
+	}
+	ncp, err := r.newCheckpoint(cp.ThreadID, cp, state, nextNodes, Metadata{Source: SourceLoop, Step: cp.Metadata.Step + 1, Writes: written, Waiting: waiting})
+	if err != nil {
+		return nil, err
+	}
+	ncp.Breakpoint = r.breakpointAfter(ran, nextNodes)
+	if ncp.Breakpoint == "" {
+		ncp.Breakpoint = r.breakpointBefore(nextNodes)
+	}
+	durable, err := r.putCheckpoint(ctx, ncp, len(nextNodes) == 0 || ncp.Breakpoint != "")
+	if err != nil {
+		return nil, fmt.Errorf("save checkpoint of %s: %w", cp.ThreadID, err)
+	}
+	*synced = durable
+	for _, n := range ran {
+		r.hook("after-checkpoint:" + n)
+	}
+	return ncp, nil
+}
+
+// merge applies the tasks' updates to cp's state through the reducer, in
+// the order of results (cp.Next, sorted by node name), and returns the new
+// state, the nodes that ran and each one's update (for Metadata.Writes).
+func (r *Runnable[S]) merge(cp *Checkpoint, results []taskResult) (S, []string, map[string]json.RawMessage, error) {
 	state, err := r.decodeState(cp)
 	if err != nil {
-		return nil, false, err
+		return state, nil, nil, err
 	}
 	ran := make([]string, 0, len(results))
 	written := make(map[string]json.RawMessage, len(results))
 	for _, res := range results {
 		var upd S
 		if err := json.Unmarshal(res.update, &upd); err != nil {
-			return nil, false, fmt.Errorf("decode update of node %s: %w", res.node, err)
+			return state, nil, nil, fmt.Errorf("decode update of node %s: %w", res.node, err)
 		}
 		state = r.g.reducer(state, upd)
 		ran = append(ran, res.node)
 		written[res.node] = res.update
 	}
-	nextNodes, waiting, err := r.g.successors(ran, state, cp.Metadata.Waiting)
-	if err != nil {
-		return nil, false, fmt.Errorf("thread %s: %w", cp.ThreadID, err)
-	}
-	ncp, err := r.newCheckpoint(cp.ThreadID, cp, state, nextNodes, Metadata{Source: SourceLoop, Step: cp.Metadata.Step + 1, Writes: written, Waiting: waiting})
-	if err != nil {
-		return nil, false, err
+	return state, ran, written, nil
+}
+
+// breakpointAfter returns "after:NODE" for the first node of ran that has a
+// breakpoint after it (Options.InterruptAfter), or "". A run that ended
+// (next is empty) has nothing to continue, so it does not pause.
+func (r *Runnable[S]) breakpointAfter(ran, next []string) string {
+	if len(next) == 0 {
+		return ""
 	}
 	for _, n := range ran {
-		// A run that ended has nothing to continue: no pause.
-		if r.after[n] && len(nextNodes) > 0 {
-			ncp.Breakpoint = "after:" + n
-			break
+		if r.after[n] {
+			return "after:" + n
 		}
 	}
-	if ncp.Breakpoint == "" {
-		ncp.Breakpoint = r.breakpointBefore(nextNodes)
-	}
+	return ""
+}
+
+// putCheckpoint stores cp as its thread's new head. When last says it is
+// the run's last write it is committed durably where the Checkpointer can
+// (DurableWriter); durable reports whether it was.
+func (r *Runnable[S]) putCheckpoint(ctx context.Context, cp *Checkpoint, last bool) (durable bool, err error) {
 	put := r.opts.Checkpointer.Put
 	d, durable := r.opts.Checkpointer.(DurableWriter)
-	durable = durable && (len(nextNodes) == 0 || ncp.Breakpoint != "") // the run's last write
+	durable = durable && last
 	if durable {
 		put = d.PutDurable
 	}
-	if err := put(context.WithoutCancel(ctx), ncp); err != nil {
-		return nil, false, fmt.Errorf("save checkpoint of %s: %w", cp.ThreadID, err)
-	}
-	*synced = durable
-	for _, n := range ran {
-		r.hook("after-checkpoint:" + n)
-	}
-	return ncp, false, nil
+	return durable, put(context.WithoutCancel(ctx), cp)
 }
 
 // questionWrite is the pending write that saves a question of task id.

@@ -95,62 +95,94 @@ func (g *Graph[S]) runInline(ctx context.Context, parent *taskScope, input S) (S
 		if err := ctx.Err(); err != nil {
 			return zero, err
 		}
-		type outcome struct {
-			upd   S
-			err   error
-			asked *InterruptError
+		outs := g.runChildTasks(ctx, parent, path, strconv.Itoa(run)+"."+strconv.Itoa(step), next, state)
+		if err := childStepError(path, next, outs); err != nil {
+			return zero, err
 		}
-		outs := make([]outcome, len(next))
-		var wg sync.WaitGroup
-		for i, node := range next {
-			sc := &taskScope{
-				node:   node,
-				parent: parent,
-				key:    parent.key + "/" + strconv.Itoa(run) + "." + strconv.Itoa(step) + ":" + node,
-				path:   append(slices.Clone(path), node),
-			}
-			wg.Add(1)
-			go func(o *outcome) {
-				defer wg.Done()
-				upd, err := callNode(context.WithValue(ctx, scopeKey{}, sc), node, g.nodes[node], state)
-				// A child node that swallows its question and returns
-				// success is caught by the outer task: its question stays
-				// registered there, so the task fails with ErrInterruptIgnored.
-				if !errors.As(err, &o.asked) {
-					o.upd, o.err = upd, err
-				}
-			}(&outs[i])
+		if state, err = g.mergeChild(path, state, outs); err != nil {
+			return zero, err
 		}
-		wg.Wait()
-		var asked *InterruptError
-		for i, o := range outs {
-			if o.err != nil {
-				return zero, &SubgraphError{Path: append(slices.Clone(path), next[i]), Err: o.err}
-			}
-			if asked == nil {
-				asked = o.asked
-			}
-		}
-		if asked != nil {
-			return zero, asked
-		}
-		ran := slices.Clone(next)
-		for _, o := range outs {
-			// Round-trip through JSON as the checkpointed engine does, so a
-			// node behaves the same inside a subgraph and out of it.
-			raw, err := json.Marshal(o.upd)
-			if err != nil {
-				return zero, &SubgraphError{Path: path, Err: fmt.Errorf("encode update: %w", err)}
-			}
-			var upd S
-			if err := json.Unmarshal(raw, &upd); err != nil {
-				return zero, &SubgraphError{Path: path, Err: fmt.Errorf("decode update: %w", err)}
-			}
-			state = g.reducer(state, upd)
-		}
-		if next, waiting, err = g.successors(ran, state, waiting); err != nil {
+		if next, waiting, err = g.successors(next, state, waiting); err != nil {
 			return zero, &SubgraphError{Path: path, Err: err}
 		}
+	}
+	return state, nil
+}
+
+// childOutcome is what a task of a subgraph came to: its update, its
+// failure, or the question it asked.
+type childOutcome[S any] struct {
+	upd   S
+	err   error
+	asked *InterruptError
+}
+
+// runChildTasks runs the nodes next of one superstep of a subgraph
+// concurrently on state and returns their outcomes, in the order of next,
+// when all have ended. parent is the scope of the task running the
+// subgraph, path the nodes down to the subgraph, and place numbers the
+// subgraph run and superstep ("run.step"), so each child task's questions
+// keep a stable place.
+func (g *Graph[S]) runChildTasks(ctx context.Context, parent *taskScope, path []string, place string, next []string, state S) []childOutcome[S] {
+	outs := make([]childOutcome[S], len(next))
+	var wg sync.WaitGroup
+	for i, node := range next {
+		sc := &taskScope{
+			node:   node,
+			parent: parent,
+			key:    parent.key + "/" + place + ":" + node,
+			path:   append(slices.Clone(path), node),
+		}
+		wg.Add(1)
+		go func(o *childOutcome[S]) {
+			defer wg.Done()
+			upd, err := callNode(context.WithValue(ctx, scopeKey{}, sc), node, g.nodes[node], state)
+			// A child node that swallows its question and returns
+			// success is caught by the outer task: its question stays
+			// registered there, so the task fails with ErrInterruptIgnored.
+			if !errors.As(err, &o.asked) {
+				o.upd, o.err = upd, err
+			}
+		}(&outs[i])
+	}
+	wg.Wait()
+	return outs
+}
+
+// childStepError returns the error that ends a subgraph run after a
+// superstep of nodes next: the first failure, as a *SubgraphError, else the
+// first question asked; nil when every task finished.
+func childStepError[S any](path, next []string, outs []childOutcome[S]) error {
+	var asked *InterruptError
+	for i, o := range outs {
+		if o.err != nil {
+			return &SubgraphError{Path: append(slices.Clone(path), next[i]), Err: o.err}
+		}
+		if asked == nil {
+			asked = o.asked
+		}
+	}
+	if asked != nil {
+		return asked
+	}
+	return nil
+}
+
+// mergeChild merges the updates of a finished superstep of a subgraph into
+// state, in the order of outs. Each update goes through JSON first, as the
+// checkpointed engine's do, so a node behaves the same inside a subgraph
+// and out of it. Errors are *SubgraphError.
+func (g *Graph[S]) mergeChild(path []string, state S, outs []childOutcome[S]) (S, error) {
+	for _, o := range outs {
+		raw, err := json.Marshal(o.upd)
+		if err != nil {
+			return state, &SubgraphError{Path: path, Err: fmt.Errorf("encode update: %w", err)}
+		}
+		var upd S
+		if err := json.Unmarshal(raw, &upd); err != nil {
+			return state, &SubgraphError{Path: path, Err: fmt.Errorf("decode update: %w", err)}
+		}
+		state = g.reducer(state, upd)
 	}
 	return state, nil
 }

@@ -217,12 +217,40 @@ func testUnknownGivesNil(t *testing.T, s flow.Checkpointer) {
 	})
 }
 
+// testRoundTripUnchanged puts checkpoints with every field set, and with
+// every optional one left out, and checks Get and List give them back as
+// they were put.
 func testRoundTripUnchanged(t *testing.T, s flow.Checkpointer) {
+	for _, tc := range roundTripCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			cp := newCheckpoint(t, "t-"+tc.name, "", -1)
+			tc.modify(cp)
+			want := withSeq(cp, 1)
+			mustPut(t, s, cp)
+			checkEqual(t, "Get head", mustGet(t, s, cp.ThreadID, ""), want)
+			checkEqual(t, "Get by id", mustGet(t, s, cp.ThreadID, cp.ID), want)
+			cps, err := s.List(context.Background(), cp.ThreadID, flow.ListOptions{})
+			if err != nil || len(cps) != 1 {
+				t.Fatalf("List = %v, %v; want one checkpoint", cps, err)
+			}
+			checkEqual(t, "List", cps[0], want)
+		})
+	}
+	t.Run("CreatedAtComesBackInUTC", func(t *testing.T) { testCreatedAtInUTC(t, s) })
+	t.Run("WriteFieldsRoundTrip", func(t *testing.T) { testWriteFieldsRoundTrip(t, s) })
+}
+
+// roundTripCase changes a fresh checkpoint into one testRoundTripUnchanged
+// puts and reads back.
+type roundTripCase struct {
+	name   string
+	modify func(cp *flow.Checkpoint)
+}
+
+// roundTripCases are the checkpoints testRoundTripUnchanged puts.
+func roundTripCases() []roundTripCase {
 	created := time.Date(2026, 3, 1, 12, 30, 45, 123456789, time.UTC)
-	for _, tc := range []struct {
-		name   string
-		modify func(cp *flow.Checkpoint)
-	}{
+	return []roundTripCase{
 		{"AllFields", func(cp *flow.Checkpoint) {
 			cp.Format = 7
 			cp.Values = json.RawMessage(`{"order":"A3003","trace":["lookup","prepare"],"n":1.5,"html":"<b>&</b>"}`)
@@ -249,44 +277,37 @@ func testRoundTripUnchanged(t *testing.T, s flow.Checkpointer) {
 			cp.Values = json.RawMessage("{\n  \"b\": 1,\n  \"a\": \"\\u00e9\"\n}")
 			cp.Metadata.Writes = map[string]json.RawMessage{"node": json.RawMessage(`{ "x" : [1, 2] }`)}
 		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cp := newCheckpoint(t, "t-"+tc.name, "", -1)
-			tc.modify(cp)
-			want := withSeq(cp, 1)
-			mustPut(t, s, cp)
-			checkEqual(t, "Get head", mustGet(t, s, cp.ThreadID, ""), want)
-			checkEqual(t, "Get by id", mustGet(t, s, cp.ThreadID, cp.ID), want)
-			cps, err := s.List(context.Background(), cp.ThreadID, flow.ListOptions{})
-			if err != nil || len(cps) != 1 {
-				t.Fatalf("List = %v, %v; want one checkpoint", cps, err)
-			}
-			checkEqual(t, "List", cps[0], want)
-		})
 	}
-	t.Run("CreatedAtComesBackInUTC", func(t *testing.T) {
-		cp := newCheckpoint(t, "t-zone", "", -1)
-		cp.CreatedAt = time.Now().In(time.FixedZone("CEST", 2*60*60)) // with a monotonic reading too
-		mustPut(t, s, cp)
-		got := mustGet(t, s, cp.ThreadID, "")
-		if !got.CreatedAt.Equal(cp.CreatedAt) || got.CreatedAt.Location() != time.UTC {
-			t.Errorf("CreatedAt = %v, want %v in UTC", got.CreatedAt, cp.CreatedAt.UTC())
-		}
-	})
-	t.Run("WriteFieldsRoundTrip", func(t *testing.T) {
-		cp := newCheckpoint(t, "t-writes", "", -1)
-		mustPut(t, s, cp)
-		want := []flow.Write{
-			{TaskID: "task-a", Node: "review", Kind: flow.WriteInterrupt, Idx: 0, Value: json.RawMessage(`{"kind": "approval"}`)},
-			{TaskID: "task-a", Node: "review", Kind: flow.WriteResume, Idx: 0, Value: json.RawMessage(`"approve"`)},
-			{TaskID: "task-b", Node: "submit", Kind: flow.WriteError, Idx: 0, Value: json.RawMessage(`"boom"`)},
-			{TaskID: "task-c", Node: "noop", Kind: flow.WriteUpdate, Idx: 0, Value: nil},
-		}
-		mustPutWrites(t, s, cp.ThreadID, cp.ID, want...)
-		if got := mustGet(t, s, cp.ThreadID, cp.ID).PendingWrites; !reflect.DeepEqual(got, want) {
-			t.Errorf("PendingWrites:\n got %+v\nwant %+v", got, want)
-		}
-	})
+}
+
+// testCreatedAtInUTC puts a checkpoint made in another zone, with a
+// monotonic clock reading, and checks it comes back as the same instant in
+// UTC.
+func testCreatedAtInUTC(t *testing.T, s flow.Checkpointer) {
+	cp := newCheckpoint(t, "t-zone", "", -1)
+	cp.CreatedAt = time.Now().In(time.FixedZone("CEST", 2*60*60)) // with a monotonic reading too
+	mustPut(t, s, cp)
+	got := mustGet(t, s, cp.ThreadID, "")
+	if !got.CreatedAt.Equal(cp.CreatedAt) || got.CreatedAt.Location() != time.UTC {
+		t.Errorf("CreatedAt = %v, want %v in UTC", got.CreatedAt, cp.CreatedAt.UTC())
+	}
+}
+
+// testWriteFieldsRoundTrip checks every field of pending writes, a nil
+// value too, comes back from Get as it was put.
+func testWriteFieldsRoundTrip(t *testing.T, s flow.Checkpointer) {
+	cp := newCheckpoint(t, "t-writes", "", -1)
+	mustPut(t, s, cp)
+	want := []flow.Write{
+		{TaskID: "task-a", Node: "review", Kind: flow.WriteInterrupt, Idx: 0, Value: json.RawMessage(`{"kind": "approval"}`)},
+		{TaskID: "task-a", Node: "review", Kind: flow.WriteResume, Idx: 0, Value: json.RawMessage(`"approve"`)},
+		{TaskID: "task-b", Node: "submit", Kind: flow.WriteError, Idx: 0, Value: json.RawMessage(`"boom"`)},
+		{TaskID: "task-c", Node: "noop", Kind: flow.WriteUpdate, Idx: 0, Value: nil},
+	}
+	mustPutWrites(t, s, cp.ThreadID, cp.ID, want...)
+	if got := mustGet(t, s, cp.ThreadID, cp.ID).PendingWrites; !reflect.DeepEqual(got, want) {
+		t.Errorf("PendingWrites:\n got %+v\nwant %+v", got, want)
+	}
 }
 
 func testNoAliasing(t *testing.T, s flow.Checkpointer) {
@@ -612,12 +633,12 @@ func testConcurrentThreads(t *testing.T, s flow.Checkpointer) {
 			for step := range perThread {
 				cp := newCheckpoint(t, thread, parent, step-1)
 				if err := s.Put(context.Background(), cp); err != nil {
-					errs <- fmt.Errorf("Put %s step %d: %w", thread, step, err)
+					errs <- fmt.Errorf("put %s step %d: %w", thread, step, err)
 					return
 				}
 				w := flow.Write{TaskID: "task", Node: "n", Kind: flow.WriteUpdate, Value: json.RawMessage(`1`)}
 				if err := s.PutWrites(context.Background(), thread, cp.ID, []flow.Write{w}); err != nil {
-					errs <- fmt.Errorf("PutWrites %s step %d: %w", thread, step, err)
+					errs <- fmt.Errorf("put writes %s step %d: %w", thread, step, err)
 					return
 				}
 				parent = cp.ID
