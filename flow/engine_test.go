@@ -590,6 +590,41 @@ func TestUpdateState(t *testing.T) {
 	})
 }
 
+// failingSync is a Checkpointer whose Sync fails while fail is set: its
+// commits are made, but not durable against a power loss.
+type failingSync struct {
+	flow.Checkpointer
+	fail bool
+}
+
+var errSyncFailed = errors.New("fsync failed")
+
+func (f *failingSync) Sync(context.Context) error {
+	if f.fail {
+		return errSyncFailed
+	}
+	return nil
+}
+
+// TestUpdateStateReportsSyncError checks that a correction whose durability
+// sync fails says so, with the snapshot of the head it wrote.
+func TestUpdateStateReportsSyncError(t *testing.T) {
+	t.Parallel()
+	eachStore(t, func(t *testing.T, open func(testing.TB) flow.Checkpointer) {
+		fs := &failingSync{Checkpointer: open(t)}
+		r := mustCompile(t, approval(newCalls()), flow.Options{Checkpointer: fs})
+		must(t)(r.Invoke(t.Context(), "t1", St{}))
+		fs.fail = true
+		snap, err := r.UpdateState(t.Context(), "t1", St{Trace: []string{"fix"}}, "review")
+		if !errors.Is(err, errSyncFailed) {
+			t.Fatalf("err %v, want the sync error", err)
+		}
+		if snap == nil || snap.Metadata.Source != flow.SourceUpdate || !slices.Equal(snap.Values.Trace, []string{"fix"}) {
+			t.Fatalf("snapshot %+v, want the corrected head beside the error", snap)
+		}
+	})
+}
+
 func TestHistory(t *testing.T) {
 	t.Parallel()
 	eachStore(t, func(t *testing.T, open func(testing.TB) flow.Checkpointer) {

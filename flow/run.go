@@ -219,7 +219,10 @@ func (r *Runnable[S]) History(ctx context.Context, threadID string, limit int) (
 // node asNode had written them, and records the result as a new checkpoint
 // (Metadata.Source "update") whose next nodes are asNode's successors.
 // Questions pending at the old head are dropped with it. Errors:
-// ErrThreadNotFound, an unknown node, *ConflictError, *StateDecodeError.
+// ErrThreadNotFound, an unknown node, *ConflictError, *StateDecodeError,
+// storage errors. When the new checkpoint is written but the Checkpointer
+// fails to make it durable (Syncer), the snapshot of the new head comes
+// back beside that error.
 func (r *Runnable[S]) UpdateState(ctx context.Context, threadID string, values S, asNode string) (*Snapshot[S], error) {
 	if r.g.nodes[asNode] == nil {
 		return nil, fmt.Errorf("update state %s: unknown node %q", threadID, asNode)
@@ -255,8 +258,13 @@ func (r *Runnable[S]) UpdateState(ctx context.Context, threadID string, values S
 	if err := r.opts.Checkpointer.Put(ctx, cp); err != nil {
 		return nil, fmt.Errorf("update state %s: %w", threadID, err)
 	}
-	r.sync(ctx)
-	return r.snapshot(cp)
+	snap, err := r.snapshot(cp)
+	if serr := r.sync(ctx); serr != nil {
+		// The correction is the head now; only its durability against a
+		// power loss is in doubt, so the caller still sees it.
+		return snap, fmt.Errorf("update state %s: sync checkpoints: %w", threadID, serr)
+	}
+	return snap, err
 }
 
 func (r *Runnable[S]) newCheckpoint(threadID string, parent *Checkpoint, state S, next []string, md Metadata) (*Checkpoint, error) {
