@@ -10,6 +10,10 @@
 //   - Buffer keeps Put and PutWrites over a SQLite in memory until Flush
 //     writes them all in one durable transaction: the fast path of a batch.
 //
+// Optional powers of flow, each asserted at compile time where it is
+// implemented: SQLite is a flow.Syncer, flow.DurableWriter and
+// flow.HeadWriter; Memory is a flow.HeadWriter.
+//
 // All three run the conformance suite in checkpoints/checkpointstest:
 //
 //	checkpointstest.Run(t, func(t *testing.T) flow.Checkpointer {

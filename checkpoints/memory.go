@@ -9,7 +9,10 @@ import (
 	"assistant/flow"
 )
 
-var _ flow.Checkpointer = (*Memory)(nil)
+var (
+	_ flow.Checkpointer = (*Memory)(nil)
+	_ flow.HeadWriter   = (*Memory)(nil)
+)
 
 // Memory is a flow.Checkpointer that keeps everything in the process's memory:
 // for tests and for runs that need no durability. It is safe for concurrent
@@ -128,6 +131,31 @@ func (m *Memory) PutWrites(ctx context.Context, threadID, checkpointID string, w
 	}
 	if _, ok := th.index[checkpointID]; !ok {
 		return fmt.Errorf("put writes %s/%s: %w", threadID, checkpointID, ErrUnknownCheckpoint)
+	}
+	mergeWrites(th.writes, checkpointID, writes)
+	return nil
+}
+
+// PutWritesAtHead is PutWrites while checkpointID is the thread's head
+// (flow.HeadWriter): else it returns a *flow.ConflictError and stores
+// nothing.
+func (m *Memory) PutWritesAtHead(ctx context.Context, threadID, checkpointID string, writes []flow.Write) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := validateWrites(threadID, checkpointID, writes); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+
+	head := ""
+	th := m.threads[threadID]
+	if th != nil {
+		head = th.checkpoints[len(th.checkpoints)-1].ID
+	}
+	if head != checkpointID {
+		return &flow.ConflictError{ThreadID: threadID, Want: checkpointID, Head: head}
 	}
 	mergeWrites(th.writes, checkpointID, writes)
 	return nil

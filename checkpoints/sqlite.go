@@ -33,6 +33,7 @@ var (
 	_ flow.Checkpointer  = (*SQLite)(nil)
 	_ flow.Syncer        = (*SQLite)(nil)
 	_ flow.DurableWriter = (*SQLite)(nil)
+	_ flow.HeadWriter    = (*SQLite)(nil)
 )
 
 // Refusals of OpenSQLite. Each comes wrapped with the file's path; the file is
@@ -449,24 +450,57 @@ func (s *SQLite) get(ctx context.Context, threadID, checkpointID string) (*flow.
 // replaces it. An unknown checkpoint gives an error wrapping
 // ErrUnknownCheckpoint and stores nothing.
 func (s *SQLite) PutWrites(ctx context.Context, threadID, checkpointID string, writes []flow.Write) error {
-	return s.putWritesTx(ctx, threadID, checkpointID, writes, false)
+	return s.putWritesTx(ctx, threadID, checkpointID, writes, false, s.putWrites)
 }
 
 // PutWritesDurable is PutWrites committed durably against power loss,
 // together with every earlier commit (flow.DurableWriter).
 func (s *SQLite) PutWritesDurable(ctx context.Context, threadID, checkpointID string, writes []flow.Write) error {
-	return s.putWritesTx(ctx, threadID, checkpointID, writes, true)
+	return s.putWritesTx(ctx, threadID, checkpointID, writes, true, s.putWrites)
 }
 
-func (s *SQLite) putWritesTx(ctx context.Context, threadID, checkpointID string, writes []flow.Write, durable bool) error {
+// PutWritesAtHead is PutWrites while checkpointID is the thread's head
+// (flow.HeadWriter), compared in the same transaction, so across processes
+// sharing the file: else it returns a *flow.ConflictError and stores
+// nothing.
+func (s *SQLite) PutWritesAtHead(ctx context.Context, threadID, checkpointID string, writes []flow.Write) error {
+	return s.putWritesTx(ctx, threadID, checkpointID, writes, false, s.putWritesAtHead)
+}
+
+// putWritesTx validates writes and saves them with put in one transaction,
+// durable as durable says (inTx). A *flow.ConflictError comes back as it
+// is; other errors are wrapped with the checkpoint.
+func (s *SQLite) putWritesTx(ctx context.Context, threadID, checkpointID string, writes []flow.Write, durable bool,
+	put func(ctx context.Context, tx *sql.Tx, threadID, checkpointID string, writes []flow.Write) error) error {
 	if err := validateWrites(threadID, checkpointID, writes); err != nil {
 		return err
 	}
-	fn := func(tx *sql.Tx) error { return s.putWrites(ctx, tx, threadID, checkpointID, writes) }
+	fn := func(tx *sql.Tx) error { return put(ctx, tx, threadID, checkpointID, writes) }
 	if err := s.inTx(ctx, durable, fn); err != nil {
+		var ce *flow.ConflictError
+		if errors.As(err, &ce) {
+			return err
+		}
 		return fmt.Errorf("put writes %s/%s: %w", threadID, checkpointID, err)
 	}
 	return nil
+}
+
+// putWritesAtHead saves writes in tx against checkpointID, which must be
+// the thread's head, else it returns a *flow.ConflictError. tx began with
+// BEGIN IMMEDIATE: the head cannot move before the commit.
+func (s *SQLite) putWritesAtHead(ctx context.Context, tx *sql.Tx, threadID, checkpointID string, writes []flow.Write) error {
+	var headID string
+	var headSeq int64
+	err := s.stmts.Tx(tx).QueryRowContext(ctx, sqlHead, threadID).Scan(&headID, &headSeq)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if headID != checkpointID {
+		return &flow.ConflictError{ThreadID: threadID, Want: checkpointID, Head: headID}
+	}
+	// The head's seq is the thread's head_seq (moveHead).
+	return s.upsertWrites(ctx, tx, threadID, headSeq, writes)
 }
 
 // putWrites saves writes in tx against the checkpoint with id checkpointID,

@@ -135,14 +135,29 @@ type DurableWriter interface {
 	PutWritesDurable(ctx context.Context, threadID, checkpointID string, writes []Write) error
 }
 
+// HeadWriter is an optional power of a Checkpointer: pending writes saved
+// only while their checkpoint is the thread's head. Runnable.ResumeAt uses
+// it for the writes against the snapshot it is given, so that a head that
+// moved since the snapshot was read is caught before anything is written,
+// without reading the head first.
+type HeadWriter interface {
+	// PutWritesAtHead is PutWrites with a compare-and-set in the same
+	// commit: checkpointID must be the thread's head, else it returns a
+	// *ConflictError (Want: checkpointID; Head: the head found, "" for a
+	// thread without checkpoints) and saves nothing. Its commit is no more
+	// durable than PutWrites'.
+	PutWritesAtHead(ctx context.Context, threadID, checkpointID string, writes []Write) error
+}
+
 // ErrConflict is matched (errors.Is) by every *ConflictError.
 var ErrConflict = errors.New("checkpoint conflict")
 
-// ConflictError reports a Put whose parent was not the thread's head: another
-// process advanced the thread first.
+// ConflictError reports a write that expected another head of the thread: a
+// Put whose parent, or a PutWritesAtHead whose checkpoint, was not the
+// thread's head because another request advanced the thread first.
 type ConflictError struct {
 	ThreadID string
-	Want     string // the ParentID given to Put
+	Want     string // the head the writer expected: Put's ParentID, PutWritesAtHead's checkpoint
 	Head     string // the head actually found ("" when the thread is empty)
 }
 

@@ -107,4 +107,18 @@
 // error matching ErrConflict; nothing of the winner is lost and nothing of
 // the loser lands. A second answer to a question whose first answer is still
 // being used is refused the same way (*AnswerInFlightError).
+//
+// A caller that has read the head already (State, to show the question or
+// check an answer) continues with ResumeAt(ctx, snap, cmd) instead of
+// Resume: the head is not read again, and if the thread moved on since the
+// snapshot was read, the first write is refused with ErrConflict and nothing
+// is written (stores with HeadWriter check pending writes against the head
+// in the same commit).
+//
+// # Store powers
+//
+// Checkpointer is all the engine needs. Stores offer more through optional
+// interfaces, found by type assertion as database/sql does: Syncer and
+// DurableWriter (durability against power loss at the end of a run) and
+// HeadWriter (ResumeAt's check).
 package flow

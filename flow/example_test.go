@@ -2,6 +2,7 @@ package flow_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -55,6 +56,41 @@ func Example() {
 	// Output:
 	// asked: "who approves the draft?" next: [review]
 	// steps: [draft review submit] approved by: Ada done: true
+}
+
+// A caller that read the head to check an answer continues from that
+// snapshot: ResumeAt does not read the head again, and refuses with
+// ErrConflict if the thread moved on meanwhile.
+func ExampleRunnable_ResumeAt() {
+	ctx := context.Background()
+	g := flow.NewGraph(mergeDoc).
+		AddNode("review", func(ctx context.Context, d Doc) (Doc, error) {
+			who, err := flow.Interrupt[string](ctx, "who approves?")
+			if err != nil {
+				return Doc{}, err
+			}
+			return Doc{Steps: []string{"review"}, Approved: who}, nil
+		}).
+		AddEdge(flow.Start, "review").AddEdge("review", flow.End)
+	r, err := g.Compile(flow.Options{Checkpointer: checkpoints.NewMemory()})
+	if err != nil {
+		panic(err)
+	}
+	if _, err := r.Invoke(ctx, "doc-1", Doc{}); err != nil {
+		panic(err)
+	}
+
+	head, _ := r.State(ctx, "doc-1") // e.g. to show the question first
+	fmt.Println("waiting:", head.Waiting())
+	snap, _ := r.ResumeAt(ctx, head, flow.Command{Resume: "Ada"})
+	fmt.Println("approved by:", snap.Values.Approved, "done:", snap.Done())
+
+	_, err = r.ResumeAt(ctx, head, flow.Command{Resume: "Bob"}) // head is stale now
+	fmt.Println("stale snapshot refused:", errors.Is(err, flow.ErrConflict))
+	// Output:
+	// waiting: true
+	// approved by: Ada done: true
+	// stale snapshot refused: true
 }
 
 // Two parallel tasks ask at once; each question is answered by its id, and

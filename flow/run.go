@@ -68,7 +68,7 @@ func (r *Runnable[S]) Invoke(ctx context.Context, threadID string, input S) (*Sn
 	if err := r.opts.Checkpointer.Put(ctx, cp); err != nil {
 		return nil, fmt.Errorf("invoke %s: %w", threadID, err)
 	}
-	return r.loop(ctx, cp, cp.Breakpoint != "")
+	return r.loop(ctx, cp, cp.Breakpoint != "", headRead)
 }
 
 // Resume continues a thread from its head. With an answer (cmd.Resume or
@@ -89,23 +89,125 @@ func (r *Runnable[S]) Resume(ctx context.Context, threadID string, cmd Command) 
 	if head == nil {
 		return nil, fmt.Errorf("resume %s: %w", threadID, ErrThreadNotFound)
 	}
-	return r.resume(ctx, head, cmd)
+	return r.resume(ctx, head, cmd, headRead)
 }
 
-// resume is Resume from head: it saves cmd's answers against head, then
-// runs the thread on.
-func (r *Runnable[S]) resume(ctx context.Context, head *Checkpoint, cmd Command) (*Snapshot[S], error) {
+// ResumeAt is Resume from head, a snapshot of the thread's head that the
+// caller read with State, without reading the head again (LangGraph's
+// checkpoint_id in a config). Answers, refusals and what runs are Resume's,
+// judged on head; the snapshot itself is not changed.
+//
+// If the thread's head moved since head was read (another request resumed
+// or corrected the thread, or deleted it), ResumeAt's first write fails
+// with a *ConflictError (errors.Is ErrConflict; Want is head.CheckpointID)
+// and nothing is written: writes against head's checkpoint (answers, a
+// finished task's update, a question, a failure) go through the
+// Checkpointer's HeadWriter power, a compare-and-set as Put is. With an
+// answer that check comes before any task runs; continuing without one,
+// the tasks of the first superstep run before their writes are refused,
+// as when two Resume calls race. A call that writes nothing (the thread
+// had ended, the answer is refused) checks nothing. Only the head's id is
+// compared: writes another request saved against the same head after the
+// snapshot was read (an answer to another question, say) are not seen,
+// as when two Resume calls read the head at the same moment.
+//
+// A snapshot that State did not make (one returned by Invoke, say), or a
+// Checkpointer without HeadWriter, costs the read ResumeAt saves: the head
+// is read once, and if it is not head's checkpoint the same *ConflictError
+// is returned at once. A nil head is an error.
+func (r *Runnable[S]) ResumeAt(ctx context.Context, head *Snapshot[S], cmd Command) (*Snapshot[S], error) {
+	if head == nil {
+		return nil, errors.New("resume at: no snapshot")
+	}
+	cp, check, err := r.givenHead(ctx, head)
+	if err != nil {
+		return nil, fmt.Errorf("resume %s: %w", head.ThreadID, err)
+	}
+	return r.resume(ctx, cp, cmd, check)
+}
+
+// givenHead returns the checkpoint ResumeAt continues snap from and how its
+// first write checks it is still the head: a copy of the checkpoint State
+// read, checked by HeadWriter, when snap carries it and the Checkpointer
+// has that power; else the head read now, which must be snap's checkpoint
+// (a *ConflictError otherwise).
+func (r *Runnable[S]) givenHead(ctx context.Context, snap *Snapshot[S]) (*Checkpoint, headCheck, error) {
+	if _, ok := r.opts.Checkpointer.(HeadWriter); ok && snap.head != nil {
+		cp := *snap.head
+		// The run appends to the head's writes; the snapshot keeps its own.
+		cp.PendingWrites = slices.Clone(snap.head.PendingWrites)
+		return &cp, headGiven, nil
+	}
+	cp, err := r.opts.Checkpointer.Get(ctx, snap.ThreadID, "")
+	if err != nil {
+		return nil, headRead, err
+	}
+	if cp == nil || cp.ID != snap.CheckpointID {
+		found := ""
+		if cp != nil {
+			found = cp.ID
+		}
+		return nil, headRead, &ConflictError{ThreadID: snap.ThreadID, Want: snap.CheckpointID, Head: found}
+	}
+	return cp, headRead, nil
+}
+
+// resume is Resume from head, checked as check says: it saves cmd's
+// answers against head, then runs the thread on.
+func (r *Runnable[S]) resume(ctx context.Context, head *Checkpoint, cmd Command, check headCheck) (*Snapshot[S], error) {
 	writes, err := answerWrites(head, cmd)
 	if err != nil {
 		return nil, fmt.Errorf("resume %s: %w", head.ThreadID, err)
 	}
 	if len(writes) > 0 {
-		if err := r.opts.Checkpointer.PutWrites(ctx, head.ThreadID, head.ID, writes); err != nil {
+		if err := r.putWritesFor(check)(ctx, head.ThreadID, head.ID, writes); err != nil {
 			return nil, fmt.Errorf("resume %s: save answers: %w", head.ThreadID, err)
 		}
 		head.PendingWrites = append(head.PendingWrites, writes...)
 	}
-	return r.loop(ctx, head, false)
+	return r.loop(ctx, head, false, check)
+}
+
+// headCheck says how a run makes sure that the checkpoint it starts from
+// is still its thread's head when it first writes.
+type headCheck int
+
+const (
+	// headRead: the head was read by the call that runs (Invoke, Resume),
+	// or written by the run itself. Pending writes are saved with
+	// PutWrites; the compare-and-set of the next Put catches a head that
+	// moved meanwhile.
+	headRead headCheck = iota
+	// headGiven: the caller gave the head (ResumeAt), read maybe long ago.
+	// Pending writes against it are saved with HeadWriter.PutWritesAtHead,
+	// a compare-and-set too, so a head that moved is caught before
+	// anything is written.
+	headGiven
+)
+
+// putWritesFunc saves pending writes against a checkpoint: the
+// Checkpointer's PutWrites or one of its variants.
+type putWritesFunc func(ctx context.Context, threadID, checkpointID string, writes []Write) error
+
+// putWritesFor returns how pending writes against a checkpoint checked as
+// check says are saved: with HeadWriter.PutWritesAtHead for a head the
+// caller gave, with PutWrites otherwise.
+func (r *Runnable[S]) putWritesFor(check headCheck) putWritesFunc {
+	if hw, ok := r.opts.Checkpointer.(HeadWriter); ok && check == headGiven {
+		return hw.PutWritesAtHead
+	}
+	return r.opts.Checkpointer.PutWrites
+}
+
+// lastPutWritesFor is putWritesFor for the writes that end a run (a
+// question, a failure): committed durably where the Checkpointer can
+// (DurableWriter), which durable reports. Writes against a head the caller
+// gave are checked instead; the Sync at the end of the run covers them.
+func (r *Runnable[S]) lastPutWritesFor(check headCheck) (put putWritesFunc, durable bool) {
+	if d, ok := r.opts.Checkpointer.(DurableWriter); ok && check == headRead {
+		return d.PutWritesDurable, true
+	}
+	return r.putWritesFor(check), false
 }
 
 // answerWrites checks cmd against the questions open at head and returns
@@ -176,7 +278,8 @@ func answersByID(threadID string, cmd Command, open []PendingInterrupt, busy []s
 
 // State returns the snapshot of the thread's head, or ErrThreadNotFound. A
 // state that does not decode gives the snapshot with zero Values and a
-// *StateDecodeError.
+// *StateDecodeError. The snapshot keeps the checkpoint it was read from, so
+// ResumeAt can continue from it without reading the head again.
 func (r *Runnable[S]) State(ctx context.Context, threadID string) (*Snapshot[S], error) {
 	head, err := r.opts.Checkpointer.Get(ctx, threadID, "")
 	if err != nil {
@@ -185,7 +288,9 @@ func (r *Runnable[S]) State(ctx context.Context, threadID string) (*Snapshot[S],
 	if head == nil {
 		return nil, fmt.Errorf("state %s: %w", threadID, ErrThreadNotFound)
 	}
-	return r.snapshot(head)
+	snap, err := r.snapshot(head)
+	snap.head = head // what ResumeAt continues from
+	return snap, err
 }
 
 // History returns the thread's snapshots newest first, at most limit (0 = all).
@@ -316,8 +421,10 @@ func (r *Runnable[S]) sync(ctx context.Context) error {
 }
 
 // loop runs supersteps from head until the run ends, asks, pauses or fails.
-// paused says head was just written at a breakpoint, so loop stops at once.
-func (r *Runnable[S]) loop(ctx context.Context, head *Checkpoint, paused bool) (snap *Snapshot[S], err error) {
+// paused says head was just written at a breakpoint, so loop stops at once;
+// check says how the first superstep's writes check head is still the
+// thread's head.
+func (r *Runnable[S]) loop(ctx context.Context, head *Checkpoint, paused bool, check headCheck) (snap *Snapshot[S], err error) {
 	// synced: the run's last write was durable already (DurableWriter).
 	var synced bool
 	defer func() {
@@ -338,7 +445,7 @@ func (r *Runnable[S]) loop(ctx context.Context, head *Checkpoint, paused bool) (
 			s, _ := r.snapshot(cp)
 			return s, err
 		}
-		next, stop, err := r.superstep(ctx, cp, &synced)
+		next, stop, err := r.superstep(ctx, cp, check, &synced)
 		if err != nil || stop {
 			s, serr := r.snapshot(cp)
 			if err == nil {
@@ -347,6 +454,7 @@ func (r *Runnable[S]) loop(ctx context.Context, head *Checkpoint, paused bool) (
 			return s, err
 		}
 		cp = next
+		check = headRead // the run wrote the head it goes on from
 		paused = cp.Breakpoint != ""
 	}
 	return r.snapshot(cp)
@@ -367,17 +475,18 @@ type taskResult struct {
 // checkpoint. stop is true when a task asked a question (its writes are
 // saved against cp); err is set when a task failed or storage did. When its
 // write is the run's last (a question, a failure, the end, a breakpoint) it
-// is made durable where the Checkpointer can, and *synced set.
-func (r *Runnable[S]) superstep(ctx context.Context, cp *Checkpoint, synced *bool) (next *Checkpoint, stop bool, err error) {
+// is made durable where the Checkpointer can, and *synced set. check says
+// how writes against cp check it is still the thread's head.
+func (r *Runnable[S]) superstep(ctx context.Context, cp *Checkpoint, check headCheck, synced *bool) (next *Checkpoint, stop bool, err error) {
 	groups := groupWrites(cp.PendingWrites)
 	results, todo := planTasks(cp, groups)
 	// Each finished task's update is saved at once when the superstep has
 	// siblings, so a sibling's question, failure or a crash does not make it
 	// run again. A task alone in its superstep goes straight to the checkpoint.
-	r.runTasks(ctx, cp, groups, results, todo, len(cp.Next) > 1)
+	r.runTasks(ctx, cp, groups, results, todo, taskSave{each: len(cp.Next) > 1, put: r.putWritesFor(check)})
 	out := collect(cp.ThreadID, results)
 	if out.halted() {
-		if err := r.savePending(ctx, cp, out, synced); err != nil {
+		if err := r.savePending(ctx, cp, out, check, synced); err != nil {
 			return nil, false, err
 		}
 		return nil, out.asked && len(out.failed) == 0, errors.Join(out.failed...)
@@ -410,10 +519,17 @@ func planTasks(cp *Checkpoint, groups map[string]*taskWrites) (results []taskRes
 	return results, todo
 }
 
+// taskSave says whether and how a finished task's update is saved before
+// its superstep's checkpoint is written.
+type taskSave struct {
+	each bool          // save each update the moment its task finishes
+	put  putWritesFunc // how pending writes against the superstep's checkpoint are saved
+}
+
 // runTasks runs the tasks results[i] for i in todo, each with the answers
 // saved for it in groups, and returns when all have ended. Several run
-// concurrently; with saveEach each saves its update the moment it finishes.
-func (r *Runnable[S]) runTasks(ctx context.Context, cp *Checkpoint, groups map[string]*taskWrites, results []taskResult, todo []int, saveEach bool) {
+// concurrently; each saves its update as save says.
+func (r *Runnable[S]) runTasks(ctx context.Context, cp *Checkpoint, groups map[string]*taskWrites, results []taskResult, todo []int, save taskSave) {
 	var wg sync.WaitGroup
 	for _, i := range todo {
 		var resumes map[int]json.RawMessage
@@ -423,13 +539,13 @@ func (r *Runnable[S]) runTasks(ctx context.Context, cp *Checkpoint, groups map[s
 		if len(todo) == 1 {
 			// A task alone runs on this goroutine: a goroutine of its own
 			// would only add a hand-over and a fresh stack to grow.
-			r.runTask(ctx, cp, &results[i], resumes, saveEach)
+			r.runTask(ctx, cp, &results[i], resumes, save)
 			break
 		}
 		wg.Add(1)
 		go func(res *taskResult) {
 			defer wg.Done()
-			r.runTask(ctx, cp, res, resumes, saveEach)
+			r.runTask(ctx, cp, res, resumes, save)
 		}(&results[i])
 	}
 	wg.Wait()
@@ -442,7 +558,7 @@ type stepOutcome struct {
 	// writes are to be saved against the superstep's checkpoint if it
 	// halts: failures, questions and the updates not saved yet.
 	writes []Write
-	saved  []Write // the updates saved already (saveEach)
+	saved  []Write // the updates saved already (taskSave.each)
 }
 
 // halted reports whether the superstep ends without a checkpoint of its
@@ -478,17 +594,13 @@ func collect(threadID string, results []taskResult) stepOutcome {
 	return o
 }
 
-// savePending saves the writes of a halted superstep against cp. They are
-// the run's last, so they are committed durably where the Checkpointer can
-// (DurableWriter), which sets *synced. The in-memory cp is kept in step with
-// what is stored.
-func (r *Runnable[S]) savePending(ctx context.Context, cp *Checkpoint, o stepOutcome, synced *bool) error {
+// savePending saves the writes of a halted superstep against cp, checked
+// as check says. They are the run's last, so they are committed durably
+// where lastPutWritesFor can, which sets *synced. The in-memory cp is kept
+// in step with what is stored.
+func (r *Runnable[S]) savePending(ctx context.Context, cp *Checkpoint, o stepOutcome, check headCheck, synced *bool) error {
 	if len(o.writes) > 0 {
-		put := r.opts.Checkpointer.PutWrites
-		d, durable := r.opts.Checkpointer.(DurableWriter)
-		if durable {
-			put = d.PutWritesDurable
-		}
+		put, durable := r.lastPutWritesFor(check)
 		if err := put(context.WithoutCancel(ctx), cp.ThreadID, cp.ID, o.writes); err != nil {
 			return fmt.Errorf("save pending writes of %s: %w", cp.ThreadID, err)
 		}
@@ -592,8 +704,8 @@ func questionWrite(id, node string, in PendingInterrupt) Write {
 }
 
 // runTask runs one node with its saved answers and records the outcome in
-// res. With save, a finished task's update is saved as a pending write.
-func (r *Runnable[S]) runTask(ctx context.Context, cp *Checkpoint, res *taskResult, resumes map[int]json.RawMessage, save bool) {
+// res. With save.each, a finished task's update is saved as a pending write.
+func (r *Runnable[S]) runTask(ctx context.Context, cp *Checkpoint, res *taskResult, resumes map[int]json.RawMessage, save taskSave) {
 	res.ran = true
 	r.observe(TaskEvent{ThreadID: cp.ThreadID, TaskID: res.id, Node: res.node, Step: cp.Metadata.Step + 1})
 	defer func() {
@@ -617,11 +729,11 @@ func (r *Runnable[S]) runTask(ctx context.Context, cp *Checkpoint, res *taskResu
 	upd, err := callNode(tctx, res.node, r.g.nodes[res.node], state)
 	r.hook("after:" + res.node)
 	res.interrupt, res.update, res.err = settle(sc, upd, err)
-	if res.err != nil || len(res.interrupt) > 0 || !save {
+	if res.err != nil || len(res.interrupt) > 0 || !save.each {
 		return
 	}
 	w := []Write{{TaskID: res.id, Node: res.node, Kind: WriteUpdate, Value: res.update}}
-	if err := r.opts.Checkpointer.PutWrites(context.WithoutCancel(ctx), cp.ThreadID, cp.ID, w); err != nil {
+	if err := save.put(context.WithoutCancel(ctx), cp.ThreadID, cp.ID, w); err != nil {
 		res.err = fmt.Errorf("save update: %w", err)
 		return
 	}

@@ -32,6 +32,11 @@ type Snapshot[S any] struct {
 	// static breakpoint: a pause with no question, continued by an empty
 	// Command. It is "" for a question, which Interrupts carries.
 	Breakpoint string
+
+	// head is the checkpoint the snapshot was made from, with its pending
+	// writes, when State read it as the thread's head: what ResumeAt
+	// continues from. nil for other snapshots.
+	head *Checkpoint
 }
 
 // TaskState is a task of the superstep due next.

@@ -50,6 +50,7 @@ func Run(t *testing.T, newStore func(t *testing.T) flow.Checkpointer) {
 		{"DeleteThreadKeepsOtherThreads", testDeleteThread},
 		{"DeleteMissingThreadIsNoop", testDeleteMissingThread},
 		{"PutRefusesStaleParent", testConflict},
+		{"PutWritesAtHeadRefusesAnotherHead", testPutWritesAtHead},
 		{"ConcurrentPutSameParentOneWins", testConcurrentSameParent},
 		{"ConcurrentWritersOnDifferentThreads", testConcurrentThreads},
 		{"OrderIsBySeqWhenTheClockStepsBack", testClockStepsBack},
@@ -576,6 +577,49 @@ func testConflict(t *testing.T, s flow.Checkpointer) {
 			}
 			if got := mustGet(t, s, tc.thread, cp.ID); got != nil {
 				t.Errorf("refused checkpoint was stored: %+v", got)
+			}
+		})
+	}
+}
+
+// testPutWritesAtHead checks the flow.HeadWriter power, where the store has
+// it: writes against the head are saved, and against any other checkpoint
+// they are refused with a *flow.ConflictError and nothing is stored.
+func testPutWritesAtHead(t *testing.T, s flow.Checkpointer) {
+	hw, ok := s.(flow.HeadWriter)
+	if !ok {
+		t.Skipf("%T has no flow.HeadWriter power", s)
+	}
+	ctx := context.Background()
+	cps := mustChain(t, s, "t1", 2)
+	w := flow.Write{TaskID: "task", Node: "n", Kind: flow.WriteUpdate, Value: json.RawMessage(`1`)}
+	if err := hw.PutWritesAtHead(ctx, "t1", cps[1].ID, []flow.Write{w}); err != nil {
+		t.Fatalf("PutWritesAtHead(head) = %v", err)
+	}
+	if got := mustGet(t, s, "t1", "").PendingWrites; !reflect.DeepEqual(got, []flow.Write{w}) {
+		t.Fatalf("head's writes = %+v, want %+v", got, w)
+	}
+	for _, tc := range []struct {
+		name, thread, id, head string
+	}{
+		{"OlderCheckpoint", "t1", cps[0].ID, cps[1].ID},
+		{"UnknownCheckpoint", "t1", newID(t), cps[1].ID},
+		{"UnknownThread", "nope", cps[1].ID, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := hw.PutWritesAtHead(ctx, tc.thread, tc.id, []flow.Write{w})
+			var ce *flow.ConflictError
+			if !errors.Is(err, flow.ErrConflict) || !errors.As(err, &ce) {
+				t.Fatalf("PutWritesAtHead = %v, want a *flow.ConflictError", err)
+			}
+			if want := (flow.ConflictError{ThreadID: tc.thread, Want: tc.id, Head: tc.head}); *ce != want {
+				t.Errorf("ConflictError = %+v, want %+v", *ce, want)
+			}
+			if got := mustGet(t, s, "t1", cps[0].ID).PendingWrites; len(got) != 0 {
+				t.Errorf("refused writes were stored: %+v", got)
+			}
+			if got := mustGet(t, s, "t1", "").PendingWrites; len(got) != 1 {
+				t.Errorf("head's writes = %+v, want only the first", got)
 			}
 		})
 	}
