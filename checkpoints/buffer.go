@@ -12,7 +12,10 @@ import (
 	"assistant/internal/sqlitedb"
 )
 
-var _ flow.Checkpointer = (*Buffer)(nil)
+var (
+	_ flow.Checkpointer = (*Buffer)(nil)
+	_ flow.WriteBuffer  = (*Buffer)(nil)
+)
 
 // Buffer is a flow.Checkpointer for a batch: Put and PutWrites are kept in
 // memory, in the order they were called, and Flush writes them all to a
@@ -78,6 +81,13 @@ type bufferedThread struct {
 // the caller closes it after the last Flush.
 func NewBuffer(base *SQLite) *Buffer {
 	return &Buffer{base: base, threads: make(map[string]*bufferedThread)}
+}
+
+// NewBuffer returns an empty Buffer over s (flow.Bufferer), as the
+// function NewBuffer does: a caller that holds s as a flow.Checkpointer
+// finds it by type assertion.
+func (s *SQLite) NewBuffer() flow.WriteBuffer {
+	return NewBuffer(s)
 }
 
 // errNoBase is returned by every method of a Buffer made with a nil store.

@@ -407,3 +407,53 @@ func TestBufferPreload(t *testing.T) {
 		})
 	}
 }
+
+// TestSQLiteBufferer checks the flow.Bufferer power of SQLite as the
+// application layer uses it, found by type assertion on a
+// flow.Checkpointer: the buffer keeps its writes from the store until
+// Flush, and Discard drops them.
+func TestSQLiteBufferer(t *testing.T) {
+	ctx := context.Background()
+	setup := func(t *testing.T) (flow.Checkpointer, flow.WriteBuffer) {
+		t.Helper()
+		var store flow.Checkpointer = mustOpenSQLite(t, filepath.Join(t.TempDir(), "checkpoints.sqlite"), checkpoints.SQLiteOptions{})
+		b, ok := store.(flow.Bufferer)
+		if !ok {
+			t.Fatalf("%T is not a flow.Bufferer", store)
+		}
+		buf := b.NewBuffer()
+		if err := buf.Preload(ctx, []string{"t1"}); err != nil {
+			t.Fatal(err)
+		}
+		return store, buf
+	}
+	t.Run("FlushWritesToTheStore", func(t *testing.T) {
+		store, buf := setup(t)
+		cp := mustBufferPut(t, buf, next("t1", "", -1))
+		w := mustBufferWrite(t, buf, "t1", cp.ID, "task", `{"a": 1}`)
+		if got, err := store.Get(ctx, "t1", ""); err != nil || got != nil {
+			t.Fatalf("store before Flush: %+v, %v; want nothing", got, err)
+		}
+		if err := buf.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got, err := store.Get(ctx, "t1", "")
+		if err != nil || got == nil || got.ID != cp.ID || !reflect.DeepEqual(got.PendingWrites, []flow.Write{w}) {
+			t.Fatalf("store after Flush: %+v, %v; want checkpoint %s with its write", got, err, cp.ID)
+		}
+	})
+	t.Run("DiscardDropsEverything", func(t *testing.T) {
+		store, buf := setup(t)
+		mustBufferPut(t, buf, next("t1", "", -1))
+		buf.Discard()
+		if got, err := buf.Get(ctx, "t1", ""); err != nil || got != nil {
+			t.Fatalf("buffer after Discard: %+v, %v; want nothing", got, err)
+		}
+		if err := buf.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := store.Get(ctx, "t1", ""); err != nil || got != nil {
+			t.Fatalf("store after Discard and Flush: %+v, %v; want nothing", got, err)
+		}
+	})
+}

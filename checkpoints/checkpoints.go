@@ -9,10 +9,11 @@
 //     in and on the way out, so callers never alias stored data.
 //   - Buffer keeps Put and PutWrites over a SQLite in memory until Flush
 //     writes them all in one durable transaction: the fast path of a batch.
+//     It is the flow.WriteBuffer that SQLite.NewBuffer makes (flow.Bufferer).
 //
 // Optional powers of flow, each asserted at compile time where it is
-// implemented: SQLite is a flow.Syncer, flow.DurableWriter and
-// flow.HeadWriter; Memory is a flow.HeadWriter.
+// implemented: SQLite is a flow.Syncer, flow.DurableWriter, flow.HeadWriter,
+// flow.Pruner and flow.Bufferer; Memory is a flow.HeadWriter.
 //
 // All three run the conformance suite in checkpoints/checkpointstest:
 //

@@ -7,11 +7,12 @@ import (
 	"fmt"
 )
 
-// Prune removes the thread's older checkpoints and their pending writes in
-// one transaction, keeping the head and the newest keep checkpoints in all
-// (keep < 1 counts as 1: the head is never removed). It reports the rows
-// removed (checkpoints and writes) and the bytes of their JSON columns. An
-// unknown thread, or one with no more than keep checkpoints, is a no-op.
+// Prune (flow.Pruner) removes the thread's older checkpoints and their
+// pending writes in one transaction, keeping the head and the newest keep
+// checkpoints in all (keep < 1 counts as 1: the head is never removed). It
+// reports the rows removed (checkpoints and writes) and the bytes of their
+// JSON columns. An unknown thread, or one with no more than keep
+// checkpoints, is a no-op. Errors are wrapped with the thread.
 //
 // It does not know whether the thread's run has finished; the caller
 // decides that (see flow/returns.Service.Prune). The oldest checkpoint kept

@@ -95,3 +95,31 @@ func TestSQLitePrune(t *testing.T) {
 		}
 	})
 }
+
+// TestSQLitePruner checks SQLite is found as a flow.Pruner through a
+// flow.Checkpointer, as the application layer finds it, and prunes through
+// that interface.
+func TestSQLitePruner(t *testing.T) {
+	ctx := context.Background()
+	var store flow.Checkpointer = mustOpenSQLite(t, filepath.Join(t.TempDir(), "checkpoints.sqlite"), checkpoints.SQLiteOptions{})
+	p, ok := store.(flow.Pruner)
+	if !ok {
+		t.Fatalf("%T is not a flow.Pruner", store)
+	}
+	parent := ""
+	for i := range 3 {
+		cp := &flow.Checkpoint{ThreadID: "t1", ID: uuid.Must(uuid.NewV7()).String(), ParentID: parent,
+			Values: json.RawMessage(`{}`), Metadata: flow.Metadata{Source: flow.SourceLoop, Step: i}}
+		if err := store.Put(ctx, cp); err != nil {
+			t.Fatal(err)
+		}
+		parent = cp.ID
+	}
+	rows, n, err := p.Prune(ctx, "t1", 1)
+	if err != nil || rows != 2 || n == 0 {
+		t.Fatalf("Prune = %d rows, %d bytes, %v; want 2 rows and their bytes", rows, n, err)
+	}
+	if left, err := store.List(ctx, "t1", flow.ListOptions{}); err != nil || len(left) != 1 || left[0].ID != parent {
+		t.Fatalf("left %d checkpoints, %v; want the head %s", len(left), err, parent)
+	}
+}

@@ -34,6 +34,8 @@ var (
 	_ flow.Syncer        = (*SQLite)(nil)
 	_ flow.DurableWriter = (*SQLite)(nil)
 	_ flow.HeadWriter    = (*SQLite)(nil)
+	_ flow.Pruner        = (*SQLite)(nil)
+	_ flow.Bufferer      = (*SQLite)(nil)
 )
 
 // Refusals of OpenSQLite. Each comes wrapped with the file's path; the file is

@@ -149,6 +149,56 @@ type HeadWriter interface {
 	PutWritesAtHead(ctx context.Context, threadID, checkpointID string, writes []Write) error
 }
 
+// Pruner is an optional power of a Checkpointer: removing a thread's older
+// checkpoints and their pending writes in one commit, keeping the head and
+// the newest keep checkpoints in all (keep < 1 counts as 1: the head is
+// never removed). It returns the rows removed (checkpoints and writes) and
+// the bytes of their stored JSON. An unknown thread, or one with no more
+// than keep checkpoints, is a no-op. The store does not know whether the
+// thread's run has ended; pruning a thread that is still running is the
+// caller's mistake to avoid. Errors are the store's, wrapped.
+type Pruner interface {
+	Prune(ctx context.Context, threadID string, keep int) (rows int, bytes int64, err error)
+}
+
+// WriteBuffer is a Checkpointer that keeps every Put and PutWrites in this
+// process's memory until Flush writes them all to the store it was made
+// from, in one commit durable against power loss: many runs (the rows of a
+// batch) then cost one commit and one sync instead of one each. Until
+// Flush it behaves as a store holding the base store plus what it
+// buffered; Put is a compare-and-set against that. What it buffers is not
+// visible to another process, and a crash or a Discard drops it: nothing
+// is durable before Flush returns nil. It is deliberately not a Syncer. A
+// WriteBuffer is safe for concurrent use by goroutines.
+type WriteBuffer interface {
+	Checkpointer
+	// Preload reads the base store's heads of threadIDs at once, so the
+	// first Put of each need not read them one by one. What it read stands
+	// in for those heads until the next Flush or Discard; a head another
+	// process moves meanwhile is still caught, by Flush. Errors: reading
+	// the base store.
+	Preload(ctx context.Context, threadIDs []string) error
+	// Flush writes everything buffered to the base store in one durable
+	// commit and empties the buffer. If another writer moved a thread's
+	// head since it was read, Flush returns an error matching ErrConflict
+	// and stores nothing. On any error nothing is stored and the buffer
+	// keeps everything, so Flush may be tried again or the buffer
+	// discarded. An empty buffer commits nothing. After a Flush that
+	// returns nil the buffer is empty and may be used again.
+	Flush(ctx context.Context) error
+	// Discard drops everything buffered, preloaded heads too; the base
+	// store is not touched and the buffer may be used again.
+	Discard()
+}
+
+// Bufferer is an optional power of a Checkpointer: making a WriteBuffer
+// over itself. The base store stays open and usable beside the buffer.
+type Bufferer interface {
+	// NewBuffer returns an empty WriteBuffer whose Flush writes to the
+	// store NewBuffer was called on.
+	NewBuffer() WriteBuffer
+}
+
 // ErrConflict is matched (errors.Is) by every *ConflictError.
 var ErrConflict = errors.New("checkpoint conflict")
 

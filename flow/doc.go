@@ -119,6 +119,12 @@
 //
 // Checkpointer is all the engine needs. Stores offer more through optional
 // interfaces, found by type assertion as database/sql does: Syncer and
-// DurableWriter (durability against power loss at the end of a run) and
-// HeadWriter (ResumeAt's check).
+// DurableWriter (durability against power loss at the end of a run),
+// HeadWriter (ResumeAt's check), Pruner (dropping old checkpoints) and
+// Bufferer (a WriteBuffer that keeps many runs' writes for one commit):
+//
+//	if p, ok := store.(flow.Pruner); ok {
+//		rows, bytes, err := p.Prune(ctx, threadID, 1)
+//		…
+//	}
 package flow
