@@ -64,25 +64,23 @@ func command(cmd flow.Command) func(testing.TB, *flow.Snapshot[St]) flow.Command
 	return func(testing.TB, *flow.Snapshot[St]) flow.Command { return cmd }
 }
 
-// resumeScenarios are runs driven once with Resume and once with State and
-// ResumeAt.
-func resumeScenarios() []struct {
+// resumeScenario is a run driven once with Resume and once with State
+// and ResumeAt: a graph, its breakpoints, and the calls after Invoke.
+type resumeScenario struct {
 	name   string
 	graph  func(c *calls) *flow.Graph[St]
 	before []string // Options.InterruptBefore
 	steps  []resumeStep
-} {
+}
+
+// resumeScenarios are the scenarios of TestResumeAtMatchesResume.
+func resumeScenarios() []resumeScenario {
 	twoAsks := func(c *calls) *flow.Graph[St] { return fanOut(c, ask(c, "b"), ask(c, "c")) }
 	chain := func(c *calls) *flow.Graph[St] {
 		return flow.NewGraph(reduce).AddNode("a", step(c, "a")).AddNode("b", step(c, "b")).
 			AddEdge(flow.Start, "a").AddEdge("a", "b").AddEdge("b", flow.End)
 	}
-	return []struct {
-		name   string
-		graph  func(c *calls) *flow.Graph[St]
-		before []string
-		steps  []resumeStep
-	}{
+	return []resumeScenario{
 		{"AnswerTheQuestion", approval, nil, []resumeStep{
 			{cmd: command(flow.Command{Resume: "yes"})},
 		}},
@@ -213,23 +211,23 @@ func dump(tb testing.TB, s flow.Checkpointer, thread string) string {
 	return string(b)
 }
 
-// TestResumeAtMovedHead reads a snapshot, lets another writer move the
-// thread's head, and checks ResumeAt from the old snapshot fails with
-// ErrConflict and writes nothing, with and without the HeadWriter power:
-// also where the run would have written no checkpoint (a partial answer).
-func TestResumeAtMovedHead(t *testing.T) {
-	t.Parallel()
+// movedHeadCase is a thread whose head another writer moves (move) after
+// a snapshot was read, and the ResumeAt call (cmd) from that snapshot.
+type movedHeadCase struct {
+	name   string
+	graph  func(c *calls) *flow.Graph[St]
+	before []string // Options.InterruptBefore
+	move   func(ctx context.Context, r *flow.Runnable[St], s flow.Checkpointer) error
+	cmd    func(tb testing.TB, snap *flow.Snapshot[St]) flow.Command
+	// ran counts node runs of the ResumeAt call with HeadWriter; without
+	// it the head is read first and no node runs.
+	ran map[string]int
+}
+
+// movedHeadCases are the cases of TestResumeAtMovedHead.
+func movedHeadCases() []movedHeadCase {
 	fix := St{Trace: []string{"fix"}}
-	for _, tc := range []struct {
-		name   string
-		graph  func(c *calls) *flow.Graph[St]
-		before []string
-		move   func(ctx context.Context, r *flow.Runnable[St], s flow.Checkpointer) error
-		cmd    func(tb testing.TB, snap *flow.Snapshot[St]) flow.Command
-		// ran counts node runs of the ResumeAt call with HeadWriter;
-		// without it the head is read first and no node runs.
-		ran map[string]int
-	}{
+	return []movedHeadCase{
 		{
 			name:  "AnsweredByAnother",
 			graph: approval,
@@ -284,44 +282,58 @@ func TestResumeAtMovedHead(t *testing.T) {
 			cmd: command(flow.Command{Resume: "yes"}),
 			ran: map[string]int{"review": 0},
 		},
-	} {
+	}
+}
+
+// TestResumeAtMovedHead reads a snapshot, lets another writer move the
+// thread's head, and checks ResumeAt from the old snapshot fails with
+// ErrConflict and writes nothing, with and without the HeadWriter power:
+// also where the run would have written no checkpoint (a partial answer).
+func TestResumeAtMovedHead(t *testing.T) {
+	t.Parallel()
+	for _, tc := range movedHeadCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			eachStore(t, func(t *testing.T, open func(testing.TB) flow.Checkpointer) {
 				for _, hw := range []bool{true, false} {
-					base := open(t)
-					store, _ := counting(base, hw)
-					c := newCalls()
-					opts := flow.Options{Checkpointer: store, InterruptBefore: tc.before}
-					r := mustCompile(t, tc.graph(c), opts)
-					must(t)(r.Invoke(t.Context(), "t1", St{}))
-					snap := must(t)(r.State(t.Context(), "t1"))
-					other := mustCompile(t, tc.graph(newCalls()), flow.Options{Checkpointer: base, InterruptBefore: tc.before})
-					if err := tc.move(t.Context(), other, base); err != nil {
-						t.Fatalf("moving the head: %v", err)
-					}
-					before, ranBefore := dump(t, base, "t1"), c.snapshot()
-					_, err := r.ResumeAt(t.Context(), snap, tc.cmd(t, snap))
-					var ce *flow.ConflictError
-					if !errors.Is(err, flow.ErrConflict) || !errors.As(err, &ce) {
-						t.Fatalf("head writer %v: err %v, want a *ConflictError", hw, err)
-					}
-					if ce.Want != snap.CheckpointID {
-						t.Errorf("conflict %+v, want the snapshot's checkpoint %s as Want", ce, snap.CheckpointID)
-					}
-					if after := dump(t, base, "t1"); after != before {
-						t.Fatalf("head writer %v: ResumeAt wrote to the thread:\nbefore %s\nafter  %s", hw, before, after)
-					}
-					for node, n := range tc.ran {
-						if !hw {
-							n = 0
-						}
-						if got := c.get(node) - ranBefore[node]; got != n {
-							t.Errorf("head writer %v: node %s ran %d times in ResumeAt, want %d", hw, node, got, n)
-						}
-					}
+					checkMovedHead(t, tc, open(t), hw)
 				}
 			})
 		})
+	}
+}
+
+// checkMovedHead runs tc on base, wrapped with its HeadWriter power when
+// hw is set (see counting).
+func checkMovedHead(t *testing.T, tc movedHeadCase, base flow.Checkpointer, hw bool) {
+	t.Helper()
+	store, _ := counting(base, hw)
+	c := newCalls()
+	r := mustCompile(t, tc.graph(c), flow.Options{Checkpointer: store, InterruptBefore: tc.before})
+	must(t)(r.Invoke(t.Context(), "t1", St{}))
+	snap := must(t)(r.State(t.Context(), "t1"))
+	other := mustCompile(t, tc.graph(newCalls()), flow.Options{Checkpointer: base, InterruptBefore: tc.before})
+	if err := tc.move(t.Context(), other, base); err != nil {
+		t.Fatalf("moving the head: %v", err)
+	}
+	before, ranBefore := dump(t, base, "t1"), c.snapshot()
+	_, err := r.ResumeAt(t.Context(), snap, tc.cmd(t, snap))
+	var ce *flow.ConflictError
+	if !errors.Is(err, flow.ErrConflict) || !errors.As(err, &ce) {
+		t.Fatalf("head writer %v: err %v, want a *ConflictError", hw, err)
+	}
+	if ce.Want != snap.CheckpointID {
+		t.Errorf("conflict %+v, want the snapshot's checkpoint %s as Want", ce, snap.CheckpointID)
+	}
+	if after := dump(t, base, "t1"); after != before {
+		t.Fatalf("head writer %v: ResumeAt wrote to the thread:\nbefore %s\nafter  %s", hw, before, after)
+	}
+	for node, n := range tc.ran {
+		if !hw {
+			n = 0
+		}
+		if got := c.get(node) - ranBefore[node]; got != n {
+			t.Errorf("head writer %v: node %s ran %d times in ResumeAt, want %d", hw, node, got, n)
+		}
 	}
 }
 
