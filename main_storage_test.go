@@ -6,12 +6,13 @@ package main
 // the schema-version-1 fixtures.
 
 import (
+	"assistant/internal/testkit"
+
 	"bytes"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,15 +34,11 @@ func init() {
 	scriptCmds["mask"] = cmdMask
 }
 
-// fileSHA256 returns the hex SHA-256 of the file at path.
+// fileSHA256 returns the hex SHA-256 of the file at path ("" when missing).
 func fileSHA256(ts *testscript.TestScript, path string) string {
-	f, err := os.Open(ts.MkAbs(path))
+	sum, err := testkit.FileSum(ts.MkAbs(path))
 	ts.Check(err)
-	defer f.Close()
-	h := sha256.New()
-	_, err = io.Copy(h, f)
-	ts.Check(err)
-	return hex.EncodeToString(h.Sum(nil))
+	return sum
 }
 
 // sha256 save FILE...: remembers each file's SHA-256.

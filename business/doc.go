@@ -1,6 +1,8 @@
 // Package business is the return desk kept in business.sqlite: the orders a
-// user may return, the drafts a return task prepares, the applications it
-// submits, and the tasks (run records) themselves.
+// user may return, the drafts a return task prepares and the applications it
+// submits. The run bookkeeping (task records, leases, timeline, batch rows)
+// keeps its tables in the same file but is package runs; it shares the
+// opened file through Store.Handle, and Store.InTx gives both one commit.
 //
 // The flow in flow/returns calls it from nodes that may run more than once —
 // after a crash, a kill -9 or a resume — so every write that is a side effect
@@ -20,7 +22,7 @@
 //	d, _, err := s.PrepareDraft(ctx, "return-25", o.ID, o.User, "size", business.DefaultDraftTTL, time.Now())
 //	a, reused, err := s.Submit(ctx, d.ID, "demo-user", time.Now())
 //
-// Rules the store keeps (DESIGN.md "Storage"):
+// Rules the store keeps (docs/storage.md):
 //
 //   - another user's order, draft or application is reported exactly like an
 //     unknown one: ErrNotFound;

@@ -66,7 +66,7 @@ func (s *Store) PrepareDraft(ctx context.Context, taskID, orderID, user, reason 
 	// Durable at commit: the checkpoint written after prepare names the
 	// draft, and no power loss may keep that checkpoint and lose the draft.
 	var txErr error
-	err = s.durable(ctx, func(tx sqlitedb.Querier) error {
+	err = s.h.Durable(ctx, func(tx sqlitedb.Querier) error {
 		d, reused, txErr = s.prepareDraftTx(ctx, tx, taskID, orderID, user, reason, ttl, now)
 		if txErr == nil && reused {
 			return sqlitedb.ErrNothingWritten
@@ -132,7 +132,7 @@ func (s *Store) prepareDraftTx(ctx context.Context, tx sqlitedb.Querier, taskID,
 // DraftByTask returns the draft of task taskID, or ErrNotFound. It does not
 // check the user; the caller compares Draft.User.
 func (s *Store) DraftByTask(ctx context.Context, taskID string) (Draft, error) {
-	d, err := draftWhere(ctx, s.q, "task_id", taskID)
+	d, err := draftWhere(ctx, s.h.Q(), "task_id", taskID)
 	if err != nil {
 		return Draft{}, fmt.Errorf("draft of task %s: %w", taskID, err)
 	}
@@ -142,7 +142,7 @@ func (s *Store) DraftByTask(ctx context.Context, taskID string) (Draft, error) {
 // Draft returns the draft draftID, or ErrNotFound. It does not check the
 // user; the caller compares Draft.User.
 func (s *Store) Draft(ctx context.Context, draftID string) (Draft, error) {
-	d, err := draftWhere(ctx, s.q, "draft_id", draftID)
+	d, err := draftWhere(ctx, s.h.Q(), "draft_id", draftID)
 	if err != nil {
 		return Draft{}, fmt.Errorf("draft %s: %w", draftID, err)
 	}
@@ -180,7 +180,7 @@ func (s *Store) Submit(ctx context.Context, draftID, user string, now time.Time)
 	// Durable at commit: the checkpoint written after submit names the
 	// application, and no power loss may keep that and lose the application.
 	var txErr error
-	err = s.durable(ctx, func(tx sqlitedb.Querier) error {
+	err = s.h.Durable(ctx, func(tx sqlitedb.Querier) error {
 		a, reused, txErr = s.SubmitTx(ctx, tx, draftID, user, now)
 		if txErr == nil && reused {
 			return sqlitedb.ErrNothingWritten
@@ -197,7 +197,7 @@ func (s *Store) Submit(ctx context.Context, draftID, user string, now time.Time)
 }
 
 // SubmitTx submits draft draftID for user at now inside the caller's
-// transaction tx, which the caller commits (DESIGN.md "submit"):
+// transaction tx, which the caller commits (docs/design.md "The submit node"):
 //
 //   - an application for the draft already exists: it is returned with
 //     reused=true, even if the draft has expired since (the draft id is the
@@ -261,7 +261,7 @@ func (s *Store) SubmitTx(ctx context.Context, tx sqlitedb.Querier, draftID, user
 	_, err = tx.ExecContext(ctx,
 		`INSERT INTO applications (`+applicationColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
 		a.ID, a.DraftID, a.OrderID, a.User, a.ReviewStatus, formatTime(a.CreatedAt))
-	if isUniqueViolation(err) {
+	if sqlitedb.IsUniqueViolation(err) {
 		// Only reachable from a caller's DEFERRED transaction that read before
 		// another one committed; the caller retries in a new transaction and
 		// then gets the existing application.
@@ -277,7 +277,7 @@ func (s *Store) SubmitTx(ctx context.Context, tx sqlitedb.Querier, draftID, user
 // ErrNotFound. It does not check the user; the caller compares
 // Application.User.
 func (s *Store) ApplicationByDraft(ctx context.Context, draftID string) (Application, error) {
-	a, err := applicationWhere(ctx, s.q, "draft_id", draftID)
+	a, err := applicationWhere(ctx, s.h.Q(), "draft_id", draftID)
 	if err != nil {
 		return Application{}, fmt.Errorf("application of draft %s: %w", draftID, err)
 	}
@@ -291,9 +291,9 @@ func (s *Store) CountApplications(ctx context.Context, draftID string) (int, err
 	var n int
 	var err error
 	if draftID == "" {
-		err = s.q.QueryRowContext(ctx, `SELECT count(*) FROM applications`).Scan(&n)
+		err = s.h.Q().QueryRowContext(ctx, `SELECT count(*) FROM applications`).Scan(&n)
 	} else {
-		err = s.q.QueryRowContext(ctx, `SELECT count(*) FROM applications WHERE draft_id = ?`, draftID).Scan(&n)
+		err = s.h.Q().QueryRowContext(ctx, `SELECT count(*) FROM applications WHERE draft_id = ?`, draftID).Scan(&n)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("count applications: %w", err)

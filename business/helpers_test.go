@@ -2,9 +2,7 @@ package business
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 	"testing"
@@ -54,16 +52,6 @@ func mustPrepare(tb testing.TB, s *Store, taskID, orderID string, ttl time.Durat
 		tb.Fatalf("PrepareDraft(%s, %s): %v", taskID, orderID, err)
 	}
 	return d
-}
-
-func fileSHA(tb testing.TB, path string) string {
-	tb.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }
 
 // rawExec runs statements on path with a bare connection: no business

@@ -104,7 +104,7 @@ func (s *Store) ImportOrders(ctx context.Context, r io.Reader) (ImportResult, er
 // the whole file with an *ImportError and nothing is imported; otherwise
 // all rows go in one transaction.
 func (s *Store) ImportOrdersFile(ctx context.Context, f *OrdersFile) (ImportResult, error) {
-	tx, err := s.begin(ctx)
+	tx, err := s.h.Begin(ctx)
 	if err != nil {
 		return ImportResult{}, fmt.Errorf("import orders: %w", err)
 	}
@@ -215,7 +215,7 @@ func orderTx(ctx context.Context, tx sqlitedb.Querier, id string) (Order, error)
 
 // Orders returns the user's orders by order id, in one query.
 func (s *Store) Orders(ctx context.Context, user string) ([]Order, error) {
-	rows, err := s.q.QueryContext(ctx, `SELECT `+orderColumns+` FROM orders WHERE user = ? ORDER BY order_id`, user)
+	rows, err := s.h.Q().QueryContext(ctx, `SELECT `+orderColumns+` FROM orders WHERE user = ? ORDER BY order_id`, user)
 	if err != nil {
 		return nil, fmt.Errorf("list orders: %w", err)
 	}

@@ -33,7 +33,7 @@ type Order struct {
 
 // Order returns the order orderID of user. It returns ErrNotFound when the
 // order is unknown or belongs to another user, so that the existence of other
-// users' orders is never revealed (DESIGN.md exit code 4).
+// users' orders is never revealed (docs/cli.md "Exit codes": 4).
 //
 // Inside InTx an order found once is kept for the rest of the transaction:
 // it holds the write lock, so no other process can change it meanwhile, an
@@ -43,7 +43,7 @@ func (s *Store) Order(ctx context.Context, orderID, user string) (Order, error) 
 	if o, ok := s.orders.get(orderID, user); ok {
 		return o, nil
 	}
-	o, err := scanOrder(s.q.QueryRowContext(ctx,
+	o, err := scanOrder(s.h.Q().QueryRowContext(ctx,
 		`SELECT `+orderColumns+` FROM orders WHERE order_id = ? AND user = ?`, orderID, user))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Order{}, fmt.Errorf("order %s: %w", orderID, ErrNotFound)
@@ -118,7 +118,7 @@ func (s *Store) Eligibility(ctx context.Context, o Order, now time.Time) (string
 		return ReasonFinalSale, nil
 	}
 	var open bool
-	err := s.q.QueryRowContext(ctx,
+	err := s.h.Q().QueryRowContext(ctx,
 		`SELECT EXISTS (SELECT 1 FROM applications WHERE order_id = ? AND review_status = ?)`,
 		o.ID, ReviewPending).Scan(&open)
 	if err != nil {

@@ -1,6 +1,8 @@
 package business
 
 import (
+	"assistant/internal/testkit"
+
 	"bufio"
 	"context"
 	"fmt"
@@ -13,10 +15,9 @@ import (
 	"time"
 )
 
-// The two-process test re-runs this test binary as a helper process, chosen
-// by these environment variables.
+// The two-process test re-runs this test binary as a child process
+// (testkit.Child, part "submit") with these environment variables.
 const (
-	helperEnv      = "BUSINESS_TEST_HELPER" // "submit" turns TestHelperProcess on
 	helperDBEnv    = "BUSINESS_TEST_DB"
 	helperDraftEnv = "BUSINESS_TEST_DRAFT"
 )
@@ -26,7 +27,7 @@ const (
 // line on stdin (the start signal), submits the draft and prints
 // "RESULT <application id> <reused>".
 func TestHelperProcess(t *testing.T) {
-	if os.Getenv(helperEnv) != "submit" {
+	if testkit.HelperPart() != "submit" {
 		t.Skip("helper process for TestTwoProcessesSubmitOnce")
 	}
 	ctx := context.Background()
@@ -60,9 +61,7 @@ func TestTwoProcessesSubmitOnce(t *testing.T) {
 	}
 	var children []child
 	for range 2 {
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-		cmd.Env = append(os.Environ(), helperEnv+"=submit", helperDBEnv+"="+path, helperDraftEnv+"="+d.ID)
-		cmd.Stderr = os.Stderr
+		cmd := testkit.Child(t, "submit", helperDBEnv+"="+path, helperDraftEnv+"="+d.ID)
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
 			t.Fatal(err)

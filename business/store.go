@@ -7,18 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"strings"
 	"time"
-
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"assistant/internal/sqlitedb"
 )
 
 const (
 	// DefaultDraftTTL is how long a prepared draft may be submitted, counted
-	// from its creation (DESIGN.md "The return-request flow": default 300 s).
+	// from its creation (docs/design.md "Nodes": default 300 s).
 	DefaultDraftTTL = 300 * time.Second
 
 	// ReturnWindow is how long after delivery an order may be returned. An
@@ -48,9 +44,6 @@ var (
 	// order made from another draft (one open application per order).
 	ErrOpenApplication = errors.New("order already has an open application")
 
-	// ErrTaskExists reports a CreateTask whose task id is already taken.
-	ErrTaskExists = errors.New("task exists")
-
 	// ErrConflict reports that a guarded update found the row in another state
 	// than the caller expected (its WHERE clause matched 0 rows), or that an
 	// idempotency key was reused with different input.
@@ -73,11 +66,6 @@ var (
 	// write.
 	ErrReadOnly = sqlitedb.ErrReadOnly
 )
-
-// timeLayout is RFC 3339 with a fixed nine-digit fraction, always in UTC.
-// Fixed width keeps text order equal to time order in SQL (ORDER BY
-// created_at); time.RFC3339Nano trims zeros and would not.
-const timeLayout = "2006-01-02T15:04:05.000000000Z07:00"
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
@@ -117,18 +105,14 @@ type Options struct {
 	Synchronous string
 }
 
-// Store is the return desk kept in business.sqlite: orders, drafts,
-// applications and tasks. It is safe for concurrent use by many goroutines,
-// and several processes may open the same file at once.
+// Store is the return desk kept in business.sqlite: orders, drafts and
+// applications. The run bookkeeping (package runs) keeps its tables in the
+// same file, over the same Handle. It is safe for concurrent use by many
+// goroutines, and several processes may open the same file at once.
 type Store struct {
-	db          *sql.DB
-	q           sqlitedb.Querier   // stmts, or chunk inside InTx
-	stmts       *sqlitedb.Stmts    // prepared statements of the pool
-	chunk       *sqlitedb.CachedTx // the transaction of InTx; nil outside
-	orders      *orderMemo         // orders read inside InTx; nil outside
-	path        string
-	now         func() time.Time
-	synchronous string
+	h      *sqlitedb.Handle
+	orders *orderMemo // orders read inside InTx; nil outside
+	now    func() time.Time
 }
 
 // Open opens (and, with opts.Create, creates) the business database at path,
@@ -139,7 +123,7 @@ type Store struct {
 // ErrCorrupt; a file with tables and another application id gives
 // ErrForeignFile; a user_version newer than SchemaVersion gives
 // ErrNewerSchema. After such a refusal the file is byte-for-byte unchanged
-// (DESIGN.md "Storage"). All errors name the path:
+// (docs/storage.md "Refusals"). All errors name the path:
 // "open business PATH: …".
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	s, err := open(ctx, path, opts)
@@ -172,45 +156,53 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	synchronous := strings.ToUpper(opts.Synchronous)
-	if synchronous == "" {
-		synchronous = sqlitedb.DefaultSynchronous
-	}
-	stmts := sqlitedb.NewStmts(db)
-	return &Store{db: db, q: stmts, stmts: stmts, path: path, now: now, synchronous: synchronous}, nil
+	return &Store{h: sqlitedb.NewHandle(db, path, opts.Synchronous), now: now}, nil
 }
 
 // Sync makes every earlier commit durable against power loss (one fsync of
-// the WAL; nothing at synchronous=FULL). A command calls it once, after its
-// last write and before it reports what it did.
+// the WAL; nothing at synchronous=FULL or inside InTx). A command calls it
+// once, after its last write and before it reports what it did.
 func (s *Store) Sync(ctx context.Context) error {
-	if s.chunk != nil {
-		return nil // InTx commits durably
-	}
-	if err := sqlitedb.Sync(ctx, s.db, s.synchronous); err != nil {
-		return fmt.Errorf("sync business %s: %w", s.path, err)
+	if err := s.h.Sync(ctx); err != nil {
+		return fmt.Errorf("business: %w", err)
 	}
 	return nil
 }
 
-// Close closes the database pool. The last connection to close checkpoints
-// the WAL into the main file.
-func (s *Store) Close() error {
-	if s.chunk != nil {
-		return nil // the Store of InTx: the pool belongs to its parent
-	}
-	return errors.Join(s.stmts.Close(), s.db.Close())
-}
+// Close closes the database pool (nothing inside InTx). The last connection
+// to close checkpoints the WAL into the main file.
+func (s *Store) Close() error { return s.h.Close() }
 
 // DB returns the pool, for callers that run SubmitTx inside their own
 // transaction. Every transaction begun on it is BEGIN IMMEDIATE (DSN _txlock).
-func (s *Store) DB() *sql.DB {
-	return s.db
-}
+func (s *Store) DB() *sql.DB { return s.h.DB() }
 
 // Path returns the file path the store was opened with.
-func (s *Store) Path() string {
-	return s.path
+func (s *Store) Path() string { return s.h.Path() }
+
+// Handle returns the opened file, for the other store that keeps its tables
+// in business.sqlite: runs.New(desk.Handle(), now). Inside InTx it is the
+// transaction's Handle, so both stores write in the one commit.
+func (s *Store) Handle() *sqlitedb.Handle { return s.h }
+
+// InTx runs fn with a Store whose every method works inside one write
+// transaction, committed durably when fn returns nil and rolled back when
+// it returns an error (sqlitedb.Handle.InTx); orders read inside it are
+// kept for the transaction (a batch chunk reads the same orders for every
+// row). It is how a batch writes a chunk of rows in one commit instead of a
+// dozen per row. The Store given to fn must not be used after fn returns.
+// Errors: fn's error, or the commit's.
+func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
+	if s.h.InTxn() {
+		return fn(s)
+	}
+	err := s.h.InTx(ctx, func(h *sqlitedb.Handle) error {
+		return fn(&Store{h: h, now: s.now, orders: &orderMemo{m: map[[2]string]Order{}}})
+	})
+	if err != nil {
+		return fmt.Errorf("business transaction: %w", err)
+	}
+	return nil
 }
 
 // mustLoadMigrations reads migrations/NNNN_name.sql in version order and
@@ -223,30 +215,22 @@ func mustLoadMigrations(fsys fs.FS) []migration {
 	return ms
 }
 
-// formatTime renders t for storage: UTC, fixed-width nanoseconds.
-func formatTime(t time.Time) string {
-	return t.UTC().Format(timeLayout)
-}
+// formatTime renders t for storage (sqlitedb.FormatTime).
+func formatTime(t time.Time) string { return sqlitedb.FormatTime(t) }
 
-// parseTime reads a stored time back (any RFC 3339 form), in UTC.
-func parseTime(s string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("stored time %q: %w", s, err)
-	}
-	return t.UTC(), nil
-}
+// parseTime reads a stored time back (sqlitedb.ParseTime).
+func parseTime(s string) (time.Time, error) { return sqlitedb.ParseTime(s) }
 
 // storedTime is t as it reads back from the file: UTC, no monotonic reading.
 func storedTime(t time.Time) time.Time {
 	return t.UTC().Round(0)
 }
 
-// isUniqueViolation reports a PRIMARY KEY or UNIQUE constraint failure.
-func isUniqueViolation(err error) bool {
-	var se *sqlite.Error
-	if !errors.As(err, &se) {
-		return false
-	}
-	return se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface {
+	Scan(dest ...any) error
 }
+
+// IsBusy reports whether err is SQLite's SQLITE_BUSY from either file of a
+// data dir: a write lock another process held past DefaultBusyTimeout.
+func IsBusy(err error) bool { return sqlitedb.IsBusy(err) }

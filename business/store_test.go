@@ -1,6 +1,8 @@
 package business
 
 import (
+	"assistant/internal/testkit"
+
 	"bytes"
 	"context"
 	"errors"
@@ -144,7 +146,7 @@ func TestOpen(t *testing.T) {
 }
 
 // TestOpenRefuses checks that a file this build must not touch is refused
-// with the right error and keeps every byte (DESIGN.md "Storage").
+// with the right error and keeps every byte (docs/storage.md "Refusals").
 func TestOpenRefuses(t *testing.T) {
 	ctx := context.Background()
 	random := func(n int) []byte {
@@ -218,7 +220,7 @@ func TestOpenRefuses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "business.sqlite")
 			tt.make(t, path)
-			before := fileSHA(t, path)
+			before := testkit.FileSHA256(t, path)
 
 			for _, opts := range []Options{{}, {Create: true, Seed: seedCSV(t)}} {
 				s, err := Open(ctx, path, opts)
@@ -234,7 +236,7 @@ func TestOpenRefuses(t *testing.T) {
 					t.Errorf("error %q does not name the file", err)
 				}
 			}
-			if after := fileSHA(t, path); after != before {
+			if after := testkit.FileSHA256(t, path); after != before {
 				t.Errorf("file changed by a refused Open: sha256 %s → %s", before, after)
 			}
 		})

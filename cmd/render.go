@@ -34,15 +34,30 @@ func shellQuote(s string) string {
 }
 
 // writeCard prints a view for a person: the order, the state, the question
-// with its draft, and the exact next command to type.
+// with its draft, and the exact next command to type (prog is the command
+// prefix to paste).
 func writeCard(w io.Writer, v *returns.View, prog string) error {
 	var b strings.Builder
-	if v.Batch != nil {
-		fmt.Fprintf(&b, "Batch %s · user %s\n", v.Task, v.User)
-	} else {
-		fmt.Fprintf(&b, "Task %s · order %s · user %s\n", v.Task, v.Order, v.User)
+	cardHeader(&b, v)
+	task := shellQuote(v.Task)
+	for _, in := range v.Interrupts {
+		cardQuestion(&b, in, prog, task)
 	}
-	fmt.Fprintf(&b, "Status: %s · stage: %s\n", v.Status, orDash(v.Stage))
+	cardOutcome(&b, v)
+	cardRun(&b, v, prog, task)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// cardHeader writes the task, its status and stage, a batch's progress and
+// the draft.
+func cardHeader(b *strings.Builder, v *returns.View) {
+	if v.Batch != nil {
+		fmt.Fprintf(b, "Batch %s · user %s\n", v.Task, v.User)
+	} else {
+		fmt.Fprintf(b, "Task %s · order %s · user %s\n", v.Task, v.Order, v.User)
+	}
+	fmt.Fprintf(b, "Status: %s · stage: %s\n", v.Status, orDash(v.Stage))
 	if v.Batch != nil {
 		b.WriteString(writeBatch(v.Batch))
 	}
@@ -52,40 +67,50 @@ func writeCard(w io.Writer, v *returns.View, prog string) error {
 		if left > 0 {
 			when = "in " + left.String()
 		}
-		fmt.Fprintf(&b, "Draft %s: reason %q, expires %s (%s)\n", v.Draft.DraftID, v.Draft.Reason, v.Draft.ExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC"), when)
+		fmt.Fprintf(b, "Draft %s: reason %q, expires %s (%s)\n", v.Draft.DraftID, v.Draft.Reason, v.Draft.ExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC"), when)
 	}
-	task := shellQuote(v.Task)
-	for _, in := range v.Interrupts {
-		var q struct {
-			Prompt  string `json:"prompt"`
-			Effect  string `json:"effect"`
-			Problem string `json:"problem"`
-			DraftID string `json:"draft_id"`
-		}
-		_ = json.Unmarshal(in.Value, &q)
-		if q.Problem != "" {
-			fmt.Fprintf(&b, "Previous answer refused: %s\n", q.Problem)
-		}
-		switch in.Kind {
-		case returns.KindNeedReason:
-			fmt.Fprintf(&b, "Question: %s\n", q.Prompt)
-			fmt.Fprintf(&b, "Next:     %s resume %s --reason \"...\"\n", prog, task)
-		case returns.KindApproval:
-			fmt.Fprintf(&b, "Question: approve this return request? %s\n", q.Effect)
-			fmt.Fprintf(&b, "Next:     %s resume %s --action approve --draft %s\n", prog, task, q.DraftID)
-			fmt.Fprintf(&b, "   or:    %s resume %s --action cancel\n", prog, task)
-		}
+}
+
+// cardQuestion writes a pending question and the commands that answer it.
+func cardQuestion(b *strings.Builder, in returns.InterruptView, prog, task string) {
+	var q struct {
+		Prompt  string `json:"prompt"`
+		Effect  string `json:"effect"`
+		Problem string `json:"problem"`
+		DraftID string `json:"draft_id"`
 	}
+	_ = json.Unmarshal(in.Value, &q)
+	if q.Problem != "" {
+		fmt.Fprintf(b, "Previous answer refused: %s\n", q.Problem)
+	}
+	switch in.Kind {
+	case returns.KindNeedReason:
+		fmt.Fprintf(b, "Question: %s\n", q.Prompt)
+		fmt.Fprintf(b, "Next:     %s resume %s --reason \"...\"\n", prog, task)
+	case returns.KindApproval:
+		fmt.Fprintf(b, "Question: approve this return request? %s\n", q.Effect)
+		fmt.Fprintf(b, "Next:     %s resume %s --action approve --draft %s\n", prog, task, q.DraftID)
+		fmt.Fprintf(b, "   or:    %s resume %s --action cancel\n", prog, task)
+	}
+}
+
+// cardOutcome writes the submitted application or the error a request
+// ended with.
+func cardOutcome(b *strings.Builder, v *returns.View) {
 	if v.Result != nil {
 		reused := ""
 		if v.Result.Reused {
 			reused = " (already submitted before; no second application)"
 		}
-		fmt.Fprintf(&b, "Submitted: application %s, review %s%s\n", v.Result.ApplicationID, v.Result.ReviewStatus, reused)
+		fmt.Fprintf(b, "Submitted: application %s, review %s%s\n", v.Result.ApplicationID, v.Result.ReviewStatus, reused)
 	}
 	if v.Error != nil {
-		fmt.Fprintf(&b, "Error: %s — %s\n", v.Error.Code, v.Error.Message)
+		fmt.Fprintf(b, "Error: %s — %s\n", v.Error.Code, v.Error.Message)
 	}
+}
+
+// cardRun writes what a stopped, running or abandoned run needs next.
+func cardRun(b *strings.Builder, v *returns.View, prog, task string) {
 	// next names the nodes due, when the run has a checkpoint to say so.
 	next := ""
 	if len(v.Next) > 0 {
@@ -93,19 +118,17 @@ func writeCard(w io.Writer, v *returns.View, prog string) error {
 	}
 	switch {
 	case v.Status == returns.StatusInterrupted:
-		fmt.Fprintf(&b, "Stopped by an operator%s. Continue it: %s resume %s\n", next, prog, task)
+		fmt.Fprintf(b, "Stopped by an operator%s. Continue it: %s resume %s\n", next, prog, task)
 	case v.Status == returns.StatusRunning && v.Holder != nil && v.Holder.Alive:
-		fmt.Fprintf(&b, "Running in pid %d on %s. Stop it: %s stop %s\n", v.Holder.PID, v.Holder.Host, prog, task)
+		fmt.Fprintf(b, "Running in pid %d on %s. Stop it: %s stop %s\n", v.Holder.PID, v.Holder.Host, prog, task)
 	case v.Status == returns.StatusRunning:
 		if v.Holder != nil && v.Holder.PID != 0 {
-			fmt.Fprintf(&b, "Its process (pid %d on %s) is gone; the run stopped part-way%s.\n", v.Holder.PID, v.Holder.Host, next)
+			fmt.Fprintf(b, "Its process (pid %d on %s) is gone; the run stopped part-way%s.\n", v.Holder.PID, v.Holder.Host, next)
 		} else {
-			fmt.Fprintf(&b, "The run stopped part-way%s.\n", next)
+			fmt.Fprintf(b, "The run stopped part-way%s.\n", next)
 		}
-		fmt.Fprintf(&b, "Recover:  %s recover   (or: %s resume %s)\n", prog, prog, task)
+		fmt.Fprintf(b, "Recover:  %s recover   (or: %s resume %s)\n", prog, prog, task)
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 func orDash(s string) string {

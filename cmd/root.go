@@ -9,28 +9,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
-	"assistant/checkpoints"
-	"assistant/flow"
 	"assistant/flow/returns"
-	"assistant/internal/sqlitedb"
 )
 
-// Defaults of the global flags (DESIGN.md "CLI contract").
+// Defaults of the global flags (docs/cli.md "Global flags").
 const (
 	DefaultDataDir = "./data"
 	DefaultUser    = "demo-user"
 )
 
-// Exit codes (DESIGN.md "Exit codes").
+// Exit codes (docs/cli.md "Exit codes").
 const (
 	ExitOK       = 0
 	ExitInternal = 1
@@ -39,8 +34,8 @@ const (
 	ExitNotFound = 4
 	// ExitInterrupted: SIGINT or SIGTERM ended the command before it did
 	// its work and outside a task's run (a run that is stopped ends
-	// interrupted, exit 0), waiting for another process's lock, say. An
-	// extension of DESIGN.md's codes, 128 + SIGINT as shells report it.
+	// interrupted, exit 0), waiting for another process's lock, say.
+	// 128 + SIGINT, as shells report it (docs/cli.md "Exit codes").
 	ExitInterrupted = 130
 )
 
@@ -57,7 +52,7 @@ type app struct {
 }
 
 // Execute runs the command line with os.Args and exits the process with the
-// exit code of DESIGN.md. seed is the teaching orders CSV embedded in the
+// exit code of docs/cli.md "Exit codes". seed is the teaching orders CSV embedded in the
 // binary. It is the only place that calls os.Exit.
 //
 // SIGINT and SIGTERM cancel the run's context: the running node is
@@ -85,13 +80,13 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, seed []by
 	if err == nil {
 		return ExitOK
 	}
-	code := exitCode(err)
 	var re *runError
 	if errors.As(err, &re) {
-		err = re.err
+		err = &runError{returns.Classify(re.err)}
 	}
-	if sqlitedb.IsBusy(err) {
-		err = fmt.Errorf("%w (another process held the data dir's write lock for longer than %s; try again)", err, sqlitedb.DefaultBusyTimeout)
+	code := exitCode(err)
+	if errors.As(err, &re) {
+		err = re.err
 	}
 	if code == ExitInterrupted {
 		err = fmt.Errorf("interrupted by a signal before it was done (%w); each write is all or nothing, so run the command again", err)
@@ -160,21 +155,22 @@ func usageErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", returns.ErrInvalid, fmt.Sprintf(format, args...))
 }
 
-// exitCode maps an error to DESIGN.md's exit codes.
+// exitCode maps an error, passed through returns.Classify, to the exit
+// codes of docs/cli.md "Exit codes".
 func exitCode(err error) int {
 	var re *runError
 	switch {
-	case errors.Is(err, context.Canceled):
+	case errors.Is(err, returns.ErrInterrupted), errors.Is(err, context.Canceled):
 		return ExitInterrupted
 	case errors.Is(err, returns.ErrInvalid):
 		return ExitUsage
-	case sqlitedb.IsBusy(err):
+	case errors.Is(err, returns.ErrBusy):
 		// A file locked by another process for longer than the busy
 		// timeout: the task's data is busy, as with a lease (exit 3).
 		return ExitConflict
 	case errors.Is(err, returns.ErrNotFound):
 		return ExitNotFound
-	case errors.Is(err, returns.ErrConflict), errors.Is(err, flow.ErrConflict):
+	case errors.Is(err, returns.ErrConflict):
 		return ExitConflict
 	case errors.As(err, &re):
 		return ExitInternal
@@ -220,33 +216,6 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// service opens both stores of the data dir for the command that runs; Run
-// closes them when the command returns. With create false a missing data dir
-// or file is ErrNotFound and nothing is created.
-func (a *app) service(ctx context.Context, create bool) (*returns.Service, error) {
-	if err := returns.PrepareDataDir(a.data, create); err != nil {
-		return nil, err
-	}
-	if err := returns.CheckPair(ctx, a.data, checkpoints.CountThreadsReadOnly); err != nil {
-		return nil, err
-	}
-	path := filepath.Join(a.data, returns.CheckpointsFile)
-	cps, err := checkpoints.OpenSQLite(ctx, path, checkpoints.SQLiteOptions{Create: create})
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s: %w (no task has been started in %s)", path, returns.ErrNotFound, a.data)
-	}
-	if err != nil {
-		return nil, err
-	}
-	svc, err := returns.Open(ctx, returns.Config{DataDir: a.data, Create: create, Seed: a.seed, Checkpoints: cps})
-	if err != nil {
-		cps.Close()
-		return nil, err
-	}
-	a.closers = append(a.closers, func() { svc.Close(); cps.Close() })
-	return svc, nil
 }
 
 // render prints a view as JSON or as a card for a person.

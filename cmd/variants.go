@@ -9,8 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"assistant/checkpoints"
-	"assistant/flow"
 	"assistant/flow/variants"
 )
 
@@ -47,14 +45,7 @@ separate processes would; --data is not touched.
 				return ran(err)
 			}
 			defer os.RemoveAll(dir)
-			path := filepath.Join(dir, "checkpoints.sqlite")
-			lab := &variants.Lab{Open: func(ctx context.Context) (flow.Checkpointer, func(), error) {
-				cp, err := checkpoints.OpenSQLite(ctx, path, checkpoints.SQLiteOptions{Create: true})
-				if err != nil {
-					return nil, nil, err
-				}
-				return cp, func() { cp.Close() }, nil
-			}}
+			lab := &variants.Lab{Open: labStore(filepath.Join(dir, "checkpoints.sqlite"))}
 			if a.output != "json" {
 				lab.Log = a.stdout
 			}

@@ -9,7 +9,7 @@ import (
 
 // FaultEnv names the environment variable that switches fault points on: a
 // comma-separated list such as "submit:after-business-commit" or
-// "after:prepare,before:review" (DESIGN.md "Verification points").
+// "after:prepare,before:review" (docs/recovery.md "Verification points").
 const FaultEnv = "ASSISTANT_FAULT"
 
 var faults = sync.OnceValue(func() map[string]bool {

@@ -91,7 +91,7 @@ type Deps struct {
 	Fault func(point string)
 }
 
-// Build returns the return-request graph of DESIGN.md:
+// Build returns the return-request graph (docs/design.md "The return-request flow"):
 //
 //	lookup → ask_reason (only without a valid reason) → prepare → review → submit | cancel
 //

@@ -9,17 +9,17 @@ import (
 	"slices"
 	"time"
 
-	"assistant/business"
 	"assistant/flow"
+	"assistant/runs"
 )
 
 // History is what `assistant history TASK` prints: the task's checkpoints
 // newest first and its timeline steps in order.
 type History struct {
 	Task        string              `json:"task"`
-	Kind        string              `json:"kind"` // business.KindReturn or KindBatch
+	Kind        string              `json:"kind"` // runs.KindReturn or KindBatch
 	Checkpoints []CheckpointSummary `json:"checkpoints"`
-	Steps       []business.Step     `json:"steps"`
+	Steps       []runs.TimelineStep `json:"steps"`
 }
 
 // CheckpointSummary is one checkpoint of a task's history.
@@ -62,15 +62,12 @@ func (s *Service) History(ctx context.Context, task, user string) (*History, err
 	if err != nil {
 		return nil, err
 	}
-	kind, err := s.kind(ctx, t.ID)
-	if err != nil {
-		return nil, fmt.Errorf("history %s: %w", t.ID, err)
-	}
+	kind := t.Kind
 	decode := func(cp *flow.Checkpoint) error {
 		_, err := decodeAt[State](cp.Values, cp.Format, StateFormat, stateUpgrades)
 		return err
 	}
-	if kind == business.KindBatch {
+	if kind == runs.KindBatch {
 		decode = func(cp *flow.Checkpoint) error {
 			_, err := decodeAt[BatchState](cp.Values, cp.Format, BatchStateFormat, batchStateUpgrades)
 			return err
@@ -80,13 +77,13 @@ func (s *Service) History(ctx context.Context, task, user string) (*History, err
 	if err != nil {
 		return nil, fmt.Errorf("history %s: %w", t.ID, err)
 	}
-	steps, err := s.desk.Steps(ctx, t.ID)
+	steps, err := s.runs.Steps(ctx, t.ID)
 	if err != nil {
 		return nil, fmt.Errorf("history %s: %w", t.ID, err)
 	}
 	h := &History{Task: t.ID, Kind: kind, Checkpoints: make([]CheckpointSummary, 0, len(cps)), Steps: steps}
 	if h.Steps == nil {
-		h.Steps = []business.Step{}
+		h.Steps = []runs.TimelineStep{}
 	}
 	for i, cp := range cps {
 		var older json.RawMessage

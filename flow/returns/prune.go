@@ -12,13 +12,6 @@ import (
 // head, which show and resume read.
 const DefaultPruneKeep = 1
 
-// Pruner is an optional power of a flow.Checkpointer: removing a thread's
-// older checkpoints, keeping the head and the newest keep in all. The
-// Service finds it by type assertion (checkpoints.SQLite has it).
-type Pruner interface {
-	Prune(ctx context.Context, threadID string, keep int) (rows int, bytes int64, err error)
-}
-
 // PruneOptions are the input of Prune.
 type PruneOptions struct {
 	// FinishedBefore: only tasks whose record was last updated at least this
@@ -64,11 +57,11 @@ func (s *Service) Prune(ctx context.Context, o PruneOptions) (*PruneReport, erro
 	if o.Keep == 0 {
 		o.Keep = DefaultPruneKeep
 	}
-	p, ok := s.cps.(Pruner)
+	p, ok := s.cps.(flow.Pruner)
 	if !ok {
 		return nil, fmt.Errorf("%w: the checkpoint store %T cannot prune", ErrInvalid, s.cps)
 	}
-	tasks, err := s.desk.TasksUpdatedBefore(ctx, finishedStatuses, s.now().Add(-o.FinishedBefore))
+	tasks, err := s.runs.TasksUpdatedBefore(ctx, finishedStatuses, s.now().Add(-o.FinishedBefore))
 	if err != nil {
 		return nil, fmt.Errorf("prune: %w", err)
 	}

@@ -4,7 +4,7 @@ import (
 	"time"
 )
 
-// Stages of a return request (DESIGN.md "The return-request flow").
+// Stages of a return request (docs/design.md "Stages").
 const (
 	StageNeedReason = "need_reason"
 	StageDraftReady = "draft_ready"
@@ -13,7 +13,7 @@ const (
 	StageFailed     = "failed"
 )
 
-// Run statuses of a task (DESIGN.md): what the run is doing, as opposed to
+// Run statuses of a task (docs/design.md "Run status"): what the run is doing, as opposed to
 // where the request stands (the stage).
 const (
 	StatusRunning     = "running"

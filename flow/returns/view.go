@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"time"
 
-	"assistant/business"
 	"assistant/flow"
+	"assistant/runs"
 )
 
-// View is what start, show and resume print (DESIGN.md "CLI contract"): one
+// View is what start, show and resume print (docs/cli.md "start, show and resume"): one
 // object with stable field names. Absent things are null, lists are [].
 type View struct {
 	Task       string          `json:"task"`
@@ -58,7 +58,7 @@ type DraftView struct {
 
 // view builds the View of a task from its head snapshot (nil when the task
 // has no checkpoint yet).
-func (s *Service) view(t business.Task, snap *flow.Snapshot[State]) *View {
+func view(t runs.TaskRecord, snap *flow.Snapshot[State]) *View {
 	v := &View{Task: t.ID, User: t.User, Order: t.OrderID, Next: []string{}, Interrupts: []InterruptView{}}
 	if snap == nil {
 		// No checkpoint yet: the run is part-way, or stopped part-way.

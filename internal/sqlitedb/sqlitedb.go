@@ -9,7 +9,7 @@
 //		Create:        true,
 //	})
 //
-// The rules it keeps (DESIGN.md "Storage"):
+// The rules it keeps (docs/storage.md "Refusals" and "Migrations"):
 //
 //   - A file carries its owner in PRAGMA application_id and its schema
 //     version in PRAGMA user_version, both in the 100-byte file header, where
@@ -38,7 +38,7 @@
 // Why not a migration library such as pressly/goose: it creates and writes
 // its own version table when it opens a file, before it could tell a
 // foreign or newer file from ours, and refusing such a file unchanged is the
-// first rule here. See README.md "Why no migration library".
+// first rule here. See docs/storage.md "Why no migration library".
 package sqlitedb
 
 import (

@@ -1,6 +1,7 @@
-package business
+package runs
 
 import (
+	"assistant/internal/sqlitedb"
 	"context"
 	"database/sql"
 	"errors"
@@ -9,14 +10,15 @@ import (
 	"time"
 )
 
-// DefaultTaskStatus is the status CreateTask records when Task.Status is empty.
+// DefaultTaskStatus is the status CreateTask records when TaskRecord.Status
+// is empty.
 const DefaultTaskStatus = "running"
 
-// Task is the run record of one return task (the engine's thread): who asked,
-// for which order, and where the run stands. Status is a run status and Stage
-// a flow stage (DESIGN.md "Stages" and "Run status"); this package stores them
-// as given and does not judge transitions.
-type Task struct {
+// TaskRecord is the run record of one task (the engine's thread): who
+// asked, for which order, and where the run stands. Status is a run status
+// and Stage a flow stage (docs/design.md "Run status"); this package stores
+// them as given and does not judge transitions.
+type TaskRecord struct {
 	ID          string    `json:"task"`
 	User        string    `json:"user"`
 	OrderID     string    `json:"order"`
@@ -26,15 +28,26 @@ type Task struct {
 	Stage       string    `json:"stage"`
 	CreatedAt   time.Time `json:"created_at"` // UTC
 	UpdatedAt   time.Time `json:"updated_at"` // UTC
+	// Kind is KindReturn or KindBatch; read back, not written by CreateTask
+	// (which records KindReturn).
+	Kind string `json:"kind"`
+	// Lease is the process that drives the task now (Owner "" when nobody
+	// does), as read with the record; not written by CreateTask.
+	Lease Lease `json:"-"`
 }
 
-const taskColumns = `task_id, user, order_id, reason, fingerprint, status, stage, created_at, updated_at`
+// taskColumns are the columns CreateTask writes; recordColumns are what a
+// TaskRecord reads back.
+const (
+	taskColumns   = `task_id, user, order_id, reason, fingerprint, status, stage, created_at, updated_at`
+	recordColumns = taskColumns + `, kind, lease_owner, lease_pid, lease_host, lease_until, lease_epoch`
+)
 
 // CreateTask records task t. An empty Status becomes DefaultTaskStatus, a
 // zero CreatedAt becomes the store's clock, a zero UpdatedAt becomes
 // CreatedAt. ID and User are required. Errors: ErrTaskExists when the task id
 // is taken (by any user).
-func (s *Store) CreateTask(ctx context.Context, t Task) error {
+func (s *Store) CreateTask(ctx context.Context, t TaskRecord) error {
 	if t.ID == "" || t.User == "" {
 		return fmt.Errorf("create task %q: task id and user are required", t.ID)
 	}
@@ -47,11 +60,11 @@ func (s *Store) CreateTask(ctx context.Context, t Task) error {
 	if t.UpdatedAt.IsZero() {
 		t.UpdatedAt = t.CreatedAt
 	}
-	_, err := s.q.ExecContext(ctx,
+	_, err := s.h.Q().ExecContext(ctx,
 		`INSERT INTO tasks (`+taskColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		t.ID, t.User, t.OrderID, t.Reason, t.Fingerprint, t.Status, t.Stage,
 		formatTime(t.CreatedAt), formatTime(t.UpdatedAt))
-	if isUniqueViolation(err) {
+	if sqlitedb.IsUniqueViolation(err) {
 		return fmt.Errorf("create task %s: %w", t.ID, ErrTaskExists)
 	}
 	if err != nil {
@@ -60,16 +73,16 @@ func (s *Store) CreateTask(ctx context.Context, t Task) error {
 	return nil
 }
 
-// Task returns the task taskID, or ErrNotFound. It does not check the user:
+// Task returns the record of task taskID, or ErrNotFound. It does not check the user:
 // the caller compares Task.User and reports another user's task as not found.
-func (s *Store) Task(ctx context.Context, taskID string) (Task, error) {
-	row := s.q.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE task_id = ?`, taskID)
+func (s *Store) Task(ctx context.Context, taskID string) (TaskRecord, error) {
+	row := s.h.Q().QueryRowContext(ctx, `SELECT `+recordColumns+` FROM tasks WHERE task_id = ?`, taskID)
 	t, err := scanTask(row)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Task{}, fmt.Errorf("task %s: %w", taskID, ErrNotFound)
+		return TaskRecord{}, fmt.Errorf("task %s: %w", taskID, ErrNotFound)
 	}
 	if err != nil {
-		return Task{}, fmt.Errorf("task %s: %w", taskID, err)
+		return TaskRecord{}, fmt.Errorf("task %s: %w", taskID, err)
 	}
 	return t, nil
 }
@@ -81,7 +94,7 @@ func (s *Store) Task(ctx context.Context, taskID string) (Task, error) {
 // processes cannot both move a task out of one status. An unknown task gives
 // ErrNotFound in both modes.
 func (s *Store) SetProgress(ctx context.Context, taskID, from, status, stage string) error {
-	tx, err := s.begin(ctx)
+	tx, err := s.h.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("set progress of task %s: %w", taskID, err)
 	}
@@ -125,9 +138,9 @@ func (s *Store) SetProgress(ctx context.Context, taskID, from, status, stage str
 
 // ListTasks returns tasks oldest first (created_at, then task id). An empty
 // user or status means any.
-func (s *Store) ListTasks(ctx context.Context, user, status string) ([]Task, error) {
-	rows, err := s.q.QueryContext(ctx,
-		`SELECT `+taskColumns+` FROM tasks
+func (s *Store) ListTasks(ctx context.Context, user, status string) ([]TaskRecord, error) {
+	rows, err := s.h.Q().QueryContext(ctx,
+		`SELECT `+recordColumns+` FROM tasks
 		 WHERE (? = '' OR user = ?) AND (? = '' OR status = ?)
 		 ORDER BY created_at, task_id`,
 		user, user, status, status)
@@ -135,7 +148,7 @@ func (s *Store) ListTasks(ctx context.Context, user, status string) ([]Task, err
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
 	defer rows.Close()
-	var tasks []Task
+	var tasks []TaskRecord
 	for rows.Next() {
 		t, err := scanTask(rows)
 		if err != nil {
@@ -152,24 +165,24 @@ func (s *Store) ListTasks(ctx context.Context, user, status string) ([]Task, err
 // TasksUpdatedBefore returns the tasks, of any user, whose status is one of
 // statuses and whose record was last updated before before, oldest update
 // first. It is how prune finds finished tasks.
-func (s *Store) TasksUpdatedBefore(ctx context.Context, statuses []string, before time.Time) ([]Task, error) {
+func (s *Store) TasksUpdatedBefore(ctx context.Context, statuses []string, before time.Time) ([]TaskRecord, error) {
 	if len(statuses) == 0 {
 		return nil, nil
 	}
 	// One placeholder per status; the values are still bound parameters.
-	q := `SELECT ` + taskColumns + ` FROM tasks WHERE status IN (?` + strings.Repeat(", ?", len(statuses)-1) + `)
+	q := `SELECT ` + recordColumns + ` FROM tasks WHERE status IN (?` + strings.Repeat(", ?", len(statuses)-1) + `)
 		 AND updated_at < ? ORDER BY updated_at, task_id`
 	args := make([]any, 0, len(statuses)+1)
 	for _, st := range statuses {
 		args = append(args, st)
 	}
 	args = append(args, formatTime(before))
-	rows, err := s.q.QueryContext(ctx, q, args...)
+	rows, err := s.h.Q().QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("tasks updated before %s: %w", formatTime(before), err)
 	}
 	defer rows.Close()
-	var tasks []Task
+	var tasks []TaskRecord
 	for rows.Next() {
 		t, err := scanTask(rows)
 		if err != nil {
@@ -180,25 +193,67 @@ func (s *Store) TasksUpdatedBefore(ctx context.Context, statuses []string, befor
 	return tasks, rows.Err()
 }
 
-// scanner is a *sql.Row or *sql.Rows.
-type scanner interface {
-	Scan(dest ...any) error
-}
-
-func scanTask(sc scanner) (Task, error) {
+func scanTask(sc scanner) (TaskRecord, error) {
 	var (
-		t                Task
-		created, updated string
+		t                       TaskRecord
+		created, updated, until string
+		owner                   sql.NullString
 	)
-	if err := sc.Scan(&t.ID, &t.User, &t.OrderID, &t.Reason, &t.Fingerprint, &t.Status, &t.Stage, &created, &updated); err != nil {
-		return Task{}, err
+	if err := sc.Scan(&t.ID, &t.User, &t.OrderID, &t.Reason, &t.Fingerprint, &t.Status, &t.Stage, &created, &updated,
+		&t.Kind, &owner, &t.Lease.PID, &t.Lease.Host, &until, &t.Lease.Epoch); err != nil {
+		return TaskRecord{}, err
 	}
+	t.Lease.Owner = owner.String
 	var err error
 	if t.CreatedAt, err = parseTime(created); err != nil {
-		return Task{}, err
+		return TaskRecord{}, err
 	}
 	if t.UpdatedAt, err = parseTime(updated); err != nil {
-		return Task{}, err
+		return TaskRecord{}, err
+	}
+	if until != "" {
+		if t.Lease.Until, err = parseTime(until); err != nil {
+			return TaskRecord{}, err
+		}
 	}
 	return t, nil
+}
+
+// CreateLeasedTask records task t (as CreateTask) of the given kind and
+// draft validity ttl (whole seconds kept) with l as its lease, in one
+// statement, so no other process can see the new task running without a
+// holder. Errors: ErrTaskExists.
+func (s *Store) CreateLeasedTask(ctx context.Context, t TaskRecord, kind string, ttl time.Duration, l Lease) error {
+	if t.ID == "" || t.User == "" {
+		return fmt.Errorf("create task %q: task id and user are required", t.ID)
+	}
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = s.now()
+	}
+	_, err := s.h.Q().ExecContext(ctx,
+		`INSERT INTO tasks (`+taskColumns+`, kind, draft_ttl_seconds, lease_owner, lease_pid, lease_host, lease_until, lease_epoch)
+		 VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
+		t.ID, t.User, t.OrderID, t.Reason, t.Fingerprint, t.Stage,
+		formatTime(t.CreatedAt), formatTime(t.CreatedAt), kind, int64(ttl/time.Second), l.Owner, l.PID, l.Host, formatTime(l.Until))
+	if sqlitedb.IsUniqueViolation(err) {
+		return fmt.Errorf("create task %s: %w", t.ID, ErrTaskExists)
+	}
+	if err != nil {
+		return fmt.Errorf("create task %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+// DraftTTL returns the draft validity the task was started with.
+// Errors: ErrNotFound.
+func (s *Store) DraftTTL(ctx context.Context, taskID string) (time.Duration, error) {
+	var secs int64
+	err := s.h.Q().QueryRowContext(ctx, `SELECT draft_ttl_seconds FROM tasks WHERE task_id = ?`, taskID).Scan(&secs)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("task %s: %w", taskID, ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("draft ttl of task %s: %w", taskID, err)
+	}
+	return time.Duration(secs) * time.Second, nil
 }

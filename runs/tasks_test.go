@@ -1,4 +1,4 @@
-package business
+package runs
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 
 func TestTasks(t *testing.T) {
 	ctx := context.Background()
-	task := func(id, user, status string, created time.Time) Task {
-		return Task{ID: id, User: user, OrderID: "A3003", Reason: "size", Fingerprint: "fp-" + id,
+	task := func(id, user, status string, created time.Time) TaskRecord {
+		return TaskRecord{ID: id, User: user, OrderID: "A3003", Reason: "size", Fingerprint: "fp-" + id,
 			Status: status, Stage: "", CreatedAt: created}
 	}
 
@@ -25,7 +25,7 @@ func TestTasks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		in.UpdatedAt = in.CreatedAt
+		in.UpdatedAt, in.Kind = in.CreatedAt, KindReturn
 		if got != in {
 			t.Errorf("Task = %+v, want %+v", got, in)
 		}
@@ -33,7 +33,7 @@ func TestTasks(t *testing.T) {
 
 	t.Run("Defaults", func(t *testing.T) {
 		s, _ := newSeeded(t) // clock fixed at t0
-		if err := s.CreateTask(ctx, Task{ID: "return-1", User: "demo-user", OrderID: "A3001"}); err != nil {
+		if err := s.CreateTask(ctx, TaskRecord{ID: "return-1", User: "demo-user", OrderID: "A3001"}); err != nil {
 			t.Fatal(err)
 		}
 		got, _ := s.Task(ctx, "return-1")
@@ -57,7 +57,7 @@ func TestTasks(t *testing.T) {
 
 	t.Run("MissingIDOrUser", func(t *testing.T) {
 		s, _ := newSeeded(t)
-		for _, in := range []Task{{User: "demo-user"}, {ID: "x"}} {
+		for _, in := range []TaskRecord{{User: "demo-user"}, {ID: "x"}} {
 			if err := s.CreateTask(ctx, in); err == nil {
 				t.Errorf("CreateTask(%+v) succeeded", in)
 			}
@@ -89,9 +89,8 @@ func TestTasks(t *testing.T) {
 	for _, tt := range progress {
 		t.Run("SetProgress"+tt.name, func(t *testing.T) {
 			now := t0
-			s, path := newSeeded(t)
-			s.Close()
-			s = mustOpen(t, path, Options{Now: func() time.Time { return now }})
+			_, desk := newSeeded(t)
+			s := New(desk.Handle(), func() time.Time { return now })
 			if err := s.CreateTask(ctx, task("return-25", "demo-user", "running", t0)); err != nil {
 				t.Fatal(err)
 			}
@@ -115,7 +114,7 @@ func TestTasks(t *testing.T) {
 
 	t.Run("List", func(t *testing.T) {
 		s, _ := newSeeded(t)
-		for i, in := range []Task{
+		for i, in := range []TaskRecord{
 			task("t-c", "demo-user", "waiting", t0.Add(2*time.Second)),
 			task("t-a", "demo-user", "running", t0),
 			task("t-b", "other-user", "waiting", t0.Add(time.Second)),

@@ -1,0 +1,56 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+
+	"assistant/checkpoints"
+	"assistant/flow"
+	"assistant/flow/returns"
+)
+
+// This file is the one place in cmd that knows the store packages: it opens
+// the data dir's two files and hands them to the application layer.
+
+// service opens both stores of the data dir for the command that runs; Run
+// closes them when the command returns. With create false a missing data dir
+// or file is ErrNotFound and nothing is created.
+func (a *app) service(ctx context.Context, create bool) (*returns.Service, error) {
+	if err := returns.PrepareDataDir(a.data, create); err != nil {
+		return nil, err
+	}
+	if err := returns.CheckPair(ctx, a.data, checkpoints.CountThreadsReadOnly); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(a.data, returns.CheckpointsFile)
+	cps, err := checkpoints.OpenSQLite(ctx, path, checkpoints.SQLiteOptions{Create: create})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w (no task has been started in %s)", path, returns.ErrNotFound, a.data)
+	}
+	if err != nil {
+		return nil, err
+	}
+	svc, err := returns.Open(ctx, returns.Config{DataDir: a.data, Create: create, Seed: a.seed, Checkpoints: cps})
+	if err != nil {
+		cps.Close()
+		return nil, err
+	}
+	a.closers = append(a.closers, func() { svc.Close(); cps.Close() })
+	return svc, nil
+}
+
+// labStore opens, for each run of a variants experiment, the SQLite
+// checkpoint store at path (created when missing) and the function that
+// closes it.
+func labStore(path string) func(context.Context) (flow.Checkpointer, func(), error) {
+	return func(ctx context.Context) (flow.Checkpointer, func(), error) {
+		cp, err := checkpoints.OpenSQLite(ctx, path, checkpoints.SQLiteOptions{Create: true})
+		if err != nil {
+			return nil, nil, err
+		}
+		return cp, func() { cp.Close() }, nil
+	}
+}

@@ -1,0 +1,54 @@
+// Package returns is the application layer of assistant: the return-request
+// flow and the batch flow built on the engine (package flow), and the
+// operations every command calls.
+//
+// What it holds, file by file:
+//
+//   - graph.go, state.go, format.go: the return graph (lookup → ask_reason →
+//     prepare → review → submit | cancel), its state and the state's
+//     stored formats;
+//   - service.go: Open, the Service and the data dir's two files;
+//   - runner.go: how runs are driven (a runner and its policy);
+//   - start.go, resume.go, answer.go, show.go, stop.go, recover.go: the
+//     operations of the same names; answer.go checks an answer against the
+//     question it answers;
+//   - lease.go, drive.go, timeline.go: the lease and its heartbeat, driving
+//     one run under its lease, and recording the timeline;
+//   - batch.go, batchfile.go, chunk.go: the batch flow, its input file and
+//     its chunks of rows;
+//   - view.go, history.go, prune.go, orders.go: what is printed, a task's
+//     history, pruning, orders;
+//   - errors.go, fault.go: the sentinels that choose exit codes, and fault
+//     injection.
+//
+// How a command passes through it, e.g. `assistant resume T --action
+// approve`: cmd opens the checkpoint store and calls Open, which opens the
+// business file (business, and runs over the same file) and compiles the
+// graphs. Resume checks the options (nothing is read yet), reads the task
+// record (runs: owner, kind, lease), reads the head checkpoint once, checks
+// the answer against the pending question (a wrong answer changes nothing),
+// takes the task's lease (runs.AcquireLease), and drives the run under the
+// lease: the engine continues from the head already read, the nodes write
+// the desk (business: draft, application), a heartbeat renews the lease and
+// watches for an operator stop, and the release records the run status in
+// the command's one durable commit to business.sqlite. The View of the head
+// the run ended at is what cmd prints; Classify turns any error into this
+// package's sentinels, from which cmd picks the exit code.
+//
+// The mode of a run is a value, never a nil check: the runner of a lone
+// command (commandPolicy) has a heartbeat and releases its lease durably; a
+// batch's row runner (rowPolicy) and chunk runner (chunkPolicy) have none,
+// and the chunk runner buffers its timeline and keeps its rows' leases until
+// the chunk's checkpoints are committed.
+//
+// Rules it keeps (docs/design.md, docs/recovery.md): a node may run more
+// than once, so every side effect is keyed (one draft per task, one
+// application per draft); a business row a checkpoint names is durable
+// before the checkpoint is written; an answer is checked before anything is
+// written; another user's task is reported exactly like an unknown one.
+//
+// It imports the engine (flow), the return desk (business) and the run
+// bookkeeping (runs), and no store package: the checkpoint store is given
+// by the caller, and its optional powers (flow.Syncer, flow.Pruner,
+// flow.Bufferer) are found by type assertion.
+package returns

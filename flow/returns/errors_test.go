@@ -1,0 +1,177 @@
+package returns_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"assistant/checkpoints"
+	"assistant/flow"
+	"assistant/flow/returns"
+	"assistant/runs"
+)
+
+func TestClassify(t *testing.T) {
+	t.Run("NilIsNil", func(t *testing.T) {
+		if err := returns.Classify(nil); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("CancelledIsInterrupted", func(t *testing.T) {
+		err := fmt.Errorf("resume r1: %w", context.Canceled)
+		got := returns.Classify(err)
+		wantErr(t, got, returns.ErrInterrupted)
+		wantErr(t, got, context.Canceled)
+		if got.Error() != err.Error() {
+			t.Fatalf("message %q, want it unchanged", got)
+		}
+	})
+
+	t.Run("CheckpointConflictIsConflict", func(t *testing.T) {
+		err := fmt.Errorf("resume r1: %w", &flow.ConflictError{ThreadID: "r1", Want: "a", Head: "b"})
+		got := returns.Classify(err)
+		wantErr(t, got, returns.ErrConflict)
+		if errors.Is(got, returns.ErrBusy) {
+			t.Fatal("a lost compare-and-set is not a busy file")
+		}
+	})
+
+	t.Run("LockedFileIsBusyAndConflict", func(t *testing.T) {
+		err := fmt.Errorf("start r1: %w", busyError(t))
+		got := returns.Classify(err)
+		wantErr(t, got, returns.ErrBusy)
+		wantErr(t, got, returns.ErrConflict)
+		if got.Error() == err.Error() {
+			t.Fatalf("message %q, want a hint added", got)
+		}
+	})
+
+	t.Run("OtherErrorsPassUnchanged", func(t *testing.T) {
+		err := fmt.Errorf("task r1: %w", returns.ErrNotFound)
+		if got := returns.Classify(err); got != err {
+			t.Fatalf("Classify changed %v into %v", err, got)
+		}
+	})
+
+	t.Run("ClassifiedTwiceIsUnchanged", func(t *testing.T) {
+		for _, err := range []error{context.Canceled, &flow.ConflictError{}, busyError(t)} {
+			once := returns.Classify(err)
+			if twice := returns.Classify(once); twice != once {
+				t.Errorf("Classify(%v) again gave %v", once, twice)
+			}
+		}
+	})
+}
+
+// busyError returns the error SQLite gives a writer that finds the file's
+// write lock taken and has no busy timeout to wait in.
+func busyError(tb testing.TB) error {
+	tb.Helper()
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(tb.TempDir(), "locked.sqlite")+"?_pragma=busy_timeout(0)")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	holder, err := db.Conn(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer holder.Close()
+	if _, err := holder.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		tb.Fatal(err)
+	}
+	defer holder.ExecContext(ctx, "ROLLBACK")
+	waiter, err := db.Conn(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer waiter.Close()
+	_, err = waiter.ExecContext(ctx, "BEGIN IMMEDIATE")
+	if err == nil {
+		tb.Fatal("a second writer took the write lock")
+	}
+	return err
+}
+
+func TestOpen(t *testing.T) {
+	open := func(dir string, create bool) error {
+		svc, err := returns.Open(context.Background(), returns.Config{DataDir: dir, Create: create, Checkpoints: checkpoints.NewMemory()})
+		if err == nil {
+			svc.Close()
+		}
+		return err
+	}
+
+	t.Run("MissingDataDirIsNotFound", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "missing")
+		wantErr(t, open(dir, false), returns.ErrNotFound)
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("data dir made by a read: %v", err)
+		}
+	})
+
+	t.Run("DataDirWithoutBusinessFileIsNotFound", func(t *testing.T) {
+		wantErr(t, open(t.TempDir(), false), returns.ErrNotFound)
+	})
+
+	t.Run("DataDirThatIsAFileIsInvalid", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "file")
+		if err := os.WriteFile(file, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		wantErr(t, open(file, true), returns.ErrInvalid)
+		wantErr(t, returns.PrepareDataDir(file, false), returns.ErrInvalid)
+	})
+
+	t.Run("CreatedDirOpensAgain", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "data")
+		if err := open(dir, true); err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(dir)
+		if err != nil || st.Mode().Perm() != 0o700 {
+			t.Fatalf("data dir %v (%v), want mode 0700", st, err)
+		}
+		if err := open(dir, false); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestCheckPair(t *testing.T) {
+	threads := func(n int) func(context.Context, string) (int, error) {
+		return func(context.Context, string) (int, error) { return n, nil }
+	}
+
+	t.Run("FreshDirIsFine", func(t *testing.T) {
+		if err := returns.CheckPair(context.Background(), t.TempDir(), threads(0)); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("TasksWithoutCheckpointFileAreLostCheckpoints", func(t *testing.T) {
+		svc, b := setup(t) // its checkpoints are in memory: no checkpoints.sqlite
+		if err := returns.CheckPair(b.ctx, b.dir, threads(0)); err != nil {
+			t.Fatalf("no task yet: %v", err)
+		}
+		mustStart(t, svc, "r1", "A3003", "size")
+		wantErr(t, returns.CheckPair(b.ctx, b.dir, threads(0)), runs.ErrLostCheckpoints)
+	})
+
+	t.Run("RunsWithoutBusinessFileAreLostBusiness", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, returns.CheckpointsFile), []byte("runs"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := returns.CheckPair(context.Background(), dir, threads(0)); err != nil {
+			t.Fatalf("no run: %v", err)
+		}
+		wantErr(t, returns.CheckPair(context.Background(), dir, threads(2)), returns.ErrLostBusiness)
+	})
+}

@@ -1,0 +1,186 @@
+package returns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"assistant/flow"
+	"assistant/runs"
+)
+
+// ResumeOptions are the input of Resume. Set Reason (with HasReason) to
+// answer need_reason, Action to answer approval, neither to continue a run
+// that stopped part-way.
+type ResumeOptions struct {
+	Task        string
+	User        string
+	Reason      string
+	HasReason   bool
+	Action      string // approve or cancel
+	DraftID     string // optional: must equal the pending draft
+	InterruptID string // optional: which pending interrupt to answer
+}
+
+// answering reports whether o answers a question (rather than continuing a
+// run).
+func (o ResumeOptions) answering() bool { return o.HasReason || o.Action != "" }
+
+// checkResume checks ResumeOptions without touching any file; errors match
+// ErrInvalid. A blank reason is an answer the flow refuses by asking again;
+// a reason that can never be valid (control characters, too long) is bad
+// input.
+func checkResume(o ResumeOptions) error {
+	if o.HasReason && o.Action != "" {
+		return fmt.Errorf("%w: give --reason or --action, not both", ErrInvalid)
+	}
+	if o.Action != "" && o.Action != ActionApprove && o.Action != ActionCancel {
+		return fmt.Errorf("%w: --action must be approve or cancel, not %q", ErrInvalid, o.Action)
+	}
+	if r := strings.TrimSpace(o.Reason); o.HasReason && r != "" {
+		if err := ValidReason(r); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+	}
+	return nil
+}
+
+// Resume answers the task's pending question, or continues its run. On a
+// task that has ended it changes nothing and returns its progress (with
+// result.reused true when approve is repeated on a submitted task).
+// Errors: ErrInvalid (answer of the wrong kind, wrong draft, unknown
+// interrupt id), ErrNotFound, ErrConflict (another process advanced the
+// task, or the answer contradicts the decision already recorded).
+func (s *Service) Resume(ctx context.Context, o ResumeOptions) (*View, error) {
+	if err := checkResume(o); err != nil {
+		return nil, err
+	}
+	t, err := s.task(ctx, o.Task, o.User)
+	if err != nil {
+		return nil, err
+	}
+	if t.Kind == runs.KindBatch {
+		return s.resumeBatch(ctx, t, o)
+	}
+	return s.cmd.resume(ctx, t, o)
+}
+
+// resume is Resume of the return task t with r's policy.
+func (r *runner) resume(ctx context.Context, t runs.TaskRecord, o ResumeOptions) (*View, error) {
+	snap, err := r.graph.State(ctx, t.ID)
+	if errors.Is(err, flow.ErrThreadNotFound) {
+		return r.resumeWithoutRun(ctx, t, o)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("resume %s: %w", t.ID, err)
+	}
+	if snap.Done() || (snap.Waiting() && !o.answering() && t.Status != StatusWaiting) {
+		return r.settled(ctx, t, snap, o)
+	}
+	// A live process driving the task is told first: any answer now would
+	// meet a run part-way, and the reason is that it is busy.
+	if o.answering() && len(snap.Interrupts) == 0 {
+		if l, _, err := r.runs.TaskLease(ctx, t.ID); err == nil && r.svc.holderAlive(l) {
+			return nil, fmt.Errorf("task %s is being run by process %d on %s: %w; wait for it to ask its question (`assistant show %s`)", t.ID, l.PID, l.Host, ErrConflict, t.ID)
+		}
+	}
+	// Check the answer before touching anything: a wrong answer changes nothing.
+	if _, err := r.plan(t, snap, o); err != nil {
+		return nil, err
+	}
+	// The head read above is still the head once the lease is held when
+	// nobody held the task when its record was read and nobody took it
+	// before this process did (the fencing epoch rose by exactly one):
+	// every writer of a thread holds its task's lease.
+	free, epoch := t.Lease.Owner == "", t.Lease.Epoch
+	if err := r.acquire(ctx, &t); err != nil {
+		return nil, err
+	}
+	if !free || t.Lease.Epoch != epoch+1 {
+		snap = nil
+	}
+	return r.answer(ctx, t, snap, o)
+}
+
+// answer runs the answer (or the continuation) o from head, the thread's
+// head as read before the lease was taken, or nil when it must be read
+// again under the lease. The caller holds the lease.
+func (r *runner) answer(ctx context.Context, t runs.TaskRecord, head *flow.Snapshot[State], o ResumeOptions) (*View, error) {
+	endedBefore := false
+	v, err := r.driveReturn(ctx, t, func(ctx context.Context) (*flow.Snapshot[State], error) {
+		if head == nil {
+			// Another process may have moved the task between the first
+			// read and the lease: read it again.
+			cur, err := r.graph.State(ctx, t.ID)
+			if err != nil {
+				return nil, err
+			}
+			if cur.Done() {
+				endedBefore = true
+				return cur, nil
+			}
+			head = cur
+		}
+		cmd, err := r.plan(t, head, o)
+		if err != nil {
+			return nil, err
+		}
+		return r.graph.ResumeAt(ctx, head, cmd)
+	})
+	if err == nil && endedBefore && o.Action == ActionApprove && v.Result != nil {
+		// Another process submitted while this one waited for the lease:
+		// this approve made no application of its own.
+		v.Result.Reused = true
+	}
+	return v, err
+}
+
+// settled answers a resume of a task whose head is finished, or parked at a
+// question while its record lags behind: a process killed after its last
+// checkpoint and before it let go of the task leaves the record behind the
+// head, so set it right, and report the progress unchanged.
+func (r *runner) settled(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[State], o ResumeOptions) (*View, error) {
+	if err := r.repair(ctx, t, view(t, snap)); err != nil {
+		return nil, err
+	}
+	v := view(t, snap)
+	if snap.Done() && o.Action == ActionApprove && v.Result != nil {
+		// Approving a submitted task again: the application is reused.
+		v.Result.Reused = true
+	}
+	return v, nil
+}
+
+// resumeWithoutRun resumes a task created, then killed before its first
+// checkpoint: it runs it from its recorded input, as start would, and then
+// gives the answer, if any, to the question the run asks again.
+func (r *runner) resumeWithoutRun(ctx context.Context, t runs.TaskRecord, o ResumeOptions) (*View, error) {
+	ttl, err := r.runs.DraftTTL(ctx, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	// An answer must fit the question the record shows before the run is
+	// rebuilt: a wrong answer changes nothing.
+	if err := r.fitsRecord(ctx, t, o); err != nil {
+		return nil, err
+	}
+	if err := r.acquire(ctx, &t); err != nil {
+		return nil, err
+	}
+	v, err := r.invoke(ctx, t, ttl)
+	if err != nil || !o.answering() {
+		return v, err
+	}
+	// The answer is for the question the run asks again now (a batch
+	// killed between a chunk's two commits leaves records that show the
+	// question while the run is missing): answer it, as asked.
+	if _, err := r.graph.State(ctx, t.ID); errors.Is(err, flow.ErrThreadNotFound) {
+		return nil, fmt.Errorf("task %s has no run to answer: %w", t.ID, ErrConflict)
+	}
+	cur, err := r.runs.Task(ctx, t.ID)
+	if err != nil {
+		return nil, fmt.Errorf("resume %s: %w", t.ID, err)
+	}
+	return r.resume(ctx, cur, o)
+}

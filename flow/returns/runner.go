@@ -1,0 +1,106 @@
+package returns
+
+import (
+	"fmt"
+	"time"
+
+	"assistant/business"
+	"assistant/flow"
+	"assistant/runs"
+)
+
+// runner drives return tasks over one set of stores, the way its policy
+// says. Three runners exist, each chosen by name where it is made:
+//
+//   - the command runner (Service.cmd, commandPolicy): a lone command
+//     (start, resume, recover) over the data dir's stores;
+//   - the row runner (Service.rowRunner, rowPolicy): a batch's rows run one
+//     by one over the same stores, when the checkpoint store cannot buffer;
+//   - a chunk runner (Service.chunkRunner, chunkPolicy): a batch's rows
+//     inside one business transaction and one checkpoint buffer.
+type runner struct {
+	svc    *Service // identity and clock
+	desk   *business.Store
+	runs   *runs.Store
+	cps    flow.Checkpointer
+	graph  *flow.Runnable[State]
+	policy policy
+	steps  stepRecorder
+	// held lists the row tasks whose leases a chunk runner kept after their
+	// runs (policy.release == keepLease); the chunk lets go of them once
+	// its checkpoints are committed.
+	held []string
+}
+
+// policy says how a runner drives a run.
+type policy struct {
+	name string // for messages: "command", "batch row", "chunk row"
+	// heartbeat renews the lease every DefaultHeartbeat and cancels the run
+	// when an operator stops it. A batch's rows take a fraction of a
+	// millisecond and have none: the batch's own heartbeat watches for a
+	// stop, which the batch checks between rows.
+	heartbeat bool
+	// release is how the run gives its lease up when it ends.
+	release releaseMode
+	// leaseTTL is how long the lease the runner takes lasts unless renewed.
+	leaseTTL time.Duration
+}
+
+// releaseMode is how a run ends its hold on a task.
+type releaseMode int
+
+const (
+	// releaseDurable records the status and gives the lease up in the
+	// command's one durable commit to business.sqlite.
+	releaseDurable releaseMode = iota
+	// releaseLazy gives the lease up in a plain commit: a batch syncs once
+	// per chunk, before the checkpoint that counts the row.
+	releaseLazy
+	// keepLease records the status and keeps the lease (runner.held): until
+	// a chunk's checkpoints are committed the record shows a question whose
+	// run is not stored yet, and an answer from another process must wait.
+	keepLease
+)
+
+var (
+	commandPolicy = policy{name: "command", heartbeat: true, release: releaseDurable, leaseTTL: DefaultLeaseTTL}
+	rowPolicy     = policy{name: "batch row", release: releaseLazy, leaseTTL: DefaultLeaseTTL}
+	// A chunk's row keeps its lease, without a heartbeat, until the chunk's
+	// checkpoints are committed: the chunk runs at most MaxChunkTime, and
+	// that commit may wait the busy timeout.
+	chunkPolicy = policy{name: "chunk row", release: keepLease, leaseTTL: DefaultLeaseTTL + MaxChunkTime + business.DefaultBusyTimeout}
+)
+
+// newRunner compiles the return graph over the given stores for a runner
+// with policy p. A chunk runner buffers its timeline (stepLog); the others
+// write each step as it starts and ends.
+func (s *Service) newRunner(desk *business.Store, rs *runs.Store, cps flow.Checkpointer, p policy) (*runner, error) {
+	r := &runner{svc: s, desk: desk, runs: rs, cps: cps, policy: p, steps: newDirectSteps(rs, s.now)}
+	if p.release == keepLease {
+		r.steps = newStepLog(rs, s.now)
+	}
+	g, err := Build(Deps{Desk: desk, Now: s.now, Fault: Fault}).Compile(flow.Options{
+		Checkpointer: cps,
+		Now:          s.now,
+		Hook:         Fault,
+		OnTask:       r.steps.onTask,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("compile return graph: %w", err)
+	}
+	r.graph = g
+	return r, nil
+}
+
+// rowRunner is the command runner's stores and graph with rowPolicy.
+func (s *Service) rowRunner() *runner {
+	r := *s.cmd
+	r.policy, r.held = rowPolicy, nil
+	return &r
+}
+
+// chunkRunner returns a runner with chunkPolicy over a chunk's business
+// transaction (desk, from business.Store.InTx) and checkpoint buffer.
+func (s *Service) chunkRunner(desk *business.Store, cps flow.Checkpointer) (*runner, error) {
+	return s.newRunner(desk, runs.New(desk.Handle(), s.now), cps, chunkPolicy)
+}

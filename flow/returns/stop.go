@@ -1,0 +1,52 @@
+package returns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"assistant/runs"
+)
+
+// Stop asks the process driving a running task to stop (docs/recovery.md
+// "Operator stop"): the task goes running → interrupted at once, and Stop
+// waits up to wait for the driving process to notice and let go of the
+// task. Errors: ErrNotFound, ErrConflict when the task is not running (a
+// task that finished first keeps its finished status).
+func (s *Service) Stop(ctx context.Context, task, user string, wait time.Duration) (*View, error) {
+	t, err := s.task(ctx, task, user)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.runs.RequestStop(ctx, t.ID); errors.Is(err, runs.ErrConflict) {
+		return nil, fmt.Errorf("stop %s: %v; only a running task can be stopped: %w", t.ID, err, ErrConflict)
+	} else if err != nil {
+		return nil, fmt.Errorf("stop %s: %w", t.ID, err)
+	}
+	if err := s.runs.Sync(ctx); err != nil {
+		return nil, fmt.Errorf("stop %s: %w", t.ID, err)
+	}
+	if err := s.awaitRelease(ctx, t.ID, wait); err != nil {
+		return nil, err
+	}
+	return s.Show(ctx, t.ID, user)
+}
+
+// awaitRelease polls the task's lease until no live process holds it, for
+// at most wait. Errors: ctx's.
+func (s *Service) awaitRelease(ctx context.Context, task string, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		l, _, err := s.runs.TaskLease(ctx, task)
+		if err != nil || !s.holderAlive(l) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}

@@ -1,0 +1,65 @@
+package runs
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"assistant/business"
+)
+
+// t0 is the fixed clock of the tests: the moment the seeded file is created.
+var t0 = time.Date(2025, time.March, 10, 9, 0, 0, 0, time.UTC)
+
+// newSeeded creates a seeded business.sqlite in a fresh directory, its clock
+// fixed at t0, and returns the run bookkeeping over it and the desk that
+// opened the file (closed when the test ends).
+func newSeeded(tb testing.TB) (*Store, *business.Store) {
+	tb.Helper()
+	seed, err := os.ReadFile(filepath.Join("..", "testdata", "orders.csv"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	clock := func() time.Time { return t0 }
+	path := filepath.Join(tb.TempDir(), "business.sqlite")
+	desk, err := business.Open(context.Background(), path, business.Options{Create: true, Seed: seed, Now: clock})
+	if err != nil {
+		tb.Fatalf("open business: %v", err)
+	}
+	tb.Cleanup(func() { desk.Close() })
+	return New(desk.Handle(), clock), desk
+}
+
+// fixed returns a clock that always reads at.
+func fixed(at time.Time) func() time.Time { return func() time.Time { return at } }
+
+// alive and dead are the two answers of AcquireLease's and StaleTasks' gone
+// probe: the holder's process still runs, or it does not.
+func alive(Lease) bool { return false }
+func dead(Lease) bool  { return true }
+
+// holder is the lease the tests create tasks with: owner o1, live until a
+// minute after t0.
+var holder = Lease{Owner: "o1", PID: 101, Host: "host-a", Until: t0.Add(time.Minute)}
+
+// mustCreateLeased records a return task id of demo-user held by l, failing
+// the test when it cannot.
+func mustCreateLeased(tb testing.TB, s *Store, id string, l Lease) {
+	tb.Helper()
+	t := TaskRecord{ID: id, User: "demo-user", OrderID: "A3003", Reason: "size", Fingerprint: "fp-" + id}
+	if err := s.CreateLeasedTask(context.Background(), t, KindReturn, 5*time.Minute, l); err != nil {
+		tb.Fatalf("create leased task %s: %v", id, err)
+	}
+}
+
+// mustTask reads the record of task id, failing the test when it cannot.
+func mustTask(tb testing.TB, s *Store, id string) TaskRecord {
+	tb.Helper()
+	t, err := s.Task(context.Background(), id)
+	if err != nil {
+		tb.Fatalf("task %s: %v", id, err)
+	}
+	return t
+}

@@ -1,0 +1,251 @@
+package runs
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"assistant/internal/sqlitedb"
+)
+
+// Task kinds (tasks.kind).
+const (
+	KindReturn = "return"
+	KindBatch  = "batch"
+)
+
+// Lease names the process that drives a task: Owner is unique per process
+// run, PID and Host say where it runs, Until is when it lapses unless the
+// holder's heartbeat renews it (UTC).
+type Lease struct {
+	Owner string    `json:"owner"`
+	PID   int       `json:"pid"`
+	Host  string    `json:"host"`
+	Until time.Time `json:"until"`
+	// Epoch is the fencing epoch: how many times the task's lease has been
+	// acquired (1 for the creation's). A release keeps it.
+	Epoch int64 `json:"epoch"`
+}
+
+// LeaseHeldError reports a task whose lease a live process holds.
+type LeaseHeldError struct {
+	Task  string
+	Lease Lease
+}
+
+// Error implements the error interface for *LeaseHeldError.
+func (e *LeaseHeldError) Error() string {
+	return fmt.Sprintf("task %s is busy: pid %d on %s drives it (lease until %s)", e.Task, e.Lease.PID, e.Lease.Host, e.Lease.Until.UTC().Format(time.RFC3339))
+}
+
+// Is makes errors.Is(err, ErrBusy) true.
+func (e *LeaseHeldError) Is(target error) bool { return target == ErrBusy }
+
+// TaskLease returns the task's current lease (Owner "" when nobody holds it)
+// and its kind. Errors: ErrNotFound.
+func (s *Store) TaskLease(ctx context.Context, taskID string) (Lease, string, error) {
+	var (
+		owner       sql.NullString
+		pid         int
+		host, until string
+		kind        string
+		epoch       int64
+	)
+	err := s.h.Q().QueryRowContext(ctx,
+		`SELECT lease_owner, lease_pid, lease_host, lease_until, kind, lease_epoch FROM tasks WHERE task_id = ?`, taskID).
+		Scan(&owner, &pid, &host, &until, &kind, &epoch)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Lease{}, "", fmt.Errorf("task %s: %w", taskID, ErrNotFound)
+	}
+	if err != nil {
+		return Lease{}, "", fmt.Errorf("lease of task %s: %w", taskID, err)
+	}
+	l := Lease{Owner: owner.String, PID: pid, Host: host, Epoch: epoch}
+	if until != "" {
+		if l.Until, err = parseTime(until); err != nil {
+			return Lease{}, "", fmt.Errorf("lease of task %s: %w", taskID, err)
+		}
+	}
+	return l, kind, nil
+}
+
+// AcquireLease makes me the holder of taskID's lease, raises its fencing
+// epoch and sets its status to running, in one guarded transaction. A lease
+// held by another owner is taken over only when it has lapsed (Until before
+// now) or gone(held) says its holder is dead; otherwise it returns a
+// *LeaseHeldError (ErrBusy). It returns the status the task had before and
+// the new epoch. Errors: ErrNotFound, ErrBusy, ErrConflict (the lease
+// changed between read and write).
+func (s *Store) AcquireLease(ctx context.Context, taskID string, me Lease, now time.Time, gone func(Lease) bool) (prev string, epoch int64, err error) {
+	tx, err := s.h.Begin(ctx)
+	if err != nil {
+		return "", 0, fmt.Errorf("acquire lease of task %s: %w", taskID, err)
+	}
+	defer tx.Rollback()
+	var (
+		owner       sql.NullString
+		pid         int
+		host, until string
+		status      string
+	)
+	err = tx.QueryRowContext(ctx,
+		`SELECT lease_owner, lease_pid, lease_host, lease_until, status, lease_epoch FROM tasks WHERE task_id = ?`, taskID).
+		Scan(&owner, &pid, &host, &until, &status, &epoch)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", 0, fmt.Errorf("task %s: %w", taskID, ErrNotFound)
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("acquire lease of task %s: %w", taskID, err)
+	}
+	if owner.Valid && owner.String != me.Owner {
+		held := Lease{Owner: owner.String, PID: pid, Host: host, Epoch: epoch}
+		if held.Until, err = parseTime(until); err != nil {
+			return "", 0, fmt.Errorf("acquire lease of task %s: %w", taskID, err)
+		}
+		if held.Until.After(now) && !gone(held) {
+			return "", 0, &LeaseHeldError{Task: taskID, Lease: held}
+		}
+	}
+	// Guarded by the owner read above: a concurrent taker makes this 0 rows.
+	res, err := tx.ExecContext(ctx,
+		`UPDATE tasks SET lease_owner = ?, lease_pid = ?, lease_host = ?, lease_until = ?, lease_epoch = lease_epoch + 1, status = 'running', updated_at = ?
+		 WHERE task_id = ? AND lease_owner IS ?`,
+		me.Owner, me.PID, me.Host, formatTime(me.Until), formatTime(now), taskID, owner)
+	if err := rowsChanged(res, err); err != nil {
+		return "", 0, fmt.Errorf("acquire lease of task %s: %w", taskID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return "", 0, fmt.Errorf("acquire lease of task %s: %w", taskID, err)
+	}
+	return status, epoch + 1, nil
+}
+
+// RenewLease extends the lease to until while owner holds it and the task is
+// still running. ErrConflict means the lease was lost or an operator stopped
+// the task: the holder must stop driving it.
+func (s *Store) RenewLease(ctx context.Context, taskID, owner string, until time.Time) error {
+	res, err := s.h.Q().ExecContext(ctx,
+		`UPDATE tasks SET lease_until = ? WHERE task_id = ? AND lease_owner = ? AND status = 'running'`,
+		formatTime(until), taskID, owner)
+	if err := rowsChanged(res, err); err != nil {
+		return fmt.Errorf("renew lease of task %s: %w", taskID, err)
+	}
+	return nil
+}
+
+// ReleaseLease records the run's final status and stage and gives the lease
+// up, only while owner holds it (the caller decides the status: a run that
+// finished although a stop was requested is done — the finished status
+// wins). ErrConflict: owner lost the lease.
+func (s *Store) ReleaseLease(ctx context.Context, taskID, owner, status, stage string) error {
+	if err := rowsChanged(s.h.Q().ExecContext(ctx, releaseLeaseSQL, status, stage, formatTime(s.now()), taskID, owner)); err != nil {
+		return fmt.Errorf("release lease of task %s: %w", taskID, err)
+	}
+	return nil
+}
+
+// ReleaseLeaseSync is ReleaseLease committed durably against power loss,
+// together with every earlier commit (as Sync, in the same commit): the last
+// business write of a command.
+func (s *Store) ReleaseLeaseSync(ctx context.Context, taskID, owner, status, stage string) error {
+	err := s.h.Durable(ctx, func(tx sqlitedb.Querier) error {
+		return rowsChanged(tx.ExecContext(ctx, releaseLeaseSQL, status, stage, formatTime(s.now()), taskID, owner))
+	})
+	if err != nil {
+		return fmt.Errorf("release lease of task %s: %w", taskID, err)
+	}
+	return nil
+}
+
+// RecordProgress records the run's status and stage while owner keeps the
+// lease (ReleaseLeases lets go of it later). ErrConflict: owner does not
+// hold the lease.
+func (s *Store) RecordProgress(ctx context.Context, taskID, owner, status, stage string) error {
+	if err := rowsChanged(s.h.Q().ExecContext(ctx,
+		`UPDATE tasks SET status = ?, stage = ?, updated_at = ? WHERE task_id = ? AND lease_owner = ?`,
+		status, stage, formatTime(s.now()), taskID, owner)); err != nil {
+		return fmt.Errorf("record progress of task %s: %w", taskID, err)
+	}
+	return nil
+}
+
+// ReleaseLeases gives up owner's leases of the tasks taskIDs, in one
+// statement, keeping their status; tasks owner does not hold are left as
+// they are.
+func (s *Store) ReleaseLeases(ctx context.Context, owner string, taskIDs []string) error {
+	ids, err := json.Marshal(taskIDs)
+	if err != nil {
+		return err
+	}
+	_, err = s.h.Q().ExecContext(ctx,
+		`UPDATE tasks SET lease_owner = NULL, lease_pid = 0, lease_host = '', lease_until = ''
+		 WHERE lease_owner = ? AND task_id IN (SELECT value FROM json_each(?))`, owner, string(ids))
+	if err != nil {
+		return fmt.Errorf("release %d leases: %w", len(taskIDs), err)
+	}
+	return nil
+}
+
+const releaseLeaseSQL = `UPDATE tasks SET status = ?, stage = ?, lease_owner = NULL, lease_pid = 0, lease_host = '', lease_until = '', updated_at = ?
+	WHERE task_id = ? AND lease_owner = ?`
+
+// RequestStop moves a running task to interrupted (an operator stop). The
+// process driving it sees that at its next heartbeat and cancels the node
+// that runs. A task in any other status is ErrConflict, naming the status:
+// a task that finished first keeps its finished status.
+func (s *Store) RequestStop(ctx context.Context, taskID string) error {
+	return s.SetProgressStatus(ctx, taskID, "running", "interrupted")
+}
+
+// SetProgressStatus moves a task from status from to status to, keeping its
+// stage; 0 rows is ErrConflict naming the status found, or ErrNotFound.
+func (s *Store) SetProgressStatus(ctx context.Context, taskID, from, to string) error {
+	tx, err := s.h.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("set status of task %s: %w", taskID, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx,
+		`UPDATE tasks SET status = ?, updated_at = ? WHERE task_id = ? AND status = ?`,
+		to, formatTime(s.now()), taskID, from)
+	if err := rowsChanged(res, err); errors.Is(err, ErrConflict) {
+		var current string
+		if err := tx.QueryRowContext(ctx, `SELECT status FROM tasks WHERE task_id = ?`, taskID).Scan(&current); errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("task %s: %w", taskID, ErrNotFound)
+		} else if err != nil {
+			return fmt.Errorf("set status of task %s: %w", taskID, err)
+		}
+		return fmt.Errorf("task %s is %s, not %s: %w", taskID, current, from, ErrConflict)
+	} else if err != nil {
+		return fmt.Errorf("set status of task %s: %w", taskID, err)
+	}
+	return tx.Commit()
+}
+
+// SetKind records the kind of a task (KindReturn or KindBatch).
+func (s *Store) SetKind(ctx context.Context, taskID, kind string) error {
+	res, err := s.h.Q().ExecContext(ctx, `UPDATE tasks SET kind = ? WHERE task_id = ?`, kind, taskID)
+	if err := rowsChanged(res, err); err != nil {
+		return fmt.Errorf("set kind of task %s: %w", taskID, err)
+	}
+	return nil
+}
+
+// StaleTasks returns the running tasks whose lease holder is gone: no
+// holder, a lapsed lease, or gone(lease) true. These are what `recover` resumes.
+func (s *Store) StaleTasks(ctx context.Context, now time.Time, gone func(Lease) bool) ([]TaskRecord, error) {
+	running, err := s.ListTasks(ctx, "", "running")
+	if err != nil {
+		return nil, err
+	}
+	var out []TaskRecord
+	for _, t := range running {
+		if l := t.Lease; l.Owner == "" || !l.Until.After(now) || gone(l) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
