@@ -1,10 +1,11 @@
 package checkpoints_test
 
 import (
+	"assistant/internal/testkit"
+
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -64,16 +65,6 @@ func mustExec(tb testing.TB, db *sql.DB, queries ...string) {
 			tb.Fatalf("%s: %v", q, err)
 		}
 	}
-}
-
-// mustSum returns the SHA-256 of the file at path.
-func mustSum(tb testing.TB, path string) [sha256.Size]byte {
-	tb.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return sha256.Sum256(b)
 }
 
 // mustPutChain puts n checkpoints on thread, each with a write, and returns
@@ -259,7 +250,7 @@ func TestOpenSQLiteRefusesAndLeavesFileUnchanged(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "checkpoints.sqlite")
 			tc.make(t, path)
-			before, files := mustSum(t, path), mustList(t, filepath.Dir(path))
+			before, files := testkit.FileSHA256(t, path), mustList(t, filepath.Dir(path))
 
 			s, err := checkpoints.OpenSQLite(ctx, path, checkpoints.SQLiteOptions{Create: true})
 			if err == nil {
@@ -273,8 +264,8 @@ func TestOpenSQLiteRefusesAndLeavesFileUnchanged(t *testing.T) {
 			if !strings.Contains(err.Error(), path) {
 				t.Errorf("error %q does not name the file", err)
 			}
-			if after := mustSum(t, path); after != before {
-				t.Errorf("file changed: sha256 %x, was %x", after, before)
+			if after := testkit.FileSHA256(t, path); after != before {
+				t.Errorf("file changed: sha256 %s, was %s", after, before)
 			}
 			if after := mustList(t, filepath.Dir(path)); !tc.wal && !reflect.DeepEqual(after, files) {
 				t.Errorf("directory holds %v after the refusal, held %v", after, files)
@@ -432,7 +423,7 @@ func TestSQLiteSyncWithNormal(t *testing.T) {
 
 // Environment of TestHelperProcess, the child of the multi-process tests.
 const (
-	envHelper = "CHECKPOINTS_TEST_HELPER" // "chain", "crash" or "race"
+	envHelper = testkit.HelperEnv // the part: "chain", "crash" or "race"
 	envPath   = "CHECKPOINTS_TEST_PATH"
 	envThread = "CHECKPOINTS_TEST_THREAD"
 	envParent = "CHECKPOINTS_TEST_PARENT"
@@ -443,7 +434,7 @@ const (
 // prints "ready", waits until the parent closes its stdin (so all children
 // start together), opens the store and works, then prints "result: …".
 func TestHelperProcess(t *testing.T) {
-	mode := os.Getenv(envHelper)
+	mode := testkit.HelperPart()
 	if mode == "" {
 		t.Skip("child process of the multi-process tests")
 	}
@@ -496,8 +487,8 @@ func runHelpers(t *testing.T, envs ...[]string) []string {
 	}
 	children := make([]*child, len(envs))
 	for i, env := range envs {
-		c := &child{cmd: exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")}
-		c.cmd.Env = append(os.Environ(), env...)
+		// env names the part (envHelper=…), so the child's own part is "".
+		c := &child{cmd: testkit.Child(t, "", env...)}
 		c.cmd.Stderr = &c.stderr
 		stdin, err := c.cmd.StdinPipe()
 		if err != nil {

@@ -3,6 +3,8 @@
 package flow_test
 
 import (
+	"assistant/internal/testkit"
+
 	"bufio"
 	"context"
 	"errors"
@@ -21,15 +23,13 @@ import (
 	"assistant/flow"
 )
 
-// The tests below run parts of themselves in child processes: the test
-// binary re-executes itself with -test.run=^TestHelperProcess$ and
-// FLOW_HELPER naming the part. Real processes are the point: each has its
-// own connection to the SQLite file, and a SIGKILL leaves nothing behind.
-const helperEnv = "FLOW_HELPER"
+// The tests below run parts of themselves in child processes
+// (testkit.Child). Real processes are the point: each has its own
+// connection to the SQLite file, and a SIGKILL leaves nothing behind.
 
 // TestHelperProcess is not a test: it is the body of a child process.
 func TestHelperProcess(t *testing.T) {
-	switch os.Getenv(helperEnv) {
+	switch testkit.HelperPart() {
 	case "":
 		t.Skip("runs only as a child process of another test")
 	case "resume":
@@ -43,10 +43,7 @@ func TestHelperProcess(t *testing.T) {
 // helper returns a command that runs the named helper with env added.
 func helper(t *testing.T, name string, env ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), append([]string{helperEnv + "=" + name}, env...)...)
-	cmd.Stderr = os.Stderr
-	return cmd
+	return testkit.Child(t, name, env...)
 }
 
 // helperResume answers the thread's question with FLOW_ANSWER. It prints
