@@ -188,8 +188,7 @@ func TestStateFormatUpgrade(t *testing.T) {
 			t.Errorf("stored checkpoint after the read: %+v, %v", cp, err)
 		}
 		// Running on from it writes format 2.
-		snap, err = r.Resume(ctx, "return-25", flow.Command{})
-		if err != nil {
+		if _, err := r.Resume(ctx, "return-25", flow.Command{}); err != nil {
 			t.Fatal(err)
 		}
 		head, err := cps.Get(ctx, "return-25", "")
