@@ -22,6 +22,7 @@ var (
 type Memory struct {
 	mu      sync.Mutex
 	threads map[string]*memThread
+	fences  map[string]int64 // thread → fencing epoch (Fence)
 }
 
 // memThread is one thread: its checkpoints in Seq order and their writes.
@@ -41,7 +42,7 @@ type writeKey struct {
 
 // NewMemory returns an empty store.
 func NewMemory() *Memory {
-	return &Memory{threads: make(map[string]*memThread)}
+	return &Memory{threads: make(map[string]*memThread), fences: make(map[string]int64)}
 }
 
 // Put stores a copy of cp as the new head of cp.ThreadID and sets cp.Seq.

@@ -75,6 +75,9 @@ type SQLite struct {
 	db          *sql.DB
 	synchronous string
 	stmts       *sqlitedb.Stmts
+	// fence is set on a view made by Fenced: its writes to fence.thread
+	// check the thread's fence first (fence.go).
+	fence *threadFence
 }
 
 // OpenSQLite opens (or, with opts.Create, creates) the checkpoints file at
@@ -114,8 +117,12 @@ func openSQLite(ctx context.Context, path string, opts SQLiteOptions) (*SQLite, 
 	return &SQLite{db: db, synchronous: synchronous, stmts: sqlitedb.NewStmts(db)}, nil
 }
 
-// Close closes the database. Any use of the store after Close fails.
+// Close closes the database. Any use of the store after Close fails. On a
+// view made by Fenced it does nothing: the store owns the database.
 func (s *SQLite) Close() error {
+	if s.fence != nil {
+		return nil
+	}
 	return errors.Join(s.stmts.Close(), s.db.Close())
 }
 
@@ -229,9 +236,8 @@ func (s *SQLite) putCheckpoint(ctx context.Context, cp *flow.Checkpoint, durable
 		seq, err = s.put(ctx, tx, cp, row)
 		return err
 	}
-	if err := s.inTx(ctx, durable, begin); err != nil {
-		var ce *flow.ConflictError
-		if errors.As(err, &ce) {
+	if err := s.inTx(ctx, durable, s.checkFence(ctx, cp.ThreadID, begin)); err != nil {
+		if errors.Is(err, flow.ErrConflict) || errors.Is(err, flow.ErrFenced) {
 			return err
 		}
 		return fmt.Errorf("put checkpoint %s/%s: %w", cp.ThreadID, cp.ID, err)
@@ -478,9 +484,8 @@ func (s *SQLite) putWritesTx(ctx context.Context, threadID, checkpointID string,
 		return err
 	}
 	fn := func(tx *sql.Tx) error { return put(ctx, tx, threadID, checkpointID, writes) }
-	if err := s.inTx(ctx, durable, fn); err != nil {
-		var ce *flow.ConflictError
-		if errors.As(err, &ce) {
+	if err := s.inTx(ctx, durable, s.checkFence(ctx, threadID, fn)); err != nil {
+		if errors.Is(err, flow.ErrConflict) || errors.Is(err, flow.ErrFenced) {
 			return err
 		}
 		return fmt.Errorf("put writes %s/%s: %w", threadID, checkpointID, err)

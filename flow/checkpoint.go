@@ -218,3 +218,45 @@ func (e *ConflictError) Error() string {
 
 // Is makes errors.Is(err, ErrConflict) true.
 func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// ErrFenced is matched (errors.Is) by every *FencedError.
+var ErrFenced = errors.New("fenced")
+
+// FencedError reports a write refused because another process took the
+// thread over: the thread's fence (the fencing epoch of the newest holder,
+// see Fencer) is above the writer's epoch. The writer has lost its lease and
+// must stop; nothing of the write was stored.
+type FencedError struct {
+	ThreadID string
+	Epoch    int64 // the refused writer's epoch
+	Fence    int64 // the thread's fence
+}
+
+// Error implements the error interface for *FencedError.
+func (e *FencedError) Error() string {
+	return fmt.Sprintf("thread %s was taken over by another process (fencing epoch %d, this writer's %d)", e.ThreadID, e.Fence, e.Epoch)
+}
+
+// Is makes errors.Is(err, ErrFenced) true.
+func (e *FencedError) Is(target error) bool { return target == ErrFenced }
+
+// Fencer is an optional power of a Checkpointer shared by processes: it
+// keeps a fencing epoch per thread, so that a process that lost the
+// thread's lease (paused past its expiry, then resumed) cannot write after
+// another took the thread over. The epoch comes from the caller's lease; a
+// thread that was never fenced has fence 0.
+type Fencer interface {
+	// Fence raises the thread's fence to epoch, in one commit. It never
+	// lowers it: a fence already above epoch gives a *FencedError (a newer
+	// holder exists) and changes nothing. A process that takes a thread
+	// over calls it before its first write.
+	Fence(ctx context.Context, threadID string, epoch int64) error
+	// Fenced returns a view of the store for a holder of the thread at
+	// epoch: every checkpoint and pending write to threadID (Put,
+	// PutWrites and their durable and at-head forms) checks, in its own
+	// transaction, that the thread's fence is not above epoch, else it
+	// returns a *FencedError and stores nothing. Other threads and reads
+	// are as the store's. The view keeps the store's other powers and must
+	// not be closed.
+	Fenced(threadID string, epoch int64) Checkpointer
+}

@@ -154,6 +154,39 @@ type Options struct {
 	// OnTask, when set, is told when each task starts and ends (a timeline).
 	// It is called on the task's goroutine, synchronously.
 	OnTask func(TaskEvent)
+	// BeforeStep, when set, is asked before the tasks of each superstep run
+	// (the run's owner checks that it may go on: its run status, its lease,
+	// the attempts a node has had). An error stops the run there: no task
+	// of that superstep runs, nothing more is written, and Invoke or Resume
+	// returns the error as it is, with the snapshot of the head.
+	BeforeStep func(ctx context.Context, ev StepEvent) error
+}
+
+// StepEvent is the superstep about to run: the thread, the superstep's
+// number (0 for the first after the input) and the tasks that will run now.
+// Tasks whose update was saved before, or that wait for an answer, are not
+// listed.
+type StepEvent struct {
+	ThreadID string
+	Step     int
+	Tasks    []StepTask
+}
+
+// StepTask is one task of a StepEvent: its id (stable for the superstep, as
+// in TaskEvent) and its node.
+type StepTask struct {
+	ID   string
+	Node string
+}
+
+// WithCheckpointer returns a copy of r bound to cp instead of the
+// Checkpointer it was compiled with: the same graph and options, for runs
+// whose writes must go through another view of the store (a fenced one,
+// see Fencer). r is unchanged; the copy is as safe for concurrent use.
+func (r *Runnable[S]) WithCheckpointer(cp Checkpointer) *Runnable[S] {
+	c := *r
+	c.opts.Checkpointer = cp
+	return &c
 }
 
 // Runnable is a compiled graph bound to a Checkpointer. It is safe for

@@ -480,6 +480,9 @@ type taskResult struct {
 func (r *Runnable[S]) superstep(ctx context.Context, cp *Checkpoint, check headCheck, synced *bool) (next *Checkpoint, stop bool, err error) {
 	groups := groupWrites(cp.PendingWrites)
 	results, todo := planTasks(cp, groups)
+	if err := r.beforeStep(ctx, cp, results, todo); err != nil {
+		return nil, false, err
+	}
 	// Each finished task's update is saved at once when the superstep has
 	// siblings, so a sibling's question, failure or a crash does not make it
 	// run again. A task alone in its superstep goes straight to the checkpoint.
@@ -493,6 +496,19 @@ func (r *Runnable[S]) superstep(ctx context.Context, cp *Checkpoint, check headC
 	}
 	next, err = r.commit(ctx, cp, results, synced)
 	return next, false, err
+}
+
+// beforeStep asks Options.BeforeStep whether the superstep after cp may run
+// the tasks results[i], i in todo.
+func (r *Runnable[S]) beforeStep(ctx context.Context, cp *Checkpoint, results []taskResult, todo []int) error {
+	if r.opts.BeforeStep == nil || len(todo) == 0 {
+		return nil
+	}
+	ev := StepEvent{ThreadID: cp.ThreadID, Step: cp.Metadata.Step + 1, Tasks: make([]StepTask, 0, len(todo))}
+	for _, i := range todo {
+		ev.Tasks = append(ev.Tasks, StepTask{ID: results[i].id, Node: results[i].node})
+	}
+	return r.opts.BeforeStep(ctx, ev)
 }
 
 // planTasks lists the tasks of the superstep after cp, one per node due, in

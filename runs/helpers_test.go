@@ -35,10 +35,10 @@ func newSeeded(tb testing.TB) (*Store, *business.Store) {
 // fixed returns a clock that always reads at.
 func fixed(at time.Time) func() time.Time { return func() time.Time { return at } }
 
-// alive and dead are the two answers of AcquireLease's and StaleTasks' gone
-// probe: the holder's process still runs, or it does not.
-func alive(Lease) bool { return false }
-func dead(Lease) bool  { return true }
+// unknown and dead are two answers a caller gives about a lease holder:
+// nothing tells (the lease's expiry decides), and the process is gone.
+func unknown(Lease) Liveness { return HolderUnknown }
+func dead(Lease) Liveness    { return HolderGone }
 
 // holder is the lease the tests create tasks with: owner o1, live until a
 // minute after t0.

@@ -72,42 +72,80 @@ func (s *Store) TaskLease(ctx context.Context, taskID string) (Lease, string, er
 	return l, kind, nil
 }
 
+// Liveness is what a caller knows of a lease holder's process, to decide
+// whether its lease may be taken over.
+type Liveness int
+
+const (
+	// HolderUnknown: nothing tells (another host): the lease's expiry
+	// decides.
+	HolderUnknown Liveness = iota
+	// HolderAlive: the holder's process is known to run (its pid exists on
+	// this host): its lease holds whatever the clock says.
+	HolderAlive
+	// HolderGone: the holder's process is known to be dead: its lease may
+	// be taken over before it expires.
+	HolderGone
+)
+
+// mayTakeOver reports whether a lease held by another owner may be taken
+// over at now, given what check says of its holder.
+func mayTakeOver(held Lease, now time.Time, check func(Lease) Liveness) bool {
+	switch check(held) {
+	case HolderGone:
+		return true
+	case HolderAlive:
+		return false
+	}
+	return !held.Until.After(now)
+}
+
+// Acquired is what AcquireLease found and did.
+type Acquired struct {
+	PrevStatus string // the task's status before
+	Epoch      int64  // the lease's new fencing epoch
+	// TookOver is true when another owner held the lease (gone or lapsed):
+	// a process of that owner may still write, so the caller raises the
+	// checkpoint store's fence to Epoch before its own first write.
+	TookOver bool
+}
+
 // AcquireLease makes me the holder of taskID's lease, raises its fencing
 // epoch and sets its status to running, in one guarded transaction. A lease
-// held by another owner is taken over only when it has lapsed (Until before
-// now) or gone(held) says its holder is dead; otherwise it returns a
-// *LeaseHeldError (ErrBusy). It returns the status the task had before and
-// the new epoch. Errors: ErrNotFound, ErrBusy, ErrConflict (the lease
-// changed between read and write).
-func (s *Store) AcquireLease(ctx context.Context, taskID string, me Lease, now time.Time, gone func(Lease) bool) (prev string, epoch int64, err error) {
+// held by another owner is taken over only when check says its holder is
+// gone, or says nothing and the lease has lapsed at now; otherwise it
+// returns a *LeaseHeldError (ErrBusy). Errors: ErrNotFound, ErrBusy,
+// ErrConflict (the lease changed between read and write).
+func (s *Store) AcquireLease(ctx context.Context, taskID string, me Lease, now time.Time, check func(Lease) Liveness) (Acquired, error) {
 	tx, err := s.h.Begin(ctx)
 	if err != nil {
-		return "", 0, fmt.Errorf("acquire lease of task %s: %w", taskID, err)
+		return Acquired{}, fmt.Errorf("acquire lease of task %s: %w", taskID, err)
 	}
 	defer tx.Rollback()
 	var (
 		owner       sql.NullString
 		pid         int
 		host, until string
-		status      string
+		a           Acquired
 	)
 	err = tx.QueryRowContext(ctx,
 		`SELECT lease_owner, lease_pid, lease_host, lease_until, status, lease_epoch FROM tasks WHERE task_id = ?`, taskID).
-		Scan(&owner, &pid, &host, &until, &status, &epoch)
+		Scan(&owner, &pid, &host, &until, &a.PrevStatus, &a.Epoch)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", 0, fmt.Errorf("task %s: %w", taskID, ErrNotFound)
+		return Acquired{}, fmt.Errorf("task %s: %w", taskID, ErrNotFound)
 	}
 	if err != nil {
-		return "", 0, fmt.Errorf("acquire lease of task %s: %w", taskID, err)
+		return Acquired{}, fmt.Errorf("acquire lease of task %s: %w", taskID, err)
 	}
 	if owner.Valid && owner.String != me.Owner {
-		held := Lease{Owner: owner.String, PID: pid, Host: host, Epoch: epoch}
+		held := Lease{Owner: owner.String, PID: pid, Host: host, Epoch: a.Epoch}
 		if held.Until, err = parseTime(until); err != nil {
-			return "", 0, fmt.Errorf("acquire lease of task %s: %w", taskID, err)
+			return Acquired{}, fmt.Errorf("acquire lease of task %s: %w", taskID, err)
 		}
-		if held.Until.After(now) && !gone(held) {
-			return "", 0, &LeaseHeldError{Task: taskID, Lease: held}
+		if !mayTakeOver(held, now, check) {
+			return Acquired{}, &LeaseHeldError{Task: taskID, Lease: held}
 		}
+		a.TookOver = true
 	}
 	// Guarded by the owner read above: a concurrent taker makes this 0 rows.
 	res, err := tx.ExecContext(ctx,
@@ -115,25 +153,48 @@ func (s *Store) AcquireLease(ctx context.Context, taskID string, me Lease, now t
 		 WHERE task_id = ? AND lease_owner IS ?`,
 		me.Owner, me.PID, me.Host, formatTime(me.Until), formatTime(now), taskID, owner)
 	if err := rowsChanged(res, err); err != nil {
-		return "", 0, fmt.Errorf("acquire lease of task %s: %w", taskID, err)
+		return Acquired{}, fmt.Errorf("acquire lease of task %s: %w", taskID, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return "", 0, fmt.Errorf("acquire lease of task %s: %w", taskID, err)
+		return Acquired{}, fmt.Errorf("acquire lease of task %s: %w", taskID, err)
 	}
-	return status, epoch + 1, nil
+	a.Epoch++
+	return a, nil
 }
 
 // RenewLease extends the lease to until while owner holds it and the task is
-// still running. ErrConflict means the lease was lost or an operator stopped
-// the task: the holder must stop driving it.
+// still running. ErrStopped: an operator stopped the task (the holder must
+// stop driving it and record nothing but its half-done step); ErrLeaseLost:
+// another owner holds the lease now (the holder must stop and write
+// nothing). Both match ErrConflict.
 func (s *Store) RenewLease(ctx context.Context, taskID, owner string, until time.Time) error {
 	res, err := s.h.Q().ExecContext(ctx,
 		`UPDATE tasks SET lease_until = ? WHERE task_id = ? AND lease_owner = ? AND status = 'running'`,
 		formatTime(until), taskID, owner)
-	if err := rowsChanged(res, err); err != nil {
+	if err := rowsChanged(res, err); errors.Is(err, ErrConflict) {
+		return s.whyNotHeld(ctx, taskID, owner)
+	} else if err != nil {
 		return fmt.Errorf("renew lease of task %s: %w", taskID, err)
 	}
 	return nil
+}
+
+// whyNotHeld says why owner's guarded write to a running task matched no
+// row: ErrLeaseLost when another owner (or none) holds the lease, ErrStopped
+// when the task is no longer running, ErrNotFound when it is gone.
+func (s *Store) whyNotHeld(ctx context.Context, taskID, owner string) error {
+	var cur sql.NullString
+	var status string
+	err := s.h.Q().QueryRowContext(ctx, `SELECT lease_owner, status FROM tasks WHERE task_id = ?`, taskID).Scan(&cur, &status)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("task %s: %w", taskID, ErrNotFound)
+	case err != nil:
+		return fmt.Errorf("lease of task %s: %w", taskID, err)
+	case cur.String != owner:
+		return fmt.Errorf("task %s: %w", taskID, ErrLeaseLost)
+	}
+	return fmt.Errorf("task %s is %s: %w", taskID, status, ErrStopped)
 }
 
 // ReleaseLease records the run's final status and stage and gives the lease
@@ -165,7 +226,7 @@ func (s *Store) ReleaseLeaseSync(ctx context.Context, taskID, owner, status, sta
 // hold the lease.
 func (s *Store) RecordProgress(ctx context.Context, taskID, owner, status, stage string) error {
 	if err := rowsChanged(s.h.Q().ExecContext(ctx,
-		`UPDATE tasks SET status = ?, stage = ?, updated_at = ? WHERE task_id = ? AND lease_owner = ?`,
+		`UPDATE tasks SET status = CASE status WHEN 'interrupted' THEN status ELSE ? END, stage = ?, updated_at = ? WHERE task_id = ? AND lease_owner = ?`,
 		status, stage, formatTime(s.now()), taskID, owner)); err != nil {
 		return fmt.Errorf("record progress of task %s: %w", taskID, err)
 	}
@@ -189,7 +250,12 @@ func (s *Store) ReleaseLeases(ctx context.Context, owner string, taskIDs []strin
 	return nil
 }
 
-const releaseLeaseSQL = `UPDATE tasks SET status = ?, stage = ?, lease_owner = NULL, lease_pid = 0, lease_host = '', lease_until = '', updated_at = ?
+// releaseLeaseSQL records the run's status and stage and gives the lease
+// up. A task an operator stopped stays interrupted (docs/design.md "Run
+// status": once interrupted is written, the stopped run changes no status
+// again); only its stage follows the head.
+const releaseLeaseSQL = `UPDATE tasks SET status = CASE status WHEN 'interrupted' THEN status ELSE ? END, stage = ?,
+	lease_owner = NULL, lease_pid = 0, lease_host = '', lease_until = '', updated_at = ?
 	WHERE task_id = ? AND lease_owner = ?`
 
 // RequestStop moves a running task to interrupted (an operator stop). The
@@ -235,15 +301,16 @@ func (s *Store) SetKind(ctx context.Context, taskID, kind string) error {
 }
 
 // StaleTasks returns the running tasks whose lease holder is gone: no
-// holder, a lapsed lease, or gone(lease) true. These are what `recover` resumes.
-func (s *Store) StaleTasks(ctx context.Context, now time.Time, gone func(Lease) bool) ([]TaskRecord, error) {
+// holder, or a holder whose lease may be taken over at now (check as for
+// AcquireLease). These are what `recover` resumes.
+func (s *Store) StaleTasks(ctx context.Context, now time.Time, check func(Lease) Liveness) ([]TaskRecord, error) {
 	running, err := s.ListTasks(ctx, "", "running")
 	if err != nil {
 		return nil, err
 	}
 	var out []TaskRecord
 	for _, t := range running {
-		if l := t.Lease; l.Owner == "" || !l.Until.After(now) || gone(l) {
+		if t.Lease.Owner == "" || mayTakeOver(t.Lease, now, check) {
 			out = append(out, t)
 		}
 	}

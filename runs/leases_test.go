@@ -153,7 +153,7 @@ func TestTaskLease(t *testing.T) {
 		s, _ := newSeeded(t)
 		mustCreateLeased(t, s, "return-25", holder)
 		me := Lease{Owner: "o2", PID: 202, Host: "host-b", Until: t0.Add(2 * time.Minute)}
-		if _, _, err := s.AcquireLease(ctx, "return-25", me, t0, dead); err != nil {
+		if _, err := s.AcquireLease(ctx, "return-25", me, t0, dead); err != nil {
 			t.Fatal(err)
 		}
 		l, _, err := s.TaskLease(ctx, "return-25")
@@ -207,7 +207,7 @@ func TestAcquireLease(t *testing.T) {
 		setup     func(t *testing.T, s *Store)
 		me        Lease
 		now       time.Time
-		gone      func(Lease) bool
+		gone      func(Lease) Liveness
 		wantPrev  string
 		wantEpoch int64
 	}{
@@ -218,12 +218,12 @@ func TestAcquireLease(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			me: me, now: t0, gone: alive, wantPrev: "waiting", wantEpoch: 2,
+			me: me, now: t0, gone: unknown, wantPrev: "waiting", wantEpoch: 2,
 		},
-		{name: "LeaseLapsingNowIsTakenOver", me: me, now: holder.Until, gone: alive, wantPrev: "running", wantEpoch: 2},
-		{name: "LapsedLeaseIsTakenOver", me: me, now: holder.Until.Add(time.Hour), gone: alive, wantPrev: "running", wantEpoch: 2},
+		{name: "LeaseLapsingNowIsTakenOver", me: me, now: holder.Until, gone: unknown, wantPrev: "running", wantEpoch: 2},
+		{name: "LapsedLeaseIsTakenOver", me: me, now: holder.Until.Add(time.Hour), gone: unknown, wantPrev: "running", wantEpoch: 2},
 		{name: "GoneHolderIsTakenOverBeforeExpiry", me: me, now: t0, gone: dead, wantPrev: "running", wantEpoch: 2},
-		{name: "SameOwnerReacquiresWhileLive", me: again, now: t0, gone: alive, wantPrev: "running", wantEpoch: 2},
+		{name: "SameOwnerReacquiresWhileLive", me: again, now: t0, gone: unknown, wantPrev: "running", wantEpoch: 2},
 		{
 			name: "StoppedTaskRunsAgain",
 			setup: func(t *testing.T, s *Store) {
@@ -241,7 +241,8 @@ func TestAcquireLease(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(t, s)
 			}
-			prev, epoch, err := s.AcquireLease(ctx, "return-25", tt.me, tt.now, tt.gone)
+			acq, err := s.AcquireLease(ctx, "return-25", tt.me, tt.now, tt.gone)
+			prev, epoch := acq.PrevStatus, acq.Epoch
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -270,7 +271,7 @@ func TestAcquireLease(t *testing.T) {
 			s, _ := newSeeded(t)
 			mustCreateLeased(t, s, "return-25", holder)
 			before := mustTask(t, s, "return-25")
-			_, _, err := s.AcquireLease(ctx, "return-25", me, tt.now, alive)
+			_, err := s.AcquireLease(ctx, "return-25", me, tt.now, unknown)
 			var held *LeaseHeldError
 			if !errors.As(err, &held) || !errors.Is(err, ErrBusy) {
 				t.Fatalf("AcquireLease at %v: err = %v, want *LeaseHeldError matching ErrBusy", tt.now, err)
@@ -293,8 +294,8 @@ func TestAcquireLease(t *testing.T) {
 		s, _ := newSeeded(t)
 		mustCreateLeased(t, s, "return-25", holder)
 		var asked []Lease
-		gone := func(l Lease) bool { asked = append(asked, l); return false }
-		if _, _, err := s.AcquireLease(ctx, "return-25", me, t0, gone); !errors.Is(err, ErrBusy) {
+		gone := func(l Lease) Liveness { asked = append(asked, l); return HolderUnknown }
+		if _, err := s.AcquireLease(ctx, "return-25", me, t0, gone); !errors.Is(err, ErrBusy) {
 			t.Fatalf("err = %v, want ErrBusy", err)
 		}
 		want := holder
@@ -315,7 +316,8 @@ func TestAcquireLease(t *testing.T) {
 			if got, want := mustTask(t, s, "return-25").Lease.Epoch, int64(i+1); got != want {
 				t.Errorf("epoch after release %d = %d, want %d", i+1, got, want)
 			}
-			_, epoch, err := s.AcquireLease(ctx, "return-25", l, t0, alive)
+			got, err := s.AcquireLease(ctx, "return-25", l, t0, unknown)
+			epoch := got.Epoch
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -335,7 +337,7 @@ func TestAcquireLease(t *testing.T) {
 			go func() {
 				<-start
 				l := Lease{Owner: fmt.Sprintf("taker-%d", i), PID: 1000 + i, Host: "h", Until: t0.Add(time.Hour)}
-				_, _, err := s.AcquireLease(ctx, "return-25", l, holder.Until, alive) // holder lapsed
+				_, err := s.AcquireLease(ctx, "return-25", l, holder.Until, unknown) // holder lapsed
 				errs <- err
 			}()
 		}
@@ -356,7 +358,7 @@ func TestAcquireLease(t *testing.T) {
 
 	t.Run("UnknownTaskIsNotFound", func(t *testing.T) {
 		s, _ := newSeeded(t)
-		if _, _, err := s.AcquireLease(ctx, "nope", me, t0, dead); !errors.Is(err, ErrNotFound) {
+		if _, err := s.AcquireLease(ctx, "nope", me, t0, dead); !errors.Is(err, ErrNotFound) {
 			t.Errorf("err = %v, want ErrNotFound", err)
 		}
 	})
@@ -385,7 +387,7 @@ func TestRenewLease(t *testing.T) {
 		{
 			name: "TakenOverLeaseIsConflict",
 			setup: func(t *testing.T, s *Store) {
-				if _, _, err := s.AcquireLease(ctx, "return-25", Lease{Owner: "o2", Until: t0.Add(time.Hour)}, t0, dead); err != nil {
+				if _, err := s.AcquireLease(ctx, "return-25", Lease{Owner: "o2", Until: t0.Add(time.Hour)}, t0, dead); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -702,7 +704,12 @@ func TestStaleTasks(t *testing.T) {
 	if err := s.RequestStop(ctx, "06-interrupted-lapsed"); err != nil {
 		t.Fatal(err)
 	}
-	gone := func(l Lease) bool { return l.Owner == "dead" }
+	gone := func(l Lease) Liveness {
+		if l.Owner == "dead" {
+			return HolderGone
+		}
+		return HolderUnknown
+	}
 
 	stale, err := s.StaleTasks(ctx, now, gone)
 	if err != nil {
@@ -862,7 +869,7 @@ func TestClosedFile(t *testing.T) {
 		{"ListTasks", func(s *Store) error { _, err := s.ListTasks(ctx, "", ""); return err }},
 		{"TasksUpdatedBefore", func(s *Store) error { _, err := s.TasksUpdatedBefore(ctx, []string{"done"}, t0); return err }},
 		{"SetProgress", func(s *Store) error { return s.SetProgress(ctx, "return-25", "running", "done", "") }},
-		{"AcquireLease", func(s *Store) error { _, _, err := s.AcquireLease(ctx, "return-25", holder, t0, dead); return err }},
+		{"AcquireLease", func(s *Store) error { _, err := s.AcquireLease(ctx, "return-25", holder, t0, dead); return err }},
 		{"RenewLease", func(s *Store) error { return s.RenewLease(ctx, "return-25", "o1", t0) }},
 		{"ReleaseLease", func(s *Store) error { return s.ReleaseLease(ctx, "return-25", "o1", "done", "") }},
 		{"ReleaseLeaseSync", func(s *Store) error { return s.ReleaseLeaseSync(ctx, "return-25", "o1", "done", "") }},

@@ -25,6 +25,14 @@ var (
 	// ErrBusy is matched by *LeaseHeldError: another live process drives the task.
 	ErrBusy = errors.New("task is busy")
 
+	// ErrLeaseLost: another process took the task's lease over; the former
+	// holder must stop and write nothing more. It matches ErrConflict.
+	ErrLeaseLost = &conflict{"lease lost: another process took the task over"}
+
+	// ErrStopped: an operator stopped the task (it is interrupted); its
+	// holder must stop. It matches ErrConflict.
+	ErrStopped = &conflict{"stopped by an operator"}
+
 	// ErrLostCheckpoints: business.sqlite records tasks but the checkpoint
 	// file beside it is missing or empty, so their runs are gone.
 	ErrLostCheckpoints = errors.New("the checkpoint file is missing or empty, so their runs are lost; restore checkpoints.sqlite from a backup (or move both files away to start afresh)")
@@ -77,3 +85,11 @@ func parseTime(s string) (time.Time, error) { return sqlitedb.ParseTime(s) }
 type scanner interface {
 	Scan(dest ...any) error
 }
+
+// conflict is a sentinel that also matches ErrConflict.
+type conflict struct{ msg string }
+
+func (e *conflict) Error() string { return e.msg }
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *conflict) Is(target error) bool { return target == ErrConflict }

@@ -177,3 +177,109 @@ func (s *Store) Steps(ctx context.Context, taskID string) ([]TimelineStep, error
 	}
 	return out, rows.Err()
 }
+
+// Timeline messages of steps that did not complete. A step ended by an
+// operator stop is not a failed attempt of its node (BeginSteps).
+const (
+	MsgInterrupted = "run interrupted; step not completed"
+	MsgProcessGone = "process gone; step not completed"
+)
+
+// ErrAttemptsExhausted is matched by *AttemptsError.
+var ErrAttemptsExhausted = errors.New("attempts exhausted")
+
+// AttemptsError refuses a step whose node failed Max times in a row on the
+// task's timeline (failed, or left running by a process that died, since
+// the node last finished a step; a step an operator stopped does not
+// count).
+type AttemptsError struct {
+	Task string
+	Node string
+	Max  int
+}
+
+// Error implements the error interface for *AttemptsError.
+func (e *AttemptsError) Error() string {
+	return fmt.Sprintf("task %s: node %s failed %d times in a row; it is not tried again", e.Task, e.Node, e.Max)
+}
+
+// Is makes errors.Is(err, ErrAttemptsExhausted) true.
+func (e *AttemptsError) Is(target error) bool { return target == ErrAttemptsExhausted }
+
+// BeginSteps records the start of a superstep's tasks, one running step per
+// node of nodes, on taskID's timeline, in one transaction guarded by the
+// holder's lease: the task must be running and held by holder.Owner at
+// holder.Epoch. Each step's attempt is one more than the steps its node has
+// had; when max > 0 and the node has failed max times in a row already
+// (failed steps since its last finished one, an operator's stop excepted),
+// nothing is written and a *AttemptsError is returned. It returns the new steps' seqs
+// in the order of nodes. Errors: ErrStopped (an operator stopped the task),
+// ErrLeaseLost (another process holds it), *AttemptsError, ErrNotFound.
+func (s *Store) BeginSteps(ctx context.Context, taskID string, holder Lease, nodes []string, now time.Time, max int) ([]int, error) {
+	tx, err := s.h.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("begin steps of task %s: %w", taskID, err)
+	}
+	defer tx.Rollback()
+	var ok int
+	err = tx.QueryRowContext(ctx,
+		`SELECT count(*) FROM tasks WHERE task_id = ? AND status = 'running' AND lease_owner = ? AND lease_epoch = ?`,
+		taskID, holder.Owner, holder.Epoch).Scan(&ok)
+	if err != nil {
+		return nil, fmt.Errorf("begin steps of task %s: %w", taskID, err)
+	}
+	if ok == 0 {
+		return nil, s.whyNotHeld(ctx, taskID, holder.Owner)
+	}
+	seqs := make([]int, 0, len(nodes))
+	for _, node := range nodes {
+		var attempts, failed int
+		if err := tx.QueryRowContext(ctx,
+			`SELECT count(*), count(*) FILTER (WHERE status IN (?, ?) AND error <> ? AND seq > coalesce(
+			   (SELECT max(seq) FROM steps WHERE task_id = ?4 AND node = ?5 AND status IN (?6, ?7)), 0))
+			 FROM steps WHERE task_id = ?4 AND node = ?5`,
+			StepFailed, StepRunning, MsgInterrupted, taskID, node, StepDone, StepWaiting).Scan(&attempts, &failed); err != nil {
+			return nil, fmt.Errorf("begin steps of task %s: %w", taskID, err)
+		}
+		if max > 0 && failed >= max {
+			return nil, &AttemptsError{Task: taskID, Node: node, Max: max}
+		}
+		var seq int
+		if err := tx.QueryRowContext(ctx,
+			`INSERT INTO steps (task_id, seq, node, attempt, status, started_at)
+			 SELECT ?1, coalesce(max(seq), 0) + 1, ?2, ?3, ?4, ?5 FROM steps WHERE task_id = ?1
+			 RETURNING seq`, taskID, node, attempts+1, StepRunning, formatTime(now)).Scan(&seq); err != nil {
+			return nil, fmt.Errorf("begin steps of task %s: %w", taskID, err)
+		}
+		seqs = append(seqs, seq)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("begin steps of task %s: %w", taskID, err)
+	}
+	return seqs, nil
+}
+
+// FailedSteps returns, per node, how many of the task's steps failed (an
+// operator's stop excepted) or were left running since the node last
+// finished a step: the failed attempts BeginSteps counts.
+func (s *Store) FailedSteps(ctx context.Context, taskID string) (map[string]int, error) {
+	rows, err := s.h.Q().QueryContext(ctx,
+		`SELECT s.node, count(*) FROM steps s WHERE s.task_id = ?1 AND s.status IN (?2, ?3) AND s.error <> ?4
+		 AND s.seq > coalesce((SELECT max(d.seq) FROM steps d WHERE d.task_id = ?1 AND d.node = s.node AND d.status IN (?5, ?6)), 0)
+		 GROUP BY s.node`,
+		taskID, StepFailed, StepRunning, MsgInterrupted, StepDone, StepWaiting)
+	if err != nil {
+		return nil, fmt.Errorf("failed steps of task %s: %w", taskID, err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var node string
+		var n int
+		if err := rows.Scan(&node, &n); err != nil {
+			return nil, fmt.Errorf("failed steps of task %s: %w", taskID, err)
+		}
+		out[node] = n
+	}
+	return out, rows.Err()
+}

@@ -51,6 +51,7 @@ func Run(t *testing.T, newStore func(t *testing.T) flow.Checkpointer) {
 		{"DeleteMissingThreadIsNoop", testDeleteMissingThread},
 		{"PutRefusesStaleParent", testConflict},
 		{"PutWritesAtHeadRefusesAnotherHead", testPutWritesAtHead},
+		{"FencedWriterRefusedAfterTakeover", testFenced},
 		{"ConcurrentPutSameParentOneWins", testConcurrentSameParent},
 		{"ConcurrentWritersOnDifferentThreads", testConcurrentThreads},
 		{"OrderIsBySeqWhenTheClockStepsBack", testClockStepsBack},
@@ -730,5 +731,60 @@ func testClockStepsBack(t *testing.T, s flow.Checkpointer) {
 	}
 	if got := mustList(t, s, "t1", flow.ListOptions{Before: cps[2].ID, Limit: 1}); !reflect.DeepEqual(got, want[2:3]) {
 		t.Errorf("List(Before seq 3, Limit 1) = %v, want %v", got, want[2:3])
+	}
+}
+
+// testFenced checks flow.Fencer, when the store has it: a holder's fenced
+// view writes while its epoch is the thread's fence, and every kind of write
+// it makes is refused with a *flow.FencedError, storing nothing, once a
+// newer holder raised the fence. Fence never lowers a fence, and other
+// threads are not fenced.
+func testFenced(t *testing.T, s flow.Checkpointer) {
+	f, ok := s.(flow.Fencer)
+	if !ok {
+		t.Skip("the store has no fencing")
+	}
+	ctx := context.Background()
+	if err := f.Fence(ctx, "t", 1); err != nil {
+		t.Fatalf("Fence(1): %v", err)
+	}
+	old := f.Fenced("t", 1)
+	first := newCheckpoint(t, "t", "", -1)
+	if err := old.Put(ctx, first); err != nil {
+		t.Fatalf("Put by the holder at the fence: %v", err)
+	}
+	if err := f.Fence(ctx, "t", 2); err != nil {
+		t.Fatalf("Fence(2): %v", err)
+	}
+	var fe *flow.FencedError
+	if err := f.Fence(ctx, "t", 1); !errors.As(err, &fe) || fe.Fence != 2 {
+		t.Errorf("Fence(1) after Fence(2) = %v, want *FencedError with fence 2", err)
+	}
+	w := []flow.Write{{TaskID: "x", Node: "n", Kind: flow.WriteUpdate, Value: json.RawMessage(`{}`)}}
+	writes := map[string]func() error{
+		"Put":       func() error { return old.Put(ctx, newCheckpoint(t, "t", first.ID, 0)) },
+		"PutWrites": func() error { return old.PutWrites(ctx, "t", first.ID, w) },
+	}
+	if hw, ok := old.(flow.HeadWriter); ok {
+		writes["PutWritesAtHead"] = func() error { return hw.PutWritesAtHead(ctx, "t", first.ID, w) }
+	}
+	if dw, ok := old.(flow.DurableWriter); ok {
+		writes["PutDurable"] = func() error { return dw.PutDurable(ctx, newCheckpoint(t, "t", first.ID, 0)) }
+		writes["PutWritesDurable"] = func() error { return dw.PutWritesDurable(ctx, "t", first.ID, w) }
+	}
+	for name, write := range writes {
+		if err := write(); !errors.Is(err, flow.ErrFenced) {
+			t.Errorf("%s by the holder at epoch 1 after the fence rose to 2: %v, want ErrFenced", name, err)
+		}
+	}
+	head, err := s.Get(ctx, "t", "")
+	if err != nil || head == nil || head.ID != first.ID || len(head.PendingWrites) != 0 {
+		t.Errorf("head after the refused writes = %+v, %v; want %s with no pending writes", head, err, first.ID)
+	}
+	if err := f.Fenced("t", 2).Put(ctx, newCheckpoint(t, "t", first.ID, 0)); err != nil {
+		t.Errorf("Put by the holder at epoch 2: %v", err)
+	}
+	if err := old.Put(ctx, newCheckpoint(t, "other", "", -1)); err != nil {
+		t.Errorf("Put to another thread through the fenced view: %v", err)
 	}
 }

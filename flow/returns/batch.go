@@ -48,6 +48,9 @@ type BatchState struct {
 	// (draft_ready, need_reason, failed, …), or "not_found" for an unknown
 	// order, "conflict" for a task id already used with other input.
 	Counts map[string]int `json:"counts,omitempty"`
+	// Failure is why a guard stopped the batch (attempts exhausted, the
+	// recursion limit); nil while it runs or when it finished.
+	Failure *Failure `json:"error,omitempty"`
 }
 
 func reduceBatch(s, u BatchState) BatchState {
@@ -69,6 +72,10 @@ func reduceBatch(s, u BatchState) BatchState {
 	if u.Counts != nil {
 		s.Counts = maps.Clone(u.Counts)
 	}
+	if u.Failure != nil {
+		f := *u.Failure
+		s.Failure = &f
+	}
 	return s
 }
 
@@ -86,6 +93,8 @@ func (s *Service) buildBatch() *flow.Graph[BatchState] {
 	g.StateFormat(BatchStateFormat, batchStateUpgrades)
 	g.AddNode(NodeRows, s.batchRows)
 	g.AddEdge(flow.Start, NodeRows)
+	g.AddNode(NodeGiveUp, func(context.Context, BatchState) (BatchState, error) { return BatchState{}, nil })
+	g.AddEdge(NodeGiveUp, flow.End)
 	g.AddConditionalEdges(NodeRows, func(b BatchState) []string {
 		if b.Position < b.Total {
 			return []string{NodeRows}
@@ -131,8 +140,9 @@ func (s *Service) StartBatch(ctx context.Context, o BatchOptions) (*View, error)
 	if !errors.Is(err, runs.ErrNotFound) {
 		return nil, fmt.Errorf("start batch %s: %w", o.Batch, err)
 	}
-	t = runs.TaskRecord{ID: o.Batch, User: o.User, Fingerprint: fp, Status: StatusRunning, Kind: runs.KindBatch}
-	if err := s.runs.CreateBatch(ctx, t, s.cmd.lease(), o.Rows); errors.Is(err, runs.ErrTaskExists) {
+	t = runs.TaskRecord{ID: o.Batch, User: o.User, Fingerprint: fp, Status: StatusRunning, Kind: runs.KindBatch, Lease: s.cmd.lease()}
+	t.Lease.Epoch = 1 // CreateBatch's
+	if err := s.runs.CreateBatch(ctx, t, t.Lease, o.Rows); errors.Is(err, runs.ErrTaskExists) {
 		return nil, fmt.Errorf("task %s was created by another process at the same moment: %w", o.Batch, ErrConflict)
 	} else if err != nil {
 		return nil, err
@@ -141,10 +151,10 @@ func (s *Service) StartBatch(ctx context.Context, o BatchOptions) (*View, error)
 	if chunk <= 0 {
 		chunk = DefaultBatchChunk
 	}
-	return s.driveBatch(ctx, t, func(ctx context.Context) error {
-		_, err := s.batch.Invoke(ctx, t.ID, BatchState{Batch: t.ID, User: t.User, Total: len(o.Rows), Chunk: chunk})
+	return s.driveBatch(ctx, t, func(ctx context.Context, g *flow.Runnable[BatchState]) error {
+		_, err := g.Invoke(ctx, t.ID, BatchState{Batch: t.ID, User: t.User, Total: len(o.Rows), Chunk: chunk})
 		if errors.Is(err, flow.ErrThreadExists) {
-			_, err = s.batch.Resume(ctx, t.ID, flow.Command{})
+			_, err = g.Resume(ctx, t.ID, flow.Command{})
 		}
 		return err
 	})
@@ -169,39 +179,49 @@ func (s *Service) resumeBatch(ctx context.Context, t runs.TaskRecord, o ResumeOp
 	if err := s.cmd.acquire(ctx, &t); err != nil {
 		return nil, err
 	}
-	return s.driveBatch(ctx, t, func(ctx context.Context) error {
-		_, err := s.batch.Resume(ctx, t.ID, flow.Command{})
+	return s.driveBatch(ctx, t, func(ctx context.Context, g *flow.Runnable[BatchState]) error {
+		_, err := g.Resume(ctx, t.ID, flow.Command{})
 		if errors.Is(err, flow.ErrThreadNotFound) {
 			// Created, then killed before its first checkpoint.
 			total, cerr := s.runs.CountBatchRows(ctx, t.ID)
 			if cerr != nil {
 				return cerr
 			}
-			_, err = s.batch.Invoke(ctx, t.ID, BatchState{Batch: t.ID, User: t.User, Total: total, Chunk: DefaultBatchChunk})
+			_, err = g.Invoke(ctx, t.ID, BatchState{Batch: t.ID, User: t.User, Total: total, Chunk: DefaultBatchChunk})
 		}
 		return err
 	})
 }
 
 // driveBatch drives a batch's run with the command runner's policy and
-// views its head.
-func (s *Service) driveBatch(ctx context.Context, t runs.TaskRecord, fn func(context.Context) error) (*View, error) {
-	run := func(ctx context.Context) error {
-		err := fn(ctx)
-		// A row that fails fails the batch's one node, "rows": say which
-		// batch and row, not which engine thread and node.
-		var te *flow.TaskError
-		if errors.As(err, &te) {
-			return fmt.Errorf("batch %s: %w", t.ID, te.Err)
-		}
-		return err
+// views its head. fn runs the batch graph g (fenced, as graphFor).
+func (s *Service) driveBatch(ctx context.Context, t runs.TaskRecord, fn func(ctx context.Context, g *flow.Runnable[BatchState]) error) (*View, error) {
+	g := s.batch
+	if f, ok := s.cps.(flow.Fencer); ok && t.Lease.Epoch > 0 {
+		g = g.WithCheckpointer(f.Fenced(t.ID, t.Lease.Epoch))
 	}
-	return s.cmd.drive(ctx, t, run, func(ctx context.Context) (*View, error) {
-		snap, err := headOrNil(s.batch.State(ctx, t.ID))
-		if err != nil {
-			return nil, err
-		}
-		return s.batchView(ctx, t, snap), nil
+	return s.cmd.drive(ctx, t, driven{
+		do: func(ctx context.Context) error {
+			err := fn(ctx, g)
+			// A row that fails fails the batch's one node, "rows": say which
+			// batch and row, not which engine thread and node.
+			var te *flow.TaskError
+			if errors.As(err, &te) {
+				return fmt.Errorf("batch %s: %w", t.ID, te.Err)
+			}
+			return err
+		},
+		view: func(ctx context.Context) (*View, error) {
+			snap, err := headOrNil(s.batch.State(ctx, t.ID))
+			if err != nil {
+				return nil, err
+			}
+			return s.batchView(ctx, t, snap), nil
+		},
+		fail: func(ctx context.Context, f Failure) error {
+			_, err := g.UpdateState(ctx, t.ID, BatchState{Failure: &f}, NodeGiveUp)
+			return err
+		},
 	})
 }
 
@@ -226,6 +246,8 @@ func (s *Service) batchView(ctx context.Context, t runs.TaskRecord, snap *flow.S
 		v.Batch.Counts = maps.Clone(b.Counts)
 	}
 	switch {
+	case snap.Done() && b.Failure != nil:
+		v.Status, v.Stage, v.Error = StatusFailed, StageFailed, b.Failure
 	case snap.Done():
 		v.Status, v.Stage = StatusDone, StageBatchDone
 	case t.Status == StatusInterrupted:

@@ -258,7 +258,7 @@ func TestBatchAfterCrash(t *testing.T) {
 		// Killed after a chunk's checkpoints, before it let go of its rows.
 		svc, b := setupSQLite(t)
 		mustStart(t, svc, "b1", "A3001", "size")
-		if _, _, err := svc.Runs().AcquireLease(b.ctx, "b1", b.deadLease(), b.clock.Now(), func(runs.Lease) bool { return true }); err != nil {
+		if _, err := svc.Runs().AcquireLease(b.ctx, "b1", b.deadLease(), b.clock.Now(), func(runs.Lease) runs.Liveness { return runs.HolderGone }); err != nil {
 			t.Fatal(err)
 		}
 		if err := svc.Runs().SetProgress(b.ctx, "b1", "", returns.StatusWaiting, returns.StageDraftReady); err != nil {

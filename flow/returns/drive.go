@@ -12,32 +12,62 @@ import (
 
 // Timeline messages for steps that did not complete.
 const (
-	msgInterrupted = "run interrupted; step not completed"
-	msgProcessGone = "process gone; step not completed"
+	msgInterrupted = runs.MsgInterrupted
+	msgProcessGone = runs.MsgProcessGone
 )
 
-// drive runs fn while holding the task's lease (taken already: acquire,
-// CreateLeasedTask or CreateBatch). With a heartbeat (r.policy) the lease is
-// renewed and fn's context cancelled when an operator stops the task or the
-// lease is lost. Whatever happens, the lease is released the policy's way
-// with the status the run reached, read back from the head by view; a
-// stopped run ends interrupted, with its running step failed.
-func (r *runner) drive(ctx context.Context, t runs.TaskRecord, fn func(context.Context) error, view func(context.Context) (*View, error)) (*View, error) {
-	stopped, runErr := r.runWithHeartbeat(ctx, t.ID, fn)
+// driven is one run for drive to drive: what it does, how its head is
+// viewed, and how it is ended failed when a guard stops it.
+type driven struct {
+	// do runs the graph; it returns the run's error.
+	do func(ctx context.Context) error
+	// view reads the head the run reached as a View.
+	view func(ctx context.Context) (*View, error)
+	// fail ends the run at its head with the failure f, in a checkpoint of
+	// its own (a guard stop: attempts exhausted, recursion limit).
+	fail func(ctx context.Context, f Failure) error
+}
+
+// drive runs d while holding the task's lease (taken already: acquire,
+// CreateLeasedTask or CreateBatch). Before each superstep the run checks
+// that it still holds the task running (beforeStep); with a heartbeat
+// (r.policy) the lease is renewed and the run's context cancelled when an
+// operator stops the task or another process takes it over.
+//
+// How it ends:
+//   - taken over (lease lost): nothing more is written, not even the
+//     status; the error matches ErrConflict;
+//   - stopped by an operator: its half-done step is closed failed and the
+//     task stays interrupted (a stop is final for the run it stopped);
+//   - ended by SIGINT or SIGTERM part-way: interrupted, as with a stop;
+//   - a guard stop (a node failed MaxAttempts times, the recursion limit):
+//     failed at once, with a checkpoint that says why, so recover does not
+//     try it again;
+//   - otherwise the lease is released the policy's way with the status the
+//     run reached, read back from the head.
+func (r *runner) drive(ctx context.Context, t runs.TaskRecord, d driven) (*View, error) {
+	r.holds.Store(t.ID, t.Lease)
+	defer r.holds.Delete(t.ID)
+	cause, runErr := r.runWithHeartbeat(ctx, t.ID, d.do)
 	bg := context.WithoutCancel(ctx)
-	v, err := view(bg)
-	if err != nil {
-		// The head cannot be read: let go of the lease, leave it running.
-		_ = r.runs.ReleaseLeaseSync(bg, t.ID, r.svc.me.owner, StatusRunning, t.Stage)
-		if runErr == nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w; then reading its state: %w", runErr, err)
+	if errors.Is(cause, errLeaseLost) || errors.Is(runErr, runs.ErrLeaseLost) || errors.Is(runErr, flow.ErrFenced) {
+		return nil, fmt.Errorf("task %s: lease lost: another process took it over while this one ran it, and nothing more of this run was written; run `assistant show %s`: %w", t.ID, t.ID, ErrConflict)
 	}
-	if stopped && v.Status == StatusRunning {
-		// Stopped (operator, SIGINT/SIGTERM) before the run reached a
-		// question or its end: the last checkpoint is the resume point. A
-		// run that finished although a stop came keeps its finished status.
+	if f, ok := guardStop(runErr); ok {
+		if err := d.fail(bg, f); err != nil {
+			return nil, fmt.Errorf("%w; then ending it failed: %w", runErr, err)
+		}
+		runErr = nil
+	}
+	v, err := d.view(bg)
+	if err != nil {
+		return nil, r.unreadable(bg, t, runErr, err)
+	}
+	operator := errors.Is(cause, errStopped) || errors.Is(runErr, runs.ErrStopped)
+	if (operator && !v.done()) || (cause != nil && v.Status == StatusRunning) {
+		// Stopped before the run reached its end (an operator: also at a
+		// question it reached meanwhile; SIGINT/SIGTERM: before a question
+		// or its end): the last checkpoint is the resume point.
 		if err := r.recordInterrupted(bg, t.ID, v); err != nil {
 			return nil, err
 		}
@@ -52,13 +82,44 @@ func (r *runner) drive(ctx context.Context, t runs.TaskRecord, fn func(context.C
 	return runResult(t.ID, v, runErr)
 }
 
+// guardStop returns the failure a run ends with when err is a guard stop
+// that no retry can get past.
+func guardStop(err error) (Failure, bool) {
+	var rl *flow.RecursionLimitError
+	switch {
+	case errors.Is(err, runs.ErrAttemptsExhausted):
+		return Failure{Code: CodeAttemptsExhausted, Message: err.Error()}, true
+	case errors.As(err, &rl):
+		return Failure{Code: CodeRecursionLimit, Message: err.Error()}, true
+	}
+	return Failure{}, false
+}
+
+// unreadable ends a run whose head cannot be read: it lets go of the lease
+// and leaves the task running, so recover can try again, unless the head's
+// state no longer decodes with this build (a guard stop): then the task
+// ends failed, and recover leaves it (history shows the stored state).
+func (r *runner) unreadable(ctx context.Context, t runs.TaskRecord, runErr, err error) error {
+	status, stage := StatusRunning, t.Stage
+	var de *flow.StateDecodeError
+	if errors.As(err, &de) {
+		status, stage = StatusFailed, StageFailed
+	}
+	_ = r.runs.ReleaseLeaseSync(ctx, t.ID, r.svc.me.owner, status, stage)
+	if runErr == nil {
+		return err
+	}
+	return fmt.Errorf("%w; then reading its state: %w", runErr, err)
+}
+
 // runWithHeartbeat runs fn, under a heartbeat when the policy has one, and
-// returns whether the context fn ran on ended (an operator stop, a lost
-// lease, SIGINT or SIGTERM) and fn's error.
-func (r *runner) runWithHeartbeat(ctx context.Context, task string, fn func(context.Context) error) (stopped bool, err error) {
+// returns why the context fn ran on ended, if it did (errStopped,
+// errLeaseLost, or the caller's context's error: SIGINT, SIGTERM), and
+// fn's error.
+func (r *runner) runWithHeartbeat(ctx context.Context, task string, fn func(context.Context) error) (cause, err error) {
 	if !r.policy.heartbeat {
 		err := fn(ctx)
-		return ctx.Err() != nil, err
+		return ctx.Err(), err
 	}
 	rctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -72,7 +133,10 @@ func (r *runner) runWithHeartbeat(ctx context.Context, task string, fn func(cont
 	err = fn(rctx)
 	close(done)
 	wg.Wait()
-	return rctx.Err() != nil, err
+	if rctx.Err() != nil {
+		cause = context.Cause(rctx)
+	}
+	return cause, err
 }
 
 // recordInterrupted closes the timeline of a stopped run: its running step
@@ -137,31 +201,42 @@ func (r *runner) endedInterrupted(ctx context.Context, task string) bool {
 	return err == nil && st.Status == runs.StepFailed && st.Error == msgInterrupted
 }
 
-// driveReturn drives a return task's run and views its head. fn returns
-// the head the run ended at (nil when it does not know it); a run that ended
-// without error is viewed from it, as the lease kept anyone else from moving
-// the head since, and any other is viewed from the head read back.
-func (r *runner) driveReturn(ctx context.Context, t runs.TaskRecord, fn func(context.Context) (*flow.Snapshot[State], error)) (*View, error) {
+// driveReturn drives a return task's run and views its head. fn runs the
+// graph g (the run's fenced graph, graphFor) and returns the head the run
+// ended at (nil when it does not know it); a run that ended without error
+// is viewed from it, as the lease kept anyone else from moving the head
+// since, and any other is viewed from the head read back.
+func (r *runner) driveReturn(ctx context.Context, t runs.TaskRecord, fn func(ctx context.Context, g *flow.Runnable[State]) (*flow.Snapshot[State], error)) (*View, error) {
+	g := r.graphFor(t)
 	var head *flow.Snapshot[State]
-	run := func(ctx context.Context) error {
-		snap, err := fn(ctx)
-		if err == nil {
-			head = snap
-		}
-		return err
-	}
-	return r.drive(ctx, t, run, func(ctx context.Context) (*View, error) {
-		if head != nil {
-			return view(t, head), nil
-		}
-		// Stopped or failed before its first checkpoint, the run has no
-		// head: the record is its only trace, and resume rebuilds the run
-		// from it.
-		snap, err := headOrNil(r.graph.State(ctx, t.ID))
-		if err != nil {
-			return nil, err
-		}
-		return view(t, snap), nil
+	return r.drive(ctx, t, driven{
+		do: func(ctx context.Context) error {
+			snap, err := fn(ctx, g)
+			if err == nil {
+				head = snap
+			}
+			return err
+		},
+		view: func(ctx context.Context) (*View, error) {
+			if head != nil {
+				return view(t, head), nil
+			}
+			// Stopped or failed before its first checkpoint, the run has
+			// no head: the record is its only trace, and resume rebuilds
+			// the run from it.
+			snap, err := headOrNil(r.graph.State(ctx, t.ID))
+			if err != nil {
+				return nil, err
+			}
+			return view(t, snap), nil
+		},
+		fail: func(ctx context.Context, f Failure) error {
+			snap, err := g.UpdateState(ctx, t.ID, State{Stage: StageFailed, Error: &f}, NodeGiveUp)
+			if err == nil {
+				head = snap
+			}
+			return err
+		},
 	})
 }
 

@@ -29,6 +29,10 @@ const (
 	NodeReview    = "review"
 	NodeSubmit    = "submit"
 	NodeCancel    = "cancel"
+	// NodeGiveUp never runs: a run a guard stopped (attempts exhausted,
+	// the recursion limit) ends with a state update as this node, whose
+	// only edge is to End.
+	NodeGiveUp = "give_up"
 )
 
 // ReasonQuestion is the payload of a need_reason interrupt.
@@ -116,7 +120,7 @@ func Build(d Deps) *flow.Graph[State] {
 	g.AddEdge(flow.Start, NodeLookup)
 	g.AddConditionalEdges(NodeLookup, func(s State) []string {
 		switch {
-		case s.Stage == StageFailed:
+		case s.Stage == StageFailed || s.Stage == StageSubmitted:
 			return []string{flow.End}
 		case ValidReason(s.Reason) != nil:
 			return []string{NodeAskReason}
@@ -133,15 +137,21 @@ func Build(d Deps) *flow.Graph[State] {
 	})
 	g.AddEdge(NodeSubmit, flow.End)
 	g.AddEdge(NodeCancel, flow.End)
+	g.AddNode(NodeGiveUp, giveUp)
+	g.AddEdge(NodeGiveUp, flow.End)
 	return g
 }
 
 type nodes struct{ Deps }
 
+// giveUp is NodeGiveUp's work: nothing. The node is only named by a state
+// update that ends a run a guard stopped.
+func giveUp(context.Context, State) (State, error) { return State{}, nil }
+
 func (n nodes) lookup(ctx context.Context, s State) (State, error) {
 	o, err := n.Desk.Order(ctx, s.Order, s.User)
 	if errors.Is(err, business.ErrNotFound) {
-		return State{Stage: StageFailed, Error: &Failure{Code: CodeOrderNotFound, Message: fmt.Sprintf("order %s not found", s.Order)}}, nil
+		return n.refused(ctx, s, &Failure{Code: CodeOrderNotFound, Message: fmt.Sprintf("order %s not found", s.Order)})
 	}
 	if err != nil {
 		return State{}, err
@@ -151,9 +161,23 @@ func (n nodes) lookup(ctx context.Context, s State) (State, error) {
 		return State{}, err
 	}
 	if code != "" {
-		return State{Stage: StageFailed, Error: &Failure{Code: code, Message: eligibilityMessage(code, o.ID)}}, nil
+		return n.refused(ctx, s, &Failure{Code: code, Message: eligibilityMessage(code, o.ID)})
 	}
 	return State{}, nil
+}
+
+// refused ends a request whose order lookup refused it with f, unless the
+// business file holds an application of the task already: the business
+// file is the truth for side effects, so a task whose run was lost (an
+// older checkpoints.sqlite, say) and runs again is submitted, not refused
+// for the open application it made itself. Only a refused lookup reads
+// the application, so an eligible order costs no extra query.
+func (n nodes) refused(ctx context.Context, s State, f *Failure) (State, error) {
+	done, err := n.submitted(ctx, s)
+	if err != nil || done.Stage != "" {
+		return done, err
+	}
+	return State{Stage: StageFailed, Error: f}, nil
 }
 
 func eligibilityMessage(code, order string) string {
@@ -239,10 +263,20 @@ func (n nodes) submit(ctx context.Context, s State) (State, error) {
 			Message: fmt.Sprintf("draft %s expired at %s before it was approved; nothing was submitted", s.Draft.ID, s.Draft.ExpiresAt.UTC().Format(time.RFC3339)),
 		}}, nil
 	}
-	if errors.Is(err, business.ErrOpenApplication) {
+	var ie *business.IneligibleError
+	if errors.As(err, &ie) {
+		// Checked again at submit time: the facts changed while the draft
+		// waited for approval.
+		why := " (its return window closed while the draft waited for approval)"
+		switch ie.Code {
+		case business.ReasonOpenApplication:
+			why = " (made by another task since this one started)"
+		case business.ReasonNotDelivered, business.ReasonFinalSale:
+			why = " (the order changed while the draft waited for approval)"
+		}
 		return State{Stage: StageFailed, Error: &Failure{
-			Code:    business.ReasonOpenApplication,
-			Message: eligibilityMessage(business.ReasonOpenApplication, s.Order) + " (made by another task since this one started); nothing was submitted",
+			Code:    ie.Code,
+			Message: eligibilityMessage(ie.Code, s.Order) + why + "; nothing was submitted",
 		}}, nil
 	}
 	if err != nil {
@@ -252,8 +286,42 @@ func (n nodes) submit(ctx context.Context, s State) (State, error) {
 	return State{Stage: StageSubmitted, Result: &Result{ApplicationID: app.ID, ReviewStatus: app.ReviewStatus, Reused: reused}}, nil
 }
 
+// cancel ends the request without an application, unless the business
+// file holds one for the task already (a submit whose checkpoint a power
+// loss or an older checkpoints.sqlite lost): then the request is submitted,
+// whatever the answer, and the application is reported as reused.
 func (n nodes) cancel(ctx context.Context, s State) (State, error) {
+	if done, err := n.submitted(ctx, s); err != nil || done.Stage != "" {
+		return done, err
+	}
 	return State{Stage: StageCancelled}, nil
+}
+
+// submitted looks the task's application up in the business file (by its
+// draft, through drafts.task_id and applications.draft_id, both unique
+// indexes) and returns the update that ends the request submitted with it;
+// a zero State when the task has none (or only another user's, which is
+// reported nowhere, as another user's records never are).
+func (n nodes) submitted(ctx context.Context, s State) (State, error) {
+	a, err := n.Desk.ApplicationByTask(ctx, s.Task)
+	if errors.Is(err, business.ErrNotFound) || (err == nil && a.User != s.User) {
+		return State{}, nil
+	}
+	if err != nil {
+		return State{}, err
+	}
+	upd := State{Stage: StageSubmitted, Result: &Result{ApplicationID: a.ID, ReviewStatus: a.ReviewStatus, Reused: true}}
+	if s.Draft == nil || s.Draft.ID != a.DraftID {
+		d, err := n.Desk.Draft(ctx, a.DraftID)
+		if err != nil {
+			return State{}, err
+		}
+		upd.Draft = &DraftRef{ID: d.ID, ExpiresAt: d.ExpiresAt.UTC()}
+		if s.Reason == "" {
+			upd.Reason = d.Reason
+		}
+	}
+	return upd, nil
 }
 
 // ValidReason returns nil when r (already trimmed) may be a return reason:

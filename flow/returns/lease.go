@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"assistant/flow"
 	"assistant/runs"
 )
 
@@ -22,8 +23,13 @@ const (
 	DefaultHeartbeat = 250 * time.Millisecond
 )
 
-// errStopped is the cancel cause when an operator stopped the task.
-var errStopped = errors.New("stopped by operator")
+// Cancel causes of a run's context (heartbeat).
+var (
+	// errStopped: an operator stopped the task.
+	errStopped = errors.New("stopped by operator")
+	// errLeaseLost: another process took the task over.
+	errLeaseLost = errors.New("lease lost")
+)
 
 // identity is this process as a lease holder.
 type identity struct {
@@ -37,26 +43,40 @@ func newIdentity() identity {
 	return identity{owner: uuid.NewString(), pid: os.Getpid(), host: host}
 }
 
-// holderGone reports whether a lease's holder is known dead: it ran on this
-// host and its pid no longer exists. On another host only expiry tells.
-func (s *Service) holderGone(l runs.Lease) bool {
-	if l.Owner == "" {
-		return true
+// liveness is what this process can tell of a lease holder: on this host
+// the process table decides (a live pid holds its lease whatever the clock
+// says, so a wall clock stepped forward in another process takes over
+// nothing); on another host nothing tells, and the lease's expiry decides.
+// A pid reused by an unrelated process keeps the lease held until that
+// process ends.
+func (s *Service) liveness(l runs.Lease) runs.Liveness {
+	switch {
+	case l.Owner == "":
+		return runs.HolderGone
+	case l.Host != s.me.host || l.PID <= 0:
+		return runs.HolderUnknown
+	case l.PID == s.me.pid:
+		if l.Owner == s.me.owner {
+			return runs.HolderAlive
+		}
+		return runs.HolderGone // an earlier process with this pid
+	case errors.Is(syscall.Kill(l.PID, 0), syscall.ESRCH):
+		return runs.HolderGone
 	}
-	if l.Host != s.me.host || l.PID <= 0 {
-		return false
-	}
-	if l.PID == s.me.pid {
-		return l.Owner != s.me.owner
-	}
-	err := syscall.Kill(l.PID, 0)
-	return errors.Is(err, syscall.ESRCH)
+	return runs.HolderAlive
 }
 
 // holderAlive reports whether a live process holds the lease now: there is
-// a holder, its lease has not lapsed, and it is not known dead.
+// a holder, and it is known to run, or nothing tells and its lease has not
+// lapsed.
 func (s *Service) holderAlive(l runs.Lease) bool {
-	return l.Owner != "" && l.Until.After(s.now()) && !s.holderGone(l)
+	switch s.liveness(l) {
+	case runs.HolderAlive:
+		return true
+	case runs.HolderUnknown:
+		return l.Until.After(s.now())
+	}
+	return false
 }
 
 // lease is the lease r takes: this process, for r.policy.leaseTTL from now.
@@ -72,7 +92,7 @@ func (r *runner) lease() runs.Lease {
 func (r *runner) acquire(ctx context.Context, t *runs.TaskRecord) error {
 	now := r.svc.now().UTC()
 	l := r.lease()
-	prev, epoch, err := r.runs.AcquireLease(ctx, t.ID, l, now, r.svc.holderGone)
+	got, err := r.runs.AcquireLease(ctx, t.ID, l, now, r.svc.liveness)
 	var held *runs.LeaseHeldError
 	switch {
 	case errors.As(err, &held):
@@ -86,22 +106,55 @@ func (r *runner) acquire(ctx context.Context, t *runs.TaskRecord) error {
 	case err != nil:
 		return err
 	}
-	l.Epoch = epoch
+	l.Epoch = got.Epoch
 	t.Status, t.Lease = StatusRunning, l
-	if prev != StatusRunning && prev != StatusInterrupted {
+	if got.TookOver {
+		// The former holder may still run (paused past its lease): fence
+		// the thread before this process writes, so its writes are refused.
+		if err := r.fence(ctx, t.ID, l.Epoch); err != nil {
+			return err
+		}
+	}
+	if got.PrevStatus != StatusRunning && got.PrevStatus != StatusInterrupted {
 		return nil
 	}
 	msg := msgProcessGone
-	if prev == StatusInterrupted {
+	if got.PrevStatus == StatusInterrupted {
 		msg = msgInterrupted
 	}
 	_, err = r.runs.FailRunningSteps(ctx, t.ID, msg, now)
 	return err
 }
 
+// fence raises the thread's fence in the checkpoint store to epoch, when
+// the store can fence (flow.Fencer). A fence already above it means a
+// newer holder exists: ErrConflict.
+func (r *runner) fence(ctx context.Context, task string, epoch int64) error {
+	f, ok := r.cps.(flow.Fencer)
+	if !ok {
+		return nil
+	}
+	if err := f.Fence(ctx, task, epoch); errors.Is(err, flow.ErrFenced) {
+		return fmt.Errorf("task %s: %w (%v)", task, ErrConflict, err)
+	} else if err != nil {
+		return fmt.Errorf("task %s: %w", task, err)
+	}
+	return nil
+}
+
+// graphFor is the return graph for a run of t by its lease holder: over a
+// fenced view of the checkpoint store when the store can fence, so that
+// once another process takes the task over this run writes nothing more.
+func (r *runner) graphFor(t runs.TaskRecord) *flow.Runnable[State] {
+	if f, ok := r.cps.(flow.Fencer); ok && t.Lease.Epoch > 0 {
+		return r.graph.WithCheckpointer(f.Fenced(t.ID, t.Lease.Epoch))
+	}
+	return r.graph
+}
+
 // heartbeat renews the lease of task every DefaultHeartbeat until done is
-// closed, and cancels the run (errStopped) when the lease is lost or an
-// operator stopped the task.
+// closed, and cancels the run when an operator stopped the task
+// (errStopped) or another process took it over (errLeaseLost).
 func (r *runner) heartbeat(ctx context.Context, task string, done <-chan struct{}, cancel context.CancelCauseFunc) {
 	tick := time.NewTicker(DefaultHeartbeat)
 	defer tick.Stop()
@@ -111,7 +164,11 @@ func (r *runner) heartbeat(ctx context.Context, task string, done <-chan struct{
 			return
 		case <-tick.C:
 			err := r.runs.RenewLease(ctx, task, r.svc.me.owner, r.svc.now().UTC().Add(DefaultLeaseTTL))
-			if errors.Is(err, runs.ErrConflict) {
+			switch {
+			case errors.Is(err, runs.ErrLeaseLost):
+				cancel(errLeaseLost)
+				return
+			case errors.Is(err, runs.ErrConflict):
 				cancel(errStopped)
 				return
 			}

@@ -18,7 +18,7 @@ type Recovered struct {
 // same path as Resume without an answer, and reports each. A task another
 // process takes first is reported with its error and skipped.
 func (s *Service) Recover(ctx context.Context) ([]Recovered, error) {
-	stale, err := s.runs.StaleTasks(ctx, s.now().UTC(), s.holderGone)
+	stale, err := s.runs.StaleTasks(ctx, s.now().UTC(), s.liveness)
 	if err != nil {
 		return nil, fmt.Errorf("recover: %w", err)
 	}

@@ -108,11 +108,11 @@ func (r *runner) resume(ctx context.Context, t runs.TaskRecord, o ResumeOptions)
 // again under the lease. The caller holds the lease.
 func (r *runner) answer(ctx context.Context, t runs.TaskRecord, head *flow.Snapshot[State], o ResumeOptions) (*View, error) {
 	endedBefore := false
-	v, err := r.driveReturn(ctx, t, func(ctx context.Context) (*flow.Snapshot[State], error) {
+	v, err := r.driveReturn(ctx, t, func(ctx context.Context, g *flow.Runnable[State]) (*flow.Snapshot[State], error) {
 		if head == nil {
 			// Another process may have moved the task between the first
 			// read and the lease: read it again.
-			cur, err := r.graph.State(ctx, t.ID)
+			cur, err := g.State(ctx, t.ID)
 			if err != nil {
 				return nil, err
 			}
@@ -126,7 +126,7 @@ func (r *runner) answer(ctx context.Context, t runs.TaskRecord, head *flow.Snaps
 		if err != nil {
 			return nil, err
 		}
-		return r.graph.ResumeAt(ctx, head, cmd)
+		return g.ResumeAt(ctx, head, cmd)
 	})
 	if err == nil && endedBefore && o.Action == ActionApprove && v.Result != nil {
 		// Another process submitted while this one waited for the lease:

@@ -1,7 +1,9 @@
 package returns
 
 import (
+	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"assistant/business"
@@ -26,6 +28,9 @@ type runner struct {
 	graph  *flow.Runnable[State]
 	policy policy
 	steps  stepRecorder
+	// holds maps the thread of each run in progress to the lease it runs
+	// under, for the check before each superstep (beforeStep).
+	holds *sync.Map
 	// held lists the row tasks whose leases a chunk runner kept after their
 	// runs (policy.release == keepLease); the chunk lets go of them once
 	// its checkpoints are committed.
@@ -75,7 +80,7 @@ var (
 // with policy p. A chunk runner buffers its timeline (stepLog); the others
 // write each step as it starts and ends.
 func (s *Service) newRunner(desk *business.Store, rs *runs.Store, cps flow.Checkpointer, p policy) (*runner, error) {
-	r := &runner{svc: s, desk: desk, runs: rs, cps: cps, policy: p, steps: newDirectSteps(rs, s.now)}
+	r := &runner{svc: s, desk: desk, runs: rs, cps: cps, policy: p, steps: newDirectSteps(rs, s.now), holds: &sync.Map{}}
 	if p.release == keepLease {
 		r.steps = newStepLog(rs, s.now)
 	}
@@ -84,6 +89,7 @@ func (s *Service) newRunner(desk *business.Store, rs *runs.Store, cps flow.Check
 		Now:          s.now,
 		Hook:         Fault,
 		OnTask:       r.steps.onTask,
+		BeforeStep:   r.beforeStep,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("compile return graph: %w", err)
@@ -103,4 +109,18 @@ func (s *Service) rowRunner() *runner {
 // transaction (desk, from business.Store.InTx) and checkpoint buffer.
 func (s *Service) chunkRunner(desk *business.Store, cps flow.Checkpointer) (*runner, error) {
 	return s.newRunner(desk, runs.New(desk.Handle(), s.now), cps, chunkPolicy)
+}
+
+// beforeStep is the check before each superstep of a run (flow.Options.
+// BeforeStep): for a run driven under a lease (drive), the task must still
+// be running and held by this run, and no node of the superstep may have
+// failed MaxAttempts times; the superstep's steps are recorded in the same
+// transaction. An operator stop or a takeover thus ends a run before its
+// next step, whatever its heartbeat has seen.
+func (r *runner) beforeStep(ctx context.Context, ev flow.StepEvent) error {
+	v, ok := r.holds.Load(ev.ThreadID)
+	if !ok {
+		return nil
+	}
+	return r.steps.begin(ctx, ev, v.(runs.Lease), r.svc.maxAttempts)
 }

@@ -32,7 +32,15 @@ type Config struct {
 	Checkpoints flow.Checkpointer
 	// Now is the wall clock; nil means time.Now.
 	Now func() time.Time
+	// MaxAttempts is how often a node of a task may fail (crash, error)
+	// before the run ends failed with attempts_exhausted; 0 means
+	// DefaultMaxAttempts.
+	MaxAttempts int
 }
+
+// DefaultMaxAttempts is how often a node of a task may fail before its run
+// ends failed (docs/recovery.md "Attempts").
+const DefaultMaxAttempts = 5
 
 // Service runs return requests and batches over one data dir: the
 // operations every command calls (Start, Show, Resume, Stop, Recover,
@@ -48,6 +56,8 @@ type Service struct {
 	batch *flow.Runnable[BatchState]
 	// progress, when set, is told after each batch row: rows handled, total.
 	progress func(done, total int)
+	// maxAttempts is Config.MaxAttempts, defaulted.
+	maxAttempts int
 }
 
 // Open opens business.sqlite in cfg.DataDir and compiles the return and
@@ -70,7 +80,10 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{desk: desk, runs: runs.New(desk.Handle(), now), cps: cfg.Checkpoints, now: now, me: newIdentity()}
+	s := &Service{desk: desk, runs: runs.New(desk.Handle(), now), cps: cfg.Checkpoints, now: now, me: newIdentity(), maxAttempts: cfg.MaxAttempts}
+	if s.maxAttempts <= 0 {
+		s.maxAttempts = DefaultMaxAttempts
+	}
 	if s.cmd, err = s.newRunner(desk, s.runs, cfg.Checkpoints, commandPolicy); err != nil {
 		desk.Close()
 		return nil, err
@@ -82,6 +95,7 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		Now:            now,
 		Hook:           Fault,
 		OnTask:         s.cmd.steps.onTask,
+		BeforeStep:     s.cmd.beforeStep,
 		RecursionLimit: MaxBatchRows + 1,
 	})
 	if err != nil {

@@ -89,10 +89,11 @@ func (r *runner) create(ctx context.Context, o StartOptions, fp string) (*View, 
 		return nil, fmt.Errorf("start %s: %w", o.Task, err)
 	}
 	now := r.svc.now().UTC()
-	t := runs.TaskRecord{ID: o.Task, User: o.User, OrderID: o.Order, Reason: strings.TrimSpace(o.Reason), Fingerprint: fp, Status: StatusRunning, CreatedAt: now, UpdatedAt: now}
+	t := runs.TaskRecord{ID: o.Task, User: o.User, OrderID: o.Order, Reason: strings.TrimSpace(o.Reason), Fingerprint: fp, Status: StatusRunning, CreatedAt: now, UpdatedAt: now, Kind: runs.KindReturn, Lease: r.lease()}
+	t.Lease.Epoch = 1 // CreateLeasedTask's
 	// The task is created holding its lease, so no other process sees it
 	// running without a holder.
-	if err := r.runs.CreateLeasedTask(ctx, t, runs.KindReturn, o.TTL, r.lease()); errors.Is(err, runs.ErrTaskExists) {
+	if err := r.runs.CreateLeasedTask(ctx, t, runs.KindReturn, o.TTL, t.Lease); errors.Is(err, runs.ErrTaskExists) {
 		// Another process created it a moment ago: treat as a restart.
 		if t, err = r.runs.Task(ctx, o.Task); err != nil {
 			return nil, fmt.Errorf("start %s: %w", o.Task, err)
@@ -108,8 +109,8 @@ func (r *runner) create(ctx context.Context, o StartOptions, fp string) (*View, 
 // invoke runs a task's first invocation with draft validity ttl; the caller
 // holds the lease.
 func (r *runner) invoke(ctx context.Context, t runs.TaskRecord, ttl time.Duration) (*View, error) {
-	return r.driveReturn(ctx, t, func(ctx context.Context) (*flow.Snapshot[State], error) {
-		snap, err := r.graph.Invoke(ctx, t.ID, State{
+	return r.driveReturn(ctx, t, func(ctx context.Context, g *flow.Runnable[State]) (*flow.Snapshot[State], error) {
+		snap, err := g.Invoke(ctx, t.ID, State{
 			Task: t.ID, User: t.User, Order: t.OrderID, Reason: t.Reason, TTLSeconds: int64(ttl / time.Second),
 		})
 		if errors.Is(err, flow.ErrThreadExists) {

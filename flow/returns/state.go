@@ -39,8 +39,14 @@ const (
 // Error codes of a failed request (State.Error.Code). The eligibility codes
 // come from business.Eligibility.
 const (
-	CodeDraftExpired  = "draft_expired"
-	CodeOrderNotFound = "order_not_found"
+	CodeDraftExpired = "draft_expired"
+	// CodeAttemptsExhausted: a node failed Config.MaxAttempts times
+	// (crashes, errors); the run is not tried again.
+	CodeAttemptsExhausted = "attempts_exhausted"
+	// CodeRecursionLimit: the run ran more supersteps than one invocation
+	// may (a bug in the graph, not a crash); it is not tried again.
+	CodeRecursionLimit = "recursion_limit"
+	CodeOrderNotFound  = "order_not_found"
 )
 
 // State is the return request's graph state, stored as JSON in every

@@ -96,6 +96,10 @@ func (c *stallingCheckpointer) Put(ctx context.Context, cp *flow.Checkpoint) err
 	return c.Memory.Put(context.WithoutCancel(ctx), cp)
 }
 
+// Fenced keeps the run's writes going through the stalling Put: the
+// embedded store's view would bypass it.
+func (c *stallingCheckpointer) Fenced(string, int64) flow.Checkpointer { return c }
+
 func TestStopWhileRunning(t *testing.T) {
 	// startStalled starts r1 on ctx in a goroutine and returns once its
 	// run is held at its first checkpoint; the Start's view comes on the

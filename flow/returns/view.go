@@ -137,3 +137,8 @@ func approvalView(stored json.RawMessage, st State) json.RawMessage {
 	}
 	return b
 }
+
+// done reports whether v is a finished run's (done, cancelled, failed).
+func (v *View) done() bool {
+	return v.Status == StatusDone || v.Status == StatusCancelled || v.Status == StatusFailed
+}
