@@ -42,6 +42,9 @@ const draftColumns = `draft_id, task_id, order_id, user, reason, created_at, exp
 
 const applicationColumns = `application_id, draft_id, order_id, user, review_status, created_at`
 
+// qualifiedApplicationColumns are applicationColumns of the table aliased a.
+const qualifiedApplicationColumns = `a.application_id, a.draft_id, a.order_id, a.user, a.review_status, a.created_at`
+
 // queryer is what the read helpers need from *sql.DB or *sql.Tx.
 type queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
@@ -205,6 +208,10 @@ func (s *Store) Submit(ctx context.Context, draftID, user string, now time.Time)
 //   - else the draft must exist and belong to user (ErrNotFound otherwise,
 //     also when an existing application belongs to another user), and now
 //     must be before expires_at (ErrDraftExpired otherwise, nothing written);
+//   - else the draft's order must still be eligible at now (Eligibility:
+//     delivered, within its return window, not final sale, no pending
+//     application): *IneligibleError otherwise (matching ErrIneligible,
+//     and ErrOpenApplication for a pending application), nothing written;
 //   - else an application with review_status ReviewPending is inserted.
 //
 // tx should come from s.DB(): its BEGIN IMMEDIATE takes the write lock first,
@@ -234,16 +241,20 @@ func (s *Store) SubmitTx(ctx context.Context, tx sqlitedb.Querier, draftID, user
 			draftID, d.ExpiresAt.Format(time.RFC3339), ErrDraftExpired)
 	}
 
-	// One open application per order: a second task started for the same
-	// order before the first submitted must not make a second one.
-	var open int
-	if err := tx.QueryRowContext(ctx,
-		`SELECT count(*) FROM applications WHERE order_id = ? AND review_status = ?`,
-		d.OrderID, ReviewPending).Scan(&open); err != nil {
+	// The order is checked again, in this transaction: the draft may have
+	// waited for approval long enough for the return window to close, and
+	// one open application per order means a second task started for the
+	// same order before the first submitted must not make a second one.
+	o, err := orderTx(ctx, tx, d.OrderID)
+	if err != nil {
+		return Application{}, false, fmt.Errorf("submit draft %s: order %s: %w", draftID, d.OrderID, err)
+	}
+	code, err := eligibility(ctx, tx, o, now)
+	if err != nil {
 		return Application{}, false, fmt.Errorf("submit draft %s: %w", draftID, err)
 	}
-	if open > 0 {
-		return Application{}, false, fmt.Errorf("submit draft %s: order %s: %w", draftID, d.OrderID, ErrOpenApplication)
+	if code != "" {
+		return Application{}, false, fmt.Errorf("submit draft %s: %w", draftID, &IneligibleError{Order: d.OrderID, Code: code})
 	}
 
 	id, err := newID("app_")
@@ -284,6 +295,31 @@ func (s *Store) ApplicationByDraft(ctx context.Context, draftID string) (Applica
 	return a, nil
 }
 
+// ApplicationByTask returns the application made from the draft of task
+// taskID, or ErrNotFound when the task has no draft or its draft no
+// application. It reads two unique indexes (drafts.task_id,
+// applications.draft_id). It does not check the user; the caller compares
+// Application.User.
+func (s *Store) ApplicationByTask(ctx context.Context, taskID string) (Application, error) {
+	a, err := scanApplication(s.h.Q().QueryRowContext(ctx,
+		`SELECT `+qualifiedApplicationColumns+` FROM drafts d JOIN applications a ON a.draft_id = d.draft_id
+		 WHERE d.task_id = ?`, taskID))
+	if err != nil {
+		return Application{}, fmt.Errorf("application of task %s: %w", taskID, err)
+	}
+	return a, nil
+}
+
+// Application returns the application applicationID, or ErrNotFound. It
+// does not check the user; the caller compares Application.User.
+func (s *Store) Application(ctx context.Context, applicationID string) (Application, error) {
+	a, err := applicationWhere(ctx, s.h.Q(), "application_id", applicationID)
+	if err != nil {
+		return Application{}, fmt.Errorf("application %s: %w", applicationID, err)
+	}
+	return a, nil
+}
+
 // CountApplications returns the number of applications of draft draftID, or
 // of all drafts when draftID is "". With the UNIQUE draft_id it is 0 or 1 for
 // one draft; tests and fault scripts use it to prove "never twice".
@@ -301,14 +337,21 @@ func (s *Store) CountApplications(ctx context.Context, draftID string) (int, err
 	return n, nil
 }
 
+// applicationWhere reads one application by a unique column (a constant of
+// this file, never input).
 func applicationWhere(ctx context.Context, q queryer, column, value string) (Application, error) {
+	return scanApplication(q.QueryRowContext(ctx,
+		`SELECT `+applicationColumns+` FROM applications WHERE `+column+` = ?`, value))
+}
+
+// scanApplication reads one row of applicationColumns; no row is
+// ErrNotFound.
+func scanApplication(sc scanner) (Application, error) {
 	var (
 		a       Application
 		created string
 	)
-	err := q.QueryRowContext(ctx,
-		`SELECT `+applicationColumns+` FROM applications WHERE `+column+` = ?`, value).
-		Scan(&a.ID, &a.DraftID, &a.OrderID, &a.User, &a.ReviewStatus, &created)
+	err := sc.Scan(&a.ID, &a.DraftID, &a.OrderID, &a.User, &a.ReviewStatus, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Application{}, ErrNotFound
 	}

@@ -109,16 +109,17 @@ func scanOrder(sc scanner) (Order, error) {
 // review_status "pending" exists, whichever task made it). o is usually
 // the result of Store.Order; only the open-application rule reads the file.
 func (s *Store) Eligibility(ctx context.Context, o Order, now time.Time) (string, error) {
-	switch {
-	case o.DeliveredAt == nil || o.DeliveredAt.After(now):
-		return ReasonNotDelivered, nil
-	case now.Sub(*o.DeliveredAt) > ReturnWindow:
-		return ReasonReturnWindowClosed, nil
-	case o.FinalSale:
-		return ReasonFinalSale, nil
+	return eligibility(ctx, s.h.Q(), o, now)
+}
+
+// eligibility is Eligibility on q: the pool, or a transaction that must see
+// the same file state as the write it guards (SubmitTx).
+func eligibility(ctx context.Context, q queryer, o Order, now time.Time) (string, error) {
+	if code := orderRule(o, now); code != "" {
+		return code, nil
 	}
 	var open bool
-	err := s.h.Q().QueryRowContext(ctx,
+	err := q.QueryRowContext(ctx,
 		`SELECT EXISTS (SELECT 1 FROM applications WHERE order_id = ? AND review_status = ?)`,
 		o.ID, ReviewPending).Scan(&open)
 	if err != nil {
@@ -128,4 +129,40 @@ func (s *Store) Eligibility(ctx context.Context, o Order, now time.Time) (string
 		return ReasonOpenApplication, nil
 	}
 	return "", nil
+}
+
+// orderRule returns the first rule of Eligibility that the order itself
+// breaks at now (not delivered, window closed, final sale), or "": the
+// rules that need no other row.
+func orderRule(o Order, now time.Time) string {
+	switch {
+	case o.DeliveredAt == nil || o.DeliveredAt.After(now):
+		return ReasonNotDelivered
+	case now.Sub(*o.DeliveredAt) > ReturnWindow:
+		return ReasonReturnWindowClosed
+	case o.FinalSale:
+		return ReasonFinalSale
+	}
+	return ""
+}
+
+// IneligibleError reports a Submit refused because the draft's order may no
+// longer be returned: the facts checked when the draft was prepared changed
+// while it waited for approval (its return window closed, say). Code is the
+// Eligibility reason code. It matches ErrIneligible, and ErrOpenApplication
+// when Code is ReasonOpenApplication.
+type IneligibleError struct {
+	Order string
+	Code  string
+}
+
+// Error implements the error interface for *IneligibleError.
+func (e *IneligibleError) Error() string {
+	return fmt.Sprintf("order %s may no longer be returned (%s)", e.Order, e.Code)
+}
+
+// Is makes errors.Is match ErrIneligible, and ErrOpenApplication for an
+// open application.
+func (e *IneligibleError) Is(target error) bool {
+	return target == ErrIneligible || (target == ErrOpenApplication && e.Code == ReasonOpenApplication)
 }

@@ -44,6 +44,10 @@ var (
 	// order made from another draft (one open application per order).
 	ErrOpenApplication = errors.New("order already has an open application")
 
+	// ErrIneligible: Submit found that the draft's order may no longer be
+	// returned (see *IneligibleError for the reason code).
+	ErrIneligible = errors.New("order may no longer be returned")
+
 	// ErrConflict reports that a guarded update found the row in another state
 	// than the caller expected (its WHERE clause matched 0 rows), or that an
 	// idempotency key was reused with different input.
