@@ -162,6 +162,9 @@ func exitCode(err error) int {
 	switch {
 	case errors.Is(err, returns.ErrInterrupted), errors.Is(err, context.Canceled):
 		return ExitInterrupted
+	case errors.Is(err, returns.ErrInconsistent):
+		// The data dir's files contradict each other: a storage failure.
+		return ExitInternal
 	case errors.Is(err, returns.ErrInvalid):
 		return ExitUsage
 	case errors.Is(err, returns.ErrBusy):
@@ -176,6 +179,15 @@ func exitCode(err error) int {
 		return ExitInternal
 	}
 	return ExitUsage // cobra's own errors: unknown command, wrong argument count
+}
+
+// errorCodeOf is the "code" of the JSON error object for err, which exits
+// with code: "inconsistent" for returns.ErrInconsistent, else errorCode.
+func errorCodeOf(err error, code int) string {
+	if errors.Is(err, returns.ErrInconsistent) {
+		return returns.CodeInconsistent
+	}
+	return errorCode(code)
 }
 
 func errorCode(code int) string {
@@ -198,7 +210,7 @@ func (a *app) fail(err error, code int) {
 	// One line, whatever the error (a joined error has several).
 	fmt.Fprintf(a.stderr, "assistant: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
 	if a.output == "json" || (a.output == "" && !isTerminal(a.stdout)) {
-		_ = writeJSON(a.stdout, map[string]any{"error": map[string]string{"code": errorCode(code), "message": err.Error()}})
+		_ = writeJSON(a.stdout, map[string]any{"error": map[string]string{"code": errorCodeOf(err, code), "message": err.Error()}})
 	}
 }
 

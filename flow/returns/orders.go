@@ -52,7 +52,9 @@ func invalidImport(err error) error {
 type OrderLine struct {
 	business.Order
 	// Returnable is "" when a return can be started now, else the reason
-	// code that start would fail with (return_window_closed, …).
+	// code that start would fail with (return_window_closed, …), or
+	// CodeInconsistent when a task of the order has a checkpoint the
+	// business file contradicts.
 	Returnable string `json:"not_returnable_because"`
 }
 
@@ -64,12 +66,25 @@ func (s *Service) ListOrders(ctx context.Context, user string) ([]OrderLine, err
 	}
 	now := s.now().UTC()
 	out := make([]OrderLine, 0, len(orders))
+	returnable := map[string]bool{}
 	for _, o := range orders {
 		code, err := s.desk.Eligibility(ctx, o, now)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, OrderLine{Order: o, Returnable: code})
+		returnable[o.ID] = code == ""
+	}
+	// The business file alone would call an order returnable whose
+	// application it lost while a task's checkpoint reports it submitted.
+	bad, err := s.inconsistentOrders(ctx, user, returnable)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if bad[out[i].ID] {
+			out[i].Returnable = CodeInconsistent
+		}
 	}
 	return out, nil
 }

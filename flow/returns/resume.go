@@ -78,6 +78,9 @@ func (r *runner) resume(ctx context.Context, t runs.TaskRecord, o ResumeOptions)
 	if snap.Done() || (snap.Waiting() && !o.answering() && t.Status != StatusWaiting) {
 		return r.settled(ctx, t, snap, o)
 	}
+	if err := r.reconcile(ctx, t.ID, snap); err != nil {
+		return nil, err
+	}
 	// A live process driving the task is told first: any answer now would
 	// meet a run part-way, and the reason is that it is busy.
 	if o.answering() && len(snap.Interrupts) == 0 {

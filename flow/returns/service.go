@@ -204,7 +204,7 @@ func (s *Service) task(ctx context.Context, id, user string) (runs.TaskRecord, e
 	}
 	t, err := s.runs.Task(ctx, id)
 	if errors.Is(err, runs.ErrNotFound) || (err == nil && t.User != user) {
-		return runs.TaskRecord{}, fmt.Errorf("task %s: %w for user %s (run `assistant list` to see your tasks)", id, ErrNotFound, user)
+		return runs.TaskRecord{}, s.unknownTask(ctx, id, user, err)
 	}
 	if err != nil {
 		return runs.TaskRecord{}, fmt.Errorf("task %s: %w", id, err)

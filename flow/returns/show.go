@@ -30,6 +30,9 @@ func (s *Service) Show(ctx context.Context, task, user string) (*View, error) {
 		if err != nil {
 			return nil, fmt.Errorf("show %s: %w", t.ID, err)
 		}
+		if err := s.cmd.reconcile(ctx, t.ID, snap); err != nil {
+			return nil, err
+		}
 		v = view(t, snap)
 	}
 	s.addHolder(v, t.Lease)

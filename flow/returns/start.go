@@ -88,6 +88,9 @@ func (r *runner) create(ctx context.Context, o StartOptions, fp string) (*View, 
 	} else if err != nil {
 		return nil, fmt.Errorf("start %s: %w", o.Task, err)
 	}
+	if err := r.orphanRun(ctx, o.Task, o.User); err != nil {
+		return nil, err
+	}
 	now := r.svc.now().UTC()
 	t := runs.TaskRecord{ID: o.Task, User: o.User, OrderID: o.Order, Reason: strings.TrimSpace(o.Reason), Fingerprint: fp, Status: StatusRunning, CreatedAt: now, UpdatedAt: now, Kind: runs.KindReturn, Lease: r.lease()}
 	t.Lease.Epoch = 1 // CreateLeasedTask's
@@ -140,6 +143,9 @@ func (r *runner) restart(ctx context.Context, t runs.TaskRecord, o StartOptions,
 	}
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", t.ID, err)
+	}
+	if err := r.reconcile(ctx, t.ID, snap); err != nil {
+		return nil, err
 	}
 	if snap.Done() || snap.Waiting() {
 		// Parked or finished (perhaps by another process a moment ago).

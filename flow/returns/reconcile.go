@@ -1,0 +1,187 @@
+package returns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"assistant/business"
+	"assistant/flow"
+	"assistant/runs"
+)
+
+// ErrInconsistent: the two files of the data dir contradict each other —
+// a checkpoint claims a result (a draft, an application) that the business
+// file does not hold, or a checkpoint file holds the run of a task the
+// business file has no record of, or the two files belong to different
+// data dirs. Nothing was written (exit 1, error code "inconsistent"). The
+// business file is the truth for side effects, so the flow never goes on
+// from such a checkpoint; `assistant verify` lists every such task and
+// restoring both files from one `assistant backup` sets them right.
+var ErrInconsistent = errors.New("inconsistent")
+
+// CodeInconsistent is the error code of ErrInconsistent in the JSON output,
+// and why `orders list` shows an order as not returnable when a task of it
+// is inconsistent.
+const CodeInconsistent = "inconsistent"
+
+// InconsistentError is the error of a task whose checkpoint the business
+// file contradicts: what each file says, for a person. It matches
+// ErrInconsistent.
+type InconsistentError struct {
+	Task string
+	// Checkpoints is what checkpoints.sqlite says, e.g. "it was submitted
+	// as application app_…".
+	Checkpoints string
+	// Business is what business.sqlite says, e.g. "has no application
+	// app_…".
+	Business string
+}
+
+// Error implements the error interface for *InconsistentError: one line
+// naming the task, what each file says and what to do.
+func (e *InconsistentError) Error() string {
+	return fmt.Sprintf("task %s is inconsistent: checkpoints.sqlite says %s, but business.sqlite %s; "+
+		"nothing was written (run `assistant verify` to list every such task, then restore both files from one `assistant backup`; see docs/recovery.md \"Restoring a backup\")",
+		e.Task, e.Checkpoints, e.Business)
+}
+
+// Is makes errors.Is match ErrInconsistent.
+func (e *InconsistentError) Is(target error) bool { return target == ErrInconsistent }
+
+// reconcile checks the head snap of task against the business file before
+// anything is shown, answered or run from it: the draft the head names must
+// exist, of this task and user; the application it reports submitted must
+// exist, of that draft; a head that ended cancelled, or failed without an
+// application, must not have one in the business file. The reads are by
+// primary key or unique index. snap nil (no checkpoint yet) passes.
+// Errors: *InconsistentError, storage errors.
+func (r *runner) reconcile(ctx context.Context, task string, snap *flow.Snapshot[State]) error {
+	if snap == nil {
+		return nil
+	}
+	st := snap.Values
+	if st.Draft != nil {
+		if err := r.draftHeld(ctx, task, st); err != nil {
+			return err
+		}
+	}
+	if st.Result != nil {
+		return r.applicationHeld(ctx, task, st)
+	}
+	if snap.Done() && (st.Stage == StageCancelled || st.Stage == StageFailed) {
+		return r.noApplication(ctx, task, st)
+	}
+	return nil
+}
+
+// draftHeld checks that the draft st names exists in the business file and
+// is task's and st.User's.
+func (r *runner) draftHeld(ctx context.Context, task string, st State) error {
+	d, err := r.desk.Draft(ctx, st.Draft.ID)
+	switch {
+	case errors.Is(err, business.ErrNotFound):
+		return &InconsistentError{Task: task, Checkpoints: "its draft is " + st.Draft.ID, Business: "has no draft " + st.Draft.ID}
+	case err != nil:
+		return fmt.Errorf("reconcile %s: %w", task, err)
+	case d.TaskID != task || d.User != st.User:
+		return &InconsistentError{Task: task, Checkpoints: "its draft is " + st.Draft.ID, Business: fmt.Sprintf("holds draft %s for task %s", d.ID, d.TaskID)}
+	}
+	return nil
+}
+
+// applicationHeld checks that the application st reports exists in the
+// business file and was made from st's draft.
+func (r *runner) applicationHeld(ctx context.Context, task string, st State) error {
+	id := st.Result.ApplicationID
+	a, err := r.desk.Application(ctx, id)
+	claim := "it was submitted as application " + id
+	switch {
+	case errors.Is(err, business.ErrNotFound):
+		return &InconsistentError{Task: task, Checkpoints: claim, Business: "has no application " + id}
+	case err != nil:
+		return fmt.Errorf("reconcile %s: %w", task, err)
+	case st.Draft == nil || a.DraftID != st.Draft.ID || a.User != st.User:
+		return &InconsistentError{Task: task, Checkpoints: claim, Business: fmt.Sprintf("holds %s for draft %s", id, a.DraftID)}
+	}
+	return nil
+}
+
+// noApplication checks that a task whose head ended without an application
+// (cancelled, failed) has none in the business file: an application made
+// and then lost from the checkpoints (a build that trusted the checkpoint
+// over the business file) would otherwise stay pending unseen.
+func (r *runner) noApplication(ctx context.Context, task string, st State) error {
+	a, err := r.desk.ApplicationByTask(ctx, task)
+	switch {
+	case errors.Is(err, business.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reconcile %s: %w", task, err)
+	}
+	return &InconsistentError{Task: task, Checkpoints: "it ended " + st.Stage + " without an application",
+		Business: fmt.Sprintf("holds its application %s (%s)", a.ID, a.ReviewStatus)}
+}
+
+// unknownTask is the error of Service.task for a task id with no record of
+// user's (lookup is the record's read error, matching runs.ErrNotFound, or
+// nil for another user's record): *InconsistentError when the checkpoint
+// file holds user's run of it (orphanRun), else ErrNotFound.
+func (s *Service) unknownTask(ctx context.Context, id, user string, lookup error) error {
+	if errors.Is(lookup, runs.ErrNotFound) {
+		if err := s.cmd.orphanRun(ctx, id, user); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("task %s: %w for user %s (run `assistant list` to see your tasks)", id, ErrNotFound, user)
+}
+
+// orphanRun is asked when task has no record in the business file: a run
+// of task for user in the checkpoint file means the business file lost the
+// task (an older business.sqlite, say) and is reported as
+// *InconsistentError; nil when there is no such run, or it is another
+// user's (reported like an unknown task, as always).
+func (r *runner) orphanRun(ctx context.Context, task, user string) error {
+	snap, err := headOrNil(r.graph.State(ctx, task))
+	if err != nil || snap == nil || snap.Values.User != user {
+		return nil // the caller reports the task unknown
+	}
+	stage := snap.Values.Stage
+	if stage == "" {
+		stage = "running"
+	}
+	return &InconsistentError{Task: task, Checkpoints: "it holds the task's run (stage " + stage + ")", Business: "has no record of the task"}
+}
+
+// inconsistentOrders returns, of the orders marked true, those the user's tasks make
+// inconsistent: a task of the order whose head the business file
+// contradicts (reconcile). `orders list` shows such an order as not
+// returnable ("inconsistent") instead of trusting the business file's
+// view that nothing was submitted. Only the tasks of the orders given are
+// read.
+func (s *Service) inconsistentOrders(ctx context.Context, user string, orders map[string]bool) (map[string]bool, error) {
+	if len(orders) == 0 {
+		return nil, nil
+	}
+	tasks, err := s.runs.ListTasks(ctx, user, "")
+	if err != nil {
+		return nil, err
+	}
+	bad := map[string]bool{}
+	for _, t := range tasks {
+		if !orders[t.OrderID] || bad[t.OrderID] || t.Kind == runs.KindBatch {
+			continue
+		}
+		snap, err := headOrNil(s.cmd.graph.State(ctx, t.ID))
+		if err != nil {
+			return nil, err
+		}
+		err = s.cmd.reconcile(ctx, t.ID, snap)
+		if errors.Is(err, ErrInconsistent) {
+			bad[t.OrderID] = true
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	return bad, nil
+}
