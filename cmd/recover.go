@@ -16,11 +16,18 @@ func (a *app) newRecover() *cobra.Command {
 		Long: `recover finds every task that is running but whose lease holder is gone
 (its process died on this host, or its lease lapsed) and resumes each
 through the same path as "assistant resume TASK". It prints what it
-recovered. Tasks of every user are recovered.`,
+recovered, with what each recovery cost (steps kept, redone, wall time).
+Tasks of every user are recovered. When a task cannot be recovered (busy,
+a locked file, a storage error) the others still are, each failure is named
+on stderr, and recover exits 3 (busy or locked) or 1 (anything else).
+
+Run it at boot, before the tool is used (docs/recovery.md "Recover at
+boot").`,
 		Example: `  assistant recover`,
 		Args:    exactArgs(0, "recover takes no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			got := []returns.Recovered{}
+			var failed error // a *returns.RecoverError: some tasks not recovered
 			svc, err := a.service(c.Context(), false)
 			switch {
 			case errors.Is(err, returns.ErrNotFound):
@@ -28,24 +35,41 @@ recovered. Tasks of every user are recovered.`,
 			case err != nil:
 				return ran(err)
 			default:
-				if got, err = svc.Recover(c.Context()); err != nil {
-					return ran(err)
+				var re *returns.RecoverError
+				if got, failed = svc.Recover(c.Context()); failed != nil && !errors.As(failed, &re) {
+					return ran(failed)
 				}
 			}
-			if a.output == "json" {
-				return writeJSON(a.stdout, map[string]any{"recovered": got})
+			if err := a.printRecovered(got); err != nil {
+				return err
 			}
-			if len(got) == 0 {
-				fmt.Fprintln(a.stdout, "Nothing to recover: no running task has lost its process.")
-			}
-			for _, r := range got {
-				if r.Error != "" {
-					fmt.Fprintf(a.stdout, "%s: not recovered: %s\n", r.Task, r.Error)
-					continue
-				}
-				fmt.Fprintf(a.stdout, "%s: %s (stage %s)\n", r.Task, r.Status, orDash(r.Stage))
+			if failed != nil {
+				a.reported = true // the report on stdout names each failure
+				return ran(failed)
 			}
 			return nil
 		},
 	}
+}
+
+// printRecovered prints recover's report as JSON or one line per task.
+func (a *app) printRecovered(got []returns.Recovered) error {
+	if a.output == "json" {
+		return writeJSON(a.stdout, map[string]any{"recovered": got})
+	}
+	if len(got) == 0 {
+		fmt.Fprintln(a.stdout, "Nothing to recover: no running task has lost its process.")
+	}
+	for _, r := range got {
+		if r.Error != "" {
+			fmt.Fprintf(a.stdout, "%s: not recovered: %s\n", r.Task, r.Error)
+			continue
+		}
+		fmt.Fprintf(a.stdout, "%s: %s (stage %s)", r.Task, r.Status, orDash(r.Stage))
+		if rc := r.Recovery; rc != nil {
+			fmt.Fprintf(a.stdout, " · %d ms, %d steps kept, %d redone, %d interrupted", rc.RecoveryMS, rc.StepsKept, rc.StepsRedone, rc.StepsInterrupted)
+		}
+		fmt.Fprintln(a.stdout)
+	}
+	return nil
 }

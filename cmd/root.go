@@ -49,6 +49,9 @@ type app struct {
 	seed   []byte
 	// closers close what service opened, when the command has returned.
 	closers []func()
+	// reported is set by a command whose output already names its error
+	// (recover's report): fail then prints only the stderr line.
+	reported bool
 }
 
 // Execute runs the command line with os.Args and exits the process with the
@@ -209,7 +212,7 @@ func errorCode(code int) string {
 func (a *app) fail(err error, code int) {
 	// One line, whatever the error (a joined error has several).
 	fmt.Fprintf(a.stderr, "assistant: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
-	if a.output == "json" || (a.output == "" && !isTerminal(a.stdout)) {
+	if !a.reported && (a.output == "json" || (a.output == "" && !isTerminal(a.stdout))) {
 		_ = writeJSON(a.stdout, map[string]any{"error": map[string]string{"code": errorCodeOf(err, code), "message": err.Error()}})
 	}
 }

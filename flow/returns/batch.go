@@ -202,7 +202,13 @@ func (s *Service) driveBatch(ctx context.Context, t runs.TaskRecord, fn func(ctx
 	}
 	return s.cmd.drive(ctx, t, driven{
 		do: func(ctx context.Context) error {
-			err := fn(ctx, g)
+			// The graph runs on a context a stop does not cancel: the node
+			// sees the stop (stopOf) between rows and ends its chunk with
+			// the rows done, which are then checkpointed; the next
+			// superstep's check (beforeStep) ends the run.
+			s.stops.Store(t.ID, ctx)
+			defer s.stops.Delete(t.ID)
+			err := fn(context.WithoutCancel(ctx), g)
 			// A row that fails fails the batch's one node, "rows": say which
 			// batch and row, not which engine thread and node.
 			var te *flow.TaskError

@@ -18,6 +18,7 @@ import (
 // never started twice. The chunk is written in two commits when the
 // checkpoint store can buffer (chunkRows), else row by row (oneByOne).
 func (s *Service) batchRows(ctx context.Context, b BatchState) (BatchState, error) {
+	stop := s.stopOf(ctx, b.Batch)
 	chunk := b.Chunk
 	if chunk <= 0 {
 		chunk = DefaultBatchChunk
@@ -34,7 +35,7 @@ func (s *Service) batchRows(ctx context.Context, b BatchState) (BatchState, erro
 		return BatchState{Position: b.Total, Counts: counts}, nil // rows vanished: nothing left to do
 	}
 	if bf, ok := s.cps.(flow.Bufferer); ok {
-		done, err := s.chunkRows(ctx, bf, b, rows, counts)
+		done, err := s.chunkRows(ctx, stop, bf, b, rows, counts)
 		if err != nil {
 			return BatchState{}, err
 		}
@@ -42,7 +43,7 @@ func (s *Service) batchRows(ctx context.Context, b BatchState) (BatchState, erro
 			return BatchState{Position: rows[done-1].RowNo, Counts: counts}, nil
 		}
 	}
-	pos, err := s.oneByOne(ctx, b, rows, counts)
+	pos, err := s.oneByOne(ctx, stop, b, rows, counts)
 	if err != nil {
 		return BatchState{}, err
 	}
@@ -52,11 +53,14 @@ func (s *Service) batchRows(ctx context.Context, b BatchState) (BatchState, erro
 // oneByOne runs rows one at a time with the row runner, each row's writes
 // in commits of their own, adds their outcomes to counts and returns the
 // number of the last row handled.
-func (s *Service) oneByOne(ctx context.Context, b BatchState, rows []runs.BatchRow, counts map[string]int) (int, error) {
+func (s *Service) oneByOne(ctx, stop context.Context, b BatchState, rows []runs.BatchRow, counts map[string]int) (int, error) {
 	r := s.rowRunner()
 	pos := b.Position
 	for _, row := range rows {
-		if err := ctx.Err(); err != nil {
+		if err := stop.Err(); err != nil {
+			if pos > b.Position {
+				break // stopped: keep the rows done
+			}
 			return 0, err
 		}
 		outcome, err := r.batchRow(ctx, b.User, row)
@@ -102,7 +106,7 @@ func (s *Service) rowDone(pos, total int) {
 // rows done so far, once it has run for MaxChunkTime, so that the lease
 // (DefaultLeaseTTL) never lapses under a live batch however loaded the
 // machine.
-func (s *Service) chunkRows(ctx context.Context, bf flow.Bufferer, b BatchState, rows []runs.BatchRow, counts map[string]int) (int, error) {
+func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b BatchState, rows []runs.BatchRow, counts map[string]int) (int, error) {
 	buf := bf.NewBuffer()
 	ids := make([]string, len(rows))
 	for i, row := range rows {
@@ -113,7 +117,7 @@ func (s *Service) chunkRows(ctx context.Context, bf flow.Bufferer, b BatchState,
 	}
 	// The rows run on a context that cannot be cancelled: with one that
 	// can, the driver watches every statement with a goroutine of its own
-	// (a third of a row's cost). A stop is seen between rows, by ctx.
+	// (a third of a row's cost). A stop is seen between rows, by stop.
 	rowCtx := context.WithoutCancel(ctx)
 	outcomes := map[string]int{}
 	var held []string
@@ -123,18 +127,21 @@ func (s *Service) chunkRows(ctx context.Context, bf flow.Bufferer, b BatchState,
 			return err
 		}
 		defer func() { held = r.held }()
-		return s.runChunk(ctx, r, b, rows, outcomes)
+		return s.runChunk(stop, r, b, rows, outcomes)
 	})
 	if err != nil {
 		buf.Discard()
-		if ctx.Err() != nil {
-			return 0, ctx.Err()
+		if stop.Err() != nil {
+			return 0, stop.Err()
 		}
 		return 0, nil
 	}
 	done := 0
 	for _, n := range outcomes {
 		done += n
+	}
+	if done == 0 {
+		return 0, stop.Err() // stopped before its first row: nothing to keep
 	}
 	Fault("batch:between-commits")
 	if err := buf.Flush(rowCtx); err != nil {
@@ -152,16 +159,15 @@ func (s *Service) chunkRows(ctx context.Context, bf flow.Bufferer, b BatchState,
 
 // runChunk runs rows with the chunk runner r inside the chunk's
 // transaction, counting each row's outcome in outcomes, until the rows end,
-// ctx ends (an error: the chunk is rolled back) or the chunk has run for
-// MaxChunkTime.
-func (s *Service) runChunk(ctx context.Context, r *runner, b BatchState, rows []runs.BatchRow, outcomes map[string]int) error {
-	rowCtx := context.WithoutCancel(ctx)
+// stop ends (an operator stop, a signal: the rows done so far are kept) or
+// the chunk has run for MaxChunkTime.
+func (s *Service) runChunk(stop context.Context, r *runner, b BatchState, rows []runs.BatchRow, outcomes map[string]int) error {
+	rowCtx := context.WithoutCancel(stop)
 	began := time.Now()
 	for i, row := range rows {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if i > 0 && time.Since(began) > MaxChunkTime {
+		if stop.Err() != nil || (i > 0 && time.Since(began) > MaxChunkTime) {
+			// Stopped, or long enough: the rows done so far are committed,
+			// so a stop redoes none of them.
 			break
 		}
 		outcome, err := r.batchRow(rowCtx, b.User, row)
@@ -228,4 +234,16 @@ func (r *runner) existingRow(ctx context.Context, t runs.TaskRecord) (string, er
 		}
 	}
 	return t.Stage, nil
+}
+
+// stopOf returns the context whose end stops batch's rows: the run's own,
+// which a stop or a signal cancels (driveBatch keeps it), or ctx when the
+// batch is not driven here. The batch graph itself runs on a context that
+// is not cancelled, so the rows a stopped chunk finished and the checkpoint
+// that counts them are still written.
+func (s *Service) stopOf(ctx context.Context, batch string) context.Context {
+	if v, ok := s.stops.Load(batch); ok {
+		return v.(context.Context)
+	}
+	return ctx
 }

@@ -48,6 +48,7 @@ type driven struct {
 func (r *runner) drive(ctx context.Context, t runs.TaskRecord, d driven) (*View, error) {
 	r.holds.Store(t.ID, t.Lease)
 	defer r.holds.Delete(t.ID)
+	rec, recovering := r.recoveries.LoadAndDelete(t.ID)
 	cause, runErr := r.runWithHeartbeat(ctx, t.ID, d.do)
 	bg := context.WithoutCancel(ctx)
 	if errors.Is(cause, errLeaseLost) || errors.Is(runErr, runs.ErrLeaseLost) || errors.Is(runErr, flow.ErrFenced) {
@@ -78,6 +79,9 @@ func (r *runner) drive(ctx context.Context, t runs.TaskRecord, d driven) (*View,
 	// a run left part-way.
 	if err := r.release(bg, t.ID, v); err != nil && runErr == nil {
 		return nil, fmt.Errorf("record progress of %s: %w", t.ID, err)
+	}
+	if recovering {
+		v.Recovery = rec.(*recovery).report(r.svc.now())
 	}
 	return runResult(t.ID, v, runErr)
 }

@@ -106,6 +106,7 @@ func (r *runner) acquire(ctx context.Context, t *runs.TaskRecord) error {
 	case err != nil:
 		return err
 	}
+	r.beginRecovery(ctx, *t, got.PrevStatus, now)
 	l.Epoch = got.Epoch
 	t.Status, t.Lease = StatusRunning, l
 	if got.TookOver {
@@ -185,5 +186,6 @@ func (r *runner) repair(ctx context.Context, t runs.TaskRecord, v *View) error {
 	if err := r.acquire(ctx, &t); err != nil {
 		return err
 	}
+	r.recoveries.Delete(t.ID) // a repair runs nothing
 	return r.runs.ReleaseLeaseSync(ctx, t.ID, r.svc.me.owner, v.Status, v.Stage)
 }

@@ -1,6 +1,7 @@
 package returns_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -26,9 +27,9 @@ func TestRecover(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := returns.Recovered{Task: "r1", User: user, Status: returns.StatusWaiting, Stage: returns.StageDraftReady}
-		if len(got) != 1 || got[0] != want {
-			t.Fatalf("recover %+v, want %+v", got, want)
+		if len(got) != 1 || got[0].Task != "r1" || got[0].User != user || got[0].Status != returns.StatusWaiting ||
+			got[0].Stage != returns.StageDraftReady || got[0].Error != "" || got[0].Recovery == nil {
+			t.Fatalf("recover %+v, want r1 waiting at draft_ready with its recovery figures", got)
 		}
 		wantRecord(t, svc, "r1", returns.StatusWaiting, returns.StageDraftReady)
 	})
@@ -96,11 +97,18 @@ func TestRecover(t *testing.T) {
 		b.putHead(t, "r1", `{"ttl_seconds":"soon"}`) // does not decode
 		b.leftRunning(t, svc, b.deadLease(), "r2", "A3001", "size", returns.NodePrepare)
 		got, err := svc.Recover(b.ctx)
-		if err != nil || len(got) != 2 {
-			t.Fatalf("recover %+v (%v), want both tasks reported", got, err)
+		var re *returns.RecoverError
+		if !errors.As(err, &re) || len(re.Failed) != 1 || re.Failed[0].Task != "r1" || len(got) != 2 {
+			t.Fatalf("recover %+v (%v), want both tasks reported and a RecoverError naming r1", got, err)
 		}
 		if !strings.Contains(got[0].Error, "r1") || got[1].Error != "" || got[1].Status != returns.StatusWaiting {
 			t.Fatalf("recover %+v, want r1's error and r2 waiting", got)
+		}
+		// A state this build cannot decode is a guard stop: the task ends
+		// failed and recover does not try it again.
+		wantRecord(t, svc, "r1", returns.StatusFailed, returns.StageFailed)
+		if again, err := svc.Recover(b.ctx); err != nil || len(again) != 0 {
+			t.Fatalf("second recover %+v (%v), want nothing to recover", again, err)
 		}
 	})
 }

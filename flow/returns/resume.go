@@ -69,17 +69,20 @@ func (s *Service) Resume(ctx context.Context, o ResumeOptions) (*View, error) {
 // resume is Resume of the return task t with r's policy.
 func (r *runner) resume(ctx context.Context, t runs.TaskRecord, o ResumeOptions) (*View, error) {
 	snap, err := r.graph.State(ctx, t.ID)
-	if errors.Is(err, flow.ErrThreadNotFound) {
+	var de *flow.StateDecodeError
+	switch {
+	case errors.Is(err, flow.ErrThreadNotFound):
 		return r.resumeWithoutRun(ctx, t, o)
-	}
-	if err != nil {
+	case errors.As(err, &de) && t.Status == StatusRunning && !o.answering():
+		return nil, r.undecodable(ctx, t, err)
+	case err != nil:
 		return nil, fmt.Errorf("resume %s: %w", t.ID, err)
-	}
-	if snap.Done() || (snap.Waiting() && !o.answering() && t.Status != StatusWaiting) {
-		return r.settled(ctx, t, snap, o)
 	}
 	if err := r.reconcile(ctx, t.ID, snap); err != nil {
 		return nil, err
+	}
+	if snap.Done() || (snap.Waiting() && !o.answering() && t.Status != StatusWaiting) {
+		return r.settled(ctx, t, snap, o)
 	}
 	// A live process driving the task is told first: any answer now would
 	// meet a run part-way, and the reason is that it is busy.
@@ -186,4 +189,19 @@ func (r *runner) resumeWithoutRun(ctx context.Context, t runs.TaskRecord, o Resu
 		return nil, fmt.Errorf("resume %s: %w", t.ID, err)
 	}
 	return r.resume(ctx, cur, o)
+}
+
+// undecodable ends a running task whose head this build cannot decode (a
+// guard stop): no retry can get past it, so the task is marked failed and
+// recover leaves it; history shows the stored state. It returns the error
+// to report.
+func (r *runner) undecodable(ctx context.Context, t runs.TaskRecord, err error) error {
+	if aerr := r.acquire(ctx, &t); aerr != nil {
+		return fmt.Errorf("resume %s: %w", t.ID, err)
+	}
+	r.recoveries.Delete(t.ID)
+	if rerr := r.runs.ReleaseLeaseSync(ctx, t.ID, r.svc.me.owner, StatusFailed, StageFailed); rerr != nil {
+		return fmt.Errorf("resume %s: %w; then marking it failed: %w", t.ID, err, rerr)
+	}
+	return fmt.Errorf("resume %s: %w; the task is marked failed (run `assistant history %s` to see the stored state)", t.ID, err, t.ID)
 }

@@ -31,6 +31,9 @@ type runner struct {
 	// holds maps the thread of each run in progress to the lease it runs
 	// under, for the check before each superstep (beforeStep).
 	holds *sync.Map
+	// recoveries maps the thread of a crashed run this runner took over to
+	// what the recovery started from (beginRecovery), until drive reports it.
+	recoveries *sync.Map
 	// held lists the row tasks whose leases a chunk runner kept after their
 	// runs (policy.release == keepLease); the chunk lets go of them once
 	// its checkpoints are committed.
@@ -80,7 +83,7 @@ var (
 // with policy p. A chunk runner buffers its timeline (stepLog); the others
 // write each step as it starts and ends.
 func (s *Service) newRunner(desk *business.Store, rs *runs.Store, cps flow.Checkpointer, p policy) (*runner, error) {
-	r := &runner{svc: s, desk: desk, runs: rs, cps: cps, policy: p, steps: newDirectSteps(rs, s.now), holds: &sync.Map{}}
+	r := &runner{svc: s, desk: desk, runs: rs, cps: cps, policy: p, steps: newDirectSteps(rs, s.now), holds: &sync.Map{}, recoveries: &sync.Map{}}
 	if p.release == keepLease {
 		r.steps = newStepLog(rs, s.now)
 	}

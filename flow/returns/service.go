@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"assistant/business"
@@ -58,6 +59,9 @@ type Service struct {
 	progress func(done, total int)
 	// maxAttempts is Config.MaxAttempts, defaulted.
 	maxAttempts int
+	// stops maps a batch driven by this Service to the context a stop or a
+	// signal ends (driveBatch, stopOf).
+	stops sync.Map
 }
 
 // Open opens business.sqlite in cfg.DataDir and compiles the return and

@@ -28,6 +28,10 @@ type View struct {
 	Holder *HolderView `json:"holder,omitempty"`
 	// Batch is the progress of a batch task; omitted for a return task.
 	Batch *BatchProgress `json:"batch,omitempty"`
+	// Recovery is what continuing a crashed run cost, when this command did
+	// (resume, start or recover of a run whose process died); omitted
+	// otherwise.
+	Recovery *RecoveryView `json:"recovery,omitempty"`
 }
 
 // HolderView names the process that holds a task's lease.
