@@ -13,8 +13,50 @@ import (
 	"assistant/internal/sqlitedb"
 )
 
+// Limits of an orders file (docs/cli.md "orders import"). A file over
+// either is refused whole: nothing of it is imported.
+const (
+	// MaxOrdersFileBytes is the largest orders file ParseOrders reads.
+	MaxOrdersFileBytes = 64 << 20
+	// MaxOrdersRows is the most orders one file may hold: they are imported
+	// in one transaction, which holds the file's write lock meanwhile.
+	MaxOrdersRows = 100_000
+)
+
+// ErrTooLarge reports an input file (orders, batch) over its size or row
+// limit. The file is refused whole: nothing read from it is used.
+var ErrTooLarge = errors.New("over its limit")
+
 // importHeader is the required first record of a shop's orders export.
 var importHeader = []string{"order_id", "user", "item", "delivered_at", "final_sale"}
+
+// CapReader returns a reader of r that fails with an error matching
+// ErrTooLarge as soon as more than max bytes have been read, so a file over
+// its limit is refused instead of cut: a reader that stops at the limit
+// (io.LimitReader) would hand the rows before the cut on as if they were
+// the whole file.
+func CapReader(r io.Reader, max int64) io.Reader {
+	return &capReader{r: r, left: max, max: max}
+}
+
+// capReader is CapReader's reader.
+type capReader struct {
+	r         io.Reader
+	left, max int64 // bytes still allowed, and the limit
+}
+
+// Read reads from the underlying reader, failing once the limit is passed.
+func (c *capReader) Read(p []byte) (int, error) {
+	if int64(len(p)) > c.left+1 {
+		p = p[:c.left+1] // one byte past the limit tells "over" from "exactly at"
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	if c.left < 0 {
+		return 0, fmt.Errorf("larger than %d bytes (%d MiB): %w", c.max, c.max>>20, ErrTooLarge)
+	}
+	return n, err
+}
 
 // ImportError lists the bad lines of an orders file; nothing was imported.
 type ImportError struct {
@@ -51,28 +93,38 @@ type OrdersFile struct {
 // (not delivered), an RFC 3339 time or a date YYYY-MM-DD (midnight UTC), and
 // final_sale is true or false; an order id appears once. It touches no
 // store, so a bad file is refused before any file is opened or made: any bad
-// row gives an *ImportError naming every bad line.
+// row gives an *ImportError naming every bad line. The file is read as a
+// stream, record by record; one over MaxOrdersFileBytes or MaxOrdersRows
+// is refused whole with an error matching ErrTooLarge.
 func ParseOrders(r io.Reader) (*OrdersFile, error) {
-	cr := csv.NewReader(r)
+	cr := csv.NewReader(CapReader(r, MaxOrdersFileBytes))
 	cr.FieldsPerRecord = -1
-	recs, err := cr.ReadAll()
-	var pe *csv.ParseError
-	if errors.As(err, &pe) {
-		return nil, &ImportError{Lines: []string{err.Error()}}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read orders file: %w", err) // a directory, say: not a bad row
-	}
-	if len(recs) == 0 || !equalHeader(recs[0], importHeader) {
-		return nil, &ImportError{Lines: []string{"line 1: the header must be " + strings.Join(importHeader, ",")}}
-	}
+	cr.ReuseRecord = true
 	var (
 		bad  []string
 		seen = map[string]int{}
 		f    = &OrdersFile{}
 	)
-	for i, rec := range recs[1:] {
-		line := i + 2
+	for line := 1; ; line++ {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			if line == 1 {
+				return nil, &ImportError{Lines: []string{"line 1: the header must be " + strings.Join(importHeader, ",")}}
+			}
+			break
+		}
+		if err := readError(err); err != nil {
+			return nil, err
+		}
+		if line == 1 {
+			if !equalHeader(rec, importHeader) {
+				return nil, &ImportError{Lines: []string{"line 1: the header must be " + strings.Join(importHeader, ",")}}
+			}
+			continue
+		}
+		if line-1 > MaxOrdersRows {
+			return nil, fmt.Errorf("orders file has more than %d rows: %w; split it into several files (nothing was imported)", MaxOrdersRows, ErrTooLarge)
+		}
 		o, err := parseImportRow(rec)
 		if err == nil && seen[o.ID] != 0 {
 			err = fmt.Errorf("order %s already on line %d", o.ID, seen[o.ID])
@@ -88,6 +140,22 @@ func ParseOrders(r io.Reader) (*OrdersFile, error) {
 		return nil, &ImportError{Lines: bad}
 	}
 	return f, nil
+}
+
+// readError turns the error of reading one record of an orders file into
+// what ParseOrders reports: nil, an *ImportError for a CSV syntax error, the
+// size refusal, or a read failure (a directory, say: not a bad row).
+func readError(err error) error {
+	var pe *csv.ParseError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrTooLarge):
+		return fmt.Errorf("orders file is %w; split it into several files (nothing was imported)", err)
+	case errors.As(err, &pe):
+		return &ImportError{Lines: []string{err.Error()}}
+	}
+	return fmt.Errorf("read orders file: %w", err)
 }
 
 // ImportOrders parses r (ParseOrders) and imports it (ImportOrdersFile).

@@ -1,42 +1,62 @@
 package returns
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/csv"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
+	"assistant/business"
 	"assistant/runs"
 )
 
+// MaxBatchFileBytes is the largest batch file ParseBatch reads; with
+// MaxBatchRows it bounds what a batch holds in memory while it validates
+// and stores its rows. A file over either limit is refused whole.
+const MaxBatchFileBytes = 64 << 20
+
 // ParseBatch reads a batch CSV (header task,order,reason; reason may be
 // empty) and validates every row. It returns the rows and the file's
-// fingerprint (hex, the first 16 bytes of its SHA-256). A bad file is
-// ErrInvalid naming up to ten bad lines by number; nothing is created from
-// it.
+// fingerprint (hex, the first 16 bytes of its SHA-256). The file is read as
+// a stream, record by record, and hashed as it is read. A bad file is
+// ErrInvalid naming up to ten bad lines by number; a file over
+// MaxBatchFileBytes bytes or MaxBatchRows rows is ErrInvalid (and
+// business.ErrTooLarge) saying so. Nothing is created from a refused file,
+// and no file is ever cut to fit.
 func ParseBatch(r io.Reader) ([]runs.BatchRow, string, error) {
-	data, err := io.ReadAll(io.LimitReader(r, 64<<20))
-	if err != nil {
-		return nil, "", fmt.Errorf("read batch file: %w", err)
-	}
-	sum := sha256.Sum256(data)
-	cr := csv.NewReader(strings.NewReader(string(data)))
+	sum := sha256.New()
+	cr := csv.NewReader(bufio.NewReaderSize(business.CapReader(io.TeeReader(r, sum), MaxBatchFileBytes), 64<<10))
 	cr.FieldsPerRecord = -1
-	recs, err := cr.ReadAll()
-	if err != nil {
-		return nil, "", fmt.Errorf("%w: batch file: %v", ErrInvalid, err)
-	}
-	if err := checkBatchShape(recs); err != nil {
-		return nil, "", err
-	}
-	var bad []string
-	seen := map[string]int{}
-	rows := make([]runs.BatchRow, 0, len(recs)-1)
-	for i, rec := range recs[1:] {
-		line := i + 2
-		row, err := batchRecord(i+1, rec, seen)
+	cr.ReuseRecord = true
+	var (
+		bad  []string
+		seen = map[string]int{}
+		rows []runs.BatchRow
+		line int
+	)
+	for {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, "", batchReadError(err)
+		}
+		line++
+		if line == 1 {
+			if err := checkBatchHeader(rec); err != nil {
+				return nil, "", err
+			}
+			continue
+		}
+		if line-1 > MaxBatchRows {
+			return nil, "", fmt.Errorf("%w: batch file has more than %d rows (%w); split it into several batches, nothing was created", ErrInvalid, MaxBatchRows, business.ErrTooLarge)
+		}
+		row, err := batchRecord(line-1, rec, seen)
 		if err != nil {
 			bad = append(bad, fmt.Sprintf("line %d: %v", line, err))
 			continue
@@ -44,24 +64,37 @@ func ParseBatch(r io.Reader) ([]runs.BatchRow, string, error) {
 		seen[row.TaskID] = line
 		rows = append(rows, row)
 	}
-	if len(bad) > 0 {
+	switch {
+	case line == 0:
+		return nil, "", checkBatchHeader(nil)
+	case line == 1:
+		return nil, "", fmt.Errorf("%w: batch file has no rows", ErrInvalid)
+	case len(bad) > 0:
 		return nil, "", badRows(bad)
 	}
-	return rows, hex.EncodeToString(sum[:16]), nil
+	return rows, hex.EncodeToString(sum.Sum(nil)[:16]), nil
 }
 
-// checkBatchShape checks the header and the number of rows of a batch
-// file's records; errors match ErrInvalid.
-func checkBatchShape(recs [][]string) error {
-	if len(recs) == 0 || len(recs[0]) != 3 || strings.TrimPrefix(strings.TrimSpace(recs[0][0]), "\ufeff") != "task" ||
-		strings.TrimSpace(recs[0][1]) != "order" || strings.TrimSpace(recs[0][2]) != "reason" {
+// batchReadError is the error of a batch file whose next record cannot be
+// read: over the size limit, a CSV syntax error (both ErrInvalid), or a
+// read failure.
+func batchReadError(err error) error {
+	var pe *csv.ParseError
+	switch {
+	case errors.Is(err, business.ErrTooLarge):
+		return fmt.Errorf("%w: batch file is %w; split it into several batches, nothing was created", ErrInvalid, err)
+	case errors.As(err, &pe):
+		return fmt.Errorf("%w: batch file: %v", ErrInvalid, err)
+	}
+	return fmt.Errorf("read batch file: %w", err)
+}
+
+// checkBatchHeader checks the first record of a batch file (nil: the file
+// is empty); errors match ErrInvalid.
+func checkBatchHeader(rec []string) error {
+	if len(rec) != 3 || strings.TrimPrefix(strings.TrimSpace(rec[0]), "\ufeff") != "task" ||
+		strings.TrimSpace(rec[1]) != "order" || strings.TrimSpace(rec[2]) != "reason" {
 		return fmt.Errorf("%w: batch file: line 1: the header must be task,order,reason", ErrInvalid)
-	}
-	if len(recs) == 1 {
-		return fmt.Errorf("%w: batch file has no rows", ErrInvalid)
-	}
-	if len(recs)-1 > MaxBatchRows {
-		return fmt.Errorf("%w: batch file has %d rows; at most %d are allowed", ErrInvalid, len(recs)-1, MaxBatchRows)
 	}
 	return nil
 }

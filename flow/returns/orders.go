@@ -39,11 +39,15 @@ func (s *Service) ImportOrdersFile(ctx context.Context, f *business.OrdersFile) 
 	return res, s.desk.Sync(ctx)
 }
 
-// invalidImport makes a *business.ImportError ErrInvalid.
+// invalidImport makes a *business.ImportError, and a file over its limit
+// (business.ErrTooLarge), ErrInvalid.
 func invalidImport(err error) error {
 	var ie *business.ImportError
-	if errors.As(err, &ie) {
+	switch {
+	case errors.As(err, &ie):
 		return fmt.Errorf("%w: %v", ErrInvalid, ie)
+	case errors.Is(err, business.ErrTooLarge):
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return err
 }
