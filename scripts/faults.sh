@@ -17,12 +17,21 @@
 #
 #   scripts/faults.sh
 #   CHAOS_KILLS=1000 scripts/faults.sh
+#
+# Each run also appends, per fault point, the finished steps the recovery
+# redid, the steps the kill cut and the recovery's wall time to
+# testdata/faults/figures.tsv: compare a run with the ones before it (a jump
+# in redone steps means the checkpoint policy changed). The fault matrix
+# fails when a recovery runs more than one node's work again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 report=$(mktemp)
 trap 'rm -f "$report"' EXIT
 status=0
-FAULT_REPORT="$report" go test -count=1 -timeout 60m -run 'TestFaultMatrix|TestChaos' -v . > "$report.log" 2>&1 || status=$?
+mkdir -p testdata/faults
+figures=testdata/faults/figures.tsv
+[ -s "$figures" ] || printf 'at\trev\tscenario\tpoint @ command\tredone\tinterrupted\trecovery_ms\n' > "$figures"
+FAULT_FIGURES="$figures" FAULT_REV="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" FAULT_REPORT="$report" go test -count=1 -timeout 60m -run 'TestFaultMatrix|TestChaos' -v . > "$report.log" 2>&1 || status=$?
 cat "$report"
 grep -E '^(--- |ok|FAIL|PASS)|kills, seed' "$report.log" || true
 if [ "$status" != 0 ]; then
