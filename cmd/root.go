@@ -49,6 +49,8 @@ type app struct {
 	seed   []byte
 	// closers close what service opened, when the command has returned.
 	closers []func()
+	// maxAttempts is --max-attempts (returns.Config.MaxAttempts).
+	maxAttempts int
 	// reported is set by a command whose output already names its error
 	// (recover's report): fail then prints only the stderr line.
 	reported bool
@@ -117,6 +119,7 @@ business.sqlite (orders, drafts, applications, tasks).`,
 	root.PersistentFlags().StringVar(&a.data, "data", DefaultDataDir, "data directory holding checkpoints.sqlite and business.sqlite")
 	root.PersistentFlags().StringVar(&a.user, "user", DefaultUser, "user the tasks belong to (an identity label, not authentication)")
 	root.PersistentFlags().StringVar(&a.output, "output", "", "output format: json or text (default: json when stdout is not a terminal)")
+	root.PersistentFlags().IntVar(&a.maxAttempts, "max-attempts", returns.DefaultMaxAttempts, "how often a node of a task may fail in a row (crash, error) before its run ends failed (attempts_exhausted)")
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		switch a.output {
 		case "":
@@ -130,6 +133,9 @@ business.sqlite (orders, drafts, applications, tasks).`,
 		}
 		if a.user == "" {
 			return usageErr("--user must not be empty")
+		}
+		if a.maxAttempts < 1 {
+			return usageErr("--max-attempts must be at least 1, not %d", a.maxAttempts)
 		}
 		return nil
 	}

@@ -33,7 +33,7 @@ func (a *app) service(ctx context.Context, create bool) (*returns.Service, error
 	if err != nil {
 		return nil, err
 	}
-	svc, err := returns.Open(ctx, returns.Config{DataDir: a.data, Create: create, Seed: a.seed, Checkpoints: cps})
+	svc, err := returns.Open(ctx, returns.Config{DataDir: a.data, Create: create, Seed: a.seed, Checkpoints: cps, MaxAttempts: a.maxAttempts})
 	if err != nil {
 		cps.Close()
 		return nil, err
