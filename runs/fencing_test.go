@@ -656,18 +656,18 @@ func TestBeginSteps(t *testing.T) {
 			holder: held, wantErr: ErrLeaseLost,
 		},
 		{name: "AnotherOwnerAtTheCurrentEpochIsErrLeaseLost", holder: atEpoch(o2, 1), wantErr: ErrLeaseLost},
-		// The same owner at an old epoch: whyNotHeld compares owners only,
-		// and the owner still holds the lease, so it reports a stop.
+		// The same owner at another epoch: a later lease of this owner
+		// holds the task, and the run of the old one must stop writing.
 		{
-			name: "SameOwnerAtAnOldEpochIsErrStopped",
+			name: "SameOwnerAtAnOldEpochIsLeaseLost",
 			setup: func(t *testing.T, s *Store) {
 				if a := mustAcquire(t, s, "return-25", holder, t0, alive); a.Epoch != 2 {
 					t.Fatalf("reacquired at epoch %d, want 2", a.Epoch)
 				}
 			},
-			holder: held, wantErr: ErrStopped,
+			holder: held, wantErr: ErrLeaseLost,
 		},
-		{name: "SameOwnerAtAFutureEpochIsErrStopped", holder: atEpoch(holder, 2), wantErr: ErrStopped},
+		{name: "SameOwnerAtAFutureEpochIsLeaseLost", holder: atEpoch(holder, 2), wantErr: ErrLeaseLost},
 	}
 	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {

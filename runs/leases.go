@@ -172,35 +172,39 @@ func (s *Store) RenewLease(ctx context.Context, taskID, owner string, until time
 		`UPDATE tasks SET lease_until = ? WHERE task_id = ? AND lease_owner = ? AND status = 'running'`,
 		formatTime(until), taskID, owner)
 	if err := rowsChanged(res, err); errors.Is(err, ErrConflict) {
-		return s.whyNotHeld(ctx, taskID, owner)
+		return s.whyNotHeld(ctx, taskID, owner, 0)
 	} else if err != nil {
 		return fmt.Errorf("renew lease of task %s: %w", taskID, err)
 	}
 	return nil
 }
 
-// whyNotHeld says why owner's guarded write to a running task matched no
-// row: ErrLeaseLost when another owner (or none) holds the lease, ErrStopped
-// when the task is no longer running, ErrNotFound when it is gone.
-func (s *Store) whyNotHeld(ctx context.Context, taskID, owner string) error {
+// whyNotHeld says why a guarded write by owner (at epoch, when epoch > 0)
+// to a running task matched no row: ErrLeaseLost when another owner, none,
+// or another lease of the same owner holds it now; ErrStopped when the task
+// is no longer running (an operator stopped it, or it ended); ErrNotFound
+// when it is gone.
+func (s *Store) whyNotHeld(ctx context.Context, taskID, owner string, epoch int64) error {
 	var cur sql.NullString
 	var status string
-	err := s.h.Q().QueryRowContext(ctx, `SELECT lease_owner, status FROM tasks WHERE task_id = ?`, taskID).Scan(&cur, &status)
+	var curEpoch int64
+	err := s.h.Q().QueryRowContext(ctx, `SELECT lease_owner, status, lease_epoch FROM tasks WHERE task_id = ?`, taskID).Scan(&cur, &status, &curEpoch)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("task %s: %w", taskID, ErrNotFound)
 	case err != nil:
 		return fmt.Errorf("lease of task %s: %w", taskID, err)
-	case cur.String != owner:
+	case cur.String != owner || (epoch > 0 && curEpoch != epoch):
 		return fmt.Errorf("task %s: %w", taskID, ErrLeaseLost)
 	}
-	return fmt.Errorf("task %s is %s: %w", taskID, status, ErrStopped)
+	return fmt.Errorf("task %s is %s, not running: %w", taskID, status, ErrStopped)
 }
 
 // ReleaseLease records the run's final status and stage and gives the lease
-// up, only while owner holds it (the caller decides the status: a run that
-// finished although a stop was requested is done — the finished status
-// wins). ErrConflict: owner lost the lease.
+// up, only while owner holds it. A task an operator stopped keeps its
+// interrupted status whatever status is given (a stop is final for the run
+// it stopped; see releaseLeaseSQL); its stage still follows the head.
+// ErrConflict: owner lost the lease.
 func (s *Store) ReleaseLease(ctx context.Context, taskID, owner, status, stage string) error {
 	if err := rowsChanged(s.h.Q().ExecContext(ctx, releaseLeaseSQL, status, stage, formatTime(s.now()), taskID, owner)); err != nil {
 		return fmt.Errorf("release lease of task %s: %w", taskID, err)
@@ -252,8 +256,8 @@ func (s *Store) ReleaseLeases(ctx context.Context, owner string, taskIDs []strin
 
 // releaseLeaseSQL records the run's status and stage and gives the lease
 // up. A task an operator stopped stays interrupted (docs/design.md "Run
-// status": once interrupted is written, the stopped run changes no status
-// again); only its stage follows the head.
+// status"): once interrupted is written, the stopped run changes no status
+// again; only its stage follows the head.
 const releaseLeaseSQL = `UPDATE tasks SET status = CASE status WHEN 'interrupted' THEN status ELSE ? END, stage = ?,
 	lease_owner = NULL, lease_pid = 0, lease_host = '', lease_until = '', updated_at = ?
 	WHERE task_id = ? AND lease_owner = ?`

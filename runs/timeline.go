@@ -229,7 +229,7 @@ func (s *Store) BeginSteps(ctx context.Context, taskID string, holder Lease, nod
 		return nil, fmt.Errorf("begin steps of task %s: %w", taskID, err)
 	}
 	if ok == 0 {
-		return nil, s.whyNotHeld(ctx, taskID, holder.Owner)
+		return nil, s.whyNotHeld(ctx, taskID, holder.Owner, holder.Epoch)
 	}
 	seqs := make([]int, 0, len(nodes))
 	for _, node := range nodes {
