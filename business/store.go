@@ -69,6 +69,12 @@ var (
 	// ErrReadOnly refuses a file, or a data directory, this process cannot
 	// write.
 	ErrReadOnly = sqlitedb.ErrReadOnly
+
+	// ErrPairMismatch refuses a business file that carries another data
+	// dir's identity than Options.DataDirID (the checkpoint file's): the
+	// two files do not belong together. The error is a
+	// *sqlitedb.PairError naming both identities.
+	ErrPairMismatch = sqlitedb.ErrPairMismatch
 )
 
 //go:embed migrations/*.sql
@@ -107,6 +113,13 @@ type Options struct {
 	// drafts and applications are committed durably either way (another
 	// file refers to them).
 	Synchronous string
+
+	// DataDirID is the data dir identity of the checkpoint file beside
+	// this one (checkpoints.SQLite.DataDirID). A business file that
+	// carries another is refused with ErrPairMismatch before anything is
+	// written; a new file, or one migrated to schema 4 now, gets it. ""
+	// checks nothing (a file opened on its own, in tests).
+	DataDirID string
 }
 
 // Store is the return desk kept in business.sqlite: orders, drafts and
@@ -153,6 +166,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 		Create:        opts.Create,
 		Synchronous:   opts.Synchronous,
 		BusyTimeout:   DefaultBusyTimeout,
+		DataDirID:     opts.DataDirID,
 		OnCreate: func(ctx context.Context, tx *sql.Tx) error {
 			return loadSeed(ctx, tx, seed, now())
 		},
@@ -161,6 +175,17 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	return &Store{h: sqlitedb.NewHandle(db, path, opts.Synchronous), now: now}, nil
+}
+
+// DataDirID returns the data dir identity the business file carries (a
+// UUID, sqlitedb.DataDirTable); "" inside a file of a schema older than 4.
+// Errors: reading the file.
+func (s *Store) DataDirID(ctx context.Context) (string, error) {
+	id, err := sqlitedb.DataDirID(ctx, s.h.Q())
+	if err != nil {
+		return "", fmt.Errorf("business: data dir identity: %w", err)
+	}
+	return id, nil
 }
 
 // Sync makes every earlier commit durable against power loss (one fsync of

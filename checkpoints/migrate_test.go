@@ -197,8 +197,8 @@ func TestSQLiteMigratesV1Fixture(t *testing.T) {
 	}
 
 	s := mustOpenSQLite(t, path, checkpoints.SQLiteOptions{})
-	if v := mustQuery(t, path, `PRAGMA user_version`); v != "3" {
-		t.Fatalf("user_version = %s after open, want 3", v)
+	if v := mustQuery(t, path, `PRAGMA user_version`); v != "4" {
+		t.Fatalf("user_version = %s after open, want 4", v)
 	}
 	checkSame(t, s, want)
 	for thread, th := range want {
@@ -246,7 +246,7 @@ func TestSQLiteMigratesV1EdgeCases(t *testing.T) {
 		{"ZeroTimeIsNull", `SELECT created_at FROM checkpoints WHERE checkpoint_id = 'a1'`, "NULL"},
 		{"TimesAreIntegers", `SELECT count(*) FROM checkpoints WHERE typeof(created_at) NOT IN ('integer', 'null')`, "0"},
 		{"ThreadTimes", `SELECT group_concat(updated_at) FROM (SELECT updated_at FROM threads ORDER BY thread_id)`, "1772368245100000000,1893456000000000000"},
-		{"OldTablesGone", `SELECT group_concat(name) FROM (SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name)`, "checkpoints,fences,threads,writes"},
+		{"OldTablesGone", `SELECT group_concat(name) FROM (SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name)`, "checkpoints,data_dir,fences,threads,writes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := mustQuery(t, path, tc.query); got != tc.want {

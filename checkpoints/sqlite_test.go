@@ -137,8 +137,8 @@ func TestOpenSQLite(t *testing.T) {
 		if err := db.QueryRow(`SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name)`).Scan(&tables); err != nil {
 			t.Fatal(err)
 		}
-		if appID != checkpoints.ApplicationID || version != 3 || tables != "checkpoints,fences,threads,writes" {
-			t.Errorf("application_id %#x, user_version %d, tables %s; want %#x, 3, checkpoints,fences,threads,writes",
+		if appID != checkpoints.ApplicationID || version != 4 || tables != "checkpoints,data_dir,fences,threads,writes" {
+			t.Errorf("application_id %#x, user_version %d, tables %s; want %#x, 4, checkpoints,data_dir,fences,threads,writes",
 				appID, version, tables, checkpoints.ApplicationID)
 		}
 	})

@@ -33,7 +33,15 @@ func (a *app) service(ctx context.Context, create bool) (*returns.Service, error
 	if err != nil {
 		return nil, err
 	}
-	svc, err := returns.Open(ctx, returns.Config{DataDir: a.data, Create: create, Seed: a.seed, Checkpoints: cps, MaxAttempts: a.maxAttempts})
+	// The business file must carry the checkpoint file's data dir
+	// identity: a pair that does not belong together is refused before
+	// anything is written.
+	id, err := cps.DataDirID(ctx)
+	if err != nil {
+		cps.Close()
+		return nil, err
+	}
+	svc, err := returns.Open(ctx, returns.Config{DataDir: a.data, Create: create, Seed: a.seed, Checkpoints: cps, MaxAttempts: a.maxAttempts, DataDirID: id})
 	if err != nil {
 		cps.Close()
 		return nil, err

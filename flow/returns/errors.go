@@ -62,6 +62,9 @@ func Classify(err error) error {
 		return &busyError{err}
 	case errors.Is(err, flow.ErrConflict) && !errors.Is(err, ErrConflict):
 		return &marked{err, ErrConflict}
+	case errors.Is(err, business.ErrPairMismatch) && !errors.Is(err, ErrInconsistent):
+		// The data dir's two files belong to different data dirs.
+		return &marked{err, ErrInconsistent}
 	}
 	return err
 }

@@ -33,6 +33,9 @@ type Config struct {
 	Checkpoints flow.Checkpointer
 	// Now is the wall clock; nil means time.Now.
 	Now func() time.Time
+	// DataDirID is the data dir identity the checkpoint store carries: the
+	// business file must carry the same (business.Options.DataDirID).
+	DataDirID string
 	// MaxAttempts is how often a node of a task may fail (crash, error)
 	// before the run ends failed with attempts_exhausted; 0 means
 	// DefaultMaxAttempts.
@@ -77,7 +80,7 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		now = time.Now
 	}
 	path := filepath.Join(cfg.DataDir, BusinessFile)
-	desk, err := business.Open(ctx, path, business.Options{Create: cfg.Create, Seed: cfg.Seed, Now: now})
+	desk, err := business.Open(ctx, path, business.Options{Create: cfg.Create, Seed: cfg.Seed, Now: now, DataDirID: cfg.DataDirID})
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", path, ErrNotFound)
 	}

@@ -153,6 +153,14 @@ type Spec struct {
 	// OnCreate, when set, runs in the transaction that creates a new file's
 	// schema, after the migrations (e.g. to load seed rows).
 	OnCreate func(ctx context.Context, tx *sql.Tx) error
+	// DataDirID, when set, is the data dir identity the file must carry
+	// (DataDirTable): the identity of the data dir's other file, opened
+	// first. A file that carries another is refused with a *PairError
+	// (ErrPairMismatch) before anything is written; one that has none yet
+	// gets it in the migration transaction that makes the table. When
+	// unset, such a file adopts the identity another SQLite file beside it
+	// carries, or gets a new one.
+	DataDirID string
 }
 
 // Open opens the file at path as spec describes, refusing (unchanged) a
@@ -256,7 +264,7 @@ func Open(ctx context.Context, path string, spec Spec) (*sql.DB, error) {
 		// writer, a batch's chunk, say).
 		return db, nil
 	}
-	if err := migrate(ctx, db, spec); err != nil {
+	if err := migrate(ctx, db, path, spec); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -412,6 +420,11 @@ func inspectTx(ctx context.Context, db *sql.DB, path string, hdr []byte, spec Sp
 	h, err := readHeader(ctx, tx)
 	if err != nil {
 		return h, err
+	}
+	if h.appID == spec.ApplicationID {
+		if err := checkDataDirID(ctx, tx, spec.DataDirID); err != nil {
+			return h, err
+		}
 	}
 	// Our own files get a structural check whose cost does not grow with the
 	// file (PRAGMA quick_check reads every page: seconds at 100,000 tasks).
@@ -615,7 +628,7 @@ func ensureWAL(ctx context.Context, path, busyMS string, busy time.Duration) err
 
 // migrate brings the file to the newest version, one transaction per step
 // (a new file: one transaction for all).
-func migrate(ctx context.Context, db *sql.DB, spec Spec) error {
+func migrate(ctx context.Context, db *sql.DB, path string, spec Spec) error {
 	// The pool's connections are in WAL mode, or something (a read-only
 	// directory, for one) kept the rollback journal.
 	var mode string
@@ -626,14 +639,14 @@ func migrate(ctx context.Context, db *sql.DB, spec Spec) error {
 		return fmt.Errorf("journal mode is %q, want wal", mode)
 	}
 	for {
-		done, err := migrateStep(ctx, db, spec)
+		done, err := migrateStep(ctx, db, path, spec)
 		if err != nil || done {
 			return err
 		}
 	}
 }
 
-func migrateStep(ctx context.Context, db *sql.DB, spec Spec) (done bool, err error) {
+func migrateStep(ctx context.Context, db *sql.DB, path string, spec Spec) (done bool, err error) {
 	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: one migrator at a time
 	if err != nil {
 		return false, classify(err)
@@ -647,6 +660,9 @@ func migrateStep(ctx context.Context, db *sql.DB, spec Spec) (done bool, err err
 	// Checked again under the write lock: the file may have changed since
 	// inspect (another process, a newer build).
 	if err := h.check(spec); err != nil {
+		return false, err
+	}
+	if err := checkDataDirID(ctx, tx, spec.DataDirID); err != nil {
 		return false, err
 	}
 	newest := spec.Migrations[len(spec.Migrations)-1].Version
@@ -663,6 +679,9 @@ func migrateStep(ctx context.Context, db *sql.DB, spec Spec) (done bool, err err
 		}
 	}
 	target := steps[len(steps)-1].Version
+	if err := fillDataDirID(ctx, tx, path, spec); err != nil {
+		return false, fmt.Errorf("migrate to schema version %d: data dir identity: %w", target, err)
+	}
 	if h.version == 0 {
 		// PRAGMA arguments cannot be bound parameters; both numbers come
 		// from the store, never from input.
