@@ -8,6 +8,8 @@ package main
 // there (scripts/faults.sh prints it).
 
 import (
+	"assistant/flow/returns"
+
 	"bytes"
 	"database/sql"
 	"encoding/json"
@@ -591,7 +593,7 @@ func runningElsewhere(t *testing.T, dir string) {
 // setLease makes process pid on this host the holder of task's lease for
 // the next ttl, as a live process driving it would be.
 func setLease(dir, task string, pid int, ttl time.Duration) error {
-	host, _ := os.Hostname()
+	host := returns.ThisHost()
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "business.sqlite")+"?_pragma=busy_timeout(5000)")
 	if err != nil {
 		return err

@@ -145,7 +145,7 @@ func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b Batch
 	}
 	Fault("batch:between-commits")
 	if err := buf.Flush(rowCtx); errors.Is(err, flow.ErrConflict) {
-		return 0, fmt.Errorf("rows %d-%d of batch %s were run at the same moment by another process (another batch over the same tasks?); run `assistant resume %s` once it is done, which skips the rows it finished: %w", rows[0].RowNo, rows[done-1].RowNo, b.Batch, b.Batch, err)
+		return 0, fmt.Errorf("rows %d-%d of batch %s were run at the same moment by another process (another batch over the same tasks?); run `assistant resume %s` once it is done, which skips the rows it finished: %w (%v)", rows[0].RowNo, rows[done-1].RowNo, b.Batch, b.Batch, ErrConflict, err)
 	} else if err != nil {
 		return 0, fmt.Errorf("save checkpoints of rows %d-%d: %w", rows[0].RowNo, rows[done-1].RowNo, err)
 	}

@@ -39,8 +39,24 @@ type identity struct {
 }
 
 func newIdentity() identity {
+	return identity{owner: uuid.NewString(), pid: os.Getpid(), host: ThisHost()}
+}
+
+// bootIDFile is where Linux tells the id of the running boot.
+const bootIDFile = "/proc/sys/kernel/random/boot_id"
+
+// ThisHost is how a lease names this machine: its host name and, where
+// Linux tells it, the first 8 characters of this boot's id
+// ("vm/boot-23a32721"). A lease written before a reboot then names another
+// host, so its pid, which after the reboot may belong to any process, is
+// never taken for a live holder: the lease's expiry decides, and recover at
+// boot takes the task over.
+func ThisHost() string {
 	host, _ := os.Hostname()
-	return identity{owner: uuid.NewString(), pid: os.Getpid(), host: host}
+	if b, err := os.ReadFile(bootIDFile); err == nil && len(b) >= 8 {
+		host += "/boot-" + string(b[:8])
+	}
+	return host
 }
 
 // liveness is what this process can tell of a lease holder: on this host

@@ -68,7 +68,8 @@ func (s *Service) Recover(ctx context.Context) ([]Recovered, error) {
 		v, err := s.Resume(ctx, ResumeOptions{Task: t.ID, User: t.User})
 		r := Recovered{Task: t.ID, User: t.User}
 		if err != nil {
-			r.Error, r.err = err.Error(), Classify(err)
+			r.err = Classify(err) // with its hint: a locked file says to try again
+			r.Error = r.err.Error()
 			failed = append(failed, r)
 		} else {
 			r.Status, r.Stage, r.Recovery = v.Status, v.Stage, v.Recovery

@@ -81,10 +81,7 @@ func setupSQLite(tb testing.TB) (*returns.Service, *bundle) {
 // setupWith opens a Service over dir and cps.
 func setupWith(tb testing.TB, dir string, cps flow.Checkpointer) (*returns.Service, *bundle) {
 	tb.Helper()
-	host, err := os.Hostname()
-	if err != nil {
-		tb.Fatal(err)
-	}
+	host := returns.ThisHost()
 	b := &bundle{
 		ctx:   context.Background(),
 		dir:   dir,
