@@ -316,3 +316,36 @@ func init() {
 	// The tests here start processes that must not inherit a fault point.
 	os.Unsetenv("ASSISTANT_FAULT")
 }
+
+// TestOverlappingBatches is the second half of case 6: two batches over the
+// same rows, run at the same time, both finish; each row's task is run once
+// (one task, one draft), and nothing is left running without a holder.
+func TestOverlappingBatches(t *testing.T) {
+	dir := t.TempDir()
+	rows := batchFile(t, 3000)
+	mustRun(t, dir, "orders", "list") // make the data dir before both start
+	b1, out1, err1 := background(t, dir, "batch", "b1", rows)
+	waitPosition(t, dir, "b1", 100, b1)
+	b2, out2, err2 := background(t, dir, "batch", "b2", rows)
+	for _, b := range []struct {
+		name     string
+		proc     *exec.Cmd
+		out, err *bytes.Buffer
+	}{{"b1", b1, out1, err1}, {"b2", b2, out2, err2}} {
+		code := wait(t, b.proc)
+		var v struct{ Status string }
+		_ = json.Unmarshal(b.out.Bytes(), &v)
+		if code != 0 || v.Status != "done" {
+			t.Errorf("%s: exit %d, status %q, stderr %q; want 0 and done", b.name, code, v.Status, b.err.String())
+		}
+	}
+	if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM tasks WHERE task_id LIKE 'row-%'`); got != "3000" {
+		t.Errorf("%s row tasks, want 3000", got)
+	}
+	if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM drafts WHERE task_id LIKE 'row-%'`); got != "3000" {
+		t.Errorf("%s drafts, want 3000 (one per row)", got)
+	}
+	if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM tasks WHERE status = 'running'`); got != "0" {
+		t.Errorf("%s tasks left running", got)
+	}
+}

@@ -63,7 +63,7 @@ func (s *Service) oneByOne(ctx, stop context.Context, b BatchState, rows []runs.
 			}
 			return 0, err
 		}
-		outcome, err := r.batchRow(ctx, b.User, row)
+		outcome, err := s.rowWhenFree(ctx, stop, r, b.User, row)
 		if err != nil {
 			return 0, fmt.Errorf("row %d (task %s): %w", row.RowNo, row.TaskID, err)
 		}
@@ -112,9 +112,6 @@ func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b Batch
 	for i, row := range rows {
 		ids[i] = row.TaskID
 	}
-	if err := buf.Preload(ctx, ids); err != nil {
-		return 0, err
-	}
 	// The rows run on a context that cannot be cancelled: with one that
 	// can, the driver watches every statement with a goroutine of its own
 	// (a third of a row's cost). A stop is seen between rows, by stop.
@@ -122,6 +119,13 @@ func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b Batch
 	outcomes := map[string]int{}
 	var held []string
 	err := s.desk.InTx(rowCtx, func(tx *business.Store) error {
+		// The rows' heads are read once the business file's write lock is
+		// held: another batch over the same tasks commits its rows' records
+		// under that lock and keeps their leases until its checkpoints are
+		// stored, so what is read now is either stored or still held.
+		if err := buf.Preload(rowCtx, ids); err != nil {
+			return err
+		}
 		r, err := s.chunkRunner(tx, buf)
 		if err != nil {
 			return err
@@ -248,4 +252,28 @@ func (s *Service) stopOf(ctx context.Context, batch string) context.Context {
 		return v.(context.Context)
 	}
 	return ctx
+}
+
+// rowWait bounds how long a batch waits for a row another live process
+// holds (another batch storing the same task, say): that holder keeps a
+// row at most its chunk's time and the commit's busy wait, or a lease.
+const rowWait = DefaultLeaseTTL + MaxChunkTime + business.DefaultBusyTimeout
+
+// rowWhenFree runs row with r, waiting while another live process holds
+// its task (polling every DefaultHeartbeat, for at most rowWait), so that
+// two batches over the same tasks both finish instead of the later one
+// failing. Errors: r.batchRow's; stop's when it ends while waiting.
+func (s *Service) rowWhenFree(ctx, stop context.Context, r *runner, user string, row runs.BatchRow) (string, error) {
+	deadline := time.Now().Add(rowWait)
+	for {
+		outcome, err := r.batchRow(ctx, user, row)
+		if !errors.Is(err, runs.ErrBusy) || time.Now().After(deadline) {
+			return outcome, err
+		}
+		select {
+		case <-stop.Done():
+			return "", stop.Err()
+		case <-time.After(DefaultHeartbeat):
+		}
+	}
 }

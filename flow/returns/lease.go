@@ -114,9 +114,9 @@ func (r *runner) acquire(ctx context.Context, t *runs.TaskRecord) error {
 	case errors.As(err, &held):
 		if t.Status != StatusRunning && t.Status != StatusInterrupted {
 			// A batch holds the row while it stores its run.
-			return fmt.Errorf("%w: %v; a batch is storing it, try again in a moment", ErrConflict, err)
+			return fmt.Errorf("%w: %w; a batch is storing it, try again in a moment", ErrConflict, err)
 		}
-		return fmt.Errorf("%w: %v; wait for it to finish, or run `assistant stop %s`", ErrConflict, err, t.ID)
+		return fmt.Errorf("%w: %w; wait for it to finish, or run `assistant stop %s`", ErrConflict, err, t.ID)
 	case errors.Is(err, runs.ErrConflict):
 		return fmt.Errorf("task %s was taken by another process at the same moment: %w", t.ID, ErrConflict)
 	case err != nil:
