@@ -64,11 +64,8 @@ func (r *runner) drive(ctx context.Context, t runs.TaskRecord, d driven) (*View,
 	if err != nil {
 		return nil, r.unreadable(bg, t, runErr, err)
 	}
-	operator := errors.Is(cause, errStopped) || errors.Is(runErr, runs.ErrStopped)
-	if (operator && !v.done()) || (cause != nil && v.Status == StatusRunning) {
-		// Stopped before the run reached its end (an operator: also at a
-		// question it reached meanwhile; SIGINT/SIGTERM: before a question
-		// or its end): the last checkpoint is the resume point.
+	if stopped(cause, runErr, v) {
+		// The last checkpoint is the resume point.
 		if err := r.recordInterrupted(bg, t.ID, v); err != nil {
 			return nil, err
 		}
@@ -84,6 +81,15 @@ func (r *runner) drive(ctx context.Context, t runs.TaskRecord, d driven) (*View,
 		v.Recovery = rec.(*recovery).report(r.svc.now())
 	}
 	return runResult(t.ID, v, runErr)
+}
+
+// stopped reports whether a run that ended with cause (why its context
+// ended, if it did) and runErr, at the head viewed as v, was stopped before
+// its end: by an operator (also when it reached a question meanwhile), or
+// by SIGINT/SIGTERM before a question or its end.
+func stopped(cause, runErr error, v *View) bool {
+	operator := errors.Is(cause, errStopped) || errors.Is(runErr, runs.ErrStopped)
+	return (operator && !v.done()) || (cause != nil && v.Status == StatusRunning)
 }
 
 // guardStop returns the failure a run ends with when err is a guard stop

@@ -84,15 +84,7 @@ func (r *runner) resume(ctx context.Context, t runs.TaskRecord, o ResumeOptions)
 	if snap.Done() || (snap.Waiting() && !o.answering() && t.Status != StatusWaiting) {
 		return r.settled(ctx, t, snap, o)
 	}
-	// A live process driving the task is told first: any answer now would
-	// meet a run part-way, and the reason is that it is busy.
-	if o.answering() && len(snap.Interrupts) == 0 {
-		if l, _, err := r.runs.TaskLease(ctx, t.ID); err == nil && r.svc.holderAlive(l) {
-			return nil, fmt.Errorf("task %s is being run by process %d on %s: %w; wait for it to ask its question (`assistant show %s`)", t.ID, l.PID, l.Host, ErrConflict, t.ID)
-		}
-	}
-	// Check the answer before touching anything: a wrong answer changes nothing.
-	if _, err := r.plan(t, snap, o); err != nil {
+	if err := r.checkAnswer(ctx, t, snap, o); err != nil {
 		return nil, err
 	}
 	// The head read above is still the head once the lease is held when
@@ -107,6 +99,21 @@ func (r *runner) resume(ctx context.Context, t runs.TaskRecord, o ResumeOptions)
 		snap = nil
 	}
 	return r.answer(ctx, t, snap, o)
+}
+
+// checkAnswer checks o against the head before anything is written: a live
+// process driving the task is told first (any answer now would meet a run
+// part-way, and the reason is that it is busy: ErrConflict), then the
+// answer must fit the question (plan's errors). A wrong answer changes
+// nothing.
+func (r *runner) checkAnswer(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[State], o ResumeOptions) error {
+	if o.answering() && len(snap.Interrupts) == 0 {
+		if l, _, err := r.runs.TaskLease(ctx, t.ID); err == nil && r.svc.holderAlive(l) {
+			return fmt.Errorf("task %s is being run by process %d on %s: %w; wait for it to ask its question (`assistant show %s`)", t.ID, l.PID, l.Host, ErrConflict, t.ID)
+		}
+	}
+	_, err := r.plan(t, snap, o)
+	return err
 }
 
 // answer runs the answer (or the continuation) o from head, the thread's
