@@ -53,23 +53,29 @@ func (e *PairError) Unwrap() error { return ErrPairMismatch }
 // when the file has no DataDirTable (a schema older than the pairing) or
 // no row in it yet.
 func DataDirID(ctx context.Context, q Querier) (string, error) {
+	id, _, err := dataDirRow(ctx, q)
+	return id, err
+}
+
+// dataDirRow returns the identity and the stamp of the file open on q
+// ("" and 0 without DataDirTable or its row).
+func dataDirRow(ctx context.Context, q Querier) (id string, stamp int64, err error) {
 	var n int
 	if err := q.QueryRowContext(ctx,
 		`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = '`+DataDirTable+`'`).Scan(&n); err != nil {
-		return "", classify(err)
+		return "", 0, classify(err)
 	}
 	if n == 0 {
-		return "", nil
+		return "", 0, nil
 	}
-	var id string
-	err := q.QueryRowContext(ctx, `SELECT id FROM `+DataDirTable+` WHERE one = 1`).Scan(&id)
+	err = q.QueryRowContext(ctx, `SELECT id, stamp FROM `+DataDirTable+` WHERE one = 1`).Scan(&id, &stamp)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
+		return "", 0, nil
 	}
 	if err != nil {
-		return "", classify(err)
+		return "", 0, classify(err)
 	}
-	return id, nil
+	return id, stamp, nil
 }
 
 // PeekDataDirID reads the data dir identity of the SQLite file at path on
@@ -173,4 +179,46 @@ func sameFile(a, b string) (bool, error) {
 		return false, err
 	}
 	return os.SameFile(sa, sb), nil
+}
+
+// ErrForeignWAL: the -wal file beside a database holds frames that were not
+// written for it (copied from another data dir, or older than the file).
+// SQLite would merge them into the file for good; Open refuses instead.
+var ErrForeignWAL = errors.New("its -wal file holds frames that were not written for it: if the -wal was copied here, move it aside; " +
+	"else restore the data dir from an `assistant backup` (nothing was merged; the files are left unchanged)")
+
+// walBelongs checks, before anything merges them, that the frames of the
+// -wal beside the database at path were written for it. Read through the
+// -wal (tx: a read-only connection, which merges nothing) the file must
+// carry the identity it carries alone (read with immutable=1, which
+// ignores the -wal), and a stamp no lower. The first write of every pool
+// raises the stamp (guard), so the frames of a -wal a process of ours
+// wrote hold the page of DataDirTable with its file's identity. A file of
+// a schema without the identity is not checked. Errors: ErrForeignWAL,
+// reading the files.
+func walBelongs(ctx context.Context, tx *sql.Tx, path string) error {
+	alone, err := sql.Open("sqlite", DSN(path, "mode=ro", "immutable=1"))
+	if err != nil {
+		return err
+	}
+	defer alone.Close()
+	fileID, fileStamp, err := dataDirRow(ctx, alone)
+	if err != nil || fileID == "" {
+		return err
+	}
+	walID, walStamp, err := dataDirRow(ctx, tx)
+	if err != nil {
+		return err
+	}
+	wal := filepath.Base(path) + "-wal"
+	switch {
+	case walID != fileID:
+		if walID == "" {
+			walID = "none"
+		}
+		return fmt.Errorf("%s carries data dir %s, the file data dir %s: %w", wal, walID, fileID, ErrForeignWAL)
+	case walStamp < fileStamp:
+		return fmt.Errorf("%s is older than the file (stamp %d, the file's %d): %w", wal, walStamp, fileStamp, ErrForeignWAL)
+	}
+	return nil
 }

@@ -26,9 +26,22 @@
 //     per migration, each setting user_version; each re-reads the version
 //     under the write lock, so processes opening one file at once apply a
 //     step once.
+//   - A file nobody has open whose -wal holds frames (a crash, or a -wal
+//     from elsewhere), and a file changed since this program last closed it
+//     cleanly (a restore, a copy, a disk editor), get a PRAGMA quick_check
+//     before the pool opens; the -wal's frames must carry the file's data
+//     dir identity (ErrForeignWAL): SQLite itself merges any -wal beside a
+//     file. A damaged file is refused with ErrCorrupt and checked again at
+//     every open until it passes.
+//   - The files of a data dir carry one identity (DataDirTable,
+//     Spec.DataDirID); a file whose identity is not its partner's is
+//     refused with a *PairError before anything is written.
 //   - Every pooled connection runs in WAL mode with the busy timeout,
 //     synchronous level and foreign keys set in the DSN, and every
-//     transaction is BEGIN IMMEDIATE.
+//     transaction is BEGIN IMMEDIATE. The pool's first write raises the
+//     file's stamp, so its -wal frames name the file's data dir; a
+//     statement that meets a damaged page poisons the pool, which then
+//     writes nothing more (guard.go).
 //   - The default synchronous level is NORMAL: in WAL mode a commit then
 //     survives the death of the process at once, and power loss once Sync
 //     (or a DurableTx) has committed after it.
@@ -86,7 +99,8 @@ var (
 	// ErrNewerSchema: the file's schema version is newer than this build knows.
 	ErrNewerSchema = errors.New("written by a newer version of assistant; upgrade assistant (the file is left unchanged)")
 	// ErrCorrupt: the file is not a SQLite database, or a damaged or truncated one.
-	ErrCorrupt = errors.New("corrupt, truncated or not a SQLite file; restore it from a backup or move it aside (the file is left unchanged)")
+	ErrCorrupt = errors.New("corrupt, truncated or not a SQLite file; restore it from a backup or move it aside " +
+		"(`assistant verify` lists what is damaged; `assistant backup` makes the backups to restore; the file is left unchanged)")
 	// ErrReadOnly: the file or its directory cannot be written by this process.
 	ErrReadOnly = errors.New("not writable; make the data directory and its files writable (chmod u+w) or choose another --data directory (the file is left unchanged)")
 )
@@ -206,12 +220,28 @@ func Open(ctx context.Context, path string, spec Spec) (*sql.DB, error) {
 	// known to be ours: closing the pool's last connection checkpoints
 	// those frames into the file, and a refused file is left byte for byte
 	// as it was.
+	//
+	// A file nobody has open whose -wal holds frames was not closed cleanly
+	// (or the -wal came from elsewhere): the -wal must be shown to belong
+	// to the file (walBelongs) and the file to be whole (quick_check)
+	// before the pool meets it. So must a file that changed since its -wal
+	// was last emptied, or that has no -wal: something other than this
+	// program wrote it (a restore, a copy, a disk editor). A file another
+	// process has open now is that process's to keep whole.
 	inWAL := hdr != nil && hdr[18] == 2 && hdr[19] == 2
-	viaPool := inWAL && walEmpty(path)
+	left := fileLeftState(path)
+	checks := inspection{
+		full: hdr != nil && !left.inUse && (left.walFrames || left.changed),
+		wal:  inWAL && left.walFrames && !left.inUse,
+	}
+	viaPool := inWAL && !left.walFrames && !checks.full
 	current := false // ours, of the newest schema: nothing to migrate
 	if !viaPool {
-		h, err := inspect(ctx, path, ms, hdr, spec)
+		h, err := inspect(ctx, path, ms, hdr, spec, checks)
 		if err != nil {
+			if checks.full && errors.Is(err, ErrCorrupt) {
+				markUnchecked(path)
+			}
 			return nil, fmt.Errorf("inspect: %w", err)
 		}
 		current = inWAL && h.current(spec)
@@ -219,6 +249,9 @@ func Open(ctx context.Context, path string, spec Spec) (*sql.DB, error) {
 			if err := ensureWAL(ctx, path, ms, busy); err != nil {
 				return nil, fmt.Errorf("switch to WAL: %w", err)
 			}
+		}
+		if checks.full {
+			markChecked(path)
 		}
 	}
 	connector, err := sqlite.NewConnector(DSN(path,
@@ -249,9 +282,9 @@ func Open(ctx context.Context, path string, spec Spec) (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := sql.OpenDB(persistentWAL{connector})
+	db := sql.OpenDB(guardConnector{connector, &guard{path: path}})
 	if viaPool {
-		h, err := inspectTx(ctx, db, path, hdr, spec)
+		h, err := inspectTx(ctx, db, path, hdr, spec, inspection{})
 		if err != nil {
 			db.Close()
 			return nil, fmt.Errorf("inspect: %w", err)
@@ -360,7 +393,7 @@ func access(dir string) error {
 // they are missing; the database file itself is untouched. (immutable=1
 // would avoid them but could read a torn page while another process
 // checkpoints, and call a healthy file corrupt.)
-func inspect(ctx context.Context, path, busyMS string, hdr []byte, spec Spec) (fileHeader, error) {
+func inspect(ctx context.Context, path, busyMS string, hdr []byte, spec Spec, checks inspection) (fileHeader, error) {
 	if hdr == nil {
 		return fileHeader{}, nil // 0 bytes: a new file
 	}
@@ -370,18 +403,28 @@ func inspect(ctx context.Context, path, busyMS string, hdr []byte, spec Spec) (f
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	return inspectTx(ctx, db, path, hdr, spec)
+	return inspectTx(ctx, db, path, hdr, spec, checks)
 }
 
-// walEmpty reports whether the -wal file beside the database at path is
-// missing or 0 bytes long. Any other answer, a failed stat included, is
-// false.
-func walEmpty(path string) bool {
-	fi, err := os.Stat(path + "-wal")
-	if errors.Is(err, fs.ErrNotExist) {
-		return true
-	}
-	return err == nil && fi.Size() == 0
+// inspection says what inspectTx checks beyond the header and the
+// structure whose cost does not grow with the file.
+type inspection struct {
+	// full runs PRAGMA quick_check: the file was not closed cleanly, or
+	// was changed by something else since.
+	full bool
+	// wal checks that the -wal's frames were written for this file
+	// (walBelongs) before anything merges them.
+	wal bool
+}
+
+// markChecked records that the file at path passed a full check: it
+// touches the -wal beside it (its modification time, not its bytes), so
+// the next open does not take the file for one changed since its -wal was
+// last emptied. A missing -wal is made by the pool's first connection,
+// after the file's last change.
+func markChecked(path string) {
+	now := time.Now()
+	_ = os.Chtimes(path+"-wal", now, now)
 }
 
 // readFileHeader returns the first 100 bytes of the file at path, nil for an
@@ -410,7 +453,7 @@ func readFileHeader(path string) ([]byte, error) {
 // inspectTx decides, in one read transaction on db, whether the file (whose
 // first bytes are hdr) is for this build, and checks the structure of one of
 // ours (cheapCheck).
-func inspectTx(ctx context.Context, db *sql.DB, path string, hdr []byte, spec Spec) (fileHeader, error) {
+func inspectTx(ctx context.Context, db *sql.DB, path string, hdr []byte, spec Spec, checks inspection) (fileHeader, error) {
 	// One read transaction, so the answers describe one state of the file.
 	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -420,6 +463,11 @@ func inspectTx(ctx context.Context, db *sql.DB, path string, hdr []byte, spec Sp
 	h, err := readHeader(ctx, tx)
 	if err != nil {
 		return h, err
+	}
+	if h.appID == spec.ApplicationID && checks.wal {
+		if err := walBelongs(ctx, tx, path); err != nil {
+			return h, err
+		}
 	}
 	if h.appID == spec.ApplicationID {
 		if err := checkDataDirID(ctx, tx, spec.DataDirID); err != nil {
@@ -436,7 +484,7 @@ func inspectTx(ctx context.Context, db *sql.DB, path string, hdr []byte, spec Sp
 		if err != nil {
 			return h, err
 		}
-		if full {
+		if full || checks.full {
 			if err := quickCheck(ctx, tx); err != nil {
 				return h, err
 			}
@@ -574,8 +622,12 @@ func quickCheck(ctx context.Context, tx *sql.Tx) error {
 		if err := rows.Scan(&line); err != nil {
 			return classify(err)
 		}
-		if line != "ok" {
-			problems = append(problems, strings.TrimSpace(line))
+		// One row may hold several findings, one a line, after a
+		// "*** in database main ***" heading.
+		for _, p := range strings.Split(line, "\n") {
+			if p = strings.TrimSpace(p); p != "ok" && p != "" && !strings.HasPrefix(p, "*** in database") {
+				problems = append(problems, p)
+			}
 		}
 	}
 	if err := rows.Err(); err != nil {
