@@ -62,3 +62,26 @@ func labStore(path string) func(context.Context) (flow.Checkpointer, func(), err
 		return cp, func() { cp.Close() }, nil
 	}
 }
+
+// checkpointsForReading checks the checkpoints.sqlite of data dir dir
+// without changing it and, when it is sound and current, opens it
+// read-only: what verify reads while other processes use the data dir. The
+// store is nil for a file that cannot be read; close releases it.
+func checkpointsForReading(ctx context.Context, dir string) (check returns.FileCheck, cps flow.Checkpointer, close func(), err error) {
+	path := filepath.Join(dir, returns.CheckpointsFile)
+	check, err = checkpoints.CheckFile(ctx, path)
+	if err != nil || !check.Usable() {
+		return check, nil, func() {}, err
+	}
+	s, err := checkpoints.OpenSQLiteReadOnly(ctx, path)
+	if err != nil {
+		return check, nil, func() {}, err
+	}
+	return check, s, func() { s.Close() }, nil
+}
+
+// snapshotCheckpoints holds the data dir's checkpoints.sqlite at this
+// moment, for a backup (returns.BackupOptions.TakeCheckpoints).
+func (a *app) snapshotCheckpoints(ctx context.Context) (returns.Snapshot, error) {
+	return checkpoints.TakeSnapshot(ctx, filepath.Join(a.data, returns.CheckpointsFile))
+}

@@ -55,6 +55,7 @@ func (e *InconsistentError) Is(target error) bool { return target == ErrInconsis
 // exist, of that draft; a head that ended cancelled, or failed without an
 // application, must not have one in the business file. The reads are by
 // primary key or unique index. snap nil (no checkpoint yet) passes.
+// (claimsNothingSubmitted says which failed heads count.)
 // Errors: *InconsistentError, storage errors.
 func (r *runner) reconcile(ctx context.Context, task string, snap *flow.Snapshot[State]) error {
 	if snap == nil {
@@ -69,10 +70,30 @@ func (r *runner) reconcile(ctx context.Context, task string, snap *flow.Snapshot
 	if st.Result != nil {
 		return r.applicationHeld(ctx, task, st)
 	}
-	if snap.Done() && (st.Stage == StageCancelled || st.Stage == StageFailed) {
+	if snap.Done() && claimsNothingSubmitted(st) {
 		return r.noApplication(ctx, task, st)
 	}
 	return nil
+}
+
+// claimsNothingSubmitted reports whether a finished state says the task
+// made no application: cancelled, or failed for a reason that refuses a
+// submission (the order's eligibility, an expired draft). A run a guard
+// ended (attempts exhausted, say) claims nothing: its submit may have
+// committed before the crashes it gave up after.
+func claimsNothingSubmitted(st State) bool {
+	switch {
+	case st.Stage == StageCancelled:
+		return true
+	case st.Stage != StageFailed || st.Error == nil:
+		return false
+	}
+	switch st.Error.Code {
+	case CodeDraftExpired, CodeOrderNotFound, business.ReasonNotDelivered, business.ReasonReturnWindowClosed,
+		business.ReasonFinalSale, business.ReasonOpenApplication:
+		return true
+	}
+	return false
 }
 
 // draftHeld checks that the draft st names exists in the business file and

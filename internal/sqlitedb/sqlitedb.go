@@ -230,6 +230,13 @@ func Open(ctx context.Context, path string, spec Spec) (*sql.DB, error) {
 	// process has open now is that process's to keep whole.
 	inWAL := hdr != nil && hdr[18] == 2 && hdr[19] == 2
 	left := fileLeftState(path)
+	if hdr != nil && !inWAL && left.walFrames && !left.inUse && int64(binary.BigEndian.Uint32(hdr[68:72])) == spec.ApplicationID {
+		// A file of ours in rollback-journal mode (a copy made by
+		// `assistant backup`, put back) with frames in a -wal beside it:
+		// they were written for the file it replaced, and SQLite would
+		// take the file for a WAL file and merge them.
+		return nil, fmt.Errorf("inspect: the file is in rollback-journal mode (a copy put back?), %s-wal holds frames of the file it replaced: %w", filepath.Base(path), ErrForeignWAL)
+	}
 	checks := inspection{
 		full: hdr != nil && !left.inUse && (left.walFrames || left.changed),
 		wal:  inWAL && left.walFrames && !left.inUse,

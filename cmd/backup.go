@@ -1,0 +1,68 @@
+package cmd
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"assistant/flow/returns"
+)
+
+func (a *app) newBackup() *cobra.Command {
+	return &cobra.Command{
+		Use:   "backup DIR",
+		Short: "Copy the data dir's two files into DIR, consistently, while other processes run; then verify the copy",
+		Long: `backup holds checkpoints.sqlite, then business.sqlite, each at one moment (a
+read transaction: no other process waits for it), and copies both into DIR
+with SQLite's online backup. Held in that order the pair agrees: a business
+row a checkpoint names is committed before the checkpoint. DIR must be new
+or empty; it becomes a data dir of its own (mode 0700, files 0600), each file
+self-contained (no -wal). The copy is then checked as ` + "`assistant verify`" + ` checks
+a data dir, and the report is printed; exit 1 when it is not clean.
+
+To restore, stop every process using the data dir, move its files aside
+(*.sqlite, *-wal, *-shm), copy DIR's two files in, and run ` + "`assistant verify`" + `
+(docs/recovery.md "Restoring a backup"). Restore both files: one alone does
+not agree with the other.`,
+		Example: `  assistant backup backups/2026-11-30
+  assistant --data backups/2026-11-30 verify`,
+		Args: exactArgs(1, "backup needs DIR"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := returns.CheckBackupDir(a.data, args[0]); err != nil {
+				return err // nothing read or made yet
+			}
+			res, err := returns.Backup(c.Context(), returns.BackupOptions{DataDir: a.data, Dir: args[0], TakeCheckpoints: a.snapshotCheckpoints})
+			if err != nil {
+				return ran(err)
+			}
+			if res.Verify, err = verifyDir(c.Context(), args[0]); err != nil {
+				return ran(fmt.Errorf("verify the backup in %s: %w", args[0], err))
+			}
+			if err := a.renderBackup(res); err != nil {
+				return err
+			}
+			if !res.Verify.Clean {
+				a.reported = true // the report on stdout names every error
+				return ran(fmt.Errorf("the backup in %s does not verify clean: %d error(s), each listed with its fix; the data dir has them too (%w)",
+					args[0], res.Verify.Errors(), returns.ErrInconsistent))
+			}
+			return nil
+		},
+	}
+}
+
+// renderBackup prints what backup did as JSON, or as text for a person.
+func (a *app) renderBackup(res *returns.BackupResult) error {
+	if a.output == "json" {
+		return writeJSON(a.stdout, res)
+	}
+	var b strings.Builder
+	for _, f := range res.Files {
+		fmt.Fprintf(&b, "Copied %s (%d bytes) to %s.\n", f.File, f.Bytes, res.Dir)
+	}
+	if _, err := fmt.Fprint(a.stdout, b.String()); err != nil {
+		return err
+	}
+	return writeVerify(a.stdout, res.Verify)
+}

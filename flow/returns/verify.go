@@ -1,0 +1,367 @@
+package returns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"assistant/business"
+	"assistant/flow"
+	"assistant/runs"
+)
+
+// VerifySchemaVersion is the schema_version of the JSON that `assistant
+// verify` prints (docs/cli.md "verify").
+const VerifySchemaVersion = 1
+
+// Severities of a Finding.
+const (
+	// SeverityError: the two files contradict each other, or a file is
+	// damaged; the flow refuses the task (ErrInconsistent) or the file, and
+	// only a restore sets it right. Verify exits 1.
+	SeverityError = "error"
+	// SeverityWarning: a state the flow sets right by itself the next time
+	// the task is resumed or recovered (a record behind or ahead of its
+	// run, a run lost before its first checkpoint); listed with the
+	// command that does it. Verify still exits 0.
+	SeverityWarning = "warning"
+)
+
+// Finding is one problem Verify found: the task (or file) it concerns, what
+// is wrong, and what to do.
+type Finding struct {
+	Severity string `json:"severity"`
+	Task     string `json:"task,omitempty"`
+	File     string `json:"file,omitempty"`
+	Problem  string `json:"problem"`
+	Fix      string `json:"fix"`
+}
+
+// FileReport is what Verify found about one file of the data dir.
+type FileReport struct {
+	File string `json:"file"`
+	// Exists: the file is there and not empty.
+	Exists bool `json:"exists"`
+	// SchemaVersion is its PRAGMA user_version (0 when unread).
+	SchemaVersion int64 `json:"schema_version"`
+	// DataDirID is the data dir identity it carries, or null.
+	DataDirID *string `json:"data_dir_id"`
+	// Integrity is "ok", or "failed" when a problem of the file is listed
+	// in the findings.
+	Integrity string `json:"integrity"`
+}
+
+// VerifyReport is what Verify found in a data dir. Clean is true when no
+// finding is an error.
+type VerifyReport struct {
+	SchemaVersion int          `json:"schema_version"`
+	DataDir       string       `json:"data_dir"`
+	Clean         bool         `json:"clean"`
+	Files         []FileReport `json:"files"`
+	// Tasks is how many tasks (records and runs) the cross-file checks
+	// read.
+	Tasks    int       `json:"tasks_checked"`
+	Findings []Finding `json:"findings"`
+}
+
+// Errors counts the findings of severity error.
+func (r *VerifyReport) Errors() int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Severity == SeverityError {
+			n++
+		}
+	}
+	return n
+}
+
+// FileCheck is what a store's CheckFile found in one file of the data dir,
+// read-only (business.FileCheck).
+type FileCheck = business.FileCheck
+
+// VerifyOptions are the input of Verify. The checkpoint file is read by the
+// caller, who knows the store package: CheckpointsFile is what its
+// CheckFile found, Checkpoints the file opened read-only (nil when it
+// cannot be).
+type VerifyOptions struct {
+	DataDir         string
+	CheckpointsFile FileCheck
+	Checkpoints     flow.Checkpointer
+	// Now is the wall clock (a lease's expiry); nil means time.Now.
+	Now func() time.Time
+}
+
+// threadLister is the read a checkpoint store needs for Verify: every
+// thread it holds (checkpoints.SQLite.Threads).
+type threadLister interface {
+	Threads(ctx context.Context) ([]string, error)
+}
+
+// fixRestore is what to do about a contradiction between the two files.
+const fixRestore = "restore both files from one `assistant backup` taken before the damage (docs/recovery.md \"Restoring a backup\")"
+
+// Verify checks the data dir without writing anything, while other
+// processes may use it: both files' PRAGMA integrity_check, schema and
+// -wal; their pairing (one data dir identity); and every cross-file
+// invariant: each run's draft and application exist in the business file,
+// of the task and its user; each task record agrees with its run (the
+// same user and order, a recorded submission whose application exists, a
+// run for every record and a record for every run); no application
+// without its draft. Runs are read before the business file, whose rows a
+// checkpoint names are committed first, so a file written meanwhile is
+// never taken for a contradiction. Errors are failures to read; what is
+// wrong with the data dir is in the report's findings.
+func Verify(ctx context.Context, o VerifyOptions) (*VerifyReport, error) {
+	if err := PrepareDataDir(o.DataDir, false); err != nil {
+		return nil, err
+	}
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	rep := &VerifyReport{SchemaVersion: VerifySchemaVersion, DataDir: o.DataDir, Findings: []Finding{}}
+	deskPath := filepath.Join(o.DataDir, BusinessFile)
+	deskCheck, err := business.CheckFile(ctx, deskPath)
+	if err != nil {
+		return nil, fmt.Errorf("verify %s: %w", deskPath, err)
+	}
+	rep.addFile(CheckpointsFile, o.CheckpointsFile)
+	rep.addFile(BusinessFile, deskCheck)
+	rep.addPairing(o.CheckpointsFile, deskCheck)
+	if o.CheckpointsFile.Usable() && deskCheck.Usable() && o.Checkpoints != nil {
+		desk, err := business.OpenReadOnly(ctx, deskPath)
+		if err != nil {
+			return nil, err
+		}
+		defer desk.Close()
+		v, err := newVerifier(o.Checkpoints, desk, now)
+		if err != nil {
+			return nil, err
+		}
+		if err := v.check(ctx, rep); err != nil {
+			return nil, fmt.Errorf("verify %s: %w", o.DataDir, err)
+		}
+	}
+	rep.Clean = rep.Errors() == 0
+	return rep, nil
+}
+
+// addFile records one file's check in the report.
+func (r *VerifyReport) addFile(name string, c business.FileCheck) {
+	f := FileReport{File: name, Exists: c.Exists, SchemaVersion: c.Version, Integrity: "ok"}
+	if c.DataDirID != "" {
+		id := c.DataDirID
+		f.DataDirID = &id
+	}
+	if len(c.Problems) > 0 {
+		f.Integrity = "failed"
+	}
+	for _, p := range c.Problems {
+		r.Findings = append(r.Findings, Finding{Severity: SeverityError, File: name, Problem: p,
+			Fix: "restore the data dir from an `assistant backup` (docs/recovery.md \"Restoring a backup\"), or move the file aside"})
+	}
+	if c.Older {
+		r.Findings = append(r.Findings, Finding{Severity: SeverityWarning, File: name,
+			Problem: fmt.Sprintf("schema version %d, older than this build's; its rows were not checked", c.Version),
+			Fix:     "run any other command of this build (it migrates the file), then `assistant verify` again"})
+	}
+	r.Files = append(r.Files, f)
+}
+
+// addPairing checks that the two files carry one data dir identity, and
+// that neither is lost while the other holds data.
+func (r *VerifyReport) addPairing(cps, desk business.FileCheck) {
+	switch {
+	case !cps.Exists && !desk.Exists:
+		return
+	case !cps.Exists || !desk.Exists:
+		lost, other := CheckpointsFile, BusinessFile
+		if !desk.Exists {
+			lost, other = BusinessFile, CheckpointsFile
+		}
+		r.Findings = append(r.Findings, Finding{Severity: SeverityWarning, File: lost,
+			Problem: fmt.Sprintf("%s is missing or empty while %s is there", lost, other),
+			Fix:     "if tasks were run in this data dir, restore both files from one `assistant backup`; a new data dir's first command makes it"})
+	case cps.DataDirID != "" && desk.DataDirID != "" && cps.DataDirID != desk.DataDirID:
+		r.Findings = append(r.Findings, Finding{Severity: SeverityError, File: BusinessFile,
+			Problem: fmt.Sprintf("the files belong to different data dirs: %s carries %s, %s carries %s", CheckpointsFile, cps.DataDirID, BusinessFile, desk.DataDirID),
+			Fix:     "put back the file that belongs with the other: " + fixRestore})
+	}
+}
+
+// verifier holds what the cross-file checks read through.
+type verifier struct {
+	cps   flow.Checkpointer
+	desk  *business.Store
+	runs  *runs.Store
+	r     *runner // reconcile's reads, over the read-only stores
+	svc   *Service
+	graph *flow.Runnable[State]
+}
+
+func newVerifier(cps flow.Checkpointer, desk *business.Store, now func() time.Time) (*verifier, error) {
+	g, err := Build(Deps{Desk: desk, Now: now}).Compile(flow.Options{Checkpointer: cps, Now: now})
+	if err != nil {
+		return nil, fmt.Errorf("compile return graph: %w", err)
+	}
+	// A Service of its own only for the liveness of leases (holderAlive):
+	// it opens nothing.
+	svc := &Service{desk: desk, now: now, me: newIdentity()}
+	return &verifier{cps: cps, desk: desk, runs: runs.New(desk.Handle(), now), svc: svc, graph: g,
+		r: &runner{svc: svc, desk: desk, graph: g}}, nil
+}
+
+// check runs the cross-file checks into rep.
+func (v *verifier) check(ctx context.Context, rep *VerifyReport) error {
+	lister, ok := v.cps.(threadLister)
+	if !ok {
+		return errors.New("the checkpoint store cannot list its threads")
+	}
+	// The runs first: a business row a checkpoint names is committed before
+	// the checkpoint, so rows read after the runs hold every one of them.
+	threads, err := lister.Threads(ctx)
+	if err != nil {
+		return err
+	}
+	heads := make(map[string]*flow.Snapshot[State], len(threads))
+	undecodable := map[string]error{}
+	for _, id := range threads {
+		snap, err := v.graph.State(ctx, id)
+		var de *flow.StateDecodeError
+		switch {
+		case errors.As(err, &de):
+			undecodable[id] = err
+		case err != nil && !errors.Is(err, flow.ErrThreadNotFound):
+			return err
+		default:
+			heads[id] = snap
+		}
+	}
+	tasks, err := v.runs.ListTasks(ctx, "", "")
+	if err != nil {
+		return err
+	}
+	records := make(map[string]runs.TaskRecord, len(tasks))
+	for _, t := range tasks {
+		records[t.ID] = t
+	}
+	for _, id := range threads {
+		t, ok := records[id]
+		switch {
+		case !ok:
+			v.orphanRun(rep, id, heads[id])
+		case t.Kind == runs.KindBatch:
+		case undecodable[id] != nil:
+			rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: id, Problem: undecodable[id].Error(),
+				Fix: fmt.Sprintf("`assistant history %s` shows the stored state; a build that knows its format can go on with it", id)})
+		default:
+			if err := v.task(ctx, rep, t, heads[id]); err != nil {
+				return err
+			}
+		}
+	}
+	rep.Tasks = len(records)
+	for _, id := range threads {
+		if _, ok := records[id]; !ok {
+			rep.Tasks++
+		}
+	}
+	for _, t := range tasks {
+		if _, ok := heads[t.ID]; !ok && undecodable[t.ID] == nil {
+			v.recordWithoutRun(rep, t)
+		}
+	}
+	apps, err := v.desk.CheckApplications(ctx)
+	if err != nil {
+		return err
+	}
+	for _, p := range apps {
+		rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, File: BusinessFile,
+			Problem: fmt.Sprintf("application %s: %s", p.Application.ID, p.Problem), Fix: fixRestore})
+	}
+	return nil
+}
+
+// orphanRun reports a run whose task the business file has no record of.
+func (v *verifier) orphanRun(rep *VerifyReport, id string, snap *flow.Snapshot[State]) {
+	stage := "unknown"
+	if snap != nil && snap.Values.Stage != "" {
+		stage = snap.Values.Stage
+	}
+	rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, Task: id,
+		Problem: fmt.Sprintf("%s holds its run (stage %s), %s has no record of the task", CheckpointsFile, stage, BusinessFile),
+		Fix:     fixRestore})
+}
+
+// recordWithoutRun reports a task record whose run the checkpoint file does
+// not hold: killed before its first checkpoint, or an older checkpoint
+// file. The flow runs it again from its recorded input, reusing what the
+// business file holds (its draft, its application).
+func (v *verifier) recordWithoutRun(rep *VerifyReport, t runs.TaskRecord) {
+	if v.svc.holderAlive(t.Lease) {
+		return // a live process is running it now
+	}
+	fix := fmt.Sprintf("`assistant resume %s` runs it again from its recorded input and reuses its draft and application", t.ID)
+	if t.Kind == runs.KindBatch {
+		fix = fmt.Sprintf("`assistant resume %s` runs the batch again; rows already handled are skipped", t.ID)
+	}
+	rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: t.ID,
+		Problem: fmt.Sprintf("%s records it (%s, stage %q), %s holds no run of it", BusinessFile, t.Status, t.Stage, CheckpointsFile),
+		Fix:     fix})
+}
+
+// task checks one return task that has both a record and a run.
+func (v *verifier) task(ctx context.Context, rep *VerifyReport, t runs.TaskRecord, snap *flow.Snapshot[State]) error {
+	st := snap.Values
+	if st.User != t.User || st.Order != t.OrderID {
+		rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, Task: t.ID,
+			Problem: fmt.Sprintf("%s holds a run of user %s for order %s, %s a task of user %s for order %s", CheckpointsFile, st.User, st.Order, BusinessFile, t.User, t.OrderID),
+			Fix:     fixRestore})
+		return nil
+	}
+	err := v.r.reconcile(ctx, t.ID, snap)
+	var ie *InconsistentError
+	if errors.As(err, &ie) {
+		rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, Task: t.ID,
+			Problem: fmt.Sprintf("%s says %s, but %s %s", CheckpointsFile, ie.Checkpoints, BusinessFile, ie.Business), Fix: fixRestore})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if t.Stage == StageSubmitted || (t.Status == StatusDone && t.Kind != runs.KindBatch) {
+		_, err := v.desk.ApplicationByTask(ctx, t.ID)
+		if errors.Is(err, business.ErrNotFound) {
+			rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, Task: t.ID,
+				Problem: fmt.Sprintf("its record in %s says %s/%s, but %s holds no application of it", BusinessFile, t.Status, t.Stage, BusinessFile),
+				Fix:     fixRestore})
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	v.recordAndRun(rep, t, view(t, snap))
+	return nil
+}
+
+// recordAndRun reports a record whose status is not its run's, when no
+// live process holds the task: a process killed after its last checkpoint
+// (the record is behind), or a backup or power loss that kept a newer
+// business file than checkpoint file (the record is ahead). The flow sets
+// either right at the next resume of the task.
+func (v *verifier) recordAndRun(rep *VerifyReport, t runs.TaskRecord, head *View) {
+	if head.Status == t.Status || v.svc.holderAlive(t.Lease) ||
+		(t.Status == StatusInterrupted && head.Status == StatusRunning) {
+		return
+	}
+	fix := fmt.Sprintf("`assistant resume %s` sets the record right", t.ID)
+	if head.Status == StatusWaiting {
+		fix = fmt.Sprintf("answer its question (`assistant show %s`): the answer is checked against %s, which keeps what it holds", t.ID, BusinessFile)
+	}
+	rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: t.ID,
+		Problem: fmt.Sprintf("its record says %s, its run %s (stage %s)", t.Status, head.Status, head.Stage),
+		Fix:     fix})
+}
