@@ -94,6 +94,26 @@ func TestStopIsFinal(t *testing.T) {
 	if _, stderr, code := run(t, dir, "stop", "t1", "--wait", "100ms"); code != 0 {
 		t.Fatalf("stop: exit %d, %s", code, stderr)
 	}
+	defer func() {
+		// show agrees with the record: the stop stands at the question the
+		// run had reached; a plain resume puts the question back.
+		if v := mustRun(t, dir, "show", "t1"); v["status"] != "interrupted" {
+			t.Errorf("show after the stop: %v, want interrupted", v["status"])
+		}
+		// The answer was saved before the stop took effect, or it was not:
+		// resuming applies it, or asks the question again.
+		v := mustRun(t, dir, "resume", "t1")
+		switch v["status"] {
+		case "waiting":
+			v = mustRun(t, dir, "resume", "t1", "--action", "approve")
+		case "done":
+		default:
+			t.Fatalf("resume after the stop: %v, want waiting or done", v["status"])
+		}
+		if v["status"] != "done" || applications(t, dir, "t1") != "1" {
+			t.Errorf("after the stop and a resume: %v, %s applications; want done and 1", v["status"], applications(t, dir, "t1"))
+		}
+	}()
 	eventually(t, "t1 reads interrupted", func() bool { return record(t, dir, "t1", "status") == "interrupted" })
 	stoppedAt := time.Now().UTC().Format("2006-01-02T15:04:05.000000000Z")
 	release()
@@ -116,10 +136,6 @@ func TestStopIsFinal(t *testing.T) {
 	}
 	if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM steps WHERE task_id = 't1' AND status = 'failed' AND error LIKE 'run interrupted%'`); got == "0" {
 		t.Errorf("the timeline records no interrupted step")
-	}
-	// The stopped task goes on when a person resumes it.
-	if v := mustRun(t, dir, "resume", "t1", "--action", "approve"); v["status"] != "done" || applications(t, dir, "t1") != "1" {
-		t.Errorf("approve after the stop: %v, %s applications; want done and 1", v["status"], applications(t, dir, "t1"))
 	}
 }
 
@@ -348,4 +364,71 @@ func TestOverlappingBatches(t *testing.T) {
 	if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM tasks WHERE status = 'running'`); got != "0" {
 		t.Errorf("%s tasks left running", got)
 	}
+}
+
+// TestPausedBatchIsFenced is case 3 for a batch, whose paused process may
+// hold the checkpoint file's write lock: a takeover raises the fence before
+// it takes the lease, so either recover cannot fence (exit 3) and leaves the
+// lease as it was, or it takes the batch over and the paused process,
+// resumed, writes nothing more and exits 3. Either way the batch ends done
+// with each row once.
+func TestPausedBatchIsFenced(t *testing.T) {
+	dir := t.TempDir()
+	proc, _ := startBatch(t, dir, batchFile(t, 6000))
+	waitPosition(t, dir, "b1", 300, proc)
+	pauseOutsideChunk(t, dir, proc, `UPDATE tasks SET lease_host = 'elsewhere', lease_until = '2000-01-01T00:00:00.000000000Z' WHERE task_id = 'b1'`)
+	owner, epoch := record(t, dir, "b1", "lease_owner"), record(t, dir, "b1", "lease_epoch")
+	_, stderr, code := run(t, dir, "recover")
+	t.Logf("recover: exit %d (3: it could not fence and left the lease; 0: it took the batch over)", code)
+	switch code {
+	case 3:
+		if o, e := record(t, dir, "b1", "lease_owner"), record(t, dir, "b1", "lease_epoch"); o != owner || e != epoch {
+			t.Errorf("recover that could not fence changed the lease: owner %s epoch %s, was %s %s", o, e, owner, epoch)
+		}
+	case 0:
+		if got := query(t, dir, "checkpoints.sqlite", `SELECT epoch FROM fences WHERE thread_id = 'b1'`); got != fmt.Sprint(atoi(epoch)+1) {
+			t.Errorf("fence after the takeover = %s, want %d", got, atoi(epoch)+1)
+		}
+	default:
+		t.Fatalf("recover: exit %d, %s", code, stderr)
+	}
+	if err := proc.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	_ = proc.Wait()
+	if code == 3 {
+		mustRun(t, dir, "recover") // the batch may have ended on its own
+	}
+	if v := mustRun(t, dir, "show", "b1"); v["status"] != "done" {
+		t.Fatalf("b1 after both: %v", v)
+	}
+	if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM drafts WHERE task_id LIKE 'row-%'`); got != "6000" {
+		t.Errorf("%s row drafts, want 6000", got)
+	}
+}
+
+// pauseOutsideChunk stops proc (SIGSTOP) at a moment it does not hold the
+// business file's write lock (a batch holds it for a chunk) and runs stmt
+// on that file then; it tries again, letting proc run a moment, while the
+// lock is held.
+func pauseOutsideChunk(t *testing.T, dir string, proc *exec.Cmd, stmt string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "business.sqlite")+"?_pragma=busy_timeout(100)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for try := 0; try < 100; try++ {
+		if err := proc.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(stmt); err == nil {
+			return
+		}
+		if err := proc.Process.Signal(syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond) // let the batch end its chunk
+	}
+	t.Fatal("the batch never let go of the business file's write lock")
 }

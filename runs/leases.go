@@ -88,9 +88,11 @@ const (
 	HolderGone
 )
 
-// mayTakeOver reports whether a lease held by another owner may be taken
-// over at now, given what check says of its holder.
-func mayTakeOver(held Lease, now time.Time, check func(Lease) Liveness) bool {
+// MayTakeOver reports whether a lease held by another owner may be taken
+// over at now, given what check says of its holder: when it is gone, or
+// nothing tells and the lease has lapsed. It is AcquireLease's rule, for a
+// caller that must act before taking over (raise a fence).
+func MayTakeOver(held Lease, now time.Time, check func(Lease) Liveness) bool {
 	switch check(held) {
 	case HolderGone:
 		return true
@@ -142,7 +144,7 @@ func (s *Store) AcquireLease(ctx context.Context, taskID string, me Lease, now t
 		if held.Until, err = parseTime(until); err != nil {
 			return Acquired{}, fmt.Errorf("acquire lease of task %s: %w", taskID, err)
 		}
-		if !mayTakeOver(held, now, check) {
+		if !MayTakeOver(held, now, check) {
 			return Acquired{}, &LeaseHeldError{Task: taskID, Lease: held}
 		}
 		a.TookOver = true
@@ -314,7 +316,7 @@ func (s *Store) StaleTasks(ctx context.Context, now time.Time, check func(Lease)
 	}
 	var out []TaskRecord
 	for _, t := range running {
-		if t.Lease.Owner == "" || mayTakeOver(t.Lease, now, check) {
+		if t.Lease.Owner == "" || MayTakeOver(t.Lease, now, check) {
 			out = append(out, t)
 		}
 	}

@@ -108,6 +108,10 @@ func (r *runner) lease() runs.Lease {
 func (r *runner) acquire(ctx context.Context, t *runs.TaskRecord) error {
 	now := r.svc.now().UTC()
 	l := r.lease()
+	fenced, err := r.fenceBeforeTakeover(ctx, t.ID, now)
+	if err != nil {
+		return err
+	}
 	got, err := r.runs.AcquireLease(ctx, t.ID, l, now, r.svc.liveness)
 	var held *runs.LeaseHeldError
 	switch {
@@ -125,9 +129,9 @@ func (r *runner) acquire(ctx context.Context, t *runs.TaskRecord) error {
 	r.beginRecovery(ctx, *t, got.PrevStatus, now)
 	l.Epoch = got.Epoch
 	t.Status, t.Lease = StatusRunning, l
-	if got.TookOver {
-		// The former holder may still run (paused past its lease): fence
-		// the thread before this process writes, so its writes are refused.
+	if got.TookOver && got.Epoch != fenced {
+		// Taken over from a holder this process did not see before (it
+		// came and went meanwhile): fence at the epoch actually taken.
 		if err := r.fence(ctx, t.ID, l.Epoch); err != nil {
 			return err
 		}
@@ -143,6 +147,28 @@ func (r *runner) acquire(ctx context.Context, t *runs.TaskRecord) error {
 	return err
 }
 
+// fenceBeforeTakeover raises the thread's fence to the epoch a takeover of
+// task would take, before the lease is taken, when the task's lease (read
+// afresh) is another owner's that may be taken over now. The former holder
+// may still run (paused past its lease): once the fence is up, it writes no
+// checkpoint, and only then does this process take the lease, so no moment
+// exists where this process holds the task and the former holder can still
+// write. A fence that cannot be raised (the checkpoint file locked) leaves
+// the lease untouched. It returns the epoch fenced, 0 when none.
+func (r *runner) fenceBeforeTakeover(ctx context.Context, task string, now time.Time) (int64, error) {
+	if _, ok := r.cps.(flow.Fencer); !ok {
+		return 0, nil
+	}
+	l, _, err := r.runs.TaskLease(ctx, task)
+	if err != nil || l.Owner == "" || l.Owner == r.svc.me.owner || !runs.MayTakeOver(l, now, r.svc.liveness) {
+		return 0, nil // AcquireLease reports what is wrong
+	}
+	if err := r.fence(ctx, task, l.Epoch+1); err != nil {
+		return 0, err
+	}
+	return l.Epoch + 1, nil
+}
+
 // fence raises the thread's fence in the checkpoint store to epoch, when
 // the store can fence (flow.Fencer). A fence already above it means a
 // newer holder exists: ErrConflict.
@@ -152,9 +178,9 @@ func (r *runner) fence(ctx context.Context, task string, epoch int64) error {
 		return nil
 	}
 	if err := f.Fence(ctx, task, epoch); errors.Is(err, flow.ErrFenced) {
-		return fmt.Errorf("task %s: %w (%v)", task, ErrConflict, err)
+		return fmt.Errorf("%w: %v", ErrConflict, err)
 	} else if err != nil {
-		return fmt.Errorf("task %s: %w", task, err)
+		return err
 	}
 	return nil
 }

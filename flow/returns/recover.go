@@ -2,6 +2,7 @@ package returns
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -68,6 +69,15 @@ func (s *Service) Recover(ctx context.Context) ([]Recovered, error) {
 		v, err := s.Resume(ctx, ResumeOptions{Task: t.ID, User: t.User})
 		r := Recovered{Task: t.ID, User: t.User}
 		if err != nil {
+			// Another process (a resume, another recover) may have
+			// continued it between the look above and this one's lease:
+			// then it is recovered, not a failure.
+			raced := errors.Is(err, ErrInvalid) || errors.Is(err, ErrConflict)
+			if now, rerr := s.runs.Task(ctx, t.ID); raced && rerr == nil && now.Status != StatusRunning && now.Lease.Owner == "" {
+				r.Status, r.Stage = now.Status, now.Stage
+				out = append(out, r)
+				continue
+			}
 			r.err = Classify(err) // with its hint: a locked file says to try again
 			r.Error = r.err.Error()
 			failed = append(failed, r)

@@ -154,10 +154,15 @@ func (r *runner) answer(ctx context.Context, t runs.TaskRecord, head *flow.Snaps
 // checkpoint and before it let go of the task leaves the record behind the
 // head, so set it right, and report the progress unchanged.
 func (r *runner) settled(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[State], o ResumeOptions) (*View, error) {
-	if err := r.repair(ctx, t, view(t, snap)); err != nil {
+	v := view(t, snap)
+	if v.Status == StatusInterrupted {
+		// Stopped after it reached its question: resuming it puts the
+		// question back to the person.
+		v.Status = StatusWaiting
+	}
+	if err := r.repair(ctx, t, v); err != nil {
 		return nil, err
 	}
-	v := view(t, snap)
 	if snap.Done() && o.Action == ActionApprove && v.Result != nil {
 		// Approving a submitted task again: the application is reused.
 		v.Result.Reused = true

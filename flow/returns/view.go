@@ -92,6 +92,11 @@ func view(t runs.TaskRecord, snap *flow.Snapshot[State]) *View {
 		k := v.Interrupts[0].Kind
 		v.Kind = &k
 		v.Status = StatusWaiting
+		if t.Status == StatusInterrupted {
+			// Stopped by an operator after it reached the question: the
+			// stop stands until a person answers or resumes it.
+			v.Status = StatusInterrupted
+		}
 		if k == KindNeedReason {
 			v.Stage = StageNeedReason
 		}
