@@ -252,6 +252,7 @@ func runFaultCase(t *testing.T, sc scenario, k int, point, wantFinal string) (fa
 	}
 	// 5. Expiry across the crash.
 	c.checks[4] = expiryAcrossCrash(t, sc, k, point)
+	verifyClean(t, dir) // the data dir the recovery leaves: the two files agree
 	return c, true
 }
 
@@ -441,6 +442,7 @@ func TestChaos(t *testing.T) {
 			t.Errorf("%s integrity_check: %s", f, got)
 		}
 	}
+	verifyClean(t, dir)
 }
 
 // TestBatchFaultPoints kills a batch at each fault point of its row step

@@ -137,6 +137,7 @@ func checkBatchDone(t *testing.T, dir, batch string, n int) {
 			t.Errorf("%s integrity_check: %s", f, got)
 		}
 	}
+	verifyClean(t, dir)
 }
 
 func TestConcurrentApprovals(t *testing.T) {

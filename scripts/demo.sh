@@ -87,6 +87,11 @@ echo "exit $rc (killed)"
 step 0 resume return-30 --action approve; expect '"reused": true'
 
 echo
+echo "== 6. the two files agree: verify reads both and writes nothing; backup copies them while processes may run"
+step 0 verify; expect '"clean": true'
+step 0 backup "$work/backup"; expect '"clean": true'
+
+echo
 echo "== the tasks in $data"
 "$bin" --data "$data" --output text list
 echo
