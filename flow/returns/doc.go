@@ -19,7 +19,10 @@
 //   - view.go, history.go, prune.go, orders.go: what is printed, a task's
 //     history, pruning, orders;
 //   - errors.go, fault.go: the sentinels that choose exit codes, and fault
-//     injection.
+//     injection;
+//   - reconcile.go, verify.go, backup.go: a head checked against the
+//     business file before it is used (ErrInconsistent), the read-only
+//     check of a data dir, and its consistent copy.
 //
 // How a command passes through it, e.g. `assistant resume T --action
 // approve`: cmd opens the checkpoint store and calls Open, which opens the
