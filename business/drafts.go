@@ -372,3 +372,34 @@ func newID(prefix string) (string, error) {
 	}
 	return prefix + u.String(), nil
 }
+
+// HeldRows is what the business file holds of a draft and an application
+// that a checkpoint names (Store.Held): who each belongs to, or nothing.
+type HeldRows struct {
+	// DraftFound, with the draft's task and user.
+	DraftFound           bool
+	DraftTask, DraftUser string
+	// ApplicationFound, with the application's draft and user.
+	ApplicationFound                  bool
+	ApplicationDraft, ApplicationUser string
+}
+
+// Held reads, in one statement by primary key, the draft draftID and the
+// application applicationID ("" for none asked): the check a checkpoint
+// that names them must pass before it is used (flow/returns reconcile).
+func (s *Store) Held(ctx context.Context, draftID, applicationID string) (HeldRows, error) {
+	var (
+		h                                    HeldRows
+		draftTask, draftUser, appDraft, appU sql.NullString
+	)
+	err := s.h.Q().QueryRowContext(ctx, `SELECT
+		(SELECT task_id FROM drafts WHERE draft_id = ?1), (SELECT user FROM drafts WHERE draft_id = ?1),
+		(SELECT draft_id FROM applications WHERE application_id = ?2), (SELECT user FROM applications WHERE application_id = ?2)`,
+		draftID, applicationID).Scan(&draftTask, &draftUser, &appDraft, &appU)
+	if err != nil {
+		return h, fmt.Errorf("draft %s, application %s: %w", draftID, applicationID, err)
+	}
+	h.DraftFound, h.DraftTask, h.DraftUser = draftTask.Valid, draftTask.String, draftUser.String
+	h.ApplicationFound, h.ApplicationDraft, h.ApplicationUser = appDraft.Valid, appDraft.String, appU.String
+	return h, nil
+}

@@ -62,16 +62,48 @@ func (r *runner) reconcile(ctx context.Context, task string, snap *flow.Snapshot
 		return nil
 	}
 	st := snap.Values
-	if st.Draft != nil {
-		if err := r.draftHeld(ctx, task, st); err != nil {
+	if st.Draft != nil || st.Result != nil {
+		if err := r.rowsHeld(ctx, task, st); err != nil {
 			return err
 		}
 	}
-	if st.Result != nil {
-		return r.applicationHeld(ctx, task, st)
-	}
-	if snap.Done() && claimsNothingSubmitted(st) {
+	if st.Result == nil && snap.Done() && claimsNothingSubmitted(st) {
 		return r.noApplication(ctx, task, st)
+	}
+	return nil
+}
+
+// rowsHeld checks, in one read by primary key, that the draft st names
+// exists in the business file and is task's and st.User's, and that the
+// application st reports exists and was made from that draft.
+func (r *runner) rowsHeld(ctx context.Context, task string, st State) error {
+	var draftID, appID string
+	if st.Draft != nil {
+		draftID = st.Draft.ID
+	}
+	if st.Result != nil {
+		appID = st.Result.ApplicationID
+	}
+	h, err := r.desk.Held(ctx, draftID, appID)
+	if err != nil {
+		return fmt.Errorf("reconcile %s: %w", task, err)
+	}
+	if st.Draft != nil {
+		switch {
+		case !h.DraftFound:
+			return &InconsistentError{Task: task, Checkpoints: "its draft is " + draftID, Business: "has no draft " + draftID}
+		case h.DraftTask != task || h.DraftUser != st.User:
+			return &InconsistentError{Task: task, Checkpoints: "its draft is " + draftID, Business: fmt.Sprintf("holds draft %s for task %s", draftID, h.DraftTask)}
+		}
+	}
+	if st.Result != nil {
+		claim := "it was submitted as application " + appID
+		switch {
+		case !h.ApplicationFound:
+			return &InconsistentError{Task: task, Checkpoints: claim, Business: "has no application " + appID}
+		case st.Draft == nil || h.ApplicationDraft != draftID || h.ApplicationUser != st.User:
+			return &InconsistentError{Task: task, Checkpoints: claim, Business: fmt.Sprintf("holds %s for draft %s", appID, h.ApplicationDraft)}
+		}
 	}
 	return nil
 }
@@ -94,38 +126,6 @@ func claimsNothingSubmitted(st State) bool {
 		return true
 	}
 	return false
-}
-
-// draftHeld checks that the draft st names exists in the business file and
-// is task's and st.User's.
-func (r *runner) draftHeld(ctx context.Context, task string, st State) error {
-	d, err := r.desk.Draft(ctx, st.Draft.ID)
-	switch {
-	case errors.Is(err, business.ErrNotFound):
-		return &InconsistentError{Task: task, Checkpoints: "its draft is " + st.Draft.ID, Business: "has no draft " + st.Draft.ID}
-	case err != nil:
-		return fmt.Errorf("reconcile %s: %w", task, err)
-	case d.TaskID != task || d.User != st.User:
-		return &InconsistentError{Task: task, Checkpoints: "its draft is " + st.Draft.ID, Business: fmt.Sprintf("holds draft %s for task %s", d.ID, d.TaskID)}
-	}
-	return nil
-}
-
-// applicationHeld checks that the application st reports exists in the
-// business file and was made from st's draft.
-func (r *runner) applicationHeld(ctx context.Context, task string, st State) error {
-	id := st.Result.ApplicationID
-	a, err := r.desk.Application(ctx, id)
-	claim := "it was submitted as application " + id
-	switch {
-	case errors.Is(err, business.ErrNotFound):
-		return &InconsistentError{Task: task, Checkpoints: claim, Business: "has no application " + id}
-	case err != nil:
-		return fmt.Errorf("reconcile %s: %w", task, err)
-	case st.Draft == nil || a.DraftID != st.Draft.ID || a.User != st.User:
-		return &InconsistentError{Task: task, Checkpoints: claim, Business: fmt.Sprintf("holds %s for draft %s", id, a.DraftID)}
-	}
-	return nil
 }
 
 // noApplication checks that a task whose head ended without an application

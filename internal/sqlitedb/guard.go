@@ -30,8 +30,8 @@ import (
 //   - Corruption. A statement that meets SQLITE_CORRUPT or SQLITE_NOTADB
 //     (a damaged page that the checks at open did not read) poisons the
 //     pool: the file gets a quick_check, the error says what it found and
-//     what to do, and every later statement, and every commit under way
-//     (the commit hook), fails. A damaged file is never written.
+//     what to do, and every later statement, and the commit of every
+//     transaction under way, fails. A damaged file is never written.
 type guard struct {
 	path    string
 	stamped atomic.Bool  // a write transaction of this pool raised the stamp
@@ -39,6 +39,22 @@ type guard struct {
 	mu      sync.Mutex
 	corrupt error // the poison, once a statement met corruption; nil before
 	damaged bool  // quick_check confirmed the damage
+	id      string
+	idKnown bool // id is the file's data dir identity, read by Open
+}
+
+// setDataDirID records the identity Open read ("" for a file without one).
+func (g *guard) setDataDirID(id string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.id, g.idKnown = id, true
+}
+
+// dataDirID returns the identity Open recorded, if it did.
+func (g *guard) dataDirID() (string, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.id, g.idKnown
 }
 
 // stampSQL raises the stamp. A file of a schema without DataDirTable (one
@@ -131,9 +147,8 @@ func quickCheckFile(path string) string {
 	return "ok"
 }
 
-// guardConnector makes the pool's connections: persistent-WAL mode, the
-// commit hook that refuses a commit once the pool is poisoned, and the
-// guardConn around each.
+// guardConnector makes the pool's connections: persistent-WAL mode, and
+// the guardConn around each.
 type guardConnector struct {
 	driver.Connector
 	g *guard
@@ -144,17 +159,6 @@ func (c guardConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	conn, err := persistentWAL{c.Connector}.Connect(ctx)
 	if err != nil {
 		return nil, err
-	}
-	if h, ok := conn.(sqlite.HookRegisterer); ok {
-		// A commit already under way when another statement met the
-		// corruption is turned into a rollback: nothing is written once
-		// the file is known to be damaged.
-		h.RegisterCommitHook(func() int32 {
-			if c.g.poisoned() != nil {
-				return 1
-			}
-			return 0
-		})
 	}
 	c.g.conns.Add(1)
 	return &guardConn{Conn: conn, g: c.g}, nil
@@ -307,11 +311,17 @@ type guardTx struct {
 	c *guardConn
 }
 
-// Commit commits; a stamping transaction that commits marks the pool
-// stamped.
+// Commit commits, unless the pool was poisoned meanwhile (another
+// statement met the damage while this transaction ran): then it rolls
+// back, and nothing is written once the file is known to be damaged. A
+// stamping transaction that commits marks the pool stamped.
 func (t *guardTx) Commit() error {
 	stamping := t.c.stamping
 	t.c.inTx, t.c.stamping = false, false
+	if p := t.c.g.poisoned(); p != nil {
+		_ = t.Tx.Rollback()
+		return p
+	}
 	if err := t.Tx.Commit(); err != nil {
 		if p := t.c.g.poisoned(); p != nil {
 			return p

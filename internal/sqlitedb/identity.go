@@ -51,10 +51,33 @@ func (e *PairError) Unwrap() error { return ErrPairMismatch }
 
 // DataDirID returns the data dir identity the file open on q carries: ""
 // when the file has no DataDirTable (a schema older than the pairing) or
-// no row in it yet.
+// no row in it yet. On a pool Open made, it returns the identity Open read
+// (it never changes once written), without a query.
 func DataDirID(ctx context.Context, q Querier) (string, error) {
+	if db, ok := q.(*sql.DB); ok {
+		if id, ok := openedDataDirID(ctx, db); ok {
+			return id, nil
+		}
+	}
 	id, _, err := dataDirRow(ctx, q)
 	return id, err
+}
+
+// openedDataDirID returns the identity Open recorded for the pool db, if it
+// is one of this package's.
+func openedDataDirID(ctx context.Context, db *sql.DB) (id string, ok bool) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return "", false
+	}
+	defer conn.Close()
+	_ = conn.Raw(func(dc any) error {
+		if gc, is := dc.(*guardConn); is {
+			id, ok = gc.g.dataDirID()
+		}
+		return nil
+	})
+	return id, ok
 }
 
 // dataDirRow returns the identity and the stamp of the file open on q
@@ -98,18 +121,11 @@ func PeekDataDirID(ctx context.Context, path string) (string, error) {
 	return DataDirID(ctx, db)
 }
 
-// checkDataDirID refuses a file open on q whose identity is not want ("":
-// any). A file without an identity yet passes: it gets want when it is
-// made or migrated.
-func checkDataDirID(ctx context.Context, q Querier, want string) error {
-	if want == "" {
-		return nil
-	}
-	have, err := DataDirID(ctx, q)
-	if err != nil {
-		return err
-	}
-	if have != "" && have != want {
+// checkPair refuses a file whose identity (have) is not want ("": any).
+// A file without an identity yet passes: it gets want when it is made or
+// migrated.
+func checkPair(have, want string) error {
+	if want != "" && have != "" && have != want {
 		return &PairError{Have: have, Want: want}
 	}
 	return nil

@@ -35,7 +35,8 @@ func OpenReadOnly(ctx context.Context, path string, spec Spec) (*sql.DB, error) 
 	if err != nil {
 		return nil, err
 	}
-	db := sql.OpenDB(guardConnector{connector, &guard{path: path}})
+	g := &guard{path: path}
+	db := sql.OpenDB(guardConnector{connector, g})
 	h, err := fileHeaderOf(ctx, db)
 	if err == nil {
 		err = h.check(spec)
@@ -47,17 +48,19 @@ func OpenReadOnly(ctx context.Context, path string, spec Spec) (*sql.DB, error) 
 		db.Close()
 		return nil, err
 	}
+	g.setDataDirID(h.dataDirID)
 	return db, nil
 }
 
-// fileHeaderOf reads the header fields in one read transaction of db.
+// fileHeaderOf reads the header fields and the data dir identity in one
+// read transaction of db.
 func fileHeaderOf(ctx context.Context, db *sql.DB) (fileHeader, error) {
 	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fileHeader{}, classify(err)
 	}
 	defer tx.Rollback()
-	return readHeader(ctx, tx)
+	return readHeaderPaired(ctx, tx)
 }
 
 // FileCheck is what CheckFile found in one file, read-only.

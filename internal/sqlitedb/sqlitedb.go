@@ -243,8 +243,9 @@ func Open(ctx context.Context, path string, spec Spec) (*sql.DB, error) {
 	}
 	viaPool := inWAL && !left.walFrames && !checks.full
 	current := false // ours, of the newest schema: nothing to migrate
+	var h fileHeader // what the inspection read
 	if !viaPool {
-		h, err := inspect(ctx, path, ms, hdr, spec, checks)
+		h, err = inspect(ctx, path, ms, hdr, spec, checks)
 		if err != nil {
 			if checks.full && errors.Is(err, ErrCorrupt) {
 				markUnchecked(path)
@@ -289,10 +290,10 @@ func Open(ctx context.Context, path string, spec Spec) (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := sql.OpenDB(guardConnector{connector, &guard{path: path}})
+	g := &guard{path: path}
+	db := sql.OpenDB(guardConnector{connector, g})
 	if viaPool {
-		h, err := inspectTx(ctx, db, path, hdr, spec, inspection{})
-		if err != nil {
+		if h, err = inspectTx(ctx, db, path, hdr, spec, inspection{}); err != nil {
 			db.Close()
 			return nil, fmt.Errorf("inspect: %w", err)
 		}
@@ -302,12 +303,19 @@ func Open(ctx context.Context, path string, spec Spec) (*sql.DB, error) {
 		// A file in WAL mode, ours and current: migrate would only take
 		// the write lock to read the version again (and wait for any
 		// writer, a batch's chunk, say).
+		g.setDataDirID(h.dataDirID)
 		return db, nil
 	}
 	if err := migrate(ctx, db, path, spec); err != nil {
 		db.Close()
 		return nil, err
 	}
+	id, _, err := dataDirRow(ctx, db) // written by the migration, or by another process's
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	g.setDataDirID(id)
 	return db, nil
 }
 
@@ -467,7 +475,7 @@ func inspectTx(ctx context.Context, db *sql.DB, path string, hdr []byte, spec Sp
 		return fileHeader{}, classify(err)
 	}
 	defer tx.Rollback()
-	h, err := readHeader(ctx, tx)
+	h, err := readHeaderPaired(ctx, tx)
 	if err != nil {
 		return h, err
 	}
@@ -477,7 +485,7 @@ func inspectTx(ctx context.Context, db *sql.DB, path string, hdr []byte, spec Sp
 		}
 	}
 	if h.appID == spec.ApplicationID {
-		if err := checkDataDirID(ctx, tx, spec.DataDirID); err != nil {
+		if err := checkPair(h.dataDirID, spec.DataDirID); err != nil {
 			return h, err
 		}
 	}
@@ -530,7 +538,8 @@ func cheapCheck(ctx context.Context, tx *sql.Tx, path string, hdr []byte) (full 
 	if _, err := tx.ExecContext(ctx, `PRAGMA cell_size_check = ON`); err != nil {
 		return false, classify(err)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT name, wr FROM pragma_table_list WHERE schema = 'main' AND type = 'table'`)
+	// DataDirTable is left out: its one row was read with the header.
+	rows, err := tx.QueryContext(ctx, `SELECT name, wr FROM pragma_table_list WHERE schema = 'main' AND type = 'table' AND name != '`+DataDirTable+`'`)
 	if err != nil {
 		return false, classify(err)
 	}
@@ -572,9 +581,12 @@ func cheapCheck(ctx context.Context, tx *sql.Tx, path string, hdr []byte) (full 
 	return false, nil
 }
 
-// fileHeader is what decides whether a file is ours and how old it is.
+// fileHeader is what decides whether a file is ours and how old it is, and
+// the data dir identity it carries.
 type fileHeader struct {
 	appID, version, objects int64
+	paired                  bool   // it has DataDirTable
+	dataDirID               string // read by readDataDirID
 }
 
 // current reports whether h is a file of spec's application at its newest
@@ -589,12 +601,49 @@ func readHeader(ctx context.Context, tx *sql.Tx) (fileHeader, error) {
 	// where SQLite notices a file that is not a database. One statement:
 	// every command opens two files, and each statement is compiled anew.
 	err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM sqlite_schema),
-		(SELECT application_id FROM pragma_application_id), (SELECT user_version FROM pragma_user_version)`).
-		Scan(&h.objects, &h.appID, &h.version)
+		(SELECT application_id FROM pragma_application_id), (SELECT user_version FROM pragma_user_version),
+		(SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = '`+DataDirTable+`')`).
+		Scan(&h.objects, &h.appID, &h.version, &h.paired)
 	if err != nil {
 		return h, classify(err)
 	}
 	return h, nil
+}
+
+// readHeaderPaired is readHeader with the data dir identity, in one
+// statement, for a file that has DataDirTable (every current file of
+// ours, so the one every open meets); a file without the table fails to
+// compile it, and readHeader and readDataDirID read it instead.
+func readHeaderPaired(ctx context.Context, tx *sql.Tx) (fileHeader, error) {
+	var (
+		h  fileHeader
+		id sql.NullString
+	)
+	err := tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM sqlite_schema),
+		(SELECT application_id FROM pragma_application_id), (SELECT user_version FROM pragma_user_version),
+		(SELECT id FROM `+DataDirTable+` WHERE one = 1)`).Scan(&h.objects, &h.appID, &h.version, &id)
+	if err != nil {
+		h, err := readHeader(ctx, tx)
+		if err != nil {
+			return h, err
+		}
+		return h, readDataDirID(ctx, tx, &h)
+	}
+	h.paired, h.dataDirID = true, id.String
+	return h, nil
+}
+
+// readDataDirID reads the file's data dir identity into h when it has the
+// table ("" when it has no row yet).
+func readDataDirID(ctx context.Context, tx *sql.Tx, h *fileHeader) error {
+	if !h.paired {
+		return nil
+	}
+	err := tx.QueryRowContext(ctx, `SELECT id FROM `+DataDirTable+` WHERE one = 1`).Scan(&h.dataDirID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	return classify(err)
 }
 
 // check decides from the header whether this build may use the file. A
@@ -712,7 +761,7 @@ func migrateStep(ctx context.Context, db *sql.DB, path string, spec Spec) (done 
 	}
 	defer tx.Rollback()
 
-	h, err := readHeader(ctx, tx)
+	h, err := readHeaderPaired(ctx, tx)
 	if err != nil {
 		return false, err
 	}
@@ -721,7 +770,7 @@ func migrateStep(ctx context.Context, db *sql.DB, path string, spec Spec) (done 
 	if err := h.check(spec); err != nil {
 		return false, err
 	}
-	if err := checkDataDirID(ctx, tx, spec.DataDirID); err != nil {
+	if err := checkPair(h.dataDirID, spec.DataDirID); err != nil {
 		return false, err
 	}
 	newest := spec.Migrations[len(spec.Migrations)-1].Version
