@@ -215,29 +215,11 @@ func newVerifier(cps flow.Checkpointer, desk *business.Store, now func() time.Ti
 
 // check runs the cross-file checks into rep.
 func (v *verifier) check(ctx context.Context, rep *VerifyReport) error {
-	lister, ok := v.cps.(threadLister)
-	if !ok {
-		return errors.New("the checkpoint store cannot list its threads")
-	}
 	// The runs first: a business row a checkpoint names is committed before
 	// the checkpoint, so rows read after the runs hold every one of them.
-	threads, err := lister.Threads(ctx)
+	rs, err := v.readRuns(ctx)
 	if err != nil {
 		return err
-	}
-	heads := make(map[string]*flow.Snapshot[State], len(threads))
-	undecodable := map[string]error{}
-	for _, id := range threads {
-		snap, err := v.graph.State(ctx, id)
-		var de *flow.StateDecodeError
-		switch {
-		case errors.As(err, &de):
-			undecodable[id] = err
-		case err != nil && !errors.Is(err, flow.ErrThreadNotFound):
-			return err
-		default:
-			heads[id] = snap
-		}
 	}
 	tasks, err := v.runs.ListTasks(ctx, "", "")
 	if err != nil {
@@ -247,32 +229,79 @@ func (v *verifier) check(ctx context.Context, rep *VerifyReport) error {
 	for _, t := range tasks {
 		records[t.ID] = t
 	}
-	for _, id := range threads {
-		t, ok := records[id]
-		switch {
-		case !ok:
-			v.orphanRun(rep, id, heads[id])
-		case t.Kind == runs.KindBatch:
-		case undecodable[id] != nil:
-			rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: id, Problem: undecodable[id].Error(),
-				Fix: fmt.Sprintf("`assistant history %s` shows the stored state; a build that knows its format can go on with it", id)})
-		default:
-			if err := v.task(ctx, rep, t, heads[id]); err != nil {
-				return err
-			}
+	for _, id := range rs.threads {
+		if err := v.checkRun(ctx, rep, rs, id, records); err != nil {
+			return err
 		}
 	}
 	rep.Tasks = len(records)
-	for _, id := range threads {
+	for _, id := range rs.threads {
 		if _, ok := records[id]; !ok {
 			rep.Tasks++
 		}
 	}
 	for _, t := range tasks {
-		if _, ok := heads[t.ID]; !ok && undecodable[t.ID] == nil {
+		if _, ok := rs.heads[t.ID]; !ok && rs.undecodable[t.ID] == nil {
 			v.recordWithoutRun(rep, t)
 		}
 	}
+	return v.checkApplications(ctx, rep)
+}
+
+// runsRead is every run of the checkpoint file: its threads, and each
+// one's head, or why it cannot be decoded.
+type runsRead struct {
+	threads     []string
+	heads       map[string]*flow.Snapshot[State]
+	undecodable map[string]error
+}
+
+// readRuns reads every thread's head.
+func (v *verifier) readRuns(ctx context.Context) (runsRead, error) {
+	rs := runsRead{heads: map[string]*flow.Snapshot[State]{}, undecodable: map[string]error{}}
+	lister, ok := v.cps.(threadLister)
+	if !ok {
+		return rs, errors.New("the checkpoint store cannot list its threads")
+	}
+	threads, err := lister.Threads(ctx)
+	if err != nil {
+		return rs, err
+	}
+	rs.threads = threads
+	for _, id := range threads {
+		snap, err := v.graph.State(ctx, id)
+		var de *flow.StateDecodeError
+		switch {
+		case errors.As(err, &de):
+			rs.undecodable[id] = err
+		case err != nil && !errors.Is(err, flow.ErrThreadNotFound):
+			return rs, err
+		default:
+			rs.heads[id] = snap
+		}
+	}
+	return rs, nil
+}
+
+// checkRun checks the run of thread id against its task record.
+func (v *verifier) checkRun(ctx context.Context, rep *VerifyReport, rs runsRead, id string, records map[string]runs.TaskRecord) error {
+	t, ok := records[id]
+	switch {
+	case !ok:
+		v.orphanRun(rep, id, rs.heads[id])
+	case t.Kind == runs.KindBatch:
+	case rs.undecodable[id] != nil:
+		rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: id, Problem: rs.undecodable[id].Error(),
+			Fix: fmt.Sprintf("`assistant history %s` shows the stored state; a build that knows its format can go on with it", id)})
+	default:
+		return v.task(ctx, rep, t, rs.heads[id])
+	}
+	return nil
+}
+
+// checkApplications reports every application whose draft is missing or
+// is another user's or order's.
+func (v *verifier) checkApplications(ctx context.Context, rep *VerifyReport) error {
 	apps, err := v.desk.CheckApplications(ctx)
 	if err != nil {
 		return err

@@ -182,93 +182,155 @@ type Spec struct {
 // Errors name nothing but what was found; the caller adds the path. The
 // caller closes the pool.
 func Open(ctx context.Context, path string, spec Spec) (*sql.DB, error) {
-	if len(spec.Migrations) == 0 {
-		return nil, errors.New("no migrations")
+	o, err := newOpening(path, spec)
+	if err != nil {
+		return nil, err
 	}
-	sync := strings.ToUpper(spec.Synchronous)
-	switch sync {
-	case "":
-		sync = DefaultSynchronous
-	case "FULL", "NORMAL":
-	default:
-		return nil, fmt.Errorf("synchronous %q: want FULL or NORMAL", spec.Synchronous)
+	if err := o.inspectFirst(ctx); err != nil {
+		return nil, err
 	}
-	busy := DefaultBusyTimeout
-	if spec.BusyTimeout > 0 {
-		busy = spec.BusyTimeout
+	db, g, err := o.pool()
+	if err != nil {
+		return nil, err
 	}
-	ms := strconv.FormatInt(busy.Milliseconds(), 10)
+	if err := o.finish(ctx, db, g); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
 
+// opening is one Open under way: the file, how it was found, and what the
+// inspection read.
+type opening struct {
+	path, sync, busyMS string
+	busy               time.Duration
+	spec               Spec
+	hdr                []byte // the first 100 bytes; nil for an empty file
+	inWAL              bool   // the header says WAL
+	checks             inspection
+	viaPool            bool       // inspected through the pool itself
+	h                  fileHeader // what the inspection read
+	current            bool       // ours, of the newest schema: nothing to migrate
+}
+
+// newOpening checks spec, makes or finds the file and reads its header and
+// how it was left.
+//
+// A file whose header says WAL (read and write version 2) and whose -wal
+// file is empty, as every clean close leaves ours, can be inspected through
+// the pool itself: its connections' journal_mode pragma then changes
+// nothing, and they write nothing until told to. That saves two
+// connections (each parses the schema) per open. Any other file is
+// inspected on a read-only connection of its own first. A WAL with frames
+// in it (another process writing the file now, a crash, another program)
+// must not meet the pool before the file is known to be ours: closing the
+// pool's last connection checkpoints those frames into the file, and a
+// refused file is left byte for byte as it was.
+//
+// A file nobody has open whose -wal holds frames was not closed cleanly
+// (or the -wal came from elsewhere): the -wal must be shown to belong to
+// the file (walBelongs) and the file to be whole (quick_check) before the
+// pool meets it. So must a file that changed since its -wal was last
+// emptied, or that has no -wal: something other than this program wrote it
+// (a restore, a copy, a disk editor). A file another process has open now
+// is that process's to keep whole.
+func newOpening(path string, spec Spec) (*opening, error) {
+	o, err := optionsOf(path, spec)
+	if err != nil {
+		return nil, err
+	}
 	if err := ensureFile(path, spec.Create); err != nil {
 		return nil, err
 	}
 	if err := writable(path); err != nil {
 		return nil, err
 	}
-	hdr, err := readFileHeader(path)
-	if err != nil {
+	if o.hdr, err = readFileHeader(path); err != nil {
 		return nil, fmt.Errorf("inspect: %w", err)
 	}
-	// A file whose header says WAL (read and write version 2) and whose
-	// -wal file is empty, as every clean close leaves ours, can be
-	// inspected through the pool itself: its connections' journal_mode
-	// pragma then changes nothing, and they write nothing until told to.
-	// That saves two connections (each parses the schema) per open. Any
-	// other file is inspected on a read-only connection of its own first.
-	// A WAL with frames in it (another process writing the file now, a
-	// crash, another program) must not meet the pool before the file is
-	// known to be ours: closing the pool's last connection checkpoints
-	// those frames into the file, and a refused file is left byte for byte
-	// as it was.
-	//
-	// A file nobody has open whose -wal holds frames was not closed cleanly
-	// (or the -wal came from elsewhere): the -wal must be shown to belong
-	// to the file (walBelongs) and the file to be whole (quick_check)
-	// before the pool meets it. So must a file that changed since its -wal
-	// was last emptied, or that has no -wal: something other than this
-	// program wrote it (a restore, a copy, a disk editor). A file another
-	// process has open now is that process's to keep whole.
-	inWAL := hdr != nil && hdr[18] == 2 && hdr[19] == 2
-	left := fileLeftState(path)
-	if hdr != nil && !inWAL && left.walFrames && !left.inUse && int64(binary.BigEndian.Uint32(hdr[68:72])) == spec.ApplicationID {
+	o.inWAL = o.hdr != nil && o.hdr[18] == 2 && o.hdr[19] == 2
+	if err := o.planChecks(fileLeftState(path)); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// optionsOf checks spec and fills in its defaults.
+func optionsOf(path string, spec Spec) (*opening, error) {
+	if len(spec.Migrations) == 0 {
+		return nil, errors.New("no migrations")
+	}
+	o := &opening{path: path, spec: spec, busy: DefaultBusyTimeout}
+	switch o.sync = strings.ToUpper(spec.Synchronous); o.sync {
+	case "":
+		o.sync = DefaultSynchronous
+	case "FULL", "NORMAL":
+	default:
+		return nil, fmt.Errorf("synchronous %q: want FULL or NORMAL", spec.Synchronous)
+	}
+	if spec.BusyTimeout > 0 {
+		o.busy = spec.BusyTimeout
+	}
+	o.busyMS = strconv.FormatInt(o.busy.Milliseconds(), 10)
+	return o, nil
+}
+
+// planChecks decides from how the file was left what the inspection
+// checks, and whether the pool may inspect it.
+func (o *opening) planChecks(left leftState) error {
+	unclean := left.walFrames && !left.inUse
+	if o.hdr != nil && !o.inWAL && unclean && int64(binary.BigEndian.Uint32(o.hdr[68:72])) == o.spec.ApplicationID {
 		// A file of ours in rollback-journal mode (a copy made by
 		// `assistant backup`, put back) with frames in a -wal beside it:
 		// they were written for the file it replaced, and SQLite would
 		// take the file for a WAL file and merge them.
-		return nil, fmt.Errorf("inspect: the file is in rollback-journal mode (a copy put back?), %s-wal holds frames of the file it replaced: %w", filepath.Base(path), ErrForeignWAL)
+		return fmt.Errorf("inspect: the file is in rollback-journal mode (a copy put back?), %s-wal holds frames of the file it replaced: %w", filepath.Base(o.path), ErrForeignWAL)
 	}
-	checks := inspection{
-		full: hdr != nil && !left.inUse && (left.walFrames || left.changed),
-		wal:  inWAL && left.walFrames && !left.inUse,
+	o.checks = inspection{
+		full: o.hdr != nil && (unclean || (left.changed && !left.inUse)),
+		wal:  o.inWAL && unclean,
 	}
-	viaPool := inWAL && !left.walFrames && !checks.full
-	current := false // ours, of the newest schema: nothing to migrate
-	var h fileHeader // what the inspection read
-	if !viaPool {
-		h, err = inspect(ctx, path, ms, hdr, spec, checks)
-		if err != nil {
-			if checks.full && errors.Is(err, ErrCorrupt) {
-				markUnchecked(path)
-			}
-			return nil, fmt.Errorf("inspect: %w", err)
+	o.viaPool = o.inWAL && !left.walFrames && !o.checks.full
+	return nil
+}
+
+// inspectFirst inspects, before any pool opens, a file that may not meet
+// one yet (all but a clean file in WAL mode), and switches a file of ours
+// in rollback-journal mode to WAL.
+func (o *opening) inspectFirst(ctx context.Context) error {
+	if o.viaPool {
+		return nil
+	}
+	h, err := inspect(ctx, o.path, o.busyMS, o.hdr, o.spec, o.checks)
+	if err != nil {
+		if o.checks.full && errors.Is(err, ErrCorrupt) {
+			markUnchecked(o.path)
 		}
-		current = inWAL && h.current(spec)
-		if !inWAL {
-			if err := ensureWAL(ctx, path, ms, busy); err != nil {
-				return nil, fmt.Errorf("switch to WAL: %w", err)
-			}
-		}
-		if checks.full {
-			markChecked(path)
+		return fmt.Errorf("inspect: %w", err)
+	}
+	o.h, o.current = h, o.inWAL && h.current(o.spec)
+	if !o.inWAL {
+		if err := ensureWAL(ctx, o.path, o.busyMS, o.busy); err != nil {
+			return fmt.Errorf("switch to WAL: %w", err)
 		}
 	}
-	connector, err := sqlite.NewConnector(DSN(path,
+	if o.checks.full {
+		markChecked(o.path)
+	}
+	return nil
+}
+
+// pool opens the pool: every connection with the DSN's pragmas, in
+// persistent-WAL mode, guarded (guard.go).
+func (o *opening) pool() (*sql.DB, *guard, error) {
+	connector, err := sqlite.NewConnector(DSN(o.path,
 		// Every write transaction takes the write lock at BEGIN, so a
 		// transaction reads what it compares against under that lock.
 		"_txlock=immediate",
-		"_pragma=busy_timeout("+ms+")",
+		"_pragma=busy_timeout("+o.busyMS+")",
 		"_pragma=journal_mode(WAL)",
-		"_pragma=synchronous("+sync+")",
+		"_pragma=synchronous("+o.sync+")",
 		"_pragma=foreign_keys(ON)",
 		// With persistentWAL, the last connection to close empties the -wal
 		// file instead of deleting it (any limit ≥ 0 does). While the file
@@ -288,35 +350,39 @@ func Open(ctx context.Context, path string, spec Spec) (*sql.DB, error) {
 		"_pragma=cache_size(-128)",
 	))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	g := &guard{path: path}
-	db := sql.OpenDB(guardConnector{connector, g})
-	if viaPool {
-		if h, err = inspectTx(ctx, db, path, hdr, spec, inspection{}); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("inspect: %w", err)
+	g := &guard{path: o.path}
+	return sql.OpenDB(guardConnector{connector, g}), g, nil
+}
+
+// finish inspects a clean file in WAL mode through the pool, migrates a
+// file that is not current, and records the file's data dir identity with
+// the pool (DataDirID).
+func (o *opening) finish(ctx context.Context, db *sql.DB, g *guard) error {
+	if o.viaPool {
+		h, err := inspectTx(ctx, db, o.path, o.hdr, o.spec, inspection{})
+		if err != nil {
+			return fmt.Errorf("inspect: %w", err)
 		}
-		current = h.current(spec)
+		o.h, o.current = h, h.current(o.spec)
 	}
-	if current {
+	if o.current {
 		// A file in WAL mode, ours and current: migrate would only take
 		// the write lock to read the version again (and wait for any
 		// writer, a batch's chunk, say).
-		g.setDataDirID(h.dataDirID)
-		return db, nil
+		g.setDataDirID(o.h.dataDirID)
+		return nil
 	}
-	if err := migrate(ctx, db, path, spec); err != nil {
-		db.Close()
-		return nil, err
+	if err := migrate(ctx, db, o.path, o.spec); err != nil {
+		return err
 	}
 	id, _, err := dataDirRow(ctx, db) // written by the migration, or by another process's
 	if err != nil {
-		db.Close()
-		return nil, err
+		return err
 	}
 	g.setDataDirID(id)
-	return db, nil
+	return nil
 }
 
 // persistentWAL opens pool connections in persistent-WAL mode
@@ -484,11 +550,6 @@ func inspectTx(ctx context.Context, db *sql.DB, path string, hdr []byte, spec Sp
 			return h, err
 		}
 	}
-	if h.appID == spec.ApplicationID {
-		if err := checkPair(h.dataDirID, spec.DataDirID); err != nil {
-			return h, err
-		}
-	}
 	// Our own files get a structural check whose cost does not grow with the
 	// file (PRAGMA quick_check reads every page: seconds at 100,000 tasks).
 	// cheapCheck finds a truncated file and a damaged root page; when the
@@ -646,16 +707,17 @@ func readDataDirID(ctx context.Context, tx *sql.Tx, h *fileHeader) error {
 	return classify(err)
 }
 
-// check decides from the header whether this build may use the file. A
-// SQLite file with no schema and no ids (e.g. one that only had its page size
-// set) counts as new.
+// check decides from the header whether this build may use the file, and
+// whether it is the partner spec.DataDirID names (checkPair). A SQLite file
+// with no schema and no ids (e.g. one that only had its page size set)
+// counts as new.
 func (h fileHeader) check(spec Spec) error {
 	newest := spec.Migrations[len(spec.Migrations)-1].Version
 	switch {
 	case h.appID == spec.ApplicationID && h.version > newest:
 		return fmt.Errorf("schema version %d, this build knows up to %d: %w", h.version, newest, ErrNewerSchema)
 	case h.appID == spec.ApplicationID:
-		return nil
+		return checkPair(h.dataDirID, spec.DataDirID)
 	case h.appID != 0:
 		return fmt.Errorf("application_id %#x, want %#x: %w", h.appID, spec.ApplicationID, ErrForeignFile)
 	case h.objects > 0 || h.version != 0:
@@ -768,9 +830,6 @@ func migrateStep(ctx context.Context, db *sql.DB, path string, spec Spec) (done 
 	// Checked again under the write lock: the file may have changed since
 	// inspect (another process, a newer build).
 	if err := h.check(spec); err != nil {
-		return false, err
-	}
-	if err := checkPair(h.dataDirID, spec.DataDirID); err != nil {
 		return false, err
 	}
 	newest := spec.Migrations[len(spec.Migrations)-1].Version
