@@ -167,6 +167,12 @@ func (r *runner) orphanRun(ctx context.Context, task, user string) error {
 	if err != nil || snap == nil || snap.Values.User != user {
 		return nil // the caller reports the task unknown
 	}
+	if _, err := r.runs.Task(ctx, task); err == nil {
+		// Another process created the task between the caller's look-up
+		// and the run read here (a start of the same task at the same
+		// moment): the record is there; nothing contradicts the run.
+		return nil
+	}
 	stage := snap.Values.Stage
 	if stage == "" {
 		stage = "running"
