@@ -387,19 +387,30 @@ type HeldRows struct {
 // Held reads, in one statement by primary key, the draft draftID and the
 // application applicationID ("" for none asked): the check a checkpoint
 // that names them must pass before it is used (flow/returns reconcile).
+// The statement is the least one that answers: a checkpoint waiting for
+// approval names only its draft.
 func (s *Store) Held(ctx context.Context, draftID, applicationID string) (HeldRows, error) {
-	var (
-		h                                    HeldRows
-		draftTask, draftUser, appDraft, appU sql.NullString
-	)
-	err := s.h.Q().QueryRowContext(ctx, `SELECT
-		(SELECT task_id FROM drafts WHERE draft_id = ?1), (SELECT user FROM drafts WHERE draft_id = ?1),
-		(SELECT draft_id FROM applications WHERE application_id = ?2), (SELECT user FROM applications WHERE application_id = ?2)`,
-		draftID, applicationID).Scan(&draftTask, &draftUser, &appDraft, &appU)
-	if err != nil {
+	var h HeldRows
+	var err error
+	switch {
+	case applicationID == "":
+		err = s.h.Q().QueryRowContext(ctx, `SELECT task_id, user FROM drafts WHERE draft_id = ?`, draftID).
+			Scan(&h.DraftTask, &h.DraftUser)
+		h.DraftFound = err == nil
+	case draftID == "":
+		err = s.h.Q().QueryRowContext(ctx, `SELECT draft_id, user FROM applications WHERE application_id = ?`, applicationID).
+			Scan(&h.ApplicationDraft, &h.ApplicationUser)
+		h.ApplicationFound = err == nil
+	default:
+		var appDraft, appUser sql.NullString
+		err = s.h.Q().QueryRowContext(ctx, `SELECT d.task_id, d.user, a.draft_id, a.user FROM drafts d
+			LEFT JOIN applications a ON a.application_id = ?2 WHERE d.draft_id = ?1`, draftID, applicationID).
+			Scan(&h.DraftTask, &h.DraftUser, &appDraft, &appUser)
+		h.DraftFound = err == nil
+		h.ApplicationFound, h.ApplicationDraft, h.ApplicationUser = appDraft.Valid, appDraft.String, appUser.String
+	}
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return h, fmt.Errorf("draft %s, application %s: %w", draftID, applicationID, err)
 	}
-	h.DraftFound, h.DraftTask, h.DraftUser = draftTask.Valid, draftTask.String, draftUser.String
-	h.ApplicationFound, h.ApplicationDraft, h.ApplicationUser = appDraft.Valid, appDraft.String, appU.String
 	return h, nil
 }

@@ -140,3 +140,32 @@ func queryPlan(tb testing.TB, s *Store, q string, args ...any) string {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func TestHeld(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newSeeded(t)
+	d := mustPrepare(t, s, "t", "A3003", time.Hour, t0)
+	a, _, err := s.Submit(ctx, d.ID, "demo-user", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		draft, app string
+		want       HeldRows
+	}{
+		{"Draft", d.ID, "", HeldRows{DraftFound: true, DraftTask: "t", DraftUser: "demo-user"}},
+		{"DraftMissing", "d_nope", "", HeldRows{}},
+		{"Both", d.ID, a.ID, HeldRows{DraftFound: true, DraftTask: "t", DraftUser: "demo-user", ApplicationFound: true, ApplicationDraft: d.ID, ApplicationUser: "demo-user"}},
+		{"ApplicationMissing", d.ID, "app_nope", HeldRows{DraftFound: true, DraftTask: "t", DraftUser: "demo-user"}},
+		{"ApplicationOnly", "", a.ID, HeldRows{ApplicationFound: true, ApplicationDraft: d.ID, ApplicationUser: "demo-user"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := s.Held(ctx, tt.draft, tt.app)
+			if err != nil || got != tt.want {
+				t.Fatalf("Held = %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
+}

@@ -16,7 +16,8 @@ type leftState struct {
 	// elsewhere.
 	walFrames bool
 	// inUse: a connection, of any process, has the file open: it holds
-	// its shared lock on the -shm file's dead-man-switch byte.
+	// its shared lock on the -shm file's dead-man-switch byte. Asked only
+	// when walFrames or changed is set.
 	inUse bool
 	// changed: the file may have been written since a connection of ours
 	// last closed it cleanly: it changed (ctime) after its -wal was last
@@ -43,6 +44,10 @@ func fileLeftState(path string) leftState {
 			st.changed = true
 		}
 	}
-	st.inUse = shmInUse(path + "-shm")
+	// Whether another process has the file open matters only for a file
+	// not left as a clean close leaves it; the common open asks nothing.
+	if st.walFrames || st.changed {
+		st.inUse = shmInUse(path + "-shm")
+	}
 	return st
 }

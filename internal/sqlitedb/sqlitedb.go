@@ -541,7 +541,7 @@ func inspectTx(ctx context.Context, db *sql.DB, path string, hdr []byte, spec Sp
 		return fileHeader{}, classify(err)
 	}
 	defer tx.Rollback()
-	h, err := readHeaderPaired(ctx, tx)
+	h, err := readHeader(ctx, tx)
 	if err != nil {
 		return h, err
 	}
@@ -556,12 +556,17 @@ func inspectTx(ctx context.Context, db *sql.DB, path string, hdr []byte, spec Sp
 	// WAL holds pages the file does not have yet, it cannot tell a short
 	// file from a growing one and quick_check decides.
 	if h.appID == spec.ApplicationID {
-		full, err := cheapCheck(ctx, tx, path, hdr)
+		full, err := cheapCheck(ctx, tx, path, hdr, &h)
 		if err != nil {
 			return h, err
 		}
 		if full || checks.full {
 			if err := quickCheck(ctx, tx); err != nil {
+				return h, err
+			}
+		}
+		if h.paired && !h.idRead {
+			if err := readDataDirID(ctx, tx, &h); err != nil {
 				return h, err
 			}
 		}
@@ -576,7 +581,7 @@ func inspectTx(ctx context.Context, db *sql.DB, path string, hdr []byte, spec Sp
 // true when the file is shorter than its header says while the WAL is not
 // empty: the missing pages may be in the WAL (a checkpoint killed half way
 // writes page 1 first), so only a full check can decide.
-func cheapCheck(ctx context.Context, tx *sql.Tx, path string, hdr []byte) (full bool, err error) {
+func cheapCheck(ctx context.Context, tx *sql.Tx, path string, hdr []byte, h *fileHeader) (full bool, err error) {
 	pageSize := int64(binary.BigEndian.Uint16(hdr[16:18]))
 	if pageSize == 1 {
 		pageSize = 65536
@@ -599,8 +604,7 @@ func cheapCheck(ctx context.Context, tx *sql.Tx, path string, hdr []byte) (full 
 	if _, err := tx.ExecContext(ctx, `PRAGMA cell_size_check = ON`); err != nil {
 		return false, classify(err)
 	}
-	// DataDirTable is left out: its one row was read with the header.
-	rows, err := tx.QueryContext(ctx, `SELECT name, wr FROM pragma_table_list WHERE schema = 'main' AND type = 'table' AND name != '`+DataDirTable+`'`)
+	rows, err := tx.QueryContext(ctx, `SELECT name, wr FROM pragma_table_list WHERE schema = 'main' AND type = 'table'`)
 	if err != nil {
 		return false, classify(err)
 	}
@@ -608,13 +612,19 @@ func cheapCheck(ctx context.Context, tx *sql.Tx, path string, hdr []byte) (full 
 	// table) the last: the root page and both edges of the tree, a few
 	// pages whatever the table's size. NOT INDEXED keeps SQLite from
 	// answering from a smaller index instead of the table.
-	var reads []string
+	// The data dir identity, first, when the file has DataDirTable: the
+	// one row of that table is its whole tree.
+	reads := []string{`NULL`}
 	for rows.Next() {
 		var name string
 		var withoutRowid bool
 		if err := rows.Scan(&name, &withoutRowid); err != nil {
 			rows.Close()
 			return false, classify(err)
+		}
+		if name == DataDirTable {
+			reads[0] = `(SELECT id FROM ` + DataDirTable + ` WHERE one = 1)`
+			continue
 		}
 		from := `FROM "` + strings.ReplaceAll(name, `"`, `""`) + `" NOT INDEXED`
 		reads = append(reads, `(SELECT 1 `+from+` LIMIT 1)`)
@@ -626,20 +636,35 @@ func cheapCheck(ctx context.Context, tx *sql.Tx, path string, hdr []byte) (full 
 	if err := rows.Err(); err != nil {
 		return false, classify(err)
 	}
-	if len(reads) > 0 {
-		r, err := tx.QueryContext(ctx, `SELECT `+strings.Join(reads, ", "))
-		if err != nil {
-			return false, classify(err)
-		}
-		for r.Next() {
-		}
-		err = r.Err()
-		r.Close()
-		if err != nil {
-			return false, classify(err)
+	return false, readEdges(ctx, tx, reads, h)
+}
+
+// readEdges runs cheapCheck's one statement of reads and keeps the data dir
+// identity it reads first in h.
+func readEdges(ctx context.Context, tx *sql.Tx, reads []string, h *fileHeader) error {
+	r, err := tx.QueryContext(ctx, `SELECT `+strings.Join(reads, ", "))
+	if err != nil {
+		return classify(err)
+	}
+	defer r.Close()
+	dest := make([]any, len(reads))
+	var id sql.NullString
+	dest[0] = &id
+	for i := 1; i < len(dest); i++ {
+		dest[i] = new(any)
+	}
+	for r.Next() {
+		if err := r.Scan(dest...); err != nil {
+			return classify(err)
 		}
 	}
-	return false, nil
+	if err := r.Err(); err != nil {
+		return classify(err)
+	}
+	if h.paired {
+		h.dataDirID, h.idRead = id.String, true
+	}
+	return nil
 }
 
 // fileHeader is what decides whether a file is ours and how old it is, and
@@ -647,7 +672,8 @@ func cheapCheck(ctx context.Context, tx *sql.Tx, path string, hdr []byte) (full 
 type fileHeader struct {
 	appID, version, objects int64
 	paired                  bool   // it has DataDirTable
-	dataDirID               string // read by readDataDirID
+	dataDirID               string // read by readDataDirID or cheapCheck
+	idRead                  bool   // dataDirID was read
 }
 
 // current reports whether h is a file of spec's application at its newest
@@ -690,7 +716,7 @@ func readHeaderPaired(ctx context.Context, tx *sql.Tx) (fileHeader, error) {
 		}
 		return h, readDataDirID(ctx, tx, &h)
 	}
-	h.paired, h.dataDirID = true, id.String
+	h.paired, h.dataDirID, h.idRead = true, id.String, true
 	return h, nil
 }
 
@@ -702,8 +728,9 @@ func readDataDirID(ctx context.Context, tx *sql.Tx, h *fileHeader) error {
 	}
 	err := tx.QueryRowContext(ctx, `SELECT id FROM `+DataDirTable+` WHERE one = 1`).Scan(&h.dataDirID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil
+		err = nil
 	}
+	h.idRead = err == nil
 	return classify(err)
 }
 
