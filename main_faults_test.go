@@ -356,6 +356,7 @@ func formatMatrix(cases []faultCase) string {
 // task, nothing running, both files pass integrity_check.
 //
 //	CHAOS_KILLS=1000 go test -run TestChaos -timeout 60m .
+//
 // chaosAttempts lifts the attempt bound for the chaos test: its kills may
 // land on the same node many times in a row (a slow machine, -race), which
 // is what --max-attempts ends on purpose (TestAttemptsAreBounded); here the
