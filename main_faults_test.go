@@ -349,6 +349,12 @@ func formatMatrix(cases []faultCase) string {
 	return b.String()
 }
 
+// chaosAttempts lifts the attempt bound for the chaos test: its kills may
+// land on the same node many times in a row (a slow machine, -race), which
+// is what --max-attempts ends on purpose (TestAttemptsAreBounded); here the
+// invariants under any number of kills are checked.
+const chaosAttempts = "--max-attempts=1000000"
+
 // TestChaos kills processes with SIGKILL at random moments, CHAOS_KILLS
 // times (default 30): half during a batch (or its recovery), half during
 // concurrent approvals of parked tasks. Then it recovers and checks the
@@ -356,13 +362,6 @@ func formatMatrix(cases []faultCase) string {
 // task, nothing running, both files pass integrity_check.
 //
 //	CHAOS_KILLS=1000 go test -run TestChaos -timeout 60m .
-//
-// chaosAttempts lifts the attempt bound for the chaos test: its kills may
-// land on the same node many times in a row (a slow machine, -race), which
-// is what --max-attempts ends on purpose (TestAttemptsAreBounded); here the
-// invariants under any number of kills are checked.
-const chaosAttempts = "--max-attempts=1000000"
-
 func TestChaos(t *testing.T) {
 	kills := 30
 	if s := os.Getenv("CHAOS_KILLS"); s != "" {
