@@ -52,7 +52,7 @@ func verify(tb testing.TB, dir string) (verifyReport, int, string) {
 
 // verifyClean fails the test unless `assistant verify` finds no error in
 // the data dir dir: every data dir an end-to-end test leaves must verify
-// clean (DESIGN.md "Verification points"). Warnings (states the flow sets
+// clean (docs/recovery.md "Verification points"). Warnings (states the flow sets
 // right by itself) are logged.
 func verifyClean(tb testing.TB, dir string) {
 	tb.Helper()

@@ -309,8 +309,9 @@ func TestRun(t *testing.T) {
 		{name: "resume_wrong_kind", setup: [][]string{startR1}, args: []string{"resume", "r1", "--reason", "size"}, code: ExitUsage, stderr: "invalid input"},
 		{name: "resume_wrong_draft", setup: [][]string{startR1}, args: []string{"resume", "r1", "--action", "approve", "--draft", "d_wrong"}, code: ExitUsage, stderr: "d_wrong"},
 		// docs/cli.md: an answer to a task that has ended prints the task
-		// and changes nothing (DESIGN.md's "answer to a task that ended
-		// otherwise" exit 3 is not what is built; reason_cancel.txtar agrees).
+		// and changes nothing (the shared contract's exit 3 for "an answer
+		// to a task that ended otherwise" is issue 15's, not built yet;
+		// reason_cancel.txtar agrees).
 		{name: "resume_after_cancel_approve", setup: [][]string{startR1, {"resume", "r1", "--action", "cancel"}},
 			args: []string{"resume", "r1", "--action", "approve"}, golden: "resume_cancel_json"},
 
