@@ -232,7 +232,7 @@ func (s *Store) ReleaseLeaseSync(ctx context.Context, taskID, owner, status, sta
 // hold the lease.
 func (s *Store) RecordProgress(ctx context.Context, taskID, owner, status, stage string) error {
 	if err := rowsChanged(s.h.Q().ExecContext(ctx,
-		`UPDATE tasks SET status = CASE status WHEN 'interrupted' THEN status ELSE ? END, stage = ?, updated_at = ? WHERE task_id = ? AND lease_owner = ?`,
+		`UPDATE tasks SET status = `+keepInterrupted+`, stage = ?, updated_at = ? WHERE task_id = ? AND lease_owner = ?`,
 		status, stage, formatTime(s.now()), taskID, owner)); err != nil {
 		return fmt.Errorf("record progress of task %s: %w", taskID, err)
 	}
@@ -256,11 +256,16 @@ func (s *Store) ReleaseLeases(ctx context.Context, owner string, taskIDs []strin
 	return nil
 }
 
+// keepInterrupted sets the status to the bound one unless the task is
+// interrupted: the one place of the rule that a stop is final for the run
+// it stopped (releaseLeaseSQL, RecordProgress).
+const keepInterrupted = `CASE status WHEN 'interrupted' THEN status ELSE ? END`
+
 // releaseLeaseSQL records the run's status and stage and gives the lease
 // up. A task an operator stopped stays interrupted (docs/design.md "Run
 // status"): once interrupted is written, the stopped run changes no status
 // again; only its stage follows the head.
-const releaseLeaseSQL = `UPDATE tasks SET status = CASE status WHEN 'interrupted' THEN status ELSE ? END, stage = ?,
+const releaseLeaseSQL = `UPDATE tasks SET status = ` + keepInterrupted + `, stage = ?,
 	lease_owner = NULL, lease_pid = 0, lease_host = '', lease_until = '', updated_at = ?
 	WHERE task_id = ? AND lease_owner = ?`
 

@@ -196,10 +196,7 @@ func (s *Service) resumeBatch(ctx context.Context, t runs.TaskRecord, o ResumeOp
 // driveBatch drives a batch's run with the command runner's policy and
 // views its head. fn runs the batch graph g (fenced, as graphFor).
 func (s *Service) driveBatch(ctx context.Context, t runs.TaskRecord, fn func(ctx context.Context, g *flow.Runnable[BatchState]) error) (*View, error) {
-	g := s.batch
-	if f, ok := s.cps.(flow.Fencer); ok && t.Lease.Epoch > 0 {
-		g = g.WithCheckpointer(f.Fenced(t.ID, t.Lease.Epoch))
-	}
+	g := fencedGraph(s.batch, s.cps, t)
 	return s.cmd.drive(ctx, t, driven{
 		do: func(ctx context.Context) error {
 			// The graph runs on a context a stop does not cancel: the node

@@ -189,10 +189,17 @@ func (r *runner) fence(ctx context.Context, task string, epoch int64) error {
 // fenced view of the checkpoint store when the store can fence, so that
 // once another process takes the task over this run writes nothing more.
 func (r *runner) graphFor(t runs.TaskRecord) *flow.Runnable[State] {
-	if f, ok := r.cps.(flow.Fencer); ok && t.Lease.Epoch > 0 {
-		return r.graph.WithCheckpointer(f.Fenced(t.ID, t.Lease.Epoch))
+	return fencedGraph(r.graph, r.cps, t)
+}
+
+// fencedGraph is g bound to a view of cps fenced at t's lease epoch, when
+// cps can fence and t holds a lease; g itself otherwise. The return and
+// the batch graph both run this way.
+func fencedGraph[S any](g *flow.Runnable[S], cps flow.Checkpointer, t runs.TaskRecord) *flow.Runnable[S] {
+	if f, ok := cps.(flow.Fencer); ok && t.Lease.Epoch > 0 {
+		return g.WithCheckpointer(f.Fenced(t.ID, t.Lease.Epoch))
 	}
-	return r.graph
+	return g
 }
 
 // heartbeat renews the lease of task every DefaultHeartbeat until done is
