@@ -50,7 +50,7 @@ file keeps its size (SQLite reuses the freed pages).`,
 			return err
 		},
 	}
-	c.Flags().DurationVar(&o.FinishedBefore, "finished-before", 0, "only tasks finished at least this long ago (e.g. 720h)")
+	c.Flags().Var(newDurationValue(0, &o.FinishedBefore), "finished-before", "only tasks finished at least this long ago (e.g. 720h)")
 	c.Flags().IntVar(&o.Keep, "keep", returns.DefaultPruneKeep, "checkpoints each task keeps, the head included")
 	return c
 }

@@ -47,7 +47,7 @@ with other input it is refused (exit 3).`,
 		},
 	}
 	c.Flags().StringVar(&reason, "reason", "", "why the order is returned (asked for when missing)")
-	c.Flags().DurationVar(&ttl, "draft-ttl", 300*time.Second, "how long the prepared draft stays valid (1s to 168h)")
+	c.Flags().Var(newDurationValue(300*time.Second, &ttl), "draft-ttl", "how long the prepared draft stays valid (1s to 168h)")
 	return c
 }
 

@@ -33,6 +33,6 @@ task that finished first keeps its finished status.`,
 			return a.render(v)
 		},
 	}
-	c.Flags().DurationVar(&wait, "wait", 5*time.Second, "how long to wait for the driving process to let go")
+	c.Flags().Var(newDurationValue(5*time.Second, &wait), "wait", "how long to wait for the driving process to let go")
 	return c
 }
