@@ -63,7 +63,8 @@ func (s *Service) Resume(ctx context.Context, o ResumeOptions) (*View, error) {
 	if t.Kind == runs.KindBatch {
 		return s.resumeBatch(ctx, t, o)
 	}
-	return s.cmd.resume(ctx, t, o)
+	v, err := s.cmd.resume(ctx, t, o)
+	return v.markExpired(s.now()), err
 }
 
 // resume is Resume of the return task t with r's policy.

@@ -36,7 +36,7 @@ func (s *Service) Show(ctx context.Context, task, user string) (*View, error) {
 		v = view(t, snap)
 	}
 	s.addHolder(v, t.Lease)
-	return v, nil
+	return v.markExpired(s.now()), nil
 }
 
 // show is Show of a return task through r's stores (a chunk sees its own

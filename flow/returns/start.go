@@ -64,7 +64,8 @@ func (s *Service) Start(ctx context.Context, o StartOptions) (*View, error) {
 	if o.TTL == 0 {
 		o.TTL = business.DefaultDraftTTL
 	}
-	return s.cmd.start(ctx, o)
+	v, err := s.cmd.start(ctx, o)
+	return v.markExpired(s.now()), err
 }
 
 // start runs Start's request (o valid, its TTL set) with r's policy.

@@ -58,6 +58,30 @@ type DraftView struct {
 	OrderID   string    `json:"order_id"`
 	Reason    string    `json:"reason"`
 	ExpiresAt time.Time `json:"expires_at"`
+	// Expired is true when the draft was not acted on (the run neither
+	// submitted nor cancelled it) and the service clock read at the time
+	// of the view is at or past ExpiresAt: approving it can no longer
+	// submit anything (markExpired).
+	Expired bool `json:"expired"`
+}
+
+// markExpired sets v.Draft.Expired from now, the service clock read when
+// the view is made (a draft expires at ExpiresAt, as business.Submit
+// refuses it then). A submitted or cancelled run's draft is not expired:
+// it was acted on in time. v may be nil.
+func (v *View) markExpired(now time.Time) *View {
+	if v == nil || v.Draft == nil {
+		return v
+	}
+	v.Draft.Expired = v.Result == nil && v.Status != StatusCancelled && v.Status != StatusDone && !now.Before(v.Draft.ExpiresAt)
+	return v
+}
+
+// DraftExpired reports whether v is a return task still waiting for
+// approval of a draft that has expired (markExpired): no answer can
+// submit it any more; recover ends it failed with draft_expired.
+func (v *View) DraftExpired() bool {
+	return v != nil && v.Draft != nil && v.Draft.Expired && (v.Status == StatusWaiting || v.Status == StatusInterrupted) && v.Kind != nil && *v.Kind == KindApproval
 }
 
 // view builds the View of a task from its head snapshot (nil when the task
