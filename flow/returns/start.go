@@ -40,17 +40,73 @@ func ValidateStart(o StartOptions) error {
 			return fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
 	}
-	if o.TTL != 0 && (o.TTL < MinDraftTTL || o.TTL > MaxDraftTTL) {
-		return fmt.Errorf("%w: draft ttl %s is outside %s..%s", ErrInvalid, o.TTL, MinDraftTTL, MaxDraftTTL)
+	return ValidDraftTTL(o.TTL)
+}
+
+// ValidDraftTTL returns ErrInvalid unless ttl is 0 (the default) or a whole
+// number of seconds in MinDraftTTL..MaxDraftTTL. A draft's validity is
+// kept in whole seconds (the task record and the state hold seconds), so a
+// sub-second part (1999ms) is refused rather than cut off.
+func ValidDraftTTL(ttl time.Duration) error {
+	if ttl == 0 {
+		return nil
+	}
+	if ttl < MinDraftTTL || ttl > MaxDraftTTL {
+		return fmt.Errorf("%w: draft ttl %s is outside %s..%s", ErrInvalid, ttl, MinDraftTTL, MaxDraftTTL)
+	}
+	if ttl%time.Second != 0 {
+		return fmt.Errorf("%w: draft ttl %s is not a whole number of seconds (drafts are valid for whole seconds: use %s or %s)", ErrInvalid, ttl, ttl.Truncate(time.Second), ttl.Truncate(time.Second)+time.Second)
 	}
 	return nil
 }
 
-// fingerprint identifies a start's input: the same task id started again
-// with the same fingerprint returns its progress, with another is refused.
+// fingerprint identifies a start's input, everything that shapes the run:
+// user, order, reason and draft validity (0 meaning the default). The same task id
+// started again with the same input returns its progress, with other
+// input is refused (sameInput).
+//
+// With the default validity it is baseFingerprint, the form every task
+// stored before the validity joined the input, so a batch row (which runs
+// with the default) and a retry of an old task compare equal by the
+// fingerprint alone; any other validity is part of the hash.
 func fingerprint(o StartOptions) string {
-	sum := sha256.Sum256([]byte(o.User + "\x00" + o.Order + "\x00" + strings.TrimSpace(o.Reason)))
+	if o.TTL == 0 || o.TTL == business.DefaultDraftTTL {
+		return baseFingerprint(o)
+	}
+	return hashInput(o.User, o.Order, strings.TrimSpace(o.Reason), fmt.Sprintf("ttl_ms=%d", o.TTL.Milliseconds()))
+}
+
+// baseFingerprint is the hash of user, order and trimmed reason: the
+// fingerprint of a start with the default validity, and of every task
+// recorded before the validity was part of it (whatever its validity).
+func baseFingerprint(o StartOptions) string {
+	return hashInput(o.User, o.Order, strings.TrimSpace(o.Reason))
+}
+
+// hashInput is the first 16 bytes of the SHA-256 of parts joined by NUL,
+// in hex.
+func hashInput(parts ...string) string {
+	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
 	return hex.EncodeToString(sum[:16])
+}
+
+// sameInput reports whether t, a return task's record, was started with
+// the input o (its TTL set). A record with the base fingerprint (the
+// default validity, or a task recorded before the validity was hashed)
+// holds its validity in the task record: that must match too.
+func (r *runner) sameInput(ctx context.Context, t runs.TaskRecord, o StartOptions) (bool, error) {
+	if t.Fingerprint != baseFingerprint(o) {
+		return t.Fingerprint == fingerprint(o), nil
+	}
+	ttl, err := r.runs.DraftTTL(ctx, t.ID)
+	if err != nil {
+		return false, fmt.Errorf("start %s: %w", t.ID, err)
+	}
+	want := o.TTL
+	if want == 0 {
+		want = business.DefaultDraftTTL
+	}
+	return ttl == want, nil
 }
 
 // Start begins a return request, or returns the progress of the same request
@@ -74,7 +130,7 @@ func (r *runner) start(ctx context.Context, o StartOptions) (*View, error) {
 	t, err := r.runs.Task(ctx, o.Task)
 	switch {
 	case err == nil:
-		return r.restart(ctx, t, o, fp)
+		return r.restart(ctx, t, o)
 	case !errors.Is(err, runs.ErrNotFound):
 		return nil, fmt.Errorf("start %s: %w", o.Task, err)
 	}
@@ -102,7 +158,7 @@ func (r *runner) create(ctx context.Context, o StartOptions, fp string) (*View, 
 		if t, err = r.runs.Task(ctx, o.Task); err != nil {
 			return nil, fmt.Errorf("start %s: %w", o.Task, err)
 		}
-		return r.restart(ctx, t, o, fp)
+		return r.restart(ctx, t, o)
 	} else if err != nil {
 		return nil, fmt.Errorf("start %s: %w", o.Task, err)
 	}
@@ -125,13 +181,15 @@ func (r *runner) invoke(ctx context.Context, t runs.TaskRecord, ttl time.Duratio
 }
 
 // restart answers a Start of a task that exists.
-func (r *runner) restart(ctx context.Context, t runs.TaskRecord, o StartOptions, fp string) (*View, error) {
+func (r *runner) restart(ctx context.Context, t runs.TaskRecord, o StartOptions) (*View, error) {
 	if t.User != o.User {
 		// Task ids are global: say it is taken, and nothing about whose.
 		return nil, fmt.Errorf("task id %s is already taken: %w (choose another task id)", o.Task, ErrConflict)
 	}
-	if t.Fingerprint != fp {
-		return nil, fmt.Errorf("task %s already exists with other input: %w (choose another task id, or run `assistant show %s`)", o.Task, ErrConflict, o.Task)
+	if same, err := r.sameInput(ctx, t, o); err != nil {
+		return nil, err
+	} else if !same {
+		return nil, fmt.Errorf("task %s already exists with other input (order, reason or --draft-ttl): %w (choose another task id, or run `assistant show %s`)", o.Task, ErrConflict, o.Task)
 	}
 	snap, err := r.graph.State(ctx, t.ID)
 	if errors.Is(err, flow.ErrThreadNotFound) {

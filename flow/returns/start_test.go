@@ -1,6 +1,8 @@
 package returns_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"testing"
 	"time"
@@ -104,6 +106,77 @@ func TestStart(t *testing.T) {
 		wantErr(t, err, returns.ErrConflict)
 		_, err = svc.Start(b.ctx, returns.StartOptions{Task: "r1", User: user, Order: "A3001", Reason: "size"})
 		wantErr(t, err, returns.ErrConflict)
+	})
+
+	t.Run("OtherDraftTTLIsConflict", func(t *testing.T) {
+		for name, tc := range map[string]struct{ first, again time.Duration }{
+			"DefaultThenMinute": {0, time.Minute},
+			"MinuteThenDefault": {time.Minute, 0},
+			"MinuteThenHour":    {time.Minute, time.Hour},
+		} {
+			t.Run(name, func(t *testing.T) {
+				svc, b := setup(t)
+				o := returns.StartOptions{Task: "r1", User: user, Order: "A3003", Reason: "size", TTL: tc.first}
+				first, err := svc.Start(b.ctx, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o.TTL = tc.again
+				_, err = svc.Start(b.ctx, o)
+				wantErr(t, err, returns.ErrConflict)
+				o.TTL = tc.first
+				again, err := svc.Start(b.ctx, o)
+				if err != nil || !again.Draft.ExpiresAt.Equal(first.Draft.ExpiresAt) {
+					t.Fatalf("same input again: %v, %+v; want the first window %s", err, again, first.Draft.ExpiresAt)
+				}
+			})
+		}
+	})
+
+	t.Run("DefaultDraftTTLGivenOrNotIsTheSameInput", func(t *testing.T) {
+		svc, b := setup(t)
+		mustStart(t, svc, "r1", "A3003", "size")
+		_, err := svc.Start(b.ctx, returns.StartOptions{Task: "r1", User: user, Order: "A3003", Reason: "size", TTL: business.DefaultDraftTTL})
+		if err != nil {
+			t.Fatalf("start with --draft-ttl equal to the default: %v", err)
+		}
+	})
+
+	t.Run("SubSecondDraftTTLIsRefused", func(t *testing.T) {
+		for _, ttl := range []time.Duration{1999 * time.Millisecond, time.Minute + time.Nanosecond, 1500 * time.Millisecond} {
+			svc, b := setup(t)
+			_, err := svc.Start(b.ctx, returns.StartOptions{Task: "r1", User: user, Order: "A3003", Reason: "size", TTL: ttl})
+			wantErr(t, err, returns.ErrInvalid)
+			wantNoTask(t, svc, b, "r1")
+		}
+		if err := returns.ValidDraftTTL(2 * time.Second); err != nil {
+			t.Fatalf("2s: %v", err)
+		}
+	})
+
+	t.Run("OldRecordWithoutTTLInFingerprintStillMatches", func(t *testing.T) {
+		// A task recorded before the validity joined the input hashed
+		// user, order and reason only, whatever its --draft-ttl; its
+		// validity is in the task record.
+		for name, ttl := range map[string]time.Duration{"Default": business.DefaultDraftTTL, "Minute": time.Minute} {
+			t.Run(name, func(t *testing.T) {
+				svc, b := setup(t)
+				o := returns.StartOptions{Task: "r1", User: user, Order: "A3003", Reason: "size", TTL: ttl}
+				if _, err := svc.Start(b.ctx, o); err != nil {
+					t.Fatal(err)
+				}
+				sum := sha256.Sum256([]byte(user + "\x00A3003\x00size"))
+				if _, err := svc.Desk().DB().ExecContext(b.ctx, `UPDATE tasks SET fingerprint = ? WHERE task_id = 'r1'`, hex.EncodeToString(sum[:16])); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := svc.Start(b.ctx, o); err != nil {
+					t.Fatalf("same input as the old record: %v", err)
+				}
+				o.TTL = 2 * time.Hour
+				_, err := svc.Start(b.ctx, o)
+				wantErr(t, err, returns.ErrConflict)
+			})
+		}
 	})
 
 	t.Run("OtherUsersTaskIDIsConflict", func(t *testing.T) {
