@@ -308,12 +308,15 @@ func TestRun(t *testing.T) {
 		{name: "resume_cancel", setup: [][]string{startR1}, args: []string{"resume", "r1", "--action", "cancel"}, golden: "resume_cancel_json"},
 		{name: "resume_wrong_kind", setup: [][]string{startR1}, args: []string{"resume", "r1", "--reason", "size"}, code: ExitUsage, stderr: "invalid input"},
 		{name: "resume_wrong_draft", setup: [][]string{startR1}, args: []string{"resume", "r1", "--action", "approve", "--draft", "d_wrong"}, code: ExitUsage, stderr: "d_wrong"},
-		// docs/cli.md: an answer to a task that has ended prints the task
-		// and changes nothing (the shared contract's exit 3 for "an answer
-		// to a task that ended otherwise" is issue 15's, not built yet;
-		// reason_cancel.txtar agrees).
+		// docs/cli.md: an answer to a task that has ended changes nothing:
+		// the answer it recorded again prints the outcome, any other is
+		// exit 3 saying how it ended, a --draft not its own is exit 2.
+		{name: "resume_after_cancel_cancel", setup: [][]string{startR1, {"resume", "r1", "--action", "cancel"}},
+			args: []string{"resume", "r1", "--action", "cancel"}, golden: "resume_cancel_json"},
 		{name: "resume_after_cancel_approve", setup: [][]string{startR1, {"resume", "r1", "--action", "cancel"}},
-			args: []string{"resume", "r1", "--action", "approve"}, golden: "resume_cancel_json"},
+			args: []string{"resume", "r1", "--action", "approve"}, code: ExitConflict, stderr: "task r1 ended as cancelled; the answer approve changes nothing"},
+		{name: "resume_after_cancel_approve_wrong_draft", setup: [][]string{startR1, {"resume", "r1", "--action", "cancel"}},
+			args: []string{"resume", "r1", "--action", "approve", "--draft", "d_wrong"}, code: ExitUsage, stderr: "--draft d_wrong is not the draft of task r1"},
 
 		// list
 		{name: "list_json", setup: [][]string{startR1, startR2}, args: []string{"list"}, golden: "list_json"},

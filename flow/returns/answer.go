@@ -59,6 +59,56 @@ func recordedAnswer(task string, snap *flow.Snapshot[State], o ResumeOptions) (b
 	return false, nil
 }
 
+// endedAnswer checks o against a task whose run has ended (snap.Done()):
+// --draft must name the task's draft (ErrInvalid otherwise, as on a
+// waiting task); a plain resume, or the answer the run recorded (the same
+// decision or reason again: a retry of a command whose reply was lost),
+// shows the outcome; any other answer is ErrConflict with a line saying
+// what the task ended as. Approve on a submitted task stands too: the
+// application it asks for exists.
+func endedAnswer(t runs.TaskRecord, snap *flow.Snapshot[State], o ResumeOptions) error {
+	st := snap.Values
+	if o.DraftID != "" {
+		draft := ""
+		if st.Draft != nil {
+			draft = st.Draft.ID
+		}
+		if o.DraftID != draft {
+			if draft == "" {
+				return fmt.Errorf("%w: --draft %s is not a draft of task %s (it ended with none); run `assistant show %s`", ErrInvalid, o.DraftID, t.ID, t.ID)
+			}
+			return fmt.Errorf("%w: --draft %s is not the draft of task %s (%s); run `assistant show %s`", ErrInvalid, o.DraftID, t.ID, draft, t.ID)
+		}
+	}
+	if !o.answering() {
+		return nil
+	}
+	v := view(t, snap)
+	action, _ := savedAnswers(snap)
+	var same bool
+	answer := o.Action
+	switch {
+	case o.Action != "":
+		same = o.Action == action || (o.Action == ActionApprove && v.Status == StatusDone && v.Result != nil)
+	default:
+		answer = fmt.Sprintf("--reason %q", o.Reason)
+		same = strings.TrimSpace(o.Reason) != "" && strings.TrimSpace(o.Reason) == st.Reason
+	}
+	if same {
+		return nil
+	}
+	return fmt.Errorf("task %s ended as %s; the answer %s changes nothing: %w", t.ID, endedAs(v), answer, ErrConflict)
+}
+
+// endedAs names how a finished run ended: its status, with the error code
+// of a failed one ("failed (draft_expired)").
+func endedAs(v *View) string {
+	if v.Status == StatusFailed && v.Error != nil && v.Error.Code != "" {
+		return fmt.Sprintf("%s (%s)", v.Status, v.Error.Code)
+	}
+	return v.Status
+}
+
 // savedAnswers returns the decision and the reason the task has recorded:
 // the state's decision, overridden by answers saved at the head and not yet
 // applied; "" for none.

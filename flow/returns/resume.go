@@ -47,11 +47,14 @@ func checkResume(o ResumeOptions) error {
 }
 
 // Resume answers the task's pending question, or continues its run. On a
-// task that has ended it changes nothing and returns its progress (with
-// result.reused true when approve is repeated on a submitted task).
-// Errors: ErrInvalid (answer of the wrong kind, wrong draft, unknown
-// interrupt id), ErrNotFound, ErrConflict (another process advanced the
-// task, or the answer contradicts the decision already recorded).
+// task that has ended it changes nothing: a plain resume, or the answer the
+// run recorded given again, returns its progress (with result.reused true
+// when approve is repeated on a submitted task); any other answer is
+// ErrConflict saying what the task ended as (endedAnswer).
+// Errors: ErrInvalid (answer of the wrong kind, a --draft that is not the
+// task's, unknown interrupt id), ErrNotFound, ErrConflict (another process
+// advanced the task, the answer contradicts the decision already recorded,
+// or the task ended otherwise).
 func (s *Service) Resume(ctx context.Context, o ResumeOptions) (*View, error) {
 	if err := checkResume(o); err != nil {
 		return nil, err
@@ -81,6 +84,11 @@ func (r *runner) resume(ctx context.Context, t runs.TaskRecord, o ResumeOptions)
 	}
 	if err := r.reconcile(ctx, t.ID, snap); err != nil {
 		return nil, err
+	}
+	if snap.Done() {
+		if err := endedAnswer(t, snap, o); err != nil {
+			return nil, err
+		}
 	}
 	if snap.Done() || (snap.Waiting() && !o.answering() && t.Status != StatusWaiting) {
 		return r.settled(ctx, t, snap, o)
@@ -131,6 +139,11 @@ func (r *runner) answer(ctx context.Context, t runs.TaskRecord, head *flow.Snaps
 				return nil, err
 			}
 			if cur.Done() {
+				// Ended by another process meanwhile: the answer
+				// must be the one it recorded, as on an ended task.
+				if err := endedAnswer(t, cur, o); err != nil {
+					return nil, err
+				}
 				endedBefore = true
 				return cur, nil
 			}

@@ -3,6 +3,7 @@ package returns_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -63,14 +64,82 @@ func TestResume(t *testing.T) {
 		}
 	})
 
-	t.Run("ApproveAfterCancelKeepsCancelled", func(t *testing.T) {
-		svc, b := setup(t)
-		started := mustStart(t, svc, "r1", "A3003", "size")
-		mustResume(t, svc, cancel("r1"))
-		v := mustResume(t, svc, approve("r1"))
-		wantView(t, v, returns.StatusCancelled, returns.StageCancelled)
-		if n, _ := svc.Desk().CountApplications(b.ctx, started.Draft.DraftID); n != 0 {
-			t.Fatalf("%d applications, want 0", n)
+	t.Run("AnswerToEndedTask", func(t *testing.T) {
+		// How each task ended: cancelled, submitted, refused at start
+		// (final sale), and approved after its draft expired.
+		end := map[string]func(t *testing.T, svc *returns.Service, b *bundle){
+			"cancelled": func(t *testing.T, svc *returns.Service, b *bundle) {
+				mustStart(t, svc, "r1", "A3003", "size")
+				mustResume(t, svc, cancel("r1"))
+			},
+			"done": func(t *testing.T, svc *returns.Service, b *bundle) {
+				mustStart(t, svc, "r1", "A3003", "size")
+				mustResume(t, svc, approve("r1"))
+			},
+			"final_sale": func(t *testing.T, svc *returns.Service, b *bundle) {
+				mustStart(t, svc, "r1", "A3007", "size")
+			},
+			"expired": func(t *testing.T, svc *returns.Service, b *bundle) {
+				mustStart(t, svc, "r1", "A3003", "size")
+				b.clock.Advance(business.DefaultDraftTTL)
+				mustResume(t, svc, approve("r1"))
+			},
+		}
+		withDraft := func(o returns.ResumeOptions, d string) returns.ResumeOptions { o.DraftID = d; return o }
+		for _, tc := range []struct {
+			name, ended string
+			o           returns.ResumeOptions
+			draft       bool   // --draft names the task's draft
+			err         error  // nil: exit 0 with the outcome
+			says        string // part of the error's line
+		}{
+			{name: "CancelAgain", ended: "cancelled", o: cancel("r1")},
+			{name: "CancelAgainWithItsDraft", ended: "cancelled", o: cancel("r1"), draft: true},
+			{name: "PlainResumeOfCancelled", ended: "cancelled", o: returns.ResumeOptions{Task: "r1", User: user}},
+			{name: "ApproveAfterCancel", ended: "cancelled", o: approve("r1"), err: returns.ErrConflict, says: "task r1 ended as cancelled; the answer approve changes nothing"},
+			{name: "ApproveWrongDraftAfterCancel", ended: "cancelled", o: withDraft(approve("r1"), "d_wrong"), err: returns.ErrInvalid, says: "--draft d_wrong"},
+			{name: "CancelWrongDraftAfterCancel", ended: "cancelled", o: withDraft(cancel("r1"), "d_wrong"), err: returns.ErrInvalid, says: "--draft d_wrong"},
+			{name: "OtherReasonAfterCancel", ended: "cancelled", o: reason("r1", "colour"), err: returns.ErrConflict, says: "ended as cancelled"},
+			{name: "SameReasonAfterCancel", ended: "cancelled", o: reason("r1", "size")},
+			{name: "ApproveAgain", ended: "done", o: approve("r1"), draft: true},
+			{name: "CancelAfterSubmit", ended: "done", o: cancel("r1"), err: returns.ErrConflict, says: "task r1 ended as done; the answer cancel changes nothing"},
+			{name: "ApproveWrongDraftAfterSubmit", ended: "done", o: withDraft(approve("r1"), "d_wrong"), err: returns.ErrInvalid, says: "--draft d_wrong"},
+			{name: "ApproveRefusedOrder", ended: "final_sale", o: approve("r1"), err: returns.ErrConflict, says: "ended as failed (final_sale)"},
+			{name: "DraftOfRefusedOrder", ended: "final_sale", o: withDraft(cancel("r1"), "d_x"), err: returns.ErrInvalid, says: "ended with none"},
+			{name: "PlainResumeOfRefused", ended: "final_sale", o: returns.ResumeOptions{Task: "r1", User: user}},
+			{name: "ApproveExpiredAgain", ended: "expired", o: approve("r1")},
+			{name: "CancelAfterExpired", ended: "expired", o: cancel("r1"), err: returns.ErrConflict, says: "task r1 ended as failed (draft_expired); the answer cancel changes nothing"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				svc, b := setup(t)
+				end[tc.ended](t, svc, b)
+				before, err := svc.Show(b.ctx, "r1", user)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.draft {
+					tc.o.DraftID = before.Draft.DraftID
+				}
+				cps, _ := b.cps.List(b.ctx, "r1", flow.ListOptions{})
+				v, err := svc.Resume(b.ctx, tc.o)
+				switch {
+				case tc.err != nil:
+					wantErr(t, err, tc.err)
+					if !strings.Contains(err.Error(), tc.says) || strings.Contains(err.Error(), "\n") {
+						t.Fatalf("error %q, want one line with %q", err, tc.says)
+					}
+				case err != nil:
+					t.Fatalf("resume: %v, want the outcome", err)
+				default:
+					wantView(t, v, before.Status, before.Stage)
+				}
+				after, _ := b.cps.List(b.ctx, "r1", flow.ListOptions{})
+				apps, _ := svc.Desk().ApplicationByTask(b.ctx, "r1")
+				if len(after) != len(cps) || (tc.ended != "done" && apps.ID != "") {
+					t.Fatalf("%d checkpoints (want %d), application %q: an answer to an ended task changed it", len(after), len(cps), apps.ID)
+				}
+				wantRecord(t, svc, "r1", before.Status, before.Stage)
+			})
 		}
 	})
 
