@@ -11,27 +11,48 @@ import (
 )
 
 func (a *app) newList() *cobra.Command {
-	var status string
+	var (
+		statuses []string
+		o        returns.ListOptions
+	)
 	c := &cobra.Command{
-		Use:   "list [--status S]",
+		Use:   "list [--status S,...] [--batch ID] [--limit N]",
 		Short: "List your tasks with their run status and stage",
+		Long: `list prints your tasks, oldest first, with the run status and stage recorded
+after each command. A task waiting for approval of a draft that has expired
+shows as expired: no answer can submit it; "assistant recover" ends it
+failed (draft_expired).
+
+--status keeps the tasks of the statuses named: repeat it or separate them
+with commas (running, waiting, expired, interrupted, done, cancelled,
+failed; waiting leaves expired tasks out). --batch keeps the tasks of the
+rows of one of your batches. --limit keeps the first N.`,
 		Example: `  assistant list
-  assistant list --status waiting`,
+  assistant list --status waiting
+  assistant list --status waiting,expired --status failed
+  assistant list --batch nightly-0301 --status failed --limit 20`,
 		Args: exactArgs(0, "list takes no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
+			var err error
+			if o.Statuses, err = returns.ParseStatuses(statuses); err != nil {
+				return err
+			}
+			o.User = a.user
+			if err := returns.CheckListOptions(o); err != nil {
+				return err
+			}
 			var tasks []returns.TaskSummary
 			svc, err := a.service(c.Context(), false)
 			switch {
-			case errors.Is(err, returns.ErrNotFound):
+			case errors.Is(err, returns.ErrNotFound) && o.Batch == "":
 				// No data dir yet: no task, and nothing is created.
-				if err := returns.CheckStatus(status); err != nil {
-					return err
-				}
 				tasks = []returns.TaskSummary{}
+			case errors.Is(err, returns.ErrNotFound):
+				return ran(fmt.Errorf("batch %s: %w for user %s", o.Batch, returns.ErrNotFound, a.user))
 			case err != nil:
 				return ran(err)
 			default:
-				if tasks, err = svc.List(c.Context(), a.user, status); err != nil {
+				if tasks, err = svc.ListTasks(c.Context(), o); err != nil {
 					return ran(err)
 				}
 			}
@@ -46,6 +67,8 @@ func (a *app) newList() *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	c.Flags().StringVar(&status, "status", "", "only tasks with this run status (running, waiting, interrupted, done, cancelled, failed)")
+	c.Flags().StringArrayVar(&statuses, "status", nil, "only tasks with these statuses, repeated or comma-separated (running, waiting, expired, interrupted, done, cancelled, failed)")
+	c.Flags().StringVar(&o.Batch, "batch", "", "only the tasks of the rows of this batch")
+	c.Flags().IntVar(&o.Limit, "limit", 0, "at most this many tasks, oldest first (0: all)")
 	return c
 }

@@ -40,8 +40,12 @@ func writeCard(w io.Writer, v *returns.View, prog string) error {
 	var b strings.Builder
 	cardHeader(&b, v)
 	task := shellQuote(v.Task)
-	for _, in := range v.Interrupts {
-		cardQuestion(&b, in, prog, task)
+	if v.DraftExpired() {
+		cardExpired(&b, v, prog)
+	} else {
+		for _, in := range v.Interrupts {
+			cardQuestion(&b, in, prog, task)
+		}
 	}
 	cardOutcome(&b, v)
 	cardRun(&b, v, prog, task)
@@ -64,7 +68,7 @@ func cardHeader(b *strings.Builder, v *returns.View) {
 	if v.Draft != nil {
 		left := time.Until(v.Draft.ExpiresAt).Round(time.Second)
 		when := "expired"
-		if left > 0 {
+		if left > 0 && !v.Draft.Expired {
 			when = "in " + left.String()
 		}
 		fmt.Fprintf(b, "Draft %s: reason %q, expires %s (%s)\n", v.Draft.DraftID, v.Draft.Reason, v.Draft.ExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC"), when)
@@ -93,6 +97,25 @@ func cardQuestion(b *strings.Builder, in returns.InterruptView, prog, task strin
 		fmt.Fprintf(b, "   or:    %s resume %s --action cancel\n", prog, task)
 	}
 }
+
+// cardExpired writes, for a task still waiting for approval of a draft
+// that has expired, that no answer can submit it, and the commands that
+// go on: a new request (a new task id, as task ids are never reused), or
+// recover, which ends this one failed (draft_expired).
+func cardExpired(b *strings.Builder, v *returns.View, prog string) {
+	fmt.Fprintf(b, "The draft expired before it was approved: approving it can no longer submit anything.\n")
+	reason := ""
+	if v.Draft.Reason != "" {
+		reason = " --reason " + shellQuote(v.Draft.Reason)
+	}
+	fmt.Fprintf(b, "Next:     %s start %s %s%s   (a new request, with a new task id)\n", prog, shellQuote(newTaskID(v.Task)), shellQuote(v.Order), reason)
+	fmt.Fprintf(b, "   or:    %s recover   (ends this task failed: draft_expired)\n", prog)
+}
+
+// newTaskID suggests a task id for a new request in place of task: task
+// with "-2" added. (Raising a trailing number instead would suggest the
+// id of another request of a numbered series: return-25 → return-26.)
+func newTaskID(task string) string { return task + "-2" }
 
 // cardOutcome writes the submitted application or the error a request
 // ended with.

@@ -2,11 +2,13 @@ package returns
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"assistant/business"
 	"assistant/runs"
 )
 
@@ -65,18 +67,27 @@ func (s *Service) addHolder(v *View, l runs.Lease) {
 
 // TaskSummary is one line of List.
 type TaskSummary struct {
-	Task      string    `json:"task"`
-	Order     string    `json:"order"`
+	Task  string `json:"task"`
+	Order string `json:"order"`
+	// Status is the run status recorded after each command, or "expired"
+	// for a task waiting for approval of a draft whose expires_at has
+	// passed (no answer can submit it; recover ends it failed).
 	Status    string    `json:"status"`
 	Stage     string    `json:"stage"`
 	CreatedAt time.Time `json:"created_at"` // UTC
 	UpdatedAt time.Time `json:"updated_at"` // UTC
 }
 
-// Statuses lists the valid run statuses, for validating a filter.
-var Statuses = []string{StatusRunning, StatusWaiting, StatusInterrupted, StatusDone, StatusCancelled, StatusFailed}
+// StatusExpired is the status List shows for a waiting task whose draft
+// expired: a state of the list, not a run status (the record still says
+// waiting until recover ends the run failed with draft_expired).
+const StatusExpired = "expired"
 
-// CheckStatus returns ErrInvalid unless status is "" or a run status.
+// Statuses lists the statuses a list filter may name: the run statuses and
+// expired.
+var Statuses = []string{StatusRunning, StatusWaiting, StatusExpired, StatusInterrupted, StatusDone, StatusCancelled, StatusFailed}
+
+// CheckStatus returns ErrInvalid unless status is "" or one of Statuses.
 func CheckStatus(status string) error {
 	if status != "" && !slices.Contains(Statuses, status) {
 		return fmt.Errorf("%w: --status must be one of %s, not %q", ErrInvalid, strings.Join(Statuses, ", "), status)
@@ -84,20 +95,161 @@ func CheckStatus(status string) error {
 	return nil
 }
 
-// List returns the user's tasks, oldest first, with the run status and stage
-// recorded after each command; status "" lists all. An unknown status is
+// ListOptions are the input of ListTasks.
+type ListOptions struct {
+	User string
+	// Statuses keeps the tasks whose status is one of them (Statuses;
+	// waiting excludes an expired task, expired selects it); none keeps
+	// all.
+	Statuses []string
+	// Batch keeps the tasks of the rows of the user's batch of that id;
+	// "" keeps all. An unknown batch (or another user's) is ErrNotFound.
+	Batch string
+	// Limit keeps at most that many tasks, the oldest first; 0 keeps all.
+	Limit int
+}
+
+// ParseStatuses splits --status values, each one status or several
+// separated by commas ("waiting,expired"), into a list without repeats.
+// An unknown or empty status is ErrInvalid naming the allowed ones.
+func ParseStatuses(values []string) ([]string, error) {
+	var out []string
+	for _, v := range values {
+		for _, st := range strings.Split(v, ",") {
+			st = strings.TrimSpace(st)
+			if st == "" {
+				return nil, fmt.Errorf("%w: --status must be one of %s, not an empty value", ErrInvalid, strings.Join(Statuses, ", "))
+			}
+			if err := CheckStatus(st); err != nil {
+				return nil, err
+			}
+			if !slices.Contains(out, st) {
+				out = append(out, st)
+			}
+		}
+	}
+	return out, nil
+}
+
+// CheckListOptions checks o without touching any file; errors match
 // ErrInvalid.
+func CheckListOptions(o ListOptions) error {
+	for _, st := range o.Statuses {
+		if err := CheckStatus(st); err != nil {
+			return err
+		}
+	}
+	if o.Limit < 0 {
+		return fmt.Errorf("%w: --limit must be 0 (no limit) or more, not %d", ErrInvalid, o.Limit)
+	}
+	if o.Batch != "" {
+		if err := ValidTaskID(o.Batch); err != nil {
+			return fmt.Errorf("%w: --batch: %v", ErrInvalid, err)
+		}
+	}
+	return nil
+}
+
+// List returns the user's tasks, oldest first, with the run status and stage
+// recorded after each command (expired for a waiting task whose draft
+// expired); status "" lists all. An unknown status is ErrInvalid.
 func (s *Service) List(ctx context.Context, user, status string) ([]TaskSummary, error) {
-	if err := CheckStatus(status); err != nil {
+	o := ListOptions{User: user}
+	if status != "" {
+		o.Statuses = []string{status}
+	}
+	return s.ListTasks(ctx, o)
+}
+
+// ListTasks returns the user's tasks that o selects, oldest first, with
+// the run status and stage recorded after each command; a waiting task
+// whose draft has expired by the service clock shows as expired. It writes
+// nothing. Errors: ErrInvalid (CheckListOptions), ErrNotFound (o.Batch
+// unknown or another user's), storage errors.
+func (s *Service) ListTasks(ctx context.Context, o ListOptions) ([]TaskSummary, error) {
+	if err := CheckListOptions(o); err != nil {
 		return nil, err
 	}
-	tasks, err := s.runs.ListTasks(ctx, user, status)
+	var inBatch map[string]bool
+	if o.Batch != "" {
+		var err error
+		if inBatch, err = s.batchTasks(ctx, o.Batch, o.User); err != nil {
+			return nil, err
+		}
+	}
+	status := ""
+	if len(o.Statuses) == 1 && o.Statuses[0] != StatusWaiting && o.Statuses[0] != StatusExpired {
+		status = o.Statuses[0] // one record status: let the store filter
+	}
+	tasks, err := s.runs.ListTasks(ctx, o.User, status)
 	if err != nil {
 		return nil, err
 	}
+	now := s.now()
 	out := make([]TaskSummary, 0, len(tasks))
 	for _, t := range tasks {
-		out = append(out, TaskSummary{Task: t.ID, Order: t.OrderID, Status: t.Status, Stage: t.Stage, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt})
+		if inBatch != nil && !inBatch[t.ID] {
+			continue
+		}
+		st, err := s.listStatus(ctx, t, now)
+		if err != nil {
+			return nil, err
+		}
+		if len(o.Statuses) > 0 && !slices.Contains(o.Statuses, st) {
+			continue
+		}
+		out = append(out, TaskSummary{Task: t.ID, Order: t.OrderID, Status: st, Stage: t.Stage, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt})
+		if o.Limit > 0 && len(out) == o.Limit {
+			break
+		}
 	}
 	return out, nil
+}
+
+// listStatus is the status List shows for t: its record's, or expired for
+// a return task waiting for approval (stage draft_ready) whose draft's
+// expires_at is at or before now. Only such a task costs a read of its
+// draft.
+func (s *Service) listStatus(ctx context.Context, t runs.TaskRecord, now time.Time) (string, error) {
+	if t.Status != StatusWaiting || t.Stage != StageDraftReady || t.Kind == runs.KindBatch {
+		return t.Status, nil
+	}
+	d, err := s.desk.DraftByTask(ctx, t.ID)
+	if errors.Is(err, business.ErrNotFound) {
+		return t.Status, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("list: %w", err)
+	}
+	if !now.Before(d.ExpiresAt) {
+		return StatusExpired, nil
+	}
+	return t.Status, nil
+}
+
+// batchTasks returns the task ids of the rows of batch id, which must be
+// a batch of user (ErrNotFound otherwise, as for any task of another
+// user).
+func (s *Service) batchTasks(ctx context.Context, id, user string) (map[string]bool, error) {
+	b, err := s.task(ctx, id, user)
+	if err != nil {
+		return nil, err
+	}
+	if b.Kind != runs.KindBatch {
+		return nil, fmt.Errorf("%w: --batch %s: task %s is not a batch", ErrInvalid, id, id)
+	}
+	in := map[string]bool{}
+	for after := 0; ; {
+		rows, err := s.runs.BatchRows(ctx, id, after, 1000)
+		if err != nil {
+			return nil, fmt.Errorf("list: %w", err)
+		}
+		if len(rows) == 0 {
+			return in, nil
+		}
+		for _, r := range rows {
+			in[r.TaskID] = true
+		}
+		after = rows[len(rows)-1].RowNo
+	}
 }
