@@ -216,7 +216,7 @@ func TestBatchStopAndResume(t *testing.T) {
 	if stopped["status"] != "interrupted" {
 		t.Errorf("stop printed status %v, want interrupted", stopped["status"])
 	}
-	checkBatchStopped(t, dir, proc, out, "stopped batch", 1)
+	checkBatchStopped(t, dir, proc, out, "stopped batch", 1, 0)
 	if v := mustRun(t, dir, "show", "b1"); v["status"] != "interrupted" {
 		t.Errorf("show after stop: status %v, want interrupted", v["status"])
 	}
@@ -233,7 +233,7 @@ func TestBatchStopAndResume(t *testing.T) {
 	if v := mustRun(t, dir, "stop", "b1"); v["status"] != "interrupted" {
 		t.Errorf("second stop printed status %v, want interrupted", v["status"])
 	}
-	checkBatchStopped(t, dir, proc, out, "stopped resume", 2)
+	checkBatchStopped(t, dir, proc, out, "stopped resume", 2, 0)
 
 	mustRun(t, dir, "resume", "b1")
 	checkBatchDone(t, dir, "b1", 10000)
@@ -315,8 +315,9 @@ func TestStaleTaskShownWithRecoverCommand(t *testing.T) {
 }
 
 // TestSIGTERMStopsLikeStop sends SIGTERM to a running batch: it must end as
-// an operator stop does — exit 0, status interrupted, the step failed — and
-// resume must finish it.
+// an operator stop does — status interrupted, the step failed — but exit
+// 143, so `batch … && deploy` does not go on (issue 15), and resume must
+// finish it.
 func TestSIGTERMStopsLikeStop(t *testing.T) {
 	dir := t.TempDir()
 	proc, out := startBatch(t, dir, batchFile(t, 5000))
@@ -324,19 +325,20 @@ func TestSIGTERMStopsLikeStop(t *testing.T) {
 	if err := proc.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	checkBatchStopped(t, dir, proc, out, "batch after SIGTERM", 1)
+	checkBatchStopped(t, dir, proc, out, "batch after SIGTERM", 1, 143)
 	mustRun(t, dir, "resume", "b1")
 	checkBatchDone(t, dir, "b1", 5000)
 }
 
 // checkBatchStopped waits for batch b1's process proc (what names it) after
-// its stops-th stop: it must exit 0 printing status interrupted, its last
+// its stops-th stop: it must exit want (0 for a stop from another process,
+// 128+signal for a signal to it) printing status interrupted, its last
 // timeline step failed as interrupted, and exactly stops steps so failed,
 // one per stop.
-func checkBatchStopped(t *testing.T, dir string, proc *exec.Cmd, out *bytes.Buffer, what string, stops int) {
+func checkBatchStopped(t *testing.T, dir string, proc *exec.Cmd, out *bytes.Buffer, what string, stops, want int) {
 	t.Helper()
-	if code := exitOf(t, proc.Wait()); code != 0 {
-		t.Fatalf("%s exited %d, want 0: %s", what, code, out)
+	if code := exitOf(t, proc.Wait()); code != want {
+		t.Fatalf("%s exited %d, want %d: %s", what, code, want, out)
 	}
 	var v map[string]any
 	if err := json.Unmarshal(out.Bytes(), &v); err != nil || v["status"] != "interrupted" {
@@ -378,9 +380,9 @@ func TestLockedFileIsConflict(t *testing.T) {
 
 // TestStopBeforeFirstCheckpoint interrupts a start, and a batch, that wait
 // for the checkpoints file's write lock (another process holds it) before
-// their first checkpoint: each ends as any stop does, exit 0 and status
-// interrupted, not as a failure (show agrees, and a batch still counts its
-// rows); once the lock is free, resume runs it on.
+// their first checkpoint: each ends as any stop does, status interrupted,
+// not as a failure (show agrees, and a batch still counts its rows), and
+// exits 130 as SIGINT asks; once the lock is free, resume runs it on.
 func TestStopBeforeFirstCheckpoint(t *testing.T) {
 	rows := filepath.Join(t.TempDir(), "rows.csv")
 	if err := os.WriteFile(rows, []byte("task,order,reason\nr1,A3001,too small\nr2,A3002,broken\n"), 0o600); err != nil {
@@ -417,8 +419,8 @@ func TestStopBeforeFirstCheckpoint(t *testing.T) {
 			if err := proc.Process.Signal(syscall.SIGINT); err != nil {
 				t.Fatal(err)
 			}
-			if code := exitOf(t, proc.Wait()); code != 0 {
-				t.Fatalf("interrupted before its first checkpoint: exit %d, want 0; stdout %s", code, out)
+			if code := exitOf(t, proc.Wait()); code != 130 {
+				t.Fatalf("interrupted before its first checkpoint: exit %d, want 130; stdout %s", code, out)
 			}
 			var v map[string]any
 			if err := json.Unmarshal(out.Bytes(), &v); err != nil || v["status"] != "interrupted" {

@@ -15,7 +15,10 @@ import (
 )
 
 func (a *app) newBatch() *cobra.Command {
-	var chunk int
+	var (
+		chunk      int
+		exitStatus bool
+	)
 	c := &cobra.Command{
 		Use:   "batch BATCH FILE.csv",
 		Short: "Run many return tasks from a CSV file (task,order,reason)",
@@ -62,10 +65,11 @@ A progress bar is drawn on stderr when stderr is a terminal.`,
 			if err != nil {
 				return ran(err)
 			}
-			return a.render(v)
+			return a.finish(v, exitStatus)
 		},
 	}
 	c.Flags().IntVar(&chunk, "chunk", returns.DefaultBatchChunk, "rows per checkpoint (one commit takes at most 100 rows, or the rows of half a second)")
+	c.Flags().BoolVar(&exitStatus, "exit-status", false, "exit by the batch's outcome: 0 ran every row, 6 failed, 8 interrupted (docs/cli.md \"Exit codes\")")
 	return c
 }
 

@@ -7,7 +7,10 @@ import (
 )
 
 func (a *app) newResume() *cobra.Command {
-	var opts returns.ResumeOptions
+	var (
+		opts       returns.ResumeOptions
+		exitStatus bool
+	)
 	c := &cobra.Command{
 		Use:   "resume TASK [--reason R | --action approve|cancel [--draft ID]] [--interrupt ID]",
 		Short: "Answer a task's pending question, or continue a run that stopped part-way",
@@ -48,12 +51,13 @@ a submitted task again returns the same application with reused: true.`,
 			if err != nil {
 				return ran(err)
 			}
-			return a.render(v)
+			return a.finish(v, exitStatus)
 		},
 	}
 	c.Flags().StringVar(&opts.Reason, "reason", "", "answer to a need_reason question")
 	c.Flags().StringVar(&opts.Action, "action", "", "answer to the approval question: approve or cancel")
 	c.Flags().StringVar(&opts.DraftID, "draft", "", "the draft id being approved; refused if it is not the pending draft")
 	c.Flags().StringVar(&opts.InterruptID, "interrupt", "", "id of the pending interrupt to answer (when several are pending)")
+	c.Flags().BoolVar(&exitStatus, "exit-status", false, "exit by the task's outcome: 5 cancelled, 6 failed, 7 not finished, 8 interrupted (docs/cli.md \"Exit codes\")")
 	return c
 }

@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -30,11 +28,21 @@ const (
 	ExitUsage    = 2
 	ExitConflict = 3
 	ExitNotFound = 4
-	// ExitInterrupted: SIGINT or SIGTERM ended the command before it did
-	// its work and outside a task's run (a run that is stopped ends
-	// interrupted, exit 0), waiting for another process's lock, say.
-	// 128 + SIGINT, as shells report it (docs/cli.md "Exit codes").
+	// Outcome exit codes: the task's outcome (returns.OutcomeOf), always
+	// for wait and with --exit-status for start, resume, show and batch.
+	// Done is ExitOK.
+	ExitCancelled   = 5
+	ExitFailed      = 6 // the view's error.code says why
+	ExitNotFinished = 7 // a person must answer, a live process runs it, or wait's --timeout passed
+	ExitStopped     = 8 // interrupted: stopped, or running with its process gone
+	// ExitInterrupted: SIGINT ended the command: before it did its work
+	// (while it waited for another process's lock, say), or its own run,
+	// which then ended interrupted at its last checkpoint. 128 + SIGINT,
+	// as shells report it.
 	ExitInterrupted = 130
+	// ExitTerminated: SIGTERM ended the command, as SIGINT does; 128 +
+	// SIGTERM.
+	ExitTerminated = 143
 )
 
 // app holds the global flags and the writer pair every command prints to.
@@ -52,17 +60,21 @@ type app struct {
 	// reported is set by a command whose output already names its error
 	// (recover's report): fail then prints only the stderr line.
 	reported bool
+	// shown is the view the command printed (finish), to name its task
+	// when a signal ended the command.
+	shown *returns.View
 }
 
 // Execute runs the command line with os.Args and exits the process with the
 // exit code of docs/cli.md "Exit codes". seed is the teaching orders CSV embedded in the
 // binary. It is the only place that calls os.Exit.
 //
-// SIGINT and SIGTERM cancel the run's context: the running node is
-// cancelled, its timeline step recorded failed, and the task left
-// interrupted at its last checkpoint, as with `assistant stop`.
+// SIGINT and SIGTERM cancel the run's context with the signal as its
+// cause: the running node is cancelled, its timeline step recorded failed,
+// and the task left interrupted at its last checkpoint, as with `assistant
+// stop`; then the process exits 130 (SIGINT) or 143 (SIGTERM).
 func Execute(seed []byte) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := notifyContext(context.Background())
 	code := Run(ctx, os.Args[1:], os.Stdout, os.Stderr, seed)
 	stop()
 	os.Exit(code)
@@ -80,8 +92,21 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, seed []by
 	for _, closeStores := range a.closers {
 		closeStores()
 	}
+	var oe *outcomeExit
+	if ctx.Err() != nil && (err == nil || errors.As(err, &oe)) {
+		// A signal ended the command's own run, which saved what it did
+		// and printed the task: the signal's code, whatever the outcome.
+		fmt.Fprintf(stderr, "assistant: %s\n", a.signalNote(ctx, a.shown))
+		return signalExit(ctx)
+	}
 	if err == nil {
 		return ExitOK
+	}
+	if errors.As(err, &oe) {
+		if oe.note != "" {
+			fmt.Fprintf(stderr, "assistant: %s\n", oe.note)
+		}
+		return oe.code
 	}
 	var re *runError
 	if errors.As(err, &re) {
@@ -92,6 +117,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, seed []by
 		err = re.err
 	}
 	if code == ExitInterrupted {
+		code = signalExit(ctx)
 		err = fmt.Errorf("interrupted by a signal before it was done (%w); each write is all or nothing, so run the command again", err)
 	}
 	a.fail(err, code)
@@ -140,7 +166,7 @@ business.sqlite (orders, drafts, applications, tasks).`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return fmt.Errorf("%w: %v", returns.ErrInvalid, err)
 	})
-	root.AddCommand(a.newStart(), a.newShow(), a.newResume(), a.newList(), a.newStop(), a.newRecover(), a.newBatch(), a.newOrders(), a.newVariants(), a.newHistory(), a.newPrune(), a.newVerify(), a.newBackup())
+	root.AddCommand(a.newStart(), a.newShow(), a.newResume(), a.newList(), a.newStop(), a.newRecover(), a.newBatch(), a.newOrders(), a.newVariants(), a.newHistory(), a.newPrune(), a.newVerify(), a.newBackup(), a.newWait())
 	return root
 }
 
@@ -205,7 +231,7 @@ func errorCode(code int) string {
 		return "conflict"
 	case ExitNotFound:
 		return "not_found"
-	case ExitInterrupted:
+	case ExitInterrupted, ExitTerminated:
 		return "interrupted"
 	}
 	return "internal"

@@ -7,7 +7,8 @@ import (
 )
 
 func (a *app) newShow() *cobra.Command {
-	return &cobra.Command{
+	var exitStatus bool
+	c := &cobra.Command{
 		Use:   "show TASK",
 		Short: "Show a task's progress and the question it waits on",
 		Long: `show prints where a task stands: its status and stage, the pending
@@ -28,7 +29,9 @@ ended. It changes nothing.`,
 			if err != nil {
 				return ran(err)
 			}
-			return a.render(v)
+			return a.finish(v, exitStatus)
 		},
 	}
+	c.Flags().BoolVar(&exitStatus, "exit-status", false, "exit by the task's outcome: 5 cancelled, 6 failed, 7 not finished (waiting, or running in a live process), 8 interrupted (docs/cli.md \"Exit codes\")")
+	return c
 }

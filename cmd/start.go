@@ -10,8 +10,9 @@ import (
 
 func (a *app) newStart() *cobra.Command {
 	var (
-		reason string
-		ttl    time.Duration
+		reason     string
+		ttl        time.Duration
+		exitStatus bool
 	)
 	c := &cobra.Command{
 		Use:   "start TASK ORDER",
@@ -43,11 +44,12 @@ with other input it is refused (exit 3).`,
 			if err != nil {
 				return ran(err)
 			}
-			return a.render(v)
+			return a.finish(v, exitStatus)
 		},
 	}
 	c.Flags().StringVar(&reason, "reason", "", "why the order is returned (asked for when missing)")
 	c.Flags().Var(newDurationValue(300*time.Second, &ttl), "draft-ttl", "how long the prepared draft stays valid (1s to 168h)")
+	c.Flags().BoolVar(&exitStatus, "exit-status", false, "exit by the task's outcome: 5 cancelled, 6 failed, 7 not finished, 8 interrupted (docs/cli.md \"Exit codes\")")
 	return c
 }
 

@@ -1,0 +1,152 @@
+package returns
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"assistant/runs"
+)
+
+// How often Wait looks at the task (docs/cli.md "wait"): first after
+// WaitPollMin, then half as often again after each look that finds nothing
+// new, up to WaitPollMax; a change starts over at WaitPollMin.
+const (
+	WaitPollMin = 100 * time.Millisecond
+	WaitPollMax = time.Second
+)
+
+// WaitOptions names the task Wait waits for and bounds the wait.
+type WaitOptions struct {
+	Task string
+	User string
+	// Timeout bounds the wait in wall-clock time; 0 waits until the task
+	// has an outcome or ctx ends.
+	Timeout time.Duration
+}
+
+// Wait blocks until the task has an outcome (OutcomeOf is not
+// OutcomeNotFinished: it is done, cancelled, failed or interrupted, or the
+// draft it waits on expired) or o.Timeout passes, and returns its view at
+// that moment. At a timeout the view is the current one and its outcome is
+// OutcomeNotFinished.
+//
+// A pending draft that has expired (by the service's clock) is reported
+// as it will end: status failed with error draft_expired; stage, question
+// and draft are left as stored. Wait writes nothing: it recovers nothing,
+// answers nothing and ends nothing; a run whose process is gone is
+// returned at once as it is (OutcomeInterrupted).
+//
+// It reads cheaply while nothing changes: one read of the task's record
+// per look (status, stage, updated_at, lease), and the full view (Show)
+// only when that record changed, its holder died, or at the end.
+// Errors: ErrInvalid, ErrNotFound (an unknown task, or another user's, at
+// once: it does not wait for a task to appear), ctx's error (wrapped; a
+// signal), storage errors.
+func (s *Service) Wait(ctx context.Context, o WaitOptions) (*View, error) {
+	v, err := s.Show(ctx, o.Task, o.User)
+	if err != nil {
+		return nil, err
+	}
+	var timeout <-chan time.Time
+	if o.Timeout > 0 {
+		t := time.NewTimer(o.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	seen, err := s.look(ctx, v.Task, o.User)
+	if err != nil {
+		return nil, err
+	}
+	interval := WaitPollMin
+	for {
+		// The view's expiry is as of when it was read: judge it now.
+		if OutcomeOf(v.markExpired(s.now())) != OutcomeNotFinished {
+			return waited(v), nil
+		}
+		pause := time.NewTimer(s.nextLook(v, interval))
+		select {
+		case <-ctx.Done():
+			pause.Stop()
+			return nil, fmt.Errorf("wait for %s: %w", v.Task, ctx.Err())
+		case <-timeout:
+			pause.Stop()
+			// The view may be up to WaitPollMax old: print the current one.
+			if v, err = s.Show(ctx, v.Task, o.User); err != nil {
+				return nil, err
+			}
+			return waited(v), nil
+		case <-pause.C:
+		}
+		now, err := s.look(ctx, v.Task, o.User)
+		if err != nil {
+			return nil, err
+		}
+		if now.same(seen) && !now.holderGone(s) {
+			interval = min(interval*3/2, WaitPollMax)
+			continue
+		}
+		seen, interval = now, WaitPollMin
+		if v, err = s.Show(ctx, v.Task, o.User); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// nextLook is how long Wait pauses before its next look: interval, or less
+// when the pending draft expires sooner (by the service's clock), so an
+// expiry is reported when it happens.
+func (s *Service) nextLook(v *View, interval time.Duration) time.Duration {
+	if v.Status == StatusWaiting && v.Draft != nil && !v.Draft.Expired {
+		if left := v.Draft.ExpiresAt.Sub(s.now()); left < interval {
+			return max(left, time.Millisecond)
+		}
+	}
+	return interval
+}
+
+// waited is v as Wait reports it: a pending draft that has expired makes
+// the view failed with draft_expired, in a copy (v is not changed).
+func waited(v *View) *View {
+	if !v.DraftExpired() {
+		return v
+	}
+	w := *v
+	w.Status = StatusFailed
+	w.Error = &Failure{Code: CodeDraftExpired, Message: fmt.Sprintf(
+		"draft %s expired at %s before it was approved; nothing was submitted",
+		v.Draft.DraftID, v.Draft.ExpiresAt.UTC().Format(time.RFC3339))}
+	return &w
+}
+
+// sighting is what one cheap look at a task's record sees: every command
+// that moves a task writes its record (status, stage, updated_at) or its
+// lease, so an unchanged sighting means an unchanged outcome, unless the
+// holder died meanwhile (holderGone).
+type sighting struct {
+	status, stage string
+	updated       time.Time
+	lease         runs.Lease
+}
+
+// look reads the task's record: one row of business.sqlite, by its key.
+func (s *Service) look(ctx context.Context, task, user string) (sighting, error) {
+	t, err := s.task(ctx, task, user)
+	if err != nil {
+		return sighting{}, fmt.Errorf("wait for %s: %w", task, err)
+	}
+	return sighting{status: t.Status, stage: t.Stage, updated: t.UpdatedAt, lease: t.Lease}, nil
+}
+
+// same reports whether g and h saw the same record. A heartbeat's renewal
+// (lease until) is no change: holderGone tells when a lease lapses.
+func (g sighting) same(h sighting) bool {
+	return g.status == h.status && g.stage == h.stage && g.updated.Equal(h.updated) &&
+		g.lease.Owner == h.lease.Owner && g.lease.Epoch == h.lease.Epoch
+}
+
+// holderGone reports whether the record names a running task whose holder
+// is no longer alive: the record does not change when a process dies.
+func (g sighting) holderGone(s *Service) bool {
+	return g.status == StatusRunning && !s.holderAlive(g.lease)
+}
