@@ -12,11 +12,18 @@ import (
 func (a *app) newRecover() *cobra.Command {
 	return &cobra.Command{
 		Use:   "recover",
-		Short: "Resume every running task whose process is gone",
+		Short: "Resume every running task whose process is gone; end expired drafts",
 		Long: `recover finds every task that is running but whose lease holder is gone
 (its process died on this host, or its lease lapsed) and resumes each
 through the same path as "assistant resume TASK". It prints what it
 recovered, with what each recovery cost (steps kept, redone, wall time).
+
+Then it ends every task still waiting for approval of a draft that has
+expired (list shows them as expired): each ends failed with the error code
+draft_expired, in a checkpoint of its own; nothing is submitted, an answer
+afterwards is refused (exit 3), and prune may remove its old checkpoints.
+Its JSON line says "ended": "draft_expired".
+
 Tasks of every user are recovered. When a task cannot be recovered (busy,
 a locked file, a storage error) the others still are, each failure is named
 on stderr, and recover exits 3 (busy or locked) or 1 (anything else).
@@ -58,11 +65,15 @@ func (a *app) printRecovered(got []returns.Recovered) error {
 		return writeJSON(a.stdout, map[string]any{"recovered": got})
 	}
 	if len(got) == 0 {
-		fmt.Fprintln(a.stdout, "Nothing to recover: no running task has lost its process.")
+		fmt.Fprintln(a.stdout, "Nothing to recover: no running task has lost its process, and no waiting draft has expired.")
 	}
 	for _, r := range got {
 		if r.Error != "" {
 			fmt.Fprintf(a.stdout, "%s: not recovered: %s\n", r.Task, r.Error)
+			continue
+		}
+		if r.Ended != "" {
+			fmt.Fprintf(a.stdout, "%s: %s (%s): its draft expired before anyone approved it; nothing was submitted\n", r.Task, r.Status, r.Ended)
 			continue
 		}
 		fmt.Fprintf(a.stdout, "%s: %s (stage %s)", r.Task, r.Status, orDash(r.Stage))

@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
+
+	"assistant/flow"
+	"assistant/runs"
 )
 
 // Recovered is one line of Recover's report.
@@ -15,6 +19,10 @@ type Recovered struct {
 	Stage  string `json:"stage"`
 	// Error says why the task could not be recovered; "" when it was.
 	Error string `json:"error,omitempty"`
+	// Ended is why recover ended a task that was waiting: "draft_expired"
+	// for a draft that expired before anyone approved it (the task ends
+	// failed with that error code); omitted for a crashed run continued.
+	Ended string `json:"ended,omitempty"`
 	// Recovery is what continuing the crashed run cost; nil when it was
 	// not recovered.
 	Recovery *RecoveryView `json:"recovery,omitempty"`
@@ -48,10 +56,13 @@ func (e *RecoverError) Unwrap() []error {
 
 // Recover resumes every running task whose lease holder is gone, through the
 // same path as Resume without an answer, and reports each, with what the
-// recovery cost. A task it cannot recover (busy, a file locked, a storage
-// error) is reported with its error and the next one is tried; then the
-// report comes back with a *RecoverError naming them (exit 3 when one was
-// busy, else 1). Other errors: reading the task list.
+// recovery cost; then it ends every task (any user's) still waiting for
+// approval of a draft that has expired, failed with draft_expired
+// (endExpired), and reports each with Ended set. A task it cannot recover
+// (busy, a file locked, a storage error) is reported with its error and the
+// next one is tried; then the report comes back with a *RecoverError naming
+// them (exit 3 when one was busy, else 1). Other errors: reading the task
+// list.
 func (s *Service) Recover(ctx context.Context) ([]Recovered, error) {
 	stale, err := s.runs.StaleTasks(ctx, s.now().UTC(), s.liveness)
 	if err != nil {
@@ -86,8 +97,86 @@ func (s *Service) Recover(ctx context.Context) ([]Recovered, error) {
 		}
 		out = append(out, r)
 	}
+	expired, err := s.endExpired(ctx)
+	if err != nil {
+		return out, fmt.Errorf("recover: %w", err)
+	}
+	for _, r := range expired {
+		if r.err != nil {
+			failed = append(failed, r)
+		}
+		out = append(out, r)
+	}
 	if len(failed) > 0 {
 		return out, &RecoverError{Failed: failed}
 	}
 	return out, nil
+}
+
+// endExpired ends every waiting return task (any user's) whose draft has
+// expired by the service clock (ListTasks' expired), each through the
+// engine (expire), and reports each ended. A task another process holds
+// now (a person answering it) is left to that process: its approve ends
+// the run failed with draft_expired itself. A task that could not be ended
+// otherwise is reported with its error. Errors: reading the task list.
+func (s *Service) endExpired(ctx context.Context) ([]Recovered, error) {
+	waiting, err := s.runs.ListTasks(ctx, "", StatusWaiting)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	var out []Recovered
+	for _, t := range waiting {
+		st, err := s.listStatus(ctx, t, now)
+		if err != nil {
+			return out, err
+		}
+		if st != StatusExpired {
+			continue
+		}
+		r := Recovered{Task: t.ID, User: t.User}
+		v, err := s.cmd.expire(ctx, t)
+		switch {
+		case errors.Is(err, ErrConflict):
+			continue // taken by another process at this moment
+		case err != nil:
+			r.err = Classify(err)
+			r.Error = r.err.Error()
+		case v.Status != StatusFailed || v.Error == nil || v.Error.Code != CodeDraftExpired:
+			continue // answered or ended otherwise meanwhile
+		default:
+			r.Status, r.Stage, r.Ended = v.Status, v.Stage, CodeDraftExpired
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// expire ends the return task t, waiting for approval of a draft that has
+// expired, failed with draft_expired: it takes the task's lease (waiting →
+// running, as an answer does), reads the head under it, and when the draft
+// still waits and has expired writes a checkpoint as give_up (the node a
+// guard stop ends a run with) holding stage failed and the error; the
+// release then records the task failed. The draft is not submitted and
+// nothing is written to the business file. A head answered or ended
+// meanwhile is left as it is, and its view returned.
+func (r *runner) expire(ctx context.Context, t runs.TaskRecord) (*View, error) {
+	if err := r.acquire(ctx, &t); err != nil {
+		return nil, err
+	}
+	return r.driveReturn(ctx, t, func(ctx context.Context, g *flow.Runnable[State]) (*flow.Snapshot[State], error) {
+		head, err := g.State(ctx, t.ID)
+		if err != nil {
+			return nil, err
+		}
+		now := r.svc.now()
+		if !view(t, head).markExpired(now).DraftExpired() {
+			return head, nil
+		}
+		d := head.Values.Draft
+		return g.UpdateState(ctx, t.ID, State{Stage: StageFailed, Error: &Failure{
+			Code:    CodeDraftExpired,
+			Message: fmt.Sprintf("draft %s expired at %s before it was approved; nothing was submitted (ended by recover)", d.ID, d.ExpiresAt.UTC().Format(time.RFC3339)),
+		}}, NodeGiveUp)
+	})
 }

@@ -2,10 +2,13 @@ package returns_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"assistant/business"
+	"assistant/flow"
 	"assistant/flow/returns"
 	"assistant/runs"
 )
@@ -111,4 +114,79 @@ func TestRecover(t *testing.T) {
 			t.Fatalf("second recover %+v (%v), want nothing to recover", again, err)
 		}
 	})
+}
+
+// TestRecoverEndsExpiredDrafts: recover ends every task waiting for
+// approval of a draft that has expired, failed with draft_expired, through
+// the engine (a checkpoint and the record both say so); nothing is
+// submitted, an approve afterwards is refused, prune may remove it, and a
+// start of the same request shows how it ended (issue 15 case 3).
+func TestRecoverEndsExpiredDrafts(t *testing.T) {
+	svc, b := setupSQLite(t) // prune needs a store that can prune
+	for _, o := range []returns.StartOptions{
+		{Task: "r1", User: user, Order: "A3003", Reason: "size", TTL: time.Minute},
+		{Task: "r2", User: user, Order: "A3004", Reason: "size", TTL: time.Hour},
+		{Task: "o1", User: otherUser, Order: "B4001", Reason: "size", TTL: time.Minute},
+		{Task: "r3", User: user, Order: "A3001", TTL: time.Minute}, // asks for a reason: no draft
+	} {
+		if _, err := svc.Start(b.ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.clock.Advance(time.Minute)
+	got, err := svc.Recover(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := map[string]returns.Recovered{}
+	for _, r := range got {
+		ended[r.Task] = r
+	}
+	if len(got) != 2 || ended["r1"].Ended != returns.CodeDraftExpired || ended["o1"].User != otherUser ||
+		ended["r1"].Status != returns.StatusFailed || ended["r1"].Stage != returns.StageFailed {
+		t.Fatalf("recover %+v, want r1 and o1 ended failed with draft_expired", got)
+	}
+	wantRecord(t, svc, "r1", returns.StatusFailed, returns.StageFailed)
+	wantRecord(t, svc, "o1", returns.StatusFailed, returns.StageFailed)
+	wantRecord(t, svc, "r2", returns.StatusWaiting, returns.StageDraftReady)
+	wantRecord(t, svc, "r3", returns.StatusWaiting, returns.StageNeedReason)
+
+	v, err := svc.Show(b.ctx, "r1", user)
+	if err != nil || v.Status != returns.StatusFailed || v.Error == nil || v.Error.Code != returns.CodeDraftExpired ||
+		v.Result != nil || len(v.Interrupts) != 0 || !v.Draft.Expired {
+		t.Fatalf("show r1: %+v (%v), want failed with draft_expired, no question, the draft expired", v, err)
+	}
+	head, err := b.cps.Get(b.ctx, "r1", "")
+	if err != nil || head.Metadata.Source != flow.SourceUpdate || head.Metadata.Writes[returns.NodeGiveUp] == nil {
+		t.Fatalf("head of r1: %+v (%v), want a checkpoint written as give_up", head, err)
+	}
+	if _, err := svc.Desk().ApplicationByTask(b.ctx, "r1"); !errors.Is(err, business.ErrNotFound) {
+		t.Fatalf("application of r1: %v, want none", err)
+	}
+
+	_, err = svc.Resume(b.ctx, approve("r1"))
+	wantErr(t, err, returns.ErrConflict)
+	if !strings.Contains(err.Error(), "ended as failed (draft_expired)") {
+		t.Fatalf("approve after the end: %v, want it to say how the task ended", err)
+	}
+	again, err := svc.Start(b.ctx, returns.StartOptions{Task: "r1", User: user, Order: "A3003", Reason: "size", TTL: time.Minute})
+	if err != nil || again.Status != returns.StatusFailed || again.Error.Code != returns.CodeDraftExpired || again.Draft.DraftID != v.Draft.DraftID {
+		t.Fatalf("start r1 again: %+v (%v), want its end, the same draft", again, err)
+	}
+	if got, err := svc.Recover(b.ctx); err != nil || len(got) != 0 {
+		t.Fatalf("recover again: %+v (%v), want nothing", got, err)
+	}
+
+	b.clock.Advance(time.Hour)
+	pr, err := svc.Prune(b.ctx, returns.PruneOptions{FinishedBefore: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pruned := []string{}
+	for _, p := range pr.Tasks {
+		pruned = append(pruned, p.Task)
+	}
+	if !slices.Contains(pruned, "r1") || slices.Contains(pruned, "r2") {
+		t.Fatalf("pruned %v, want r1 (ended) and not r2 (expired now, still waiting)", pruned)
+	}
 }
