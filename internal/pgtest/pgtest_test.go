@@ -58,3 +58,25 @@ func TestDatabaseIsFreshAndOwn(t *testing.T) {
 		}
 	}
 }
+
+// TestRequired: CI (which sets CI=true) and ASSISTANT_REQUIRE_PG turn a
+// missing server into a failure; nothing, "0" or "false" leave a skip.
+func TestRequired(t *testing.T) {
+	for _, tc := range []struct {
+		ci, require string
+		want        bool
+	}{
+		{"", "", false},
+		{"true", "", true},
+		{"1", "", true},
+		{"", "1", true},
+		{"false", "0", false},
+		{"FALSE", "yes", true},
+	} {
+		t.Setenv(pgtest.EnvCI, tc.ci)
+		t.Setenv(pgtest.EnvRequire, tc.require)
+		if got := pgtest.Required(); got != tc.want {
+			t.Errorf("Required() with CI=%q ASSISTANT_REQUIRE_PG=%q = %v, want %v", tc.ci, tc.require, got, tc.want)
+		}
+	}
+}
