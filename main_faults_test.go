@@ -527,7 +527,7 @@ func TestAnswerAfterKillBetweenCommits(t *testing.T) {
 	if err := setLease(dir, "row-0005", os.Getpid(), time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if _, stderr, code := run(t, dir, "resume", "row-0005", "--action", "approve"); code != 3 || !strings.Contains(stderr, "a batch is storing it") {
+	if _, stderr, code := run(t, dir, "resume", "row-0005", "--action", "approve"); code != 3 || !strings.Contains(stderr, "that process is running the task now") {
 		t.Errorf("answer to a row held by a live batch: exit %d, %q; want 3 and why", code, stderr)
 	}
 	// The batch that held it dies (a pid above Linux's pid_max is never

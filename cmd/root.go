@@ -63,6 +63,7 @@ type app struct {
 	// shown is the view the command printed (finish), to name its task
 	// when a signal ended the command.
 	shown *returns.View
+	globals
 }
 
 // Execute runs the command line with os.Args and exits the process with the
@@ -144,7 +145,11 @@ business.sqlite (orders, drafts, applications, tasks).`,
 	root.PersistentFlags().StringVar(&a.user, "user", DefaultUser, "user the tasks belong to (an identity label, not authentication)")
 	root.PersistentFlags().StringVar(&a.output, "output", "", "output format: json or text (default: json when stdout is not a terminal)")
 	root.PersistentFlags().IntVar(&a.maxAttempts, "max-attempts", returns.DefaultMaxAttempts, "how often a node of a task may fail in a row (crash, error) before its run ends failed (attempts_exhausted)")
-	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+	a.addGlobalFlags(root)
+	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
+		if err := a.applyGlobals(c, args); err != nil {
+			return err
+		}
 		switch a.output {
 		case "":
 			a.output = "text"
@@ -167,6 +172,7 @@ business.sqlite (orders, drafts, applications, tasks).`,
 		return fmt.Errorf("%w: %v", returns.ErrInvalid, err)
 	})
 	root.AddCommand(a.newStart(), a.newShow(), a.newResume(), a.newList(), a.newStop(), a.newRecover(), a.newBatch(), a.newOrders(), a.newVariants(), a.newHistory(), a.newPrune(), a.newVerify(), a.newBackup(), a.newWait())
+	a.addCompletions(root) // after AddCommand: it walks the commands
 	return root
 }
 

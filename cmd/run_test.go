@@ -25,6 +25,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"assistant/flow/returns"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the output of the tests")
@@ -220,7 +222,8 @@ func checkFailure(tb testing.TB, args []string, r result, want string) {
 		return
 	}
 	var got struct {
-		Error struct {
+		SchemaVersion int `json:"schema_version"`
+		Error         struct {
 			Code    string `json:"code"`
 			Message string `json:"message"`
 		} `json:"error"`
@@ -232,6 +235,9 @@ func checkFailure(tb testing.TB, args []string, r result, want string) {
 	}
 	if dec.More() {
 		tb.Errorf("stdout holds more than the error object:\n%s", r.stdout)
+	}
+	if got.SchemaVersion != returns.SchemaVersion {
+		tb.Errorf("schema_version = %d, want %d", got.SchemaVersion, returns.SchemaVersion)
 	}
 	if want := errorCode(r.code); got.Error.Code != want {
 		tb.Errorf("error.code = %q, want %q for exit %d", got.Error.Code, want, r.code)
@@ -331,9 +337,9 @@ func TestRun(t *testing.T) {
 		{name: "history_text", setup: [][]string{startR1, {"resume", "r1", "--action", "approve"}}, args: []string{"history", "r1", "--output", "text"}, golden: "history_text"},
 
 		// stop, recover
-		{name: "stop_waiting_task", setup: [][]string{startR1}, args: []string{"stop", "r1"}, code: ExitConflict, stderr: "task r1 is waiting, not running"},
+		{name: "stop_waiting_task", setup: [][]string{startR1}, args: []string{"stop", "r1"}, code: ExitConflict, stderr: "stop r1: it is not running: it waits for a person's answer"},
 		{name: "stop_done_task_text", setup: [][]string{startR1, {"resume", "r1", "--action", "cancel"}}, args: []string{"stop", "r1", "--output", "text"},
-			code: ExitConflict, stderr: "task r1 is cancelled, not running"},
+			code: ExitConflict, stderr: "stop r1: it already ended (cancelled); there is nothing to stop"},
 		{name: "recover_nothing_json", setup: [][]string{startR1}, args: []string{"recover"}, golden: "recover_nothing_json"},
 		{name: "recover_nothing_text", setup: [][]string{startR1}, args: []string{"recover", "--output", "text"}, golden: "recover_nothing_text"},
 

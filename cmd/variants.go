@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -54,13 +53,9 @@ separate processes would; --data is not touched.
 				return ran(fmt.Errorf("variant %s: %w", args[0], err))
 			}
 			if a.output == "json" {
-				// One compact line, exactly the shape issue 3 gives.
-				line, err := json.Marshal(res)
-				if err != nil {
-					return ran(err)
-				}
-				_, err = fmt.Fprintf(a.stdout, "%s\n", line)
-				return err
+				// One compact line, the shape issue 3 gives with the
+				// schema_version of every command's JSON.
+				return writeJSONLine(a.stdout, res)
 			}
 			return nil
 		},

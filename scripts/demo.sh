@@ -11,7 +11,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 bin="$work/assistant"
-(cd "$root" && CGO_ENABLED=0 go build -o "$bin" .)   # as README.md builds it
+# As README.md builds it; -buildvcs=auto stamps the git revision even where
+# GOFLAGS says -buildvcs=false (docs/cli.md "Conventions").
+echo "demo: building assistant: CGO_ENABLED=0 go build -buildvcs=auto -o $bin ."
+(cd "$root" && CGO_ENABLED=0 go build -buildvcs=auto -o "$bin" .)
+echo "demo: built $("$bin" --version)"
 data=${DATA:-$work/data}
 if [ -e "$data" ] && [ -n "${DATA:-}" ]; then
   echo "demo: $data exists; choose a new DATA dir" >&2

@@ -342,13 +342,17 @@ func ValidReason(r string) error {
 
 // ValidTaskID returns nil when id may name a task: 1 to 128 bytes of valid
 // UTF-8 with no white space, no control or invisible format characters
-// (zero-width space, bidi overrides), no '/' or '\', and not
-// "." or "..". Task ids appear in file-like places (logs, shell commands),
-// hence the rule.
+// (zero-width space, bidi overrides), no '/' or '\', not
+// "." or "..", and not starting with '-'. Task ids appear in file-like
+// places (logs, shell commands), hence the rule: a printed next command
+// with an id that starts with '-' would be read as a flag when pasted.
+// Order ids follow the same rule.
 func ValidTaskID(id string) error {
 	switch {
 	case id == "":
 		return errors.New("task id must not be empty")
+	case strings.HasPrefix(id, "-"):
+		return fmt.Errorf("task id %q must not start with '-': a command line would read it as a flag", id)
 	case len(id) > MaxTaskIDBytes:
 		return fmt.Errorf("task id is %d bytes; at most %d are allowed", len(id), MaxTaskIDBytes)
 	case !utf8.ValidString(id):

@@ -117,8 +117,9 @@ func (r *runner) acquire(ctx context.Context, t *runs.TaskRecord) error {
 	switch {
 	case errors.As(err, &held):
 		if t.Status != StatusRunning && t.Status != StatusInterrupted {
-			// A batch holds the row while it stores its run.
-			return fmt.Errorf("%w: %w; a batch is storing it, try again in a moment", ErrConflict, err)
+			// Another process took the task at the same moment: an answer,
+			// a resume or a batch row runs it now.
+			return fmt.Errorf("%w: %w; that process is running the task now, try again in a moment or see where it is with `assistant show %s`", ErrConflict, err, t.ID)
 		}
 		return fmt.Errorf("%w: %w; wait for it to finish, or run `assistant stop %s`", ErrConflict, err, t.ID)
 	case errors.Is(err, runs.ErrConflict):

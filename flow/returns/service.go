@@ -75,10 +75,14 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	if err := PrepareDataDir(cfg.DataDir, cfg.Create); err != nil {
 		return nil, err
 	}
-	now := cfg.Now
-	if now == nil {
-		now = time.Now
+	clock := cfg.Now
+	if clock == nil {
+		clock = time.Now
 	}
+	// Every time the service stores or prints is UTC to the millisecond
+	// (docs/json.md "Times"): a draft's expires_at, a task's updated_at, a
+	// timeline step, a checkpoint's created_at.
+	now := func() time.Time { return clock().UTC().Truncate(time.Millisecond) }
 	path := filepath.Join(cfg.DataDir, BusinessFile)
 	desk, err := business.Open(ctx, path, business.Options{Create: cfg.Create, Seed: cfg.Seed, Now: now, DataDirID: cfg.DataDirID})
 	if errors.Is(err, fs.ErrNotExist) {

@@ -20,7 +20,7 @@ func (s *Service) Stop(ctx context.Context, task, user string, wait time.Duratio
 		return nil, err
 	}
 	if err := s.runs.RequestStop(ctx, t.ID); errors.Is(err, runs.ErrConflict) {
-		return nil, fmt.Errorf("stop %s: %v; only a running task can be stopped: %w", t.ID, err, ErrConflict)
+		return nil, s.notRunning(ctx, t)
 	} else if err != nil {
 		return nil, fmt.Errorf("stop %s: %w", t.ID, err)
 	}
@@ -31,6 +31,27 @@ func (s *Service) Stop(ctx context.Context, task, user string, wait time.Duratio
 		return nil, err
 	}
 	return s.Show(ctx, t.ID, user)
+}
+
+// notRunning is the conflict of a stop of task t that is not running: what
+// the task does instead, read again (it may have changed since t was
+// read), and what to type.
+func (s *Service) notRunning(ctx context.Context, t runs.TaskRecord) error {
+	if now, err := s.runs.Task(ctx, t.ID); err == nil {
+		t = now
+	}
+	var what string
+	switch t.Status {
+	case StatusWaiting:
+		what = fmt.Sprintf("it is not running: it waits for a person's answer, and nothing runs until one comes; see the question with `assistant show %s`", t.ID)
+	case StatusInterrupted:
+		what = fmt.Sprintf("it is already stopped; continue it with `assistant resume %s`", t.ID)
+	case StatusDone, StatusCancelled, StatusFailed:
+		what = fmt.Sprintf("it already ended (%s); there is nothing to stop", t.Status)
+	default:
+		what = fmt.Sprintf("it is %s, not running; only a running task can be stopped", t.Status)
+	}
+	return fmt.Errorf("stop %s: %s: %w", t.ID, what, ErrConflict)
 }
 
 // awaitRelease polls the task's lease until no live process holds it, for

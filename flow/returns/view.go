@@ -11,6 +11,9 @@ import (
 // View is what start, show and resume print (docs/cli.md "start, show and resume"): one
 // object with stable field names. Absent things are null, lists are [].
 type View struct {
+	// SchemaVersion prints as returns.SchemaVersion (docs/json.md).
+	SchemaVersion Schema `json:"schema_version"`
+
 	Task       string          `json:"task"`
 	User       string          `json:"user"`
 	Order      string          `json:"order"`
@@ -163,7 +166,7 @@ func approvalView(stored json.RawMessage, st State) json.RawMessage {
 	if q.Effect == "" {
 		q.Effect = approvalEffect(q.OrderID)
 	}
-	q.ExpiresAt = q.ExpiresAt.UTC()
+	q.ExpiresAt = q.ExpiresAt.UTC().Truncate(time.Millisecond) // docs/json.md "Times"
 	b, err := json.Marshal(q)
 	if err != nil {
 		return stored

@@ -1,0 +1,195 @@
+package cmd
+
+import (
+	"fmt"
+	"os"
+	"runtime/debug"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"assistant/business"
+	"assistant/flow/returns"
+	"assistant/flow/variants"
+)
+
+// Environment variables that stand in for global flags (docs/cli.md
+// "Global flags"). A flag given on the command line wins; a variable that
+// is set but empty counts as unset.
+const (
+	EnvData = "ASSISTANT_DATA"
+	EnvUser = "ASSISTANT_USER"
+)
+
+// globals are the global flags that shape every command's output: --json
+// and what it selects.
+type globals struct {
+	// jsonFields is --json FIELDS as given ("" when not given).
+	jsonFields string
+	// suggest names the commands close to a mistyped one (cobra's
+	// SuggestionsFor); fail prints them on one line.
+	suggest func(typed string) []string
+}
+
+// addGlobalFlags adds --json and --version to root and makes the unknown
+// command error one fail can print on one line.
+func (a *app) addGlobalFlags(root *cobra.Command) {
+	root.PersistentFlags().StringVar(&a.jsonFields, "json", "", "print JSON with only these comma-separated top-level fields (of each element, for list, orders list and recover); implies --output json")
+	root.Version = versionString(debug.ReadBuildInfo())
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.Flags().Bool("version", false, "print the version and the VCS revision this binary was built from")
+	root.DisableSuggestions = true // fail prints them, on one line
+	root.SuggestionsMinimumDistance = 2
+	a.suggest = root.SuggestionsFor
+}
+
+// applyGlobals reads the environment for flags not given and sets up
+// --json for command c, before it runs. Errors: ErrInvalid.
+func (a *app) applyGlobals(c *cobra.Command, args []string) error {
+	a.applyEnv(c)
+	if !c.Flags().Changed("json") {
+		return nil
+	}
+	switch a.output {
+	case "", "json":
+		a.output = "json"
+	default:
+		return usageErr("--json prints JSON; it does not go with --output %s", a.output)
+	}
+	sel, err := selectionFor(c, args, a.jsonFields)
+	if err != nil {
+		return err
+	}
+	a.stdout = &selectingWriter{Writer: a.stdout, sel: sel}
+	return nil
+}
+
+// applyEnv sets --data and --user from ASSISTANT_DATA and ASSISTANT_USER
+// when the flag was not given and the variable is not empty.
+func (a *app) applyEnv(c *cobra.Command) {
+	if v := os.Getenv(EnvData); v != "" && !c.Flags().Changed("data") {
+		a.data = v
+	}
+	if v := os.Getenv(EnvUser); v != "" && !c.Flags().Changed("user") {
+		a.user = v
+	}
+}
+
+// jsonShape is what a command prints as JSON: a sample of it, to check a
+// --json selection against before the command runs, and the key of its list
+// when --json selects fields of each element of a list.
+type jsonShape struct {
+	sample func(args []string) any
+	list   string
+}
+
+func shapeOf(v any) jsonShape { return jsonShape{sample: func([]string) any { return v }} }
+
+func listShape(key string, items any) jsonShape {
+	return jsonShape{sample: func([]string) any { return map[string]any{key: items} }, list: key}
+}
+
+// jsonShapes are the JSON outputs of the commands (docs/json.md), by
+// command path under the root. A command that prints JSON and is not here
+// has its --json fields checked when it prints.
+var jsonShapes = map[string]jsonShape{
+	"start":         shapeOf(returns.View{}),
+	"show":          shapeOf(returns.View{}),
+	"resume":        shapeOf(returns.View{}),
+	"wait":          shapeOf(returns.View{}),
+	"stop":          shapeOf(returns.View{}),
+	"batch":         shapeOf(returns.View{}),
+	"list":          listShape("tasks", []returns.TaskSummary{}),
+	"history":       shapeOf(returns.History{}),
+	"recover":       listShape("recovered", []returns.Recovered{}),
+	"prune":         shapeOf(returns.PruneReport{}),
+	"verify":        shapeOf(returns.VerifyReport{}),
+	"backup":        shapeOf(returns.BackupResult{}),
+	"orders import": shapeOf(business.ImportResult{}),
+	"orders list":   listShape("orders", []returns.OrderLine{}),
+	"variants": {sample: func(args []string) any {
+		if len(args) > 0 && args[0] == "parallel" {
+			return variants.ParallelResult{}
+		}
+		return variants.StaticResult{}
+	}},
+}
+
+// noJSON are the commands that print no JSON (cobra's own among them).
+var noJSON = []string{"", "orders", "help", "completion", "completion bash", "completion zsh", "completion fish", "completion powershell"}
+
+// selectionFor parses --json FIELDS for command c and checks the fields
+// against the command's shape. Errors: ErrInvalid (no field, an unknown
+// one, a command that prints no JSON).
+func selectionFor(c *cobra.Command, args []string, spec string) (*jsonSelection, error) {
+	path := strings.TrimSpace(strings.TrimPrefix(c.CommandPath(), c.Root().Name()))
+	sel := &jsonSelection{}
+	for f := range strings.SplitSeq(spec, ",") {
+		if f = strings.TrimSpace(f); f != "" && !slices.Contains(sel.fields, f) {
+			sel.fields = append(sel.fields, f)
+		}
+	}
+	shape, known := jsonShapes[path]
+	if slices.Contains(noJSON, path) {
+		return nil, usageErr("--json: %q prints no JSON", c.CommandPath())
+	}
+	if !known {
+		if len(sel.fields) == 0 {
+			return nil, usageErr("--json needs comma-separated field names")
+		}
+		return sel, nil // checked against what the command prints
+	}
+	sel.list = shape.list
+	sample := shape.sample(args)
+	if len(sel.fields) == 0 {
+		have, _ := jsonFieldsOf(sample, sel.list)
+		return nil, usageErr("--json needs comma-separated field names; available: %s", strings.Join(have, ", "))
+	}
+	if err := sel.check(sample); err != nil {
+		return nil, err
+	}
+	sel.checked = true
+	return sel, nil
+}
+
+// versionString is what --version prints: the module version ("(devel)"
+// for a build from a checkout), the VCS revision and time the binary was
+// built from and whether the tree had uncommitted changes, and the Go
+// version. A build without a VCS stamp (go run, -buildvcs=false, a copy
+// outside git) says so.
+func versionString(bi *debug.BuildInfo, ok bool) string {
+	if !ok {
+		return "assistant (unknown version: no build information)"
+	}
+	version := bi.Main.Version
+	if version == "" {
+		version = "(devel)"
+	}
+	var rev, at, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "assistant %s", version)
+	if rev == "" {
+		b.WriteString(" (no VCS stamp: built with go run, -buildvcs=false or outside a git checkout)")
+	} else {
+		fmt.Fprintf(&b, " rev %.12s", rev)
+		if at != "" {
+			fmt.Fprintf(&b, " %s", at)
+		}
+		if modified == "true" {
+			b.WriteString(" (modified)")
+		}
+	}
+	fmt.Fprintf(&b, " %s", bi.GoVersion)
+	return b.String()
+}
