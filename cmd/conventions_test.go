@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // keysOf returns the top-level keys of a JSON object in their order.
@@ -432,4 +434,24 @@ func TestConventionsEnvironment(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConventionsEveryCommandHasAShape: each command is in jsonShapes (its
+// --json fields are checked before it runs) or in noJSON.
+func TestConventionsEveryCommandHasAShape(t *testing.T) {
+	a := &app{}
+	root := a.newRoot()
+	root.InitDefaultCompletionCmd()
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		path := strings.TrimSpace(strings.TrimPrefix(c.CommandPath(), root.Name()))
+		_, shaped := jsonShapes[path]
+		if !shaped && !slices.Contains(noJSON, path) {
+			t.Errorf("command %q is neither in jsonShapes nor in noJSON", path)
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
 }
