@@ -11,15 +11,19 @@ import (
 func (a *app) newPrune() *cobra.Command {
 	var o returns.PruneOptions
 	c := &cobra.Command{
-		Use:   "prune --finished-before DURATION [--keep N]",
+		Use:   "prune --finished-before DURATION [--keep N] [--dry-run]",
 		Short: "Remove old checkpoints of finished tasks, keeping each task's newest",
 		Long: `prune removes the older checkpoints of every finished task (status done,
 cancelled or failed, of any user) whose record was last updated more than
 DURATION ago. Each task keeps its newest N checkpoints (default 1: the head,
 which show and resume read). A waiting, running or interrupted task is never
-touched. It reports the rows removed and the bytes of their stored JSON; the
-file keeps its size (SQLite reuses the freed pages).`,
+touched; a task whose draft expired is pruned once "assistant recover" has
+ended it failed. It reports the rows removed and the bytes of their stored
+JSON; the file keeps its size (SQLite reuses the freed pages).
+
+--dry-run prints what would be removed and changes no file.`,
 		Example: `  assistant prune --finished-before 720h
+  assistant prune --finished-before 30d --dry-run
   assistant prune --finished-before 24h --keep 3`,
 		Args: exactArgs(0, "prune takes no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -46,11 +50,16 @@ file keeps its size (SQLite reuses the freed pages).`,
 			for _, t := range r.Tasks {
 				fmt.Fprintf(a.stdout, "%s (%s): %d rows, %d bytes\n", t.Task, t.Status, t.Rows, t.Bytes)
 			}
+			if r.DryRun {
+				_, err = fmt.Fprintf(a.stdout, "Dry run, nothing removed: pruning would remove from %d finished tasks %d rows, %d bytes\n", len(r.Tasks), r.Rows, r.Bytes)
+				return err
+			}
 			_, err = fmt.Fprintf(a.stdout, "Pruned %d finished tasks: %d rows, %d bytes freed\n", len(r.Tasks), r.Rows, r.Bytes)
 			return err
 		},
 	}
 	c.Flags().Var(newDurationValue(0, &o.FinishedBefore), "finished-before", "only tasks finished at least this long ago (e.g. 720h)")
 	c.Flags().IntVar(&o.Keep, "keep", returns.DefaultPruneKeep, "checkpoints each task keeps, the head included")
+	c.Flags().BoolVar(&o.DryRun, "dry-run", false, "print what would be removed and change no file")
 	return c
 }

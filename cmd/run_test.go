@@ -252,7 +252,7 @@ func checkFailure(tb testing.TB, args []string, r result, want string) {
 
 const (
 	batchCSV  = "task,order,reason\nb-r1,A3001,too small\nb-r2,A3004,\nb-r3,A3006,broken\n"
-	ordersCSV = "order_id,user,item,delivered_at,final_sale\nC1,demo-user,Kettle,2026-01-20,false\nC2,other-user,Toaster,,true\n"
+	ordersCSV = "order_id,user,item,delivered_at,final_sale\nC1,demo-user,Kettle,2026-01-20,false\nC2,demo-user,Toaster,,true\n"
 )
 
 // runCase is one command line and what it must print.
@@ -331,6 +331,12 @@ func TestRun(t *testing.T) {
 			args: []string{"list", "--status", "done", "--output", "text"}, golden: "list_status_done_text"},
 		{name: "list_status_none", setup: [][]string{startR1}, args: []string{"list", "--status", "failed"}, golden: "list_empty_json"},
 		{name: "list_other_user", setup: [][]string{startR1}, args: []string{"--user", "other-user", "list"}, golden: "list_empty_json"},
+		{name: "list_status_comma_and_repeated", setup: [][]string{startR1, startR2, {"resume", "r1", "--action", "approve"}},
+			args: []string{"list", "--status", "done,failed", "--status", "expired", "--output", "text"}, golden: "list_status_done_text"},
+		{name: "list_limit", setup: [][]string{startR1, startR2}, args: []string{"list", "--limit", "1", "--output", "text"}, golden: "list_limit_text"},
+		{name: "list_unknown_status_names_them", setup: [][]string{startR1}, args: []string{"list", "--status", "waiting,sleeping"}, code: ExitUsage,
+			stderr: "--status must be one of running, waiting, expired, interrupted, done, cancelled, failed"},
+		{name: "list_unknown_batch", setup: [][]string{startR1}, args: []string{"list", "--batch", "b9"}, code: ExitNotFound, stderr: "b9"},
 
 		// history
 		{name: "history_json", setup: [][]string{startR1, {"resume", "r1", "--action", "approve"}}, args: []string{"history", "r1"}, golden: "history_json"},
@@ -360,10 +366,10 @@ func TestRun(t *testing.T) {
 		{name: "orders_import_json", files: map[string]string{"shop.csv": ordersCSV}, args: []string{"orders", "import", "$ROOT/shop.csv"}, golden: "orders_import_json"},
 		{name: "orders_import_twice_text", files: map[string]string{"shop.csv": ordersCSV}, setup: [][]string{{"orders", "import", "$ROOT/shop.csv"}},
 			args: []string{"orders", "import", "$ROOT/shop.csv", "--output", "text"}, golden: "orders_import_twice_text"},
-		{name: "orders_list_json", args: []string{"orders", "list"}, golden: "orders_list_json"},
+		{name: "orders_list_json", setup: [][]string{startR1}, args: []string{"orders", "list"}, golden: "orders_list_json"},
 		{name: "orders_list_text", files: map[string]string{"shop.csv": ordersCSV}, setup: [][]string{{"orders", "import", "$ROOT/shop.csv"}},
 			args: []string{"orders", "list", "--output", "text"}, golden: "orders_list_text"},
-		{name: "orders_list_other_user", args: []string{"--user", "other-user", "orders", "list", "--output", "text"}, golden: "orders_list_other_user_text"},
+		{name: "orders_list_other_user", setup: [][]string{startR1}, args: []string{"--user", "other-user", "orders", "list", "--output", "text"}, golden: "orders_list_other_user_text"},
 		{name: "orders_import_bad_file", files: map[string]string{"shop.csv": "order_id,user,item,delivered_at,final_sale\nZ1,demo-user,Kettle,yesterday,false\n"},
 			args: []string{"orders", "import", "$ROOT/shop.csv"}, code: ExitUsage, stderr: "line 2"},
 
@@ -371,6 +377,8 @@ func TestRun(t *testing.T) {
 		{name: "prune_nothing_text", setup: [][]string{startR1}, args: []string{"prune", "--finished-before", "720h", "--output", "text"}, golden: "prune_nothing_text"},
 		{name: "prune_finished_text", setup: [][]string{startR1, {"resume", "r1", "--action", "cancel"}},
 			args: []string{"prune", "--finished-before", "1ns", "--keep", "2", "--output", "text"}, golden: "prune_finished_text"},
+		{name: "prune_dry_run_text", setup: [][]string{startR1, {"resume", "r1", "--action", "cancel"}},
+			args: []string{"prune", "--finished-before", "1ns", "--dry-run", "--output", "text"}, golden: "prune_dry_run_text"},
 		{name: "prune_finished_json", setup: [][]string{startR1, startR2, {"resume", "r1", "--action", "approve"}},
 			args: []string{"prune", "--finished-before", "1ns"}, golden: "prune_finished_json"},
 

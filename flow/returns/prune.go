@@ -2,6 +2,7 @@ package returns
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -20,13 +21,20 @@ type PruneOptions struct {
 	// Keep is how many checkpoints each task keeps, head included; 0 means
 	// DefaultPruneKeep.
 	Keep int
+	// DryRun reports what would be removed and removes nothing: no file is
+	// written.
+	DryRun bool
 }
 
 // PruneReport is what Prune removed.
 type PruneReport struct {
-	Tasks []PrunedTask `json:"tasks"` // the finished tasks looked at, oldest update first
-	Rows  int          `json:"rows"`  // checkpoint and pending-write rows removed
-	Bytes int64        `json:"bytes"` // bytes of their stored JSON
+	// DryRun is true when nothing was removed: Rows and Bytes are what
+	// would be (Bytes then counts the checkpoints' JSON as read back, which
+	// is what the store holds unless it encodes them otherwise).
+	DryRun bool         `json:"dry_run"`
+	Tasks  []PrunedTask `json:"tasks"` // the finished tasks looked at, oldest update first
+	Rows   int          `json:"rows"`  // checkpoint and pending-write rows removed
+	Bytes  int64        `json:"bytes"` // bytes of their stored JSON
 }
 
 // PrunedTask is one finished task Prune looked at.
@@ -39,7 +47,8 @@ type PrunedTask struct {
 
 // finishedStatuses are the run statuses prune may touch: the run has ended
 // and nothing will write to the thread again. Waiting, running and
-// interrupted tasks are never pruned.
+// interrupted tasks are never pruned (a waiting task whose draft expired
+// is pruned once recover has ended it failed).
 var finishedStatuses = []string{StatusDone, StatusCancelled, StatusFailed}
 
 // Prune removes old checkpoints of finished tasks (any user): tasks whose
@@ -65,9 +74,13 @@ func (s *Service) Prune(ctx context.Context, o PruneOptions) (*PruneReport, erro
 	if err != nil {
 		return nil, fmt.Errorf("prune: %w", err)
 	}
-	r := &PruneReport{Tasks: []PrunedTask{}}
+	r := &PruneReport{Tasks: []PrunedTask{}, DryRun: o.DryRun}
 	for _, t := range tasks {
-		rows, n, err := p.Prune(ctx, t.ID, o.Keep)
+		prune := p.Prune
+		if o.DryRun {
+			prune = s.wouldPrune
+		}
+		rows, n, err := prune(ctx, t.ID, o.Keep)
 		if err != nil {
 			return r, fmt.Errorf("prune: %w", err)
 		}
@@ -75,10 +88,44 @@ func (s *Service) Prune(ctx context.Context, o PruneOptions) (*PruneReport, erro
 		r.Rows += rows
 		r.Bytes += n
 	}
-	if sy, ok := s.cps.(flow.Syncer); ok && len(tasks) > 0 {
+	if sy, ok := s.cps.(flow.Syncer); ok && len(tasks) > 0 && !o.DryRun {
 		if err := sy.Sync(ctx); err != nil {
 			return r, fmt.Errorf("prune: %w", err)
 		}
 	}
 	return r, nil
+}
+
+// wouldPrune is flow.Pruner's Prune without the removal: the rows (the
+// checkpoints older than the newest keep, and their pending writes) and
+// the bytes of their JSON that Prune would remove from thread, read
+// through the Checkpointer. It writes nothing.
+func (s *Service) wouldPrune(ctx context.Context, thread string, keep int) (int, int64, error) {
+	cps, err := s.cps.List(ctx, thread, flow.ListOptions{})
+	if err != nil {
+		return 0, 0, err
+	}
+	keep = max(keep, 1)
+	if len(cps) <= keep {
+		return 0, 0, nil
+	}
+	rows, n := 0, int64(0)
+	for _, cp := range cps[keep:] { // newest first: these are the older ones
+		full, err := s.cps.Get(ctx, thread, cp.ID)
+		if err != nil {
+			return 0, 0, err
+		}
+		if full == nil {
+			continue // removed meanwhile
+		}
+		next, _ := json.Marshal(full.Next)
+		md, _ := json.Marshal(full.Metadata)
+		rows++
+		n += int64(len(full.Values) + len(next) + len(md))
+		for _, w := range full.PendingWrites {
+			rows++
+			n += int64(len(w.Value))
+		}
+	}
+	return rows, n, nil
 }

@@ -80,3 +80,41 @@ func TestPrune(t *testing.T) {
 		wantErr(t, err, returns.ErrInvalid)
 	})
 }
+
+// TestPruneDryRun: a dry run reports what prune would remove (the same
+// tasks and rows) and writes nothing.
+func TestPruneDryRun(t *testing.T) {
+	for _, keep := range []int{1, 2} {
+		svc, b := setupSQLite(t)
+		mustStart(t, svc, "done", "A3003", "size")
+		mustResume(t, svc, approve("done"))
+		mustStart(t, svc, "cancelled", "A3002", "size")
+		mustResume(t, svc, cancel("cancelled"))
+		mustStart(t, svc, "parked", "A3001", "size")
+		b.clock.Advance(2 * time.Hour)
+		before, err := b.cps.List(b.ctx, "done", flow.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dry, err := svc.Prune(b.ctx, returns.PruneOptions{FinishedBefore: time.Hour, Keep: keep, DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		after, _ := b.cps.List(b.ctx, "done", flow.ListOptions{})
+		if !dry.DryRun || len(after) != len(before) || dry.Rows == 0 || dry.Bytes == 0 {
+			t.Fatalf("keep %d: dry run %+v, %d checkpoints after (%d before); want a report and nothing removed", keep, dry, len(after), len(before))
+		}
+		real, err := svc.Prune(b.ctx, returns.PruneOptions{FinishedBefore: time.Hour, Keep: keep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if real.DryRun || len(real.Tasks) != len(dry.Tasks) || real.Rows != dry.Rows {
+			t.Fatalf("keep %d: prune %+v after the dry run %+v; want the rows the dry run named", keep, real, dry)
+		}
+		for i := range real.Tasks {
+			if real.Tasks[i].Task != dry.Tasks[i].Task || real.Tasks[i].Rows != dry.Tasks[i].Rows {
+				t.Fatalf("keep %d: task %+v, dry run said %+v", keep, real.Tasks[i], dry.Tasks[i])
+			}
+		}
+	}
+}
