@@ -32,8 +32,8 @@ type WaitOptions struct {
 // OutcomeNotFinished.
 //
 // A pending draft that has expired (by the service's clock) is reported
-// as it will end: status failed with error draft_expired; stage, question
-// and draft are left as stored. Wait writes nothing: it recovers nothing,
+// as the task will end: status and stage failed, error draft_expired, no
+// question (waited). Wait writes nothing: it recovers nothing,
 // answers nothing and ends nothing; a run whose process is gone is
 // returned at once as it is (OutcomeInterrupted).
 //
@@ -105,16 +105,19 @@ func (s *Service) nextLook(v *View, interval time.Duration) time.Duration {
 	return interval
 }
 
-// waited is v as Wait reports it: a pending draft that has expired makes
-// the view failed with draft_expired, in a copy (v is not changed).
+// waited is v as Wait reports it: a task waiting on a draft that has
+// expired is reported as it will end (as recover ends it): failed with
+// draft_expired, stage failed, no question pending. It is a copy; v and
+// the stored task are not changed.
 func waited(v *View) *View {
 	if !v.DraftExpired() {
 		return v
 	}
 	w := *v
-	w.Status = StatusFailed
+	w.Status, w.Stage, w.Kind = StatusFailed, StageFailed, nil
+	w.Next, w.Interrupts = []string{}, []InterruptView{}
 	w.Error = &Failure{Code: CodeDraftExpired, Message: fmt.Sprintf(
-		"draft %s expired at %s before it was approved; nothing was submitted",
+		"draft %s expired at %s before it was approved; nothing was submitted (`assistant recover` records this end; a new request needs a new task id)",
 		v.Draft.DraftID, v.Draft.ExpiresAt.UTC().Format(time.RFC3339))}
 	return &w
 }

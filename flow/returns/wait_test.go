@@ -63,8 +63,8 @@ func TestWait(t *testing.T) {
 		if v.Status != returns.StatusFailed || v.Error == nil || v.Error.Code != returns.CodeDraftExpired || returns.OutcomeOf(v) != returns.OutcomeFailed {
 			t.Fatalf("status %s, error %+v; want failed with draft_expired", v.Status, v.Error)
 		}
-		if v.Draft == nil || v.Draft.DraftID != started.Draft.DraftID || v.Stage != returns.StageDraftReady {
-			t.Fatalf("draft %+v, stage %s; want the started draft, stage as stored", v.Draft, v.Stage)
+		if v.Draft == nil || v.Draft.DraftID != started.Draft.DraftID || !v.Draft.Expired || v.Stage != returns.StageFailed || len(v.Interrupts) != 0 || v.Kind != nil {
+			t.Fatalf("draft %+v, stage %s, kind %v, interrupts %v; want the started draft expired, as the task will end: stage failed, no question", v.Draft, v.Stage, v.Kind, v.Interrupts)
 		}
 		// Wait wrote nothing: the task still waits at its question.
 		wantRecord(t, svc, "r1", returns.StatusWaiting, returns.StageDraftReady)
