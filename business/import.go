@@ -2,33 +2,67 @@ package business
 
 import (
 	"context"
-	"database/sql"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"strings"
 	"time"
-
-	"assistant/internal/sqlitedb"
+	"unicode"
 )
 
-// Limits of an orders file (docs/cli.md "orders import"). A file over
-// either is refused whole: nothing of it is imported.
+// Limits of an orders file (docs/orders.md "Limits"). A file over either
+// is refused whole: nothing of it is imported.
 const (
-	// MaxOrdersFileBytes is the largest orders file ParseOrders reads.
-	MaxOrdersFileBytes = 64 << 20
-	// MaxOrdersRows is the most orders one file may hold: they are imported
-	// in one transaction, which holds the file's write lock meanwhile.
-	MaxOrdersRows = 100_000
+	// MaxOrdersFileBytes is the largest orders file ParseOrders reads
+	// (bytes as stored: a UTF-16 file counts twice its text).
+	MaxOrdersFileBytes = 256 << 20
+	// MaxOrdersRows is the most rows one file may hold. All of them are
+	// imported in one transaction, which holds the business file's write
+	// lock meanwhile (about 5 s for a million rows).
+	MaxOrdersRows = 1_000_000
+	// MaxItemBytes caps an order's item: one row's item longer than this
+	// is refused; the items of a line-item export's rows, joined, are
+	// shortened to it by naming how many more there are.
+	MaxItemBytes = 200
+	// MaxUserBytes caps the user (owner) of an order.
+	MaxUserBytes = 128
+	// MaxReportedChanges is how many orders an import report lists one by
+	// one (ImportResult.Changes); the counts cover all of them.
+	MaxReportedChanges = 100
+	// maxBadLines is how many bad lines an *ImportError lists.
+	maxBadLines = 10
+	// maxScattered bounds the order ids ParseOrders checks a second time
+	// for rows that come back after other orders (see scatterCheck).
+	maxScattered = 50_000
 )
 
 // ErrTooLarge reports an input file (orders, batch) over its size or row
 // limit. The file is refused whole: nothing read from it is used.
 var ErrTooLarge = errors.New("over its limit")
 
-// importHeader is the required first record of a shop's orders export.
-var importHeader = []string{"order_id", "user", "item", "delivered_at", "final_sale"}
+// The columns of an orders file, in the order of ordersSpec.Columns.
+const (
+	colOrderID = iota
+	colUser
+	colItem
+	colDeliveredAt
+	colFinalSale
+	colDeliveredDaysAgo
+)
+
+// ordersSpec is the orders file's columns and their aliases: names that
+// common shop exports (Shopify, WooCommerce) use for them. docs/orders.md
+// "Columns" lists them.
+var ordersSpec = TableSpec{What: "orders file", Columns: []Column{
+	{Name: "order_id", Aliases: []string{"order", "order id", "order number", "order no", "name"}, Required: true},
+	{Name: "user", Aliases: []string{"customer", "customer id", "customer user", "customer email", "email"}, Required: true},
+	{Name: "item", Aliases: []string{"item name", "product", "product name", "lineitem name", "line item name", "line item"}, Required: true},
+	{Name: "delivered_at", Aliases: []string{"delivered", "delivery date", "delivered on", "fulfilled at", "date completed", "completed date"}},
+	{Name: "final_sale", Aliases: []string{"final", "is final sale"}, Required: true},
+	{Name: "delivered_days_ago"},
+}}
 
 // CapReader returns a reader of r that fails with an error matching
 // ErrTooLarge as soon as more than max bytes have been read, so a file over
@@ -58,246 +92,503 @@ func (c *capReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// ImportError lists the bad lines of an orders file; nothing was imported.
+// ImportError lists the bad lines of an input file; nothing was imported.
 type ImportError struct {
-	Lines []string // "line 3: …", in file order
+	What  string   // "orders file" ("" reads as that)
+	Lines []string // "line 3: …", in file order, at most maxBadLines
+	More  int      // bad lines not listed
 }
 
 // Error implements the error interface for *ImportError.
 func (e *ImportError) Error() string {
-	const most = 10
-	lines := e.Lines
+	what := e.What
+	if what == "" {
+		what = "orders file"
+	}
 	more := ""
-	if len(lines) > most {
-		more = fmt.Sprintf(" (and %d more)", len(lines)-most)
-		lines = lines[:most]
+	if e.More > 0 {
+		more = fmt.Sprintf(" (and %d more)", e.More)
 	}
-	return fmt.Sprintf("orders file has bad rows, none was imported: %s%s", strings.Join(lines, "; "), more)
+	return fmt.Sprintf("%s has bad rows, none was imported: %s%s", what, strings.Join(e.Lines, "; "), more)
 }
 
-// ImportResult counts what ImportOrders did.
-type ImportResult struct {
-	Imported  int `json:"imported"`  // new orders
-	Unchanged int `json:"unchanged"` // rows equal to an order already stored
+// badLines collects the bad lines of a file, keeping the first few.
+type badLines struct {
+	lines []string
+	more  int
 }
 
-// OrdersFile is a shop's orders export that ParseOrders found well formed:
-// its orders, each with its line number in the file.
+func (b *badLines) add(line int, err error) {
+	if len(b.lines) < maxBadLines {
+		b.lines = append(b.lines, fmt.Sprintf("line %d: %v", line, err))
+		return
+	}
+	b.more++
+}
+
+func (b *badLines) err(what string) error {
+	if len(b.lines) == 0 {
+		return nil
+	}
+	return &ImportError{What: what, Lines: b.lines, More: b.more}
+}
+
+// ParseOptions says how ParseOrders reads a file and whose rows it takes.
+type ParseOptions struct {
+	// User is the person importing (--user). A row of another user is
+	// refused unless Operator is set. "" with Operator takes every row.
+	User string
+	// Operator takes rows of any user: the shop's operator role
+	// (--operator). It is a role asked for, not a proof of one.
+	Operator bool
+	// Location reads a delivery time written without a zone (and a bare
+	// date's midnight). nil refuses a time without a zone and reads a
+	// bare date as midnight UTC.
+	Location *time.Location
+	// CheckID checks an order id (the task id rule: returns.ValidOrderID);
+	// its error is the row's. nil checks only that it is not empty.
+	CheckID func(string) error
+	// Now is the time delivered_days_ago counts back from (default
+	// time.Now).
+	Now time.Time
+}
+
+// OrdersFile is a shop's orders export that ParseOrders found well
+// formed. It does not hold the orders: ImportOrdersFile reads the file a
+// second time (or its copy, for input that cannot be read twice), so memory
+// does not grow with the file. Close releases it.
 type OrdersFile struct {
-	orders []Order
-	lines  []int
+	src    *source
+	opts   ParseOptions
+	rows   int // data rows
+	orders int // orders: rows of one order counted once
 }
 
-// ParseOrders reads a shop's orders export: a CSV with the header
-// order_id,user,item,delivered_at,final_sale, where delivered_at is empty
-// (not delivered), an RFC 3339 time or a date YYYY-MM-DD (midnight UTC), and
-// final_sale is true or false; an order id appears once. It touches no
-// store, so a bad file is refused before any file is opened or made: any bad
-// row gives an *ImportError naming every bad line. The file is read as a
-// stream, record by record; one over MaxOrdersFileBytes or MaxOrdersRows
-// is refused whole with an error matching ErrTooLarge.
-func ParseOrders(r io.Reader) (*OrdersFile, error) {
-	cr := csv.NewReader(CapReader(r, MaxOrdersFileBytes))
-	cr.FieldsPerRecord = -1
-	cr.ReuseRecord = true
-	var (
-		bad  []string
-		seen = map[string]int{}
-		f    = &OrdersFile{}
-	)
-	for line := 1; ; line++ {
-		rec, err := cr.Read()
-		if errors.Is(err, io.EOF) {
-			if line == 1 {
-				return nil, &ImportError{Lines: []string{"line 1: the header must be " + strings.Join(importHeader, ",")}}
-			}
-			break
+// Rows is the number of data rows the file holds.
+func (f *OrdersFile) Rows() int { return f.rows }
+
+// Orders is the number of orders the file holds (the rows of one order,
+// a line-item export's, count once).
+func (f *OrdersFile) Orders() int { return f.orders }
+
+// Close removes the file's copy, when ParseOrders made one.
+func (f *OrdersFile) Close() error { return f.src.close() }
+
+// source is the input of ParseOrders, read once more by ImportOrdersFile:
+// the reader itself when it can seek, else a copy made while it was read
+// the first time (a pipe).
+type source struct {
+	seeker io.ReadSeeker
+	start  int64
+	copy   *os.File // unlinked at once: it goes when it is closed
+	first  io.Reader
+	read   bool
+}
+
+func newSource(r io.Reader) (*source, error) {
+	if s, ok := r.(io.ReadSeeker); ok {
+		if off, err := s.Seek(0, io.SeekCurrent); err == nil {
+			return &source{seeker: s, start: off, first: s}, nil
 		}
-		if err := readError(err); err != nil {
-			return nil, err
-		}
-		if line == 1 {
-			if !equalHeader(rec, importHeader) {
-				return nil, &ImportError{Lines: []string{"line 1: the header must be " + strings.Join(importHeader, ",")}}
-			}
-			continue
-		}
-		if line-1 > MaxOrdersRows {
-			return nil, fmt.Errorf("orders file has more than %d rows: %w; split it into several files (nothing was imported)", MaxOrdersRows, ErrTooLarge)
-		}
-		o, err := parseImportRow(rec)
-		if err == nil && seen[o.ID] != 0 {
-			err = fmt.Errorf("order %s already on line %d", o.ID, seen[o.ID])
-		}
-		if err != nil {
-			bad = append(bad, fmt.Sprintf("line %d: %v", line, err))
-			continue
-		}
-		seen[o.ID] = line
-		f.orders, f.lines = append(f.orders, o), append(f.lines, line)
 	}
-	if len(bad) > 0 {
-		return nil, &ImportError{Lines: bad}
+	tmp, err := os.CreateTemp("", "assistant-orders-*.csv")
+	if err != nil {
+		return nil, fmt.Errorf("copy of the orders file: %w", err)
+	}
+	os.Remove(tmp.Name())
+	return &source{copy: tmp, first: io.TeeReader(r, tmp)}, nil
+}
+
+// reader returns the input from its start: the first time as given, then
+// again from the seeker or the copy.
+func (s *source) reader() (io.Reader, error) {
+	if !s.read {
+		s.read = true
+		return s.first, nil
+	}
+	if s.copy != nil {
+		if _, err := s.copy.Seek(0, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("read the orders file again: %w", err)
+		}
+		return s.copy, nil
+	}
+	if _, err := s.seeker.Seek(s.start, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("read the orders file again: %w", err)
+	}
+	return s.seeker, nil
+}
+
+func (s *source) close() error {
+	if s == nil || s.copy == nil {
+		return nil
+	}
+	return s.copy.Close()
+}
+
+// ParseOrders reads a shop's orders export (docs/orders.md) and checks
+// every row without opening any store, so a bad file is refused before any
+// file is opened or made. Columns are found by name (OpenTable, the aliases
+// of ordersSpec); the rows of one order (a line-item export) must follow
+// each other and agree on user, delivery and final sale, and their items
+// are joined. Any bad row gives an *ImportError naming the bad lines; a
+// bad header a *HeaderError; a file over MaxOrdersFileBytes or
+// MaxOrdersRows, or with a line over MaxLineBytes, is refused whole
+// (ErrTooLarge, *ImportError). A file without rows is an *ImportError
+// ("no orders"). The file is read as a stream, in memory that does not
+// grow with it; ctx ends the read (its error, nothing kept). Close the
+// result when done.
+func ParseOrders(ctx context.Context, r io.Reader, opts ParseOptions) (*OrdersFile, error) {
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	src, err := newSource(r)
+	if err != nil {
+		return nil, err
+	}
+	f := &OrdersFile{src: src, opts: opts}
+	if err := f.check(ctx); err != nil {
+		src.close()
+		return nil, err
 	}
 	return f, nil
 }
 
-// readError turns the error of reading one record of an orders file into
-// what ParseOrders reports: nil, an *ImportError for a CSV syntax error, the
-// size refusal, or a read failure (a directory, say: not a bad row).
-func readError(err error) error {
-	var pe *csv.ParseError
-	switch {
-	case err == nil:
+// check is ParseOrders' reading of the file: every row, and whether the
+// rows of one order follow each other.
+func (f *OrdersFile) check(ctx context.Context) error {
+	seen := newBloom(MaxOrdersRows)
+	scattered := map[string]int{} // ids a group of which the filter may have seen
+	overflow := false
+	rows, orders, err := f.scan(ctx, func(g *group) error {
+		if seen.has(g.order.ID) {
+			if len(scattered) < maxScattered {
+				scattered[g.order.ID] = 0
+			} else {
+				overflow = true
+			}
+		}
+		seen.add(g.order.ID)
 		return nil
-	case errors.Is(err, ErrTooLarge):
-		return fmt.Errorf("orders file is %w; split it into several files (nothing was imported)", err)
-	case errors.As(err, &pe):
-		return &ImportError{Lines: []string{err.Error()}}
+	})
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("read orders file: %w", err)
+	if rows == 0 {
+		return &ImportError{What: ordersSpec.What, Lines: []string{"no orders in the file (only a header)"}}
+	}
+	f.rows, f.orders = rows, orders
+	if len(scattered) == 0 {
+		return nil
+	}
+	return f.scatterCheck(ctx, scattered, overflow)
 }
 
-// ImportOrders parses r (ParseOrders) and imports it (ImportOrdersFile).
-func (s *Store) ImportOrders(ctx context.Context, r io.Reader) (ImportResult, error) {
-	f, err := ParseOrders(r)
-	if err != nil {
-		return ImportResult{}, err
-	}
-	return s.ImportOrdersFile(ctx, f)
-}
-
-// ImportOrdersFile loads the orders of f. A row equal to a stored order is
-// counted unchanged, one that differs from it is bad: any bad row refuses
-// the whole file with an *ImportError and nothing is imported; otherwise
-// all rows go in one transaction.
-func (s *Store) ImportOrdersFile(ctx context.Context, f *OrdersFile) (ImportResult, error) {
-	tx, err := s.h.Begin(ctx)
-	if err != nil {
-		return ImportResult{}, fmt.Errorf("import orders: %w", err)
-	}
-	defer tx.Rollback()
-	var (
-		bad []string
-		res ImportResult
-		add []Order
-	)
-	for i, o := range f.orders {
-		old, err := orderTx(ctx, tx, o.ID)
+// scatterCheck reads the file again for the order ids the filter of check
+// saw more than once (or may have: it is a Bloom filter) and refuses an
+// order whose rows do not follow each other, naming both lines. overflow
+// says that more ids than maxScattered came back: the file is refused as
+// one to sort first.
+func (f *OrdersFile) scatterCheck(ctx context.Context, scattered map[string]int, overflow bool) error {
+	var bad badLines
+	_, _, err := f.scan(ctx, func(g *group) error {
+		first, ok := scattered[g.order.ID]
 		switch {
-		case errors.Is(err, ErrNotFound):
-			add = append(add, o)
-		case err != nil:
-			return ImportResult{}, fmt.Errorf("import orders: %w", err)
-		case sameOrder(old, o):
-			res.Unchanged++
+		case !ok:
+		case first == 0:
+			scattered[g.order.ID] = g.line
 		default:
-			bad = append(bad, fmt.Sprintf("line %d: order %s exists with other data", f.lines[i], o.ID))
+			bad.add(g.line, fmt.Errorf("order %s is also on line %d; the rows of one order must follow each other (sort the file by order id)", g.order.ID, first))
 		}
-	}
-	if len(bad) > 0 {
-		return ImportResult{}, &ImportError{Lines: bad}
-	}
-	for _, o := range add {
-		var delivered sql.NullString
-		if o.DeliveredAt != nil {
-			delivered = sql.NullString{String: formatTime(*o.DeliveredAt), Valid: true}
-		}
-		if _, err := tx.ExecContext(ctx,
-			`INSERT INTO orders (order_id, user, item, delivered_at, final_sale) VALUES (?, ?, ?, ?, ?)`,
-			o.ID, o.User, o.Item, delivered, o.FinalSale); err != nil {
-			return ImportResult{}, fmt.Errorf("import order %s: %w", o.ID, err)
-		}
-		res.Imported++
-	}
-	if err := tx.Commit(); err != nil {
-		return ImportResult{}, fmt.Errorf("import orders: %w", err)
-	}
-	return res, nil
-}
-
-func equalHeader(got, want []string) bool {
-	if len(got) != len(want) {
-		return false
-	}
-	for i := range got {
-		if strings.TrimPrefix(strings.TrimSpace(got[i]), "\ufeff") != want[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func parseImportRow(rec []string) (Order, error) {
-	if len(rec) != len(importHeader) {
-		return Order{}, fmt.Errorf("%d fields, want %d", len(rec), len(importHeader))
-	}
-	o := Order{ID: strings.TrimSpace(rec[0]), User: strings.TrimSpace(rec[1]), Item: strings.TrimSpace(rec[2])}
-	switch {
-	case o.ID == "" || strings.ContainsAny(o.ID, " \t/\\"):
-		return Order{}, fmt.Errorf("order_id %q must be non-empty, without spaces or slashes", o.ID)
-	case o.User == "":
-		return Order{}, errors.New("user must not be empty")
-	case o.Item == "":
-		return Order{}, errors.New("item must not be empty")
-	}
-	if d := strings.TrimSpace(rec[3]); d != "" {
-		t, err := time.Parse(time.RFC3339, d)
-		if err != nil {
-			t, err = time.Parse(time.DateOnly, d)
-		}
-		if err != nil {
-			return Order{}, fmt.Errorf("delivered_at %q is not an RFC 3339 time or a date YYYY-MM-DD", d)
-		}
-		t = t.UTC()
-		o.DeliveredAt = &t
-	}
-	switch strings.ToLower(strings.TrimSpace(rec[4])) {
-	case "true":
-		o.FinalSale = true
-	case "false", "":
-	default:
-		return Order{}, fmt.Errorf("final_sale %q must be true or false", rec[4])
-	}
-	return o, nil
-}
-
-func sameOrder(a, b Order) bool {
-	if a.ID != b.ID || a.User != b.User || a.Item != b.Item || a.FinalSale != b.FinalSale {
-		return false
-	}
-	if (a.DeliveredAt == nil) != (b.DeliveredAt == nil) {
-		return false
-	}
-	return a.DeliveredAt == nil || a.DeliveredAt.Equal(*b.DeliveredAt)
-}
-
-// orderTx reads an order by id inside tx, whoever owns it.
-func orderTx(ctx context.Context, tx sqlitedb.Querier, id string) (Order, error) {
-	o, err := scanOrder(tx.QueryRowContext(ctx, `SELECT `+orderColumns+` FROM orders WHERE order_id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return Order{}, ErrNotFound
-	}
-	return o, err
-}
-
-// Orders returns the user's orders by order id, in one query.
-func (s *Store) Orders(ctx context.Context, user string) ([]Order, error) {
-	rows, err := s.h.Q().QueryContext(ctx, `SELECT `+orderColumns+` FROM orders WHERE user = ? ORDER BY order_id`, user)
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("list orders: %w", err)
+		return err
 	}
-	defer rows.Close()
-	var out []Order
-	for rows.Next() {
-		o, err := scanOrder(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list orders: %w", err)
+	if overflow && len(bad.lines) > 0 {
+		bad.lines = append(bad.lines[:len(bad.lines):len(bad.lines)], fmt.Sprintf("more than %d order ids come back after other orders", maxScattered))
+	}
+	return bad.err(ordersSpec.What)
+}
+
+// group is one order of the file: its consecutive rows merged.
+type group struct {
+	order Order
+	line  int      // first line
+	last  int      // last line
+	items []string // distinct items, in file order, as many as fit
+	more  int      // items left out of items (over MaxItemBytes)
+	size  int      // bytes of items joined
+}
+
+// itemSep joins the items of a line-item export's rows.
+const itemSep = "; "
+
+// addItem adds the item of one more row of the order.
+func (g *group) addItem(item string) {
+	for _, it := range g.items {
+		if it == item {
+			return
 		}
-		out = append(out, o)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list orders: %w", err)
+	if g.more > 0 || g.size+len(itemSep)+len(item) > MaxItemBytes-len(" (+999 more)") {
+		g.more++
+		return
 	}
-	return out, nil
+	g.items = append(g.items, item)
+	g.size += len(itemSep) + len(item)
+}
+
+// finish sets the order's item from the rows' items.
+func (g *group) finish() {
+	g.order.Item = strings.Join(g.items, itemSep)
+	if g.more > 0 {
+		g.order.Item += fmt.Sprintf(" (+%d more)", g.more)
+	}
+}
+
+// scan reads the file from its start and calls emit for each order (its
+// consecutive rows merged), in file order. It returns the number of rows
+// and orders, or an error: a bad header or row (all bad rows of the file
+// are read and the first ones named), the file over a limit, ctx ended, or
+// emit's error.
+func (f *OrdersFile) scan(ctx context.Context, emit func(*group) error) (rows, orders int, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, 0, fmt.Errorf("read orders file: %w", err)
+	}
+	r, err := f.src.reader()
+	if err != nil {
+		return 0, 0, err
+	}
+	t, err := OpenTable(r, ordersSpec, MaxOrdersFileBytes)
+	if err != nil {
+		return 0, 0, err
+	}
+	if t.Has(colDeliveredAt) && t.Has(colDeliveredDaysAgo) {
+		return 0, 0, &ImportError{What: ordersSpec.What, Lines: []string{fmt.Sprintf(
+			"line 1: both %s and %s say when an order was delivered; keep one", t.ColumnName(colDeliveredAt), t.ColumnName(colDeliveredDaysAgo))}}
+	}
+	if !t.Has(colDeliveredAt) && !t.Has(colDeliveredDaysAgo) {
+		return 0, 0, &HeaderError{What: ordersSpec.What, Missing: []string{"delivered_at"}, Found: t.Header, Delim: t.Delimiter()}
+	}
+	var (
+		bad badLines
+		cur *group
+	)
+	flush := func() error {
+		if cur == nil {
+			return nil
+		}
+		g := cur
+		cur = nil
+		orders++
+		if len(bad.lines) > 0 {
+			return nil // the file is refused: nothing more to hand on
+		}
+		g.finish()
+		return emit(g)
+	}
+	for {
+		line, rec, err := t.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		var re *RowError
+		if errors.As(err, &re) {
+			bad.add(re.Line, re.Err)
+			rows++
+			continue
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+		rows++
+		if rows > MaxOrdersRows {
+			return 0, 0, fmt.Errorf("orders file has more than %d rows: %w; split it into several files (nothing was imported)", MaxOrdersRows, ErrTooLarge)
+		}
+		if rows%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return 0, 0, fmt.Errorf("read orders file: %w", err)
+			}
+		}
+		o, item, err := f.row(rec)
+		if err != nil {
+			bad.add(line, err)
+			continue
+		}
+		if cur != nil && cur.order.ID == o.ID {
+			if why := disagree(cur.order, o); why != "" {
+				bad.add(line, fmt.Errorf("order %s: %s on line %d; the rows of one order must agree", o.ID, why, cur.line))
+				continue
+			}
+			cur.last = line
+			cur.addItem(item)
+			continue
+		}
+		if err := flush(); err != nil {
+			return 0, 0, err
+		}
+		cur = &group{order: o, line: line, last: line}
+		cur.addItem(item)
+	}
+	if err := flush(); err != nil {
+		return 0, 0, err
+	}
+	if err := bad.err(ordersSpec.What); err != nil {
+		return 0, 0, err
+	}
+	return rows, orders, nil
+}
+
+// disagree says how order b (a later row of the same order) differs from a
+// in what all rows of one order share, or "".
+func disagree(a, b Order) string {
+	switch {
+	case a.User != b.User:
+		return fmt.Sprintf("user %q here, %q", b.User, a.User)
+	case !sameTime(a.DeliveredAt, b.DeliveredAt):
+		return fmt.Sprintf("delivered_at %s here, %s", timeText(b.DeliveredAt), timeText(a.DeliveredAt))
+	case a.FinalSale != b.FinalSale:
+		return fmt.Sprintf("final_sale %v here, %v", b.FinalSale, a.FinalSale)
+	}
+	return ""
+}
+
+// timeText shows a delivery time in a message.
+func timeText(t *time.Time) string {
+	if t == nil {
+		return "empty (not delivered)"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func sameTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Equal(*b)
+}
+
+// row checks one record of the file and returns its order (without the
+// item) and its item.
+func (f *OrdersFile) row(rec []string) (Order, string, error) {
+	o := Order{ID: rec[colOrderID], User: rec[colUser]}
+	item := rec[colItem]
+	check := f.opts.CheckID
+	if check == nil {
+		check = func(id string) error {
+			if id == "" {
+				return errors.New("order id must not be empty")
+			}
+			return nil
+		}
+	}
+	if err := check(o.ID); err != nil {
+		return o, "", err
+	}
+	if err := checkLabel("user", o.User, MaxUserBytes); err != nil {
+		return o, "", err
+	}
+	if !f.opts.Operator && o.User != f.opts.User {
+		return o, "", fmt.Errorf("order %s is of user %q: importing orders of other users than --user %q needs --operator", o.ID, o.User, f.opts.User)
+	}
+	switch {
+	case item == "":
+		return o, "", errors.New("item must not be empty")
+	case len(item) > MaxItemBytes:
+		return o, "", fmt.Errorf("item is %d bytes; at most %d are allowed", len(item), MaxItemBytes)
+	}
+	var err error
+	if o.DeliveredAt, err = f.delivered(rec[colDeliveredAt], rec[colDeliveredDaysAgo]); err != nil {
+		return o, "", err
+	}
+	if o.FinalSale, err = parseFlag("final_sale", rec[colFinalSale]); err != nil {
+		return o, "", err
+	}
+	return o, item, nil
+}
+
+// checkLabel refuses an empty name, one over max bytes, or one with
+// control or invisible format characters (a user is printed and compared).
+func checkLabel(what, s string, max int) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("%s must not be empty", what)
+	case len(s) > max:
+		return fmt.Errorf("%s is %d bytes; at most %d are allowed", what, len(s), max)
+	case strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }):
+		return fmt.Errorf("%s %q holds control or invisible format characters", what, s)
+	}
+	return nil
+}
+
+// parseFlag reads a true/false column: true, yes, 1 or false, no, 0 (any
+// case); empty is false.
+func parseFlag(name, v string) (bool, error) {
+	switch strings.ToLower(v) {
+	case "true", "yes", "1":
+		return true, nil
+	case "false", "no", "0", "":
+		return false, nil
+	}
+	return false, fmt.Errorf("%s %q must be true or false", name, v)
+}
+
+// Delivery time layouts (docs/orders.md "Dates"): with a zone, and without
+// one (read in ParseOptions.Location).
+var (
+	zonedLayouts = []string{time.RFC3339Nano, "2006-01-02 15:04:05 -0700", "2006-01-02 15:04:05 -07:00", "2006-01-02 15:04:05Z07:00"}
+	localLayouts = []string{"2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02T15:04", "2006-01-02 15:04"}
+)
+
+// delivered reads the delivery of a row: delivered_at (a time or a date)
+// or delivered_days_ago (whole days before ParseOptions.Now); nil when
+// empty (not delivered).
+func (f *OrdersFile) delivered(at, daysAgo string) (*time.Time, error) {
+	if daysAgo != "" {
+		d, err := strconv.Atoi(daysAgo)
+		if err != nil || d < 0 || d > 36500 {
+			return nil, fmt.Errorf("delivered_days_ago %q: want empty or a whole number of days >= 0", daysAgo)
+		}
+		t := storedTime(f.opts.Now.Add(-time.Duration(d) * 24 * time.Hour))
+		return &t, nil
+	}
+	if at == "" {
+		return nil, nil
+	}
+	t, err := ParseDeliveryTime(at, f.opts.Location)
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// ParseDeliveryTime reads a delivery time of an orders file, in UTC:
+// RFC 3339, "YYYY-MM-DD HH:MM:SS ±hhmm" (Shopify's), a time without a zone
+// ("YYYY-MM-DD HH:MM[:SS]", with a space or 'T') in loc, or a date
+// "YYYY-MM-DD" (its midnight in loc, UTC when loc is nil). A time without a
+// zone and a nil loc is an error that asks for --timezone: its meaning is
+// not guessed.
+func ParseDeliveryTime(s string, loc *time.Location) (time.Time, error) {
+	for _, l := range zonedLayouts {
+		if t, err := time.Parse(l, s); err == nil {
+			return storedTime(t), nil
+		}
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		if loc != nil {
+			t, _ = time.ParseInLocation(time.DateOnly, s, loc)
+		}
+		return storedTime(t), nil
+	}
+	for _, l := range localLayouts {
+		if _, err := time.Parse(l, s); err != nil {
+			continue
+		}
+		if loc == nil {
+			return time.Time{}, fmt.Errorf("delivered_at %q has no time zone; say which with --timezone (an IANA name such as Europe/Berlin)", s)
+		}
+		t, _ := time.ParseInLocation(l, s, loc)
+		return storedTime(t), nil
+	}
+	return time.Time{}, fmt.Errorf("delivered_at %q is not a date YYYY-MM-DD, an RFC 3339 time or YYYY-MM-DD HH:MM:SS [±hhmm]", s)
 }

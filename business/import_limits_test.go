@@ -1,6 +1,7 @@
 package business
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -53,20 +54,21 @@ func TestParseOrdersLimits(t *testing.T) {
 	}{
 		{"RowLimitExactly", orders(MaxOrdersRows, 1), false},
 		{"OneRowOver", orders(MaxOrdersRows+1, 1), true},
-		{"OverTheSizeLimit", orders(70_000, 1000), true}, // about 71 MB
+		{"OverTheSizeLimit", orders(1_400, 200_000), true}, // about 280 MB
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f, err := ParseOrders(tt.r)
+			f, err := ParseOrders(context.Background(), tt.r, ParseOptions{Operator: true})
 			if tt.tooLarge {
 				if !errors.Is(err, ErrTooLarge) || f != nil || !strings.Contains(err.Error(), "nothing was imported") {
 					t.Fatalf("err = %v, want ErrTooLarge and no file", err)
 				}
 				return
 			}
-			if err != nil || len(f.orders) != MaxOrdersRows {
+			if err != nil || f.Orders() != MaxOrdersRows {
 				t.Fatalf("err = %v", err)
 			}
+			f.Close()
 		})
 	}
 }

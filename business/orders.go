@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"assistant/internal/sqlitedb"
 )
 
 // Eligibility reason codes, returned by Store.Eligibility. They are stable
@@ -29,6 +31,9 @@ type Order struct {
 	Item        string     `json:"item"`
 	DeliveredAt *time.Time `json:"delivered_at"` // nil: not delivered yet; UTC
 	FinalSale   bool       `json:"final_sale"`
+	// Teaching marks an order of the teaching file (testdata/orders.csv),
+	// not of a shop's export.
+	Teaching bool `json:"teaching"`
 }
 
 // Order returns the order orderID of user. It returns ErrNotFound when the
@@ -36,9 +41,9 @@ type Order struct {
 // users' orders is never revealed (docs/cli.md "Exit codes": 4).
 //
 // Inside InTx an order found once is kept for the rest of the transaction:
-// it holds the write lock, so no other process can change it meanwhile, an
-// import never changes an order that exists (ImportOrders refuses it), and
-// a batch chunk reads the same orders again for every row.
+// it holds the write lock, so no other process (an import that updates the
+// order, say) can change it meanwhile, and a batch chunk reads the same
+// orders again for every row.
 func (s *Store) Order(ctx context.Context, orderID, user string) (Order, error) {
 	if o, ok := s.orders.get(orderID, user); ok {
 		return o, nil
@@ -81,7 +86,7 @@ func (m *orderMemo) put(o Order, user string) {
 	m.m[[2]string{o.ID, user}] = o
 }
 
-const orderColumns = `order_id, user, item, delivered_at, final_sale`
+const orderColumns = `order_id, user, item, delivered_at, final_sale, teaching`
 
 // scanOrder reads one row of orderColumns.
 func scanOrder(sc scanner) (Order, error) {
@@ -89,7 +94,7 @@ func scanOrder(sc scanner) (Order, error) {
 		o         Order
 		delivered sql.NullString
 	)
-	if err := sc.Scan(&o.ID, &o.User, &o.Item, &delivered, &o.FinalSale); err != nil {
+	if err := sc.Scan(&o.ID, &o.User, &o.Item, &delivered, &o.FinalSale, &o.Teaching); err != nil {
 		return Order{}, err
 	}
 	if delivered.Valid {
@@ -165,4 +170,34 @@ func (e *IneligibleError) Error() string {
 // open application.
 func (e *IneligibleError) Is(target error) bool {
 	return target == ErrIneligible || (target == ErrOpenApplication && e.Code == ReasonOpenApplication)
+}
+
+// Orders returns the user's orders by order id, in one query.
+func (s *Store) Orders(ctx context.Context, user string) ([]Order, error) {
+	rows, err := s.h.Q().QueryContext(ctx, `SELECT `+orderColumns+` FROM orders WHERE user = ? ORDER BY order_id`, user)
+	if err != nil {
+		return nil, fmt.Errorf("list orders: %w", err)
+	}
+	defer rows.Close()
+	var out []Order
+	for rows.Next() {
+		o, err := scanOrder(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list orders: %w", err)
+		}
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list orders: %w", err)
+	}
+	return out, nil
+}
+
+// orderTx reads an order by id inside tx, whoever owns it.
+func orderTx(ctx context.Context, tx sqlitedb.Querier, id string) (Order, error) {
+	o, err := scanOrder(tx.QueryRowContext(ctx, `SELECT `+orderColumns+` FROM orders WHERE order_id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Order{}, ErrNotFound
+	}
+	return o, err
 }

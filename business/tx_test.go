@@ -29,7 +29,7 @@ func TestInTxOrderMemo(t *testing.T) {
 			t.Errorf("unknown order: %v, want ErrNotFound", err)
 		}
 		csv := "order_id,user,item,delivered_at,final_sale\nA9999,demo-user,New item,2025-03-01,false\n"
-		if _, err := tx.ImportOrders(ctx, strings.NewReader(csv)); err != nil {
+		if _, err := tx.ImportOrders(ctx, strings.NewReader(csv), ParseOptions{Operator: true}); err != nil {
 			return err
 		}
 		if o, err := tx.Order(ctx, "A9999", "demo-user"); err != nil || o.Item != "New item" {

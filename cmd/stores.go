@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"strconv"
+
+	"github.com/spf13/cobra"
 
 	"assistant/checkpoints"
 	"assistant/flow"
@@ -84,4 +88,39 @@ func checkpointsForReading(ctx context.Context, dir string) (check returns.FileC
 // moment, for a backup (returns.BackupOptions.TakeCheckpoints).
 func (a *app) snapshotCheckpoints(ctx context.Context) (returns.Snapshot, error) {
 	return checkpoints.TakeSnapshot(ctx, filepath.Join(a.data, returns.CheckpointsFile))
+}
+
+// EnvTeachingOrders stands in for --teaching-orders when the flag is not
+// given (true or false; docs/orders.md "Teaching orders").
+const EnvTeachingOrders = "ASSISTANT_TEACHING_ORDERS"
+
+// withTeachingOrders adds the global flag --teaching-orders to root and
+// returns root's PersistentPreRunE (next) extended by reading it: with
+// false (or ASSISTANT_TEACHING_ORDERS=false when the flag is not given) a
+// data dir this command makes gets no teaching orders. newRoot calls it
+// once, after it has set its own PersistentPreRunE. Errors of the
+// returned function: next's, or ErrInvalid for a variable that is not a
+// boolean.
+func (a *app) withTeachingOrders(root *cobra.Command, next func(*cobra.Command, []string) error) func(*cobra.Command, []string) error {
+	teaching := true
+	root.PersistentFlags().BoolVar(&teaching, "teaching-orders", true,
+		"load the teaching orders (A3001–B4002) into a data dir this command makes (env "+EnvTeachingOrders+")")
+	return func(c *cobra.Command, args []string) error {
+		if next != nil {
+			if err := next(c, args); err != nil {
+				return err
+			}
+		}
+		if v := os.Getenv(EnvTeachingOrders); v != "" && !c.Flags().Changed("teaching-orders") {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return usageErr("%s must be true or false, not %q", EnvTeachingOrders, v)
+			}
+			teaching = b
+		}
+		if !teaching {
+			a.seed = nil
+		}
+		return nil
+	}
 }

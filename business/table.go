@@ -1,0 +1,382 @@
+package business
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/text/encoding/unicode"
+	"golang.org/x/text/transform"
+)
+
+// MaxLineBytes is the longest line (after decoding to UTF-8) a CSV table
+// may hold. A longer one is refused with its line number before more of it
+// is read, so a file without line breaks (/dev/zero, a binary file) ends
+// the read at once instead of filling memory.
+const MaxLineBytes = 1 << 20
+
+// Column is one column a Table looks for in a file's header.
+type Column struct {
+	// Name is the column's canonical name ("order_id"), also its name in
+	// messages.
+	Name string
+	// Aliases are other header names that mean the column, tried after
+	// Name in this order; the first one the header holds is used.
+	Aliases []string
+	// Required refuses a header without the column.
+	Required bool
+}
+
+// TableSpec says what a Table reads: the file's name in messages ("orders
+// file") and the columns it looks for.
+type TableSpec struct {
+	What    string
+	Columns []Column
+}
+
+// Table reads a CSV export whose columns are found by name: UTF-8 with or
+// without a BOM, or UTF-16 (little or big endian, with or without a BOM);
+// the delimiter sniffed from the header line among ',', ';' and tab; the
+// header's names compared with case, spaces, '_' and '-' normalised
+// (NormalizeHeader); columns not asked for ignored. It reads one record at
+// a time: memory does not grow with the file.
+type Table struct {
+	spec  TableSpec
+	cr    *csv.Reader
+	lines *lineCap
+	idx   []int // file column of each spec column, -1: absent
+	width int   // fields of the header
+	delim rune
+	utf16 bool
+	rec   []string
+	// Header is the file's header as read (trimmed, BOM removed).
+	Header []string
+}
+
+// HeaderError reports a header a Table cannot use: a required column
+// missing, or no header at all. It says what was found.
+type HeaderError struct {
+	What    string   // "orders file"
+	Missing []string // canonical names of the missing columns
+	Found   []string // the header's names, as they are in the file
+	Delim   rune
+}
+
+// Error implements the error interface for *HeaderError.
+func (e *HeaderError) Error() string {
+	if len(e.Found) == 0 {
+		return fmt.Sprintf("%s: line 1: no header (want %s)", e.What, strings.Join(e.Missing, ","))
+	}
+	found := e.Found
+	more := ""
+	if len(found) > 12 {
+		more = fmt.Sprintf(", … (%d columns)", len(found))
+		found = found[:12]
+	}
+	return fmt.Sprintf("%s: line 1: missing column %s; found %s%s; delimiter looks like %s",
+		e.What, strings.Join(e.Missing, ", "), strings.Join(found, ", "), more, delimName(e.Delim))
+}
+
+// delimName names a delimiter in a message.
+func delimName(r rune) string {
+	if r == '\t' {
+		return "tab"
+	}
+	return fmt.Sprintf("'%c'", r)
+}
+
+// NormalizeHeader is how header names are compared: lower case, leading
+// and trailing space and a BOM removed, and every run of spaces, '_' and
+// '-' made one space ("Order ID", "order_id" and "ORDER-ID" are one name).
+func NormalizeHeader(s string) string {
+	s = strings.TrimPrefix(strings.TrimSpace(s), "\ufeff")
+	var b strings.Builder
+	space := false
+	for _, r := range strings.ToLower(s) {
+		if r == ' ' || r == '_' || r == '-' || r == '\t' {
+			space = b.Len() > 0
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// OpenTable reads the header of the CSV in r (at most maxBytes bytes of
+// it are ever read; past that a read fails with ErrTooLarge) and returns
+// the Table that reads its records. Errors: *HeaderError, an
+// *ImportError for a header line that is not CSV or not UTF-8, ErrTooLarge,
+// or the read's error.
+func OpenTable(r io.Reader, spec TableSpec, maxBytes int64) (*Table, error) {
+	br := bufio.NewReaderSize(CapReader(r, maxBytes), 64<<10)
+	var (
+		src   io.Reader = br
+		utf16 bool
+	)
+	head, err := br.Peek(4)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+		return nil, readFailure(spec.What, err)
+	}
+	switch {
+	case bytes.HasPrefix(head, []byte{0xEF, 0xBB, 0xBF}):
+		br.Discard(3)
+	case bytes.HasPrefix(head, []byte{0xFF, 0xFE}), bytes.HasPrefix(head, []byte{0xFE, 0xFF}):
+		src, utf16 = transform.NewReader(br, unicode.UTF16(unicode.LittleEndian, unicode.ExpectBOM).NewDecoder()), true
+	case len(head) >= 4 && head[0] != 0 && head[1] == 0 && head[2] != 0 && head[3] == 0:
+		// UTF-16 without a BOM, as some spreadsheet programs save it:
+		// ASCII letters with a zero byte after each.
+		src, utf16 = transform.NewReader(br, unicode.UTF16(unicode.LittleEndian, unicode.IgnoreBOM).NewDecoder()), true
+	case len(head) >= 4 && head[0] == 0 && head[1] != 0 && head[2] == 0 && head[3] != 0:
+		src, utf16 = transform.NewReader(br, unicode.UTF16(unicode.BigEndian, unicode.IgnoreBOM).NewDecoder()), true
+	}
+	lc := &lineCap{r: src, line: 1}
+	dec := bufio.NewReaderSize(lc, 64<<10)
+	delim, err := sniffDelimiter(dec)
+	if err != nil {
+		return nil, readFailure(spec.What, err)
+	}
+	cr := csv.NewReader(dec)
+	cr.Comma = delim
+	cr.FieldsPerRecord = -1
+	cr.ReuseRecord = true
+	t := &Table{spec: spec, cr: cr, lines: lc, delim: delim, utf16: utf16}
+	header, err := cr.Read()
+	if errors.Is(err, io.EOF) {
+		return nil, &HeaderError{What: spec.What, Missing: t.required(), Delim: delim}
+	}
+	if err != nil {
+		return nil, readFailure(spec.What, err)
+	}
+	if err := t.checkText(1, header); err != nil {
+		return nil, &ImportError{What: spec.What, Lines: []string{err.Error()}}
+	}
+	t.Header = make([]string, len(header))
+	for i, h := range header {
+		t.Header[i] = strings.TrimPrefix(strings.TrimSpace(h), "\ufeff")
+	}
+	t.width = len(header)
+	if err := t.matchHeader(); err != nil {
+		return nil, err
+	}
+	t.rec = make([]string, len(spec.Columns))
+	return t, nil
+}
+
+// required lists the canonical names of the spec's required columns.
+func (t *Table) required() []string {
+	var out []string
+	for _, c := range t.spec.Columns {
+		if c.Required {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// matchHeader finds each spec column in the header.
+func (t *Table) matchHeader() error {
+	pos := map[string]int{}
+	for i, h := range t.Header {
+		if _, dup := pos[NormalizeHeader(h)]; !dup {
+			pos[NormalizeHeader(h)] = i
+		}
+	}
+	t.idx = make([]int, len(t.spec.Columns))
+	var missing []string
+	for i, c := range t.spec.Columns {
+		t.idx[i] = -1
+		for _, name := range append([]string{c.Name}, c.Aliases...) {
+			if p, ok := pos[NormalizeHeader(name)]; ok {
+				t.idx[i] = p
+				break
+			}
+		}
+		if t.idx[i] < 0 && c.Required {
+			missing = append(missing, c.Name)
+		}
+	}
+	if len(missing) > 0 {
+		return &HeaderError{What: t.spec.What, Missing: missing, Found: t.Header, Delim: t.delim}
+	}
+	return nil
+}
+
+// Has reports whether the header holds spec column i.
+func (t *Table) Has(i int) bool { return t.idx[i] >= 0 }
+
+// ColumnName is the header's name of spec column i ("" when absent).
+func (t *Table) ColumnName(i int) string {
+	if t.idx[i] < 0 {
+		return ""
+	}
+	return t.Header[t.idx[i]]
+}
+
+// Delimiter is the delimiter the header was read with.
+func (t *Table) Delimiter() rune { return t.delim }
+
+// Next reads the next record: its first line number and its fields in the
+// order of the spec's columns, trimmed ("" for an absent column). The slice
+// is reused by the next call. It returns io.EOF after the last record. A
+// record that is not well formed (a CSV syntax error, another number of
+// fields than the header, text that is not valid UTF-8) is a *RowError:
+// the caller may go on reading the next one. Other errors (over the size
+// limit, a line over MaxLineBytes, a read failure) end the table.
+func (t *Table) Next() (int, []string, error) {
+	rec, err := t.cr.Read()
+	if err != nil {
+		var pe *csv.ParseError
+		if errors.As(err, &pe) && isSyntaxErr(pe.Err) {
+			return pe.StartLine, nil, &RowError{Line: pe.StartLine, Err: pe.Err}
+		}
+		if errors.Is(err, io.EOF) {
+			return 0, nil, io.EOF
+		}
+		return 0, nil, readFailure(t.spec.What, err)
+	}
+	line, _ := t.cr.FieldPos(0)
+	if len(rec) != t.width {
+		return line, nil, &RowError{Line: line, Err: fmt.Errorf("%d fields, the header has %d", len(rec), t.width)}
+	}
+	for i, p := range t.idx {
+		t.rec[i] = ""
+		if p >= 0 {
+			t.rec[i] = strings.TrimSpace(rec[p])
+		}
+	}
+	if err := t.checkText(line, t.rec); err != nil {
+		return line, nil, err
+	}
+	return line, t.rec, nil
+}
+
+// checkText refuses fields that are not valid UTF-8, and, in a UTF-16
+// file, the replacement character its decoder puts for an unpaired
+// surrogate: text is never changed without a word.
+func (t *Table) checkText(line int, fields []string) error {
+	for _, f := range fields {
+		if !utf8.ValidString(f) {
+			return &RowError{Line: line, Err: fmt.Errorf("%q is not valid UTF-8; save the file as UTF-8 or UTF-16", f)}
+		}
+		if t.utf16 && strings.ContainsRune(f, utf8.RuneError) {
+			return &RowError{Line: line, Err: fmt.Errorf("%q is not valid UTF-16 (an unpaired surrogate)", f)}
+		}
+	}
+	return nil
+}
+
+// RowError is one bad record of a Table.
+type RowError struct {
+	Line int
+	Err  error
+}
+
+// Error implements the error interface for *RowError.
+func (e *RowError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+
+// Unwrap returns the cause.
+func (e *RowError) Unwrap() error { return e.Err }
+
+// isSyntaxErr reports whether a csv.ParseError's cause is the CSV text of
+// one record (the reader can go on with the next), not a failure of the
+// reader below.
+func isSyntaxErr(err error) bool {
+	return errors.Is(err, csv.ErrQuote) || errors.Is(err, csv.ErrBareQuote) || errors.Is(err, csv.ErrFieldCount)
+}
+
+// readFailure is the error of a table that cannot be read on: over its
+// size limit or MaxLineBytes (an *ImportError naming the line), or a read
+// failure.
+func readFailure(what string, err error) error {
+	var le *lineTooLongError
+	switch {
+	case errors.Is(err, ErrTooLarge):
+		return fmt.Errorf("%s is %w; split it into several files (nothing was imported)", what, err)
+	case errors.As(err, &le):
+		return &ImportError{What: what, Lines: []string{le.Error()}}
+	}
+	return fmt.Errorf("read %s: %w", what, err)
+}
+
+// sniffDelimiter peeks at the header line and returns the delimiter it
+// holds most of outside quotes (',' when none or a tie).
+func sniffDelimiter(r *bufio.Reader) (rune, error) {
+	var head []byte
+	for n := 4096; ; n *= 2 {
+		b, err := r.Peek(n)
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			head = b[:i]
+			break
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, bufio.ErrBufferFull) {
+				head = b
+				break
+			}
+			return 0, err
+		}
+	}
+	counts := map[rune]int{}
+	quoted := false
+	for _, c := range string(head) {
+		switch {
+		case c == '"':
+			quoted = !quoted
+		case !quoted && (c == ',' || c == ';' || c == '\t'):
+			counts[c]++
+		}
+	}
+	best := ','
+	for _, c := range []rune{';', '\t'} {
+		if counts[c] > counts[best] {
+			best = c
+		}
+	}
+	return best, nil
+}
+
+// errLineTooLong is the cause of a line over MaxLineBytes.
+var errLineTooLong = errors.New("line too long")
+
+// lineTooLongError names the line over MaxLineBytes.
+type lineTooLongError struct{ line int }
+
+func (e *lineTooLongError) Error() string {
+	return fmt.Sprintf("line %d is longer than %d bytes (%d MiB): not a CSV export", e.line, MaxLineBytes, MaxLineBytes>>20)
+}
+
+func (e *lineTooLongError) Unwrap() error { return errLineTooLong }
+
+// lineCap passes text through and fails as soon as one line grows past
+// MaxLineBytes, so that no reader above it buffers more than that.
+type lineCap struct {
+	r    io.Reader
+	line int // the line being read, from 1
+	run  int // bytes of it so far
+}
+
+// Read reads from the reader below, failing on a line over MaxLineBytes.
+func (l *lineCap) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	for _, c := range p[:n] {
+		if c == '\n' {
+			l.line++
+			l.run = 0
+			continue
+		}
+		l.run++
+		if l.run > MaxLineBytes {
+			return 0, &lineTooLongError{line: l.line}
+		}
+	}
+	return n, err
+}
