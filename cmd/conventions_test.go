@@ -455,3 +455,36 @@ func TestConventionsEveryCommandHasAShape(t *testing.T) {
 	}
 	walk(root)
 }
+
+// TestConventionsGoldens: the JSON of verify, backup and an error, as
+// docs/json.md documents it (goldens of the other commands are in TestRun).
+func TestConventionsGoldens(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		golden string
+	}{
+		{name: "Verify", args: []string{"verify"}, golden: "verify_json"},
+		{name: "Backup", args: []string{"backup", "$ROOT/backup"}, golden: "backup_json"},
+		{name: "ErrorNotFound", args: []string{"show", "nosuch"}, code: ExitNotFound, golden: "error_not_found_json"},
+		{name: "ErrorUsage", args: []string{"show", "r1", "--json", "bogus"}, code: ExitUsage, golden: "error_invalid_json"},
+		{name: "Selected", args: []string{"show", "r1", "--json", "status,draft,task"}, golden: "show_selected_json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCLI(t)
+			c.mustRun(startR1...)
+			r := c.run(context.Background(), tc.args...)
+			if r.code != tc.code {
+				t.Fatalf("exit %d, want %d: %s", r.code, tc.code, r.stderr)
+			}
+			// A file's schema version goes up with each migration; the
+			// JSON's shape is what the golden holds.
+			out := fileSchema.ReplaceAllString(c.mask(r.stdout), "${1}<N>")
+			checkGolden(t, tc.golden, out)
+		})
+	}
+}
+
+// fileSchema is the schema version of a file in verify's report.
+var fileSchema = regexp.MustCompile(`("exists": true,\s+"schema_version": )\d+`)
