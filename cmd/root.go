@@ -168,6 +168,7 @@ business.sqlite (orders, drafts, applications, tasks).`,
 		}
 		return nil
 	}
+	root.PersistentPreRunE = a.withTeachingOrders(root, root.PersistentPreRunE)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return fmt.Errorf("%w: %v", returns.ErrInvalid, err)
 	})
