@@ -16,8 +16,9 @@ import (
 // is refused whole: nothing of it is imported.
 const (
 	// MaxOrdersFileBytes is the largest orders file ParseOrders reads
-	// (bytes as stored: a UTF-16 file counts twice its text).
-	MaxOrdersFileBytes = 256 << 20
+	// (bytes as stored: a UTF-16 file counts twice its text). A million
+	// rows of the five columns take about 50 MB.
+	MaxOrdersFileBytes = 64 << 20
 	// MaxOrdersRows is the most rows one file may hold. All of them are
 	// imported in one transaction, which holds the business file's write
 	// lock meanwhile (about 5 s for a million rows).
@@ -55,7 +56,7 @@ const (
 // ordersSpec is the orders file's columns and their aliases: names that
 // common shop exports (Shopify, WooCommerce) use for them. docs/orders.md
 // "Columns" lists them.
-var ordersSpec = TableSpec{What: "orders file", Columns: []Column{
+var ordersSpec = TableSpec{What: "orders file", Refused: "nothing was imported", Columns: []Column{
 	{Name: "order_id", Aliases: []string{"order", "order id", "order number", "order no", "name"}, Required: true},
 	{Name: "user", Aliases: []string{"customer", "customer id", "customer user", "customer email", "email"}, Required: true},
 	{Name: "item", Aliases: []string{"item name", "product", "product name", "lineitem name", "line item name", "line item"}, Required: true},

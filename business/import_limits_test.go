@@ -54,7 +54,7 @@ func TestParseOrdersLimits(t *testing.T) {
 	}{
 		{"RowLimitExactly", orders(MaxOrdersRows, 1), false},
 		{"OneRowOver", orders(MaxOrdersRows+1, 1), true},
-		{"OverTheSizeLimit", orders(1_400, 200_000), true}, // about 280 MB
+		{"OverTheSizeLimit", orders(70_000, 1000), true}, // about 71 MB
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -33,10 +33,12 @@ type Column struct {
 }
 
 // TableSpec says what a Table reads: the file's name in messages ("orders
-// file") and the columns it looks for.
+// file"), the columns it looks for, and what a refused file leaves
+// ("nothing was imported").
 type TableSpec struct {
 	What    string
 	Columns []Column
+	Refused string
 }
 
 // Table reads a CSV export whose columns are found by name: UTF-8 with or
@@ -124,7 +126,7 @@ func OpenTable(r io.Reader, spec TableSpec, maxBytes int64) (*Table, error) {
 	)
 	head, err := br.Peek(4)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
-		return nil, readFailure(spec.What, err)
+		return nil, readFailure(spec, err)
 	}
 	switch {
 	case bytes.HasPrefix(head, []byte{0xEF, 0xBB, 0xBF}):
@@ -142,7 +144,7 @@ func OpenTable(r io.Reader, spec TableSpec, maxBytes int64) (*Table, error) {
 	dec := bufio.NewReaderSize(lc, 64<<10)
 	delim, err := sniffDelimiter(dec)
 	if err != nil {
-		return nil, readFailure(spec.What, err)
+		return nil, readFailure(spec, err)
 	}
 	cr := csv.NewReader(dec)
 	cr.Comma = delim
@@ -154,7 +156,7 @@ func OpenTable(r io.Reader, spec TableSpec, maxBytes int64) (*Table, error) {
 		return nil, &HeaderError{What: spec.What, Missing: t.required(), Delim: delim}
 	}
 	if err != nil {
-		return nil, readFailure(spec.What, err)
+		return nil, readFailure(spec, err)
 	}
 	if err := t.checkText(1, header); err != nil {
 		return nil, &ImportError{What: spec.What, Lines: []string{err.Error()}}
@@ -241,7 +243,7 @@ func (t *Table) Next() (int, []string, error) {
 		if errors.Is(err, io.EOF) {
 			return 0, nil, io.EOF
 		}
-		return 0, nil, readFailure(t.spec.What, err)
+		return 0, nil, readFailure(t.spec, err)
 	}
 	line, _ := t.cr.FieldPos(0)
 	if len(rec) != t.width {
@@ -296,15 +298,15 @@ func isSyntaxErr(err error) bool {
 // readFailure is the error of a table that cannot be read on: over its
 // size limit or MaxLineBytes (an *ImportError naming the line), or a read
 // failure.
-func readFailure(what string, err error) error {
+func readFailure(spec TableSpec, err error) error {
 	var le *lineTooLongError
 	switch {
 	case errors.Is(err, ErrTooLarge):
-		return fmt.Errorf("%s is %w; split it into several files (nothing was imported)", what, err)
+		return fmt.Errorf("%s is %w; split it into several files (%s)", spec.What, err, spec.Refused)
 	case errors.As(err, &le):
-		return &ImportError{What: what, Lines: []string{le.Error()}}
+		return &ImportError{What: spec.What, Lines: []string{le.Error()}}
 	}
-	return fmt.Errorf("read %s: %w", what, err)
+	return fmt.Errorf("read %s: %w", spec.What, err)
 }
 
 // sniffDelimiter peeks at the header line and returns the delimiter it

@@ -1,9 +1,7 @@
 package returns
 
 import (
-	"bufio"
 	"crypto/sha256"
-	"encoding/csv"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -19,44 +17,55 @@ import (
 // and stores its rows. A file over either limit is refused whole.
 const MaxBatchFileBytes = 64 << 20
 
-// ParseBatch reads a batch CSV (header task,order,reason; reason may be
-// empty) and validates every row. It returns the rows and the file's
-// fingerprint (hex, the first 16 bytes of its SHA-256). The file is read as
-// a stream, record by record, and hashed as it is read. A bad file is
-// ErrInvalid naming up to ten bad lines by number; a file over
+// batchSpec is a batch file's columns: found by name as in an orders file
+// (business.OpenTable: case and spacing normalised, ',' ';' or tab, UTF-8
+// or UTF-16, other columns ignored), with a few aliases.
+var batchSpec = business.TableSpec{What: "batch file", Refused: "nothing was created", Columns: []business.Column{
+	{Name: "task", Aliases: []string{"task id"}, Required: true},
+	{Name: "order", Aliases: []string{"order id"}, Required: true},
+	{Name: "reason", Aliases: []string{"return reason"}, Required: true},
+}}
+
+// ParseBatch reads a batch CSV (columns task, order and reason, found by
+// name; reason may be empty) and validates every row. It returns the rows
+// and the file's fingerprint (hex, the first 16 bytes of the SHA-256 of
+// its bytes). The file is read as a stream, record by record, and hashed
+// as it is read. A bad file is ErrInvalid naming up to ten bad lines by
+// number (a bad header saying what it found); a file over
 // MaxBatchFileBytes bytes or MaxBatchRows rows is ErrInvalid (and
 // business.ErrTooLarge) saying so. Nothing is created from a refused file,
 // and no file is ever cut to fit.
 func ParseBatch(r io.Reader) ([]runs.BatchRow, string, error) {
 	sum := sha256.New()
-	cr := csv.NewReader(bufio.NewReaderSize(business.CapReader(io.TeeReader(r, sum), MaxBatchFileBytes), 64<<10))
-	cr.FieldsPerRecord = -1
-	cr.ReuseRecord = true
+	t, err := business.OpenTable(io.TeeReader(r, sum), batchSpec, MaxBatchFileBytes)
+	if err != nil {
+		return nil, "", batchReadError(err)
+	}
 	var (
 		bad  []string
 		seen = map[string]int{}
 		rows []runs.BatchRow
-		line int
+		n    int
 	)
 	for {
-		rec, err := cr.Read()
+		line, rec, err := t.Next()
 		if errors.Is(err, io.EOF) {
 			break
+		}
+		var re *business.RowError
+		if errors.As(err, &re) {
+			n++
+			bad = append(bad, re.Error())
+			continue
 		}
 		if err != nil {
 			return nil, "", batchReadError(err)
 		}
-		line++
-		if line == 1 {
-			if err := checkBatchHeader(rec); err != nil {
-				return nil, "", err
-			}
-			continue
-		}
-		if line-1 > MaxBatchRows {
+		n++
+		if n > MaxBatchRows {
 			return nil, "", fmt.Errorf("%w: batch file has more than %d rows (%w); split it into several batches, nothing was created", ErrInvalid, MaxBatchRows, business.ErrTooLarge)
 		}
-		row, err := batchRecord(line-1, rec, seen)
+		row, err := batchRecord(n, rec, seen)
 		if err != nil {
 			bad = append(bad, fmt.Sprintf("line %d: %v", line, err))
 			continue
@@ -65,53 +74,43 @@ func ParseBatch(r io.Reader) ([]runs.BatchRow, string, error) {
 		rows = append(rows, row)
 	}
 	switch {
-	case line == 0:
-		return nil, "", checkBatchHeader(nil)
-	case line == 1:
+	case n == 0:
 		return nil, "", fmt.Errorf("%w: batch file has no rows", ErrInvalid)
 	case len(bad) > 0:
 		return nil, "", badRows(bad)
 	}
+	// The fingerprint is of the whole file: read what the table left.
+	if _, err := io.Copy(io.Discard, io.TeeReader(r, sum)); err != nil {
+		return nil, "", fmt.Errorf("read batch file: %w", err)
+	}
 	return rows, hex.EncodeToString(sum.Sum(nil)[:16]), nil
 }
 
-// batchReadError is the error of a batch file whose next record cannot be
-// read: over the size limit, a CSV syntax error (both ErrInvalid), or a
-// read failure.
+// batchReadError is the error of a batch file that cannot be read on: a
+// bad header, over the size limit or a line too long (all ErrInvalid), or
+// a read failure.
 func batchReadError(err error) error {
-	var pe *csv.ParseError
+	var (
+		he *business.HeaderError
+		ie *business.ImportError
+	)
 	switch {
-	case errors.Is(err, business.ErrTooLarge):
-		return fmt.Errorf("%w: batch file is %w; split it into several batches, nothing was created", ErrInvalid, err)
-	case errors.As(err, &pe):
-		return fmt.Errorf("%w: batch file: %v", ErrInvalid, err)
+	case errors.As(err, &he), errors.As(err, &ie), errors.Is(err, business.ErrTooLarge):
+		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	return fmt.Errorf("read batch file: %w", err)
-}
-
-// checkBatchHeader checks the first record of a batch file (nil: the file
-// is empty); errors match ErrInvalid.
-func checkBatchHeader(rec []string) error {
-	if len(rec) != 3 || strings.TrimPrefix(strings.TrimSpace(rec[0]), "\ufeff") != "task" ||
-		strings.TrimSpace(rec[1]) != "order" || strings.TrimSpace(rec[2]) != "reason" {
-		return fmt.Errorf("%w: batch file: line 1: the header must be task,order,reason", ErrInvalid)
-	}
-	return nil
+	return err
 }
 
 // batchRecord turns record rec, row rowNo of the file, into a BatchRow, or
 // says what is wrong with it; seen maps the task ids of earlier rows to
 // their lines.
 func batchRecord(rowNo int, rec []string, seen map[string]int) (runs.BatchRow, error) {
-	if len(rec) != 3 {
-		return runs.BatchRow{}, fmt.Errorf("%d fields, want 3", len(rec))
-	}
-	row := runs.BatchRow{RowNo: rowNo, TaskID: strings.TrimSpace(rec[0]), OrderID: strings.TrimSpace(rec[1]), Reason: strings.TrimSpace(rec[2])}
+	row := runs.BatchRow{RowNo: rowNo, TaskID: rec[0], OrderID: rec[1], Reason: rec[2]}
 	switch {
 	case ValidTaskID(row.TaskID) != nil:
 		return row, ValidTaskID(row.TaskID)
 	case ValidTaskID(row.OrderID) != nil:
-		return row, fmt.Errorf("order id: %v", ValidTaskID(row.OrderID))
+		return row, ValidOrderID(row.OrderID)
 	case row.Reason != "" && ValidReason(row.Reason) != nil:
 		return row, ValidReason(row.Reason)
 	case seen[row.TaskID] != 0:

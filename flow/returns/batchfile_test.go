@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf16"
 
 	"assistant/business"
 	"assistant/flow/returns"
+	"assistant/runs"
 )
 
 // rowsReader streams a batch file of n rows whose reasons are reasonRunes
@@ -84,9 +87,11 @@ func TestParseBatchRefusals(t *testing.T) {
 	tests := []struct {
 		name, file, want string
 	}{
-		{"Empty", "", "header must be task,order,reason"},
+		{"Empty", "", "batch file: line 1: no header (want task,order,reason)"},
 		{"HeaderOnly", "task,order,reason\n", "no rows"},
-		{"BadHeader", "id,order,reason\nr1,A3003,x\n", "header must be"},
+		{"BadHeader", "id,order,reason\nr1,A3003,x\n", "missing column task; found id, order, reason; delimiter looks like ','"},
+		{"Semicolons", "Task;Order\nr1;A3003\n", "missing column reason; found Task, Order; delimiter looks like ';'"},
+		{"InvalidUTF8", "task,order,reason\nr1,A3003,bad\xff\n", "line 2: "},
 		{"BadQuote", "task,order,reason\nr1,A3003,\"x\n", "batch file"},
 		{"BadRow", "task,order,reason\nr1,A3003,x\nr1,A3004,y\n", "line 3: task r1 already on line 2"},
 	}
@@ -99,6 +104,27 @@ func TestParseBatchRefusals(t *testing.T) {
 		})
 	}
 
+	// Issue 17 case 2: batch files follow the header rules of orders files.
+	t.Run("HeaderByName", func(t *testing.T) {
+		want := []runs.BatchRow{{RowNo: 1, TaskID: "r1", OrderID: "A3003", Reason: "size"}, {RowNo: 2, TaskID: "r2", OrderID: "A3004", Reason: ""}}
+		for name, file := range map[string]string{
+			"Plain":        "task,order,reason\nr1,A3003,size\nr2,A3004,\n",
+			"Reordered":    "reason,order,task\nsize,A3003,r1\n,A3004,r2\n",
+			"ExtraColumns": "Note,Task ID,Order ID,Reason,Agent\nx,r1,A3003,size,me\ny,r2,A3004,,me\n",
+			"Semicolons":   "task;order;reason\nr1;A3003;size\nr2;A3004;\n",
+			"Tabs":         "TASK\tORDER\tREASON\r\nr1\tA3003\tsize\r\nr2\tA3004\t\r\n",
+			"UTF8BOM":      "\ufefftask,order,reason\nr1,A3003,size\nr2,A3004,\n",
+			"UTF16LE":      utf16LE("\ufefftask,order,reason\r\nr1,A3003,size\r\nr2,A3004,\r\n"),
+		} {
+			t.Run(name, func(t *testing.T) {
+				rows, _, err := returns.ParseBatch(strings.NewReader(file))
+				if err != nil || !slices.Equal(rows, want) {
+					t.Fatalf("rows %+v, err %v; want %+v", rows, err, want)
+				}
+			})
+		}
+	})
+
 	t.Run("SameFileSameFingerprint", func(t *testing.T) {
 		_, a, err1 := returns.ParseBatch(newRowsReader(1000, 20))
 		_, b, err2 := returns.ParseBatch(newRowsReader(1000, 20))
@@ -107,4 +133,15 @@ func TestParseBatchRefusals(t *testing.T) {
 			t.Fatalf("fingerprints %s %s %s (%v %v %v): want the first two equal, the third different", a, b, c, err1, err2, err3)
 		}
 	})
+}
+
+// utf16LE encodes s as UTF-16 little endian, as spreadsheet programs save
+// "Unicode text".
+func utf16LE(s string) string {
+	var b strings.Builder
+	for _, u := range utf16.Encode([]rune(s)) {
+		b.WriteByte(byte(u))
+		b.WriteByte(byte(u >> 8))
+	}
+	return b.String()
 }
