@@ -98,6 +98,7 @@ type ImportError struct {
 	What  string   // "orders file" ("" reads as that)
 	Lines []string // "line 3: …", in file order, at most maxBadLines
 	More  int      // bad lines not listed
+	Empty bool     // the file has a header and no rows
 }
 
 // Error implements the error interface for *ImportError.
@@ -105,6 +106,9 @@ func (e *ImportError) Error() string {
 	what := e.What
 	if what == "" {
 		what = "orders file"
+	}
+	if e.Empty {
+		return fmt.Sprintf("no orders in the %s: it holds a header and no rows; nothing was imported", what)
 	}
 	more := ""
 	if e.More > 0 {
@@ -275,7 +279,7 @@ func (f *OrdersFile) check(ctx context.Context) error {
 		return err
 	}
 	if rows == 0 {
-		return &ImportError{What: ordersSpec.What, Lines: []string{"no orders in the file (only a header)"}}
+		return &ImportError{What: ordersSpec.What, Empty: true}
 	}
 	f.rows, f.orders = rows, orders
 	if len(scattered) == 0 {
