@@ -258,7 +258,8 @@ func TestTruthOlderCheckpointsFile(t *testing.T) {
 // record is not rewritten to done, the order is not returnable, verify
 // names the task; restoring both files from one backup sets it right.
 func TestTruthOlderBusinessFile(t *testing.T) {
-	says := []string{"task t is inconsistent", "checkpoints.sqlite says it was submitted as application app_", "business.sqlite has no application", "assistant verify", "assistant backup"}
+	// The hints carry --data, which these runs give (docs/cli.md "Conventions").
+	says := []string{"task t is inconsistent", "checkpoints.sqlite says it was submitted as application app_", "business.sqlite has no application", "`assistant --data ", " verify`", " backup`"}
 	t.Run("Restored", func(t *testing.T) {
 		dir := t.TempDir()
 		mustRun(t, dir, "start", "t", "A3003", "--reason", "too small")
@@ -398,7 +399,7 @@ func TestTruthCorruptPageInTheMiddle(t *testing.T) {
 	}
 	f.Close()
 	files := sums(t, dir, "business.sqlite", "checkpoints.sqlite")
-	says := []string{"business.sqlite", "quick_check", "assistant verify", "assistant backup"}
+	says := []string{"business.sqlite", "quick_check", "`assistant --data " + dir + " verify`", "`assistant --data " + dir + " backup`"}
 	for _, args := range [][]string{{"start", "z", "A3003", "--reason", "x"}, {"resume", "row-0001", "--action", "approve"}, {"list"}, {"recover"}} {
 		wantRefused(t, dir, 1, "internal", says, args...)
 	}
