@@ -26,7 +26,17 @@ type Draft struct {
 	Reason    string    `json:"reason"`
 	CreatedAt time.Time `json:"created_at"` // UTC
 	ExpiresAt time.Time `json:"expires_at"` // UTC, wall clock
+	// Version counts the task's drafts from 1: an edit or a request for
+	// changes prepares the next one.
+	Version int `json:"version,omitempty"`
+	// Superseded is true once a newer version of the task's draft exists:
+	// it can no longer be submitted.
+	Superseded bool `json:"superseded,omitempty"`
 }
+
+// MaxDraftVersions is how many drafts one task may have; an edit or a
+// request for changes past it ends the request (flow/returns).
+const MaxDraftVersions = 5
 
 // Application is a submitted return request.
 type Application struct {
@@ -38,7 +48,10 @@ type Application struct {
 	CreatedAt    time.Time `json:"created_at"` // UTC
 }
 
-const draftColumns = `draft_id, task_id, order_id, user, reason, created_at, expires_at`
+const draftColumns = `draft_id, task_id, order_id, user, reason, created_at, expires_at, version`
+
+// draftReadColumns are draftColumns and whether the draft is superseded.
+const draftReadColumns = draftColumns + `, superseded_at IS NOT NULL`
 
 const applicationColumns = `application_id, draft_id, order_id, user, review_status, created_at`
 
@@ -50,27 +63,39 @@ type queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// PrepareDraft creates the draft of task taskID for order orderID of user,
-// expiring at now+ttl (ttl <= 0 means DefaultDraftTTL), or returns the
-// task's existing draft unchanged with reused=true; its expiry is NOT
-// refreshed. The task id is the idempotency key (drafts.task_id UNIQUE), so a
-// prepare node that runs again never makes a second draft.
+// PrepareDraft prepares version 1 of task taskID's draft
+// (PrepareDraftVersion).
+func (s *Store) PrepareDraft(ctx context.Context, taskID, orderID, user, reason string, ttl time.Duration, now time.Time) (d Draft, reused bool, err error) {
+	return s.PrepareDraftVersion(ctx, taskID, 1, orderID, user, reason, ttl, now)
+}
+
+// PrepareDraftVersion creates version version of the draft of task taskID
+// for order orderID of user, expiring at now+ttl (ttl <= 0 means
+// DefaultDraftTTL), and marks the task's older versions superseded in the
+// same commit; or it returns that version unchanged with reused=true; its
+// expiry is NOT refreshed. The task id and version are the idempotency key
+// (UNIQUE (task_id, version)), so a prepare node that runs again never
+// makes a second draft of one version.
 //
 // Errors: ErrNotFound when the order is unknown or another user's, or when
-// the task's draft belongs to another user; ErrConflict when the task's
-// draft exists for another order or reason (same task id, different input).
-func (s *Store) PrepareDraft(ctx context.Context, taskID, orderID, user, reason string, ttl time.Duration, now time.Time) (d Draft, reused bool, err error) {
+// the task's draft belongs to another user; ErrConflict when that version
+// exists for another order or reason (same task id, different input); a
+// version below 1 is an error naming it.
+func (s *Store) PrepareDraftVersion(ctx context.Context, taskID string, version int, orderID, user, reason string, ttl time.Duration, now time.Time) (d Draft, reused bool, err error) {
 	if ttl <= 0 {
 		ttl = DefaultDraftTTL
 	}
 	if taskID == "" {
 		return Draft{}, false, fmt.Errorf("prepare draft: empty task id")
 	}
+	if version < 1 {
+		return Draft{}, false, fmt.Errorf("prepare draft of task %s: version %d is not 1 or more", taskID, version)
+	}
 	// Durable at commit: the checkpoint written after prepare names the
 	// draft, and no power loss may keep that checkpoint and lose the draft.
 	var txErr error
 	err = s.h.Durable(ctx, func(tx sqlitedb.Querier) error {
-		d, reused, txErr = s.prepareDraftTx(ctx, tx, taskID, orderID, user, reason, ttl, now)
+		d, reused, txErr = s.prepareDraftTx(ctx, tx, taskID, version, orderID, user, reason, ttl, now)
 		if txErr == nil && reused {
 			return sqlitedb.ErrNothingWritten
 		}
@@ -85,8 +110,9 @@ func (s *Store) PrepareDraft(ctx context.Context, taskID, orderID, user, reason 
 	return d, reused, nil
 }
 
-func (s *Store) prepareDraftTx(ctx context.Context, tx sqlitedb.Querier, taskID, orderID, user, reason string, ttl time.Duration, now time.Time) (d Draft, reused bool, err error) {
-	d, err = draftWhere(ctx, tx, "task_id", taskID)
+func (s *Store) prepareDraftTx(ctx context.Context, tx sqlitedb.Querier, taskID string, version int, orderID, user, reason string, ttl time.Duration, now time.Time) (d Draft, reused bool, err error) {
+	d, err = scanDraft(tx.QueryRowContext(ctx,
+		`SELECT `+draftReadColumns+` FROM drafts WHERE task_id = ? AND version = ?`, taskID, version))
 	switch {
 	case err == nil:
 		if d.User != user {
@@ -122,20 +148,55 @@ func (s *Store) prepareDraftTx(ctx context.Context, tx sqlitedb.Querier, taskID,
 		Reason:    reason,
 		CreatedAt: storedTime(now),
 		ExpiresAt: storedTime(now.Add(ttl)),
+		Version:   version,
+	}
+	if version > 1 {
+		// One current draft per task (drafts_current): the older versions
+		// are superseded before the new one is inserted.
+		if _, err := tx.ExecContext(ctx,
+			`UPDATE drafts SET superseded_at = ? WHERE task_id = ? AND version < ? AND superseded_at IS NULL`,
+			formatTime(now), taskID, version); err != nil {
+			return Draft{}, false, fmt.Errorf("prepare draft of task %s: supersede older versions: %w", taskID, err)
+		}
 	}
 	_, err = tx.ExecContext(ctx,
-		`INSERT INTO drafts (`+draftColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		d.ID, d.TaskID, d.OrderID, d.User, d.Reason, formatTime(d.CreatedAt), formatTime(d.ExpiresAt))
+		`INSERT INTO drafts (`+draftColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		d.ID, d.TaskID, d.OrderID, d.User, d.Reason, formatTime(d.CreatedAt), formatTime(d.ExpiresAt), d.Version)
 	if err != nil {
 		return Draft{}, false, fmt.Errorf("prepare draft of task %s: %w", taskID, err)
 	}
 	return d, false, nil
 }
 
-// DraftByTask returns the draft of task taskID, or ErrNotFound. It does not
-// check the user; the caller compares Draft.User.
+// DraftVersions returns every draft of task taskID, version 1 first;
+// empty when it has none. It does not check the user.
+func (s *Store) DraftVersions(ctx context.Context, taskID string) ([]Draft, error) {
+	rows, err := s.h.Q().QueryContext(ctx,
+		`SELECT `+draftReadColumns+` FROM drafts WHERE task_id = ? ORDER BY version`, taskID)
+	if err != nil {
+		return nil, fmt.Errorf("drafts of task %s: %w", taskID, err)
+	}
+	defer rows.Close()
+	out := []Draft{}
+	for rows.Next() {
+		d, err := scanDraft(rows)
+		if err != nil {
+			return nil, fmt.Errorf("drafts of task %s: %w", taskID, err)
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("drafts of task %s: %w", taskID, err)
+	}
+	return out, nil
+}
+
+// DraftByTask returns the current (not superseded) draft of task taskID,
+// or ErrNotFound. It does not check the user; the caller compares
+// Draft.User.
 func (s *Store) DraftByTask(ctx context.Context, taskID string) (Draft, error) {
-	d, err := draftWhere(ctx, s.h.Q(), "task_id", taskID)
+	d, err := scanDraft(s.h.Q().QueryRowContext(ctx,
+		`SELECT `+draftReadColumns+` FROM drafts WHERE task_id = ? AND superseded_at IS NULL`, taskID))
 	if err != nil {
 		return Draft{}, fmt.Errorf("draft of task %s: %w", taskID, err)
 	}
@@ -155,13 +216,16 @@ func (s *Store) Draft(ctx context.Context, draftID string) (Draft, error) {
 // draftWhere reads one draft by a unique column (a constant of this file,
 // never input).
 func draftWhere(ctx context.Context, q queryer, column, value string) (Draft, error) {
+	return scanDraft(q.QueryRowContext(ctx, `SELECT `+draftReadColumns+` FROM drafts WHERE `+column+` = ?`, value))
+}
+
+// scanDraft reads one row of draftReadColumns; no row is ErrNotFound.
+func scanDraft(sc scanner) (Draft, error) {
 	var (
 		d                  Draft
 		created, expiresAt string
 	)
-	err := q.QueryRowContext(ctx,
-		`SELECT `+draftColumns+` FROM drafts WHERE `+column+` = ?`, value).
-		Scan(&d.ID, &d.TaskID, &d.OrderID, &d.User, &d.Reason, &created, &expiresAt)
+	err := sc.Scan(&d.ID, &d.TaskID, &d.OrderID, &d.User, &d.Reason, &created, &expiresAt, &d.Version, &d.Superseded)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Draft{}, ErrNotFound
 	}
@@ -206,7 +270,8 @@ func (s *Store) Submit(ctx context.Context, draftID, user string, now time.Time)
 //     reused=true, even if the draft has expired since (the draft id is the
 //     idempotency key, applications.draft_id UNIQUE);
 //   - else the draft must exist and belong to user (ErrNotFound otherwise,
-//     also when an existing application belongs to another user), and now
+//     also when an existing application belongs to another user), be the
+//     task's current version (ErrConflict for a superseded one), and now
 //     must be before expires_at (ErrDraftExpired otherwise, nothing written);
 //   - else the draft's order must still be eligible at now (Eligibility:
 //     delivered, within its return window, not final sale, no pending
@@ -235,6 +300,9 @@ func (s *Store) SubmitTx(ctx context.Context, tx sqlitedb.Querier, draftID, user
 	}
 	if d.User != user {
 		return Application{}, false, fmt.Errorf("submit draft %s: %w", draftID, ErrNotFound)
+	}
+	if d.Superseded {
+		return Application{}, false, fmt.Errorf("submit draft %s: version %d was superseded by a newer version: %w", draftID, d.Version, ErrConflict)
 	}
 	if !now.Before(d.ExpiresAt) {
 		return Application{}, false, fmt.Errorf("submit draft %s: expired at %s: %w",

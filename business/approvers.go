@@ -1,0 +1,188 @@
+package business
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"assistant/internal/sqlitedb"
+)
+
+// Grant is one approver grant: Grantee may decide Owner's tasks.
+type Grant struct {
+	Owner     string    `json:"owner"`
+	Grantee   string    `json:"grantee"`
+	GrantedBy string    `json:"granted_by"`
+	GrantedAt time.Time `json:"granted_at"` // UTC
+}
+
+// GrantChange is one recorded grant or revoke.
+type GrantChange struct {
+	Owner   string    `json:"owner"`
+	Grantee string    `json:"grantee"`
+	Change  string    `json:"change"` // ChangeGrant or ChangeRevoke
+	By      string    `json:"by"`
+	At      time.Time `json:"at"` // UTC
+}
+
+// Kinds of GrantChange.
+const (
+	ChangeGrant  = "grant"
+	ChangeRevoke = "revoke"
+)
+
+// GrantApprover lets grantee decide owner's tasks, recorded as made by by
+// at now, in one durable commit with its entry in approver_changes.
+// Granting what is granted already writes nothing and returns false.
+// The caller checks who may grant (flow/returns: only the owner).
+func (s *Store) GrantApprover(ctx context.Context, owner, grantee, by string, now time.Time) (changed bool, err error) {
+	err = s.h.Durable(ctx, func(tx sqlitedb.Querier) error {
+		res, err := tx.ExecContext(ctx,
+			`INSERT INTO approver_grants (owner, grantee, granted_by, granted_at) VALUES (?, ?, ?, ?)
+			 ON CONFLICT (owner, grantee) DO NOTHING`, owner, grantee, by, formatTime(now))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			if err == nil {
+				err = sqlitedb.ErrNothingWritten
+			}
+			return err
+		}
+		changed = true
+		return recordChange(ctx, tx, owner, grantee, ChangeGrant, by, now)
+	})
+	if err != nil {
+		return false, fmt.Errorf("grant %s the tasks of %s: %w", grantee, owner, err)
+	}
+	return changed, nil
+}
+
+// RevokeApprover ends grantee's grant from owner, recorded as made by by
+// at now, in one durable commit. Revoking a grant that does not exist
+// writes nothing and returns false.
+func (s *Store) RevokeApprover(ctx context.Context, owner, grantee, by string, now time.Time) (changed bool, err error) {
+	err = s.h.Durable(ctx, func(tx sqlitedb.Querier) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM approver_grants WHERE owner = ? AND grantee = ?`, owner, grantee)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			if err == nil {
+				err = sqlitedb.ErrNothingWritten
+			}
+			return err
+		}
+		changed = true
+		return recordChange(ctx, tx, owner, grantee, ChangeRevoke, by, now)
+	})
+	if err != nil {
+		return false, fmt.Errorf("revoke %s from the tasks of %s: %w", grantee, owner, err)
+	}
+	return changed, nil
+}
+
+func recordChange(ctx context.Context, tx sqlitedb.Querier, owner, grantee, change, by string, now time.Time) error {
+	_, err := tx.ExecContext(ctx,
+		`INSERT INTO approver_changes (owner, grantee, change, by_user, at) VALUES (?, ?, ?, ?, ?)`,
+		owner, grantee, change, by, formatTime(now))
+	return err
+}
+
+// MayDecide reports whether user may decide owner's tasks: user is the
+// owner, or holds a grant from them.
+func (s *Store) MayDecide(ctx context.Context, owner, user string) (bool, error) {
+	if owner == user {
+		return true, nil
+	}
+	var one int
+	err := s.h.Q().QueryRowContext(ctx,
+		`SELECT 1 FROM approver_grants WHERE owner = ? AND grantee = ?`, owner, user).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("grant of %s to %s: %w", owner, user, err)
+	}
+	return true, nil
+}
+
+// Grants returns the grants user gave or holds, oldest first.
+func (s *Store) Grants(ctx context.Context, user string) ([]Grant, error) {
+	rows, err := s.h.Q().QueryContext(ctx,
+		`SELECT owner, grantee, granted_by, granted_at FROM approver_grants
+		 WHERE owner = ?1 OR grantee = ?1 ORDER BY granted_at, owner, grantee`, user)
+	if err != nil {
+		return nil, fmt.Errorf("grants of %s: %w", user, err)
+	}
+	defer rows.Close()
+	out := []Grant{}
+	for rows.Next() {
+		var g Grant
+		var at string
+		if err := rows.Scan(&g.Owner, &g.Grantee, &g.GrantedBy, &at); err != nil {
+			return nil, fmt.Errorf("grants of %s: %w", user, err)
+		}
+		if g.GrantedAt, err = parseTime(at); err != nil {
+			return nil, fmt.Errorf("grants of %s: %w", user, err)
+		}
+		out = append(out, g)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("grants of %s: %w", user, err)
+	}
+	return out, nil
+}
+
+// GrantChanges returns the recorded grants and revokes that concern user
+// (as owner or grantee), in the order they were made.
+func (s *Store) GrantChanges(ctx context.Context, user string) ([]GrantChange, error) {
+	rows, err := s.h.Q().QueryContext(ctx,
+		`SELECT owner, grantee, change, by_user, at FROM approver_changes
+		 WHERE owner = ?1 OR grantee = ?1 ORDER BY seq`, user)
+	if err != nil {
+		return nil, fmt.Errorf("grant changes of %s: %w", user, err)
+	}
+	defer rows.Close()
+	out := []GrantChange{}
+	for rows.Next() {
+		var c GrantChange
+		var at string
+		if err := rows.Scan(&c.Owner, &c.Grantee, &c.Change, &c.By, &at); err != nil {
+			return nil, fmt.Errorf("grant changes of %s: %w", user, err)
+		}
+		if c.At, err = parseTime(at); err != nil {
+			return nil, fmt.Errorf("grant changes of %s: %w", user, err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("grant changes of %s: %w", user, err)
+	}
+	return out, nil
+}
+
+// OwnersGranting returns the owners whose tasks grantee may decide
+// (besides their own), sorted.
+func (s *Store) OwnersGranting(ctx context.Context, grantee string) ([]string, error) {
+	rows, err := s.h.Q().QueryContext(ctx,
+		`SELECT owner FROM approver_grants WHERE grantee = ? ORDER BY owner`, grantee)
+	if err != nil {
+		return nil, fmt.Errorf("owners granting %s: %w", grantee, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var o string
+		if err := rows.Scan(&o); err != nil {
+			return nil, fmt.Errorf("owners granting %s: %w", grantee, err)
+		}
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("owners granting %s: %w", grantee, err)
+	}
+	return out, nil
+}
