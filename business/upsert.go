@@ -31,6 +31,10 @@ const (
 // statements, small enough for SQLite's limit on parameters (32,766).
 const importBatch = 200
 
+// importQueue is how many batches may wait between the goroutine that
+// reads the file and the one that writes (ImportOrdersFile).
+const importQueue = 4
+
 // ImportResult is the report of an import (docs/orders.md "Report"). The
 // counts are of orders; a line-item export has more rows than orders.
 type ImportResult struct {
@@ -125,10 +129,7 @@ func (s *Store) ImportOrdersFile(ctx context.Context, f *OrdersFile, opts Import
 	defer tx.Rollback()
 	u := &upsert{ctx: ctx, q: tx, now: s.now, write: !opts.DryRun,
 		res: ImportResult{DryRun: opts.DryRun, Changes: []OrderChange{}}}
-	rows, orders, err := f.scan(ctx, u.add)
-	if err == nil {
-		err = u.flush()
-	}
+	rows, orders, err := u.run(f)
 	if err != nil {
 		return ImportResult{}, fmt.Errorf("import orders: %w", err)
 	}
@@ -157,13 +158,53 @@ type upsert struct {
 	refused badLines
 }
 
-// add takes one order of the file; a full batch is written.
-func (u *upsert) add(g *group) error {
-	u.batch = append(u.batch, g)
-	if len(u.batch) == importBatch {
-		return u.flush()
+// run reads the file (f.scan) in a goroutine of its own and writes its
+// orders here, batch by batch, so that reading the next batch and writing
+// this one overlap; at most importQueue batches wait between the two, so
+// memory does not grow with the file. It returns the file's rows and
+// orders, or the first error of either side (the other stops).
+func (u *upsert) run(f *OrdersFile) (rows, orders int, err error) {
+	ctx, cancel := context.WithCancel(u.ctx)
+	defer cancel()
+	batches := make(chan []*group, importQueue)
+	var scanErr error
+	go func() {
+		defer close(batches)
+		batch := make([]*group, 0, importBatch)
+		send := func() error {
+			select {
+			case batches <- batch:
+				batch = make([]*group, 0, importBatch)
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		rows, orders, scanErr = f.scan(ctx, func(g *group) error {
+			if batch = append(batch, g); len(batch) < importBatch {
+				return nil
+			}
+			return send()
+		})
+		if scanErr == nil && len(batch) > 0 {
+			scanErr = send()
+		}
+	}()
+	for b := range batches {
+		if err == nil {
+			u.batch = b
+			if err = u.flush(); err != nil {
+				cancel() // the reader stops; the loop drains what it sent
+			}
+		}
 	}
-	return nil
+	if err != nil {
+		return 0, 0, err
+	}
+	if scanErr != nil {
+		return 0, 0, scanErr
+	}
+	return rows, orders, nil
 }
 
 // flush reads the stored orders of the batch with one statement, decides
