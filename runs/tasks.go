@@ -34,6 +34,10 @@ type TaskRecord struct {
 	// Lease is the process that drives the task now (Owner "" when nobody
 	// does), as read with the record; not written by CreateTask.
 	Lease Lease `json:"-"`
+	// Approvals is how many people must approve a return task's draft (1
+	// or 2; 0 means 1): written by CreateLeasedTask, read back by
+	// Store.Approvals, not with the record.
+	Approvals int `json:"-"`
 }
 
 // taskColumns are the columns CreateTask writes; recordColumns are what a
@@ -230,11 +234,12 @@ func (s *Store) CreateLeasedTask(ctx context.Context, t TaskRecord, kind string,
 	if t.CreatedAt.IsZero() {
 		t.CreatedAt = s.now()
 	}
+	approvals := max(t.Approvals, 1)
 	_, err := s.h.Q().ExecContext(ctx,
-		`INSERT INTO tasks (`+taskColumns+`, kind, draft_ttl_seconds, lease_owner, lease_pid, lease_host, lease_until, lease_epoch)
-		 VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
+		`INSERT INTO tasks (`+taskColumns+`, kind, draft_ttl_seconds, approvals, lease_owner, lease_pid, lease_host, lease_until, lease_epoch)
+		 VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
 		t.ID, t.User, t.OrderID, t.Reason, t.Fingerprint, t.Stage,
-		formatTime(t.CreatedAt), formatTime(t.CreatedAt), kind, int64(ttl/time.Second), l.Owner, l.PID, l.Host, formatTime(l.Until))
+		formatTime(t.CreatedAt), formatTime(t.CreatedAt), kind, int64(ttl/time.Second), approvals, l.Owner, l.PID, l.Host, formatTime(l.Until))
 	if sqlitedb.IsUniqueViolation(err) {
 		return fmt.Errorf("create task %s: %w", t.ID, ErrTaskExists)
 	}
@@ -242,6 +247,20 @@ func (s *Store) CreateLeasedTask(ctx context.Context, t TaskRecord, kind string,
 		return fmt.Errorf("create task %s: %w", t.ID, err)
 	}
 	return nil
+}
+
+// Approvals returns how many approvals the task was started with (1 or
+// 2). Errors: ErrNotFound.
+func (s *Store) Approvals(ctx context.Context, taskID string) (int, error) {
+	var n int
+	err := s.h.Q().QueryRowContext(ctx, `SELECT approvals FROM tasks WHERE task_id = ?`, taskID).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("task %s: %w", taskID, ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("approvals of task %s: %w", taskID, err)
+	}
+	return n, nil
 }
 
 // DraftTTL returns the draft validity the task was started with.

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"assistant/business"
 	"assistant/flow"
 	"assistant/runs"
@@ -48,12 +50,12 @@ func recordedAnswer(task string, snap *flow.Snapshot[State], o ResumeOptions) (b
 			return false, fmt.Errorf("task %s was already answered %q; the answer %q is refused: %w", task, action, o.Action, ErrConflict)
 		}
 		return true, nil
-	case o.HasReason && reason != "":
+	case o.reasonAnswer() && reason != "":
 		if strings.TrimSpace(o.Reason) != reason {
 			return false, fmt.Errorf("task %s was already given the reason %q; the reason %q is refused: %w", task, reason, o.Reason, ErrConflict)
 		}
 		return true, nil
-	case o.HasReason && snap.Values.Reason != "" && strings.TrimSpace(o.Reason) == snap.Values.Reason:
+	case o.reasonAnswer() && snap.Values.Reason != "" && strings.TrimSpace(o.Reason) == snap.Values.Reason:
 		return true, nil
 	}
 	return false, nil
@@ -117,7 +119,7 @@ func savedAnswers(snap *flow.Snapshot[State]) (action, reason string) {
 	for _, ts := range snap.Tasks {
 		for _, raw := range ts.Answers {
 			switch ts.Node {
-			case NodeReview:
+			case NodeReview, NodeReview2:
 				var a ApprovalAnswer
 				if json.Unmarshal(raw, &a) == nil && a.Action != "" {
 					action = a.Action
@@ -134,11 +136,14 @@ func savedAnswers(snap *flow.Snapshot[State]) (action, reason string) {
 }
 
 // plan checks o against the task's head and returns the command that
-// answers or continues its run. Errors (nothing changed): ErrInvalid for an
-// answer of the wrong kind or draft, ErrConflict for an answer that
-// contradicts the decision already recorded, or for an answer to a run that
-// asks no question.
-func (r *runner) plan(t runs.TaskRecord, snap *flow.Snapshot[State], o ResumeOptions) (flow.Command, error) {
+// answers or continues its run, and a note for the person when it chose
+// which question an answer goes to. Errors (nothing changed): ErrInvalid
+// for an answer of the wrong kind or draft, ErrConflict for an answer that
+// contradicts the decision already recorded, for an answer bound to a
+// superseded draft version (stale), for a second answer of one person to
+// the approvals of one draft, or for an answer to a run that asks no
+// question.
+func (r *runner) plan(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[State], o ResumeOptions) (flow.Command, string, error) {
 	if len(snap.Interrupts) == 0 {
 		// A run stopped part-way (crash, stop, breakpoint). An answer given
 		// now must be one the run has recorded already (applied, or saved
@@ -147,27 +152,85 @@ func (r *runner) plan(t runs.TaskRecord, snap *flow.Snapshot[State], o ResumeOpt
 		if o.answering() {
 			recorded, err := recordedAnswer(t.ID, snap, o)
 			if err != nil {
-				return flow.Command{}, err
+				return flow.Command{}, "", err
 			}
 			if !recorded {
-				return flow.Command{}, fmt.Errorf("task %s has no question pending: its run stopped part-way, and the answer given was not recorded; run `assistant resume %s` to continue it, then answer the question it asks: %w", t.ID, t.ID, ErrConflict)
+				return flow.Command{}, "", fmt.Errorf("task %s has no question pending: its run stopped part-way, and the answer given was not recorded; run `assistant resume %s` to continue it, then answer the question it asks: %w", t.ID, t.ID, ErrConflict)
 			}
 		}
-		return flow.Command{}, nil
+		return flow.Command{}, "", nil
 	}
 	if !o.answering() {
 		in := snap.Interrupts[0]
-		return flow.Command{}, fmt.Errorf("%w: task %s is waiting for an answer (%s); %s", ErrInvalid, t.ID, kindOf(in.Value), hintFor(t.ID, kindOf(in.Value)))
+		return flow.Command{}, "", fmt.Errorf("%w: task %s is waiting for an answer (%s); %s", ErrInvalid, t.ID, kindOf(in.Value), hintFor(t.ID, kindOf(in.Value)))
 	}
-	in, err := pick(snap.Interrupts, o.InterruptID)
+	approvals := openApprovals(snap.Interrupts)
+	var in flow.PendingInterrupt
+	var err error
+	if o.InterruptID == "" && o.Action != "" && len(approvals) > 1 {
+		// Two approval questions open: the first one (none of them is
+		// answered yet; an answered one is no longer open).
+		in = approvals[0]
+	} else if in, err = pick(snap.Interrupts, o.InterruptID); err != nil {
+		return flow.Command{}, "", fmt.Errorf("%w: task %s: %v", ErrInvalid, t.ID, err)
+	}
+	answer, err := r.answerFor(ctx, t.ID, in, snap.Values, o)
 	if err != nil {
-		return flow.Command{}, fmt.Errorf("%w: task %s: %v", ErrInvalid, t.ID, err)
+		return flow.Command{}, "", err
 	}
-	answer, err := answerFor(t.ID, in, snap.Values, o)
+	cmd := flow.Command{ResumeMap: map[string]any{in.ID: answer}}
+	a, ok := answer.(ApprovalAnswer)
+	if !ok || snap.Values.Approvals < 2 {
+		return cmd, "", nil
+	}
+	if err := r.secondAnswer(ctx, t.ID, a.DraftID, o.User); err != nil {
+		return flow.Command{}, "", err
+	}
+	if a.Action != ActionApprove {
+		// One cancel (edit, revise) ends the round: it answers every open
+		// approval question of the draft, recorded once in the trail.
+		for _, q := range approvals {
+			cmd.ResumeMap[q.ID] = answer
+		}
+		return cmd, fmt.Sprintf("%s answers every open approval question of draft %s", a.Action, a.DraftID), nil
+	}
+	asked := approvalSlot(in.Value)
+	return cmd, fmt.Sprintf("approved as approver %d of %d (interrupt %s)", asked.Approver, asked.Approvals, in.ID), nil
+}
+
+// openApprovals returns the open approval questions, in the order asked.
+func openApprovals(open []flow.PendingInterrupt) []flow.PendingInterrupt {
+	var out []flow.PendingInterrupt
+	for _, in := range open {
+		if kindOf(in.Value) == KindApproval {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// approvalSlot decodes which approval of how many a question asks.
+func approvalSlot(v json.RawMessage) approvalAsked {
+	var q approvalAsked
+	_ = json.Unmarshal(v, &q)
+	return q
+}
+
+// secondAnswer refuses (ErrConflict) an answer of user to an approval
+// question of draftID when user has answered one of its approval
+// questions already: two approvals need two people. The business file's
+// trail holds the answers of a round not yet merged into the state.
+func (r *runner) secondAnswer(ctx context.Context, task, draftID, user string) error {
+	ds, err := r.desk.Decisions(ctx, task)
 	if err != nil {
-		return flow.Command{}, err
+		return fmt.Errorf("resume %s: %w", task, err)
 	}
-	return flow.Command{ResumeMap: map[string]any{in.ID: answer}}, nil
+	for _, d := range ds {
+		if d.DraftID == draftID && d.By == user && d.Action != ActionReason {
+			return fmt.Errorf("task %s: %s has answered an approval question of draft %s already (%s); the other approval must come from another person: %w", task, user, draftID, d.Action, ErrConflict)
+		}
+	}
+	return nil
 }
 
 func pick(open []flow.PendingInterrupt, id string) (flow.PendingInterrupt, error) {
@@ -186,29 +249,76 @@ func pick(open []flow.PendingInterrupt, id string) (flow.PendingInterrupt, error
 }
 
 // answerFor builds the resume value from the pending interrupt's kind and
-// st, the state the question was asked in; an answer of the wrong kind is
-// ErrInvalid and nothing is written.
-func answerFor(task string, in flow.PendingInterrupt, st State, o ResumeOptions) (any, error) {
+// st, the state the question was asked in, as answered by o.User now; an
+// answer of the wrong kind or draft is ErrInvalid, one bound to a
+// superseded version ErrConflict, and nothing is written.
+func (r *runner) answerFor(ctx context.Context, task string, in flow.PendingInterrupt, st State, o ResumeOptions) (any, error) {
 	kind := kindOf(in.Value)
 	if err := wrongKind(task, kind, o); err != nil {
 		return nil, err
 	}
+	id, err := newDecisionID()
+	if err != nil {
+		return nil, err
+	}
+	at := r.svc.now().UTC()
 	switch kind {
 	case KindNeedReason:
-		return ReasonAnswer{Reason: o.Reason}, nil
+		return ReasonAnswer{Reason: o.Reason, By: o.User, At: at, DecisionID: id}, nil
 	case KindApproval:
 		var q ApprovalQuestion
 		if err := json.Unmarshal(approvalView(in.Value, st), &q); err != nil {
 			return nil, fmt.Errorf("decode approval question of %s: %w", task, err)
 		}
-		if o.DraftID != "" {
-			if err := wrongDraft(task, o.DraftID, q.DraftID); err != nil {
-				return nil, err
-			}
+		if err := r.boundTo(ctx, task, q, o); err != nil {
+			return nil, err
 		}
-		return ApprovalAnswer{Action: o.Action, DraftID: q.DraftID}, nil
+		a := ApprovalAnswer{Action: o.Action, DraftID: q.DraftID, By: o.User, At: at, DecisionID: id}
+		switch o.Action {
+		case ActionEdit:
+			a.Reason = strings.TrimSpace(o.Reason)
+		case ActionRevise:
+			a.Comment = strings.TrimSpace(o.Comment)
+		}
+		return a, nil
 	}
 	return nil, fmt.Errorf("%w: task %s waits on an interrupt of unknown kind %q", ErrInvalid, task, kindOf(in.Value))
+}
+
+// boundTo checks --draft and --version against q, the approval question
+// asked: an older version of the task's draft is ErrConflict (stale: a
+// newer version replaced it), any other mismatch ErrInvalid.
+func (r *runner) boundTo(ctx context.Context, task string, q ApprovalQuestion, o ResumeOptions) error {
+	if o.DraftID != "" && o.DraftID != q.DraftID {
+		d, err := r.desk.Draft(ctx, o.DraftID)
+		if err == nil && d.TaskID == task && d.Version < q.Version {
+			return stale(task, fmt.Sprintf("--draft %s is version %d", o.DraftID, d.Version), q)
+		}
+		return wrongDraft(task, o.DraftID, q.DraftID)
+	}
+	switch {
+	case o.Version == 0 || o.Version == q.Version:
+		return nil
+	case o.Version < q.Version:
+		return stale(task, fmt.Sprintf("--version %d", o.Version), q)
+	}
+	return fmt.Errorf("%w: --version %d: the draft of task %s waiting for approval is version %d; run `assistant show %s`", ErrInvalid, o.Version, task, q.Version, task)
+}
+
+// stale is the error (ErrConflict) of an answer bound to a superseded
+// draft version.
+func stale(task, given string, q ApprovalQuestion) error {
+	return fmt.Errorf("task %s: %s, superseded by version %d (%s): the answer is stale and changes nothing: %w; run `assistant show %s` and answer version %d", task, given, q.Version, q.DraftID, ErrConflict, task, q.Version)
+}
+
+// newDecisionID returns a new decision id: "dec_" and a time-ordered
+// UUIDv7.
+func newDecisionID() (string, error) {
+	u, err := uuid.NewV7()
+	if err != nil {
+		return "", fmt.Errorf("decision id: %w", err)
+	}
+	return "dec_" + u.String(), nil
 }
 
 func kindOf(v json.RawMessage) string {
@@ -223,7 +333,7 @@ func kindOf(v json.RawMessage) string {
 // a question of kind asks; nil when it fits or the kind is unknown.
 func wrongKind(task, kind string, o ResumeOptions) error {
 	switch {
-	case kind == KindNeedReason && !o.HasReason:
+	case kind == KindNeedReason && !o.reasonAnswer():
 		return fmt.Errorf("%w: task %s is waiting for a reason, not an action; %s", ErrInvalid, task, hintFor(task, kind))
 	case kind == KindApproval && o.Action == "":
 		return fmt.Errorf("%w: task %s is waiting for approval, not a reason; %s", ErrInvalid, task, hintFor(task, kind))
@@ -244,5 +354,5 @@ func hintFor(task, kind string) string {
 	if kind == KindNeedReason {
 		return fmt.Sprintf("run `assistant resume %s --reason \"...\"`", task)
 	}
-	return fmt.Sprintf("run `assistant resume %s --action approve` or `--action cancel`", task)
+	return fmt.Sprintf("run `assistant resume %s --action approve` (or cancel, edit --reason R, revise --comment C)", task)
 }

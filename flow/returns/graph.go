@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -27,7 +28,10 @@ const (
 	NodeAskReason = "ask_reason"
 	NodePrepare   = "prepare"
 	NodeReview    = "review"
-	NodeSubmit    = "submit"
+	// NodeReview2 asks the second approval question of a task that needs
+	// two approvals, in the same superstep as NodeReview.
+	NodeReview2 = "review_2"
+	NodeSubmit  = "submit"
 	NodeCancel    = "cancel"
 	// NodeGiveUp never runs: a run a guard stopped (attempts exhausted,
 	// the recursion limit) ends with a state update as this node, whose
@@ -42,11 +46,21 @@ type ReasonQuestion struct {
 	Prompt  string `json:"prompt"`
 	// Problem says why the previous answer was refused; "" the first time.
 	Problem string `json:"problem,omitempty"`
+	// Comment is what the request for changes (revise) that sent the task
+	// back asked for, and RequestedBy who asked; "" otherwise.
+	Comment     string `json:"comment,omitempty"`
+	RequestedBy string `json:"requested_by,omitempty"`
 }
 
-// ReasonAnswer is the resume value of a need_reason interrupt.
+// ReasonAnswer is the resume value of a need_reason interrupt. By, At and
+// DecisionID say who answered and when, for the decision trail (the
+// DecisionID keys the trail's row, so a node that runs again records it
+// once); an answer saved by an older build has none and is not recorded.
 type ReasonAnswer struct {
-	Reason string `json:"reason"`
+	Reason     string    `json:"reason"`
+	By         string    `json:"by,omitempty"`
+	At         time.Time `json:"at,omitzero"`
+	DecisionID string    `json:"decision_id,omitempty"`
 }
 
 // ApprovalQuestion is an approval question as shown to a person (the
@@ -60,6 +74,13 @@ type ApprovalQuestion struct {
 	Reason    string    `json:"reason"`
 	ExpiresAt time.Time `json:"expires_at"`
 	Effect    string    `json:"effect"`
+	// Version is the draft's version (1 for the first).
+	Version int `json:"version"`
+	// Approver and Approvals: this question is approval Approver (1 or 2)
+	// of the Approvals a task started with --approvals 2 needs; both 0
+	// when one approval is needed.
+	Approver  int `json:"approver,omitempty"`
+	Approvals int `json:"approvals,omitempty"`
 	// Problem says why the previous answer was refused; "" the first time.
 	Problem string `json:"problem,omitempty"`
 }
@@ -71,8 +92,10 @@ type ApprovalQuestion struct {
 // expiry are not stored twice. Tasks parked by state format 1 stored the
 // whole ApprovalQuestion, which decodes into this too.
 type approvalAsked struct {
-	Kind    string `json:"kind"` // KindApproval
-	Problem string `json:"problem,omitempty"`
+	Kind      string `json:"kind"` // KindApproval
+	Approver  int    `json:"approver,omitempty"`
+	Approvals int    `json:"approvals,omitempty"`
+	Problem   string `json:"problem,omitempty"`
 }
 
 // approvalEffect says what approving a draft for order does.
@@ -82,10 +105,17 @@ func approvalEffect(order string) string {
 
 // ApprovalAnswer is the resume value of an approval interrupt. DraftID must
 // name the draft the question carried, so an answer given to an older
-// question cannot approve a newer draft.
+// question cannot approve a newer draft. Reason is the new reason of an
+// edit, Comment what a revise asks for. By, At and DecisionID are as in
+// ReasonAnswer.
 type ApprovalAnswer struct {
-	Action  string `json:"action"`
-	DraftID string `json:"draft_id"`
+	Action     string    `json:"action"`
+	DraftID    string    `json:"draft_id"`
+	Reason     string    `json:"reason,omitempty"`
+	Comment    string    `json:"comment,omitempty"`
+	By         string    `json:"by,omitempty"`
+	At         time.Time `json:"at,omitzero"`
+	DecisionID string    `json:"decision_id,omitempty"`
 }
 
 // Deps are what the nodes need from outside the graph.
@@ -97,10 +127,16 @@ type Deps struct {
 
 // Build returns the return-request graph (docs/design.md "The return-request flow"):
 //
-//	lookup → ask_reason (only without a valid reason) → prepare → review → submit | cancel
+//	lookup → ask_reason (only without a valid reason) → prepare → review [+ review_2] → submit | cancel
+//	review --edit--> prepare, review --revise--> ask_reason → prepare
 //
-// Side effects are keyed: prepare reuses the task's draft, submit reuses the
-// draft's application, so any node may run again after a crash.
+// With two approvals, prepare fans out to review and review_2, each asking
+// one approval question, and the superstep ends once both are answered.
+// Each edit or revise makes a new draft version; past
+// business.MaxDraftVersions the run ends failed (too_many_revisions).
+// Side effects are keyed: prepare reuses the task's draft of a version,
+// submit reuses the draft's application, a decision is recorded once per
+// answer, so any node may run again after a crash.
 func Build(d Deps) *flow.Graph[State] {
 	if d.Now == nil {
 		d.Now = time.Now
@@ -114,7 +150,8 @@ func Build(d Deps) *flow.Graph[State] {
 	g.AddNode(NodeLookup, n.lookup)
 	g.AddNode(NodeAskReason, n.askReason)
 	g.AddNode(NodePrepare, n.prepare)
-	g.AddNode(NodeReview, n.review)
+	g.AddNode(NodeReview, n.review(1))
+	g.AddNode(NodeReview2, n.review(2))
 	g.AddNode(NodeSubmit, n.submit)
 	g.AddNode(NodeCancel, n.cancel)
 	g.AddEdge(flow.Start, NodeLookup)
@@ -128,13 +165,17 @@ func Build(d Deps) *flow.Graph[State] {
 		return []string{NodePrepare}
 	})
 	g.AddEdge(NodeAskReason, NodePrepare)
-	g.AddEdge(NodePrepare, NodeReview)
-	g.AddConditionalEdges(NodeReview, func(s State) []string {
-		if s.Decision == ActionApprove {
-			return []string{NodeSubmit}
+	g.AddConditionalEdges(NodePrepare, func(s State) []string {
+		switch {
+		case s.Stage == StageFailed:
+			return []string{flow.End}
+		case s.Approvals >= 2:
+			return []string{NodeReview, NodeReview2}
 		}
-		return []string{NodeCancel}
+		return []string{NodeReview}
 	})
+	g.AddConditionalEdges(NodeReview, afterReview)
+	g.AddConditionalEdges(NodeReview2, afterReview)
 	g.AddEdge(NodeSubmit, flow.End)
 	g.AddEdge(NodeCancel, flow.End)
 	g.AddNode(NodeGiveUp, giveUp)
@@ -199,8 +240,14 @@ func eligibilityMessage(code, order string) string {
 // given so far are replayed in order when the node runs again.
 func (n nodes) askReason(ctx context.Context, s State) (State, error) {
 	q := ReasonQuestion{Kind: KindNeedReason, OrderID: s.Order, Prompt: fmt.Sprintf("Why do you want to return order %s?", s.Order)}
-	if s.Reason != "" {
-		q.Problem = ValidReason(s.Reason).Error()
+	if s.Draft != nil && s.Comment != "" {
+		// Sent back by a request for changes: the question carries it.
+		q.Comment = s.Comment
+		if d := lastDecision(s, ActionRevise); d != nil {
+			q.RequestedBy = d.By
+		}
+	} else if err := ValidReason(s.Reason); s.Reason != "" && err != nil {
+		q.Problem = err.Error()
 	}
 	for {
 		ans, err := flow.Interrupt[ReasonAnswer](ctx, q)
@@ -212,20 +259,72 @@ func (n nodes) askReason(ctx context.Context, s State) (State, error) {
 			q.Problem = err.Error()
 			continue
 		}
-		return State{Reason: r}, nil
+		upd := State{Reason: r}
+		d := Decision{ID: ans.DecisionID, By: ans.By, Action: ActionReason, At: ans.At, Reason: r}
+		if s.Draft != nil {
+			d.DraftID, d.Version = s.Draft.ID, VersionOf(s.Draft)
+		}
+		if err := n.record(ctx, s, d, &upd); err != nil {
+			return State{}, err
+		}
+		return upd, nil
 	}
 }
 
+// record adds d, the answer a node took, to the business file's trail
+// (keyed by its id, so a node that runs again records it once) and to
+// upd. An answer saved by an older build names nobody and is not recorded.
+func (n nodes) record(ctx context.Context, s State, d Decision, upd *State) error {
+	if d.By == "" || d.ID == "" {
+		return nil
+	}
+	d.At = d.At.UTC().Truncate(time.Millisecond)
+	err := n.Desk.RecordDecision(ctx, business.Decision{
+		ID: d.ID, TaskID: s.Task, By: d.By, Action: d.Action, DraftID: d.DraftID, Version: d.Version,
+		At: d.At, Comment: d.Comment, Reason: d.Reason,
+	})
+	if err != nil {
+		return err
+	}
+	upd.Decisions = append(upd.Decisions, d)
+	return nil
+}
+
+// lastDecision returns the state's last decision of action, or nil.
+func lastDecision(s State, action string) *Decision {
+	for i := len(s.Decisions) - 1; i >= 0; i-- {
+		if s.Decisions[i].Action == action {
+			return &s.Decisions[i]
+		}
+	}
+	return nil
+}
+
+// prepare makes the task's draft: version 1 the first time, the next
+// version after an edit or a request for changes (the state holds a draft
+// then), whose order is checked again, as lookup checked it for the first.
 func (n nodes) prepare(ctx context.Context, s State) (State, error) {
 	ttl := time.Duration(s.TTLSeconds) * time.Second
 	if ttl <= 0 {
 		ttl = business.DefaultDraftTTL
 	}
-	d, _, err := n.Desk.PrepareDraft(ctx, s.Task, s.Order, s.User, strings.TrimSpace(s.Reason), ttl, n.Now())
+	version := VersionOf(s.Draft) + 1
+	if version > business.MaxDraftVersions {
+		return State{Stage: StageFailed, Error: tooManyRevisions(s)}, nil
+	}
+	if version > 1 {
+		if f, err := n.recheck(ctx, s); err != nil || f != nil {
+			if f != nil {
+				return State{Stage: StageFailed, Error: f}, nil
+			}
+			return State{}, err
+		}
+	}
+	d, _, err := n.Desk.PrepareDraftVersion(ctx, s.Task, version, s.Order, s.User, strings.TrimSpace(s.Reason), ttl, n.Now())
 	if err != nil {
 		return State{}, fmt.Errorf("prepare draft: %w", err)
 	}
-	upd := State{Draft: &DraftRef{ID: d.ID, ExpiresAt: d.ExpiresAt.UTC()}, Stage: StageDraftReady}
+	upd := State{Draft: &DraftRef{ID: d.ID, ExpiresAt: d.ExpiresAt.UTC(), Version: d.Version}, Stage: StageDraftReady}
 	if d.Reason != s.Reason {
 		// The draft's reason is the request's reason from here on (State
 		// keeps it once); they differ only if s.Reason was not trimmed.
@@ -234,25 +333,134 @@ func (n nodes) prepare(ctx context.Context, s State) (State, error) {
 	return upd, nil
 }
 
-func (n nodes) review(ctx context.Context, s State) (State, error) {
-	if s.Draft == nil {
-		return State{}, errors.New("review: no draft in state")
+// recheck looks the order up again before a new draft version is made:
+// a failure when it may no longer be returned, nil when it may.
+func (n nodes) recheck(ctx context.Context, s State) (*Failure, error) {
+	o, err := n.Desk.Order(ctx, s.Order, s.User)
+	if errors.Is(err, business.ErrNotFound) {
+		return &Failure{Code: CodeOrderNotFound, Message: fmt.Sprintf("order %s not found", s.Order)}, nil
 	}
-	q := approvalAsked{Kind: KindApproval}
-	for {
-		ans, err := flow.Interrupt[ApprovalAnswer](ctx, q)
-		if err != nil {
-			return State{}, err
+	if err != nil {
+		return nil, err
+	}
+	code, err := n.Desk.Eligibility(ctx, o, n.Now())
+	if err != nil || code == "" {
+		return nil, err
+	}
+	return &Failure{Code: code, Message: eligibilityMessage(code, o.ID) + "; no new draft was made"}, nil
+}
+
+// tooManyRevisions is the failure of a request whose next draft would be
+// past business.MaxDraftVersions.
+func tooManyRevisions(s State) *Failure {
+	return &Failure{Code: CodeTooManyRevisions, Message: fmt.Sprintf(
+		"task %s has %d draft versions, the most one task may have; the last edit or request for changes was not applied and nothing was submitted (start a new task to try again)",
+		s.Task, business.MaxDraftVersions)}
+}
+
+// review returns the node that asks approval question slot (1, or 2 of a
+// task that needs two approvals) about the state's draft and takes its
+// answer: approve, cancel, edit (a new reason) or revise (a comment).
+func (n nodes) review(slot int) flow.NodeFunc[State] {
+	return func(ctx context.Context, s State) (State, error) {
+		if s.Draft == nil {
+			return State{}, errors.New("review: no draft in state")
 		}
-		switch {
-		case ans.Action != ActionApprove && ans.Action != ActionCancel:
-			q.Problem = fmt.Sprintf("action %q is not approve or cancel", ans.Action)
-		case ans.DraftID != s.Draft.ID:
-			q.Problem = fmt.Sprintf("the answer names draft %q, the question draft %s", ans.DraftID, s.Draft.ID)
-		default:
-			return State{Decision: ans.Action}, nil
+		q := approvalAsked{Kind: KindApproval}
+		if s.Approvals >= 2 {
+			q.Approver, q.Approvals = slot, s.Approvals
+		}
+		for {
+			ans, err := flow.Interrupt[ApprovalAnswer](ctx, q)
+			if err != nil {
+				return State{}, err
+			}
+			switch {
+			case !slices.Contains(Actions, ans.Action):
+				q.Problem = fmt.Sprintf("action %q is not one of %s", ans.Action, strings.Join(Actions, ", "))
+			case ans.DraftID != s.Draft.ID:
+				q.Problem = fmt.Sprintf("the answer names draft %q, the question draft %s", ans.DraftID, s.Draft.ID)
+			case ans.Action == ActionEdit && ValidReason(strings.TrimSpace(ans.Reason)) != nil:
+				q.Problem = "an edit needs a valid reason: " + ValidReason(strings.TrimSpace(ans.Reason)).Error()
+			default:
+				return n.decided(ctx, s, ans)
+			}
 		}
 	}
+}
+
+// decided is the update of an approval answer: the decision, recorded in
+// the trail, and for an edit the new reason, for a revise the comment; an
+// edit or revise of the last version allowed ends the request failed.
+func (n nodes) decided(ctx context.Context, s State, ans ApprovalAnswer) (State, error) {
+	upd := State{Decision: ans.Action}
+	d := Decision{ID: ans.DecisionID, By: ans.By, Action: ans.Action, DraftID: s.Draft.ID, Version: VersionOf(s.Draft), At: ans.At}
+	switch ans.Action {
+	case ActionEdit:
+		d.Reason = strings.TrimSpace(ans.Reason)
+		upd.Reason = d.Reason
+	case ActionRevise:
+		d.Comment = strings.TrimSpace(ans.Comment)
+		upd.Comment = d.Comment
+	}
+	if err := n.record(ctx, s, d, &upd); err != nil {
+		return State{}, err
+	}
+	if (ans.Action == ActionEdit || ans.Action == ActionRevise) && VersionOf(s.Draft) >= business.MaxDraftVersions {
+		upd.Reason, upd.Comment = "", ""
+		upd.Stage, upd.Error = StageFailed, tooManyRevisions(s)
+	}
+	return upd, nil
+}
+
+// afterReview routes a finished approval round: by the action taken on
+// the current draft (roundAction).
+func afterReview(s State) []string {
+	if s.Stage == StageFailed {
+		return []string{flow.End}
+	}
+	switch roundAction(s) {
+	case ActionApprove:
+		return []string{NodeSubmit}
+	case ActionEdit:
+		return []string{NodePrepare}
+	case ActionRevise:
+		return []string{NodeAskReason}
+	case "":
+		// Two approvals by one person (the answer check refuses it): ask
+		// both questions again.
+		return []string{NodeReview, NodeReview2}
+	}
+	return []string{NodeCancel}
+}
+
+// roundAction is what the answers to the current draft's approval
+// questions decide: with one approval, the decision; with two, any
+// cancel, edit or revise (each closes every open question of the round),
+// else approve once two different people approved, else "".
+func roundAction(s State) string {
+	if s.Approvals < 2 || s.Draft == nil {
+		return s.Decision
+	}
+	approvers := map[string]bool{}
+	other := ""
+	for _, d := range s.Decisions {
+		if d.DraftID != s.Draft.ID || d.Action == ActionReason {
+			continue
+		}
+		if d.Action == ActionApprove {
+			approvers[d.By] = true
+		} else {
+			other = d.Action
+		}
+	}
+	switch {
+	case other != "":
+		return other
+	case len(approvers) >= s.Approvals:
+		return ActionApprove
+	}
+	return ""
 }
 
 func (n nodes) submit(ctx context.Context, s State) (State, error) {
@@ -283,7 +491,7 @@ func (n nodes) submit(ctx context.Context, s State) (State, error) {
 		return State{}, err // business errors name the draft already
 	}
 	n.Fault("submit:after-business-commit")
-	return State{Stage: StageSubmitted, Result: &Result{ApplicationID: app.ID, ReviewStatus: app.ReviewStatus, Reused: reused}}, nil
+	return State{Stage: StageSubmitted, Decision: ActionApprove, Result: &Result{ApplicationID: app.ID, ReviewStatus: app.ReviewStatus, Reused: reused}}, nil
 }
 
 // cancel ends the request without an application, unless the business
@@ -294,7 +502,7 @@ func (n nodes) cancel(ctx context.Context, s State) (State, error) {
 	if done, err := n.submitted(ctx, s); err != nil || done.Stage != "" {
 		return done, err
 	}
-	return State{Stage: StageCancelled}, nil
+	return State{Stage: StageCancelled, Decision: ActionCancel}, nil
 }
 
 // submitted looks the task's application up in the business file (by its

@@ -20,6 +20,9 @@ type History struct {
 	Kind        string              `json:"kind"` // runs.KindReturn or KindBatch
 	Checkpoints []CheckpointSummary `json:"checkpoints"`
 	Steps       []runs.TimelineStep `json:"steps"`
+	// Decisions is the task's decision trail from the business file: who
+	// answered what, when, bound to which draft version ([] when none).
+	Decisions []DecisionView `json:"decisions"`
 }
 
 // CheckpointSummary is one checkpoint of a task's history.
@@ -53,12 +56,13 @@ type FieldChange struct {
 }
 
 // History returns the task's checkpoints (newest first, each with the state
-// fields it changed) and its timeline steps. A checkpoint whose state no
+// fields it changed), its timeline steps and its decision trail; the
+// owner and the approvers the owner granted may read it. A checkpoint whose state no
 // longer decodes is listed with DecodeError and its stored values: history
 // is how a person finds it. Errors: ErrInvalid, ErrNotFound (unknown task or
 // another user's), storage errors.
 func (s *Service) History(ctx context.Context, task, user string) (*History, error) {
-	t, err := s.task(ctx, task, user)
+	t, err := s.decidable(ctx, task, user)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +85,11 @@ func (s *Service) History(ctx context.Context, task, user string) (*History, err
 	if err != nil {
 		return nil, fmt.Errorf("history %s: %w", t.ID, err)
 	}
-	h := &History{Task: t.ID, Kind: kind, Checkpoints: make([]CheckpointSummary, 0, len(cps)), Steps: steps}
+	v, err := s.withTrail(ctx, &View{Task: t.ID})
+	if err != nil {
+		return nil, fmt.Errorf("history %s: %w", t.ID, err)
+	}
+	h := &History{Task: t.ID, Kind: kind, Checkpoints: make([]CheckpointSummary, 0, len(cps)), Steps: steps, Decisions: v.Decisions}
 	if h.Steps == nil {
 		h.Steps = []runs.TimelineStep{}
 	}

@@ -32,7 +32,7 @@ func TestHistory(t *testing.T) {
 		if first.Seq != 1 || first.Source != flow.SourceInput || changed(4) != "[order reason task ttl_seconds user]" {
 			t.Fatalf("oldest checkpoint seq %d, source %s, changes %s; want the input setting every field", first.Seq, first.Source, changed(4))
 		}
-		if changed(2) != "[draft.draft_id draft.expires_at stage]" || changed(1) != "[decision]" {
+		if changed(2) != "[draft.draft_id draft.expires_at draft.version stage]" || changed(1) != "[decision decisions]" {
 			t.Fatalf("changes of prepare %s, of review %s", changed(2), changed(1))
 		}
 		if last.Seq != 5 || len(last.Next) != 0 || last.DecodeError != "" {
@@ -73,7 +73,7 @@ func TestHistory(t *testing.T) {
 		for _, c := range h.Checkpoints[0].Changes {
 			fields = append(fields, c.Field)
 		}
-		if fmt.Sprint(fields) != "[$ draft.draft_id draft.expires_at order reason stage task ttl_seconds user]" {
+		if fmt.Sprint(fields) != "[$ draft.draft_id draft.expires_at draft.version order reason stage task ttl_seconds user]" {
 			t.Fatalf("changes %v, want $ added and every field gone", fields)
 		}
 	})

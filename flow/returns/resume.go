@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"assistant/flow"
@@ -12,14 +13,19 @@ import (
 
 // ResumeOptions are the input of Resume. Set Reason (with HasReason) to
 // answer need_reason, Action to answer approval, neither to continue a run
-// that stopped part-way.
+// that stopped part-way. User is who answers: the task's owner or an
+// approver the owner granted (ErrNotFound for anyone else).
 type ResumeOptions struct {
-	Task        string
-	User        string
-	Reason      string
-	HasReason   bool
-	Action      string // approve or cancel
-	DraftID     string // optional: must equal the pending draft
+	Task      string
+	User      string
+	Reason    string // a reason answer, or the new reason of an edit
+	HasReason bool
+	Action    string // approve, cancel, edit (with Reason) or revise (with Comment)
+	Comment   string // what a revise asks the owner to change
+	DraftID   string // optional: must name the current draft (an older version: stale, ErrConflict)
+	// Version, optional (0: any), must be the current draft's version; an
+	// older one is stale (ErrConflict).
+	Version     int
 	InterruptID string // optional: which pending interrupt to answer
 }
 
@@ -27,18 +33,41 @@ type ResumeOptions struct {
 // run).
 func (o ResumeOptions) answering() bool { return o.HasReason || o.Action != "" }
 
+// reasonAnswer reports whether o answers a need_reason question (an edit
+// gives a reason too, at the approval question).
+func (o ResumeOptions) reasonAnswer() bool { return o.HasReason && o.Action == "" }
+
 // checkResume checks ResumeOptions without touching any file; errors match
 // ErrInvalid. A blank reason is an answer the flow refuses by asking again;
 // a reason that can never be valid (control characters, too long) is bad
 // input.
 func checkResume(o ResumeOptions) error {
-	if o.HasReason && o.Action != "" {
-		return fmt.Errorf("%w: give --reason or --action, not both", ErrInvalid)
+	if o.Action != "" && !slices.Contains(Actions, o.Action) {
+		return fmt.Errorf("%w: --action must be one of %s, not %q", ErrInvalid, strings.Join(Actions, ", "), o.Action)
 	}
-	if o.Action != "" && o.Action != ActionApprove && o.Action != ActionCancel {
-		return fmt.Errorf("%w: --action must be approve or cancel, not %q", ErrInvalid, o.Action)
+	if o.HasReason && o.Action != "" && o.Action != ActionEdit {
+		return fmt.Errorf("%w: give --reason or --action, not both (only --action edit takes --reason, the new draft's reason)", ErrInvalid)
 	}
-	if r := strings.TrimSpace(o.Reason); o.HasReason && r != "" {
+	if o.Action == ActionEdit {
+		if err := ValidReason(strings.TrimSpace(o.Reason)); !o.HasReason || err != nil {
+			return fmt.Errorf("%w: --action edit needs --reason R, the reason of the new draft version (%v)", ErrInvalid, err)
+		}
+	}
+	if (o.Comment != "") != (o.Action == ActionRevise) {
+		if o.Action == ActionRevise {
+			return fmt.Errorf("%w: --action revise needs --comment C, what the owner should change", ErrInvalid)
+		}
+		return fmt.Errorf("%w: --comment goes with --action revise", ErrInvalid)
+	}
+	if o.Action == ActionRevise {
+		if err := ValidReason(strings.TrimSpace(o.Comment)); err != nil {
+			return fmt.Errorf("%w: --comment: %v", ErrInvalid, strings.Replace(err.Error(), "the reason", "the comment", 1))
+		}
+	}
+	if o.Version < 0 || (o.Version > 0 && o.Action == "") {
+		return fmt.Errorf("%w: --version names the draft version an --action is for (1 or more)", ErrInvalid)
+	}
+	if r := strings.TrimSpace(o.Reason); o.reasonAnswer() && r != "" {
 		if err := ValidReason(r); err != nil {
 			return fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
@@ -59,7 +88,7 @@ func (s *Service) Resume(ctx context.Context, o ResumeOptions) (*View, error) {
 	if err := checkResume(o); err != nil {
 		return nil, err
 	}
-	t, err := s.task(ctx, o.Task, o.User)
+	t, err := s.decidable(ctx, o.Task, o.User)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +96,11 @@ func (s *Service) Resume(ctx context.Context, o ResumeOptions) (*View, error) {
 		return s.resumeBatch(ctx, t, o)
 	}
 	v, err := s.cmd.resume(ctx, t, o)
-	return v.markExpired(s.now()), err
+	v = v.markExpired(s.now())
+	if err != nil {
+		return v, err
+	}
+	return s.withTrail(ctx, v)
 }
 
 // resume is Resume of the return task t with r's policy.
@@ -121,7 +154,7 @@ func (r *runner) checkAnswer(ctx context.Context, t runs.TaskRecord, snap *flow.
 			return fmt.Errorf("task %s is being run by process %d on %s: %w; wait for it to ask its question (`assistant show %s`)", t.ID, l.PID, l.Host, ErrConflict, t.ID)
 		}
 	}
-	_, err := r.plan(t, snap, o)
+	_, _, err := r.plan(ctx, t, snap, o)
 	return err
 }
 
@@ -130,6 +163,7 @@ func (r *runner) checkAnswer(ctx context.Context, t runs.TaskRecord, snap *flow.
 // again under the lease. The caller holds the lease.
 func (r *runner) answer(ctx context.Context, t runs.TaskRecord, head *flow.Snapshot[State], o ResumeOptions) (*View, error) {
 	endedBefore := false
+	note := ""
 	v, err := r.driveReturn(ctx, t, func(ctx context.Context, g *flow.Runnable[State]) (*flow.Snapshot[State], error) {
 		if head == nil {
 			// Another process may have moved the task between the first
@@ -149,12 +183,16 @@ func (r *runner) answer(ctx context.Context, t runs.TaskRecord, head *flow.Snaps
 			}
 			head = cur
 		}
-		cmd, err := r.plan(t, head, o)
+		cmd, n, err := r.plan(ctx, t, head, o)
 		if err != nil {
 			return nil, err
 		}
+		note = n
 		return g.ResumeAt(ctx, head, cmd)
 	})
+	if err == nil {
+		v.Note = note
+	}
 	if err == nil && endedBefore && o.Action == ActionApprove && v.Result != nil {
 		// Another process submitted while this one waited for the lease:
 		// this approve made no application of its own.
@@ -190,6 +228,9 @@ func (r *runner) settled(ctx context.Context, t runs.TaskRecord, snap *flow.Snap
 func (r *runner) resumeWithoutRun(ctx context.Context, t runs.TaskRecord, o ResumeOptions) (*View, error) {
 	ttl, err := r.runs.DraftTTL(ctx, t.ID)
 	if err != nil {
+		return nil, err
+	}
+	if t.Approvals, err = r.runs.Approvals(ctx, t.ID); err != nil {
 		return nil, err
 	}
 	// An answer must fit the question the record shows before the run is

@@ -16,7 +16,7 @@ import (
 // interrupted task the process that holds it. It writes nothing.
 // Errors: ErrInvalid, ErrNotFound, storage errors.
 func (s *Service) Show(ctx context.Context, task, user string) (*View, error) {
-	t, err := s.task(ctx, task, user)
+	t, err := s.decidable(ctx, task, user)
 	if err != nil {
 		return nil, err
 	}
@@ -35,7 +35,9 @@ func (s *Service) Show(ctx context.Context, task, user string) (*View, error) {
 		if err := s.cmd.reconcile(ctx, t.ID, snap); err != nil {
 			return nil, err
 		}
-		v = view(t, snap)
+		if v, err = s.withTrail(ctx, view(t, snap)); err != nil {
+			return nil, fmt.Errorf("show %s: %w", t.ID, err)
+		}
 	}
 	s.addHolder(v, t.Lease)
 	return v.markExpired(s.now()), nil
@@ -69,6 +71,10 @@ func (s *Service) addHolder(v *View, l runs.Lease) {
 type TaskSummary struct {
 	Task  string `json:"task"`
 	Order string `json:"order"`
+	// Owner is the task's owner when it is not the current user (a task
+	// list --awaiting-me shows through an approver grant); omitted
+	// otherwise.
+	Owner string `json:"owner,omitempty"`
 	// Status is the run status recorded after each command, or "expired"
 	// for a task waiting for approval of a draft whose expires_at has
 	// passed (no answer can submit it; recover ends it failed).
@@ -107,6 +113,10 @@ type ListOptions struct {
 	Batch string
 	// Limit keeps at most that many tasks, the oldest first; 0 keeps all.
 	Limit int
+	// AwaitingMe lists the return tasks User may decide now instead: their
+	// own and those of owners who granted them, waiting and not expired
+	// (not with Statuses or Batch).
+	AwaitingMe bool
 }
 
 // ParseStatuses splits --status values, each one status or several
@@ -142,6 +152,9 @@ func CheckListOptions(o ListOptions) error {
 	if o.Limit < 0 {
 		return fmt.Errorf("%w: --limit must be 0 (no limit) or more, not %d", ErrInvalid, o.Limit)
 	}
+	if o.AwaitingMe && (len(o.Statuses) > 0 || o.Batch != "") {
+		return fmt.Errorf("%w: --awaiting-me lists waiting tasks you may decide; it does not go with --status or --batch", ErrInvalid)
+	}
 	if o.Batch != "" {
 		if err := ValidTaskID(o.Batch); err != nil {
 			return fmt.Errorf("%w: --batch: %v", ErrInvalid, err)
@@ -169,6 +182,9 @@ func (s *Service) List(ctx context.Context, user, status string) ([]TaskSummary,
 func (s *Service) ListTasks(ctx context.Context, o ListOptions) ([]TaskSummary, error) {
 	if err := CheckListOptions(o); err != nil {
 		return nil, err
+	}
+	if o.AwaitingMe {
+		return s.awaitingMe(ctx, o)
 	}
 	var inBatch map[string]bool
 	if o.Batch != "" {

@@ -21,6 +21,9 @@ type StartOptions struct {
 	Order  string
 	Reason string        // may be empty: the flow asks for one
 	TTL    time.Duration // draft validity; 0 means business.DefaultDraftTTL
+	// Approvals is how many people must approve the draft: 1 or 2 (0
+	// means 1). Part of the input binding.
+	Approvals int
 }
 
 // ValidateStart checks StartOptions without touching any file; errors match
@@ -39,6 +42,9 @@ func ValidateStart(o StartOptions) error {
 		if err := ValidReason(strings.TrimSpace(o.Reason)); err != nil {
 			return fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
+	}
+	if o.Approvals < 0 || o.Approvals > MaxApprovals {
+		return fmt.Errorf("%w: --approvals must be 1 or 2, not %d", ErrInvalid, o.Approvals)
 	}
 	return ValidDraftTTL(o.TTL)
 }
@@ -69,11 +75,22 @@ func ValidDraftTTL(ttl time.Duration) error {
 // stored before the validity joined the input, so a batch row (which runs
 // with the default) and a retry of an old task compare equal by the
 // fingerprint alone; any other validity is part of the hash.
+//
+// Two approvals are part of the hash too ("approvals=2" after the
+// validity), so every task started before --approvals (one approval)
+// keeps its fingerprint.
 func fingerprint(o StartOptions) string {
-	if o.TTL == 0 || o.TTL == business.DefaultDraftTTL {
+	ttl := o.TTL
+	if ttl == 0 {
+		ttl = business.DefaultDraftTTL
+	}
+	switch {
+	case o.Approvals >= 2:
+		return hashInput(o.User, o.Order, strings.TrimSpace(o.Reason), fmt.Sprintf("ttl_ms=%d", ttl.Milliseconds()), fmt.Sprintf("approvals=%d", o.Approvals))
+	case ttl == business.DefaultDraftTTL:
 		return baseFingerprint(o)
 	}
-	return hashInput(o.User, o.Order, strings.TrimSpace(o.Reason), fmt.Sprintf("ttl_ms=%d", o.TTL.Milliseconds()))
+	return hashInput(o.User, o.Order, strings.TrimSpace(o.Reason), fmt.Sprintf("ttl_ms=%d", ttl.Milliseconds()))
 }
 
 // baseFingerprint is the hash of user, order and trimmed reason: the
@@ -95,7 +112,7 @@ func hashInput(parts ...string) string {
 // default validity, or a task recorded before the validity was hashed)
 // holds its validity in the task record: that must match too.
 func (r *runner) sameInput(ctx context.Context, t runs.TaskRecord, o StartOptions) (bool, error) {
-	if t.Fingerprint != baseFingerprint(o) {
+	if t.Fingerprint != baseFingerprint(o) || o.Approvals >= 2 {
 		return t.Fingerprint == fingerprint(o), nil
 	}
 	ttl, err := r.runs.DraftTTL(ctx, t.ID)
@@ -149,7 +166,7 @@ func (r *runner) create(ctx context.Context, o StartOptions, fp string) (*View, 
 		return nil, err
 	}
 	now := r.svc.now().UTC()
-	t := runs.TaskRecord{ID: o.Task, User: o.User, OrderID: o.Order, Reason: strings.TrimSpace(o.Reason), Fingerprint: fp, Status: StatusRunning, CreatedAt: now, UpdatedAt: now, Kind: runs.KindReturn, Lease: r.lease()}
+	t := runs.TaskRecord{ID: o.Task, User: o.User, OrderID: o.Order, Reason: strings.TrimSpace(o.Reason), Fingerprint: fp, Status: StatusRunning, CreatedAt: now, UpdatedAt: now, Kind: runs.KindReturn, Lease: r.lease(), Approvals: o.Approvals}
 	t.Lease.Epoch = 1 // CreateLeasedTask's
 	// The task is created holding its lease, so no other process sees it
 	// running without a holder.
@@ -166,12 +183,16 @@ func (r *runner) create(ctx context.Context, o StartOptions, fp string) (*View, 
 	return r.invoke(ctx, t, o.TTL)
 }
 
-// invoke runs a task's first invocation with draft validity ttl; the caller
-// holds the lease.
+// invoke runs a task's first invocation with draft validity ttl and
+// t.Approvals approvals (0 means 1); the caller holds the lease.
 func (r *runner) invoke(ctx context.Context, t runs.TaskRecord, ttl time.Duration) (*View, error) {
+	approvals := 0
+	if t.Approvals >= 2 {
+		approvals = t.Approvals
+	}
 	return r.driveReturn(ctx, t, func(ctx context.Context, g *flow.Runnable[State]) (*flow.Snapshot[State], error) {
 		snap, err := g.Invoke(ctx, t.ID, State{
-			Task: t.ID, User: t.User, Order: t.OrderID, Reason: t.Reason, TTLSeconds: int64(ttl / time.Second),
+			Task: t.ID, User: t.User, Order: t.OrderID, Reason: t.Reason, TTLSeconds: int64(ttl / time.Second), Approvals: approvals,
 		})
 		if errors.Is(err, flow.ErrThreadExists) {
 			return nil, nil
@@ -189,7 +210,7 @@ func (r *runner) restart(ctx context.Context, t runs.TaskRecord, o StartOptions)
 	if same, err := r.sameInput(ctx, t, o); err != nil {
 		return nil, err
 	} else if !same {
-		return nil, fmt.Errorf("task %s already exists with other input (order, reason or --draft-ttl): %w (choose another task id, or run `assistant show %s`)", o.Task, ErrConflict, o.Task)
+		return nil, fmt.Errorf("task %s already exists with other input (order, reason, --draft-ttl or --approvals): %w (choose another task id, or run `assistant show %s`)", o.Task, ErrConflict, o.Task)
 	}
 	snap, err := r.graph.State(ctx, t.ID)
 	if errors.Is(err, flow.ErrThreadNotFound) {
@@ -198,6 +219,7 @@ func (r *runner) restart(ctx context.Context, t runs.TaskRecord, o StartOptions)
 		if err := r.acquire(ctx, &t); err != nil {
 			return nil, err
 		}
+		t.Approvals = o.Approvals
 		return r.invoke(ctx, t, o.TTL)
 	}
 	if err != nil {

@@ -1,6 +1,7 @@
 package returns
 
 import (
+	"slices"
 	"time"
 )
 
@@ -30,11 +31,25 @@ const (
 	KindApproval   = "approval"
 )
 
-// Actions a person can take at the approval question.
+// Actions a person can take at the approval question (ApprovalAnswer.Action):
+// approve submits (with two approvals, once both approved), cancel ends the
+// request, edit prepares a new draft version with a new reason, revise
+// sends the request back to its owner for a new reason (a need_reason
+// question carrying the comment). ActionReason is how the decision trail
+// names an answer to a need_reason question.
 const (
 	ActionApprove = "approve"
 	ActionCancel  = "cancel"
+	ActionEdit    = "edit"
+	ActionRevise  = "revise"
+	ActionReason  = "reason"
 )
+
+// Actions lists the actions --action accepts.
+var Actions = []string{ActionApprove, ActionCancel, ActionEdit, ActionRevise}
+
+// MaxApprovals is the most approvals a start may ask for (--approvals).
+const MaxApprovals = 2
 
 // Error codes of a failed request (State.Error.Code). The eligibility codes
 // come from business.Eligibility.
@@ -47,6 +62,9 @@ const (
 	// may (a bug in the graph, not a crash); it is not tried again.
 	CodeRecursionLimit = "recursion_limit"
 	CodeOrderNotFound  = "order_not_found"
+	// CodeTooManyRevisions: an edit or a request for changes would have
+	// made more than business.MaxDraftVersions drafts of one task.
+	CodeTooManyRevisions = "too_many_revisions"
 )
 
 // State is the return request's graph state, stored as JSON in every
@@ -65,9 +83,32 @@ type State struct {
 	TTLSeconds int64     `json:"ttl_seconds,omitempty"`
 	Stage      string    `json:"stage,omitempty"`
 	Draft      *DraftRef `json:"draft,omitempty"`
-	Decision   string    `json:"decision,omitempty"` // approve or cancel, once answered
+	Decision   string    `json:"decision,omitempty"` // the last action taken at the approval question
 	Result     *Result   `json:"result,omitempty"`
 	Error      *Failure  `json:"error,omitempty"`
+	// Approvals is how many people must approve each draft: 2 asks two
+	// approval questions at once (review and review_2); 0 or 1 asks one.
+	Approvals int `json:"approvals,omitempty"`
+	// Comment is what the last request for changes (revise) asked for; the
+	// need_reason question it leads to carries it.
+	Comment string `json:"comment,omitempty"`
+	// Decisions is the trail of answers the run has taken, oldest first
+	// (appended by Reduce). The business file keeps the same trail
+	// (business.Decision), with answers a superstep has not merged yet.
+	Decisions []Decision `json:"decisions,omitempty"`
+}
+
+// Decision is one answer in the trail: who gave it, when, the action, and
+// the draft and version it was bound to ("" and 0 before any draft).
+type Decision struct {
+	ID      string    `json:"id"`
+	By      string    `json:"by"`
+	Action  string    `json:"action"`
+	DraftID string    `json:"draft_id,omitempty"`
+	Version int       `json:"version,omitempty"`
+	At      time.Time `json:"at"` // UTC, to the millisecond
+	Comment string    `json:"comment,omitempty"`
+	Reason  string    `json:"reason,omitempty"`
 }
 
 // DraftRef is the request's draft in the business store (business.Draft):
@@ -76,6 +117,21 @@ type State struct {
 type DraftRef struct {
 	ID        string    `json:"draft_id"`
 	ExpiresAt time.Time `json:"expires_at"` // UTC, wall clock
+	// Version is the draft's version; 0 in a state stored before drafts
+	// had versions, which means 1 (VersionOf).
+	Version int `json:"version,omitempty"`
+}
+
+// VersionOf returns the version of draft d: 0 for no draft, 1 for a draft
+// stored before versions.
+func VersionOf(d *DraftRef) int {
+	switch {
+	case d == nil:
+		return 0
+	case d.Version < 1:
+		return 1
+	}
+	return d.Version
 }
 
 // Result is the submitted application, as printed in "result".
@@ -94,7 +150,7 @@ type Failure struct {
 }
 
 // Reduce merges a node's update into the state: every non-zero field of upd
-// overwrites.
+// overwrites, except Decisions, which are appended.
 func Reduce(s, upd State) State {
 	set := func(dst *string, v string) {
 		if v != "" {
@@ -107,6 +163,13 @@ func Reduce(s, upd State) State {
 	set(&s.Reason, upd.Reason)
 	set(&s.Stage, upd.Stage)
 	set(&s.Decision, upd.Decision)
+	set(&s.Comment, upd.Comment)
+	if upd.Approvals != 0 {
+		s.Approvals = upd.Approvals
+	}
+	if len(upd.Decisions) > 0 {
+		s.Decisions = append(slices.Clip(s.Decisions), upd.Decisions...)
+	}
 	if upd.TTLSeconds != 0 {
 		s.TTLSeconds = upd.TTLSeconds
 	}

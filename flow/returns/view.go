@@ -23,8 +23,12 @@ type View struct {
 	Next       []string        `json:"next"`
 	Interrupts []InterruptView `json:"interrupts"`
 	Draft      *DraftView      `json:"draft"`
-	Result     *Result         `json:"result"`
-	Error      *Failure        `json:"error"`
+	// Decisions is the trail of answers given to the task, oldest first
+	// ([] when none): from the business file where the command read it
+	// (Service.withTrail), else from the state.
+	Decisions []DecisionView `json:"decisions"`
+	Result    *Result        `json:"result"`
+	Error     *Failure       `json:"error"`
 	// Holder is the process driving a running or interrupted task, if any;
 	// omitted otherwise. Alive false means it is gone: run `assistant
 	// recover` or `assistant resume TASK` to continue the run.
@@ -35,6 +39,35 @@ type View struct {
 	// (resume, start or recover of a run whose process died); omitted
 	// otherwise.
 	Recovery *RecoveryView `json:"recovery,omitempty"`
+	// Note is a line for the person about what the command chose (which of
+	// two approval questions an answer went to); not part of the JSON.
+	Note string `json:"-"`
+}
+
+// DecisionView is one answer of the trail as printed: who, when (UTC, ms),
+// the action (reason, approve, cancel, edit, revise), and the draft and
+// version it was bound to (null before any draft). Comment is a revise's
+// request, Reason the reason an edit or a reason answer gave.
+type DecisionView struct {
+	By      string    `json:"by"`
+	At      time.Time `json:"at"`
+	Action  string    `json:"action"`
+	DraftID *string   `json:"draft_id"`
+	Version *int      `json:"version"`
+	Comment string    `json:"comment,omitempty"`
+	Reason  string    `json:"reason,omitempty"`
+}
+
+// decisionView is d as printed.
+func decisionView(by, action, draftID string, version int, at time.Time, comment, reason string) DecisionView {
+	v := DecisionView{By: by, At: at.UTC().Truncate(time.Millisecond), Action: action, Comment: comment, Reason: reason}
+	if draftID != "" {
+		v.DraftID = &draftID
+	}
+	if version > 0 {
+		v.Version = &version
+	}
+	return v
 }
 
 // HolderView names the process that holds a task's lease.
@@ -57,7 +90,10 @@ type InterruptView struct {
 
 // DraftView is the draft as printed; ExpiresAt is wall-clock UTC.
 type DraftView struct {
-	DraftID   string    `json:"draft_id"`
+	DraftID string `json:"draft_id"`
+	// Version is the draft's version, 1 for the first; an edit or a
+	// request for changes makes the next.
+	Version   int       `json:"version"`
 	OrderID   string    `json:"order_id"`
 	Reason    string    `json:"reason"`
 	ExpiresAt time.Time `json:"expires_at"`
@@ -90,7 +126,7 @@ func (v *View) DraftExpired() bool {
 // view builds the View of a task from its head snapshot (nil when the task
 // has no checkpoint yet).
 func view(t runs.TaskRecord, snap *flow.Snapshot[State]) *View {
-	v := &View{Task: t.ID, User: t.User, Order: t.OrderID, Next: []string{}, Interrupts: []InterruptView{}}
+	v := &View{Task: t.ID, User: t.User, Order: t.OrderID, Next: []string{}, Interrupts: []InterruptView{}, Decisions: []DecisionView{}}
 	if snap == nil {
 		// No checkpoint yet: the run is part-way, or stopped part-way.
 		v.Status, v.Stage = StatusRunning, t.Stage
@@ -110,7 +146,10 @@ func view(t runs.TaskRecord, snap *flow.Snapshot[State]) *View {
 		v.Interrupts = append(v.Interrupts, InterruptView{ID: in.ID, Node: in.Node, Kind: k, Value: val})
 	}
 	if st.Draft != nil {
-		v.Draft = &DraftView{DraftID: st.Draft.ID, OrderID: st.Order, Reason: st.Reason, ExpiresAt: st.Draft.ExpiresAt.UTC()}
+		v.Draft = &DraftView{DraftID: st.Draft.ID, Version: VersionOf(st.Draft), OrderID: st.Order, Reason: st.Reason, ExpiresAt: st.Draft.ExpiresAt.UTC()}
+	}
+	for _, d := range st.Decisions {
+		v.Decisions = append(v.Decisions, decisionView(d.By, d.Action, d.DraftID, d.Version, d.At, d.Comment, d.Reason))
 	}
 	v.Result, v.Error = st.Result, st.Error
 	v.Stage = st.Stage
@@ -155,7 +194,10 @@ func approvalView(stored json.RawMessage, st State) json.RawMessage {
 		return stored
 	}
 	if q.DraftID == "" && st.Draft != nil {
-		q.DraftID, q.ExpiresAt = st.Draft.ID, st.Draft.ExpiresAt
+		q.DraftID, q.ExpiresAt, q.Version = st.Draft.ID, st.Draft.ExpiresAt, VersionOf(st.Draft)
+	}
+	if q.Version == 0 {
+		q.Version = 1 // a question stored before drafts had versions
 	}
 	if q.OrderID == "" {
 		q.OrderID = st.Order

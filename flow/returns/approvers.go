@@ -1,0 +1,282 @@
+package returns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"assistant/business"
+	"assistant/runs"
+)
+
+// Approvers and their scope (docs/cli.md "approvers"): a user may decide a
+// return task — show it, answer its questions, read its history — when
+// they own it or hold a grant from its owner. Only the owner grants or
+// revokes their own scope. Anyone else is told the task is unknown,
+// exactly as for a task id nobody uses.
+
+// decidable returns the record of task id if user may decide it: the
+// owner, or a grantee of the owner for a return task (a batch is its
+// owner's alone). Errors as Service.task: ErrInvalid, ErrNotFound (the
+// same for another user's task without a grant), storage errors.
+func (s *Service) decidable(ctx context.Context, id, user string) (runs.TaskRecord, error) {
+	if err := ValidTaskID(id); err != nil {
+		return runs.TaskRecord{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	t, ok, err := mayDecide(ctx, s.runs, s.desk, id, user)
+	if errors.Is(err, runs.ErrNotFound) || (err == nil && !ok) {
+		return runs.TaskRecord{}, s.unknownTask(ctx, id, user, err)
+	}
+	if err != nil {
+		return runs.TaskRecord{}, fmt.Errorf("task %s: %w", id, err)
+	}
+	return t, nil
+}
+
+// mayDecide reads task id's record from rs and reports whether user may
+// decide it (owner, or a grantee of the owner for a return task, read
+// from desk). Errors: runs.ErrNotFound, storage errors.
+func mayDecide(ctx context.Context, rs *runs.Store, desk *business.Store, id, user string) (runs.TaskRecord, bool, error) {
+	t, err := rs.Task(ctx, id)
+	if err != nil {
+		return runs.TaskRecord{}, false, err
+	}
+	if t.User == user {
+		return t, true, nil
+	}
+	if t.Kind != runs.KindReturn {
+		return runs.TaskRecord{}, false, nil
+	}
+	ok, err := desk.MayDecide(ctx, t.User, user)
+	if err != nil || !ok {
+		return runs.TaskRecord{}, false, err
+	}
+	return t, true, nil
+}
+
+// answerAs answers (or continues) return task o.Task as o.User through
+// r's stores and policy: the one path every answer takes, a lone command
+// (Service.Resume) or a row of a bulk decision. o.User must own the task
+// or hold a grant from its owner (ErrNotFound otherwise, as for an unknown
+// task). The view carries the task's decision trail. Errors as Resume.
+func (r *runner) answerAs(ctx context.Context, o ResumeOptions) (*View, error) {
+	if err := checkResume(o); err != nil {
+		return nil, err
+	}
+	if err := ValidTaskID(o.Task); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	t, ok, err := mayDecide(ctx, r.runs, r.desk, o.Task, o.User)
+	if errors.Is(err, runs.ErrNotFound) || (err == nil && (!ok || t.Kind != runs.KindReturn)) {
+		return nil, fmt.Errorf("task %s: %w for user %s (run `assistant list` to see your tasks)", o.Task, ErrNotFound, o.User)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("task %s: %w", o.Task, err)
+	}
+	v, err := r.resume(ctx, t, o)
+	v = v.markExpired(r.svc.now())
+	if err != nil {
+		return v, err
+	}
+	return trail(ctx, r.desk, v)
+}
+
+// withTrail sets v.Decisions from the business file's trail, which holds
+// the answers of an approval round not yet merged into the state (the
+// first of two approvals). v may be nil.
+func (s *Service) withTrail(ctx context.Context, v *View) (*View, error) {
+	return trail(ctx, s.desk, v)
+}
+
+func trail(ctx context.Context, desk *business.Store, v *View) (*View, error) {
+	if v == nil || v.Batch != nil {
+		return v, nil
+	}
+	ds, err := desk.Decisions(ctx, v.Task)
+	if err != nil {
+		return nil, err
+	}
+	v.Decisions = make([]DecisionView, 0, len(ds))
+	for _, d := range ds {
+		v.Decisions = append(v.Decisions, decisionView(d.By, d.Action, d.DraftID, d.Version, d.At, d.Comment, d.Reason))
+	}
+	return v, nil
+}
+
+// GrantOptions are the input of Grant and Revoke: User (the current user)
+// lets Grantee decide the tasks of For, which must be User ("" means
+// User).
+type GrantOptions struct {
+	User    string
+	Grantee string
+	For     string
+}
+
+// GrantResult is what grant and revoke print.
+type GrantResult struct {
+	SchemaVersion Schema    `json:"schema_version"`
+	Owner         string    `json:"owner"`
+	Grantee       string    `json:"grantee"`
+	Change        string    `json:"change"` // grant or revoke
+	Changed       bool      `json:"changed"`
+	By            string    `json:"by"`
+	At            time.Time `json:"at"` // UTC, ms
+}
+
+// Approvers is what `approvers list` prints: the grants the user gave or
+// holds, and every recorded change of them.
+type Approvers struct {
+	SchemaVersion Schema                 `json:"schema_version"`
+	User          string                 `json:"user"`
+	Grants        []business.Grant       `json:"grants"`
+	Changes       []business.GrantChange `json:"changes"`
+}
+
+// CheckGrant checks GrantOptions without touching any file (For defaulted
+// to User); errors match ErrInvalid: a bad user name, a For that is not
+// the current user (a user grants only their own scope), a grant to
+// oneself.
+func CheckGrant(o GrantOptions) (GrantOptions, error) {
+	if o.For == "" {
+		o.For = o.User
+	}
+	for _, u := range []struct{ what, name string }{{"user", o.User}, {"approver", o.Grantee}, {"--for", o.For}} {
+		if err := ValidTaskID(u.name); err != nil {
+			return o, fmt.Errorf("%w: %s: %s", ErrInvalid, u.what, strings.Replace(err.Error(), "task id", "user name", 1))
+		}
+	}
+	if o.For != o.User {
+		return o, fmt.Errorf("%w: --for %s: only %s may grant or revoke approvers of their tasks (run it with --user %s)", ErrInvalid, o.For, o.For, o.For)
+	}
+	if o.Grantee == o.For {
+		return o, fmt.Errorf("%w: %s owns the tasks already; grant another user", ErrInvalid, o.Grantee)
+	}
+	return o, nil
+}
+
+// Grant lets o.Grantee decide o.For's tasks (CheckGrant), recorded with
+// who and when; granting again changes nothing (Changed false).
+func (s *Service) Grant(ctx context.Context, o GrantOptions) (*GrantResult, error) {
+	return s.changeGrant(ctx, o, business.ChangeGrant)
+}
+
+// Revoke ends o.Grantee's grant from o.For (CheckGrant), recorded with who
+// and when; revoking a grant that does not exist changes nothing (Changed
+// false). Answers already given stay in the trail.
+func (s *Service) Revoke(ctx context.Context, o GrantOptions) (*GrantResult, error) {
+	return s.changeGrant(ctx, o, business.ChangeRevoke)
+}
+
+func (s *Service) changeGrant(ctx context.Context, o GrantOptions, change string) (*GrantResult, error) {
+	o, err := CheckGrant(o)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	do := s.desk.GrantApprover
+	if change == business.ChangeRevoke {
+		do = s.desk.RevokeApprover
+	}
+	changed, err := do(ctx, o.For, o.Grantee, o.User, now)
+	if err != nil {
+		return nil, err
+	}
+	return &GrantResult{Owner: o.For, Grantee: o.Grantee, Change: change, Changed: changed, By: o.User, At: now}, nil
+}
+
+// ListApprovers returns the grants user gave or holds and their recorded
+// changes. It writes nothing.
+func (s *Service) ListApprovers(ctx context.Context, user string) (*Approvers, error) {
+	g, err := s.desk.Grants(ctx, user)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.desk.GrantChanges(ctx, user)
+	if err != nil {
+		return nil, err
+	}
+	return &Approvers{User: user, Grants: g, Changes: c}, nil
+}
+
+// awaitingMe returns the return tasks o.User may decide now, oldest first:
+// their own and those of every owner who granted them, waiting for an
+// answer, not expired, and not already answered by them (the first of two
+// approvals). Owner is set on another owner's task.
+func (s *Service) awaitingMe(ctx context.Context, o ListOptions) ([]TaskSummary, error) {
+	owners, err := s.desk.OwnersGranting(ctx, o.User)
+	if err != nil {
+		return nil, fmt.Errorf("list: %w", err)
+	}
+	owners = append([]string{o.User}, owners...)
+	now := s.now()
+	var out []TaskSummary
+	for _, owner := range owners {
+		tasks, err := s.runs.ListTasks(ctx, owner, StatusWaiting)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range tasks {
+			if t.Kind != runs.KindReturn {
+				continue
+			}
+			ok, err := s.mayAnswerNow(ctx, t, o.User, now)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+			sum := TaskSummary{Task: t.ID, Order: t.OrderID, Status: t.Status, Stage: t.Stage, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+			if owner != o.User {
+				sum.Owner = owner
+			}
+			out = append(out, sum)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b TaskSummary) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Task, b.Task)
+	})
+	if o.Limit > 0 && len(out) > o.Limit {
+		out = out[:o.Limit]
+	}
+	if out == nil {
+		out = []TaskSummary{}
+	}
+	return out, nil
+}
+
+// mayAnswerNow reports whether user can answer waiting task t at now: its
+// draft has not expired, and user has not answered one of the approval
+// questions of its current draft already.
+func (s *Service) mayAnswerNow(ctx context.Context, t runs.TaskRecord, user string, now time.Time) (bool, error) {
+	st, err := s.listStatus(ctx, t, now)
+	if err != nil || st != StatusWaiting {
+		return false, err
+	}
+	if t.Stage != StageDraftReady {
+		return true, nil
+	}
+	d, err := s.desk.DraftByTask(ctx, t.ID)
+	if errors.Is(err, business.ErrNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("list: %w", err)
+	}
+	ds, err := s.desk.Decisions(ctx, t.ID)
+	if err != nil {
+		return false, fmt.Errorf("list: %w", err)
+	}
+	for _, dec := range ds {
+		if dec.DraftID == d.ID && dec.By == user && dec.Action != ActionReason {
+			return false, nil
+		}
+	}
+	return true, nil
+}
