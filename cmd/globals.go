@@ -94,20 +94,23 @@ func listShape(key string, items any) jsonShape {
 // command path under the root. A command that prints JSON and is not here
 // has its --json fields checked when it prints.
 var jsonShapes = map[string]jsonShape{
-	"start":         shapeOf(returns.View{}),
-	"show":          shapeOf(returns.View{}),
-	"resume":        shapeOf(returns.View{}),
-	"wait":          shapeOf(returns.View{}),
-	"stop":          shapeOf(returns.View{}),
-	"batch":         shapeOf(returns.View{}),
-	"list":          listShape("tasks", []returns.TaskSummary{}),
-	"history":       shapeOf(returns.History{}),
-	"recover":       listShape("recovered", []returns.Recovered{}),
-	"prune":         shapeOf(returns.PruneReport{}),
-	"verify":        shapeOf(returns.VerifyReport{}),
-	"backup":        shapeOf(returns.BackupResult{}),
-	"orders import": shapeOf(business.ImportResult{}),
-	"orders list":   listShape("orders", []returns.OrderLine{}),
+	"start":            shapeOf(returns.View{}),
+	"show":             shapeOf(returns.View{}),
+	"resume":           shapeOf(returns.View{}),
+	"wait":             shapeOf(returns.View{}),
+	"stop":             shapeOf(returns.View{}),
+	"batch":            shapeOf(returns.View{}),
+	"list":             listShape("tasks", []returns.TaskSummary{}),
+	"history":          shapeOf(returns.History{}),
+	"recover":          listShape("recovered", []returns.Recovered{}),
+	"prune":            shapeOf(returns.PruneReport{}),
+	"verify":           shapeOf(returns.VerifyReport{}),
+	"backup":           shapeOf(returns.BackupResult{}),
+	"orders import":    shapeOf(business.ImportResult{}),
+	"orders list":      listShape("orders", []returns.OrderLine{}),
+	"approvers grant":  shapeOf(returns.GrantResult{}),
+	"approvers revoke": shapeOf(returns.GrantResult{}),
+	"approvers list":   shapeOf(returns.Approvers{}),
 	"variants": {sample: func(args []string) any {
 		if len(args) > 0 && args[0] == "parallel" {
 			return variants.ParallelResult{}
@@ -117,7 +120,7 @@ var jsonShapes = map[string]jsonShape{
 }
 
 // noJSON are the commands that print no JSON (cobra's own among them).
-var noJSON = []string{"", "orders", "help", "completion", "completion bash", "completion zsh", "completion fish", "completion powershell"}
+var noJSON = []string{"", "orders", "approvers", "help", "completion", "completion bash", "completion zsh", "completion fish", "completion powershell"}
 
 // selectionFor parses --json FIELDS for command c and checks the fields
 // against the command's shape. Errors: ErrInvalid (no field, an unknown

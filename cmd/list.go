@@ -16,7 +16,7 @@ func (a *app) newList() *cobra.Command {
 		o        returns.ListOptions
 	)
 	c := &cobra.Command{
-		Use:   "list [--status S,...] [--batch ID] [--limit N]",
+		Use:   "list [--status S,...] [--awaiting-me] [--batch ID] [--limit N]",
 		Short: "List your tasks with their run status and stage",
 		Long: `list prints your tasks, oldest first, with the run status and stage recorded
 after each command. A task waiting for approval of a draft that has expired
@@ -26,11 +26,17 @@ failed (draft_expired).
 --status keeps the tasks of the statuses named: repeat it or separate them
 with commas (running, waiting, expired, interrupted, done, cancelled,
 failed; waiting leaves expired tasks out). --batch keeps the tasks of the
-rows of one of your batches. --limit keeps the first N.`,
+rows of one of your batches. --limit keeps the first N.
+
+--awaiting-me lists instead the tasks you may decide now: your own and
+those of every owner who granted you (assistant approvers grant), waiting
+for an answer, not expired, and not already answered by you (the first of
+two approvals); another owner's task shows its owner.`,
 		Example: `  assistant list
   assistant list --status waiting
   assistant list --status waiting,expired --status failed
-  assistant list --batch nightly-0301 --status failed --limit 20`,
+  assistant list --batch nightly-0301 --status failed --limit 20
+  assistant --user alice list --awaiting-me`,
 		Args: exactArgs(0, "list takes no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			var err error
@@ -60,6 +66,13 @@ rows of one of your batches. --limit keeps the first N.`,
 				return writeJSON(a.stdout, map[string]any{"tasks": tasks})
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			if o.AwaitingMe {
+				fmt.Fprintln(tw, "TASK\tOWNER\tORDER\tSTATUS\tSTAGE\tUPDATED (UTC)")
+				for _, t := range tasks {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Task, orDash(t.Owner), t.Order, t.Status, orDash(t.Stage), t.UpdatedAt.UTC().Format("2006-01-02 15:04:05"))
+				}
+				return tw.Flush()
+			}
 			fmt.Fprintln(tw, "TASK\tORDER\tSTATUS\tSTAGE\tUPDATED (UTC)")
 			for _, t := range tasks {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Task, t.Order, t.Status, orDash(t.Stage), t.UpdatedAt.UTC().Format("2006-01-02 15:04:05"))
@@ -70,5 +83,6 @@ rows of one of your batches. --limit keeps the first N.`,
 	c.Flags().StringArrayVar(&statuses, "status", nil, "only tasks with these statuses, repeated or comma-separated (running, waiting, expired, interrupted, done, cancelled, failed)")
 	c.Flags().StringVar(&o.Batch, "batch", "", "only the tasks of the rows of this batch")
 	c.Flags().IntVar(&o.Limit, "limit", 0, "at most this many tasks, oldest first (0: all)")
+	c.Flags().BoolVar(&o.AwaitingMe, "awaiting-me", false, "the waiting tasks you may decide now: yours and those of owners who granted you")
 	return c
 }

@@ -71,17 +71,44 @@ func cardHeader(b *strings.Builder, v *returns.View) {
 		if left > 0 && !v.Draft.Expired {
 			when = "in " + left.String()
 		}
-		fmt.Fprintf(b, "Draft %s: reason %q, expires %s (%s)\n", v.Draft.DraftID, v.Draft.Reason, v.Draft.ExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC"), when)
+		fmt.Fprintf(b, "Draft %s (version %d): reason %q, expires %s (%s)\n", v.Draft.DraftID, max(v.Draft.Version, 1), v.Draft.Reason, v.Draft.ExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC"), when)
+	}
+	cardDecisions(b, v.Decisions)
+}
+
+// cardDecisions writes the decision trail, one answer a line.
+func cardDecisions(b *strings.Builder, ds []returns.DecisionView) {
+	for i, d := range ds {
+		label := "Decided:"
+		if i > 0 {
+			label = "        "
+		}
+		bound := ""
+		if d.Version != nil {
+			bound = fmt.Sprintf(" (version %d)", *d.Version)
+		}
+		detail := ""
+		switch {
+		case d.Comment != "":
+			detail = fmt.Sprintf(": %q", d.Comment)
+		case d.Reason != "":
+			detail = fmt.Sprintf(": %q", d.Reason)
+		}
+		fmt.Fprintf(b, "%s %s %s by %s%s%s\n", label, d.At.UTC().Format("2006-01-02 15:04:05 UTC"), d.Action, d.By, bound, detail)
 	}
 }
 
 // cardQuestion writes a pending question and the commands that answer it.
 func cardQuestion(b *strings.Builder, in returns.InterruptView, prog, task string) {
 	var q struct {
-		Prompt  string `json:"prompt"`
-		Effect  string `json:"effect"`
-		Problem string `json:"problem"`
-		DraftID string `json:"draft_id"`
+		Prompt      string `json:"prompt"`
+		Effect      string `json:"effect"`
+		Problem     string `json:"problem"`
+		DraftID     string `json:"draft_id"`
+		Comment     string `json:"comment"`
+		RequestedBy string `json:"requested_by"`
+		Approver    int    `json:"approver"`
+		Approvals   int    `json:"approvals"`
 	}
 	_ = json.Unmarshal(in.Value, &q)
 	if q.Problem != "" {
@@ -89,12 +116,24 @@ func cardQuestion(b *strings.Builder, in returns.InterruptView, prog, task strin
 	}
 	switch in.Kind {
 	case returns.KindNeedReason:
+		if q.Comment != "" {
+			fmt.Fprintf(b, "Changes requested by %s: %q\n", orDash(q.RequestedBy), q.Comment)
+		}
 		fmt.Fprintf(b, "Question: %s\n", q.Prompt)
 		fmt.Fprintf(b, "Next:     %s resume %s --reason \"...\"\n", prog, task)
 	case returns.KindApproval:
+		interrupt := ""
+		if q.Approvals > 1 {
+			fmt.Fprintf(b, "Approval %d of %d (interrupt %s); two different people must approve\n", q.Approver, q.Approvals, in.ID)
+			interrupt = " --interrupt " + in.ID
+		}
 		fmt.Fprintf(b, "Question: approve this return request? %s\n", q.Effect)
-		fmt.Fprintf(b, "Next:     %s resume %s --action approve --draft %s\n", prog, task, q.DraftID)
-		fmt.Fprintf(b, "   or:    %s resume %s --action cancel\n", prog, task)
+		fmt.Fprintf(b, "Next:     %s resume %s --action approve --draft %s%s\n", prog, task, q.DraftID, interrupt)
+		if q.Approver <= 1 {
+			fmt.Fprintf(b, "   or:    %s resume %s --action cancel\n", prog, task)
+			fmt.Fprintf(b, "   or:    %s resume %s --action edit --reason \"...\"   (a new draft version)\n", prog, task)
+			fmt.Fprintf(b, "   or:    %s resume %s --action revise --comment \"...\"   (back to the owner)\n", prog, task)
+		}
 	}
 }
 

@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"assistant/flow/returns"
@@ -12,24 +14,37 @@ func (a *app) newResume() *cobra.Command {
 		exitStatus bool
 	)
 	c := &cobra.Command{
-		Use:   "resume TASK [--reason R | --action approve|cancel [--draft ID]] [--interrupt ID]",
+		Use:   "resume TASK [--reason R | --action approve|cancel|edit|revise [--draft ID | --version N]] [--interrupt ID] [--comment C]",
 		Short: "Answer a task's pending question, or continue a run that stopped part-way",
 		Long: `resume answers exactly the question the task waits on: --reason when a
-reason is asked, --action approve|cancel at the approval question. An answer
-of the wrong kind is refused (exit 2) and nothing changes. --draft, when
-given, must name the draft waiting for approval.
+reason is asked; at the approval question --action approve, cancel, edit
+--reason R (a new draft version with a new reason, prepared again) or
+revise --comment C (back to the owner as a reason question carrying the
+comment). An answer of the wrong kind is refused (exit 2) and nothing
+changes. --draft or --version, when given, must name the current draft
+version: an older one is stale (exit 3).
+
+The task's owner answers, and so does an approver the owner granted
+(assistant approvers grant); for anyone else the task is unknown (exit 4).
+A task started with --approvals 2 asks two approval questions: two
+different people approve (the same person twice is exit 3), each answer
+goes to the first open question unless --interrupt names one, and one
+cancel, edit or revise answers both.
 
 Without an answer, resume continues a run that was stopped or crashed.
 On a task that has ended it prints the task and changes nothing; approving
 a submitted task again returns the same application with reused: true.`,
 		Example: `  assistant resume return-25 --action approve
   assistant resume return-26 --reason "wrong colour"
-  assistant resume return-25 --action cancel --draft d_0190...`,
+  assistant resume return-25 --action cancel --draft d_0190...
+  assistant resume return-25 --action edit --reason "wrong size"
+  assistant resume return-25 --action revise --comment "say which size"
+  assistant --user alice resume return-25 --action approve --version 2`,
 		Args: exactArgs(1, "resume needs TASK"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Task, opts.User = args[0], a.user
 			opts.HasReason = c.Flags().Changed("reason")
-			for _, f := range []string{"draft", "interrupt", "action"} {
+			for _, f := range []string{"draft", "interrupt", "action", "comment"} {
 				if c.Flags().Changed(f) && c.Flags().Lookup(f).Value.String() == "" {
 					return usageErr("--%s must not be empty", f)
 				}
@@ -37,11 +52,11 @@ a submitted task again returns the same application with reused: true.`,
 			if err := returns.ValidTaskID(opts.Task); err != nil {
 				return usageErr("%v", err)
 			}
-			if opts.HasReason && opts.Action != "" {
-				return usageErr("give --reason or --action, not both")
+			if c.Flags().Changed("version") && opts.Version < 1 {
+				return usageErr("--version must be 1 or more, not %d", opts.Version)
 			}
-			if opts.Action != "" && opts.Action != returns.ActionApprove && opts.Action != returns.ActionCancel {
-				return usageErr("--action must be approve or cancel, not %q", opts.Action)
+			if err := returns.CheckResume(opts); err != nil {
+				return err
 			}
 			svc, err := a.service(c.Context(), false)
 			if err != nil {
@@ -51,12 +66,17 @@ a submitted task again returns the same application with reused: true.`,
 			if err != nil {
 				return ran(err)
 			}
+			if v.Note != "" {
+				fmt.Fprintf(a.stderr, "resume %s: %s\n", v.Task, v.Note)
+			}
 			return a.finish(v, exitStatus)
 		},
 	}
 	c.Flags().StringVar(&opts.Reason, "reason", "", "answer to a need_reason question")
-	c.Flags().StringVar(&opts.Action, "action", "", "answer to the approval question: approve or cancel")
-	c.Flags().StringVar(&opts.DraftID, "draft", "", "the draft id being approved; refused if it is not the pending draft")
+	c.Flags().StringVar(&opts.Action, "action", "", "answer to the approval question: approve, cancel, edit (with --reason) or revise (with --comment)")
+	c.Flags().StringVar(&opts.Comment, "comment", "", "with --action revise: what the owner should change")
+	c.Flags().StringVar(&opts.DraftID, "draft", "", "the draft id being answered; refused if it is not the current version (stale: exit 3)")
+	c.Flags().IntVar(&opts.Version, "version", 0, "the draft version being answered; an older one is stale (exit 3)")
 	c.Flags().StringVar(&opts.InterruptID, "interrupt", "", "id of the pending interrupt to answer (when several are pending)")
 	c.Flags().BoolVar(&exitStatus, "exit-status", false, "exit by the task's outcome: 5 cancelled, 6 failed, 7 not finished, 8 interrupted (docs/cli.md \"Exit codes\")")
 	return c

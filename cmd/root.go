@@ -172,7 +172,8 @@ business.sqlite (orders, drafts, applications, tasks).`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return fmt.Errorf("%w: %v", returns.ErrInvalid, err)
 	})
-	root.AddCommand(a.newStart(), a.newShow(), a.newResume(), a.newList(), a.newStop(), a.newRecover(), a.newBatch(), a.newOrders(), a.newVariants(), a.newHistory(), a.newPrune(), a.newVerify(), a.newBackup(), a.newWait())
+	root.AddCommand(a.newStart(), a.newShow(), a.newResume(), a.newList(), a.newStop(), a.newRecover(), a.newBatch(), a.newOrders(), a.newVariants(), a.newHistory(), a.newPrune(), a.newVerify(), a.newBackup(), a.newWait(),
+		a.newApprovers())
 	a.addCompletions(root) // after AddCommand: it walks the commands
 	return root
 }

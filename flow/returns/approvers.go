@@ -135,6 +135,12 @@ type Approvers struct {
 	Changes       []business.GrantChange `json:"changes"`
 }
 
+// NoApprovers is the Approvers of user where nothing was granted (no data
+// dir yet).
+func NoApprovers(user string) *Approvers {
+	return &Approvers{User: user, Grants: []business.Grant{}, Changes: []business.GrantChange{}}
+}
+
 // CheckGrant checks GrantOptions without touching any file (For defaulted
 // to User); errors match ErrInvalid: a bad user name, a For that is not
 // the current user (a user grants only their own scope), a grant to

@@ -32,7 +32,7 @@ const (
 	// two approvals, in the same superstep as NodeReview.
 	NodeReview2 = "review_2"
 	NodeSubmit  = "submit"
-	NodeCancel    = "cancel"
+	NodeCancel  = "cancel"
 	// NodeGiveUp never runs: a run a guard stopped (attempts exhausted,
 	// the recursion limit) ends with a state update as this node, whose
 	// only edge is to End.

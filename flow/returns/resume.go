@@ -37,6 +37,10 @@ func (o ResumeOptions) answering() bool { return o.HasReason || o.Action != "" }
 // gives a reason too, at the approval question).
 func (o ResumeOptions) reasonAnswer() bool { return o.HasReason && o.Action == "" }
 
+// CheckResume checks ResumeOptions without touching any file; errors match
+// ErrInvalid (checkResume).
+func CheckResume(o ResumeOptions) error { return checkResume(o) }
+
 // checkResume checks ResumeOptions without touching any file; errors match
 // ErrInvalid. A blank reason is an answer the flow refuses by asking again;
 // a reason that can never be valid (control characters, too long) is bad
