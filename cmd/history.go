@@ -84,7 +84,30 @@ func writeHistory(w io.Writer, h *returns.History) error {
 			fmt.Fprintf(&b, "     ! %s (kept as stored)\n", cp.DecodeError)
 		}
 		for _, ch := range cp.Changes {
+			if ch.Field == "decisions" {
+				writeDecisionsAdded(&b, ch)
+				continue
+			}
 			fmt.Fprintf(&b, "     %s: %s → %s\n", ch.Field, diffValue(ch.Old), diffValue(ch.New))
+		}
+	}
+	fmt.Fprintf(&b, "\nDecisions · %s\n", count(len(h.Decisions), "decision"))
+	if len(h.Decisions) > 0 {
+		b.WriteString("\n")
+		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TIME (UTC)\tBY\tACTION\tVERSION\tDRAFT")
+		for _, d := range h.Decisions {
+			version, draft := "-", "-"
+			if d.Version != nil {
+				version = fmt.Sprint(*d.Version)
+			}
+			if d.DraftID != nil {
+				draft = *d.DraftID
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.At.UTC().Format(historyTime), d.By, d.Action, version, draft)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
 		}
 	}
 	fmt.Fprintf(&b, "\nTimeline · %s\n\n", count(len(h.Steps), "step"))
@@ -99,6 +122,25 @@ func writeHistory(w io.Writer, h *returns.History) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeDecisionsAdded writes the answers a checkpoint added to the state's
+// decision trail, one a line ("decisions: + approve by alice (version 2)"),
+// instead of the whole list.
+func writeDecisionsAdded(b *strings.Builder, ch returns.FieldChange) {
+	var old, cur []returns.Decision
+	_ = json.Unmarshal(ch.Old, &old)
+	if json.Unmarshal(ch.New, &cur) != nil || len(cur) < len(old) {
+		fmt.Fprintf(b, "     %s: %s → %s\n", ch.Field, diffValue(ch.Old), diffValue(ch.New))
+		return
+	}
+	for _, d := range cur[len(old):] {
+		bound := ""
+		if d.Version > 0 {
+			bound = fmt.Sprintf(" (version %d)", d.Version)
+		}
+		fmt.Fprintf(b, "     decisions: + %s by %s%s\n", d.Action, d.By, bound)
+	}
 }
 
 // diffValue renders one side of a field change: compact JSON, "(none)" when

@@ -80,7 +80,7 @@ func TestRunBadFlagValuesChangeNothing(t *testing.T) {
 		{"start_bad_order_id", []string{"start", "r9", "A/3003"}, "A/3003"},
 		{"start_control_in_reason", []string{"start", "r9", "A3003", "--reason", "a\x01b"}, "reason"},
 		{"list_status", []string{"list", "--status", "bogus"}, `--status must be one of`},
-		{"resume_action_unknown", []string{"resume", "r1", "--action", "maybe"}, `--action must be approve or cancel, not "maybe"`},
+		{"resume_action_unknown", []string{"resume", "r1", "--action", "maybe"}, `--action must be one of approve, cancel, edit, revise, not "maybe"`},
 		{"resume_reason_and_action", []string{"resume", "r1", "--reason", "x", "--action", "approve"}, "give --reason or --action, not both"},
 		{"resume_empty_action", []string{"resume", "r1", "--action", ""}, "--action must not be empty"},
 		{"resume_empty_draft", []string{"resume", "r1", "--action", "approve", "--draft", ""}, "--draft must not be empty"},
@@ -151,7 +151,7 @@ func TestRunCancelledContext(t *testing.T) {
 		again string
 	}{
 		{name: "start", args: []string{"start", "r1", "A3003", "--reason", "size"}, fresh: true, again: "start_reason_json"},
-		{name: "start_existing", args: []string{"start", "r2", "A3004", "--reason", "broken"}, again: "resume_reason_json"},
+		{name: "start_existing", args: []string{"start", "r2", "A3004", "--reason", "broken"}, again: "start_r2_reason_json"},
 		{name: "show", args: []string{"show", "r1"}, again: "start_reason_json"},
 		{name: "show_text", args: []string{"show", "r1", "--output", "text"}, again: "start_reason_text"},
 		{name: "resume", args: []string{"resume", "r1", "--action", "approve"}, again: "resume_approve_json"},

@@ -71,10 +71,6 @@ func (s *Service) addHolder(v *View, l runs.Lease) {
 type TaskSummary struct {
 	Task  string `json:"task"`
 	Order string `json:"order"`
-	// Owner is the task's owner when it is not the current user (a task
-	// list --awaiting-me shows through an approver grant); omitted
-	// otherwise.
-	Owner string `json:"owner,omitempty"`
 	// Status is the run status recorded after each command, or "expired"
 	// for a task waiting for approval of a draft whose expires_at has
 	// passed (no answer can submit it; recover ends it failed).
@@ -82,6 +78,9 @@ type TaskSummary struct {
 	Stage     string    `json:"stage"`
 	CreatedAt time.Time `json:"created_at"` // UTC
 	UpdatedAt time.Time `json:"updated_at"` // UTC
+	// Owner is the task's owner when it is not the current user (a task
+	// list --awaiting-me shows through an approver grant); null otherwise.
+	Owner string `json:"owner,omitempty"`
 }
 
 // StatusExpired is the status List shows for a waiting task whose draft
