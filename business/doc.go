@@ -1,6 +1,7 @@
 // Package business is the return desk kept in business.sqlite: the orders a
 // user may return, the drafts a return task prepares and the applications it
-// submits. The run bookkeeping (task records, leases, timeline, batch rows)
+// submits, the decision trail of those tasks and the approver grants. The
+// run bookkeeping (task records, leases, timeline, batch rows)
 // keeps its tables in the same file but is package runs; it shares the
 // opened file through Store.Handle, and Store.InTx gives both one commit.
 //
@@ -8,8 +9,11 @@
 // after a crash, a kill -9 or a resume — so every write that is a side effect
 // is keyed:
 //
-//   - a task has at most one draft: PrepareDraft is keyed by task id
-//     (drafts.task_id UNIQUE) and returns the existing draft unchanged;
+//   - a task has at most one draft per version: PrepareDraftVersion is
+//     keyed by task id and version (UNIQUE (task_id, version)) and returns
+//     the existing draft unchanged; a new version supersedes the older
+//     ones in the same commit (one current draft per task, drafts_current);
+//   - a decision is recorded once: RecordDecision is keyed by its id;
 //   - a draft has at most one application: Submit is keyed by draft id
 //     (applications.draft_id UNIQUE) and returns the existing application
 //     with reused=true, even after the draft has expired.

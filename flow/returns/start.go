@@ -138,7 +138,11 @@ func (s *Service) Start(ctx context.Context, o StartOptions) (*View, error) {
 		o.TTL = business.DefaultDraftTTL
 	}
 	v, err := s.cmd.start(ctx, o)
-	return v.markExpired(s.now()), err
+	v = v.markExpired(s.now())
+	if err != nil {
+		return v, err
+	}
+	return s.withTrail(ctx, v)
 }
 
 // start runs Start's request (o valid, its TTL set) with r's policy.
