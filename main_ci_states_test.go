@@ -245,7 +245,7 @@ func TestCIDraftTTLIsInput(t *testing.T) {
 func TestCIListFlags(t *testing.T) {
 	dir := t.TempDir()
 	mustRun(t, dir, "start", "alone", "A3001", "--reason", "size")
-	mustRun(t, dir, "batch", "b1", batchFile(t, 3))
+	mustRun(t, dir, "batch", "b1", batchFile(t, dir, 3))
 	if got := listed(t, dir, "--batch", "b1"); got != "row-0000=waiting row-0001=waiting row-0002=waiting" {
 		t.Errorf("list --batch b1: %s, want its three rows", got)
 	}

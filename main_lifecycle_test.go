@@ -79,20 +79,30 @@ func query(tb testing.TB, dir, file, q string, args ...any) string {
 	return fmt.Sprint(v)
 }
 
-// batchFile writes a batch CSV of n rows over eligible teaching orders, each
-// with a reason, so that every row's task parks at approval with one draft.
-func batchFile(tb testing.TB, n int) string {
+// batchFile writes a batch CSV of n rows, each for an eligible order of its
+// own that it imports into data dir dir, each with a reason, so that every
+// row's task parks at approval with one draft, and returns its path.
+func batchFile(tb testing.TB, dir string, n int) string {
 	tb.Helper()
-	eligible := []string{"A3001", "A3002", "A3003", "A3004", "A3008"}
-	var b strings.Builder
+	// Each row has an order of its own, imported into dir: a batch runs
+	// only the first row of an order (later ones are duplicate_order).
+	day := time.Now().UTC().AddDate(0, 0, -2).Format(time.DateOnly)
+	var b, orders strings.Builder
 	b.WriteString("task,order,reason\n")
+	orders.WriteString("order_id,user,item,delivered_at,final_sale\n")
 	for i := range n {
-		fmt.Fprintf(&b, "row-%04d,%s,reason %d\n", i, eligible[i%len(eligible)], i)
+		fmt.Fprintf(&b, "row-%04d,R%05d,reason %d\n", i, i, i)
+		fmt.Fprintf(&orders, "R%05d,demo-user,Row item %d,%s,false\n", i, i, day)
 	}
-	path := filepath.Join(tb.TempDir(), "rows.csv")
+	tmp := tb.TempDir()
+	path, ordersPath := filepath.Join(tmp, "rows.csv"), filepath.Join(tmp, "orders.csv")
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		tb.Fatal(err)
 	}
+	if err := os.WriteFile(ordersPath, []byte(orders.String()), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	mustRun(tb, dir, "orders", "import", ordersPath)
 	return path
 }
 
@@ -209,7 +219,7 @@ func TestBatchStopAndResume(t *testing.T) {
 	dir := t.TempDir()
 	// Big enough that the stop lands while the batch runs (a chunk of rows
 	// is one commit, thousands of rows a second).
-	proc, out := startBatch(t, dir, batchFile(t, 10000))
+	proc, out := startBatch(t, dir, batchFile(t, dir, 10000))
 	waitPosition(t, dir, "b1", 100, proc)
 
 	stopped := mustRun(t, dir, "stop", "b1")
@@ -252,7 +262,7 @@ func TestBatchStopAndResume(t *testing.T) {
 
 func TestBatchKilledAndRecovered(t *testing.T) {
 	dir := t.TempDir()
-	rows := batchFile(t, 5000)
+	rows := batchFile(t, dir, 5000)
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))
 	t.Logf("kill moments from seed %d", seed)
@@ -287,7 +297,7 @@ func TestStaleTaskShownWithRecoverCommand(t *testing.T) {
 	dir := t.TempDir()
 	// Rows enough that the kill lands while the batch runs (thousands of
 	// rows a second).
-	proc, _ := startBatch(t, dir, batchFile(t, 5000))
+	proc, _ := startBatch(t, dir, batchFile(t, dir, 5000))
 	waitPosition(t, dir, "b1", 1, proc)
 	_ = proc.Process.Signal(syscall.SIGKILL)
 	_ = proc.Wait()
@@ -320,7 +330,7 @@ func TestStaleTaskShownWithRecoverCommand(t *testing.T) {
 // finish it.
 func TestSIGTERMStopsLikeStop(t *testing.T) {
 	dir := t.TempDir()
-	proc, out := startBatch(t, dir, batchFile(t, 5000))
+	proc, out := startBatch(t, dir, batchFile(t, dir, 5000))
 	waitPosition(t, dir, "b1", 50, proc)
 	if err := proc.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

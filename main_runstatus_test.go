@@ -290,7 +290,7 @@ func TestBatchStopKeepsFinishedRows(t *testing.T) {
 	offBoundary := false
 	for attempt := 0; attempt < 3 && !offBoundary; attempt++ {
 		dir := t.TempDir()
-		proc, out := startBatch(t, dir, batchFile(t, 20000))
+		proc, out := startBatch(t, dir, batchFile(t, dir, 20000))
 		waitPosition(t, dir, "b1", 300, proc)
 		if err := proc.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
@@ -338,7 +338,7 @@ func init() {
 // (one task, one draft), and nothing is left running without a holder.
 func TestOverlappingBatches(t *testing.T) {
 	dir := t.TempDir()
-	rows := batchFile(t, 3000)
+	rows := batchFile(t, dir, 3000)
 	mustRun(t, dir, "orders", "list") // make the data dir before both start
 	b1, out1, err1 := background(t, dir, "batch", "b1", rows)
 	waitPosition(t, dir, "b1", 100, b1)
@@ -374,7 +374,7 @@ func TestOverlappingBatches(t *testing.T) {
 // with each row once.
 func TestPausedBatchIsFenced(t *testing.T) {
 	dir := t.TempDir()
-	proc, _ := startBatch(t, dir, batchFile(t, 6000))
+	proc, _ := startBatch(t, dir, batchFile(t, dir, 6000))
 	waitPosition(t, dir, "b1", 300, proc)
 	pauseOutsideChunk(t, dir, proc, `UPDATE tasks SET lease_host = 'elsewhere', lease_until = '2000-01-01T00:00:00.000000000Z' WHERE task_id = 'b1'`)
 	owner, epoch := record(t, dir, "b1", "lease_owner"), record(t, dir, "b1", "lease_epoch")

@@ -378,7 +378,7 @@ func TestTruthFilesThatDoNotBelongTogether(t *testing.T) {
 // message naming verify and the backup; it stays refused.
 func TestTruthCorruptPageInTheMiddle(t *testing.T) {
 	dir := t.TempDir()
-	mustRun(t, dir, "batch", "b1", batchFile(t, 300))
+	mustRun(t, dir, "batch", "b1", batchFile(t, dir, 300))
 	path := filepath.Join(dir, "business.sqlite")
 	// A leaf of the timeline in the middle of its tree: neither its root
 	// nor its first or last leaf.
@@ -520,7 +520,7 @@ func TestTruthBackupWhileProcessesRun(t *testing.T) {
 	for i := range 6 {
 		mustRun(t, dir, "start", fmt.Sprintf("t%d", i), fmt.Sprintf("K%d", i), "--reason", "r")
 	}
-	batch := exec.Command(assistantBin(), "--data", dir, "batch", "b1", batchFile(t, 1500), "--chunk", "10")
+	batch := exec.Command(assistantBin(), "--data", dir, "batch", "b1", batchFile(t, dir, 1500), "--chunk", "10")
 	if err := batch.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -130,7 +130,7 @@ func TestWaitOutcomes(t *testing.T) {
 
 	t.Run("StoppedTaskIs8", func(t *testing.T) {
 		dir := t.TempDir()
-		proc, out := startBatch(t, dir, batchFile(t, 5000))
+		proc, out := startBatch(t, dir, batchFile(t, dir, 5000))
 		waitPosition(t, dir, "b1", 50, proc)
 		mustRun(t, dir, "stop", "b1")
 		// A stop from another process is no signal to this one: exit 0.
@@ -147,7 +147,7 @@ func TestWaitOutcomes(t *testing.T) {
 	t.Run("StoppedBatchWithExitStatusIs8", func(t *testing.T) {
 		dir := t.TempDir()
 		mustRun(t, dir, "orders", "list")
-		c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "batch", "b1", batchFile(t, 5000), "--exit-status")
+		c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "batch", "b1", batchFile(t, dir, 5000), "--exit-status")
 		done := exited(t, c)
 		waitPosition(t, dir, "b1", 50, c)
 		mustRun(t, dir, "stop", "b1")
@@ -158,7 +158,7 @@ func TestWaitOutcomes(t *testing.T) {
 
 	t.Run("ProcessGoneIs8AtOnce", func(t *testing.T) {
 		dir := t.TempDir()
-		proc, _ := startBatch(t, dir, batchFile(t, 5000))
+		proc, _ := startBatch(t, dir, batchFile(t, dir, 5000))
 		waitPosition(t, dir, "b1", 50, proc)
 		_ = proc.Process.Signal(syscall.SIGKILL) // a crash: nothing is cleaned up
 		_ = proc.Wait()
@@ -173,7 +173,7 @@ func TestWaitOutcomes(t *testing.T) {
 
 	t.Run("RunningBatchIsWaitedFor", func(t *testing.T) {
 		dir := t.TempDir()
-		proc, _ := startBatch(t, dir, batchFile(t, 1000))
+		proc, _ := startBatch(t, dir, batchFile(t, dir, 1000))
 		waitPosition(t, dir, "b1", 1, proc)
 		out, errb, code := run(t, dir, "wait", "b1")
 		if code != 0 || statusOf(t, out) != "done" {
@@ -257,7 +257,7 @@ func TestSignalledBatchExits130Or143(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			mustRun(t, dir, "orders", "list")
-			c := exec.Command(assistantBin(), append([]string{"--data", dir, "--output", "json", "batch", "b1", batchFile(t, 5000)}, tc.flag...)...)
+			c := exec.Command(assistantBin(), append([]string{"--data", dir, "--output", "json", "batch", "b1", batchFile(t, dir, 5000)}, tc.flag...)...)
 			var out, errb bytes.Buffer
 			c.Stdout, c.Stderr = &out, &errb
 			done := exited(t, c)

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/vbauerster/mpb/v8"
@@ -17,6 +18,7 @@ import (
 func (a *app) newBatch() *cobra.Command {
 	var (
 		chunk      int
+		ttl        time.Duration
 		exitStatus bool
 	)
 	c := &cobra.Command{
@@ -26,13 +28,22 @@ func (a *app) newBatch() *cobra.Command {
 runs each row's return task to its first question or its end. Progress is
 checkpointed every --chunk rows; after a crash or a stop, rows already done
 are looked up and skipped, never run twice. Every row is validated first: a
-file with a bad row is refused whole (exit 2) and nothing is created.
+file with a bad row is refused whole (exit 2) and nothing is created. A row
+whose order an earlier row names is not run: it is reported
+duplicate_order, naming the earlier line, and no draft is made for it.
+
+--draft-ttl is how long every row's draft stays valid (whole seconds,
+1s to 168h, as start's); it is part of the batch's input, so the same
+batch id with another --draft-ttl is refused (exit 3). "assistant show
+BATCH --rows" reports each row: its line, task, order, outcome and error
+code, unknown orders included.
 
 show, stop, resume, recover and history work on a batch as on one task.
 A progress bar is drawn on stderr when stderr is a terminal.`,
 		Example: `  printf 'task,order,reason\nr-1,A3003,too small\nr-2,A3004,\n' > rows.csv
-  assistant batch b-1 rows.csv
-  assistant show b-1`,
+  assistant batch b-1 rows.csv --draft-ttl 24h
+  assistant show b-1
+  assistant show b-1 --rows --output csv`,
 		Args: exactArgs(2, "batch needs BATCH and FILE"),
 		RunE: func(c *cobra.Command, args []string) error {
 			if err := returns.ValidTaskID(args[0]); err != nil {
@@ -40,6 +51,12 @@ A progress bar is drawn on stderr when stderr is a terminal.`,
 			}
 			if chunk < 1 || chunk > 10_000 {
 				return usageErr("--chunk must be between 1 and 10000, not %d", chunk)
+			}
+			if ttl <= 0 {
+				return usageErr("--draft-ttl must be positive, not %s", ttl)
+			}
+			if err := returns.ValidDraftTTL(ttl); err != nil {
+				return err
 			}
 			f, err := os.Open(args[1])
 			if err != nil {
@@ -60,7 +77,7 @@ A progress bar is drawn on stderr when stderr is a terminal.`,
 				set, finish = progressBar(a.stderr, len(rows))
 				svc.OnBatchProgress(func(done, _ int) { set(done) })
 			}
-			v, err := svc.StartBatch(c.Context(), returns.BatchOptions{Batch: args[0], User: a.user, Rows: rows, Fingerprint: fp, Chunk: chunk})
+			v, err := svc.StartBatch(c.Context(), returns.BatchOptions{Batch: args[0], User: a.user, Rows: rows, Fingerprint: fp, Chunk: chunk, TTL: ttl})
 			finish() // the bar is gone before the report is printed
 			if err != nil {
 				return ran(err)
@@ -69,6 +86,7 @@ A progress bar is drawn on stderr when stderr is a terminal.`,
 		},
 	}
 	c.Flags().IntVar(&chunk, "chunk", returns.DefaultBatchChunk, "rows per checkpoint (one commit takes at most 100 rows, or the rows of half a second)")
+	c.Flags().Var(newDurationValue(300*time.Second, &ttl), "draft-ttl", "how long every row's draft stays valid (whole seconds, 1s to 168h); part of the batch's input")
 	c.Flags().BoolVar(&exitStatus, "exit-status", false, "exit by the batch's outcome: 0 ran every row, 6 failed, 8 interrupted (docs/cli.md \"Exit codes\")")
 	return c
 }
@@ -85,9 +103,13 @@ func progressBar(w io.Writer, total int) (set func(done int), finish func()) {
 	return func(done int) { bar.SetCurrent(int64(done)) }, func() { bar.Abort(true); p.Wait() }
 }
 
-// writeBatch prints a batch's progress for a person.
+// writeBatch prints a batch's or a decide run's progress for a person.
 func writeBatch(b *returns.BatchProgress) string {
-	s := fmt.Sprintf("Rows: %d of %d handled\n", b.Position, b.Total)
+	what := "Rows"
+	if b.Of == returns.RowsOfDecisions {
+		what = "Decisions"
+	}
+	s := fmt.Sprintf("%s: %d of %d handled\n", what, b.Position, b.Total)
 	for _, stage := range slices.Sorted(maps.Keys(b.Counts)) {
 		s += fmt.Sprintf("  %-14s %d\n", stage, b.Counts[stage])
 	}

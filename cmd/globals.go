@@ -100,6 +100,7 @@ var jsonShapes = map[string]jsonShape{
 	"wait":             shapeOf(returns.View{}),
 	"stop":             shapeOf(returns.View{}),
 	"batch":            shapeOf(returns.View{}),
+	"decide":           shapeOf(returns.DecideView{}),
 	"list":             listShape("tasks", []returns.TaskSummary{}),
 	"history":          shapeOf(returns.History{}),
 	"recover":          listShape("recovered", []returns.Recovered{}),

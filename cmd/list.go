@@ -62,6 +62,9 @@ two approvals); another owner's task shows its owner.`,
 					return ran(err)
 				}
 			}
+			if a.output == outputCSV {
+				return a.writeListCSV(c.Context(), svc, tasks)
+			}
 			if a.output == "json" {
 				return writeJSON(a.stdout, map[string]any{"tasks": tasks})
 			}

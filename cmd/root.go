@@ -157,8 +157,12 @@ business.sqlite (orders, drafts, applications, tasks).`,
 				a.output = "json"
 			}
 		case "json", "text":
+		case outputCSV:
+			if err := csvAllowed(c); err != nil {
+				return err
+			}
 		default:
-			return usageErr("--output must be json or text, not %q", a.output)
+			return usageErr("--output must be json or text, not %q (csv works with list and show --rows)", a.output)
 		}
 		if a.user == "" {
 			return usageErr("--user must not be empty")
@@ -173,7 +177,7 @@ business.sqlite (orders, drafts, applications, tasks).`,
 		return fmt.Errorf("%w: %v", returns.ErrInvalid, err)
 	})
 	root.AddCommand(a.newStart(), a.newShow(), a.newResume(), a.newList(), a.newStop(), a.newRecover(), a.newBatch(), a.newOrders(), a.newVariants(), a.newHistory(), a.newPrune(), a.newVerify(), a.newBackup(), a.newWait(),
-		a.newApprovers())
+		a.newApprovers(), a.newDecide())
 	a.addCompletions(root) // after AddCommand: it walks the commands
 	return root
 }

@@ -7,7 +7,7 @@ import (
 )
 
 func (a *app) newShow() *cobra.Command {
-	var exitStatus bool
+	var exitStatus, rows bool
 	c := &cobra.Command{
 		Use:   "show TASK",
 		Short: "Show a task's progress and the question it waits on",
@@ -25,6 +25,9 @@ ended. It changes nothing.`,
 			if err != nil {
 				return ran(err)
 			}
+			if rows {
+				return a.showRows(c.Context(), svc, args[0])
+			}
 			v, err := svc.Show(c.Context(), args[0], a.user)
 			if err != nil {
 				return ran(err)
@@ -32,6 +35,7 @@ ended. It changes nothing.`,
 			return a.finish(v, exitStatus)
 		},
 	}
+	c.Flags().BoolVar(&rows, "rows", false, "for a batch or a decide run: every row with its line, task, outcome and error code (json, text, or csv with --output csv)")
 	c.Flags().BoolVar(&exitStatus, "exit-status", false, "exit by the task's outcome: 5 cancelled, 6 failed, 7 not finished (waiting, or running in a live process), 8 interrupted (docs/cli.md \"Exit codes\")")
 	return c
 }

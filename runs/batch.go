@@ -3,22 +3,67 @@ package runs
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"assistant/internal/sqlitedb"
 )
 
-// BatchRow is one line of a batch file: the return task to run for it.
+// BatchRow is one line of a batch file or of a decide file: the return
+// task to run for it (TaskID, OrderID, Reason), or the decision to give a
+// task (TaskID, Action, DraftID), and, once the row was handled, what it
+// came to (Outcome, ErrorCode, Error).
 type BatchRow struct {
-	RowNo   int    `json:"row"` // 1-based position in the file, header excluded
+	RowNo   int    `json:"row"`  // 1-based position in the file, header excluded
+	Line    int    `json:"line"` // line in the file (the header is line 1); 0: unknown, row_no + 1
 	TaskID  string `json:"task"`
 	OrderID string `json:"order"`
 	Reason  string `json:"reason"`
+	// Action and DraftID are a decide row's decision; "" in a batch row.
+	Action  string `json:"action"`
+	DraftID string `json:"draft"`
+	// Outcome is "" until the row was handled, then what it came to (the
+	// row task's stage, or a refusal: not_found, conflict, …).
+	Outcome string `json:"outcome"`
+	// ErrorCode and Error say what went wrong with the row; "" when
+	// nothing did.
+	ErrorCode string `json:"error_code"`
+	Error     string `json:"error"`
+	// DuplicateOf is the line of the earlier row this one repeats (the
+	// same order in a batch, the same task in a decide file); 0 for none.
+	DuplicateOf int `json:"duplicate_of"`
+}
+
+// FileLine is the row's line in its file: Line, or for a row stored
+// without one the line it has in a file with a one-line header and no
+// line breaks inside fields.
+func (r BatchRow) FileLine() int {
+	if r.Line > 0 {
+		return r.Line
+	}
+	return r.RowNo + 1
+}
+
+// RowOutcome is what one handled row came to, for RecordRowOutcomes.
+type RowOutcome struct {
+	RowNo     int
+	Outcome   string
+	ErrorCode string
+	Error     string
 }
 
 // CreateBatch records batch task t (kind batch) holding lease l, with its
-// rows, in one transaction: a batch never exists without its rows.
-// Errors: ErrTaskExists.
+// rows, in one transaction, with the default draft validity (300 s): see
+// CreateBatchTTL. Errors: ErrTaskExists.
 func (s *Store) CreateBatch(ctx context.Context, t TaskRecord, l Lease, rows []BatchRow) error {
+	return s.CreateBatchTTL(ctx, t, l, 300*time.Second, rows)
+}
+
+// CreateBatchTTL records batch task t (kind batch) holding lease l, with
+// the draft validity ttl its rows' tasks are started with (whole seconds
+// kept) and its rows, in one transaction: a batch never exists without its
+// rows. A row whose Outcome is set already (a duplicate, refused before it
+// runs) is stored handled. Errors: ErrTaskExists.
+func (s *Store) CreateBatchTTL(ctx context.Context, t TaskRecord, l Lease, ttl time.Duration, rows []BatchRow) error {
 	tx, err := s.h.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("create batch %s: %w", t.ID, err)
@@ -26,22 +71,23 @@ func (s *Store) CreateBatch(ctx context.Context, t TaskRecord, l Lease, rows []B
 	defer tx.Rollback()
 	now := formatTime(s.now())
 	_, err = tx.ExecContext(ctx,
-		`INSERT INTO tasks (`+taskColumns+`, kind, lease_owner, lease_pid, lease_host, lease_until, lease_epoch)
-		 VALUES (?, ?, '', '', ?, 'running', '', ?, ?, ?, ?, ?, ?, ?, 1)`,
-		t.ID, t.User, t.Fingerprint, now, now, KindBatch, l.Owner, l.PID, l.Host, formatTime(l.Until))
+		`INSERT INTO tasks (`+taskColumns+`, kind, draft_ttl_seconds, lease_owner, lease_pid, lease_host, lease_until, lease_epoch)
+		 VALUES (?, ?, '', '', ?, 'running', '', ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
+		t.ID, t.User, t.Fingerprint, now, now, KindBatch, int64(ttl/time.Second), l.Owner, l.PID, l.Host, formatTime(l.Until))
 	if sqlitedb.IsUniqueViolation(err) {
 		return fmt.Errorf("create batch %s: %w", t.ID, ErrTaskExists)
 	}
 	if err != nil {
 		return fmt.Errorf("create batch %s: %w", t.ID, err)
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO batch_rows (batch_id, row_no, task_id, order_id, reason) VALUES (?, ?, ?, ?, ?)`)
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO batch_rows (batch_id, row_no, line, task_id, order_id, reason, action, draft_id, outcome, error_code, error, duplicate_of)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return fmt.Errorf("create batch %s: %w", t.ID, err)
 	}
 	defer stmt.Close()
 	for _, r := range rows {
-		if _, err := stmt.ExecContext(ctx, t.ID, r.RowNo, r.TaskID, r.OrderID, r.Reason); err != nil {
+		if _, err := stmt.ExecContext(ctx, t.ID, r.RowNo, r.Line, r.TaskID, r.OrderID, r.Reason, r.Action, r.DraftID, r.Outcome, r.ErrorCode, r.Error, r.DuplicateOf); err != nil {
 			return fmt.Errorf("create batch %s row %d: %w", t.ID, r.RowNo, err)
 		}
 	}
@@ -51,11 +97,14 @@ func (s *Store) CreateBatch(ctx context.Context, t TaskRecord, l Lease, rows []B
 	return nil
 }
 
+// batchRowColumns are the columns of batch_rows a BatchRow reads back.
+const batchRowColumns = `row_no, line, task_id, order_id, reason, action, draft_id, outcome, error_code, error, duplicate_of`
+
 // BatchRows returns up to n rows of the batch starting after row number
 // after (0 for the first), in row order.
 func (s *Store) BatchRows(ctx context.Context, batchID string, after, n int) ([]BatchRow, error) {
 	rows, err := s.h.Q().QueryContext(ctx,
-		`SELECT row_no, task_id, order_id, reason FROM batch_rows WHERE batch_id = ? AND row_no > ? ORDER BY row_no LIMIT ?`,
+		`SELECT `+batchRowColumns+` FROM batch_rows WHERE batch_id = ? AND row_no > ? ORDER BY row_no LIMIT ?`,
 		batchID, after, n)
 	if err != nil {
 		return nil, fmt.Errorf("rows of batch %s: %w", batchID, err)
@@ -64,12 +113,32 @@ func (s *Store) BatchRows(ctx context.Context, batchID string, after, n int) ([]
 	var out []BatchRow
 	for rows.Next() {
 		var r BatchRow
-		if err := rows.Scan(&r.RowNo, &r.TaskID, &r.OrderID, &r.Reason); err != nil {
+		if err := rows.Scan(&r.RowNo, &r.Line, &r.TaskID, &r.OrderID, &r.Reason, &r.Action, &r.DraftID, &r.Outcome, &r.ErrorCode, &r.Error, &r.DuplicateOf); err != nil {
 			return nil, fmt.Errorf("rows of batch %s: %w", batchID, err)
 		}
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// RecordRowOutcomes stores what each of the handled rows of the batch came
+// to. Inside a business transaction (New over InTx's Handle) it joins that
+// commit, so a row's outcome is stored with the row's own writes. An
+// unknown row is ErrNotFound (a row number checked, not ignored).
+func (s *Store) RecordRowOutcomes(ctx context.Context, batchID string, outs []RowOutcome) error {
+	if len(outs) == 0 {
+		return nil
+	}
+	for _, o := range outs {
+		// The statement is prepared once per connection (the Handle's
+		// cache), inside a transaction too.
+		res, err := s.h.Q().ExecContext(ctx, `UPDATE batch_rows SET outcome = ?, error_code = ?, error = ? WHERE batch_id = ? AND row_no = ?`,
+			o.Outcome, o.ErrorCode, o.Error, batchID, o.RowNo)
+		if err := sqlitedb.RowsChanged(res, err, ErrNotFound); err != nil {
+			return fmt.Errorf("record row %d of batch %s: %w", o.RowNo, batchID, err)
+		}
+	}
+	return nil
 }
 
 // CountBatchRows returns how many rows the batch has.

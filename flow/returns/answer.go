@@ -257,9 +257,12 @@ func (r *runner) answerFor(ctx context.Context, task string, in flow.PendingInte
 	if err := wrongKind(task, kind, o); err != nil {
 		return nil, err
 	}
-	id, err := newDecisionID()
-	if err != nil {
-		return nil, err
+	id := o.DecisionID
+	if id == "" {
+		var err error
+		if id, err = newDecisionID(); err != nil {
+			return nil, err
+		}
 	}
 	at := r.svc.now().UTC()
 	switch kind {

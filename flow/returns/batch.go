@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
+	"assistant/business"
 	"assistant/flow"
 	"assistant/runs"
 )
@@ -51,6 +53,39 @@ type BatchState struct {
 	// Failure is why a guard stopped the batch (attempts exhausted, the
 	// recursion limit); nil while it runs or when it finished.
 	Failure *Failure `json:"error,omitempty"`
+	// Of is what the rows are: RowsOfOrders ("" in a state stored before
+	// decide runs existed) or RowsOfDecisions.
+	Of string `json:"of,omitempty"`
+	// TTLSeconds is the draft validity the rows' tasks are started with
+	// (batch --draft-ttl); 0 means business.DefaultDraftTTL.
+	TTLSeconds int64 `json:"ttl_seconds,omitempty"`
+}
+
+// What the rows of a batch task are (BatchState.Of, BatchProgress.Of).
+const (
+	// RowsOfOrders: a batch's rows, each a return task to start for an
+	// order (assistant batch).
+	RowsOfOrders = "orders"
+	// RowsOfDecisions: a decide run's rows, each a decision to give a
+	// waiting task (assistant decide).
+	RowsOfDecisions = "decisions"
+)
+
+// rowsOf is what b's rows are, RowsOfOrders for a state stored before the
+// field existed.
+func (b BatchState) rowsOf() string {
+	if b.Of == "" {
+		return RowsOfOrders
+	}
+	return b.Of
+}
+
+// ttl is the draft validity of b's row tasks.
+func (b BatchState) ttl() time.Duration {
+	if b.TTLSeconds <= 0 {
+		return business.DefaultDraftTTL
+	}
+	return time.Duration(b.TTLSeconds) * time.Second
 }
 
 func reduceBatch(s, u BatchState) BatchState {
@@ -76,11 +111,20 @@ func reduceBatch(s, u BatchState) BatchState {
 		f := *u.Failure
 		s.Failure = &f
 	}
+	if u.Of != "" {
+		s.Of = u.Of
+	}
+	if u.TTLSeconds != 0 {
+		s.TTLSeconds = u.TTLSeconds
+	}
 	return s
 }
 
 // BatchProgress is the batch part of a View.
 type BatchProgress struct {
+	// Of is what the rows are: RowsOfOrders (a batch) or RowsOfDecisions
+	// (a decide run).
+	Of       string         `json:"of"`
 	Position int            `json:"position"` // rows handled
 	Total    int            `json:"total"`
 	Counts   map[string]int `json:"counts"` // rows per outcome (stage)
@@ -111,53 +155,150 @@ type BatchOptions struct {
 	Rows        []runs.BatchRow
 	Fingerprint string // of the file, from ParseBatch
 	Chunk       int    // rows per checkpoint; 0 means DefaultBatchChunk
+	// TTL is the draft validity of every row's task (batch --draft-ttl),
+	// part of the batch's input; 0 means business.DefaultDraftTTL.
+	TTL time.Duration
 }
 
 // StartBatch creates a batch task with its rows and runs it; the same batch
-// id with the same file prints its progress, with another file is
-// ErrConflict. Errors: ErrInvalid, ErrConflict, storage errors.
+// id with the same file (and draft validity) prints its progress, with
+// another file is ErrConflict. A row whose order an earlier row names
+// already is not run: it is stored handled, duplicate_order, naming the
+// earlier row's line (markDuplicates). Errors: ErrInvalid, ErrConflict,
+// storage errors.
 func (s *Service) StartBatch(ctx context.Context, o BatchOptions) (*View, error) {
 	if err := ValidTaskID(o.Batch); err != nil {
 		return nil, fmt.Errorf("%w: batch id: %v", ErrInvalid, err)
 	}
+	if err := ValidDraftTTL(o.TTL); err != nil {
+		return nil, fmt.Errorf("%w (--draft-ttl)", err)
+	}
+	if o.TTL == 0 {
+		o.TTL = business.DefaultDraftTTL
+	}
 	fp := "batch:" + o.Fingerprint
-	t, err := s.runs.Task(ctx, o.Batch)
-	if err == nil {
-		if t.User != o.User || t.Fingerprint != fp {
-			return nil, fmt.Errorf("task %s already exists with other input: %w (choose another batch id, or run `assistant show %s`)", o.Batch, ErrConflict, o.Batch)
+	if o.TTL != business.DefaultDraftTTL {
+		// The default keeps the form batches were recorded with before
+		// the validity was part of their input.
+		fp += fmt.Sprintf(":ttl=%d", int64(o.TTL/time.Second))
+	}
+	rows := markDuplicates(o.Rows, func(r runs.BatchRow) string { return r.OrderID }, OutcomeDuplicateOrder, "order")
+	return s.startRows(ctx, rowsTask{id: o.Batch, user: o.User, fingerprint: fp, rows: rows, chunk: o.Chunk, ttl: o.TTL, of: RowsOfOrders, idName: "batch id"})
+}
+
+// Outcomes of rows refused before they run (runs.BatchRow.Outcome).
+const (
+	// OutcomeDuplicateOrder: a batch row whose order an earlier row of the
+	// file names; no task and no draft is made for it.
+	OutcomeDuplicateOrder = "duplicate_order"
+	// OutcomeDuplicateTask: a decide row whose task an earlier row of the
+	// file decides; it is not applied.
+	OutcomeDuplicateTask = "duplicate_task"
+)
+
+// markDuplicates returns rows with every row whose key (of what) an
+// earlier row has marked handled as outcome, error code conflict, naming
+// the earlier row's line; the first row of each key is left to run.
+func markDuplicates(rows []runs.BatchRow, key func(runs.BatchRow) string, outcome, what string) []runs.BatchRow {
+	first := make(map[string]int, len(rows))
+	out := make([]runs.BatchRow, len(rows))
+	for i, r := range rows {
+		k := key(r)
+		if line, ok := first[k]; ok {
+			r.Outcome, r.ErrorCode, r.DuplicateOf = outcome, CodeConflict, line
+			r.Error = fmt.Sprintf("%s %s is already on line %d; this row was not run", what, k, line)
+		} else {
+			first[k] = r.FileLine()
 		}
-		v, err := s.Show(ctx, o.Batch, o.User)
-		if err == nil && v.Status == StatusDone {
+		out[i] = r
+	}
+	return out
+}
+
+// rowsTask is a batch task to create and run: a batch's or a decide run's.
+type rowsTask struct {
+	id, user    string
+	fingerprint string // the task's input binding, with its kind's prefix
+	rows        []runs.BatchRow
+	chunk       int
+	ttl         time.Duration // of the rows' drafts (a batch's)
+	of          string        // RowsOfOrders or RowsOfDecisions
+	idName      string        // what names the id, for messages: "batch id", "--id"
+}
+
+// startRows creates the batch task o with its rows and runs it; a task of
+// that id with the same user and input prints its progress (continuing a
+// run whose process died part-way, and setting a record right that a
+// process killed after its last checkpoint left running), with other
+// input is ErrConflict.
+func (s *Service) startRows(ctx context.Context, o rowsTask) (*View, error) {
+	t, err := s.runs.Task(ctx, o.id)
+	if err == nil {
+		if t.User != o.user || t.Fingerprint != o.fingerprint {
+			return nil, fmt.Errorf("task %s already exists with other input: %w (choose another %s, or run `assistant show %s`)", o.id, ErrConflict, o.idName, o.id)
+		}
+		v, err := s.Show(ctx, o.id, o.user)
+		switch {
+		case err != nil:
+			return nil, err
+		case v.Status == StatusDone:
 			// Killed after its last checkpoint, before it let go of the
 			// task, the record says running: set it right.
-			err = s.cmd.repair(ctx, t, v)
-		}
-		if err != nil {
-			return nil, err
+			if err := s.cmd.repair(ctx, t, v); err != nil {
+				return nil, err
+			}
+		case v.Status == StatusRunning && v.Holder != nil && !v.Holder.Alive:
+			// Killed part-way: the same command again continues it, as
+			// resume or recover would.
+			return s.resumeBatch(ctx, t, ResumeOptions{Task: t.ID, User: t.User})
 		}
 		return v, nil
 	}
 	if !errors.Is(err, runs.ErrNotFound) {
-		return nil, fmt.Errorf("start batch %s: %w", o.Batch, err)
+		return nil, fmt.Errorf("start %s: %w", o.id, err)
 	}
-	t = runs.TaskRecord{ID: o.Batch, User: o.User, Fingerprint: fp, Status: StatusRunning, Kind: runs.KindBatch, Lease: s.cmd.lease()}
-	t.Lease.Epoch = 1 // CreateBatch's
-	if err := s.runs.CreateBatch(ctx, t, t.Lease, o.Rows); errors.Is(err, runs.ErrTaskExists) {
-		return nil, fmt.Errorf("task %s was created by another process at the same moment: %w", o.Batch, ErrConflict)
+	t = runs.TaskRecord{ID: o.id, User: o.user, Fingerprint: o.fingerprint, Status: StatusRunning, Kind: runs.KindBatch, Lease: s.cmd.lease()}
+	t.Lease.Epoch = 1 // CreateBatchTTL's
+	ttl := o.ttl
+	if ttl == 0 {
+		ttl = business.DefaultDraftTTL
+	}
+	if err := s.runs.CreateBatchTTL(ctx, t, t.Lease, ttl, o.rows); errors.Is(err, runs.ErrTaskExists) {
+		return nil, fmt.Errorf("task %s was created by another process at the same moment: %w", o.id, ErrConflict)
 	} else if err != nil {
 		return nil, err
 	}
-	chunk := o.Chunk
+	chunk := o.chunk
 	if chunk <= 0 {
 		chunk = DefaultBatchChunk
 	}
+	in := BatchState{Batch: t.ID, User: t.User, Total: len(o.rows), Chunk: chunk, Of: o.of, TTLSeconds: int64(ttl / time.Second)}
 	return s.driveBatch(ctx, t, func(ctx context.Context, g *flow.Runnable[BatchState]) error {
-		_, err := g.Invoke(ctx, t.ID, BatchState{Batch: t.ID, User: t.User, Total: len(o.Rows), Chunk: chunk})
+		_, err := g.Invoke(ctx, t.ID, in)
 		if errors.Is(err, flow.ErrThreadExists) {
 			_, err = g.Resume(ctx, t.ID, flow.Command{})
 		}
 		return err
 	})
+}
+
+// batchInput is the input of batch task t's run as recorded with the task
+// (for a run killed before its first checkpoint): its rows' count, what
+// they are (by the input binding's prefix) and their drafts' validity.
+func (s *Service) batchInput(ctx context.Context, t runs.TaskRecord) (BatchState, error) {
+	total, err := s.runs.CountBatchRows(ctx, t.ID)
+	if err != nil {
+		return BatchState{}, err
+	}
+	ttl, err := s.runs.DraftTTL(ctx, t.ID)
+	if err != nil {
+		return BatchState{}, err
+	}
+	of := RowsOfOrders
+	if strings.HasPrefix(t.Fingerprint, decidePrefix) {
+		of = RowsOfDecisions
+	}
+	return BatchState{Batch: t.ID, User: t.User, Total: total, Chunk: DefaultBatchChunk, Of: of, TTLSeconds: int64(ttl / time.Second)}, nil
 }
 
 // resumeBatch continues a batch; a batch asks no question, so an answer is
@@ -183,11 +324,11 @@ func (s *Service) resumeBatch(ctx context.Context, t runs.TaskRecord, o ResumeOp
 		_, err := g.Resume(ctx, t.ID, flow.Command{})
 		if errors.Is(err, flow.ErrThreadNotFound) {
 			// Created, then killed before its first checkpoint.
-			total, cerr := s.runs.CountBatchRows(ctx, t.ID)
-			if cerr != nil {
-				return cerr
+			in, ierr := s.batchInput(ctx, t)
+			if ierr != nil {
+				return ierr
 			}
-			_, err = g.Invoke(ctx, t.ID, BatchState{Batch: t.ID, User: t.User, Total: total, Chunk: DefaultBatchChunk})
+			_, err = g.Invoke(ctx, t.ID, in)
 		}
 		return err
 	})
@@ -232,7 +373,10 @@ func (s *Service) driveBatch(ctx context.Context, t runs.TaskRecord, fn func(ctx
 // first checkpoint, when the total comes from the batch's stored rows).
 func (s *Service) batchView(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[BatchState]) *View {
 	v := &View{Task: t.ID, User: t.User, Kind: nil, Next: []string{}, Interrupts: []InterruptView{}, Status: StatusRunning}
-	v.Batch = &BatchProgress{Counts: map[string]int{}}
+	v.Batch = &BatchProgress{Of: RowsOfOrders, Counts: map[string]int{}}
+	if strings.HasPrefix(t.Fingerprint, decidePrefix) {
+		v.Batch.Of = RowsOfDecisions
+	}
 	if snap == nil {
 		if t.Status == StatusInterrupted {
 			v.Status = StatusInterrupted

@@ -19,7 +19,7 @@ func TestParseBatchFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []runs.BatchRow{{RowNo: 1, TaskID: "b1", OrderID: "A3001", Reason: "size"}, {RowNo: 2, TaskID: "b2", OrderID: "A3002"}}
+		want := []runs.BatchRow{{RowNo: 1, Line: 2, TaskID: "b1", OrderID: "A3001", Reason: "size"}, {RowNo: 2, Line: 3, TaskID: "b2", OrderID: "A3002"}}
 		if fmt.Sprint(rows) != fmt.Sprint(want) || len(fp) != 32 {
 			t.Fatalf("rows %+v, fingerprint %q; want %+v and 16 hex bytes", rows, fp, want)
 		}

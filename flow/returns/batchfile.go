@@ -71,6 +71,7 @@ func ParseBatch(r io.Reader) ([]runs.BatchRow, string, error) {
 			continue
 		}
 		seen[row.TaskID] = line
+		row.Line = line
 		rows = append(rows, row)
 	}
 	switch {

@@ -106,7 +106,7 @@ func TestParseBatchRefusals(t *testing.T) {
 
 	// Issue 17 case 2: batch files follow the header rules of orders files.
 	t.Run("HeaderByName", func(t *testing.T) {
-		want := []runs.BatchRow{{RowNo: 1, TaskID: "r1", OrderID: "A3003", Reason: "size"}, {RowNo: 2, TaskID: "r2", OrderID: "A3004", Reason: ""}}
+		want := []runs.BatchRow{{RowNo: 1, Line: 2, TaskID: "r1", OrderID: "A3003", Reason: "size"}, {RowNo: 2, Line: 3, TaskID: "r2", OrderID: "A3004", Reason: ""}}
 		for name, file := range map[string]string{
 			"Plain":        "task,order,reason\nr1,A3003,size\nr2,A3004,\n",
 			"Reordered":    "reason,order,task\nsize,A3003,r1\n,A3004,r2\n",

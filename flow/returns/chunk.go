@@ -12,11 +12,45 @@ import (
 	"assistant/runs"
 )
 
+// rowKind is how the rows of one kind of batch task run: a batch's rows
+// start return tasks (batchRow), a decide run's rows answer them
+// (decideRow). The fault points after a row and around a chunk's commits
+// carry the kind's name ("batch:after-row", "decide:after-row").
+type rowKind struct {
+	name string // batch or decide
+	run  func(ctx context.Context, r *runner, b BatchState, row runs.BatchRow) (runs.RowOutcome, error)
+	// refuseBusy reports a row whose task another live process still
+	// holds after rowWait as refused (conflict) rather than failing the
+	// run: a decision that cannot be given now is one row's refusal.
+	refuseBusy bool
+}
+
+var (
+	orderRows = rowKind{name: "batch", run: func(ctx context.Context, r *runner, b BatchState, row runs.BatchRow) (runs.RowOutcome, error) {
+		return r.batchRow(ctx, b, row)
+	}}
+	decisionRows = rowKind{name: "decide", refuseBusy: true, run: func(ctx context.Context, r *runner, b BatchState, row runs.BatchRow) (runs.RowOutcome, error) {
+		return r.decideRow(ctx, b.Batch, b.User, row)
+	}}
+)
+
+// kindOfRows is the rowKind of b's rows.
+func kindOfRows(b BatchState) rowKind {
+	if b.rowsOf() == RowsOfDecisions {
+		return decisionRows
+	}
+	return orderRows
+}
+
 // batchRows is the batch graph's node: it handles the next chunk of rows.
-// Each row's return task runs to its first question or its end; a row whose
-// task exists already is looked up (and continued if it was left running),
-// never started twice. The chunk is written in two commits when the
-// checkpoint store can buffer (chunkRows), else row by row (oneByOne).
+// Each row of a batch runs its return task to its first question or its
+// end, each row of a decide run gives its task the row's decision; a row
+// handled before (its task exists already, or its decision is recorded) is
+// looked up (and its run continued if it was left running), never run
+// twice. A row refused before it runs (a duplicate) is only counted. What
+// each row came to is stored with the row (runs.RecordRowOutcomes) in the
+// commit of the row's own writes. The chunk is written in two commits when
+// the checkpoint store can buffer (chunkRows), else row by row (oneByOne).
 func (s *Service) batchRows(ctx context.Context, b BatchState) (BatchState, error) {
 	stop := s.stopOf(ctx, b.Batch)
 	chunk := b.Chunk
@@ -34,8 +68,9 @@ func (s *Service) batchRows(ctx context.Context, b BatchState) (BatchState, erro
 	if len(rows) == 0 {
 		return BatchState{Position: b.Total, Counts: counts}, nil // rows vanished: nothing left to do
 	}
+	kind := kindOfRows(b)
 	if bf, ok := s.cps.(flow.Bufferer); ok {
-		done, err := s.chunkRows(ctx, stop, bf, b, rows, counts)
+		done, err := s.chunkRows(ctx, stop, bf, b, kind, rows, counts)
 		if err != nil {
 			return BatchState{}, err
 		}
@@ -43,17 +78,27 @@ func (s *Service) batchRows(ctx context.Context, b BatchState) (BatchState, erro
 			return BatchState{Position: rows[done-1].RowNo, Counts: counts}, nil
 		}
 	}
-	pos, err := s.oneByOne(ctx, stop, b, rows, counts)
+	pos, err := s.oneByOne(ctx, stop, b, kind, rows, counts)
 	if err != nil {
 		return BatchState{}, err
 	}
 	return BatchState{Position: pos, Counts: counts}, nil
 }
 
+// refusedBefore is the outcome of a row refused before its batch task ran
+// (a duplicate, stored handled by CreateBatchTTL), ok false for a row to
+// run.
+func refusedBefore(row runs.BatchRow) (runs.RowOutcome, bool) {
+	if row.DuplicateOf == 0 {
+		return runs.RowOutcome{}, false
+	}
+	return runs.RowOutcome{RowNo: row.RowNo, Outcome: row.Outcome, ErrorCode: row.ErrorCode, Error: row.Error}, true
+}
+
 // oneByOne runs rows one at a time with the row runner, each row's writes
-// in commits of their own, adds their outcomes to counts and returns the
-// number of the last row handled.
-func (s *Service) oneByOne(ctx, stop context.Context, b BatchState, rows []runs.BatchRow, counts map[string]int) (int, error) {
+// (and its outcome) in commits of their own, adds their outcomes to counts
+// and returns the number of the last row handled.
+func (s *Service) oneByOne(ctx, stop context.Context, b BatchState, kind rowKind, rows []runs.BatchRow, counts map[string]int) (int, error) {
 	r := s.rowRunner()
 	pos := b.Position
 	for _, row := range rows {
@@ -63,50 +108,64 @@ func (s *Service) oneByOne(ctx, stop context.Context, b BatchState, rows []runs.
 			}
 			return 0, err
 		}
-		outcome, err := s.rowWhenFree(ctx, stop, r, b.User, row)
-		if err != nil {
-			return 0, fmt.Errorf("row %d (task %s): %w", row.RowNo, row.TaskID, err)
+		out, done := refusedBefore(row)
+		if !done {
+			var err error
+			out, err = s.rowWhenFree(ctx, stop, func() (runs.RowOutcome, error) { return kind.run(ctx, r, b, row) })
+			if errors.Is(err, runs.ErrBusy) && kind.refuseBusy {
+				out, err = refusal(row.RowNo, err), nil
+			}
+			if err != nil {
+				return 0, fmt.Errorf("row %d (task %s): %w", row.RowNo, row.TaskID, err)
+			}
+			if err := s.runs.RecordRowOutcomes(ctx, b.Batch, []runs.RowOutcome{out}); err != nil {
+				return 0, err
+			}
 		}
-		counts[outcome]++
+		counts[out.Outcome]++
 		pos = row.RowNo
-		s.rowDone(pos, b.Total)
+		s.rowDone(kind, pos, b.Total)
 	}
-	// The rows' task records become durable before the checkpoint that
-	// counts them as handled (their own checkpoints were synced per row).
+	// The rows' task records and outcomes become durable before the
+	// checkpoint that counts them as handled (their own checkpoints were
+	// synced per row).
 	if err := s.runs.Sync(ctx); err != nil {
 		return 0, err
 	}
 	return pos, nil
 }
 
-// rowDone is the fault point and progress report after each batch row.
-func (s *Service) rowDone(pos, total int) {
-	Fault("batch:after-row")
+// rowDone is the fault point and progress report after each row.
+func (s *Service) rowDone(kind rowKind, pos, total int) {
+	Fault(kind.name + ":after-row")
 	if s.progress != nil {
 		s.progress(pos, total)
 	}
 }
 
 // chunkRows runs a chunk of rows with two commits in all: every row's
-// business writes (task records, drafts, timeline) in one transaction of
-// business.sqlite, committed durably first, then every row's checkpoints in
-// one transaction of the checkpoint store (a flow.WriteBuffer from bf). The
-// order keeps the storage rule that a checkpoint never names a draft that
-// could be lost. A crash before the first commit leaves nothing of the
-// chunk; a crash between the two leaves task records without checkpoints,
-// which batchRow continues (from their input; the draft, keyed by task id,
-// is reused) when the chunk runs again. It adds the rows' outcomes to counts
-// and returns how many of rows it handled (a prefix, see below); 0, with
-// counts unchanged, when a row failed inside the transaction (everything of
-// the chunk is rolled back): the caller then runs the rows one by one. err
-// is set when ctx ended or a commit after the business one failed.
+// business writes (task records, drafts, applications, timeline, the rows'
+// outcomes) in one transaction of business.sqlite, committed durably
+// first, then every row's checkpoints in one transaction of the checkpoint
+// store (a flow.WriteBuffer from bf). The order keeps the storage rule that
+// a checkpoint never names a draft or an application that could be lost.
+// A crash before the first commit leaves nothing of the chunk; a crash
+// between the two leaves task records without checkpoints (or ahead of
+// them), which the row continues when the chunk runs again: a batch row
+// from its input (the draft, keyed by task id, is reused), a decide row by
+// answering again the question its head still asks (the application, keyed
+// by draft, is reused). It adds the rows' outcomes to counts and returns
+// how many of rows it handled (a prefix, see below); 0, with counts
+// unchanged, when a row failed inside the transaction (everything of the
+// chunk is rolled back): the caller then runs the rows one by one. err is
+// set when ctx ended or a commit after the business one failed.
 //
 // The business transaction holds the file's write lock, which this
 // process's own lease heartbeat needs too: the chunk ends early, after the
 // rows done so far, once it has run for MaxChunkTime, so that the lease
 // (DefaultLeaseTTL) never lapses under a live batch however loaded the
 // machine.
-func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b BatchState, rows []runs.BatchRow, counts map[string]int) (int, error) {
+func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b BatchState, kind rowKind, rows []runs.BatchRow, counts map[string]int) (int, error) {
 	buf := bf.NewBuffer()
 	ids := make([]string, len(rows))
 	for i, row := range rows {
@@ -116,8 +175,10 @@ func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b Batch
 	// can, the driver watches every statement with a goroutine of its own
 	// (a third of a row's cost). A stop is seen between rows, by stop.
 	rowCtx := context.WithoutCancel(ctx)
-	outcomes := map[string]int{}
-	var held []string
+	var (
+		outs []runs.RowOutcome
+		held []string
+	)
 	err := s.desk.InTx(rowCtx, func(tx *business.Store) error {
 		// The rows' heads are read once the business file's write lock is
 		// held: another batch over the same tasks commits its rows' records
@@ -131,7 +192,10 @@ func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b Batch
 			return err
 		}
 		defer func() { held = r.held }()
-		return s.runChunk(stop, r, b, rows, outcomes)
+		if outs, err = s.runChunk(stop, r, b, kind, rows); err != nil {
+			return err
+		}
+		return r.runs.RecordRowOutcomes(rowCtx, b.Batch, outs)
 	})
 	if err != nil {
 		buf.Discard()
@@ -140,84 +204,104 @@ func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b Batch
 		}
 		return 0, nil
 	}
-	done := 0
-	for _, n := range outcomes {
-		done += n
-	}
+	done := len(outs)
 	if done == 0 {
 		return 0, stop.Err() // stopped before its first row: nothing to keep
 	}
-	Fault("batch:between-commits")
+	Fault(kind.name + ":between-commits")
 	if err := buf.Flush(rowCtx); errors.Is(err, flow.ErrConflict) {
-		return 0, fmt.Errorf("rows %d-%d of batch %s were run at the same moment by another process (another batch over the same tasks?); run `assistant resume %s` once it is done, which skips the rows it finished: %w (%v)", rows[0].RowNo, rows[done-1].RowNo, b.Batch, b.Batch, ErrConflict, err)
+		return 0, fmt.Errorf("rows %d-%d of %s were run at the same moment by another process (another batch over the same tasks?); run `assistant resume %s` once it is done, which skips the rows it finished: %w (%v)", rows[0].RowNo, rows[done-1].RowNo, b.Batch, b.Batch, ErrConflict, err)
 	} else if err != nil {
 		return 0, fmt.Errorf("save checkpoints of rows %d-%d: %w", rows[0].RowNo, rows[done-1].RowNo, err)
 	}
-	Fault("batch:before-release")
+	Fault(kind.name + ":before-release")
 	if err := s.runs.ReleaseLeases(rowCtx, s.me.owner, held); err != nil {
 		return 0, fmt.Errorf("let go of rows %d-%d: %w", rows[0].RowNo, rows[done-1].RowNo, err)
 	}
-	for k, n := range outcomes {
-		counts[k] += n
+	for _, o := range outs {
+		counts[o.Outcome]++
 	}
 	return done, nil
 }
 
 // runChunk runs rows with the chunk runner r inside the chunk's
-// transaction, counting each row's outcome in outcomes, until the rows end,
-// stop ends (an operator stop, a signal: the rows done so far are kept) or
-// the chunk has run for MaxChunkTime.
-func (s *Service) runChunk(stop context.Context, r *runner, b BatchState, rows []runs.BatchRow, outcomes map[string]int) error {
+// transaction and returns what each row it ran came to, until the rows
+// end, stop ends (an operator stop, a signal: the rows done so far are
+// kept) or the chunk has run for MaxChunkTime. A row that fails (not a
+// refusal: a storage error, a task busy in another process) fails the
+// chunk.
+func (s *Service) runChunk(stop context.Context, r *runner, b BatchState, kind rowKind, rows []runs.BatchRow) ([]runs.RowOutcome, error) {
 	rowCtx := context.WithoutCancel(stop)
 	began := time.Now()
+	outs := make([]runs.RowOutcome, 0, len(rows))
 	for i, row := range rows {
 		if stop.Err() != nil || (i > 0 && time.Since(began) > MaxChunkTime) {
 			// Stopped, or long enough: the rows done so far are committed,
 			// so a stop redoes none of them.
 			break
 		}
-		outcome, err := r.batchRow(rowCtx, b.User, row)
-		if err != nil {
-			return fmt.Errorf("row %d (task %s): %w", row.RowNo, row.TaskID, err)
+		out, done := refusedBefore(row)
+		if !done {
+			var err error
+			if out, err = kind.run(rowCtx, r, b, row); err != nil {
+				return nil, fmt.Errorf("row %d (task %s): %w", row.RowNo, row.TaskID, err)
+			}
 		}
-		outcomes[outcome]++
-		s.rowDone(row.RowNo, b.Total)
+		outs = append(outs, out)
+		s.rowDone(kind, row.RowNo, b.Total)
 	}
-	return nil
+	return outs, nil
 }
 
-// batchRow runs one row with r and returns its outcome for the counts: the
-// row task's stage, "not_found" for an unknown order, "conflict" for a task
-// id already used with other input.
-func (r *runner) batchRow(ctx context.Context, user string, row runs.BatchRow) (string, error) {
-	o := StartOptions{Task: row.TaskID, User: user, Order: row.OrderID, Reason: row.Reason, TTL: business.DefaultDraftTTL}
+// batchRow runs one batch row with r and returns what it came to: the row
+// task's stage (with the error of a failed one), "not_found" for an
+// unknown order, "conflict" for a task id already used with other input.
+func (r *runner) batchRow(ctx context.Context, b BatchState, row runs.BatchRow) (runs.RowOutcome, error) {
+	o := StartOptions{Task: row.TaskID, User: b.User, Order: row.OrderID, Reason: row.Reason, TTL: b.ttl()}
 	t, err := r.runs.Task(ctx, row.TaskID)
 	if errors.Is(err, runs.ErrNotFound) {
 		// ParseBatch validated the row; the task is known to be new.
 		v, err := r.create(ctx, o, fingerprint(o))
 		switch {
 		case errors.Is(err, ErrNotFound):
-			return "not_found", nil
+			return runs.RowOutcome{RowNo: row.RowNo, Outcome: CodeNotFound, ErrorCode: CodeNotFound,
+				Error: fmt.Sprintf("order %s not found for user %s; no task was made", row.OrderID, b.User)}, nil
 		case errors.Is(err, ErrConflict):
-			return "conflict", nil
+			return taken(row), nil
 		case err != nil:
-			return "", err
+			return runs.RowOutcome{}, err
 		}
-		return v.Stage, nil
+		return stageOutcome(row.RowNo, v.Stage, v.Error), nil
 	}
 	if err != nil {
-		return "", err
+		return runs.RowOutcome{}, err
 	}
-	if t.User != user || t.Fingerprint != fingerprint(o) {
-		return "conflict", nil
+	if t.User != b.User || t.Fingerprint != fingerprint(o) {
+		return taken(row), nil
 	}
-	return r.existingRow(ctx, t)
+	return r.existingRow(ctx, row.RowNo, t)
 }
 
-// existingRow handles a row whose task exists: a run left part-way by a
-// crash or a stop of this batch is continued; a row handled before is
-// counted by its stage.
-func (r *runner) existingRow(ctx context.Context, t runs.TaskRecord) (string, error) {
+// taken is the outcome of a batch row whose task id is another task's.
+func taken(row runs.BatchRow) runs.RowOutcome {
+	return runs.RowOutcome{RowNo: row.RowNo, Outcome: CodeConflict, ErrorCode: CodeConflict,
+		Error: fmt.Sprintf("task %s already exists with other input (order, reason or --draft-ttl); the row was not run", row.TaskID)}
+}
+
+// stageOutcome is the outcome of a row whose task reached stage, with
+// failure f (nil unless it failed).
+func stageOutcome(rowNo int, stage string, f *Failure) runs.RowOutcome {
+	o := runs.RowOutcome{RowNo: rowNo, Outcome: stage}
+	if f != nil {
+		o.ErrorCode, o.Error = f.Code, f.Message
+	}
+	return o
+}
+
+// existingRow handles batch row rowNo whose task t exists: a run left
+// part-way by a crash or a stop of this batch is continued; a row handled
+// before is reported by its stage (and a failed one by its error).
+func (r *runner) existingRow(ctx context.Context, rowNo int, t runs.TaskRecord) (runs.RowOutcome, error) {
 	if t.Status != StatusRunning && t.Status != StatusInterrupted {
 		// A chunk whose business commit landed and whose checkpoint commit
 		// did not (a crash between them) left records without a run.
@@ -228,18 +312,25 @@ func (r *runner) existingRow(ctx context.Context, t runs.TaskRecord) (string, er
 	if t.Status == StatusRunning || t.Status == StatusInterrupted {
 		v, err := r.resume(ctx, t, ResumeOptions{Task: t.ID, User: t.User})
 		if err != nil {
-			return "", err
+			return runs.RowOutcome{}, err
 		}
-		return v.Stage, nil
+		return stageOutcome(rowNo, v.Stage, v.Error), nil
 	}
 	// Handled before, by a batch process that died before it let go of its
 	// rows (between its chunk's last commits): let go of them now.
 	if l := t.Lease; l.Owner != "" && !r.svc.holderAlive(l) {
 		if err := r.runs.ReleaseLeases(ctx, l.Owner, []string{t.ID}); err != nil {
-			return "", err
+			return runs.RowOutcome{}, err
 		}
 	}
-	return t.Stage, nil
+	if t.Stage != StageFailed {
+		return stageOutcome(rowNo, t.Stage, nil), nil
+	}
+	v, err := r.show(ctx, t.ID)
+	if err != nil {
+		return runs.RowOutcome{}, err
+	}
+	return stageOutcome(rowNo, t.Stage, v.Error), nil
 }
 
 // stopOf returns the context whose end stops batch's rows: the run's own,
@@ -259,20 +350,21 @@ func (s *Service) stopOf(ctx context.Context, batch string) context.Context {
 // row at most its chunk's time and the commit's busy wait, or a lease.
 const rowWait = DefaultLeaseTTL + MaxChunkTime + business.DefaultBusyTimeout
 
-// rowWhenFree runs row with r, waiting while another live process holds
-// its task (polling every DefaultHeartbeat, for at most rowWait), so that
-// two batches over the same tasks both finish instead of the later one
-// failing. Errors: r.batchRow's; stop's when it ends while waiting.
-func (s *Service) rowWhenFree(ctx, stop context.Context, r *runner, user string, row runs.BatchRow) (string, error) {
+// rowWhenFree runs a row with run, waiting while another live process
+// holds its task (polling every DefaultHeartbeat, for at most rowWait), so
+// that two batches over the same tasks both finish instead of the later
+// one failing. Errors: run's (runs.ErrBusy once rowWait passed); stop's
+// when it ends while waiting.
+func (s *Service) rowWhenFree(ctx, stop context.Context, run func() (runs.RowOutcome, error)) (runs.RowOutcome, error) {
 	deadline := time.Now().Add(rowWait)
 	for {
-		outcome, err := r.batchRow(ctx, user, row)
+		out, err := run()
 		if !errors.Is(err, runs.ErrBusy) || time.Now().After(deadline) {
-			return outcome, err
+			return out, err
 		}
 		select {
 		case <-stop.Done():
-			return "", stop.Err()
+			return runs.RowOutcome{}, stop.Err()
 		case <-time.After(DefaultHeartbeat):
 		}
 	}

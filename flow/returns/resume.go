@@ -27,6 +27,11 @@ type ResumeOptions struct {
 	// older one is stale (ErrConflict).
 	Version     int
 	InterruptID string // optional: which pending interrupt to answer
+	// DecisionID, when set, is the id the answer's decision is recorded
+	// under (the trail keeps one decision per id): a decide row gives the
+	// same id each time it is run again after a crash, so its decision is
+	// recorded once. "" makes a new id per answer.
+	DecisionID string
 }
 
 // answering reports whether o answers a question (rather than continuing a

@@ -1,0 +1,130 @@
+package cmd
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"assistant/flow/returns"
+)
+
+// outputCSV is the --output value that prints CSV: list's tasks as a
+// decide file, and show --rows's rows (docs/cli.md "CSV output").
+const outputCSV = "csv"
+
+// csvAllowed returns ErrInvalid unless command c prints CSV: list, and
+// show with --rows.
+func csvAllowed(c *cobra.Command) error {
+	switch c.Name() {
+	case "list":
+		if c.Parent() == c.Root() {
+			return nil
+		}
+	case "show":
+		if rows, err := c.Flags().GetBool("rows"); err == nil && rows {
+			return nil
+		}
+	}
+	return usageErr("--output csv works only with list and show --rows, not with %q; use json or text", c.CommandPath())
+}
+
+// decideHeader is the header of a decide file as list --output csv
+// prints it.
+var decideHeader = []string{"task", "action", "draft"}
+
+// writeListCSV prints, as a decide file, the listed tasks that wait for
+// approval: task, an empty action for a person or a script to fill in, and
+// the draft the question carries. svc is nil when there is no data dir
+// (then there is no task either).
+func (a *app) writeListCSV(ctx context.Context, svc *returns.Service, tasks []returns.TaskSummary) error {
+	rows := []returns.DecisionRow{}
+	if svc != nil {
+		var err error
+		if rows, err = svc.DecisionRows(ctx, tasks); err != nil {
+			return ran(err)
+		}
+	}
+	w := csv.NewWriter(a.stdout)
+	_ = w.Write(decideHeader)
+	for _, r := range rows {
+		_ = w.Write([]string{r.Task, r.Action, r.Draft})
+	}
+	w.Flush()
+	return w.Error()
+}
+
+// showRows prints the report of batch task's rows: JSON, CSV or a table.
+func (a *app) showRows(ctx context.Context, svc *returns.Service, task string) error {
+	rep, err := svc.ShowRows(ctx, task, a.user)
+	if err != nil {
+		return ran(err)
+	}
+	switch a.output {
+	case "json":
+		return writeJSON(a.stdout, rep)
+	case outputCSV:
+		return writeRowsCSV(a.stdout, rep)
+	}
+	return writeRowsText(a.stdout, rep)
+}
+
+// rowColumns are the columns of a rows report, by what the rows are.
+func rowColumns(of string) []string {
+	if of == returns.RowsOfDecisions {
+		return []string{"line", "task", "action", "draft", "outcome", "error_code", "error", "duplicate_of"}
+	}
+	return []string{"line", "task", "order", "outcome", "error_code", "error", "duplicate_of"}
+}
+
+// rowFields is row r's fields in rowColumns(of)'s order ("" for none).
+func rowFields(of string, r returns.RowReport) []string {
+	dup := ""
+	if r.DuplicateOf != nil {
+		dup = strconv.Itoa(*r.DuplicateOf)
+	}
+	line := strconv.Itoa(r.Line)
+	if of == returns.RowsOfDecisions {
+		return []string{line, r.Task, r.Action, r.Draft, r.Outcome, r.ErrorCode, r.Error, dup}
+	}
+	return []string{line, r.Task, r.Order, r.Outcome, r.ErrorCode, r.Error, dup}
+}
+
+// writeRowsCSV prints a rows report as CSV with a header line.
+func writeRowsCSV(out io.Writer, rep *returns.RowsView) error {
+	w := csv.NewWriter(out)
+	_ = w.Write(rowColumns(rep.Of))
+	for _, r := range rep.Rows {
+		_ = w.Write(rowFields(rep.Of, r))
+	}
+	w.Flush()
+	return w.Error()
+}
+
+// writeRowsText prints a rows report as a table for a person.
+func writeRowsText(out io.Writer, rep *returns.RowsView) error {
+	fmt.Fprintf(out, "%s %s · %s · %d rows\n", map[bool]string{true: "Decide run", false: "Batch"}[rep.Of == returns.RowsOfDecisions], rep.Task, rep.Status, len(rep.Rows))
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	cols := rowColumns(rep.Of)
+	for i, c := range cols {
+		if i > 0 {
+			fmt.Fprint(tw, "\t")
+		}
+		fmt.Fprint(tw, c)
+	}
+	fmt.Fprintln(tw)
+	for _, r := range rep.Rows {
+		for i, f := range rowFields(rep.Of, r) {
+			if i > 0 {
+				fmt.Fprint(tw, "\t")
+			}
+			fmt.Fprint(tw, orDash(termSafe(f)))
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,157 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"assistant/flow/returns"
+	"assistant/runs"
+)
+
+// maxRefusedShown is how many refused rows decide's text output lists;
+// `show ID --rows` has them all.
+const maxRefusedShown = 20
+
+func (a *app) newDecide() *cobra.Command {
+	var (
+		id         string
+		chunk      int
+		exitStatus bool
+	)
+	c := &cobra.Command{
+		Use:   "decide FILE.csv|-",
+		Short: "Give many waiting tasks their decisions from a CSV file (task,action[,draft])",
+		Long: `decide reads rows of task, action (approve or cancel) and, optionally,
+draft, from FILE.csv or from stdin (-), and gives each task its decision as
+the current user, as "assistant resume TASK --action A --draft D" would:
+the same checks, the same outcome. Many rows go into one commit, as a
+batch's do, and every decision is durable before the command reports it.
+
+A row the answer path refuses is reported with the code the command would
+exit with, and the other rows go on: invalid_input (a --draft that is not
+the task's pending draft, a task that waits for a reason), conflict (a task
+that ended otherwise, or a live process runs it), not_found (an unknown
+task, or another user's: they read alike). A task named on an earlier row
+is reported duplicate_task and not decided again. A file with a bad row (an
+empty or unknown action, a bad task id) is refused whole (exit 2), and
+nothing is decided.
+
+A decide run is a batch task of its own, named decide-… after the user
+and the file's bytes (or --id): show, show --rows, stop, resume, recover
+and wait work on it; running the same file again continues a run that was
+killed or stopped, and prints the report of one that finished. A progress
+bar is drawn on stderr when stderr is a terminal.
+
+Exit status: 0 once every row was handled, whatever each row came to (see
+counts and rows); with --exit-status 6 when the run failed and 8 when it
+was stopped.`,
+		Example: `  assistant list --status waiting --output csv | sed 's/,,/,approve,/' | assistant decide -
+  printf 'task,action,draft\nr-1,approve,\nr-2,cancel,\n' > decisions.csv
+  assistant decide decisions.csv
+  assistant show decide-3f2a09c1d4e5b6a7 --rows --output csv`,
+		Args: exactArgs(1, "decide needs FILE (or - for stdin)"),
+		RunE: func(c *cobra.Command, args []string) error {
+			if id != "" {
+				if err := returns.ValidTaskID(id); err != nil {
+					return usageErr("--id: %v", err)
+				}
+			}
+			if chunk < 1 || chunk > 10_000 {
+				return usageErr("--chunk must be between 1 and 10000, not %d", chunk)
+			}
+			rows, fp, err := readDecisions(c.InOrStdin(), args[0])
+			if err != nil {
+				return err
+			}
+			svc, err := a.service(c.Context(), true)
+			if err != nil {
+				return ran(err)
+			}
+			finish := func() {}
+			if isTerminal(a.stderr) {
+				var set func(done int)
+				set, finish = progressBar(a.stderr, len(rows))
+				svc.OnBatchProgress(func(done, _ int) { set(done) })
+			}
+			v, err := svc.StartDecide(c.Context(), returns.DecideOptions{ID: id, User: a.user, Rows: rows, Fingerprint: fp, Chunk: chunk})
+			finish() // the bar is gone before the report is printed
+			if err != nil {
+				return ran(err)
+			}
+			rep, err := svc.ShowRows(c.Context(), v.Task, a.user)
+			if err != nil {
+				return ran(err)
+			}
+			return a.finishDecide(v, rep.Rows, exitStatus)
+		},
+	}
+	c.Flags().StringVar(&id, "id", "", "name the decide run (default: decide- and a hash of the user and the file)")
+	c.Flags().IntVar(&chunk, "chunk", returns.DefaultBatchChunk, "rows per checkpoint (one commit takes at most 100 rows, or the rows of half a second)")
+	c.Flags().BoolVar(&exitStatus, "exit-status", false, "exit by the run's outcome: 0 handled every row, 6 failed, 8 interrupted (docs/cli.md \"Exit codes\")")
+	return c
+}
+
+// readDecisions parses the decide file named by arg, or stdin for "-".
+func readDecisions(stdin io.Reader, arg string) ([]runs.BatchRow, string, error) {
+	if arg == "-" {
+		return returns.ParseDecisions(stdin)
+	}
+	f, err := os.Open(arg)
+	if err != nil {
+		return nil, "", usageErr("decide file: %v", err)
+	}
+	defer f.Close()
+	return returns.ParseDecisions(f)
+}
+
+// finishDecide prints a decide run's view with its rows (JSON), or its
+// card and the refused rows (text), and applies --exit-status as finish
+// does.
+func (a *app) finishDecide(v *returns.View, rows []returns.RowReport, exitStatus bool) error {
+	if a.output == "json" {
+		a.shown = v
+		if err := writeJSON(a.stdout, returns.DecideView{View: v, Rows: rows}); err != nil {
+			return err
+		}
+		if !exitStatus {
+			return nil
+		}
+		if code := outcomeCode(returns.OutcomeOf(v)); code != ExitOK {
+			return &outcomeExit{code: code, note: a.outcomeNote(v, code)}
+		}
+		return nil
+	}
+	if err := a.finish(v, exitStatus); err != nil {
+		return err
+	}
+	_, err := io.WriteString(a.stdout, refusedRows(rows, a.nextCommandPrefix(), v.Task))
+	return err
+}
+
+// refusedRows lists, for a person, the rows that were refused or whose
+// task failed (up to maxRefusedShown), and where to see them all.
+func refusedRows(rows []returns.RowReport, prog, task string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range rows {
+		if r.ErrorCode == "" {
+			continue
+		}
+		if n < maxRefusedShown {
+			fmt.Fprintf(&b, "  line %d  %s  %s: %s\n", r.Line, termSafe(r.Task), r.ErrorCode, termSafe(r.Error))
+		}
+		n++
+	}
+	if n == 0 {
+		return ""
+	}
+	head := fmt.Sprintf("%d row(s) not applied as asked:\n", n)
+	if n > maxRefusedShown {
+		b.WriteString(fmt.Sprintf("  … and %d more\n", n-maxRefusedShown))
+	}
+	return head + b.String() + fmt.Sprintf("All rows: %s show %s --rows\n", prog, shellQuote(task))
+}

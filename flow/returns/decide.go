@@ -1,0 +1,235 @@
+package returns
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/google/uuid"
+
+	"assistant/business"
+	"assistant/runs"
+)
+
+// A decide run (assistant decide) gives many waiting tasks their
+// decisions in bulk: each row of its file names a task, an action and,
+// optionally, the draft the decision is for. It is a batch task whose rows
+// are decisions (BatchState.Of RowsOfDecisions): the same graph walks its
+// rows in chunks, with the same group commits, checkpoints, stop, resume
+// and recover as a batch, and each row goes through the answer path of
+// `assistant resume` (Service.Resume's checks, the same outcomes).
+
+// Error codes of a refused row (runs.BatchRow.ErrorCode): the codes of the
+// JSON error object a single command would print for the same refusal
+// (docs/json.md), so a row reads as the command it stands for.
+const (
+	CodeInvalidInput = "invalid_input"
+	CodeConflict     = "conflict"
+	CodeNotFound     = "not_found"
+)
+
+// decidePrefix starts the input binding (task fingerprint) of a decide
+// run, as "batch:" starts a batch's: it tells what the rows are when the
+// run must be rebuilt from its record.
+const decidePrefix = "decide:"
+
+// decideSpec is a decide file's columns, found by name as a batch file's
+// (business.OpenTable); draft may be left out.
+var decideSpec = business.TableSpec{What: "decide file", Refused: "no decision was given", Columns: []business.Column{
+	{Name: "task", Aliases: []string{"task id"}, Required: true},
+	{Name: "action", Aliases: []string{"decision"}, Required: true},
+	{Name: "draft", Aliases: []string{"draft id"}},
+}}
+
+// ParseDecisions reads a decide CSV (columns task, action and optionally
+// draft, found by name) and validates every row: a valid task id, action
+// approve or cancel, a draft id that could be one. It returns the rows
+// (RowNo, Line, TaskID, Action, DraftID) and the file's fingerprint (hex,
+// the first 16 bytes of the SHA-256 of its bytes). A row that decides a
+// task an earlier row decides already is kept and marked duplicate_task
+// (it is reported, not applied). A bad file is ErrInvalid naming up to ten
+// bad lines; a file over MaxBatchFileBytes bytes or MaxBatchRows rows is
+// ErrInvalid (and business.ErrTooLarge). Nothing is decided from a refused
+// file.
+func ParseDecisions(r io.Reader) ([]runs.BatchRow, string, error) {
+	sum := sha256.New()
+	t, err := business.OpenTable(io.TeeReader(r, sum), decideSpec, MaxBatchFileBytes)
+	if err != nil {
+		return nil, "", batchReadError(err)
+	}
+	var (
+		bad  []string
+		rows []runs.BatchRow
+		n    int
+	)
+	for {
+		line, rec, err := t.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		var re *business.RowError
+		if errors.As(err, &re) {
+			n++
+			bad = append(bad, re.Error())
+			continue
+		}
+		if err != nil {
+			return nil, "", batchReadError(err)
+		}
+		n++
+		if n > MaxBatchRows {
+			return nil, "", fmt.Errorf("%w: decide file has more than %d rows (%w); split it into several files, no decision was given", ErrInvalid, MaxBatchRows, business.ErrTooLarge)
+		}
+		row := runs.BatchRow{RowNo: n, Line: line, TaskID: rec[0], Action: rec[1], DraftID: rec[2]}
+		if err := checkDecision(row); err != nil {
+			bad = append(bad, fmt.Sprintf("line %d: %v", line, err))
+			continue
+		}
+		rows = append(rows, row)
+	}
+	switch {
+	case n == 0:
+		return nil, "", fmt.Errorf("%w: decide file has no rows", ErrInvalid)
+	case len(bad) > 0:
+		return nil, "", fmt.Errorf("%w: decide file has bad rows, no decision was given: %s", ErrInvalid, joinBad(bad))
+	}
+	if _, err := io.Copy(io.Discard, io.TeeReader(r, sum)); err != nil {
+		return nil, "", fmt.Errorf("read decide file: %w", err)
+	}
+	rows = markDuplicates(rows, func(r runs.BatchRow) string { return r.TaskID }, OutcomeDuplicateTask, "task")
+	return rows, hex.EncodeToString(sum.Sum(nil)[:16]), nil
+}
+
+// checkDecision says what is wrong with a decide row's fields, nil when
+// nothing is: the rules of `assistant resume TASK --action A --draft D`.
+func checkDecision(row runs.BatchRow) error {
+	switch {
+	case ValidTaskID(row.TaskID) != nil:
+		return ValidTaskID(row.TaskID)
+	case row.Action == "":
+		return fmt.Errorf("task %s: the action is empty; write approve or cancel", row.TaskID)
+	case row.Action != ActionApprove && row.Action != ActionCancel:
+		return fmt.Errorf("task %s: the action must be approve or cancel, not %q", row.TaskID, row.Action)
+	case row.DraftID != "" && ValidTaskID(row.DraftID) != nil:
+		return fmt.Errorf("task %s: draft id %q is not one (no spaces, control characters, '/' or '\\', at most %d bytes)", row.TaskID, row.DraftID, MaxTaskIDBytes)
+	}
+	return nil
+}
+
+// joinBad names up to maxBadLines bad lines, and how many more there are.
+func joinBad(bad []string) string {
+	s := ""
+	for i, b := range bad {
+		if i == maxBadLines {
+			return s + fmt.Sprintf(" (and %d more)", len(bad)-maxBadLines)
+		}
+		if i > 0 {
+			s += "; "
+		}
+		s += b
+	}
+	return s
+}
+
+// DecideID is the id of the decide run of user's file with fingerprint fp
+// (ParseDecisions'): "decide-" and 16 hex digits of a hash of both. The
+// same file decided again by the same user is the same run, so a decide
+// killed part-way is finished by running it again, and a finished one
+// prints its report again instead of deciding anything twice.
+func DecideID(user, fp string) string {
+	return "decide-" + hashInput(user, fp)[:16]
+}
+
+// DecideOptions are the input of StartDecide.
+type DecideOptions struct {
+	// ID names the run; "" means DecideID(User, Fingerprint).
+	ID          string
+	User        string
+	Rows        []runs.BatchRow // from ParseDecisions
+	Fingerprint string          // of the file, from ParseDecisions
+	Chunk       int             // rows per checkpoint; 0 means DefaultBatchChunk
+}
+
+// StartDecide creates a decide run with its rows and runs it: each row's
+// decision is given to its task as `assistant resume TASK --action A
+// [--draft D]` by o.User would give it, many rows to a commit. A row the
+// answer path refuses is reported with the code the command would exit
+// with: invalid_input (a draft that is not the task's pending one, a task
+// that waits for a reason), conflict (a task that ended otherwise, one a
+// live process runs), not_found (an unknown task, or another user's: the
+// two read alike). Every decision, and the row's report, is durable
+// before the run's next checkpoint counts it, and the run's view is
+// returned once every row was handled. The same id with the same file
+// prints its progress; with another file it is ErrConflict.
+// Errors: ErrInvalid, ErrConflict, storage errors.
+func (s *Service) StartDecide(ctx context.Context, o DecideOptions) (*View, error) {
+	if o.ID == "" {
+		o.ID = DecideID(o.User, o.Fingerprint)
+	}
+	if err := ValidTaskID(o.ID); err != nil {
+		return nil, fmt.Errorf("%w: decide run id: %v", ErrInvalid, err)
+	}
+	return s.startRows(ctx, rowsTask{id: o.ID, user: o.User, fingerprint: decidePrefix + o.Fingerprint, rows: o.Rows, chunk: o.Chunk, of: RowsOfDecisions, idName: "--id"})
+}
+
+// decideRow gives the task of a decide row its decision, as user, through
+// the one answer path of resume (runner.answerAs: the user must own the
+// task or hold a grant from its owner; the answer is checked against the
+// task's head, the lease taken, the run continued), and returns what the
+// row came to: the task's stage after the answer (submitted, cancelled,
+// failed with its error code), or the refusal. A task that another live
+// process holds is runs.ErrBusy, for the caller to wait on; a storage
+// failure is an error.
+func (r *runner) decideRow(ctx context.Context, run, user string, row runs.BatchRow) (runs.RowOutcome, error) {
+	v, err := r.answerAs(ctx, ResumeOptions{Task: row.TaskID, User: user, Action: row.Action, DraftID: row.DraftID, DecisionID: rowDecisionID(run, row.RowNo)})
+	switch {
+	case err == nil:
+		return stageOutcome(row.RowNo, v.Stage, v.Error), nil
+	case errors.Is(err, runs.ErrBusy):
+		return runs.RowOutcome{}, err
+	case isRefusal(err):
+		return refusal(row.RowNo, err), nil
+	}
+	return runs.RowOutcome{}, err
+}
+
+// rowDecisionID is the id of the decision row rowNo of decide run run
+// gives: the same each time the row runs (a chunk whose business commit
+// landed and whose checkpoints did not runs again and answers the question
+// its head still asks), so the trail records it once. It has the form of
+// a new decision id: "dec_" and a UUID (version 5, of run and row).
+func rowDecisionID(run string, rowNo int) string {
+	return "dec_" + uuid.NewSHA1(uuid.NameSpaceURL, []byte("assistant:decide:"+run+":"+strconv.Itoa(rowNo))).String()
+}
+
+// isRefusal reports whether err refuses one row (bad input, a conflict, an
+// unknown task) rather than failing the run.
+func isRefusal(err error) bool {
+	return errors.Is(err, ErrInvalid) || errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound)
+}
+
+// ErrorCode is the code of the JSON error object for err (docs/json.md
+// "Errors"): invalid_input, conflict, not_found, or internal for anything
+// else (a storage failure).
+func ErrorCode(err error) string {
+	switch {
+	case errors.Is(err, ErrInvalid):
+		return CodeInvalidInput
+	case errors.Is(err, ErrNotFound):
+		return CodeNotFound
+	case errors.Is(err, ErrConflict), errors.Is(err, runs.ErrBusy):
+		return CodeConflict
+	}
+	return "internal"
+}
+
+// refusal is the outcome of row rowNo refused with err: the outcome and
+// the error code are err's code, the message err's.
+func refusal(rowNo int, err error) runs.RowOutcome {
+	code := ErrorCode(err)
+	return runs.RowOutcome{RowNo: rowNo, Outcome: code, ErrorCode: code, Error: err.Error()}
+}
