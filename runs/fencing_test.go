@@ -564,7 +564,7 @@ func TestBeginSteps(t *testing.T) {
 		mustCreateLeased(t, s, "return-25", holder)
 		mustRun(t, s, "return-25", []ran{{"lookup", StepDone, ""}, {"prepare", StepFailed, "boom"}})
 
-		seqs, err := s.BeginSteps(ctx, "return-25", held, []string{"prepare", "confirm", "notify"}, t1, 5)
+		seqs, err := s.BeginSteps(ctx, "return-25", Superstep{Holder: held, Nodes: []string{"prepare", "confirm", "notify"}, Now: t1, Max: 5})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -589,7 +589,7 @@ func TestBeginSteps(t *testing.T) {
 			{"lookup", StepFailed, MsgInterrupted},
 			{"lookup", StepWaiting, ""},
 		})
-		if _, err := s.BeginSteps(ctx, "return-25", held, []string{"lookup"}, t1, 5); err != nil {
+		if _, err := s.BeginSteps(ctx, "return-25", Superstep{Holder: held, Nodes: []string{"lookup"}, Now: t1, Max: 5}); err != nil {
 			t.Fatal(err)
 		}
 		if last := stepsOf(t, s, "return-25")[3]; last.Attempt != 4 || last.Seq != 4 {
@@ -600,7 +600,7 @@ func TestBeginSteps(t *testing.T) {
 	t.Run("NoNodesWritesNothing", func(t *testing.T) {
 		s, _ := newSeeded(t)
 		mustCreateLeased(t, s, "return-25", holder)
-		seqs, err := s.BeginSteps(ctx, "return-25", held, nil, t1, 5)
+		seqs, err := s.BeginSteps(ctx, "return-25", Superstep{Holder: held, Nodes: nil, Now: t1, Max: 5})
 		if err != nil || len(seqs) != 0 {
 			t.Errorf("BeginSteps = %v (%v), want no seqs", seqs, err)
 		}
@@ -679,7 +679,7 @@ func TestBeginSteps(t *testing.T) {
 			}
 			before := stepsOf(t, s, "return-25")
 
-			seqs, err := s.BeginSteps(ctx, "return-25", tt.holder, []string{"prepare", "confirm"}, t1, 5)
+			seqs, err := s.BeginSteps(ctx, "return-25", Superstep{Holder: tt.holder, Nodes: []string{"prepare", "confirm"}, Now: t1, Max: 5})
 
 			if !errors.Is(err, tt.wantErr) || !errors.Is(err, ErrConflict) {
 				t.Fatalf("BeginSteps: err = %v, want %v (an ErrConflict)", err, tt.wantErr)
@@ -702,7 +702,7 @@ func TestBeginSteps(t *testing.T) {
 
 	t.Run("UnknownTaskIsErrNotFound", func(t *testing.T) {
 		s, _ := newSeeded(t)
-		_, err := s.BeginSteps(ctx, "nope", held, []string{"lookup"}, t1, 5)
+		_, err := s.BeginSteps(ctx, "nope", Superstep{Holder: held, Nodes: []string{"lookup"}, Now: t1, Max: 5})
 		if !errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) {
 			t.Errorf("err = %v, want ErrNotFound only", err)
 		}
@@ -719,10 +719,10 @@ func TestBeginSteps(t *testing.T) {
 		mustCreateLeased(t, s, "b", o2)
 		err := desk.InTx(ctx, func(tx *business.Store) error {
 			rs := New(tx.Handle(), fixed(t0))
-			if _, err := rs.BeginSteps(ctx, "b", held, []string{"lookup"}, t1, 5); !errors.Is(err, ErrLeaseLost) {
+			if _, err := rs.BeginSteps(ctx, "b", Superstep{Holder: held, Nodes: []string{"lookup"}, Now: t1, Max: 5}); !errors.Is(err, ErrLeaseLost) {
 				t.Errorf("BeginSteps of b as o1: err = %v, want ErrLeaseLost", err)
 			}
-			_, err := rs.BeginSteps(ctx, "a", held, []string{"lookup"}, t1, 5)
+			_, err := rs.BeginSteps(ctx, "a", Superstep{Holder: held, Nodes: []string{"lookup"}, Now: t1, Max: 5})
 			return err
 		})
 		if err != nil {
@@ -800,7 +800,7 @@ func TestBeginStepsBoundsAttempts(t *testing.T) {
 			mustRun(t, s, "return-25", tt.past...)
 			before := stepsOf(t, s, "return-25")
 
-			seqs, err := s.BeginSteps(ctx, "return-25", held, []string{tt.node}, t1, tt.max)
+			seqs, err := s.BeginSteps(ctx, "return-25", Superstep{Holder: held, Nodes: []string{tt.node}, Now: t1, Max: tt.max})
 
 			if tt.wantAttempt == 0 {
 				var ae *AttemptsError
@@ -837,7 +837,7 @@ func TestBeginStepsBoundsAttempts(t *testing.T) {
 		mustRun(t, s, "return-25", repeat(5, "lookup", StepFailed, "boom"))
 		before := stepsOf(t, s, "return-25")
 
-		_, err := s.BeginSteps(ctx, "return-25", held, []string{"prepare", "lookup", "confirm"}, t1, 5)
+		_, err := s.BeginSteps(ctx, "return-25", Superstep{Holder: held, Nodes: []string{"prepare", "lookup", "confirm"}, Now: t1, Max: 5})
 
 		var ae *AttemptsError
 		if !errors.As(err, &ae) || ae.Node != "lookup" {
@@ -855,7 +855,7 @@ func TestBeginStepsBoundsAttempts(t *testing.T) {
 		mustCreateLeased(t, s, "return-25", holder)
 		mustRun(t, s, "return-25", repeat(5, "lookup", StepFailed, "boom"))
 		mustStop(t, s, "return-25")
-		_, err := s.BeginSteps(ctx, "return-25", held, []string{"lookup"}, t1, 5)
+		_, err := s.BeginSteps(ctx, "return-25", Superstep{Holder: held, Nodes: []string{"lookup"}, Now: t1, Max: 5})
 		if !errors.Is(err, ErrStopped) || errors.Is(err, ErrAttemptsExhausted) {
 			t.Errorf("err = %v, want ErrStopped only", err)
 		}
@@ -865,7 +865,7 @@ func TestBeginStepsBoundsAttempts(t *testing.T) {
 		s, _ := newSeeded(t)
 		mustCreateLeased(t, s, "return-25", holder)
 		for i := 1; i <= 5; i++ {
-			seqs, err := s.BeginSteps(ctx, "return-25", held, []string{"lookup"}, t1, 5)
+			seqs, err := s.BeginSteps(ctx, "return-25", Superstep{Holder: held, Nodes: []string{"lookup"}, Now: t1, Max: 5})
 			if err != nil {
 				t.Fatalf("try %d: %v", i, err)
 			}
@@ -876,7 +876,7 @@ func TestBeginStepsBoundsAttempts(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := s.BeginSteps(ctx, "return-25", held, []string{"lookup"}, t1, 5); !errors.Is(err, ErrAttemptsExhausted) {
+		if _, err := s.BeginSteps(ctx, "return-25", Superstep{Holder: held, Nodes: []string{"lookup"}, Now: t1, Max: 5}); !errors.Is(err, ErrAttemptsExhausted) {
 			t.Errorf("sixth try: err = %v, want ErrAttemptsExhausted", err)
 		}
 	})
@@ -944,11 +944,11 @@ func TestFailedSteps(t *testing.T) {
 			for _, node := range nodes {
 				n := got[node]
 				if n > 0 {
-					if _, err := s.BeginSteps(ctx, "return-25", held, []string{node}, t0, n); !errors.Is(err, ErrAttemptsExhausted) {
+					if _, err := s.BeginSteps(ctx, "return-25", Superstep{Holder: held, Nodes: []string{node}, Now: t0, Max: n}); !errors.Is(err, ErrAttemptsExhausted) {
 						t.Errorf("BeginSteps(%s, max %d): err = %v, want ErrAttemptsExhausted", node, n, err)
 					}
 				}
-				if _, err := s.BeginSteps(ctx, "return-25", held, []string{node}, t0, n+1); err != nil {
+				if _, err := s.BeginSteps(ctx, "return-25", Superstep{Holder: held, Nodes: []string{node}, Now: t0, Max: n + 1}); err != nil {
 					t.Errorf("BeginSteps(%s, max %d): %v", node, n+1, err)
 				}
 			}
@@ -996,7 +996,7 @@ func TestFencingOnAClosedFile(t *testing.T) {
 		call func(s *Store) error
 	}{
 		{"BeginSteps", func(s *Store) error {
-			_, err := s.BeginSteps(ctx, "return-25", atEpoch(holder, 1), []string{"lookup"}, t0, 5)
+			_, err := s.BeginSteps(ctx, "return-25", Superstep{Holder: atEpoch(holder, 1), Nodes: []string{"lookup"}, Now: t0, Max: 5})
 			return err
 		}},
 		{"FailedSteps", func(s *Store) error { _, err := s.FailedSteps(ctx, "return-25"); return err }},

@@ -187,10 +187,15 @@ func (s *Store) RenewLease(ctx context.Context, taskID, owner string, until time
 // is no longer running (an operator stopped it, or it ended); ErrNotFound
 // when it is gone.
 func (s *Store) whyNotHeld(ctx context.Context, taskID, owner string, epoch int64) error {
+	return whyNotHeld(ctx, s.h.Q(), taskID, owner, epoch)
+}
+
+// whyNotHeld is Store.whyNotHeld read on q (a transaction under way).
+func whyNotHeld(ctx context.Context, q sqlitedb.Querier, taskID, owner string, epoch int64) error {
 	var cur sql.NullString
 	var status string
 	var curEpoch int64
-	err := s.h.Q().QueryRowContext(ctx, `SELECT lease_owner, status, lease_epoch FROM tasks WHERE task_id = ?`, taskID).Scan(&cur, &status, &curEpoch)
+	err := q.QueryRowContext(ctx, `SELECT lease_owner, status, lease_epoch FROM tasks WHERE task_id = ?`, taskID).Scan(&cur, &status, &curEpoch)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("task %s: %w", taskID, ErrNotFound)
@@ -202,42 +207,90 @@ func (s *Store) whyNotHeld(ctx context.Context, taskID, owner string, epoch int6
 	return fmt.Errorf("task %s is %s, not running: %w", taskID, status, ErrStopped)
 }
 
-// ReleaseLease records the run's final status and stage and gives the lease
-// up, only while owner holds it. A task an operator stopped keeps its
-// interrupted status whatever status is given (a stop is final for the run
-// it stopped; see releaseLeaseSQL); its stage still follows the head.
-// ErrConflict: owner lost the lease.
-func (s *Store) ReleaseLease(ctx context.Context, taskID, owner, status, stage string) error {
-	if err := rowsChanged(s.h.Q().ExecContext(ctx, releaseLeaseSQL, status, stage, formatTime(s.now()), taskID, owner)); err != nil {
+// Release is how a run ends its hold on a task (Store.Release).
+type Release struct {
+	// Owner holds the lease; every write is guarded by it.
+	Owner string
+	// Status and Stage are what the run reached. A task an operator
+	// stopped keeps its interrupted status whatever Status says (a stop is
+	// final for the run it stopped; see releaseLeaseSQL); its stage still
+	// follows the head.
+	Status, Stage string
+	// Ended are the run's steps whose ends were kept for this commit
+	// (StepEnd).
+	Ended []StepEnd
+	// Keep records status and stage but keeps the lease (ReleaseLeases
+	// lets go of it later).
+	Keep bool
+	// Durable commits durably against power loss, together with every
+	// earlier commit to the file (as Sync, in the same commit): the last
+	// business write of a command.
+	Durable bool
+}
+
+// Release records the run's final status and stage and the ends of its last
+// steps, and gives the lease up (unless r.Keep), in one commit, only while
+// r.Owner holds the lease. ErrConflict: the owner lost the lease; nothing
+// is written then.
+func (s *Store) Release(ctx context.Context, taskID string, r Release) error {
+	query, args := releaseLeaseSQL, []any{r.Status, r.Stage, formatTime(s.now()), taskID, r.Owner}
+	if r.Keep {
+		query = recordProgressSQL
+	}
+	write := func(q sqlitedb.Querier) error {
+		if err := rowsChanged(q.ExecContext(ctx, query, args...)); err != nil {
+			return err
+		}
+		return endSteps(ctx, q, taskID, r.Ended)
+	}
+	var err error
+	switch {
+	case r.Durable:
+		err = s.h.Durable(ctx, write)
+	case len(r.Ended) == 0:
+		err = write(s.h.Q())
+	default:
+		var tx *sqlitedb.Txn
+		if tx, err = s.h.Begin(ctx); err == nil {
+			defer tx.Rollback()
+			if err = write(tx); err == nil {
+				err = tx.Commit()
+			}
+		}
+	}
+	if err != nil {
+		if r.Keep {
+			return fmt.Errorf("record progress of task %s: %w", taskID, err)
+		}
 		return fmt.Errorf("release lease of task %s: %w", taskID, err)
 	}
 	return nil
+}
+
+// ReleaseLease records the run's final status and stage and gives the lease
+// up, only while owner holds it (Release). ErrConflict: owner lost the
+// lease.
+func (s *Store) ReleaseLease(ctx context.Context, taskID, owner, status, stage string) error {
+	return s.Release(ctx, taskID, Release{Owner: owner, Status: status, Stage: stage})
 }
 
 // ReleaseLeaseSync is ReleaseLease committed durably against power loss,
 // together with every earlier commit (as Sync, in the same commit): the last
 // business write of a command.
 func (s *Store) ReleaseLeaseSync(ctx context.Context, taskID, owner, status, stage string) error {
-	err := s.h.Durable(ctx, func(tx sqlitedb.Querier) error {
-		return rowsChanged(tx.ExecContext(ctx, releaseLeaseSQL, status, stage, formatTime(s.now()), taskID, owner))
-	})
-	if err != nil {
-		return fmt.Errorf("release lease of task %s: %w", taskID, err)
-	}
-	return nil
+	return s.Release(ctx, taskID, Release{Owner: owner, Status: status, Stage: stage, Durable: true})
 }
 
 // RecordProgress records the run's status and stage while owner keeps the
 // lease (ReleaseLeases lets go of it later). ErrConflict: owner does not
 // hold the lease.
 func (s *Store) RecordProgress(ctx context.Context, taskID, owner, status, stage string) error {
-	if err := rowsChanged(s.h.Q().ExecContext(ctx,
-		`UPDATE tasks SET status = `+keepInterrupted+`, stage = ?, updated_at = ? WHERE task_id = ? AND lease_owner = ?`,
-		status, stage, formatTime(s.now()), taskID, owner)); err != nil {
-		return fmt.Errorf("record progress of task %s: %w", taskID, err)
-	}
-	return nil
+	return s.Release(ctx, taskID, Release{Owner: owner, Status: status, Stage: stage, Keep: true})
 }
+
+// recordProgressSQL records the run's status and stage while its holder
+// keeps the lease; the arguments are releaseLeaseSQL's.
+const recordProgressSQL = `UPDATE tasks SET status = ` + keepInterrupted + `, stage = ?, updated_at = ? WHERE task_id = ? AND lease_owner = ?`
 
 // ReleaseLeases gives up owner's leases of the tasks taskIDs, in one
 // statement, keeping their status; tasks owner does not hold are left as

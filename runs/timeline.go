@@ -5,7 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
+
+	"assistant/internal/sqlitedb"
 )
 
 // Timeline step statuses (steps.status).
@@ -206,49 +209,97 @@ func (e *AttemptsError) Error() string {
 // Is makes errors.Is(err, ErrAttemptsExhausted) true.
 func (e *AttemptsError) Is(target error) bool { return target == ErrAttemptsExhausted }
 
-// BeginSteps records the start of a superstep's tasks, one running step per
-// node of nodes, on taskID's timeline, in one transaction guarded by the
-// holder's lease: the task must be running and held by holder.Owner at
-// holder.Epoch. Each step's attempt is one more than the steps its node has
-// had; when max > 0 and the node has failed max times in a row already
-// (failed steps since its last finished one, an operator's stop excepted),
-// nothing is written and a *AttemptsError is returned. It returns the new steps' seqs
-// in the order of nodes. Errors: ErrStopped (an operator stopped the task),
-// ErrLeaseLost (another process holds it), *AttemptsError, ErrNotFound.
-func (s *Store) BeginSteps(ctx context.Context, taskID string, holder Lease, nodes []string, now time.Time, max int) ([]int, error) {
+// StepEnd is how a running step ended, kept by its run until the run's
+// next bookkeeping commit (BeginSteps of the superstep after, or the
+// release) records it with that commit's own writes.
+type StepEnd struct {
+	Seq    int       // the step's seq
+	Status string    // StepDone, StepWaiting or StepFailed
+	Error  string    // the failure's message; "" otherwise
+	At     time.Time // when the step ended
+}
+
+// Superstep is one superstep of a run held under a lease, for BeginSteps.
+type Superstep struct {
+	// Holder must hold the task running: lease_owner Holder.Owner at
+	// fencing epoch Holder.Epoch.
+	Holder Lease
+	// Renew, when not zero, is the lease's new expiry: the holder renews
+	// its lease with the superstep when a renewal is due (as its heartbeat
+	// does), and leaves the row unwritten otherwise.
+	Renew time.Time
+	// Ended are the steps of the run's superstep before, ended since.
+	Ended []StepEnd
+	// Nodes get one running step each, in this order.
+	Nodes []string
+	// Now is when the new steps start.
+	Now time.Time
+	// Max, when > 0, is how many times in a row a node may fail before it
+	// is refused (*AttemptsError).
+	Max int
+}
+
+// sqlHeld is BeginSteps' guard without a renewal: the task must be running
+// and held by the holder at its epoch (the status check and the fencing
+// check). A read: it dirties no page.
+const sqlHeld = `SELECT count(*) FROM tasks WHERE task_id = ? AND status = 'running' AND lease_owner = ? AND lease_epoch = ?`
+
+// sqlHeldRenew is the guard that also renews the lease, in one statement.
+const sqlHeldRenew = `UPDATE tasks SET lease_until = ?
+	WHERE task_id = ? AND status = 'running' AND lease_owner = ? AND lease_epoch = ?`
+
+// sqlEndStep records how a running step ended; a step no longer running
+// (ended by a takeover) is left as it is.
+const sqlEndStep = `UPDATE steps SET status = ?, error = ?, ended_at = ? WHERE task_id = ? AND seq = ? AND status = ?`
+
+// sqlBeginStep appends a running step of node ?2 to task ?1's timeline,
+// started at ?3, with its attempt one more than the node's steps so far,
+// unless ?4 > 0 and the node has failed ?4 times in a row (failed or left
+// running since its last finished step; an operator's stop, error ?5, does
+// not count): then it inserts nothing and returns no row.
+const sqlBeginStep = `INSERT INTO steps (task_id, seq, node, attempt, status, started_at)
+	SELECT ?1, (SELECT coalesce(max(seq), 0) + 1 FROM steps WHERE task_id = ?1), ?2,
+	  1 + (SELECT count(*) FROM steps WHERE task_id = ?1 AND node = ?2), 'running', ?3
+	WHERE ?4 <= 0 OR (SELECT count(*) FROM steps f WHERE f.task_id = ?1 AND f.node = ?2
+	  AND f.status IN ('failed', 'running') AND f.error <> ?5
+	  AND f.seq > coalesce((SELECT max(d.seq) FROM steps d WHERE d.task_id = ?1 AND d.node = ?2 AND d.status IN ('done', 'waiting')), 0)) < ?4
+	RETURNING seq`
+
+// BeginSteps is the bookkeeping of one superstep of a held run, in one
+// transaction: it checks that the task is still running and held by
+// st.Holder at its epoch (renewing the lease to st.Renew in the same
+// guarded update when st.Renew is set), records
+// how the steps of st.Ended ended, and appends one running step per node of
+// st.Nodes. Each new step's attempt is one more than the steps its node has
+// had; when st.Max > 0 and the node has failed st.Max times in a row
+// already (failed steps since its last finished one, an operator's stop
+// excepted), nothing at all is written and a *AttemptsError is returned.
+// It returns the new steps' seqs in the order of st.Nodes. Errors:
+// ErrStopped (an operator stopped the task), ErrLeaseLost (another process
+// holds it), *AttemptsError, ErrNotFound; on any error nothing is written.
+func (s *Store) BeginSteps(ctx context.Context, taskID string, st Superstep) ([]int, error) {
 	tx, err := s.h.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("begin steps of task %s: %w", taskID, err)
 	}
 	defer tx.Rollback()
-	var ok int
-	err = tx.QueryRowContext(ctx,
-		`SELECT count(*) FROM tasks WHERE task_id = ? AND status = 'running' AND lease_owner = ? AND lease_epoch = ?`,
-		taskID, holder.Owner, holder.Epoch).Scan(&ok)
-	if err != nil {
+	if err := holds(ctx, tx, taskID, st.Holder, st.Renew); errors.Is(err, ErrConflict) {
+		return nil, whyNotHeld(ctx, tx, taskID, st.Holder.Owner, st.Holder.Epoch)
+	} else if err != nil {
 		return nil, fmt.Errorf("begin steps of task %s: %w", taskID, err)
 	}
-	if ok == 0 {
-		return nil, s.whyNotHeld(ctx, taskID, holder.Owner, holder.Epoch)
+	if err := endSteps(ctx, tx, taskID, st.Ended); err != nil {
+		return nil, err
 	}
-	seqs := make([]int, 0, len(nodes))
-	for _, node := range nodes {
-		var attempts, failed int
-		if err := tx.QueryRowContext(ctx,
-			`SELECT count(*), count(*) FILTER (WHERE status IN (?, ?) AND error <> ? AND seq > coalesce(
-			   (SELECT max(seq) FROM steps WHERE task_id = ?4 AND node = ?5 AND status IN (?6, ?7)), 0))
-			 FROM steps WHERE task_id = ?4 AND node = ?5`,
-			StepFailed, StepRunning, MsgInterrupted, taskID, node, StepDone, StepWaiting).Scan(&attempts, &failed); err != nil {
-			return nil, fmt.Errorf("begin steps of task %s: %w", taskID, err)
-		}
-		if max > 0 && failed >= max {
-			return nil, &AttemptsError{Task: taskID, Node: node, Max: max}
-		}
+	seqs := make([]int, 0, len(st.Nodes))
+	now := formatTime(st.Now)
+	for _, node := range st.Nodes {
 		var seq int
-		if err := tx.QueryRowContext(ctx,
-			`INSERT INTO steps (task_id, seq, node, attempt, status, started_at)
-			 SELECT ?1, coalesce(max(seq), 0) + 1, ?2, ?3, ?4, ?5 FROM steps WHERE task_id = ?1
-			 RETURNING seq`, taskID, node, attempts+1, StepRunning, formatTime(now)).Scan(&seq); err != nil {
+		err := tx.QueryRowContext(ctx, sqlBeginStep, taskID, node, now, st.Max, MsgInterrupted).Scan(&seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, &AttemptsError{Task: taskID, Node: node, Max: st.Max}
+		}
+		if err != nil {
 			return nil, fmt.Errorf("begin steps of task %s: %w", taskID, err)
 		}
 		seqs = append(seqs, seq)
@@ -257,6 +308,128 @@ func (s *Store) BeginSteps(ctx context.Context, taskID string, holder Lease, nod
 		return nil, fmt.Errorf("begin steps of task %s: %w", taskID, err)
 	}
 	return seqs, nil
+}
+
+// holds checks on q that holder holds the task running at its epoch,
+// renewing the lease to renew when it is not zero. ErrConflict: it does not.
+func holds(ctx context.Context, q sqlitedb.Querier, taskID string, holder Lease, renew time.Time) error {
+	if !renew.IsZero() {
+		return rowsChanged(q.ExecContext(ctx, sqlHeldRenew, formatTime(renew), taskID, holder.Owner, holder.Epoch))
+	}
+	var n int
+	if err := q.QueryRowContext(ctx, sqlHeld, taskID, holder.Owner, holder.Epoch).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return ErrConflict
+	}
+	return nil
+}
+
+// endSteps records the ends of steps of taskID on q.
+func endSteps(ctx context.Context, q sqlitedb.Querier, taskID string, ended []StepEnd) error {
+	for _, e := range ended {
+		if _, err := q.ExecContext(ctx, sqlEndStep, e.Status, e.Error, formatTime(e.At), taskID, e.Seq, StepRunning); err != nil {
+			return fmt.Errorf("end step %d of task %s: %w", e.Seq, taskID, err)
+		}
+	}
+	return nil
+}
+
+// EndSteps records how the steps ended (StepEnd) on the task's timeline,
+// in one commit; a step no longer running is left as it is.
+func (s *Store) EndSteps(ctx context.Context, taskID string, ended []StepEnd) error {
+	if len(ended) == 0 {
+		return nil
+	}
+	tx, err := s.h.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("end steps of task %s: %w", taskID, err)
+	}
+	defer tx.Rollback()
+	if err := endSteps(ctx, tx, taskID, ended); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Settlement is how the steps a former holder left running ended, as its
+// checkpoints tell (the holder records a step's end in its commit after
+// the checkpoint that holds the step's work, so a holder that died between
+// the two left finished steps running).
+type Settlement struct {
+	// Finished are the nodes whose updates the head checkpoint, written at
+	// FinishedAt, was made of: their steps that started before FinishedAt
+	// ended done then.
+	Finished   []string
+	FinishedAt time.Time
+	// Saved are the nodes whose updates are saved against the head (a
+	// superstep of several tasks): their running steps ended done.
+	Saved []string
+	// Asked are the nodes whose questions are saved against the head and
+	// not answered: their running steps ended waiting.
+	Asked []string
+}
+
+// Ended returns how the step st ended by the settlement: StepDone or
+// StepWaiting, when (FinishedAt for a finished node's step; zero when the
+// checkpoints do not tell), and true; false for a step the settlement does
+// not end (not running, or cut short by the holder's end).
+func (h Settlement) Ended(st TimelineStep) (string, time.Time, bool) {
+	switch {
+	case st.Status != StepRunning:
+		return "", time.Time{}, false
+	case slices.Contains(h.Asked, st.Node):
+		return StepWaiting, time.Time{}, true
+	case slices.Contains(h.Saved, st.Node):
+		return StepDone, time.Time{}, true
+	case slices.Contains(h.Finished, st.Node) && st.StartedAt.Before(h.FinishedAt):
+		return StepDone, h.FinishedAt, true
+	}
+	return "", time.Time{}, false
+}
+
+// SettleRunningSteps ends every step of the task still running, as the
+// process that took the task over finds them, in one commit: those that
+// how ends (Settlement.Ended) with that status, at how.FinishedAt for a
+// finished one and at now for the others; every other one failed with msg
+// at now. It returns how many it marked failed.
+func (s *Store) SettleRunningSteps(ctx context.Context, taskID string, how Settlement, msg string, now time.Time) (int, error) {
+	tx, err := s.h.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("settle running steps of task %s: %w", taskID, err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT `+stepColumns+` FROM steps WHERE task_id = ? AND status = ?`, taskID, StepRunning)
+	if err != nil {
+		return 0, fmt.Errorf("settle running steps of task %s: %w", taskID, err)
+	}
+	var ends []StepEnd
+	failed := 0
+	for rows.Next() {
+		st, err := scanStep(taskID, rows)
+		if err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("settle running steps of task %s: %w", taskID, err)
+		}
+		end := StepEnd{Seq: st.Seq, Status: StepFailed, Error: msg, At: now}
+		if status, at, ok := how.Ended(st); ok {
+			end.Status, end.Error = status, ""
+			if !at.IsZero() {
+				end.At = at
+			}
+		} else {
+			failed++
+		}
+		ends = append(ends, end)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return 0, fmt.Errorf("settle running steps of task %s: %w", taskID, err)
+	}
+	if err := endSteps(ctx, tx, taskID, ends); err != nil {
+		return 0, err
+	}
+	return failed, tx.Commit()
 }
 
 // FailedSteps returns, per node, how many of the task's steps failed (an

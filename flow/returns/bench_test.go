@@ -19,15 +19,23 @@ import (
 )
 
 // commits counts committed write transactions on every SQLite connection of
-// this test binary. At synchronous=NORMAL in WAL mode a commit does not
-// fsync; the durable ones are counted by sqlitedb.Syncs (scripts/bench.sh
-// also counts the fsync system calls themselves with strace).
-var commits atomic.Int64
+// this test binary, businessCommits those to a business.sqlite. At
+// synchronous=NORMAL in WAL mode a commit does not fsync; the durable ones
+// are counted by sqlitedb.Syncs (scripts/bench.sh also counts the fsync
+// system calls themselves with strace).
+var commits, businessCommits atomic.Int64
 
 func init() {
-	sqlite.RegisterConnectionHook(func(conn sqlite.ExecQuerierContext, _ string) error {
+	sqlite.RegisterConnectionHook(func(conn sqlite.ExecQuerierContext, dsn string) error {
+		business := strings.Contains(dsn, returns.BusinessFile)
 		if h, ok := conn.(sqlite.HookRegisterer); ok {
-			h.RegisterCommitHook(func() int32 { commits.Add(1); return 0 })
+			h.RegisterCommitHook(func() int32 {
+				commits.Add(1)
+				if business {
+					businessCommits.Add(1)
+				}
+				return 0
+			})
 		}
 		return nil
 	})

@@ -50,6 +50,8 @@ func (r *runner) drive(ctx context.Context, t runs.TaskRecord, d driven) (*View,
 	defer r.holds.Delete(t.ID)
 	rec, recovering := r.recoveries.LoadAndDelete(t.ID)
 	cause, runErr := r.runWithHeartbeat(ctx, t.ID, d.do)
+	// The ends of the run's last steps, for its last commit to record.
+	ended := r.steps.take(t.ID)
 	bg := context.WithoutCancel(ctx)
 	if errors.Is(cause, errLeaseLost) || errors.Is(runErr, runs.ErrLeaseLost) || errors.Is(runErr, flow.ErrFenced) {
 		return nil, fmt.Errorf("task %s: lease lost: another process took it over while this one ran it, and nothing more of this run was written; run `assistant show %s`: %w", t.ID, t.ID, ErrConflict)
@@ -62,19 +64,19 @@ func (r *runner) drive(ctx context.Context, t runs.TaskRecord, d driven) (*View,
 	}
 	v, err := d.view(bg)
 	if err != nil {
-		return nil, r.unreadable(bg, t, runErr, err)
+		return nil, r.unreadable(bg, t, ended, runErr, err)
 	}
 	if stopped(cause, runErr, v) {
 		// The last checkpoint is the resume point.
-		if err := r.recordInterrupted(bg, t.ID, v); err != nil {
+		if err := r.recordInterrupted(bg, t.ID, v, ended); err != nil {
 			return nil, err
 		}
-		v.Status, runErr = StatusInterrupted, nil
+		v.Status, runErr, ended = StatusInterrupted, nil, nil
 	}
 	// On a failed run (storage, a conflict, an answer that no longer fits)
 	// the status is what the head shows, so resume or recover can continue
 	// a run left part-way.
-	if err := r.release(bg, t.ID, v); err != nil && runErr == nil {
+	if err := r.release(bg, t.ID, v, ended); err != nil && runErr == nil {
 		return nil, fmt.Errorf("record progress of %s: %w", t.ID, err)
 	}
 	if recovering {
@@ -108,14 +110,15 @@ func guardStop(err error) (Failure, bool) {
 // unreadable ends a run whose head cannot be read: it lets go of the lease
 // and leaves the task running, so recover can try again, unless the head's
 // state no longer decodes with this build (a guard stop): then the task
-// ends failed, and recover leaves it (history shows the stored state).
-func (r *runner) unreadable(ctx context.Context, t runs.TaskRecord, runErr, err error) error {
+// ends failed, and recover leaves it (history shows the stored state). The
+// ends of the run's last steps are recorded with it.
+func (r *runner) unreadable(ctx context.Context, t runs.TaskRecord, ended []runs.StepEnd, runErr, err error) error {
 	status, stage := StatusRunning, t.Stage
 	var de *flow.StateDecodeError
 	if errors.As(err, &de) {
 		status, stage = StatusFailed, StageFailed
 	}
-	_ = r.runs.ReleaseLeaseSync(ctx, t.ID, r.svc.me.owner, status, stage)
+	_ = r.runs.Release(ctx, t.ID, runs.Release{Owner: r.svc.me.owner, Status: status, Stage: stage, Ended: ended, Durable: true})
 	if runErr == nil {
 		return err
 	}
@@ -149,11 +152,15 @@ func (r *runner) runWithHeartbeat(ctx context.Context, task string, fn func(cont
 	return cause, err
 }
 
-// recordInterrupted closes the timeline of a stopped run: its running step
-// failed, or, stopped between two supersteps, the step that was due
-// recorded as not completed, so the timeline shows where the run stopped.
-func (r *runner) recordInterrupted(ctx context.Context, task string, v *View) error {
+// recordInterrupted closes the timeline of a stopped run: the ends of its
+// steps that ended (ended), then its running step failed, or, stopped
+// between two supersteps, the step that was due recorded as not completed,
+// so the timeline shows where the run stopped.
+func (r *runner) recordInterrupted(ctx context.Context, task string, v *View, ended []runs.StepEnd) error {
 	now := r.svc.now().UTC()
+	if err := r.runs.EndSteps(ctx, task, ended); err != nil {
+		return err
+	}
 	n, err := r.runs.FailRunningSteps(ctx, task, msgInterrupted, now)
 	if err != nil || n > 0 || len(v.Next) == 0 || r.endedInterrupted(ctx, task) {
 		return err
@@ -161,8 +168,9 @@ func (r *runner) recordInterrupted(ctx context.Context, task string, v *View) er
 	return r.runs.InterruptedStep(ctx, task, v.Next[0], msgInterrupted, now)
 }
 
-// release records the run's status and stage and ends its hold on the task
-// the policy's way.
+// release records the run's status and stage, and the ends of its last
+// steps (ended), and ends its hold on the task the policy's way, in one
+// commit.
 //
 // The run's business commits (lease, timeline, task record) were made at
 // synchronous=NORMAL; a command's durable release is its one durable commit
@@ -171,20 +179,20 @@ func (r *runner) recordInterrupted(ctx context.Context, task string, v *View) er
 // this, so the task record is never durable ahead of its head. A batch's row
 // reports to nobody: its chunk commits durably once, and the batch when it
 // ends.
-func (r *runner) release(ctx context.Context, task string, v *View) error {
-	owner := r.svc.me.owner
-	var err error
+func (r *runner) release(ctx context.Context, task string, v *View, ended []runs.StepEnd) error {
+	rel := runs.Release{Owner: r.svc.me.owner, Status: v.Status, Stage: v.Stage, Ended: ended}
 	switch r.policy.release {
 	case keepLease:
-		if err = r.runs.RecordProgress(ctx, task, owner, v.Status, v.Stage); err == nil {
-			r.held = append(r.held, task)
-		}
-	case releaseLazy:
-		err = r.runs.ReleaseLease(ctx, task, owner, v.Status, v.Stage)
-	default:
-		if err = r.runs.ReleaseLeaseSync(ctx, task, owner, v.Status, v.Stage); err != nil {
-			_ = r.runs.Sync(ctx) // the lease was lost: still sync what this run wrote
-		}
+		rel.Keep = true
+	case releaseDurable:
+		rel.Durable = true
+	}
+	err := r.runs.Release(ctx, task, rel)
+	switch {
+	case err == nil && rel.Keep:
+		r.held = append(r.held, task)
+	case err != nil && rel.Durable:
+		_ = r.runs.Sync(ctx) // the lease was lost: still sync what this run wrote
 	}
 	return err
 }

@@ -127,7 +127,13 @@ func (r *runner) acquire(ctx context.Context, t *runs.TaskRecord) error {
 	case err != nil:
 		return err
 	}
-	r.beginRecovery(ctx, *t, got.PrevStatus, now)
+	var head *flow.Checkpoint
+	if got.PrevStatus == StatusRunning || got.PrevStatus == StatusInterrupted {
+		// What the former holder's checkpoints hold settles the steps it
+		// left running; nil when the run has none (or it cannot be read).
+		head, _ = r.cps.Get(ctx, t.ID, "")
+	}
+	r.beginRecovery(ctx, *t, got.PrevStatus, head, now)
 	l.Epoch = got.Epoch
 	t.Status, t.Lease = StatusRunning, l
 	if got.TookOver && got.Epoch != fenced {
@@ -144,8 +150,49 @@ func (r *runner) acquire(ctx context.Context, t *runs.TaskRecord) error {
 	if got.PrevStatus == StatusInterrupted {
 		msg = msgInterrupted
 	}
-	_, err = r.runs.FailRunningSteps(ctx, t.ID, msg, now)
+	_, err = r.runs.SettleRunningSteps(ctx, t.ID, settlement(head), msg, now)
 	return err
+}
+
+// settlement is how the steps a former holder left running ended, as its
+// head checkpoint tells (runs.Settlement): the holder records a step's end
+// in its commit after the checkpoint that holds the step's work, so a
+// holder that died between the two left finished steps running. A step of
+// a node whose update made the head (and that started before the head was
+// written) ended done; one whose update or unanswered question is saved
+// against the head ended done or waiting. head nil settles nothing.
+func settlement(head *flow.Checkpoint) runs.Settlement {
+	var how runs.Settlement
+	if head == nil {
+		return how
+	}
+	if head.Metadata.Source == flow.SourceLoop {
+		for node := range head.Metadata.Writes {
+			how.Finished = append(how.Finished, node)
+		}
+		how.FinishedAt = head.CreatedAt
+	}
+	type question struct {
+		task string
+		idx  int
+	}
+	answered := map[question]bool{}
+	for _, w := range head.PendingWrites {
+		if w.Kind == flow.WriteResume {
+			answered[question{w.TaskID, w.Idx}] = true
+		}
+	}
+	for _, w := range head.PendingWrites {
+		switch w.Kind {
+		case flow.WriteUpdate:
+			how.Saved = append(how.Saved, w.Node)
+		case flow.WriteInterrupt, flow.WriteSubgraphInterrupt:
+			if !answered[question{w.TaskID, w.Idx}] {
+				how.Asked = append(how.Asked, w.Node)
+			}
+		}
+	}
+	return how
 }
 
 // fenceBeforeTakeover raises the thread's fence to the epoch a takeover of
@@ -214,8 +261,16 @@ func (r *runner) heartbeat(ctx context.Context, task string, done <-chan struct{
 		case <-done:
 			return
 		case <-tick.C:
-			err := r.runs.RenewLease(ctx, task, r.svc.me.owner, r.svc.now().UTC().Add(DefaultLeaseTTL))
+			until := r.svc.now().UTC().Add(DefaultLeaseTTL)
+			err := r.runs.RenewLease(ctx, task, r.svc.me.owner, until)
 			switch {
+			case err == nil:
+				// The run's supersteps renew it next when it is due again.
+				if v, ok := r.holds.Load(task); ok {
+					l := v.(runs.Lease)
+					l.Until = until
+					r.holds.Store(task, l)
+				}
 			case errors.Is(err, runs.ErrLeaseLost):
 				cancel(errLeaseLost)
 				return

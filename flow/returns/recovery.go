@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"assistant/flow"
 	"assistant/runs"
 )
 
@@ -45,8 +46,9 @@ type recovery struct {
 // beginRecovery notes, when the task was left running by a holder that is
 // gone (prev is the status AcquireLease found), what the recovery starts
 // from; drive reports it in the View. It reads the timeline as the crash
-// left it (before acquire marks its running steps failed).
-func (r *runner) beginRecovery(ctx context.Context, t runs.TaskRecord, prev string, now time.Time) {
+// left it (before acquire settles its running steps), with the steps that
+// head shows finished (settlement) taken as ended when head was written.
+func (r *runner) beginRecovery(ctx context.Context, t runs.TaskRecord, prev string, head *flow.Checkpoint, now time.Time) {
 	if prev != StatusRunning || r.policy.release == keepLease {
 		return
 	}
@@ -58,8 +60,14 @@ func (r *runner) beginRecovery(ctx context.Context, t runs.TaskRecord, prev stri
 	if !t.Lease.Until.IsZero() {
 		rec.lastSeen = t.Lease.Until.Add(-DefaultLeaseTTL)
 	}
-	if head, err := r.cps.Get(ctx, t.ID, ""); err == nil && head != nil {
+	if head != nil {
 		rec.headAt = head.CreatedAt
+		how := settlement(head)
+		for i, st := range rec.before {
+			if status, _, ok := how.Ended(st); ok {
+				rec.before[i].Status, rec.before[i].EndedAt = status, head.CreatedAt
+			}
+		}
 	}
 	r.recoveries.Store(t.ID, rec)
 }

@@ -117,13 +117,35 @@ func (s *Service) chunkRunner(desk *business.Store, cps flow.Checkpointer) (*run
 // beforeStep is the check before each superstep of a run (flow.Options.
 // BeforeStep): for a run driven under a lease (drive), the task must still
 // be running and held by this run, and no node of the superstep may have
-// failed MaxAttempts times; the superstep's steps are recorded in the same
-// transaction. An operator stop or a takeover thus ends a run before its
-// next step, whatever its heartbeat has seen.
+// failed MaxAttempts times; in the same transaction the lease is renewed
+// when a renewal is due (renewal), the steps of the superstep before are recorded ended and the
+// superstep's steps started: one business commit per superstep. An
+// operator stop or a takeover thus ends a run before its next step,
+// whatever its heartbeat has seen.
 func (r *runner) beforeStep(ctx context.Context, ev flow.StepEvent) error {
 	v, ok := r.holds.Load(ev.ThreadID)
 	if !ok {
 		return nil
 	}
-	return r.steps.begin(ctx, ev, v.(runs.Lease), r.svc.maxAttempts)
+	l := v.(runs.Lease)
+	renew := r.renewal(l)
+	if err := r.steps.begin(ctx, ev, l, renew, r.svc.maxAttempts); err != nil {
+		return err
+	}
+	if !renew.IsZero() {
+		l.Until = renew
+		r.holds.Store(ev.ThreadID, l)
+	}
+	return nil
+}
+
+// renewal is the expiry to renew the lease l to with a superstep: zero
+// (no write) while l lasts longer than a renewal would leave it less one
+// heartbeat, now + the policy's lease TTL once it does not.
+func (r *runner) renewal(l runs.Lease) time.Time {
+	now := r.svc.now().UTC()
+	if l.Until.After(now.Add(r.policy.leaseTTL - DefaultHeartbeat)) {
+		return time.Time{}
+	}
+	return now.Add(r.policy.leaseTTL)
 }

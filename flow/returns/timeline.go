@@ -15,44 +15,78 @@ import (
 // task events (flow.Options.OnTask). Timeline writes must not stop a run,
 // so their errors are dropped: the checkpoints stay the source of truth.
 type stepRecorder interface {
-	// begin records the start of a superstep's tasks for the run held by
-	// holder (flow.Options.BeforeStep); an error stops the run before
-	// them: runs.ErrStopped, runs.ErrLeaseLost, *runs.AttemptsError.
-	begin(ctx context.Context, ev flow.StepEvent, holder runs.Lease, maxAttempts int) error
+	// begin is the bookkeeping of a superstep of the run held by holder
+	// (flow.Options.BeforeStep): it checks the run may go on, renews the
+	// lease to renew (when not zero), records the ends of the run's steps
+	// before and the start of the superstep's tasks. An error stops the run
+	// before them: runs.ErrStopped, runs.ErrLeaseLost, *runs.AttemptsError.
+	begin(ctx context.Context, ev flow.StepEvent, holder runs.Lease, renew time.Time, maxAttempts int) error
 	// onTask records a task's end (a start begin did not record too).
 	onTask(ev flow.TaskEvent)
 	// fresh says task was created just now and has no steps to count.
 	fresh(task string)
+	// take returns the ends of the thread's steps not recorded yet, for the
+	// run's release to record, and forgets them.
+	take(thread string) []runs.StepEnd
 }
 
-// directSteps writes a running step when a task starts and its end when it
-// ends: what a lone command records, visible to other processes at once.
+// directSteps records what a lone command runs, visible to other processes
+// as it goes: a held run's superstep in one commit with its check and its
+// lease renewal (begin), that superstep's ends in the next one (the next
+// begin, or the run's release: take), so a superstep costs one business
+// commit. The end of a step is thus recorded after the checkpoint that
+// holds its work; a holder that dies between the two leaves the step
+// running, and the process that takes the task over settles it from the
+// checkpoints (runner.settleSteps). A run outside a lease (no begin)
+// writes each step as it starts and ends.
 type directSteps struct {
 	runs *runs.Store
 	now  func() time.Time
-	seq  sync.Map // thread + engine task id → timeline step seq
+	mu   sync.Mutex
+	// steps maps thread + engine task id to the running step of the task.
+	steps map[string]begun
+	// ended maps a held run's thread to the ends of its steps that its
+	// next commit records.
+	ended map[string][]runs.StepEnd
+}
+
+// begun is a running step: its seq, and whether a held run's begin
+// recorded it (its end waits for the run's next commit).
+type begun struct {
+	seq  int
+	held bool
 }
 
 func newDirectSteps(rs *runs.Store, now func() time.Time) *directSteps {
-	return &directSteps{runs: rs, now: now}
+	return &directSteps{runs: rs, now: now, steps: map[string]begun{}, ended: map[string][]runs.StepEnd{}}
 }
 
 func (d *directSteps) fresh(string) {}
 
-// begin checks, in the transaction that records the superstep's steps, that
-// the run still holds its task running (runs.BeginSteps): a stop or a
-// takeover ends the run here, before any of its tasks runs.
-func (d *directSteps) begin(ctx context.Context, ev flow.StepEvent, holder runs.Lease, maxAttempts int) error {
+// begin records, in one transaction (runs.BeginSteps), that the run still
+// holds its task running (a stop or a takeover ends the run here, before
+// any of its tasks runs), the lease renewed, the ends of the run's steps
+// before and the start of the superstep's tasks. On an error the ends stay
+// kept for the release.
+func (d *directSteps) begin(ctx context.Context, ev flow.StepEvent, holder runs.Lease, renew time.Time, maxAttempts int) error {
 	nodes := make([]string, len(ev.Tasks))
 	for i, t := range ev.Tasks {
 		nodes[i] = t.Node
 	}
-	seqs, err := d.runs.BeginSteps(context.WithoutCancel(ctx), ev.ThreadID, holder, nodes, d.now().UTC(), maxAttempts)
+	d.mu.Lock()
+	ended := d.ended[ev.ThreadID]
+	d.mu.Unlock()
+	seqs, err := d.runs.BeginSteps(context.WithoutCancel(ctx), ev.ThreadID, runs.Superstep{
+		Holder: holder, Renew: renew, Ended: ended, Nodes: nodes, Now: d.now().UTC(), Max: maxAttempts,
+	})
 	if err != nil {
 		return err
 	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.ended[ev.ThreadID] = d.ended[ev.ThreadID][len(ended):]
 	for i, t := range ev.Tasks {
-		d.seq.Store(ev.ThreadID+"\x00"+t.ID, seqs[i])
+		d.steps[ev.ThreadID+"\x00"+t.ID] = begun{seq: seqs[i], held: true}
 	}
 	return nil
 }
@@ -61,21 +95,37 @@ func (d *directSteps) onTask(ev flow.TaskEvent) {
 	ctx := context.Background()
 	now := d.now().UTC()
 	key := ev.ThreadID + "\x00" + ev.TaskID
-	if ev.Outcome == "" {
-		if _, begun := d.seq.Load(key); begun {
-			return
-		}
-		if seq, err := d.runs.StartStep(ctx, ev.ThreadID, ev.Node, now); err == nil {
-			d.seq.Store(key, seq)
+	d.mu.Lock()
+	st, ok := d.steps[key]
+	if ev.Outcome == "" || !ok {
+		d.mu.Unlock()
+		if ev.Outcome == "" && !ok {
+			if seq, err := d.runs.StartStep(ctx, ev.ThreadID, ev.Node, now); err == nil {
+				d.mu.Lock()
+				d.steps[key] = begun{seq: seq}
+				d.mu.Unlock()
+			}
 		}
 		return
 	}
-	v, ok := d.seq.LoadAndDelete(key)
-	if !ok {
-		return
-	}
+	delete(d.steps, key)
 	status, msg := stepEnd(ev)
-	_ = d.runs.EndStep(ctx, ev.ThreadID, v.(int), status, msg, now)
+	end := runs.StepEnd{Seq: st.seq, Status: status, Error: msg, At: now}
+	if st.held {
+		d.ended[ev.ThreadID] = append(d.ended[ev.ThreadID], end)
+		d.mu.Unlock()
+		return
+	}
+	d.mu.Unlock()
+	_ = d.runs.EndSteps(ctx, ev.ThreadID, []runs.StepEnd{end})
+}
+
+func (d *directSteps) take(thread string) []runs.StepEnd {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ended := d.ended[thread]
+	delete(d.ended, thread)
+	return ended
 }
 
 // stepEnd is the timeline status and message of a task's end.
@@ -123,7 +173,7 @@ func (l *stepLog) fresh(task string) {
 // node failed maxAttempts times already (*runs.AttemptsError). A chunk's
 // rows have no heartbeat and no status of their own to check: the batch
 // checks for a stop between its rows.
-func (l *stepLog) begin(_ context.Context, ev flow.StepEvent, _ runs.Lease, maxAttempts int) error {
+func (l *stepLog) begin(_ context.Context, ev flow.StepEvent, _ runs.Lease, _ time.Time, maxAttempts int) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now().UTC()
@@ -134,6 +184,9 @@ func (l *stepLog) begin(_ context.Context, ev flow.StepEvent, _ runs.Lease, maxA
 	}
 	return nil
 }
+
+// take returns nothing: the log records each step once it ended.
+func (l *stepLog) take(string) []runs.StepEnd { return nil }
 
 func (l *stepLog) onTask(ev flow.TaskEvent) {
 	l.mu.Lock()
