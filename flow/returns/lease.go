@@ -108,7 +108,7 @@ func (r *runner) lease() runs.Lease {
 func (r *runner) acquire(ctx context.Context, t *runs.TaskRecord) error {
 	now := r.svc.now().UTC()
 	l := r.lease()
-	fenced, err := r.fenceBeforeTakeover(ctx, t.ID, now)
+	fenced, err := r.fenceBeforeTakeover(ctx, *t, now)
 	if err != nil {
 		return err
 	}
@@ -203,10 +203,15 @@ func settlement(head *flow.Checkpoint) runs.Settlement {
 // exists where this process holds the task and the former holder can still
 // write. A fence that cannot be raised (the checkpoint file locked) leaves
 // the lease untouched. It returns the epoch fenced, 0 when none.
-func (r *runner) fenceBeforeTakeover(ctx context.Context, task string, now time.Time) (int64, error) {
-	if _, ok := r.cps.(flow.Fencer); !ok {
+//
+// A record t read without a holder (a task waiting for an answer) needs
+// no fence and no second read: a holder that came meanwhile is one
+// AcquireLease meets, and acquire fences at the epoch it takes over.
+func (r *runner) fenceBeforeTakeover(ctx context.Context, t runs.TaskRecord, now time.Time) (int64, error) {
+	if _, ok := r.cps.(flow.Fencer); !ok || t.Lease.Owner == "" {
 		return 0, nil
 	}
+	task := t.ID
 	l, _, err := r.runs.TaskLease(ctx, task)
 	if err != nil || l.Owner == "" || l.Owner == r.svc.me.owner || !runs.MayTakeOver(l, now, r.svc.liveness) {
 		return 0, nil // AcquireLease reports what is wrong
