@@ -2,9 +2,10 @@
 # Benchmarks of assistant (issue 7). Prints `name value unit` lines; each
 # command's time is the median of RUNS runs (default 15) after warm-up, and
 # also a ratio to the floor: a Go binary that opens one SQLite file with our
-# driver and pragmas and commits one row durably (scripts/floor), run right
-# before each run of the command, so that the machine's drift falls on both.
-# Compare ratios, not milliseconds, across machines.
+# driver and pragmas and commits one row durably (scripts/floor), run next to
+# each run of the command (alternating which goes first), so that the
+# machine's drift falls on both; the ratio is the median of the per-pair
+# ratios (timed). Compare ratios, not milliseconds, across machines.
 #
 #   scripts/bench.sh                # everything (the 100,000-task show takes minutes)
 #   BENCH_SKIP_100K=1 scripts/bench.sh
@@ -20,37 +21,63 @@ CGO_ENABLED=0 go build -o "$work/floor" ./scripts/floor
 A="$work/assistant"
 
 # timed NAME CMD...: runs CMD (with {} replaced by the run number) 3 times to
-# warm up, then RUNS times, each run right after a run of the floor program
-# (FLOOR, when set), so that the machine's drift falls on both alike; prints
-# the median wall ms of CMD, its peak RSS MiB and the median ms of the floor
-# runs paired with it (0 without FLOOR).
+# warm up, then RUNS times, each run paired with a run of the floor program
+# (FLOOR, when set): the floor first in even pairs, CMD first in odd ones, so
+# that neither always runs on a cache the other warmed, and the machine's
+# drift falls on both alike. Each process is timed from fork to exit as a
+# whole-process timer (hyperfine) times it, with nothing in between (its
+# peak RSS comes from wait4, not from a /usr/bin/time wrapper, whose own
+# start-up would add the same milliseconds to both and pull every ratio
+# towards 1). Prints the median wall ms of CMD, its peak RSS MiB, the median
+# ms of the floor runs paired with it and the median of the per-pair ratios
+# CMD/floor (both 0 without FLOOR).
 timed() {
   local name=$1; shift
   python3 - "$name" "$RUNS" "${FLOOR:-}" "$@" <<'PY'
-import subprocess, sys, time, statistics, os
+import os, statistics, subprocess, sys, tempfile, time
 name, runs, floor, cmd = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4:]
 def once(args):
-    t = time.perf_counter()
-    p = subprocess.run(["/usr/bin/time", "-f", "%M"] + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    ms = (time.perf_counter() - t) * 1000
-    if p.returncode != 0:
-        sys.exit(f"{name}: {' '.join(args)} exited {p.returncode}: {p.stderr}")
-    rss = int(p.stderr.strip().splitlines()[-1]) / 1024
-    return ms, rss
+    with tempfile.TemporaryFile() as err:
+        t = time.perf_counter()
+        p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, ru = os.wait4(p.pid, 0)
+        ms = (time.perf_counter() - t) * 1000
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if p.returncode != 0:
+            err.seek(0)
+            sys.exit(f"{name}: {' '.join(args)} exited {p.returncode}: {err.read().decode(errors='replace')}")
+    return ms, ru.ru_maxrss / 1024
 def pair(i):
-    f = once(floor)[0] if floor else 0.0
-    ms, rss = once([a.replace("{}", str(i)) for a in cmd])
+    args = [a.replace("{}", str(i)) for a in cmd]
+    if not floor:
+        return (*once(args), 0.0)
+    if i % 2 == 0:
+        f = once(floor)[0]
+        ms, rss = once(args)
+    else:
+        ms, rss = once(args)
+        f = once(floor)[0]
     return ms, rss, f
 for i in range(3):
     pair(1000 + i)
 res = [pair(i) for i in range(runs)]
-print(f"{statistics.median(r[0] for r in res):.2f} {max(r[1] for r in res):.1f} {statistics.median(r[2] for r in res):.2f}")
+ratio = statistics.median(r[0] / r[2] for r in res) if floor else 0.0
+print(f"{statistics.median(r[0] for r in res):.2f} {max(r[1] for r in res):.1f} {statistics.median(r[2] for r in res):.2f} {ratio:.2f}")
 PY
 }
 
-ratio() { python3 -c "print(f'{$1/$2:.2f}')"; }
+# ratios NAME MS FLOOR_MS PAIRED: prints NAME_ratio, the median of the
+# per-pair ratios (the figure quoted), and NAME_ratio_of_medians, the median
+# ms over the median floor ms, when the two differ (by 0.01 or more): a gap
+# says the machine drifted during the runs, and neither figure is firm.
+ratios() {
+  echo "$1_ratio $4 x_floor"
+  python3 -c "
+r = $2 / $3
+if abs(r - $4) >= 0.01: print(f'$1_ratio_of_medians {r:.2f} x_floor')"
+}
 
-read floor_ms floor_rss _ < <(timed floor "$work/floor" "$work/floordir")
+read floor_ms floor_rss _ _ < <(timed floor "$work/floor" "$work/floordir")
 echo "floor_ms $floor_ms ms"
 # From here on every command run is paired with a floor run, and each
 # command's ratio is to the floor runs paired with it.
@@ -62,15 +89,15 @@ data="$work/data"
   echo "order_id,user,item,delivered_at,final_sale"
   for i in $(seq 0 1100); do echo "P$i,demo-user,Bench item $i,$(date -u -d '2 days ago' +%F),false"; done
 } > "$work/orders.csv"
-"$A" --data "$data" orders import "$work/orders.csv" > /dev/null
+"$A" --data "$data" orders import --timezone UTC "$work/orders.csv" > /dev/null
 "$A" --data "$data" start shown P1100 --reason bench > /dev/null
 
-read ms rss fl < <(timed show "$A" --data "$data" show shown)
-echo "show_ms $ms ms"; echo "show_ratio $(ratio "$ms" "$fl") x_floor"; echo "show_rss $rss MiB"
-read ms rss fl < <(timed start "$A" --data "$data" start t{} P{} --reason bench)
-echo "start_ms $ms ms"; echo "start_ratio $(ratio "$ms" "$fl") x_floor"; echo "start_rss $rss MiB"
-read ms rss fl < <(timed resume "$A" --data "$data" resume t{} --action approve)
-echo "resume_approve_ms $ms ms"; echo "resume_approve_ratio $(ratio "$ms" "$fl") x_floor"; echo "resume_approve_rss $rss MiB"
+read ms rss fl r < <(timed show "$A" --data "$data" show shown)
+echo "show_ms $ms ms"; ratios show "$ms" "$fl" "$r"; echo "show_rss $rss MiB"
+read ms rss fl r < <(timed start "$A" --data "$data" start t{} P{} --reason bench)
+echo "start_ms $ms ms"; ratios start "$ms" "$fl" "$r"; echo "start_rss $rss MiB"
+read ms rss fl r < <(timed resume "$A" --data "$data" resume t{} --action approve)
+echo "resume_approve_ms $ms ms"; ratios resume_approve "$ms" "$fl" "$r"; echo "resume_approve_rss $rss MiB"
 
 # In one process: start+approve cycles, durable commits, checkpoint storage.
 go test -run '^$' -bench 'BenchmarkStartApprove$' -benchtime 2000x ./flow/returns/ > "$work/bench.txt"
@@ -204,21 +231,21 @@ head -11 "$work/orders100k.csv" > "$work/orders10.csv"
 python3 -c "
 print('task,order,reason')
 for i in range(10): print(f's{i},S{i},r')" > "$work/rows10.csv"
-"$A" --data "$small" orders import "$work/orders10.csv" > /dev/null
+"$A" --data "$small" orders import --timezone UTC "$work/orders10.csv" > /dev/null
 "$A" --data "$small" batch s10 "$work/rows10.csv" > /dev/null
-read ms10 rss fl10 < <(timed show10 "$A" --data "$small" show s5)
+read ms10 rss fl10 r10 < <(timed show10 "$A" --data "$small" show s5)
 echo "show_ms_at_10 $ms10 ms"
 if [ -z "${BENCH_SKIP_100K:-}" ]; then
   python3 -c "
 print('task,order,reason')
 for i in range(100000): print(f's{i},S{i},r')" > "$work/rows100k.csv"
-  "$A" --data "$work/big" orders import "$work/orders100k.csv" > /dev/null
+  "$A" --data "$work/big" orders import --timezone UTC "$work/orders100k.csv" > /dev/null
   "$A" --data "$work/big" batch s100k "$work/rows100k.csv" > /dev/null
-  read ms100k rss fl100k < <(timed show100k "$A" --data "$work/big" show s5)
+  read ms100k rss fl100k r100k < <(timed show100k "$A" --data "$work/big" show s5)
   # Each show as a ratio to the floor runs paired with it, so that the
   # machine's drift between the two measurements cancels out.
   echo "show_ms_at_100k $ms100k ms"
-  echo "show_100k_ratio $(python3 -c "print(f'{($ms100k/$fl100k)/($ms10/$fl10):.2f}')") x_show_at_10"
+  echo "show_100k_ratio $(python3 -c "print(f'{$r100k/$r10:.2f}')") x_show_at_10"
 fi
 
 # recover of 100 tasks whose process died half-way.
