@@ -75,7 +75,7 @@ func TestOrdersTeaching(t *testing.T) {
 	}
 
 	dir := filepath.Join(root, "data")
-	rep := mustRun(t, dir, "orders", "import", "--operator", writeShop(t, "A3001,customer-9,Blender,2024-01-01,false"))
+	rep := mustRun(t, dir, "orders", "import", "--operator", writeShop(t, "A3001,customer-9,Blender,2024-01-01T00:00:00Z,false"))
 	if rep["teaching_replaced"] != 1.0 {
 		t.Fatalf("import of A3001: %v, want the teaching order replaced", rep)
 	}
@@ -149,7 +149,7 @@ func TestOrdersImportSignals(t *testing.T) {
 	w := bufio.NewWriter(f)
 	fmt.Fprintln(w, "order_id,user,item,delivered_at,final_sale")
 	for i := range 400_000 {
-		fmt.Fprintf(w, "B%07d,demo-user,Bench item %d,2024-05-01,false\n", i, i)
+		fmt.Fprintf(w, "B%07d,demo-user,Bench item %d,2024-05-01T00:00:00Z,false\n", i, i)
 	}
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)

@@ -487,7 +487,7 @@ func TestTruthInputFileOverItsLimit(t *testing.T) {
 		fmt.Fprintln(f, "order_id,user,item,delivered_at,final_sale")
 		item := strings.Repeat("i", 1000)
 		for i := range 70_000 {
-			fmt.Fprintf(f, "S%d,demo-user,%s,2026-01-02,false\n", i, item)
+			fmt.Fprintf(f, "S%d,demo-user,%s,2026-01-02T00:00:00Z,false\n", i, item)
 		}
 		f.Close()
 		wantRefused(t, dir, 2, "invalid_input", []string{"orders file is larger than", "split it", "nothing was imported"}, "orders", "import", shop)

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Limits of an orders file (docs/orders.md "Limits"). A file over either
@@ -147,8 +149,7 @@ type ParseOptions struct {
 	// (--operator). It is a role asked for, not a proof of one.
 	Operator bool
 	// Location reads a delivery time written without a zone (and a bare
-	// date's midnight). nil refuses a time without a zone and reads a
-	// bare date as midnight UTC.
+	// date's midnight). nil refuses both: their meaning is not guessed.
 	Location *time.Location
 	// CheckID checks an order id (the task id rule: returns.ValidOrderID);
 	// its error is the row's. nil checks only that it is not empty.
@@ -325,39 +326,91 @@ type group struct {
 	order Order
 	line  int      // first line
 	last  int      // last line
-	items []string // distinct items, in file order, as many as fit
-	more  int      // items left out of items (over MaxItemBytes)
-	size  int      // bytes of items joined
+	items []string // distinct items, in file order, while their join fits MaxItemBytes
+	size  int      // bytes of items joined with itemSep
+	more  int      // distinct items after those in items
+	// dropped holds a hash of each item counted in more, so that an item
+	// that comes back is counted once.
+	dropped map[uint64]struct{}
 }
 
 // itemSep joins the items of a line-item export's rows.
 const itemSep = "; "
 
-// addItem adds the item of one more row of the order.
-func (g *group) addItem(item string) {
+// maxLineItems is how many distinct items one order's rows may name; a
+// row past it is refused (no shop sells that many lines in one order, and
+// the hashes of the items not named are kept to count each once).
+const maxLineItems = 10_000
+
+// itemSeed hashes the items of an order that are counted, not named.
+var itemSeed = maphash.MakeSeed()
+
+// addItem adds the item of one more row of the order: named when the
+// items so far and it, joined, fit MaxItemBytes, else counted (once per
+// distinct item). It fails past maxLineItems distinct items.
+func (g *group) addItem(item string) error {
 	for _, it := range g.items {
 		if it == item {
-			return
+			return nil
 		}
 	}
-	if g.more > 0 || g.size+len(itemSep)+len(item) > MaxItemBytes-len(" (+999 more)") {
-		g.more++
-		return
+	if g.more == 0 {
+		size := len(item)
+		if len(g.items) > 0 {
+			size += g.size + len(itemSep)
+		}
+		if size <= MaxItemBytes {
+			g.items = append(g.items, item)
+			g.size = size
+			return nil
+		}
+		g.dropped = map[uint64]struct{}{}
 	}
-	g.items = append(g.items, item)
-	g.size += len(itemSep) + len(item)
+	h := maphash.String(itemSeed, item)
+	if _, ok := g.dropped[h]; ok {
+		return nil
+	}
+	if len(g.items)+g.more >= maxLineItems {
+		return fmt.Errorf("order %s has more than %d distinct items", g.order.ID, maxLineItems)
+	}
+	g.dropped[h] = struct{}{}
+	g.more++
+	return nil
 }
 
-// finish sets the order's item from the rows' items.
+// finish sets the order's item from the rows' items (JoinItems).
 func (g *group) finish() {
-	if len(g.items) == 1 && g.more == 0 {
-		g.order.Item = g.items[0]
-		return
+	g.order.Item = JoinItems(g.items, g.more)
+	g.dropped = nil
+}
+
+// JoinItems is the item of an order whose rows name items (distinct, in
+// file order, joined with "; " to at most MaxItemBytes) and more items
+// after those: as many of items as fit MaxItemBytes together with the
+// suffix " (+N more)", N counting every item not named. The first item is
+// always named, cut at a rune boundary and ended with "…" when it does not
+// fit beside the suffix. The result is at most MaxItemBytes bytes.
+func JoinItems(items []string, more int) string {
+	if more == 0 && len(items) > 0 {
+		if j := strings.Join(items, itemSep); len(j) <= MaxItemBytes {
+			return j
+		}
 	}
-	g.order.Item = strings.Join(g.items, itemSep)
-	if g.more > 0 {
-		g.order.Item += fmt.Sprintf(" (+%d more)", g.more)
+	for k := len(items); k >= 1; k-- {
+		suffix := fmt.Sprintf(" (+%d more)", len(items)-k+more)
+		if j := strings.Join(items[:k], itemSep); len(j)+len(suffix) <= MaxItemBytes {
+			return j + suffix
+		}
 	}
+	if len(items) == 0 {
+		return ""
+	}
+	suffix := fmt.Sprintf("… (+%d more)", len(items)-1+more)
+	first := items[0][:MaxItemBytes-len(suffix)]
+	for !utf8.ValidString(first) {
+		first = first[:len(first)-1] // cut at a rune boundary
+	}
+	return first + suffix
 }
 
 // scan reads the file from its start and calls emit for each order (its
@@ -434,15 +487,18 @@ func (f *OrdersFile) scan(ctx context.Context, emit func(*group) error) (rows, o
 				bad.add(line, fmt.Errorf("order %s: %s on line %d; the rows of one order must agree", o.ID, why, cur.line))
 				continue
 			}
+			if err := cur.addItem(item); err != nil {
+				bad.add(line, err)
+				continue
+			}
 			cur.last = line
-			cur.addItem(item)
 			continue
 		}
 		if err := flush(); err != nil {
 			return 0, 0, err
 		}
 		cur = &group{order: o, line: line, last: line}
-		cur.addItem(item)
+		cur.addItem(item) // the first item fits: row checked it
 	}
 	if err := flush(); err != nil {
 		return 0, 0, err
@@ -524,9 +580,13 @@ func (f *OrdersFile) row(rec []string) (Order, string, error) {
 	return o, item, nil
 }
 
-// checkLabel refuses an empty name, one over max bytes, or one with
-// control or invisible format characters (a user is printed and compared).
+// checkLabel refuses an empty name, one over max bytes, one with control
+// or invisible format characters, or one that starts or ends with a space
+// character that trimming kept (a no-break space): a user is printed and
+// compared, and such a name would look like another.
 func checkLabel(what, s string, max int) error {
+	first, _ := utf8.DecodeRuneInString(s)
+	last, _ := utf8.DecodeLastRuneInString(s)
 	switch {
 	case s == "":
 		return fmt.Errorf("%s must not be empty", what)
@@ -534,6 +594,8 @@ func checkLabel(what, s string, max int) error {
 		return fmt.Errorf("%s is %d bytes; at most %d are allowed", what, len(s), max)
 	case strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }):
 		return fmt.Errorf("%s %q holds control or invisible format characters", what, s)
+	case unicode.IsSpace(first) || unicode.IsSpace(last):
+		return fmt.Errorf("%s %q starts or ends with a space character", what, s)
 	}
 	return nil
 }
@@ -557,9 +619,19 @@ var (
 	localLayouts = []string{"2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02T15:04", "2006-01-02 15:04"}
 )
 
+// The range of delivery times an orders file may hold: a time before
+// MinDeliveredAt (0001-01-01, the zero time, a typo'd year) or more than
+// MaxDeliveredAhead after the import is refused with its line, not stored.
+var MinDeliveredAt = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// MaxDeliveredAhead is how far after the import a delivery time may be
+// (clocks and time zones of a shop's systems differ by hours, not days).
+const MaxDeliveredAhead = 24 * time.Hour
+
 // delivered reads the delivery of a row: delivered_at (a time or a date)
 // or delivered_days_ago (whole days before ParseOptions.Now); nil when
-// empty (not delivered).
+// empty (not delivered). A time outside [MinDeliveredAt, Now +
+// MaxDeliveredAhead] is an error.
 func (f *OrdersFile) delivered(at, daysAgo string) (*time.Time, error) {
 	if daysAgo != "" {
 		d, err := strconv.Atoi(daysAgo)
@@ -567,6 +639,9 @@ func (f *OrdersFile) delivered(at, daysAgo string) (*time.Time, error) {
 			return nil, fmt.Errorf("delivered_days_ago %q: want empty or a whole number of days >= 0", daysAgo)
 		}
 		t := storedTime(f.opts.Now.Add(-time.Duration(d) * 24 * time.Hour))
+		if t.Before(MinDeliveredAt) {
+			return nil, fmt.Errorf("delivered_days_ago %s is before %s; a delivery time must be from %s on", daysAgo, MinDeliveredAt.Format(time.DateOnly), MinDeliveredAt.Format(time.DateOnly))
+		}
 		return &t, nil
 	}
 	if at == "" {
@@ -579,6 +654,12 @@ func (f *OrdersFile) delivered(at, daysAgo string) (*time.Time, error) {
 	if err != nil {
 		return nil, err
 	}
+	switch {
+	case t.Before(MinDeliveredAt):
+		return nil, fmt.Errorf("delivered_at %q is before %s; a delivery time must be from %s on", at, MinDeliveredAt.Format(time.DateOnly), MinDeliveredAt.Format(time.DateOnly))
+	case t.After(f.opts.Now.Add(MaxDeliveredAhead)):
+		return nil, fmt.Errorf("delivered_at %q is more than %s after now (%s); a delivery cannot be in the future", at, MaxDeliveredAhead, f.opts.Now.UTC().Format(time.RFC3339))
+	}
 	f.lastAt, f.lastTime = at, &t
 	return &t, nil
 }
@@ -586,9 +667,9 @@ func (f *OrdersFile) delivered(at, daysAgo string) (*time.Time, error) {
 // ParseDeliveryTime reads a delivery time of an orders file, in UTC:
 // RFC 3339, "YYYY-MM-DD HH:MM:SS ±hhmm" (Shopify's), a time without a zone
 // ("YYYY-MM-DD HH:MM[:SS]", with a space or 'T') in loc, or a date
-// "YYYY-MM-DD" (its midnight in loc, UTC when loc is nil). A time without a
-// zone and a nil loc is an error that asks for --timezone: its meaning is
-// not guessed.
+// "YYYY-MM-DD" (its midnight in loc). A time or a date without a zone and a
+// nil loc is an error that asks for --timezone: its meaning is not
+// guessed. It does not check the range (see MinDeliveredAt).
 func ParseDeliveryTime(s string, loc *time.Location) (time.Time, error) {
 	if len(s) == len(time.DateOnly) {
 		return parseDate(s, loc)
@@ -603,7 +684,7 @@ func ParseDeliveryTime(s string, loc *time.Location) (time.Time, error) {
 			continue
 		}
 		if loc == nil {
-			return time.Time{}, fmt.Errorf("delivered_at %q has no time zone; say which with --timezone (an IANA name such as Europe/Berlin)", s)
+			return time.Time{}, noZone(s)
 		}
 		t, _ := time.ParseInLocation(l, s, loc)
 		return storedTime(t), nil
@@ -611,16 +692,23 @@ func ParseDeliveryTime(s string, loc *time.Location) (time.Time, error) {
 	return time.Time{}, badTime(s)
 }
 
-// parseDate reads a date YYYY-MM-DD: its midnight in loc (UTC when nil).
+// parseDate reads a date YYYY-MM-DD: its midnight in loc, which must be
+// given.
 func parseDate(s string, loc *time.Location) (time.Time, error) {
-	if loc == nil {
-		loc = time.UTC
-	}
-	t, err := time.ParseInLocation(time.DateOnly, s, loc)
-	if err != nil {
+	if _, err := time.Parse(time.DateOnly, s); err != nil {
 		return time.Time{}, badTime(s)
 	}
+	if loc == nil {
+		return time.Time{}, noZone(s)
+	}
+	t, _ := time.ParseInLocation(time.DateOnly, s, loc)
 	return storedTime(t), nil
+}
+
+// noZone is the error of a date or time without a zone read without
+// --timezone.
+func noZone(s string) error {
+	return fmt.Errorf("delivered_at %q has no time zone; say which with --timezone (an IANA name such as Europe/Berlin)", s)
 }
 
 func badTime(s string) error {

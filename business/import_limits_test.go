@@ -43,7 +43,7 @@ func TestParseOrdersLimits(t *testing.T) {
 		b.WriteString("order_id,user,item,delivered_at,final_sale\n")
 		item := strings.Repeat("i", itemBytes)
 		for i := range n {
-			fmt.Fprintf(&b, "O%d,u,%s,2025-01-01,false\n", i, item)
+			fmt.Fprintf(&b, "O%d,u,%s,2025-01-01T00:00:00Z,false\n", i, item)
 		}
 		return strings.NewReader(b.String())
 	}

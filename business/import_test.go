@@ -70,7 +70,7 @@ func TestParseOrdersShapes(t *testing.T) {
 	want := []Order{{ID: "C1", User: "u1", Item: "Kettle", DeliveredAt: &day}, {ID: "C2", User: "u2", Item: "Toaster", FinalSale: true}}
 	for name, file := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, err := parsed(t, file, ParseOptions{})
+			got, err := parsed(t, file, ParseOptions{Location: time.UTC})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,7 +108,8 @@ func TestParseDeliveryTime(t *testing.T) {
 		{in: "2026-11-20T14:03:00.5+01:00", want: at("2026-11-20T13:03:00Z").Add(500 * time.Millisecond)},
 		{in: "2026-11-20 14:03:00 +0100", want: at("2026-11-20T13:03:00Z")},
 		{in: "2026-11-20 14:03:00 -05:00", want: at("2026-11-20T19:03:00Z")},
-		{in: "2026-11-20", want: at("2026-11-20T00:00:00Z")},
+		{in: "2026-11-20", wantErr: "has no time zone; say which with --timezone"},
+		{in: "2026-11-20", loc: time.UTC, want: at("2026-11-20T00:00:00Z")},
 		{in: "2026-11-20", loc: berlin, want: at("2026-11-19T23:00:00Z")},
 		{in: "2026-11-20T14:03:00", wantErr: "has no time zone; say which with --timezone"},
 		{in: "2026-11-20 14:03:00", wantErr: "has no time zone"},
@@ -140,7 +141,7 @@ func TestParseDeliveryTime(t *testing.T) {
 func TestParseOrdersLineItems(t *testing.T) {
 	const h = "order_id,user,item,delivered_at,final_sale\n"
 	t.Run("Merge", func(t *testing.T) {
-		got, err := parsed(t, h+"C1,u,Shoes,2026-11-20,false\nC1,u,Socks,2026-11-20,false\nC1,u,Shoes,2026-11-20,false\nC2,u,Mug,,false\n", ParseOptions{})
+		got, err := parsed(t, h+"C1,u,Shoes,2026-11-20,false\nC1,u,Socks,2026-11-20,false\nC1,u,Shoes,2026-11-20,false\nC2,u,Mug,,false\n", ParseOptions{Location: time.UTC})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +164,7 @@ func TestParseOrdersLineItems(t *testing.T) {
 		}
 	})
 	t.Run("Disagree", func(t *testing.T) {
-		_, err := parsed(t, h+"C1,u,Shoes,2026-11-20,false\nC1,u,Socks,,false\nC1,v,Hat,2026-11-20,false\nC1,u,Cap,2026-11-20,true\n", ParseOptions{})
+		_, err := parsed(t, h+"C1,u,Shoes,2026-11-20,false\nC1,u,Socks,,false\nC1,v,Hat,2026-11-20,false\nC1,u,Cap,2026-11-20,true\n", ParseOptions{Location: time.UTC})
 		for _, want := range []string{"line 3: order C1: delivered_at empty (not delivered) here, 2026-11-20T00:00:00Z on line 2", "line 4: order C1: user \"v\" here, \"u\" on line 2", "line 5: order C1: final_sale true here, false on line 2"} {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("err = %v, want it to hold %q", err, want)
@@ -247,7 +248,7 @@ func TestImportOrdersUpsert(t *testing.T) {
 		if _, err := imp(s, h+"C50,demo-user,Kettle,,false\n", demo, false); err != nil {
 			t.Fatal(err)
 		}
-		res, err := imp(s, h+"C50,demo-user,Kettle,2025-03-09,false\nC51,demo-user,Mug,2025-03-09,false\n", demo, false)
+		res, err := imp(s, h+"C50,demo-user,Kettle,2025-03-09T00:00:00Z,false\nC51,demo-user,Mug,2025-03-09T00:00:00Z,false\n", demo, false)
 		if err != nil || res.Added != 1 || res.Updated != 1 || res.Unchanged != 0 {
 			t.Fatalf("day 2: %+v, %v; want 1 added, 1 updated", res, err)
 		}

@@ -28,7 +28,7 @@ func TestInTxOrderMemo(t *testing.T) {
 		if _, err := tx.Order(ctx, "A9999", "demo-user"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("unknown order: %v, want ErrNotFound", err)
 		}
-		csv := "order_id,user,item,delivered_at,final_sale\nA9999,demo-user,New item,2025-03-01,false\n"
+		csv := "order_id,user,item,delivered_at,final_sale\nA9999,demo-user,New item,2025-03-01T00:00:00Z,false\n"
 		if _, err := tx.ImportOrders(ctx, strings.NewReader(csv), ParseOptions{Operator: true}); err != nil {
 			return err
 		}

@@ -42,7 +42,7 @@ replaced. The owner of an order never changes: such a row refuses the
 whole file (exit 3). Rows of users other than --user need --operator.
 All of it is one transaction; --dry-run writes nothing and says what
 would change. See docs/orders.md.`,
-		Example: `  printf 'order_id,user,item,delivered_at,final_sale\nC1,demo-user,Kettle,2026-11-20,false\n' > shop.csv
+		Example: `  printf 'order_id,user,item,delivered_at,final_sale\nC1,demo-user,Kettle,2026-11-20T10:00:00Z,false\n' > shop.csv
   assistant orders import shop.csv
   assistant orders import --operator --timezone Europe/Berlin --dry-run shopify-export.csv`,
 		Args: exactArgs(1, "orders import needs FILE"),

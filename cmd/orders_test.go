@@ -24,10 +24,11 @@ func TestOrdersExports(t *testing.T) {
 	}{
 		{name: "shopify_line_items", file: "shopify_line_items.csv", flags: []string{"--operator"}},
 		{name: "shopify_line_items_without_operator", file: "shopify_line_items.csv", code: ExitUsage},
-		{name: "reordered", file: "reordered.csv"},
+		{name: "reordered", file: "reordered.csv", flags: []string{"--timezone", "UTC"}},
+		{name: "reordered_no_zone", file: "reordered.csv", code: ExitUsage},
 		{name: "extra_columns", file: "extra_columns.csv"},
 		{name: "semicolon", file: "semicolon.csv"},
-		{name: "utf16_tabs", file: "utf16_tabs.csv"},
+		{name: "utf16_tabs", file: "utf16_tabs.csv", flags: []string{"--timezone", "UTC"}},
 		{name: "woocommerce_no_zone", file: "woocommerce_no_zone.csv", code: ExitUsage},
 		{name: "woocommerce_timezone", file: "woocommerce_no_zone.csv", flags: []string{"--timezone", "Europe/Berlin"}},
 		{name: "conflicting_line_items", file: "conflicting_line_items.csv", code: ExitUsage},
@@ -105,7 +106,7 @@ func TestOrdersTeachingAndReadOnly(t *testing.T) {
 	if _, err := os.Stat(c.data); !os.IsNotExist(err) {
 		t.Fatalf("orders list made the data dir (%v)", err)
 	}
-	shop := c.write("shop.csv", "order_id,user,item,delivered_at,final_sale\nC1,demo-user,Kettle,2024-01-20,false\n")
+	shop := c.write("shop.csv", "order_id,user,item,delivered_at,final_sale\nC1,demo-user,Kettle,2024-01-20T00:00:00Z,false\n")
 	c.mustRun("--teaching-orders=false", "orders", "import", shop)
 	list := c.mustRun("orders", "list", "--output", "text")
 	if strings.Contains(list.stdout, "A3001") || !strings.Contains(list.stdout, "C1") {
@@ -137,7 +138,7 @@ func TestOrdersTeachingAndReadOnly(t *testing.T) {
 func TestOrdersListEscapes(t *testing.T) {
 	c := newCLI(t)
 	shop := c.write("shop.csv", "order_id,user,item,delivered_at,final_sale\n"+
-		"E1,demo-user,\"Lamp\x1b[2J\u202eexe.txt\nnext\",2024-01-20,false\n")
+		"E1,demo-user,\"Lamp\x1b[2J\u202eexe.txt\nnext\",2024-01-20T00:00:00Z,false\n")
 	c.mustRun("--teaching-orders=false", "orders", "import", shop)
 	r := c.mustRun("orders", "list", "--output", "text")
 	if strings.ContainsAny(r.stdout, "\x1b\u202e") || !strings.Contains(r.stdout, `Lamp\e[2J\u202eexe.txt\nnext`) {

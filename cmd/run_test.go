@@ -252,7 +252,7 @@ func checkFailure(tb testing.TB, args []string, r result, want string) {
 
 const (
 	batchCSV  = "task,order,reason\nb-r1,A3001,too small\nb-r2,A3004,\nb-r3,A3006,broken\n"
-	ordersCSV = "order_id,user,item,delivered_at,final_sale\nC1,demo-user,Kettle,2026-01-20,false\nC2,demo-user,Toaster,,true\n"
+	ordersCSV = "order_id,user,item,delivered_at,final_sale\nC1,demo-user,Kettle,2026-01-20T00:00:00Z,false\nC2,demo-user,Toaster,,true\n"
 )
 
 // runCase is one command line and what it must print.
