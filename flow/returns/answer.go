@@ -165,6 +165,11 @@ func (r *runner) plan(ctx context.Context, t runs.TaskRecord, snap *flow.Snapsho
 		return flow.Command{}, "", fmt.Errorf("%w: task %s is waiting for an answer (%s); %s", ErrInvalid, t.ID, kindOf(in.Value), hintFor(t.ID, kindOf(in.Value)))
 	}
 	approvals := openApprovals(snap.Interrupts)
+	if o.Action != "" && snap.Values.Approvals >= 2 {
+		if err := inFlight(t.ID, snap, o); err != nil {
+			return flow.Command{}, "", err
+		}
+	}
 	var in flow.PendingInterrupt
 	var err error
 	if o.InterruptID == "" && o.Action != "" && len(approvals) > 1 {
@@ -196,6 +201,34 @@ func (r *runner) plan(ctx context.Context, t runs.TaskRecord, snap *flow.Snapsho
 	}
 	asked := approvalSlot(in.Value)
 	return cmd, fmt.Sprintf("approved as approver %d of %d (interrupt %s)", asked.Approver, asked.Approvals, in.ID), nil
+}
+
+// errAnswerSaved: the answer given is one this user gave already, saved at
+// the head and not yet used (its command was killed before it reported):
+// a retry, which changes nothing and shows the task (Resume: settled).
+var errAnswerSaved = errors.New("answer saved already")
+
+// inFlight checks o against the approval answers saved at the head whose
+// task has not run with them yet (a command killed part-way; the task
+// runs when the other approval is given): the same answer by the same
+// user again is errAnswerSaved, another answer by them ErrConflict.
+func inFlight(task string, snap *flow.Snapshot[State], o ResumeOptions) error {
+	for _, ts := range snap.Tasks {
+		if ts.Done || (ts.Node != NodeReview && ts.Node != NodeReview2) {
+			continue
+		}
+		for _, raw := range ts.Answers {
+			var a ApprovalAnswer
+			if json.Unmarshal(raw, &a) != nil || a.By != o.User {
+				continue
+			}
+			if a.Action == o.Action {
+				return errAnswerSaved
+			}
+			return fmt.Errorf("task %s: %s answered %s already (saved, waiting for the other approval); the answer %s is refused: %w", task, o.User, a.Action, o.Action, ErrConflict)
+		}
+	}
+	return nil
 }
 
 // openApprovals returns the open approval questions, in the order asked.

@@ -135,7 +135,15 @@ func (r *runner) resume(ctx context.Context, t runs.TaskRecord, o ResumeOptions)
 	if snap.Done() || (snap.Waiting() && !o.answering() && t.Status != StatusWaiting) {
 		return r.settled(ctx, t, snap, o)
 	}
-	if err := r.checkAnswer(ctx, t, snap, o); err != nil {
+	if err := r.checkAnswer(ctx, t, snap, o); errors.Is(err, errAnswerSaved) {
+		// The same answer again, saved by a command that was killed: show
+		// the task, which waits for the other approval.
+		v, err := r.settled(ctx, t, snap, o)
+		if err == nil && v.Status == StatusRunning {
+			v.Status = StatusWaiting
+		}
+		return v, err
+	} else if err != nil {
 		return nil, err
 	}
 	// The head read above is still the head once the lease is held when
@@ -193,6 +201,9 @@ func (r *runner) answer(ctx context.Context, t runs.TaskRecord, head *flow.Snaps
 			head = cur
 		}
 		cmd, n, err := r.plan(ctx, t, head, o)
+		if errors.Is(err, errAnswerSaved) {
+			return head, nil // saved by another process meanwhile
+		}
 		if err != nil {
 			return nil, err
 		}
