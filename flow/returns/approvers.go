@@ -95,7 +95,9 @@ func trail(ctx context.Context, desk *business.Store, v *View) (*View, error) {
 	if v == nil || v.Batch != nil {
 		return v, nil
 	}
-	ds, err := desk.Decisions(ctx, v.Task)
+	// Read after the run, whose context a signal or a stop may have ended:
+	// the view of where it stopped still carries its trail.
+	ds, err := desk.Decisions(context.WithoutCancel(ctx), v.Task)
 	if err != nil {
 		return nil, err
 	}
