@@ -63,7 +63,7 @@ func openService(tb testing.TB, n int) (*returns.Service, string) {
 	tb.Cleanup(func() { svc.Close() })
 	var b strings.Builder
 	b.WriteString("order_id,user,item,delivered_at,final_sale\n")
-	day := time.Now().UTC().AddDate(0, 0, -2).Format(time.DateOnly)
+	day := time.Now().UTC().AddDate(0, 0, -2).Format(time.DateOnly) + "T00:00:00Z" // a time zone: a bare date needs --timezone
 	for i := range n {
 		fmt.Fprintf(&b, "P%d,demo-user,Item %d,%s,false\n", i, i, day)
 	}
