@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -43,12 +44,14 @@ nothing is decided.
 A decide run is a batch task of its own, named decide-… after the user
 and the file's bytes (or --id): show, show --rows, stop, resume, recover
 and wait work on it; running the same file again continues a run that was
-killed or stopped, and prints the report of one that finished. A progress
-bar is drawn on stderr when stderr is a terminal.
+killed or stopped (assistant stop, Ctrl-C, SIGTERM) to its end, and prints
+the report of one that finished; while another live process runs it, it is
+exit 3 (busy). A progress bar is drawn on stderr when stderr is a terminal.
 
-Exit status: 0 once every row was handled, whatever each row came to (see
-counts and rows); with --exit-status 6 when the run failed and 8 when it
-was stopped.`,
+Exit status: 0 only once every row was handled, whatever each row came to
+(see counts and rows); 6 when the run failed, 8 when it was stopped by
+another process, 130/143 when a signal ended it. --exit-status is the
+default and may be left out.`,
 		Example: `  assistant list --status waiting --output csv | sed 's/,,/,approve,/' | assistant decide -
   printf 'task,action,draft\nr-1,approve,\nr-2,cancel,\n' > decisions.csv
   assistant decide decisions.csv
@@ -86,12 +89,15 @@ was stopped.`,
 			if err != nil {
 				return ran(err)
 			}
-			return a.finishDecide(v, rep.Rows, exitStatus)
+			// A decide run always exits by its outcome, as a batch does: 0
+			// only once every row was handled (--exit-status is kept for the
+			// scripts that pass it).
+			return a.finishDecide(v, rep.Rows)
 		},
 	}
 	c.Flags().StringVar(&id, "id", "", "name the decide run (default: decide- and a hash of the user and the file)")
 	c.Flags().IntVar(&chunk, "chunk", returns.DefaultBatchChunk, "rows per checkpoint (one commit takes at most 100 rows, or the rows of half a second)")
-	c.Flags().BoolVar(&exitStatus, "exit-status", false, "exit by the run's outcome: 0 handled every row, 6 failed, 8 interrupted (docs/cli.md \"Exit codes\")")
+	c.Flags().BoolVar(&exitStatus, "exit-status", false, "exit by the run's outcome: 0 handled every row, 6 failed, 8 interrupted; always on for decide (docs/cli.md \"Exit codes\")")
 	return c
 }
 
@@ -109,26 +115,27 @@ func readDecisions(stdin io.Reader, arg string) ([]runs.BatchRow, string, error)
 }
 
 // finishDecide prints a decide run's view with its rows (JSON), or its
-// card and the refused rows (text), and applies --exit-status as finish
-// does.
-func (a *app) finishDecide(v *returns.View, rows []returns.RowReport, exitStatus bool) error {
+// card and the refused rows (text), and exits by the run's outcome as
+// finish does with --exit-status.
+func (a *app) finishDecide(v *returns.View, rows []returns.RowReport) error {
 	if a.output == "json" {
 		a.shown = v
 		if err := writeJSON(a.stdout, returns.DecideView{View: v, Rows: rows}); err != nil {
 			return err
-		}
-		if !exitStatus {
-			return nil
 		}
 		if code := outcomeCode(returns.OutcomeOf(v)); code != ExitOK {
 			return &outcomeExit{code: code, note: a.outcomeNote(v, code)}
 		}
 		return nil
 	}
-	if err := a.finish(v, exitStatus); err != nil {
+	err := a.finish(v, true)
+	var oe *outcomeExit
+	if err != nil && !errors.As(err, &oe) {
 		return err
 	}
-	_, err := io.WriteString(a.stdout, refusedRows(rows, a.nextCommandPrefix(), v.Task))
+	if _, werr := io.WriteString(a.stdout, refusedRows(rows, a.nextCommandPrefix(), v.Task)); werr != nil {
+		return werr
+	}
 	return err
 }
 

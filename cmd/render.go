@@ -180,7 +180,7 @@ func cardRun(b *strings.Builder, v *returns.View, prog, task string) {
 	}
 	switch {
 	case v.Status == returns.StatusInterrupted:
-		fmt.Fprintf(b, "Stopped by an operator%s. Continue it: %s resume %s\n", next, prog, task)
+		fmt.Fprintf(b, "Stopped (by `assistant stop` or a signal)%s. Continue it: %s resume %s\n", next, prog, task)
 	case v.Status == returns.StatusRunning && v.Holder != nil && v.Holder.Alive:
 		fmt.Fprintf(b, "Running in pid %d on %s. Stop it: %s stop %s\n", v.Holder.PID, v.Holder.Host, prog, task)
 	case v.Status == returns.StatusRunning:

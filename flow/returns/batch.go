@@ -226,33 +226,17 @@ type rowsTask struct {
 	idName      string        // what names the id, for messages: "batch id", "--id"
 }
 
-// startRows creates the batch task o with its rows and runs it; a task of
-// that id with the same user and input prints its progress (continuing a
-// run whose process died part-way, and setting a record right that a
-// process killed after its last checkpoint left running), with other
-// input is ErrConflict.
+// startRows creates the batch task o with its rows and runs it. A task of
+// that id with the same user and input is continued as `assistant resume`
+// would (continueRows): the same command again ends only when every row
+// ran. With other input it is ErrConflict.
 func (s *Service) startRows(ctx context.Context, o rowsTask) (*View, error) {
 	t, err := s.runs.Task(ctx, o.id)
 	if err == nil {
 		if t.User != o.user || t.Fingerprint != o.fingerprint {
 			return nil, fmt.Errorf("task %s already exists with other input: %w (choose another %s, or run `assistant show %s`)", o.id, ErrConflict, o.idName, o.id)
 		}
-		v, err := s.Show(ctx, o.id, o.user)
-		switch {
-		case err != nil:
-			return nil, err
-		case v.Status == StatusDone:
-			// Killed after its last checkpoint, before it let go of the
-			// task, the record says running: set it right.
-			if err := s.cmd.repair(ctx, t, v); err != nil {
-				return nil, err
-			}
-		case v.Status == StatusRunning && v.Holder != nil && !v.Holder.Alive:
-			// Killed part-way: the same command again continues it, as
-			// resume or recover would.
-			return s.resumeBatch(ctx, t, ResumeOptions{Task: t.ID, User: t.User})
-		}
-		return v, nil
+		return s.continueRows(ctx, t)
 	}
 	if !errors.Is(err, runs.ErrNotFound) {
 		return nil, fmt.Errorf("start %s: %w", o.id, err)
@@ -280,6 +264,37 @@ func (s *Service) startRows(ctx context.Context, o rowsTask) (*View, error) {
 		}
 		return err
 	})
+}
+
+// continueRows answers the same batch (or decide) command given again for
+// batch task t: a batch that ended is reported as it ended (and a record
+// that a process killed after the last checkpoint left running is set
+// right); one that was stopped (an operator stop, a signal) or whose
+// process died part-way is continued to its end, as `assistant resume`
+// continues it, so that the command's exit says 0 only once every row ran.
+// A batch another live process runs is ErrConflict (busy), naming that
+// process: this command runs nothing and reports no progress as its own.
+func (s *Service) continueRows(ctx context.Context, t runs.TaskRecord) (*View, error) {
+	// A live holder is told before anything is tried: taking the lease
+	// would wait out the busy timeout when that process holds the
+	// business file's write lock (it is inside a chunk, or paused there).
+	if snap, err := s.batch.State(ctx, t.ID); err != nil || !snap.Done() {
+		if l, _, err := s.runs.TaskLease(ctx, t.ID); err == nil && s.holderAlive(l) {
+			return nil, rowsBusy(t.ID, l)
+		}
+	}
+	v, err := s.resumeBatch(ctx, t, ResumeOptions{Task: t.ID, User: t.User})
+	var held *runs.LeaseHeldError
+	if errors.As(err, &held) {
+		return nil, rowsBusy(t.ID, held.Lease)
+	}
+	return v, err
+}
+
+// rowsBusy is the error of a batch command given again while the process
+// holding lease l runs batch task id: ErrConflict (exit 3), naming it.
+func rowsBusy(id string, l runs.Lease) error {
+	return fmt.Errorf("%w: %w, so this command runs none of its rows; wait for that process to end (`assistant wait %s`), then run the same command again", ErrConflict, &runs.LeaseHeldError{Task: id, Lease: l}, id)
 }
 
 // batchInput is the input of batch task t's run as recorded with the task
