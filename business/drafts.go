@@ -127,9 +127,11 @@ func (s *Store) prepareDraftTx(ctx context.Context, tx sqlitedb.Querier, taskID 
 		return Draft{}, false, fmt.Errorf("prepare draft of task %s: %w", taskID, err)
 	}
 
+	// An order is identified by its owner and its id (migration 0008): the
+	// user's order, or none.
 	var owner string
-	err = tx.QueryRowContext(ctx, `SELECT user FROM orders WHERE order_id = ?`, orderID).Scan(&owner)
-	if errors.Is(err, sql.ErrNoRows) || (err == nil && owner != user) {
+	err = tx.QueryRowContext(ctx, `SELECT user FROM orders WHERE user = ? AND order_id = ?`, user, orderID).Scan(&owner)
+	if errors.Is(err, sql.ErrNoRows) {
 		return Draft{}, false, fmt.Errorf("prepare draft of task %s: order %s: %w", taskID, orderID, ErrNotFound)
 	}
 	if err != nil {
@@ -313,7 +315,7 @@ func (s *Store) SubmitTx(ctx context.Context, tx sqlitedb.Querier, draftID, user
 	// waited for approval long enough for the return window to close, and
 	// one open application per order means a second task started for the
 	// same order before the first submitted must not make a second one.
-	o, err := orderTx(ctx, tx, d.OrderID)
+	o, err := orderTx(ctx, tx, d.OrderID, d.User)
 	if err != nil {
 		return Application{}, false, fmt.Errorf("submit draft %s: order %s: %w", draftID, d.OrderID, err)
 	}

@@ -259,7 +259,7 @@ func TestImportOrdersUpsert(t *testing.T) {
 	})
 	t.Run("OwnerChangeRefusedWhole", func(t *testing.T) {
 		s, path := newSeeded(t)
-		if _, err := imp(s, h+"C60,demo-user,Kettle,,false\n", demo, false); err != nil {
+		if _, err := imp(s, h+"C60,demo-user,Kettle,,false\n", ParseOptions{Operator: true}, false); err != nil {
 			t.Fatal(err)
 		}
 		s.Close()

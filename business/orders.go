@@ -49,7 +49,7 @@ func (s *Store) Order(ctx context.Context, orderID, user string) (Order, error) 
 		return o, nil
 	}
 	o, err := scanOrder(s.h.Q().QueryRowContext(ctx,
-		`SELECT `+orderColumns+` FROM orders WHERE order_id = ? AND user = ?`, orderID, user))
+		`SELECT `+orderColumns+` FROM orders WHERE user = ? AND order_id = ?`, user, orderID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Order{}, fmt.Errorf("order %s: %w", orderID, ErrNotFound)
 	}
@@ -110,9 +110,11 @@ func scanOrder(sc scanner) (Order, error) {
 // Eligibility returns "" when order o may be returned at now, else the first
 // reason code that applies, checked in this order: ReasonNotDelivered,
 // ReasonReturnWindowClosed (now − delivered_at > ReturnWindow),
-// ReasonFinalSale, ReasonOpenApplication (an application for o with
-// review_status "pending" exists, whichever task made it). o is usually
-// the result of Store.Order; only the open-application rule reads the file.
+// ReasonFinalSale, ReasonOpenApplication (an application for o, of its
+// owner, with review_status "pending" exists, whichever task made it). o
+// is usually the result of Store.Order; only the open-application rule
+// reads the file. It is the one rule of returnability: start, submit,
+// orders list and an import's report (not_returnable_now) all use it.
 func (s *Store) Eligibility(ctx context.Context, o Order, now time.Time) (string, error) {
 	return eligibility(ctx, s.h.Q(), o, now)
 }
@@ -125,8 +127,8 @@ func eligibility(ctx context.Context, q queryer, o Order, now time.Time) (string
 	}
 	var open bool
 	err := q.QueryRowContext(ctx,
-		`SELECT EXISTS (SELECT 1 FROM applications WHERE order_id = ? AND review_status = ?)`,
-		o.ID, ReviewPending).Scan(&open)
+		`SELECT EXISTS (SELECT 1 FROM applications WHERE user = ? AND order_id = ? AND review_status = ?)`,
+		o.User, o.ID, ReviewPending).Scan(&open)
 	if err != nil {
 		return "", fmt.Errorf("eligibility of order %s: %w", o.ID, err)
 	}
@@ -193,9 +195,10 @@ func (s *Store) Orders(ctx context.Context, user string) ([]Order, error) {
 	return out, nil
 }
 
-// orderTx reads an order by id inside tx, whoever owns it.
-func orderTx(ctx context.Context, tx sqlitedb.Querier, id string) (Order, error) {
-	o, err := scanOrder(tx.QueryRowContext(ctx, `SELECT `+orderColumns+` FROM orders WHERE order_id = ?`, id))
+// orderTx reads the order id of user inside tx (an order is identified by
+// its owner and its id: migration 0008).
+func orderTx(ctx context.Context, tx sqlitedb.Querier, id, user string) (Order, error) {
+	o, err := scanOrder(tx.QueryRowContext(ctx, `SELECT `+orderColumns+` FROM orders WHERE user = ? AND order_id = ?`, user, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Order{}, ErrNotFound
 	}

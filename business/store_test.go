@@ -198,7 +198,11 @@ func TestOpenRefuses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			copy(b[4096+16:], random(2000)) // page 2, past nothing we could repair
+			// Every page after the first, so that a page in use is hit
+			// whichever pages the migrations' rebuilds left free.
+			for off := 4096; off+16+2000 <= len(b); off += 4096 {
+				copy(b[off+16:], random(2000))
+			}
 			if err := os.WriteFile(path, b, 0o600); err != nil {
 				t.Fatal(err)
 			}

@@ -26,10 +26,11 @@ const (
 	ActionRefused = "refused"
 )
 
-// importBatch is how many orders ImportOrdersFile reads and writes with
-// one statement each: large enough that a million rows take few
-// statements, small enough for SQLite's limit on parameters (32,766).
-const importBatch = 200
+// importBatch is how many orders ImportOrdersFile reads with one
+// statement, and writes with one: large enough that a million rows take
+// few statements, small enough for SQLite's limit on parameters (32,766:
+// a batch's write takes 6 per order).
+const importBatch = 500
 
 // importQueue is how many batches may wait between the goroutine that
 // reads the file and the one that writes (ImportOrdersFile).
@@ -111,25 +112,34 @@ func (s *Store) ImportOrders(ctx context.Context, r io.Reader, opts ParseOptions
 }
 
 // ImportOrdersFile writes the orders of f, in one transaction, as an
-// upsert with these rules (docs/orders.md "Updates"): an order not stored
-// is added; a stored one with another item, delivery or final sale flag is
-// updated (a task in flight for it is reported: its next submit checks
-// eligibility again); an equal one is unchanged; a teaching order that no
-// task, draft or batch row uses is replaced, whoever owned it; a stored
-// order of another owner is refused. Any refused order refuses the whole
-// file with an *OwnerError (ErrConflict) and nothing is written. With
-// opts.DryRun nothing is written either and the report says what would
-// be. The file is read a second time, in batches of importBatch orders;
-// ctx ends it at the next batch and nothing is written (its error).
+// upsert with these rules (docs/orders.md "Updates", "Who may import"). An
+// order is identified by its owner and its id. An import reads and writes
+// the orders of the users its rows name only: without ParseOptions.Operator
+// that is --user alone, so nothing it reports depends on another user's
+// orders. For each order of the file (user U, id X): U's order X not
+// stored is added; stored with another item, delivery or final sale flag,
+// it is updated (a task in flight for it is reported: its next submit
+// checks eligibility again); equal, it is unchanged; a teaching order that
+// no task, draft or batch row uses is replaced. An operator import also
+// keeps the shop's order ids unique: its orders are the shop's, and a shop
+// order X of another customer (a teaching order in use included) refuses
+// the whole file with an *OwnerError (ErrConflict), nothing written; an
+// unused teaching order X of another user gives way. With opts.DryRun
+// nothing is written and the report says what would be. The file is read
+// a second time, in batches of importBatch orders; ctx ends it at the next
+// batch and nothing is written (its error).
 func (s *Store) ImportOrdersFile(ctx context.Context, f *OrdersFile, opts ImportOptions) (ImportResult, error) {
 	tx, err := s.h.Begin(ctx)
 	if err != nil {
 		return ImportResult{}, fmt.Errorf("import orders: %w", err)
 	}
 	defer tx.Rollback()
-	u := &upsert{ctx: ctx, q: tx, now: s.now, write: !opts.DryRun,
+	u := &upsert{ctx: ctx, q: tx, now: s.now().UTC(), write: !opts.DryRun, operator: f.opts.Operator,
 		res: ImportResult{DryRun: opts.DryRun, Changes: []OrderChange{}}}
 	rows, orders, err := u.run(f)
+	if err == nil {
+		err = u.writePending()
+	}
 	if err != nil {
 		return ImportResult{}, fmt.Errorf("import orders: %w", err)
 	}
@@ -146,19 +156,37 @@ func (s *Store) ImportOrdersFile(ctx context.Context, f *OrdersFile, opts Import
 	return u.res, nil
 }
 
-// upsert is one ImportOrdersFile: the batch of orders read but not yet
-// written, and the report so far.
-type upsert struct {
-	ctx     context.Context
-	q       sqlitedb.Querier
-	now     timeNow
-	write   bool // false: a dry run, or an owner refused (nothing will be committed)
-	batch   []*group
-	res     ImportResult
-	refused badLines
+// storedOrder is an order as stored, with whether it is the shop's (its
+// id unique among the shop's orders) or a user's own.
+type storedOrder struct {
+	Order
+	shop bool
 }
 
-// run reads the file (f.scan) in a goroutine of its own and writes its
+// pendingOrder is an order decided and not yet written.
+type pendingOrder struct {
+	o    Order
+	shop bool // the shop's order (an operator import's)
+}
+
+// upsert is one ImportOrdersFile: the orders decided and not yet written,
+// and the report so far.
+type upsert struct {
+	ctx      context.Context
+	q        sqlitedb.Querier
+	now      time.Time
+	write    bool // false: a dry run, or an owner refused (nothing will be committed)
+	operator bool // the rows may be of any user (ParseOptions.Operator)
+	pending  []pendingOrder
+	res      ImportResult
+	refused  badLines
+	// The last delivery time written and its stored text: an export's
+	// rows share a few times, and formatting one is a tenth of a write.
+	lastAt   *time.Time
+	lastText string
+}
+
+// run reads the file (f.scan) in a goroutine of its own and decides its
 // orders here, batch by batch, so that reading the next batch and writing
 // this one overlap; at most importQueue batches wait between the two, so
 // memory does not grow with the file. It returns the file's rows and
@@ -192,8 +220,7 @@ func (u *upsert) run(f *OrdersFile) (rows, orders int, err error) {
 	}()
 	for b := range batches {
 		if err == nil {
-			u.batch = b
-			if err = u.flush(); err != nil {
+			if err = u.decide(b); err != nil {
 				cancel() // the reader stops; the loop drains what it sent
 			}
 		}
@@ -207,62 +234,94 @@ func (u *upsert) run(f *OrdersFile) (rows, orders int, err error) {
 	return rows, orders, nil
 }
 
-// flush reads the stored orders of the batch with one statement, decides
-// each, and writes the new ones with one statement and each update with
-// one.
-func (u *upsert) flush() error {
-	if len(u.batch) == 0 {
-		return nil
-	}
+// decide reads the stored orders of a batch (one statement; an operator
+// import one more for the shop's orders of its ids), decides each order
+// and queues its write.
+func (u *upsert) decide(batch []*group) error {
 	if err := u.ctx.Err(); err != nil {
 		return err
 	}
-	stored, err := u.stored()
+	mine, err := u.storedMine(batch)
 	if err != nil {
 		return err
 	}
-	var add []Order
-	for _, g := range u.batch {
-		o := g.order
-		old, ok := stored[o.ID]
-		switch {
-		case !ok:
-			u.res.Added++
-			add = append(add, o)
-			u.note(OrderChange{Line: g.line, OrderID: o.ID, Action: ActionAdded}, false)
-		case old.Teaching:
-			used, err := u.used(o.ID)
-			if err != nil {
-				return err
-			}
-			if !used {
-				if err := u.replace(g, old, ActionReplacedTeaching); err != nil {
-					return err
-				}
-				continue
-			}
-			if old.User != o.User {
-				u.refuse(g, " (a teaching order that a task uses)")
-				continue
-			}
-			if err := u.replace(g, old, ActionUpdated); err != nil {
-				return err
-			}
-		case old.User != o.User:
-			u.refuse(g, "")
-		case sameOrder(old, o):
-			u.res.Unchanged++
-		default:
-			if err := u.replace(g, old, ActionUpdated); err != nil {
-				return err
-			}
+	var shop map[string]storedOrder
+	if u.operator {
+		if shop, err = u.storedShop(batch); err != nil {
+			return err
 		}
 	}
-	if err := u.insert(add); err != nil {
-		return err
+	for _, g := range batch {
+		if err := u.decideOne(g, mine, shop); err != nil {
+			return err
+		}
 	}
-	u.batch = u.batch[:0]
+	if len(u.pending) >= importBatch {
+		return u.writePending()
+	}
 	return nil
+}
+
+// decideOne decides one order of the file: mine holds the stored orders
+// of the batch's (user, order id) pairs, shop (an operator import's) the
+// shop's orders of its ids, whoever owns them.
+func (u *upsert) decideOne(g *group, mine map[[2]string]storedOrder, shop map[string]storedOrder) error {
+	o := g.order
+	old, ok := mine[[2]string{o.User, o.ID}]
+	if other, found := shop[o.ID]; found && other.User != o.User {
+		// The shop gave this id to another customer.
+		if !other.Teaching {
+			u.refuse(g, "")
+			return nil
+		}
+		used, err := u.used(other.Order)
+		if err != nil {
+			return err
+		}
+		if used {
+			u.refuse(g, " (a teaching order that a task uses)")
+			return nil
+		}
+		// An unused teaching order gives way to the shop's order.
+		if u.write {
+			if _, err := u.q.ExecContext(u.ctx, `DELETE FROM orders WHERE user = ? AND order_id = ? AND teaching = 1`, other.User, other.ID); err != nil {
+				return fmt.Errorf("replace teaching order %s: %w", other.ID, err)
+			}
+		}
+		prev := other
+		if ok {
+			prev = old
+		}
+		return u.replace(g, prev, ActionReplacedTeaching, other.User)
+	}
+	switch {
+	case !ok:
+		u.res.Added++
+		u.queue(o)
+		u.note(OrderChange{Line: g.line, OrderID: o.ID, Action: ActionAdded}, false)
+	case old.Teaching:
+		used, err := u.used(old.Order)
+		if err != nil {
+			return err
+		}
+		action := ActionReplacedTeaching
+		if used {
+			action = ActionUpdated
+		}
+		return u.replace(g, old, action, "")
+	case sameOrder(old.Order, o) && (old.shop || !u.operator):
+		u.res.Unchanged++
+	default:
+		return u.replace(g, old, ActionUpdated, "")
+	}
+	return nil
+}
+
+// queue adds an order to the writes of the next writePending.
+func (u *upsert) queue(o Order) {
+	if u.write {
+		u.pending = append(u.pending, pendingOrder{o: o, shop: u.operator})
+	}
 }
 
 // refuse records an order whose owner would change. The message names
@@ -270,6 +329,7 @@ func (u *upsert) flush() error {
 func (u *upsert) refuse(g *group, note string) {
 	u.res.Refused++
 	u.write = false
+	u.pending = nil
 	u.refused.add(g.line, fmt.Errorf("order %s is stored with another owner%s; the owner of an order never changes", g.order.ID, note))
 	u.note(OrderChange{Line: g.line, OrderID: g.order.ID, Action: ActionRefused}, true)
 }
@@ -303,36 +363,35 @@ func (u *upsert) note(c OrderChange, important bool) {
 }
 
 // replace updates a stored order to the file's (action: updated or
-// replaced_teaching) and reports its tasks in flight.
-func (u *upsert) replace(g *group, old Order, action string) error {
+// replaced_teaching; fromUser the owner of a teaching order of another
+// user that gives way, else "") and reports its tasks in flight and
+// whether it could be returned now, by Eligibility's rule.
+func (u *upsert) replace(g *group, old storedOrder, action, fromUser string) error {
 	o := g.order
-	c := OrderChange{Line: g.line, OrderID: o.ID, Action: action, Fields: changedFields(old, o)}
+	c := OrderChange{Line: g.line, OrderID: o.ID, Action: action, Fields: changedFields(old.Order, o)}
+	if fromUser != "" && fromUser != o.User {
+		c.Fields = append([]string{"user"}, c.Fields...)
+	}
+	if u.operator && !old.shop && fromUser == "" {
+		c.Fields = append(c.Fields, "shop")
+	}
 	u.res.Updated++
 	if action == ActionReplacedTeaching {
 		u.res.TeachingReplaced++
-		if old.User != o.User {
-			c.Fields = append([]string{"user"}, c.Fields...)
-		}
 	}
-	tasks, err := u.inFlight(o.ID)
+	tasks, err := u.inFlight(o)
 	if err != nil {
 		return err
 	}
 	c.Tasks = tasks
-	c.NotReturnableNow = orderRule(o, u.now())
+	if c.NotReturnableNow, err = eligibility(u.ctx, u.q, o, u.now); err != nil {
+		return err
+	}
 	if len(tasks) > 0 {
 		u.res.InFlight++
 	}
 	u.note(c, len(tasks) > 0)
-	if !u.write {
-		return nil
-	}
-	_, err = u.q.ExecContext(u.ctx,
-		`UPDATE orders SET user = ?, item = ?, delivered_at = ?, final_sale = ?, teaching = 0 WHERE order_id = ? AND user = ?`,
-		o.User, o.Item, deliveredArg(o), o.FinalSale, o.ID, old.User)
-	if err != nil {
-		return fmt.Errorf("update order %s: %w", o.ID, err)
-	}
+	u.queue(o)
 	return nil
 }
 
@@ -351,25 +410,76 @@ func changedFields(old, o Order) []string {
 	return f
 }
 
-// stored reads the stored orders of the batch, by id, with one statement
-// (the id list padded with "", which no order has, so one prepared
-// statement serves every batch).
-func (u *upsert) stored() (map[string]Order, error) {
-	args := make([]any, importBatch)
-	for i := range args {
-		args[i] = ""
-		if i < len(u.batch) {
-			args[i] = u.batch[i].order.ID
+// storedOrderColumns are the columns scanStored reads.
+const storedOrderColumns = `o.order_id, o.user, o.item, o.delivered_at, o.final_sale, o.teaching, o.shop`
+
+// scanStored reads one row of storedOrderColumns.
+func scanStored(sc scanner) (storedOrder, error) {
+	var (
+		o         storedOrder
+		delivered sql.NullString
+	)
+	if err := sc.Scan(&o.ID, &o.User, &o.Item, &delivered, &o.FinalSale, &o.Teaching, &o.shop); err != nil {
+		return storedOrder{}, err
+	}
+	if delivered.Valid {
+		t, err := parseTime(delivered.String)
+		if err != nil {
+			return storedOrder{}, err
+		}
+		o.DeliveredAt = &t
+	}
+	return o, nil
+}
+
+// storedMine reads the stored orders of the batch's (user, order id)
+// pairs with one statement: the pairs padded with ("", ""), which no order
+// has, so one prepared statement serves every batch. It reads no order of
+// a user the batch does not name.
+func (u *upsert) storedMine(batch []*group) (map[[2]string]storedOrder, error) {
+	args := make([]any, 0, 2*importBatch)
+	for i := range importBatch {
+		if i < len(batch) {
+			args = append(args, batch[i].order.User, batch[i].order.ID)
+		} else {
+			args = append(args, "", "")
 		}
 	}
-	rows, err := u.q.QueryContext(u.ctx, `SELECT `+orderColumns+` FROM orders WHERE order_id IN (`+placeholders(importBatch, 1)+`)`, args...)
+	rows, err := u.q.QueryContext(u.ctx, `WITH b (user, order_id) AS (VALUES `+placeholders(importBatch, 2)+`)
+		SELECT `+storedOrderColumns+` FROM b CROSS JOIN orders o ON o.user = b.user AND o.order_id = b.order_id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read stored orders: %w", err)
 	}
 	defer rows.Close()
-	out := make(map[string]Order, len(u.batch))
+	out := make(map[[2]string]storedOrder)
 	for rows.Next() {
-		o, err := scanOrder(rows)
+		o, err := scanStored(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read stored orders: %w", err)
+		}
+		out[[2]string{o.User, o.ID}] = o
+	}
+	return out, rows.Err()
+}
+
+// storedShop reads the shop's orders (at most one per id) of the batch's
+// order ids, whoever owns them: an operator import's view.
+func (u *upsert) storedShop(batch []*group) (map[string]storedOrder, error) {
+	args := make([]any, importBatch)
+	for i := range args {
+		args[i] = ""
+		if i < len(batch) {
+			args[i] = batch[i].order.ID
+		}
+	}
+	rows, err := u.q.QueryContext(u.ctx, `SELECT `+storedOrderColumns+` FROM orders o WHERE o.shop = 1 AND o.order_id IN (`+placeholders(importBatch, 1)+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read stored orders: %w", err)
+	}
+	defer rows.Close()
+	out := make(map[string]storedOrder)
+	for rows.Next() {
+		o, err := scanStored(rows)
 		if err != nil {
 			return nil, fmt.Errorf("read stored orders: %w", err)
 		}
@@ -378,29 +488,40 @@ func (u *upsert) stored() (map[string]Order, error) {
 	return out, rows.Err()
 }
 
-// insert adds orders with one statement (a full batch's is prepared once).
-func (u *upsert) insert(orders []Order) error {
-	if !u.write || len(orders) == 0 {
+// writePending writes the queued orders, importBatch at a time with one
+// statement each (an INSERT … ON CONFLICT that adds a new order and
+// updates a stored one: a full batch's statement is prepared once), and
+// the rest with one more. A user's own order stays theirs, an operator
+// import makes it the shop's; a written order is no teaching order.
+func (u *upsert) writePending() error {
+	if !u.write {
+		u.pending = nil
 		return nil
 	}
-	args := make([]any, 0, 5*len(orders))
-	for _, o := range orders {
-		args = append(args, o.ID, o.User, o.Item, deliveredArg(o), o.FinalSale)
+	for len(u.pending) > 0 {
+		n := min(len(u.pending), importBatch)
+		args := make([]any, 0, 6*n)
+		for _, p := range u.pending[:n] {
+			args = append(args, p.o.User, p.o.ID, p.o.Item, u.deliveredArg(p.o), p.o.FinalSale, p.shop)
+		}
+		_, err := u.q.ExecContext(u.ctx, `INSERT INTO orders (user, order_id, item, delivered_at, final_sale, shop) VALUES `+placeholders(n, 6)+`
+			ON CONFLICT (user, order_id) DO UPDATE SET item = excluded.item, delivered_at = excluded.delivered_at,
+				final_sale = excluded.final_sale, teaching = 0, shop = max(shop, excluded.shop)`, args...)
+		if err != nil {
+			return fmt.Errorf("write orders: %w", err)
+		}
+		u.pending = u.pending[n:]
 	}
-	_, err := u.q.ExecContext(u.ctx,
-		`INSERT INTO orders (order_id, user, item, delivered_at, final_sale) VALUES `+placeholders(len(orders), 5), args...)
-	if err != nil {
-		return fmt.Errorf("add orders: %w", err)
-	}
+	u.pending = nil
 	return nil
 }
 
 // inFlight returns the tasks in flight for an order (at most ten).
-func (u *upsert) inFlight(orderID string) ([]string, error) {
+func (u *upsert) inFlight(o Order) ([]string, error) {
 	rows, err := u.q.QueryContext(u.ctx,
-		`SELECT task_id FROM tasks WHERE order_id = ? AND status IN ('running', 'waiting', 'interrupted') ORDER BY task_id LIMIT 10`, orderID)
+		`SELECT task_id FROM tasks WHERE user = ? AND order_id = ? AND status IN ('running', 'waiting', 'interrupted') ORDER BY task_id LIMIT 10`, o.User, o.ID)
 	if err != nil {
-		return nil, fmt.Errorf("tasks of order %s: %w", orderID, err)
+		return nil, fmt.Errorf("tasks of order %s: %w", o.ID, err)
 	}
 	defer rows.Close()
 	out := []string{}
@@ -414,14 +535,16 @@ func (u *upsert) inFlight(orderID string) ([]string, error) {
 	return out, rows.Err()
 }
 
-// used reports whether any task, draft or batch row names the order.
-func (u *upsert) used(orderID string) (bool, error) {
+// used reports whether any task, draft or batch row of the order's owner
+// names the order.
+func (u *upsert) used(o Order) (bool, error) {
 	var used bool
-	err := u.q.QueryRowContext(u.ctx, `SELECT EXISTS (SELECT 1 FROM tasks WHERE order_id = ?)
-		OR EXISTS (SELECT 1 FROM drafts WHERE order_id = ?)
-		OR EXISTS (SELECT 1 FROM batch_rows WHERE order_id = ?)`, orderID, orderID, orderID).Scan(&used)
+	err := u.q.QueryRowContext(u.ctx, `SELECT EXISTS (SELECT 1 FROM tasks WHERE user = ? AND order_id = ?)
+		OR EXISTS (SELECT 1 FROM drafts WHERE user = ? AND order_id = ?)
+		OR EXISTS (SELECT 1 FROM batch_rows r JOIN tasks b ON b.task_id = r.batch_id WHERE b.user = ? AND r.order_id = ?)`,
+		o.User, o.ID, o.User, o.ID, o.User, o.ID).Scan(&used)
 	if err != nil {
-		return false, fmt.Errorf("uses of order %s: %w", orderID, err)
+		return false, fmt.Errorf("uses of order %s: %w", o.ID, err)
 	}
 	return used, nil
 }
@@ -436,12 +559,16 @@ func placeholders(n, width int) string {
 	return strings.TrimSuffix(strings.Repeat(one+", ", n), ", ")
 }
 
-// deliveredArg is an order's delivered_at as stored (NULL: not delivered).
-func deliveredArg(o Order) sql.NullString {
+// deliveredArg is an order's delivered_at as stored (NULL: not delivered),
+// formatted once for each run of rows that share the time.
+func (u *upsert) deliveredArg(o Order) sql.NullString {
 	if o.DeliveredAt == nil {
 		return sql.NullString{}
 	}
-	return sql.NullString{String: formatTime(*o.DeliveredAt), Valid: true}
+	if o.DeliveredAt != u.lastAt {
+		u.lastAt, u.lastText = o.DeliveredAt, formatTime(*o.DeliveredAt)
+	}
+	return sql.NullString{String: u.lastText, Valid: true}
 }
 
 // sameOrder reports whether a stored order equals the file's: same owner,
@@ -450,6 +577,3 @@ func sameOrder(a, b Order) bool {
 	return a.ID == b.ID && a.User == b.User && a.Item == b.Item && a.FinalSale == b.FinalSale &&
 		a.Teaching == b.Teaching && sameTime(a.DeliveredAt, b.DeliveredAt)
 }
-
-// timeNow is a clock.
-type timeNow = func() time.Time

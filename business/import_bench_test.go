@@ -1,0 +1,65 @@
+package business
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// BenchmarkImportOrders imports a file of 200,000 one-row orders into a
+// fresh business file (Fresh), and the same file again (Again: every order
+// unchanged), the two cases scripts/bench.sh times through the binary.
+// Profile it with -cpuprofile to see where an import's time goes.
+func BenchmarkImportOrders(b *testing.B) {
+	const rows = 200_000
+	path := filepath.Join(b.TempDir(), "orders.csv")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fmt.Fprintln(f, "order_id,user,item,delivered_at,final_sale")
+	day := time.Now().UTC().Add(-72 * time.Hour).Format(time.DateOnly)
+	for i := range rows {
+		fmt.Fprintf(f, "M%07d,demo-user,Bench item %d,%sT00:00:00Z,false\n", i, i, day)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	imp := func(b *testing.B, s *Store) {
+		in, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer in.Close()
+		res, err := s.ImportOrders(ctx, in, ParseOptions{User: "demo-user"})
+		if err != nil || res.Rows != rows {
+			b.Fatalf("import: %+v, %v", res.Rows, err)
+		}
+	}
+	b.Run("Fresh", func(b *testing.B) {
+		for range b.N {
+			b.StopTimer()
+			s := mustOpen(b, filepath.Join(b.TempDir(), "business.sqlite"), Options{Create: true})
+			b.StartTimer()
+			imp(b, s)
+			b.StopTimer()
+			s.Close()
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(rows*b.N)/b.Elapsed().Seconds(), "rows/s")
+	})
+	b.Run("Again", func(b *testing.B) {
+		s := mustOpen(b, filepath.Join(b.TempDir(), "business.sqlite"), Options{Create: true})
+		defer s.Close()
+		imp(b, s)
+		b.ResetTimer()
+		for range b.N {
+			imp(b, s)
+		}
+		b.ReportMetric(float64(rows*b.N)/b.Elapsed().Seconds(), "rows/s")
+	})
+}

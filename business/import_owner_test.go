@@ -1,0 +1,167 @@
+package business
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// importAs parses file with opts and imports it into s.
+func importAs(tb testing.TB, s *Store, file string, opts ParseOptions, dry bool) (ImportResult, error) {
+	tb.Helper()
+	ctx := context.Background()
+	f, err := ParseOrders(ctx, strings.NewReader(file), opts)
+	if err != nil {
+		return ImportResult{}, err
+	}
+	defer f.Close()
+	return s.ImportOrdersFile(ctx, f, ImportOptions{DryRun: dry})
+}
+
+// An import without --operator reads and writes --user's orders only:
+// whether the id is unknown, another user's order (the shop's or their
+// own), or another user's teaching order (unused or in use), the report,
+// its counts and the error are the same, the import adds the order as the
+// importing user's own, and the other user's order keeps every field.
+// The shop's later import of the id for its owner is not refused.
+func TestImportOrdersNoOracle(t *testing.T) {
+	const h = "order_id,user,item,delivered_at,final_sale\n"
+	ctx := context.Background()
+	other := ParseOptions{User: "other-user"}
+	operator := ParseOptions{Operator: true}
+	tests := []struct {
+		name  string
+		id    string
+		setup func(t *testing.T, s *Store) // makes id exist (or not) for demo-user
+	}{
+		{name: "Unknown", id: "C63"},
+		{name: "ShopOrderOfAnother", id: "C63", setup: func(t *testing.T, s *Store) {
+			if _, err := importAs(t, s, h+"C63,demo-user,Mug,2026-11-01T00:00:00Z,false\n", operator, false); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "OwnOrderOfAnother", id: "C63", setup: func(t *testing.T, s *Store) {
+			if _, err := importAs(t, s, h+"C63,demo-user,Mug,2026-11-01T00:00:00Z,false\n", ParseOptions{User: "demo-user"}, false); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "TeachingOrderOfAnother", id: "A3001"},
+		{name: "TeachingOrderInUseOfAnother", id: "A3001", setup: func(t *testing.T, s *Store) {
+			mustPrepare(t, s, "t2", "A3001", time.Hour, t0)
+		}},
+	}
+	var want []string // the first case's answers; every case must give the same
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := newSeeded(t)
+			if tt.setup != nil {
+				tt.setup(t, s)
+			}
+			before, beforeErr := s.Order(ctx, tt.id, "demo-user")
+			file := h + tt.id + ",other-user,Claimed,2026-11-02T00:00:00Z,false\n"
+			var got []string
+			for _, dry := range []bool{true, false} {
+				res, err := importAs(t, s, file, other, dry)
+				if err != nil {
+					t.Fatalf("dry run %v: %v", dry, err)
+				}
+				b, _ := json.Marshal(res)
+				got = append(got, strings.ReplaceAll(string(b), tt.id, "ID"))
+			}
+			if want == nil {
+				want = got
+			} else if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("reports\n%s\nwant the same as for an unknown id\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			if !strings.Contains(got[1], `"added":1`) {
+				t.Fatalf("report %s, want the order added", got[1])
+			}
+			after, afterErr := s.Order(ctx, tt.id, "demo-user")
+			if (afterErr == nil) != (beforeErr == nil) || !sameOrder(before, after) {
+				t.Fatalf("demo-user's %s: %+v, %v before; %+v, %v after", tt.id, before, beforeErr, after, afterErr)
+			}
+			mine, err := s.Order(ctx, tt.id, "other-user")
+			if err != nil || mine.Item != "Claimed" {
+				t.Fatalf("other-user's %s: %+v, %v; want its own order", tt.id, mine, err)
+			}
+			// The shop's import of the id for demo-user is not blocked by
+			// other-user's own order.
+			if tt.id == "C63" {
+				if _, err := importAs(t, s, h+"C63,demo-user,Mug,2026-11-01T00:00:00Z,false\n", operator, false); err != nil {
+					t.Fatalf("the shop's import after other-user's: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// The shop's order ids stay unique: an operator import that gives a
+// shop order to another customer is refused whole (exit 3), while a
+// user's own order of the same id does not count; an operator import of a
+// user's own order makes it the shop's.
+func TestImportOrdersShopIDs(t *testing.T) {
+	const h = "order_id,user,item,delivered_at,final_sale\n"
+	ctx := context.Background()
+	operator := ParseOptions{Operator: true}
+	s, _ := newSeeded(t)
+	if _, err := importAs(t, s, h+"C70,bob,Kettle,,false\n", ParseOptions{User: "bob"}, false); err != nil {
+		t.Fatal(err)
+	}
+	res, err := importAs(t, s, h+"C70,alice,Kettle,,false\nC71,bob,Mug,,false\n", operator, false)
+	if err != nil || res.Added != 2 {
+		t.Fatalf("operator import beside bob's own C70: %+v, %v; want 2 added", res, err)
+	}
+	_, err = importAs(t, s, h+"C70,bob,Kettle,,false\n", operator, false)
+	var oe *OwnerError
+	if !errors.As(err, &oe) || !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "line 2: order C70 is stored with another owner") {
+		t.Fatalf("err = %v, want an owner change refused", err)
+	}
+	res, err = importAs(t, s, h+"C72,carol,Pen,,false\n", ParseOptions{User: "carol"}, false)
+	if err != nil || res.Added != 1 {
+		t.Fatalf("carol's own C72: %+v, %v", res, err)
+	}
+	res, err = importAs(t, s, h+"C72,carol,Pen,,false\n", operator, false)
+	if err != nil || res.Updated != 1 || len(res.Changes) != 1 || strings.Join(res.Changes[0].Fields, ",") != "shop" {
+		t.Fatalf("the shop's import of carol's own C72: %+v, %v; want updated: shop", res, err)
+	}
+	_, err = importAs(t, s, h+"C72,dave,Pen,,false\n", operator, false)
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("err = %v, want C72 now the shop's", err)
+	}
+	if o, err := s.Order(ctx, "C70", "bob"); err != nil || o.Item != "Kettle" {
+		t.Fatalf("bob's C70: %+v, %v", o, err)
+	}
+}
+
+// The import report's not_returnable_now is Eligibility's answer: an
+// order with an open application is not returnable now, as orders list
+// says.
+func TestImportOrdersReturnableAsEligibility(t *testing.T) {
+	const h = "order_id,user,item,delivered_at,final_sale\n"
+	ctx := context.Background()
+	s, _ := newSeeded(t)
+	d := mustPrepare(t, s, "t4", "A3004", time.Hour, t0)
+	if _, _, err := s.Submit(ctx, d.ID, "demo-user", t0); err != nil {
+		t.Fatal(err)
+	}
+	o, err := s.Order(ctx, "A3004", "demo-user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	delivered := o.DeliveredAt.Format(time.RFC3339Nano)
+	res, err := importAs(t, s, h+"A3004,demo-user,New headphones,"+delivered+",false\n", ParseOptions{User: "demo-user"}, true)
+	if err != nil || len(res.Changes) != 1 {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	o.Item = "New headphones"
+	want, err := s.Eligibility(ctx, o, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Changes[0].NotReturnableNow; got != ReasonOpenApplication || got != want {
+		t.Fatalf("not_returnable_now %q, Eligibility %q; want %q from both", got, want, ReasonOpenApplication)
+	}
+}
