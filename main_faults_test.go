@@ -392,13 +392,13 @@ func TestChaos(t *testing.T) {
 	var shop strings.Builder
 	shop.WriteString("order_id,user,item,delivered_at,final_sale\n")
 	for i := range parked {
-		fmt.Fprintf(&shop, "C%03d,demo-user,Chaos item %d,%s,false\n", i, i, time.Now().UTC().AddDate(0, 0, -2).Format(time.DateOnly))
+		fmt.Fprintf(&shop, "C%03d,demo-user,Chaos item %d,%s,false\n", i, i, time.Now().UTC().AddDate(0, 0, -2).Format(time.RFC3339))
 	}
 	shopFile := filepath.Join(t.TempDir(), "shop.csv")
 	if err := os.WriteFile(shopFile, []byte(shop.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if got := mustRun(t, dir, "orders", "import", shopFile); fmt.Sprint(got["imported"]) != fmt.Sprint(parked) {
+	if got := mustRun(t, dir, "orders", "import", shopFile); fmt.Sprint(got["added"]) != fmt.Sprint(parked) {
 		t.Fatalf("orders import: %v", got)
 	}
 	for i := range parked {
