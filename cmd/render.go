@@ -23,16 +23,6 @@ func (a *app) nextCommandPrefix() string {
 	return strings.Join(parts, " ")
 }
 
-// shellQuote quotes s for a POSIX shell when it holds anything but safe characters.
-func shellQuote(s string) string {
-	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@,+=", r))
-	}) {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // writeCard prints a view for a person: the order, the state, the question
 // with its draft, and the exact next command to type (prog is the command
 // prefix to paste).

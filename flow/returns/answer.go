@@ -25,7 +25,7 @@ func (r *runner) fitsRecord(ctx context.Context, t runs.TaskRecord, o ResumeOpti
 	}
 	kind := map[string]string{StageDraftReady: KindApproval, StageNeedReason: KindNeedReason}[t.Stage]
 	if kind == "" {
-		return fmt.Errorf("task %s has no question pending; run `assistant resume %s` to continue it, then answer the question it asks: %w", t.ID, t.ID, ErrConflict)
+		return fmt.Errorf("task %s has no question pending; run `assistant resume %s` to continue it, then answer the question it asks: %w", t.ID, ShellQuote(t.ID), ErrConflict)
 	}
 	if err := wrongKind(t.ID, kind, o); err != nil || o.DraftID == "" {
 		return err
@@ -77,9 +77,9 @@ func endedAnswer(t runs.TaskRecord, snap *flow.Snapshot[State], o ResumeOptions)
 		}
 		if o.DraftID != draft {
 			if draft == "" {
-				return fmt.Errorf("%w: --draft %s is not a draft of task %s (it ended with none); run `assistant show %s`", ErrInvalid, o.DraftID, t.ID, t.ID)
+				return fmt.Errorf("%w: --draft %s is not a draft of task %s (it ended with none); run `assistant show %s`", ErrInvalid, o.DraftID, t.ID, ShellQuote(t.ID))
 			}
-			return fmt.Errorf("%w: --draft %s is not the draft of task %s (%s); run `assistant show %s`", ErrInvalid, o.DraftID, t.ID, draft, t.ID)
+			return fmt.Errorf("%w: --draft %s is not the draft of task %s (%s); run `assistant show %s`", ErrInvalid, o.DraftID, t.ID, draft, ShellQuote(t.ID))
 		}
 	}
 	if !o.answering() {
@@ -155,7 +155,7 @@ func (r *runner) plan(ctx context.Context, t runs.TaskRecord, snap *flow.Snapsho
 				return flow.Command{}, "", err
 			}
 			if !recorded {
-				return flow.Command{}, "", fmt.Errorf("task %s has no question pending: its run stopped part-way, and the answer given was not recorded; run `assistant resume %s` to continue it, then answer the question it asks: %w", t.ID, t.ID, ErrConflict)
+				return flow.Command{}, "", fmt.Errorf("task %s has no question pending: its run stopped part-way, and the answer given was not recorded; run `assistant resume %s` to continue it, then answer the question it asks: %w", t.ID, ShellQuote(t.ID), ErrConflict)
 			}
 		}
 		return flow.Command{}, "", nil
@@ -338,13 +338,13 @@ func (r *runner) boundTo(ctx context.Context, task string, q ApprovalQuestion, o
 	case o.Version < q.Version:
 		return stale(task, fmt.Sprintf("--version %d", o.Version), q)
 	}
-	return fmt.Errorf("%w: --version %d: the draft of task %s waiting for approval is version %d; run `assistant show %s`", ErrInvalid, o.Version, task, q.Version, task)
+	return fmt.Errorf("%w: --version %d: the draft of task %s waiting for approval is version %d; run `assistant show %s`", ErrInvalid, o.Version, task, q.Version, ShellQuote(task))
 }
 
 // stale is the error (ErrConflict) of an answer bound to a superseded
 // draft version.
 func stale(task, given string, q ApprovalQuestion) error {
-	return fmt.Errorf("task %s: %s, superseded by version %d (%s): the answer is stale and changes nothing: %w; run `assistant show %s` and answer version %d", task, given, q.Version, q.DraftID, ErrConflict, task, q.Version)
+	return fmt.Errorf("task %s: %s, superseded by version %d (%s): the answer is stale and changes nothing: %w; run `assistant show %s` and answer version %d", task, given, q.Version, q.DraftID, ErrConflict, ShellQuote(task), q.Version)
 }
 
 // newDecisionID returns a new decision id: "dec_" and a time-ordered
@@ -383,12 +383,12 @@ func wrongDraft(task, given, pending string) error {
 	if given == pending {
 		return nil
 	}
-	return fmt.Errorf("%w: --draft %s is not the draft waiting for approval (%s); run `assistant show %s`", ErrInvalid, given, pending, task)
+	return fmt.Errorf("%w: --draft %s is not the draft waiting for approval (%s); run `assistant show %s`", ErrInvalid, given, pending, ShellQuote(task))
 }
 
 func hintFor(task, kind string) string {
 	if kind == KindNeedReason {
-		return fmt.Sprintf("run `assistant resume %s --reason \"...\"`", task)
+		return fmt.Sprintf("run `assistant resume %s --reason \"...\"`", ShellQuote(task))
 	}
-	return fmt.Sprintf("run `assistant resume %s --action approve` (or cancel, edit --reason R, revise --comment C)", task)
+	return fmt.Sprintf("run `assistant resume %s --action approve` (or cancel, edit --reason R, revise --comment C)", ShellQuote(task))
 }

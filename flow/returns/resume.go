@@ -168,7 +168,7 @@ func (r *runner) resume(ctx context.Context, t runs.TaskRecord, o ResumeOptions)
 func (r *runner) checkAnswer(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[State], o ResumeOptions) error {
 	if o.answering() && len(snap.Interrupts) == 0 {
 		if l, _, err := r.runs.TaskLease(ctx, t.ID); err == nil && r.svc.holderAlive(l) {
-			return fmt.Errorf("task %s is being run by process %d on %s: %w; wait for it to ask its question (`assistant show %s`)", t.ID, l.PID, l.Host, ErrConflict, t.ID)
+			return fmt.Errorf("task %s is being run by process %d on %s: %w; wait for it to ask its question (`assistant show %s`)", t.ID, l.PID, l.Host, ErrConflict, ShellQuote(t.ID))
 		}
 	}
 	_, _, err := r.plan(ctx, t, snap, o)
@@ -290,5 +290,5 @@ func (r *runner) undecodable(ctx context.Context, t runs.TaskRecord, err error) 
 	if rerr := r.runs.ReleaseLeaseSync(ctx, t.ID, r.svc.me.owner, StatusFailed, StageFailed); rerr != nil {
 		return fmt.Errorf("resume %s: %w; then marking it failed: %w", t.ID, err, rerr)
 	}
-	return fmt.Errorf("resume %s: %w; the task is marked failed (run `assistant history %s` to see the stored state)", t.ID, err, t.ID)
+	return fmt.Errorf("resume %s: %w; the task is marked failed (run `assistant history %s` to see the stored state)", t.ID, err, ShellQuote(t.ID))
 }

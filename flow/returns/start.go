@@ -214,7 +214,7 @@ func (r *runner) restart(ctx context.Context, t runs.TaskRecord, o StartOptions)
 	if same, err := r.sameInput(ctx, t, o); err != nil {
 		return nil, err
 	} else if !same {
-		return nil, fmt.Errorf("task %s already exists with other input (order, reason, --draft-ttl or --approvals): %w (choose another task id, or run `assistant show %s`)", o.Task, ErrConflict, o.Task)
+		return nil, fmt.Errorf("task %s already exists with other input (order, reason, --draft-ttl or --approvals): %w (choose another task id, or run `assistant show %s`)", o.Task, ErrConflict, ShellQuote(o.Task))
 	}
 	snap, err := r.graph.State(ctx, t.ID)
 	if errors.Is(err, flow.ErrThreadNotFound) {

@@ -43,9 +43,9 @@ func (s *Service) notRunning(ctx context.Context, t runs.TaskRecord) error {
 	var what string
 	switch t.Status {
 	case StatusWaiting:
-		what = fmt.Sprintf("it is not running: it waits for a person's answer, and nothing runs until one comes; see the question with `assistant show %s`", t.ID)
+		what = fmt.Sprintf("it is not running: it waits for a person's answer, and nothing runs until one comes; see the question with `assistant show %s`", ShellQuote(t.ID))
 	case StatusInterrupted:
-		what = fmt.Sprintf("it is already stopped; continue it with `assistant resume %s`", t.ID)
+		what = fmt.Sprintf("it is already stopped; continue it with `assistant resume %s`", ShellQuote(t.ID))
 	case StatusDone, StatusCancelled, StatusFailed:
 		what = fmt.Sprintf("it already ended (%s); there is nothing to stop", t.Status)
 	default:

@@ -1,0 +1,150 @@
+// Package termtext makes text safe to print to a terminal and command
+// lines safe to paste into a shell. The command line (cmd) prints every
+// text that came from input or a store through Escape, and every argument
+// of a command it suggests through ShellQuote; the hints that flow/returns
+// writes into its errors quote their arguments with ShellQuote too.
+//
+// The rule both keep: nothing printed can move the cursor, change
+// colours, reorder the line or hide itself, and a suggested command, once
+// pasted into bash or zsh, runs with exactly the arguments meant.
+package termtext
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Escape returns s as it may be printed to a terminal: every character
+// that could move the cursor, change colours, reorder the line or hide
+// itself is written as an escape instead: C0 and C1 controls and DEL as
+// \n, \t, \r, \e or \xNN (\u0085 for a C1 control written in UTF-8), the
+// bidi embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069)
+// and the zero-width and other invisible characters (U+200B–U+200F,
+// U+2028, U+2029, U+2060–U+2064, U+FEFF) as \uXXXX, a backslash as \\ (so
+// an escape in the text cannot pass for one of ours), and each byte of
+// invalid UTF-8 as \xNN. Everything else, 运动鞋 and — among it, is kept
+// as it is. Text without such characters is returned unchanged, without
+// a copy. The escapes are those of bash's $'…' quoting, which ShellQuote
+// relies on.
+func Escape(s string) string {
+	if !needsEscaping(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	escapeTo(&b, s, escapeAll)
+	return b.String()
+}
+
+// escapeMode says which characters escapeTo leaves as they are.
+type escapeMode int
+
+const (
+	escapeAll       escapeMode = iota // Escape's rules
+	keepBackslashes                   // EscapeControls: a backslash stays
+	quoteSingle                       // inside $'…': a ' is written \'
+)
+
+// needsEscaping reports whether Escape changes s.
+func needsEscaping(s string) bool {
+	return strings.IndexFunc(s, NeedsEscape) >= 0 || !utf8.ValidString(s)
+}
+
+// escapeTo writes s to b as Escape does, changed by mode.
+func escapeTo(b *strings.Builder, s string, mode escapeMode) {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(b, `\x%02x`, s[i])
+		case r == '\\' && mode == keepBackslashes:
+			b.WriteByte('\\')
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\'' && mode == quoteSingle:
+			b.WriteString(`\'`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == 0x1b:
+			b.WriteString(`\e`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(b, `\x%02x`, r)
+		case NeedsEscape(r):
+			fmt.Fprintf(b, `\u%04x`, r)
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+}
+
+// NeedsEscape reports whether Escape writes r as an escape.
+func NeedsEscape(r rune) bool {
+	switch {
+	case r < 0x20, r == 0x7f, r == '\\':
+		return true
+	case r >= 0x80 && r <= 0x9f: // C1 controls
+		return true
+	case r >= 0x200b && r <= 0x200f, // zero-width space, joiners, LRM, RLM
+		r >= 0x2028 && r <= 0x202e, // line and paragraph separators, bidi embeddings and overrides
+		r >= 0x2060 && r <= 0x2069, // word joiner, invisible operators, bidi isolates
+		r == 0xfeff:                // zero-width no-break space (BOM)
+		return true
+	}
+	return false
+}
+
+// EscapeControls is Escape without its backslash rule: a backslash is
+// kept as it is. It is for a line that holds commands ShellQuote made
+// (whose $'…' escapes must stay as they are) as well as other text:
+// nothing it prints can act on the terminal, though a backslash in the
+// text is not told apart from one of an escape.
+func EscapeControls(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return r != '\\' && NeedsEscape(r) }) < 0 && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	escapeTo(&b, s, keepBackslashes)
+	return b.String()
+}
+
+// ShellQuote returns s as one argument of a command line to paste into a
+// POSIX shell, in printable characters only:
+//
+//   - s as it is when it holds only letters, digits and -_./:@,+= (and is
+//     not empty);
+//   - in single quotes, each ' written '\'', when it holds no character
+//     Escape would escape other than a backslash;
+//   - otherwise in ANSI-C quotes, $'…', with Escape's escapes and \' for a
+//     single quote. bash (4.2 and later, for \u) and zsh read $'…' back as
+//     the very same bytes; a plain POSIX sh does not know $'…'.
+func ShellQuote(s string) string {
+	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@,+=", r))
+	}) {
+		return s
+	}
+	if strings.IndexFunc(s, func(r rune) bool { return r != '\\' && NeedsEscape(r) }) < 0 && utf8.ValidString(s) {
+		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
+	var b strings.Builder
+	b.WriteString("$'")
+	escapeTo(&b, s, quoteSingle)
+	b.WriteString("'")
+	return b.String()
+}
+
+// Command joins args into a command line to paste: each argument through
+// ShellQuote, separated by spaces.
+func Command(args ...string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = ShellQuote(a)
+	}
+	return strings.Join(q, " ")
+}
