@@ -234,7 +234,7 @@ func (s *Service) startRows(ctx context.Context, o rowsTask) (*View, error) {
 	t, err := s.runs.Task(ctx, o.id)
 	if err == nil {
 		if t.User != o.user || t.Fingerprint != o.fingerprint {
-			return nil, fmt.Errorf("task %s already exists with other input: %w (choose another %s, or run `assistant show %s`)", o.id, ErrConflict, o.idName, o.id)
+			return nil, fmt.Errorf("task %s already exists with other input: %w (choose another %s, or run `assistant show %s`)", o.id, ErrConflict, o.idName, ShellQuote(o.id))
 		}
 		return s.continueRows(ctx, t)
 	}
@@ -294,7 +294,7 @@ func (s *Service) continueRows(ctx context.Context, t runs.TaskRecord) (*View, e
 // rowsBusy is the error of a batch command given again while the process
 // holding lease l runs batch task id: ErrConflict (exit 3), naming it.
 func rowsBusy(id string, l runs.Lease) error {
-	return fmt.Errorf("%w: %w, so this command runs none of its rows; wait for that process to end (`assistant wait %s`), then run the same command again", ErrConflict, &runs.LeaseHeldError{Task: id, Lease: l}, id)
+	return fmt.Errorf("%w: %w, so this command runs none of its rows; wait for that process to end (`assistant wait %s`), then run the same command again", ErrConflict, &runs.LeaseHeldError{Task: id, Lease: l}, ShellQuote(id))
 }
 
 // batchInput is the input of batch task t's run as recorded with the task
@@ -320,7 +320,7 @@ func (s *Service) batchInput(ctx context.Context, t runs.TaskRecord) (BatchState
 // ErrInvalid.
 func (s *Service) resumeBatch(ctx context.Context, t runs.TaskRecord, o ResumeOptions) (*View, error) {
 	if o.HasReason || o.Action != "" || o.DraftID != "" || o.InterruptID != "" {
-		return nil, fmt.Errorf("%w: %s is a batch; it asks no question (run `assistant resume %s` to continue it)", ErrInvalid, t.ID, t.ID)
+		return nil, fmt.Errorf("%w: %s is a batch; it asks no question (run `assistant resume %s` to continue it)", ErrInvalid, t.ID, ShellQuote(t.ID))
 	}
 	snap, err := s.batch.State(ctx, t.ID)
 	if err == nil && snap.Done() {

@@ -210,7 +210,7 @@ func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b Batch
 	}
 	Fault(kind.name + ":between-commits")
 	if err := buf.Flush(rowCtx); errors.Is(err, flow.ErrConflict) {
-		return 0, fmt.Errorf("rows %d-%d of %s were run at the same moment by another process (another batch over the same tasks?); run `assistant resume %s` once it is done, which skips the rows it finished: %w (%v)", rows[0].RowNo, rows[done-1].RowNo, b.Batch, b.Batch, ErrConflict, err)
+		return 0, fmt.Errorf("rows %d-%d of %s were run at the same moment by another process (another batch over the same tasks?); run `assistant resume %s` once it is done, which skips the rows it finished: %w (%v)", rows[0].RowNo, rows[done-1].RowNo, b.Batch, ShellQuote(b.Batch), ErrConflict, err)
 	} else if err != nil {
 		return 0, fmt.Errorf("save checkpoints of rows %d-%d: %w", rows[0].RowNo, rows[done-1].RowNo, err)
 	}

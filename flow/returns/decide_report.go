@@ -67,7 +67,7 @@ func (s *Service) ShowRows(ctx context.Context, task, user string) (*RowsView, e
 		return nil, err
 	}
 	if v.Batch == nil {
-		return nil, fmt.Errorf("%w: task %s is not a batch or a decide run; --rows shows the rows of one (run `assistant show %s`)", ErrInvalid, task, task)
+		return nil, fmt.Errorf("%w: task %s is not a batch or a decide run; --rows shows the rows of one (run `assistant show %s`)", ErrInvalid, task, ShellQuote(task))
 	}
 	out := &RowsView{Task: v.Task, Of: v.Batch.Of, Status: v.Status, Rows: []RowReport{}}
 	for after := 0; ; {

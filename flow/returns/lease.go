@@ -119,9 +119,9 @@ func (r *runner) acquire(ctx context.Context, t *runs.TaskRecord) error {
 		if t.Status != StatusRunning && t.Status != StatusInterrupted {
 			// Another process took the task at the same moment: an answer,
 			// a resume or a batch row runs it now.
-			return fmt.Errorf("%w: %w; that process is running the task now, try again in a moment or see where it is with `assistant show %s`", ErrConflict, err, t.ID)
+			return fmt.Errorf("%w: %w; that process is running the task now, try again in a moment or see where it is with `assistant show %s`", ErrConflict, err, ShellQuote(t.ID))
 		}
-		return fmt.Errorf("%w: %w; wait for it to finish, or run `assistant stop %s`", ErrConflict, err, t.ID)
+		return fmt.Errorf("%w: %w; wait for it to finish, or run `assistant stop %s`", ErrConflict, err, ShellQuote(t.ID))
 	case errors.Is(err, runs.ErrConflict):
 		return fmt.Errorf("task %s was taken by another process at the same moment: %w", t.ID, ErrConflict)
 	case err != nil:

@@ -292,7 +292,7 @@ func (v *verifier) checkRun(ctx context.Context, rep *VerifyReport, rs runsRead,
 	case t.Kind == runs.KindBatch:
 	case rs.undecodable[id] != nil:
 		rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: id, Problem: rs.undecodable[id].Error(),
-			Fix: fmt.Sprintf("`assistant history %s` shows the stored state; a build that knows its format can go on with it", id)})
+			Fix: fmt.Sprintf("`assistant history %s` shows the stored state; a build that knows its format can go on with it", ShellQuote(id))})
 	default:
 		return v.task(ctx, rep, t, rs.heads[id])
 	}
@@ -332,9 +332,9 @@ func (v *verifier) recordWithoutRun(rep *VerifyReport, t runs.TaskRecord) {
 	if v.svc.holderAlive(t.Lease) {
 		return // a live process is running it now
 	}
-	fix := fmt.Sprintf("`assistant resume %s` runs it again from its recorded input and reuses its draft and application", t.ID)
+	fix := fmt.Sprintf("`assistant resume %s` runs it again from its recorded input and reuses its draft and application", ShellQuote(t.ID))
 	if t.Kind == runs.KindBatch {
-		fix = fmt.Sprintf("`assistant resume %s` runs the batch again; rows already handled are skipped", t.ID)
+		fix = fmt.Sprintf("`assistant resume %s` runs the batch again; rows already handled are skipped", ShellQuote(t.ID))
 	}
 	rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: t.ID,
 		Problem: fmt.Sprintf("%s records it (%s, stage %q), %s holds no run of it", BusinessFile, t.Status, t.Stage, CheckpointsFile),
@@ -386,9 +386,9 @@ func (v *verifier) recordAndRun(rep *VerifyReport, t runs.TaskRecord, head *View
 		(t.Status == StatusInterrupted && head.Status == StatusRunning) {
 		return
 	}
-	fix := fmt.Sprintf("`assistant resume %s` sets the record right", t.ID)
+	fix := fmt.Sprintf("`assistant resume %s` sets the record right", ShellQuote(t.ID))
 	if head.Status == StatusWaiting {
-		fix = fmt.Sprintf("answer its question (`assistant show %s`): the answer is checked against %s, which keeps what it holds", t.ID, BusinessFile)
+		fix = fmt.Sprintf("answer its question (`assistant show %s`): the answer is checked against %s, which keeps what it holds", ShellQuote(t.ID), BusinessFile)
 	}
 	rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: t.ID,
 		Problem: fmt.Sprintf("its record says %s, its run %s (stage %s)", t.Status, head.Status, head.Stage),

@@ -118,8 +118,9 @@ func EscapeControls(s string) string {
 //
 //   - s as it is when it holds only letters, digits and -_./:@,+= (and is
 //     not empty);
-//   - in single quotes, each ' written '\'', when it holds no character
-//     Escape would escape other than a backslash;
+//   - in single quotes (a ' inside closes them, is written \' and opens
+//     them again), when it holds no character Escape would escape other
+//     than a backslash;
 //   - otherwise in ANSI-C quotes, $'…', with Escape's escapes and \' for a
 //     single quote. bash (4.2 and later, for \u) and zsh read $'…' back as
 //     the very same bytes; a plain POSIX sh does not know $'…'.
