@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -85,7 +86,9 @@ default and may be left out.`,
 			if err != nil {
 				return ran(err)
 			}
-			rep, err := svc.ShowRows(c.Context(), v.Task, a.user)
+			// The rows' report is read even when a signal ended the run: the
+			// run saved them, and the command prints where it stopped.
+			rep, err := svc.ShowRows(context.WithoutCancel(c.Context()), v.Task, a.user)
 			if err != nil {
 				return ran(err)
 			}
