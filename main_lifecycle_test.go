@@ -86,7 +86,8 @@ func batchFile(tb testing.TB, dir string, n int) string {
 	tb.Helper()
 	// Each row has an order of its own, imported into dir: a batch runs
 	// only the first row of an order (later ones are duplicate_order).
-	day := time.Now().UTC().AddDate(0, 0, -2).Format(time.DateOnly)
+	// Two days ago, with its zone (an import refuses a bare date).
+	day := time.Now().UTC().AddDate(0, 0, -2).Format(time.RFC3339)
 	var b, orders strings.Builder
 	b.WriteString("task,order,reason\n")
 	orders.WriteString("order_id,user,item,delivered_at,final_sale\n")
@@ -226,7 +227,8 @@ func TestBatchStopAndResume(t *testing.T) {
 	if stopped["status"] != "interrupted" {
 		t.Errorf("stop printed status %v, want interrupted", stopped["status"])
 	}
-	checkBatchStopped(t, dir, proc, out, "stopped batch", 1, 0)
+	// A batch exits 0 only once it ran every row: stopped, 8.
+	checkBatchStopped(t, dir, proc, out, "stopped batch", 1, 8)
 	if v := mustRun(t, dir, "show", "b1"); v["status"] != "interrupted" {
 		t.Errorf("show after stop: status %v, want interrupted", v["status"])
 	}
@@ -341,8 +343,9 @@ func TestSIGTERMStopsLikeStop(t *testing.T) {
 }
 
 // checkBatchStopped waits for batch b1's process proc (what names it) after
-// its stops-th stop: it must exit want (0 for a stop from another process,
-// 128+signal for a signal to it) printing status interrupted, its last
+// its stops-th stop: it must exit want (8 for a batch stopped from another
+// process, 0 for a resume so stopped, 128+signal for a signal to it)
+// printing status interrupted, its last
 // timeline step failed as interrupted, and exactly stops steps so failed,
 // one per stop.
 func checkBatchStopped(t *testing.T, dir string, proc *exec.Cmd, out *bytes.Buffer, what string, stops, want int) {
