@@ -161,7 +161,9 @@ type BatchOptions struct {
 }
 
 // StartBatch creates a batch task with its rows and runs it; the same batch
-// id with the same file (and draft validity) prints its progress, with
+// id with the same file (and draft validity) continues it (continueRows:
+// a stopped or abandoned batch runs to its end, a finished one is reported,
+// one another live process runs is ErrConflict naming that process), with
 // another file is ErrConflict. A row whose order an earlier row names
 // already is not run: it is stored handled, duplicate_order, naming the
 // earlier row's line (markDuplicates). Errors: ErrInvalid, ErrConflict,

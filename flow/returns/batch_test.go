@@ -1,6 +1,7 @@
 package returns_test
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -176,14 +177,23 @@ func TestStartBatch(t *testing.T) {
 // left it that created it and died before its first checkpoint.
 func leftBatch(tb testing.TB, svc *returns.Service, b *bundle) {
 	tb.Helper()
+	heldBatch(tb, svc, b, b.deadLease())
+}
+
+// heldBatch records batch "bt" of batchFile's first three rows as created
+// by the process holding lease holder, before its first checkpoint, and
+// returns the options that start the same batch again.
+func heldBatch(tb testing.TB, svc *returns.Service, b *bundle, holder runs.Lease) returns.BatchOptions {
+	tb.Helper()
 	rows, fp, err := returns.ParseBatch(strings.NewReader(strings.Join(strings.SplitAfter(batchFile, "\n")[:4], "")))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	t := runs.TaskRecord{ID: "bt", User: user, Fingerprint: "batch:" + fp, Status: returns.StatusRunning, Kind: runs.KindBatch}
-	if err := svc.Runs().CreateBatch(b.ctx, t, b.deadLease(), rows); err != nil {
+	if err := svc.Runs().CreateBatch(b.ctx, t, holder, rows); err != nil {
 		tb.Fatal(err)
 	}
+	return returns.BatchOptions{Batch: "bt", User: user, Rows: rows, Fingerprint: fp}
 }
 
 func TestBatchAfterCrash(t *testing.T) {
@@ -228,6 +238,55 @@ func TestBatchAfterCrash(t *testing.T) {
 		}
 		wantView(t, v, returns.StatusInterrupted, "")
 		wantView(t, mustResume(t, svc, returns.ResumeOptions{Task: "bt"}), returns.StatusDone, returns.StageBatchDone)
+	})
+
+	// The same batch command again (issue 15 case 1): it continues a
+	// stopped or abandoned batch to its end, and is busy while another
+	// live process holds it.
+	t.Run("SameBatchAgainContinuesAStoppedOne", func(t *testing.T) {
+		svc, b := setupSQLite(t)
+		again := heldBatch(t, svc, b, b.deadLease())
+		if _, err := svc.Stop(b.ctx, "bt", user, 0); err != nil {
+			t.Fatal(err)
+		}
+		v, err := svc.StartBatch(b.ctx, again)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantView(t, v, returns.StatusDone, returns.StageBatchDone)
+		if v.Batch.Position != 3 {
+			t.Fatalf("batch %+v, want 3 rows handled", v.Batch)
+		}
+		wantRecord(t, svc, "bt", returns.StatusDone, returns.StageBatchDone)
+	})
+
+	t.Run("SameBatchAgainContinuesAnAbandonedOne", func(t *testing.T) {
+		svc, b := setupSQLite(t)
+		again := heldBatch(t, svc, b, b.deadLease())
+		v, err := svc.StartBatch(b.ctx, again)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantView(t, v, returns.StatusDone, returns.StageBatchDone)
+		if v.Batch.Position != 3 {
+			t.Fatalf("batch %+v, want 3 rows handled", v.Batch)
+		}
+	})
+
+	t.Run("SameBatchAgainWhileHeldIsBusy", func(t *testing.T) {
+		svc, b := setupSQLite(t)
+		holder := b.liveLease()
+		again := heldBatch(t, svc, b, holder)
+		_, err := svc.StartBatch(b.ctx, again)
+		wantErr(t, err, returns.ErrConflict)
+		var held *runs.LeaseHeldError
+		if !errors.As(err, &held) || held.Lease.PID != holder.PID || held.Lease.Host != holder.Host {
+			t.Fatalf("error %v, want one naming pid %d on %s", err, holder.PID, holder.Host)
+		}
+		wantRecord(t, svc, "bt", returns.StatusRunning, "")
+		if l, _, err := svc.Runs().TaskLease(b.ctx, "bt"); err != nil || l.Owner != holder.Owner {
+			t.Fatalf("lease %+v (%v), want still %s's", l, err, holder.Owner)
+		}
 	})
 
 	t.Run("RowLeftRunningIsContinued", func(t *testing.T) {

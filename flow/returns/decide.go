@@ -164,7 +164,8 @@ type DecideOptions struct {
 // two read alike). Every decision, and the row's report, is durable
 // before the run's next checkpoint counts it, and the run's view is
 // returned once every row was handled. The same id with the same file
-// prints its progress; with another file it is ErrConflict.
+// continues the run as StartBatch does (to its end, or ErrConflict while
+// another live process runs it); with another file it is ErrConflict.
 // Errors: ErrInvalid, ErrConflict, storage errors.
 func (s *Service) StartDecide(ctx context.Context, o DecideOptions) (*View, error) {
 	if o.ID == "" {
