@@ -33,14 +33,14 @@ var rowsCommands = []rowsCommand{
 	{
 		name: "batch", id: "b1", n: 3000,
 		prepare: func(t *testing.T, dir string, n int) ([]string, string) {
-			return []string{"batch", "b1", batchFile(t, dir, n)}, ""
+			return []string{"batch", "b1", batchFile(t, dir, n), "--exit-status"}, ""
 		},
 		checkDone: func(t *testing.T, dir string, n int) { checkBatchDone(t, dir, "b1", n) },
 	},
 	{
 		name: "decide", id: "d1", n: 1500,
 		prepare: func(t *testing.T, dir string, n int) ([]string, string) {
-			return []string{"decide", "-", "--id", "d1"}, parked(t, dir, n)
+			return []string{"decide", "-", "--id", "d1", "--exit-status"}, parked(t, dir, n)
 		},
 		checkDone: func(t *testing.T, dir string, n int) {
 			if v := mustRun(t, dir, "show", "d1"); v["status"] != "done" {

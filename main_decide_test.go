@@ -289,7 +289,7 @@ func TestDecideKilledAtFaultPoints(t *testing.T) {
 func TestDecideWaitStopResume(t *testing.T) {
 	dir := t.TempDir()
 	file := parked(t, dir, 3000)
-	c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "decide", "-", "--id", "d1", "--chunk", "10")
+	c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "decide", "-", "--id", "d1", "--chunk", "10", "--exit-status")
 	c.Stdin = strings.NewReader(file)
 	var out bytes.Buffer
 	c.Stdout = &out

@@ -42,10 +42,12 @@ The same command again continues a batch that was stopped (assistant stop,
 Ctrl-C, SIGTERM) or whose process died, to its end, and reports a finished
 one as it ended; while another live process runs it, it is exit 3 (busy).
 
-Exit status: 0 only once the batch ran every row, whatever each row came
-to (counts, and "show BATCH --rows"); 6 when the batch failed, 8 when it
-was stopped by another process (assistant stop), 130/143 when a signal
-ended it. --exit-status is the default and may be left out.
+Exit status: 130/143 when a signal ended it (the batch is saved; the same
+command again continues it). With --exit-status, the batch's outcome: 0
+only once the batch ran every row, whatever each row came to (counts, and
+"show BATCH --rows"); 6 when the batch failed, 8 when it was stopped by
+another process (assistant stop). Without it, 0 when the command did its
+work: read "status".
 
 show, stop, resume, recover and history work on a batch as on one task.
 A progress bar is drawn on stderr when stderr is a terminal.`,
@@ -91,15 +93,16 @@ A progress bar is drawn on stderr when stderr is a terminal.`,
 			if err != nil {
 				return ran(err)
 			}
-			// A batch always exits by its outcome: 0 only once it ran every
-			// row, so `batch … && deploy` never deploys a batch cut short
-			// (--exit-status is kept for the scripts that pass it).
-			return a.finish(v, true)
+			// With --exit-status a batch exits by its outcome: 0 only once
+			// it ran every row, so `batch --exit-status … && deploy` never
+			// deploys a batch cut short (docs/cli.md "Exit codes"). A
+			// signal is 130/143 either way (Run).
+			return a.finish(v, exitStatus)
 		},
 	}
 	c.Flags().IntVar(&chunk, "chunk", returns.DefaultBatchChunk, "rows per checkpoint (one commit takes at most 100 rows, or the rows of half a second)")
 	c.Flags().Var(newDurationValue(300*time.Second, &ttl), "draft-ttl", "how long every row's draft stays valid (whole seconds, 1s to 168h); part of the batch's input")
-	c.Flags().BoolVar(&exitStatus, "exit-status", false, "exit by the batch's outcome: 0 ran every row, 6 failed, 8 interrupted; always on for batch (docs/cli.md \"Exit codes\")")
+	c.Flags().BoolVar(&exitStatus, "exit-status", false, "exit by the batch's outcome: 0 ran every row, 6 failed, 8 interrupted (docs/cli.md \"Exit codes\")")
 	return c
 }
 

@@ -49,10 +49,11 @@ killed or stopped (assistant stop, Ctrl-C, SIGTERM) to its end, and prints
 the report of one that finished; while another live process runs it, it is
 exit 3 (busy). A progress bar is drawn on stderr when stderr is a terminal.
 
-Exit status: 0 only once every row was handled, whatever each row came to
-(see counts and rows); 6 when the run failed, 8 when it was stopped by
-another process, 130/143 when a signal ended it. --exit-status is the
-default and may be left out.`,
+Exit status: 130/143 when a signal ended it (the run is saved; the same
+command again continues it). With --exit-status, the run's outcome: 0 only
+once every row was handled, whatever each row came to (see counts and
+rows); 6 when the run failed, 8 when it was stopped by another process.
+Without it, 0 when the command did its work: read "status".`,
 		Example: `  assistant list --status waiting --output csv | sed 's/,,/,approve,/' | assistant decide -
   printf 'task,action,draft\nr-1,approve,\nr-2,cancel,\n' > decisions.csv
   assistant decide decisions.csv
@@ -92,15 +93,14 @@ default and may be left out.`,
 			if err != nil {
 				return ran(err)
 			}
-			// A decide run always exits by its outcome, as a batch does: 0
-			// only once every row was handled (--exit-status is kept for the
-			// scripts that pass it).
-			return a.finishDecide(v, rep.Rows)
+			// With --exit-status a decide run exits by its outcome, as a
+			// batch does: 0 only once every row was handled.
+			return a.finishDecide(v, rep.Rows, exitStatus)
 		},
 	}
 	c.Flags().StringVar(&id, "id", "", "name the decide run (default: decide- and a hash of the user and the file)")
 	c.Flags().IntVar(&chunk, "chunk", returns.DefaultBatchChunk, "rows per checkpoint (one commit takes at most 100 rows, or the rows of half a second)")
-	c.Flags().BoolVar(&exitStatus, "exit-status", false, "exit by the run's outcome: 0 handled every row, 6 failed, 8 interrupted; always on for decide (docs/cli.md \"Exit codes\")")
+	c.Flags().BoolVar(&exitStatus, "exit-status", false, "exit by the run's outcome: 0 handled every row, 6 failed, 8 interrupted (docs/cli.md \"Exit codes\")")
 	return c
 }
 
@@ -118,20 +118,23 @@ func readDecisions(stdin io.Reader, arg string) ([]runs.BatchRow, string, error)
 }
 
 // finishDecide prints a decide run's view with its rows (JSON), or its
-// card and the refused rows (text), and exits by the run's outcome as
-// finish does with --exit-status.
-func (a *app) finishDecide(v *returns.View, rows []returns.RowReport) error {
+// card and the refused rows (text), and with exitStatus exits by the
+// run's outcome as finish does.
+func (a *app) finishDecide(v *returns.View, rows []returns.RowReport, exitStatus bool) error {
 	if a.output == "json" {
 		a.shown = v
 		if err := writeJSON(a.stdout, returns.DecideView{View: v, Rows: rows}); err != nil {
 			return err
+		}
+		if !exitStatus {
+			return nil
 		}
 		if code := outcomeCode(returns.OutcomeOf(v)); code != ExitOK {
 			return &outcomeExit{code: code, note: a.outcomeNote(v, code)}
 		}
 		return nil
 	}
-	err := a.finish(v, true)
+	err := a.finish(v, exitStatus)
 	var oe *outcomeExit
 	if err != nil && !errors.As(err, &oe) {
 		return err
