@@ -174,6 +174,33 @@ type OrdersFile struct {
 	lastAt   string
 	lastTime *time.Time
 	lastUser string
+	pool     chan *group // groups for reuse (newGroup, freeGroup)
+}
+
+// groupPool is how many groups an OrdersFile keeps for reuse: the batches
+// that may be under way between its reader and its writer.
+const groupPool = (importQueue + 2) * importBatch
+
+// newGroup returns a group to fill: one given back by freeGroup, or a new
+// one (a file's orders reuse a few thousand groups instead of allocating
+// one each).
+func (f *OrdersFile) newGroup() *group {
+	select {
+	case g := <-f.pool:
+		*g = group{}
+		return g
+	default:
+		return new(group)
+	}
+}
+
+// freeGroup gives a group back for reuse; the caller keeps nothing of it
+// but copies (strings are never changed).
+func (f *OrdersFile) freeGroup(g *group) {
+	select {
+	case f.pool <- g:
+	default:
+	}
 }
 
 // Rows is the number of data rows the file holds.
@@ -257,7 +284,7 @@ func ParseOrders(ctx context.Context, r io.Reader, opts ParseOptions) (*OrdersFi
 	if err != nil {
 		return nil, err
 	}
-	f := &OrdersFile{src: src, opts: opts}
+	f := &OrdersFile{src: src, opts: opts, pool: make(chan *group, groupPool)}
 	if err := f.check(ctx); err != nil {
 		src.close()
 		return nil, err
@@ -266,19 +293,14 @@ func ParseOrders(ctx context.Context, r io.Reader, opts ParseOptions) (*OrdersFi
 }
 
 // check is ParseOrders' reading of the file: every row, and whether the
-// rows of one order follow each other.
+// rows of one order follow each other. A good file is read once; one
+// with an order id that comes back (or, rarely, two ids of one hash) is
+// read once more for those ids (scatterCheck).
 func (f *OrdersFile) check(ctx context.Context) error {
-	seen := newBloom(MaxOrdersRows)
-	scattered := map[string]int{} // ids a group of which the filter may have seen
-	overflow := false
+	ids := newIDHashes()
 	rows, orders, err := f.scan(ctx, func(g *group) error {
-		if seen.add(g.order.ID) {
-			if len(scattered) < maxScattered {
-				scattered[g.order.ID] = 0
-			} else {
-				overflow = true
-			}
-		}
+		ids.add(g.order.ID)
+		f.freeGroup(g)
 		return nil
 	})
 	if err != nil {
@@ -288,27 +310,29 @@ func (f *OrdersFile) check(ctx context.Context) error {
 		return &ImportError{What: ordersSpec.What, Empty: true}
 	}
 	f.rows, f.orders = rows, orders
-	if len(scattered) == 0 {
+	rep, overflow := ids.repeats(maxScattered)
+	if len(rep) == 0 {
 		return nil
 	}
-	return f.scatterCheck(ctx, scattered, overflow)
+	return f.scatterCheck(ctx, ids, rep, overflow)
 }
 
-// scatterCheck reads the file again for the order ids the filter of check
-// saw more than once (or may have: it is a Bloom filter) and refuses an
-// order whose rows do not follow each other, naming both lines. overflow
-// says that more ids than maxScattered came back: the file is refused as
-// one to sort first.
-func (f *OrdersFile) scatterCheck(ctx context.Context, scattered map[string]int, overflow bool) error {
+// scatterCheck reads the file again for the order ids whose hash check
+// saw more than once and refuses an order whose rows do not follow each
+// other, naming both lines. overflow says that more ids than maxScattered
+// came back: the file is refused as one to sort first.
+func (f *OrdersFile) scatterCheck(ctx context.Context, ids *idHashes, rep map[uint64]bool, overflow bool) error {
 	var bad badLines
+	first := map[string]int{}
 	_, _, err := f.scan(ctx, func(g *group) error {
-		first, ok := scattered[g.order.ID]
-		switch {
-		case !ok:
-		case first == 0:
-			scattered[g.order.ID] = g.line
-		default:
-			bad.add(g.line, fmt.Errorf("order %s is also on line %d; the rows of one order must follow each other (sort the file by order id)", g.order.ID, first))
+		defer f.freeGroup(g)
+		if !rep[ids.hash(g.order.ID)] {
+			return nil
+		}
+		if line, ok := first[g.order.ID]; ok {
+			bad.add(g.line, fmt.Errorf("order %s is also on line %d; the rows of one order must follow each other (sort the file by order id)", g.order.ID, line))
+		} else {
+			first[g.order.ID] = g.line
 		}
 		return nil
 	})
@@ -332,6 +356,9 @@ type group struct {
 	// dropped holds a hash of each item counted in more, so that an item
 	// that comes back is counted once.
 	dropped map[uint64]struct{}
+	// one backs items for the common order of one item: no allocation
+	// of its own.
+	one [1]string
 }
 
 // itemSep joins the items of a line-item export's rows.
@@ -360,6 +387,9 @@ func (g *group) addItem(item string) error {
 			size += g.size + len(itemSep)
 		}
 		if size <= MaxItemBytes {
+			if g.items == nil {
+				g.items = g.one[:0]
+			}
 			g.items = append(g.items, item)
 			g.size = size
 			return nil
@@ -456,17 +486,20 @@ func (f *OrdersFile) scan(ctx context.Context, emit func(*group) error) (rows, o
 	}
 	for {
 		line, rec, err := t.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		var re *RowError
-		if errors.As(err, &re) {
-			bad.add(re.Line, re.Err)
-			rows++
-			continue
-		}
 		if err != nil {
-			return 0, 0, err
+			// Inside the branch: errors.As makes re escape, and a
+			// variable declared outside it cost an allocation per row.
+			var re *RowError
+			switch {
+			case errors.Is(err, io.EOF):
+			case errors.As(err, &re):
+				bad.add(re.Line, re.Err)
+				rows++
+				continue
+			default:
+				return 0, 0, err
+			}
+			break
 		}
 		rows++
 		if rows > MaxOrdersRows {
@@ -497,7 +530,8 @@ func (f *OrdersFile) scan(ctx context.Context, emit func(*group) error) (rows, o
 		if err := flush(); err != nil {
 			return 0, 0, err
 		}
-		cur = &group{order: o, line: line, last: line}
+		cur = f.newGroup()
+		cur.order, cur.line, cur.last = o, line, line
 		cur.addItem(item) // the first item fits: row checked it
 	}
 	if err := flush(); err != nil {

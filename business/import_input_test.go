@@ -166,3 +166,28 @@ func TestParseOrdersTrimming(t *testing.T) {
 		t.Fatalf("err = %v, want the id with a no-break space refused", err)
 	}
 }
+
+// idHashes finds every id added more than once, across its chunks, and
+// nothing else.
+func TestIDHashesRepeats(t *testing.T) {
+	h := newIDHashes()
+	n := 2*idChunk + 10 // three chunks
+	for i := range n {
+		h.add(fmt.Sprintf("O%d", i))
+	}
+	h.add("O7")      // back in the third chunk, first in the first
+	h.add("O131080") // the third chunk's own, twice
+	h.add("O131080") // and a third time: one repeat
+	rep, over := h.repeats(10)
+	if over || len(rep) != 2 || !rep[h.hash("O7")] || !rep[h.hash("O131080")] {
+		t.Fatalf("repeats %d (over %v), want O7 and O131080", len(rep), over)
+	}
+	h2 := newIDHashes()
+	for i := range 5 {
+		h2.add(fmt.Sprintf("D%d", i))
+		h2.add(fmt.Sprintf("D%d", i))
+	}
+	if rep, over := h2.repeats(3); len(rep) != 3 || !over {
+		t.Fatalf("repeats %d (over %v), want 3 and over", len(rep), over)
+	}
+}

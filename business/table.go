@@ -407,18 +407,28 @@ type lineCap struct {
 }
 
 // Read reads from the reader below, failing on a line over MaxLineBytes.
+// A line that starts and ends inside one read is shorter than the read,
+// far shorter than MaxLineBytes: only the line that runs on from the last
+// read, and the one that runs on past this one, are counted.
 func (l *lineCap) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
-	for _, c := range p[:n] {
-		if c == '\n' {
-			l.line++
-			l.run = 0
-			continue
-		}
-		l.run++
+	b := p[:n]
+	first := bytes.IndexByte(b, '\n')
+	if first < 0 {
+		l.run += n
 		if l.run > MaxLineBytes {
 			return 0, &lineTooLongError{line: l.line}
 		}
+		return n, err
+	}
+	if l.run+first > MaxLineBytes {
+		return 0, &lineTooLongError{line: l.line}
+	}
+	last := bytes.LastIndexByte(b, '\n')
+	l.line += bytes.Count(b[first:last+1], []byte{'\n'})
+	l.run = n - last - 1
+	if l.run > MaxLineBytes {
+		return 0, &lineTooLongError{line: l.line}
 	}
 	return n, err
 }
