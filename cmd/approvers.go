@@ -51,11 +51,9 @@ func (a *app) newApproverChange(change string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			svc, err := a.service(c.Context(), change == "grant")
-			if errors.Is(err, returns.ErrNotFound) {
-				// No data dir: nothing is granted, so a revoke changes nothing.
-				return a.renderGrant(&returns.GrantResult{Owner: o.For, Grantee: o.Grantee, Change: change, By: o.User})
-			}
+			// Only start, batch and orders import make a data dir: a grant
+			// or revoke on a missing one is exit 4 and creates nothing.
+			svc, err := a.service(c.Context(), false)
 			if err != nil {
 				return ran(err)
 			}

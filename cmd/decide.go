@@ -72,7 +72,9 @@ Without it, 0 when the command did its work: read "status".`,
 			if err != nil {
 				return err
 			}
-			svc, err := a.service(c.Context(), true)
+			// decide answers tasks; it never makes a data dir (a typo in
+			// --data is exit 4, not a fresh dir of nothing found).
+			svc, err := a.service(c.Context(), false)
 			if err != nil {
 				return ran(err)
 			}
