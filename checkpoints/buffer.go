@@ -3,6 +3,7 @@ package checkpoints
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,6 +16,7 @@ import (
 var (
 	_ flow.Checkpointer = (*Buffer)(nil)
 	_ flow.WriteBuffer  = (*Buffer)(nil)
+	_ flow.HeadWriter   = (*Buffer)(nil)
 )
 
 // Buffer is a flow.Checkpointer for a batch: Put and PutWrites are kept in
@@ -56,6 +58,10 @@ type Buffer struct {
 type baseHead struct {
 	id  string
 	seq int64
+	// cp is the head checkpoint with its pending writes, as Preload read
+	// it (nil for a thread without one): a Get of the head of a thread
+	// with nothing buffered returns a copy instead of asking base.
+	cp *flow.Checkpoint
 }
 
 // bufferedOp is one buffered call: a Put when cp is set, else a PutWrites.
@@ -66,6 +72,9 @@ type bufferedOp struct {
 	threadID, checkpointID string
 	seq                    int64        // of a buffered checkpoint; 0: one in base, looked up at Flush
 	writes                 []flow.Write // copies
+	// atHead marks a PutWritesAtHead against a checkpoint of base: Flush
+	// stores it only while that checkpoint is still base's head.
+	atHead bool
 }
 
 // bufferedThread is what a thread has in the buffer.
@@ -115,16 +124,18 @@ func (b *Buffer) reset() {
 	b.heads = nil
 }
 
-// Preload reads base's heads of threadIDs in one query, so that the first
-// Put of each (and a Get of the head of one that has no checkpoint yet)
-// need not ask base one by one. What it read holds until the next Flush or
-// Discard; a head another process moves meanwhile is still caught, by
-// Flush's compare-and-set. Errors: reading base.
+// Preload reads base's heads of threadIDs, each with its checkpoint and
+// that checkpoint's pending writes, in one read transaction, so that the
+// first Put of each, a Get of its head and a PutWritesAtHead need not ask
+// base one by one: a chunk of rows that continue existing threads reads
+// their heads once, not once per row and call. What it read holds until
+// the next Flush or Discard; a head another process moves meanwhile is
+// still caught, by Flush's compare-and-set. Errors: reading base.
 func (b *Buffer) Preload(ctx context.Context, threadIDs []string) error {
 	if b.base == nil {
 		return errNoBase
 	}
-	heads, err := b.base.heads(ctx, threadIDs)
+	heads, err := b.base.headCheckpoints(ctx, threadIDs)
 	if err != nil {
 		return fmt.Errorf("preload heads: %w", err)
 	}
@@ -134,7 +145,11 @@ func (b *Buffer) Preload(ctx context.Context, threadIDs []string) error {
 		b.heads = make(map[string]baseHead, len(threadIDs))
 	}
 	for _, id := range threadIDs {
-		b.heads[id] = heads[id] // zero: no checkpoint
+		h := baseHead{}
+		if cp := heads[id]; cp != nil {
+			h = baseHead{id: cp.ID, seq: cp.Seq, cp: cp}
+		}
+		b.heads[id] = h // zero: no checkpoint
 	}
 	return nil
 }
@@ -219,7 +234,7 @@ func (b *Buffer) PutWrites(ctx context.Context, threadID, checkpointID string, w
 	var seq int64
 	if stored, buffered := th.lookup(checkpointID); buffered {
 		seq = stored.Seq
-	} else {
+	} else if h, ok := b.heads[threadID]; !ok || h.id != checkpointID || h.id == "" {
 		ok, err := b.base.hasCheckpoint(ctx, threadID, checkpointID)
 		if err != nil {
 			return fmt.Errorf("put writes %s/%s: %w", threadID, checkpointID, err)
@@ -230,6 +245,42 @@ func (b *Buffer) PutWrites(ctx context.Context, threadID, checkpointID string, w
 	}
 	copies := mergeWrites(b.thread(threadID).writes, checkpointID, writes)
 	b.ops = append(b.ops, bufferedOp{threadID: threadID, checkpointID: checkpointID, seq: seq, writes: copies})
+	return nil
+}
+
+// PutWritesAtHead buffers writes as PutWrites does, only while
+// checkpointID is the thread's head as the buffer sees it (its newest
+// buffered checkpoint, else base's head, preloaded or read now): else it
+// returns a *flow.ConflictError (Want: checkpointID; Head: the head found)
+// and buffers nothing (flow.HeadWriter). Writes against a checkpoint of
+// base are checked again by Flush, in its transaction: if base's head moved
+// meanwhile, Flush fails with that *flow.ConflictError and stores nothing.
+func (b *Buffer) PutWritesAtHead(ctx context.Context, threadID, checkpointID string, writes []flow.Write) error {
+	if b.base == nil {
+		return errNoBase
+	}
+	if err := validateWrites(threadID, checkpointID, writes); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+
+	th := b.threads[threadID]
+	var seq int64
+	headID := ""
+	if stored, buffered := th.lookup(""); buffered {
+		headID, seq = stored.ID, stored.Seq
+	} else {
+		var err error
+		if headID, _, err = b.baseHead(ctx, threadID); err != nil {
+			return fmt.Errorf("put writes %s/%s: read head: %w", threadID, checkpointID, err)
+		}
+	}
+	if headID != checkpointID {
+		return &flow.ConflictError{ThreadID: threadID, Want: checkpointID, Head: headID}
+	}
+	copies := mergeWrites(b.thread(threadID).writes, checkpointID, writes)
+	b.ops = append(b.ops, bufferedOp{threadID: threadID, checkpointID: checkpointID, seq: seq, writes: copies, atHead: seq == 0})
 	return nil
 }
 
@@ -266,8 +317,14 @@ func (b *Buffer) Get(ctx context.Context, threadID, checkpointID string) (*flow.
 	var cp *flow.Checkpoint
 	if stored, ok := th.lookup(checkpointID); ok {
 		cp = cloneCheckpoint(stored)
-	} else if h, ok := b.heads[threadID]; ok && h.id == "" && checkpointID == "" {
-		return nil, nil // preloaded: no checkpoint in base
+	} else if h, ok := b.heads[threadID]; ok && (checkpointID == "" || checkpointID == h.id) {
+		if h.cp == nil {
+			return nil, nil // preloaded: no checkpoint in base
+		}
+		cp = cloneCheckpoint(h.cp)
+		for _, w := range h.cp.PendingWrites {
+			cp.PendingWrites = append(cp.PendingWrites, cloneWrite(w))
+		}
 	} else {
 		var err error
 		if cp, err = b.base.Get(ctx, threadID, checkpointID); err != nil || cp == nil {
@@ -397,6 +454,20 @@ func (b *Buffer) Flush(ctx context.Context) error {
 
 // write writes the buffer in tx (see Flush).
 func (b *Buffer) write(ctx context.Context, tx *sql.Tx) error {
+	// Writes saved at base's head need it to be the head still, checked
+	// before any head moves.
+	for _, op := range b.ops {
+		if !op.atHead {
+			continue
+		}
+		headID, _, err := b.base.headIn(ctx, tx, op.threadID)
+		if err != nil {
+			return fmt.Errorf("put writes %s/%s: read head: %w", op.threadID, op.checkpointID, err)
+		}
+		if headID != op.checkpointID {
+			return &flow.ConflictError{ThreadID: op.threadID, Want: op.checkpointID, Head: headID}
+		}
+	}
 	// Heads first, in the order of each thread's first buffered checkpoint:
 	// a checkpoint row needs its thread's row (foreign key).
 	moved := make(map[string]bool, len(b.threads))
@@ -440,4 +511,95 @@ func (b *Buffer) write(ctx context.Context, tx *sql.Tx) error {
 		}
 	}
 	return nil
+}
+
+// headIn is threadID's head in tx ("" and 0 for a thread without one).
+func (s *SQLite) headIn(ctx context.Context, tx *sql.Tx, threadID string) (string, int64, error) {
+	var id string
+	var seq int64
+	err := s.stmts.Tx(tx).QueryRowContext(ctx, sqlHead, threadID).Scan(&id, &seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", 0, nil
+	}
+	return id, seq, err
+}
+
+// Reading the heads of many threads at once (Buffer.Preload): the ids go
+// in as one JSON array (json_each), so each statement is the same for any
+// number of them.
+const (
+	sqlHeadCheckpoints = `SELECT c.thread_id, ` + checkpointColumns + ` FROM threads t
+		JOIN checkpoints c ON c.thread_id = t.thread_id AND c.seq = t.head_seq
+		WHERE t.thread_id IN (SELECT value FROM json_each(?))`
+	sqlHeadWrites = `SELECT w.thread_id, w.task_id, w.kind, w.idx, w.node, w.value_json FROM threads t
+		JOIN writes w ON w.thread_id = t.thread_id AND w.seq = t.head_seq
+		WHERE t.thread_id IN (SELECT value FROM json_each(?))
+		ORDER BY w.thread_id, w.task_id, w.kind, w.idx`
+)
+
+// headCheckpoints returns the head checkpoints, with their pending writes,
+// of the threads among threadIDs that have one, read in one read
+// transaction outside any write transaction.
+func (s *SQLite) headCheckpoints(ctx context.Context, threadIDs []string) (map[string]*flow.Checkpoint, error) {
+	ids, err := json.Marshal(threadIDs)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // plain BEGIN: readers do not take the write lock
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	q := s.stmts.Tx(tx)
+	out := make(map[string]*flow.Checkpoint, len(threadIDs))
+	rows, err := q.QueryContext(ctx, sqlHeadCheckpoints, string(ids))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		cp, err := scanCheckpoint("", threadRow{rows, &id})
+		if err != nil {
+			return nil, err
+		}
+		cp.ThreadID = id
+		out[id] = cp
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	ws, err := q.QueryContext(ctx, sqlHeadWrites, string(ids))
+	if err != nil {
+		return nil, err
+	}
+	defer ws.Close()
+	for ws.Next() {
+		var id string
+		var w flow.Write
+		var value sql.NullString
+		if err := ws.Scan(&id, &w.TaskID, &w.Kind, &w.Idx, &w.Node, &value); err != nil {
+			return nil, err
+		}
+		if value.Valid {
+			w.Value = json.RawMessage(value.String)
+		}
+		if cp := out[id]; cp != nil {
+			cp.PendingWrites = append(cp.PendingWrites, w)
+		}
+	}
+	return out, ws.Err()
+}
+
+// threadRow scans a row whose first column is the thread id into id and
+// the rest into what Scan is given.
+type threadRow struct {
+	rows *sql.Rows
+	id   *string
+}
+
+// Scan scans the thread id, then dest.
+func (r threadRow) Scan(dest ...any) error {
+	return r.rows.Scan(append([]any{r.id}, dest...)...)
 }

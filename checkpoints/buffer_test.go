@@ -392,11 +392,54 @@ func TestBufferPreload(t *testing.T) {
 			},
 			wantFlush: flow.ErrConflict,
 		},
+		{
+			name: "head read once, with its writes",
+			run: func(t *testing.T, buf *checkpoints.Buffer, other *checkpoints.SQLite, h *flow.Checkpoint) {
+				mustBufferPut(t, other, next("old", h.ID, 1)) // moved after the preload: not seen
+				got, err := buf.Get(ctx, "old", "")
+				if err != nil || got == nil || got.ID != h.ID || len(got.PendingWrites) != 1 || got.PendingWrites[0].TaskID != "before" {
+					t.Fatalf("Get of a preloaded head = %+v, %v; want %s with its write \"before\"", got, err, h.ID)
+				}
+				got.PendingWrites[0].TaskID = "changed" // a copy
+				if again, _ := buf.Get(ctx, "old", h.ID); again.PendingWrites[0].TaskID != "before" {
+					t.Fatalf("Get returned the preloaded checkpoint itself, not a copy")
+				}
+				w := flow.Write{TaskID: "answer", Node: "n", Kind: flow.WriteResume, Value: json.RawMessage(`1`)}
+				if err := buf.PutWritesAtHead(ctx, "old", h.ID, []flow.Write{w}); err != nil {
+					t.Fatalf("PutWritesAtHead at the preloaded head: %v", err)
+				}
+			},
+			wantFlush: flow.ErrConflict, // the head moved: the answer is not stored
+		},
+		{
+			name: "writes at head",
+			run: func(t *testing.T, buf *checkpoints.Buffer, _ *checkpoints.SQLite, h *flow.Checkpoint) {
+				w := flow.Write{TaskID: "answer", Node: "n", Kind: flow.WriteResume, Value: json.RawMessage(`1`)}
+				if err := buf.PutWritesAtHead(ctx, "old", "not-the-head", []flow.Write{w}); !errors.Is(err, flow.ErrConflict) {
+					t.Fatalf("PutWritesAtHead at another checkpoint: %v, want a conflict", err)
+				}
+				if err := buf.PutWritesAtHead(ctx, "old", h.ID, []flow.Write{w}); err != nil {
+					t.Fatalf("PutWritesAtHead at the head: %v", err)
+				}
+				got, err := buf.Get(ctx, "old", "")
+				if err != nil || len(got.PendingWrites) != 2 {
+					t.Fatalf("Get after PutWritesAtHead = %+v, %v; want the head with 2 writes", got, err)
+				}
+				cp := mustBufferPut(t, buf, next("old", h.ID, 1))
+				if err := buf.PutWritesAtHead(ctx, "old", h.ID, []flow.Write{w}); !errors.Is(err, flow.ErrConflict) {
+					t.Fatalf("PutWritesAtHead at a head the buffer moved: %v, want a conflict", err)
+				}
+				if err := buf.PutWritesAtHead(ctx, "old", cp.ID, []flow.Write{w}); err != nil {
+					t.Fatalf("PutWritesAtHead at the buffered head: %v", err)
+				}
+			},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			buf, bb := setupBuffer(t)
 			h := mustBufferPut(t, bb.base, next("old", "", -1))
+			mustBufferWrite(t, bb.base, "old", h.ID, "before", `{"a": 1}`)
 			if err := buf.Preload(ctx, []string{"new", "old"}); err != nil {
 				t.Fatal(err)
 			}

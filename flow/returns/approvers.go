@@ -63,6 +63,18 @@ func mayDecide(ctx context.Context, rs *runs.Store, desk *business.Store, id, us
 // or hold a grant from its owner (ErrNotFound otherwise, as for an unknown
 // task). The view carries the task's decision trail. Errors as Resume.
 func (r *runner) answerAs(ctx context.Context, o ResumeOptions) (*View, error) {
+	v, err := r.answerOnly(ctx, o)
+	if err != nil {
+		return v, err
+	}
+	return trail(ctx, r.desk, v)
+}
+
+// answerOnly is answerAs without reading the decision trail back for the
+// view (v.Decisions is left as the run's state has it): a row of a bulk
+// decision reports only the stage, and its answer is recorded in the
+// trail by the node that takes it, in the chunk's commit.
+func (r *runner) answerOnly(ctx context.Context, o ResumeOptions) (*View, error) {
 	if err := checkResume(o); err != nil {
 		return nil, err
 	}
@@ -77,11 +89,7 @@ func (r *runner) answerAs(ctx context.Context, o ResumeOptions) (*View, error) {
 		return nil, fmt.Errorf("task %s: %w", o.Task, err)
 	}
 	v, err := r.resume(ctx, t, o)
-	v = v.markExpired(r.svc.now())
-	if err != nil {
-		return v, err
-	}
-	return trail(ctx, r.desk, v)
+	return v.markExpired(r.svc.now()), err
 }
 
 // withTrail sets v.Decisions from the business file's trail, which holds

@@ -178,7 +178,8 @@ func (s *Service) StartDecide(ctx context.Context, o DecideOptions) (*View, erro
 }
 
 // decideRow gives the task of a decide row its decision, as user, through
-// the one answer path of resume (runner.answerAs: the user must own the
+// the one answer path of resume (runner.answerOnly, answerAs without the
+// trail read back for a view nobody prints: the user must own the
 // task or hold a grant from its owner; the answer is checked against the
 // task's head, the lease taken, the run continued), and returns what the
 // row came to: the task's stage after the answer (submitted, cancelled,
@@ -186,7 +187,7 @@ func (s *Service) StartDecide(ctx context.Context, o DecideOptions) (*View, erro
 // process holds is runs.ErrBusy, for the caller to wait on; a storage
 // failure is an error.
 func (r *runner) decideRow(ctx context.Context, run, user string, row runs.BatchRow) (runs.RowOutcome, error) {
-	v, err := r.answerAs(ctx, ResumeOptions{Task: row.TaskID, User: user, Action: row.Action, DraftID: row.DraftID, DecisionID: rowDecisionID(run, row.RowNo)})
+	v, err := r.answerOnly(ctx, ResumeOptions{Task: row.TaskID, User: user, Action: row.Action, DraftID: row.DraftID, DecisionID: rowDecisionID(run, row.RowNo)})
 	switch {
 	case err == nil:
 		return stageOutcome(row.RowNo, v.Stage, v.Error), nil
