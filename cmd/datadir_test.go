@@ -50,6 +50,14 @@ var missingDirCases = []missingDirCase{
 	{path: "list", args: []string{"list"}},
 	{path: "recover", args: []string{"recover"}},
 	{path: "variants", args: []string{"variants", "static"}},
+	// Command groups print their help; their completion scripts read nothing.
+	{path: "orders", args: []string{"orders"}},
+	{path: "approvers", args: []string{"approvers"}},
+	{path: "completion", args: []string{"completion"}},
+	{path: "completion bash", args: []string{"completion", "bash"}},
+	{path: "completion zsh", args: []string{"completion", "zsh"}},
+	{path: "completion fish", args: []string{"completion", "fish"}},
+	{path: "completion powershell", args: []string{"completion", "powershell"}},
 }
 
 // runnablePaths walks the command tree and returns the path below the root

@@ -89,10 +89,11 @@ func TestRunSignalExit(t *testing.T) {
 		name  string
 		cause error
 		code  int
+		says  string
 	}{
-		{"SIGINT", signalCause{syscall.SIGINT}, ExitInterrupted},
-		{"SIGTERM", signalCause{syscall.SIGTERM}, ExitTerminated},
-		{"NoSignal", nil, ExitInterrupted},
+		{"SIGINT", signalCause{syscall.SIGINT}, ExitInterrupted, "interrupted by SIGINT"},
+		{"SIGTERM", signalCause{syscall.SIGTERM}, ExitTerminated, "interrupted by SIGTERM"},
+		{"NoSignal", nil, ExitInterrupted, "interrupted by a signal"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCLI(t)
@@ -102,7 +103,11 @@ func TestRunSignalExit(t *testing.T) {
 			if r.code != tc.code {
 				t.Fatalf("exit %d, want %d; stderr %q", r.code, tc.code, r.stderr)
 			}
-			checkFailure(t, []string{"start"}, r, "interrupted by a signal")
+			// One clean line: the signal's name, not the context's "context canceled".
+			checkFailure(t, []string{"start"}, r, tc.says)
+			if strings.Contains(r.stderr, "context canceled") {
+				t.Errorf("stderr %q leaks the context's error text", r.stderr)
+			}
 			var v struct{ Error struct{ Code string } }
 			if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.Error.Code != "interrupted" {
 				t.Errorf("stdout %s (%v), want the error code interrupted", r.stdout, err)

@@ -27,9 +27,10 @@ const (
 type globals struct {
 	// jsonFields is --json FIELDS as given ("" when not given).
 	jsonFields string
-	// suggest names the commands close to a mistyped one (cobra's
-	// SuggestionsFor); fail prints them on one line.
-	suggest func(typed string) []string
+	// suggest names the subcommands of the command at path ("assistant
+	// orders") close to a mistyped one (cobra's SuggestionsFor); fail
+	// prints them on one line.
+	suggest func(path, typed string) []string
 }
 
 // addGlobalFlags adds --json and --version to root and makes the unknown
@@ -41,7 +42,36 @@ func (a *app) addGlobalFlags(root *cobra.Command) {
 	root.Flags().Bool("version", false, "print the version and the VCS revision this binary was built from")
 	root.DisableSuggestions = true // fail prints them, on one line
 	root.SuggestionsMinimumDistance = 2
-	a.suggest = root.SuggestionsFor
+	a.suggest = func(path, typed string) []string {
+		c, _, err := root.Find(strings.Fields(path)[1:])
+		if err != nil || c == nil {
+			return nil
+		}
+		return c.SuggestionsFor(typed)
+	}
+}
+
+// refuseUnknownSubcommands makes every command group under root (orders,
+// approvers, completion: a command with subcommands and nothing to run of
+// its own) refuse an argument that names none of its subcommands, with
+// cobra's "unknown command" error (exit 2; fail adds "did you mean"),
+// instead of printing its help and exiting 0. Alone, a group prints its
+// help. It runs after every command is added (cobra's completion command
+// too, which it adds first).
+func refuseUnknownSubcommands(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if sub.HasSubCommands() && !sub.Runnable() {
+				sub.Args = cobra.NoArgs // its error: unknown command "lst" for "assistant orders"
+				sub.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+				sub.SuggestionsMinimumDistance = root.SuggestionsMinimumDistance
+			}
+			walk(sub)
+		}
+	}
+	walk(root)
 }
 
 // applyGlobals reads the environment for flags not given and sets up

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"assistant/flow/returns"
+	"assistant/internal/termtext"
 )
 
 // JSONTimeLayout is how every time in the JSON is printed (docs/json.md
@@ -27,11 +28,19 @@ const JSONTimeLayout = "2006-01-02T15:04:05.999Z07:00"
 // that differ from their defaults, so it can be pasted as it is.
 func (a *app) fail(err error, code int) {
 	msg := a.oneLine(err)
-	fmt.Fprintf(a.stderr, "assistant: %s\n", msg)
+	a.note(msg)
 	if !a.reported && (a.output == "json" || (a.output == "" && !isTerminal(a.stdout))) {
 		// The error object is printed whole, whatever --json selects.
 		_ = encodeJSON(plainWriter(a.stdout), map[string]any{"error": map[string]string{"code": errorCodeOf(err, code), "message": msg}}, "  ", nil)
 	}
+}
+
+// note prints msg on stderr as one line a terminal cannot act on: "assistant: "
+// and msg with its controls, bidi and invisible characters escaped
+// (termtext.EscapeControls, which keeps the $'…' of a quoted argument in a
+// hint as it is).
+func (a *app) note(msg string) {
+	fmt.Fprintf(a.stderr, "assistant: %s\n", termtext.EscapeControls(msg))
 }
 
 // unknownCommand matches cobra's error for an unknown command (its
@@ -43,9 +52,12 @@ func (a *app) oneLine(err error) string {
 	msg := err.Error()
 	if m := unknownCommand.FindStringSubmatch(msg); m != nil {
 		msg = fmt.Sprintf("unknown command %q", m[1])
+		if strings.Contains(m[2], " ") {
+			msg += fmt.Sprintf(" for %q", m[2]) // a group's subcommand: say which group
+		}
 		var hints []string
 		if a.suggest != nil {
-			hints = a.suggest(m[1])
+			hints = a.suggest(m[2], m[1])
 		}
 		switch len(hints) {
 		case 0:

@@ -97,7 +97,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, seed []by
 	if ctx.Err() != nil && (err == nil || errors.As(err, &oe)) {
 		// A signal ended the command's own run, which saved what it did
 		// and printed the task: the signal's code, whatever the outcome.
-		fmt.Fprintf(stderr, "assistant: %s\n", a.signalNote(ctx, a.shown))
+		a.note(a.signalNote(ctx, a.shown))
 		return signalExit(ctx)
 	}
 	if err == nil {
@@ -105,7 +105,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, seed []by
 	}
 	if errors.As(err, &oe) {
 		if oe.note != "" {
-			fmt.Fprintf(stderr, "assistant: %s\n", oe.note)
+			a.note(oe.note)
 		}
 		return oe.code
 	}
@@ -118,8 +118,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, seed []by
 		err = re.err
 	}
 	if code == ExitInterrupted {
+		// One clean line: the cancelled context's own text ("context
+		// canceled") tells a person nothing the signal's name does not.
 		code = signalExit(ctx)
-		err = fmt.Errorf("interrupted by a signal before it was done (%w); each write is all or nothing, so run the command again", err)
+		err = fmt.Errorf("%s before it was done; each write is all or nothing, so run the command again", a.signalNote(ctx, nil))
 	}
 	a.fail(err, code)
 	return code
@@ -164,8 +166,12 @@ business.sqlite (orders, drafts, applications, tasks).`,
 		default:
 			return usageErr("--output must be json or text, not %q (csv works with list and show --rows)", a.output)
 		}
-		if a.user == "" {
-			return usageErr("--user must not be empty")
+		if err := returns.ValidUser(a.user); err != nil {
+			from := "--user"
+			if !c.Flags().Changed("user") && os.Getenv(EnvUser) != "" {
+				from = EnvUser
+			}
+			return usageErr("%s: %v", from, err)
 		}
 		if a.maxAttempts < 1 {
 			return usageErr("--max-attempts must be at least 1, not %d", a.maxAttempts)
@@ -178,7 +184,8 @@ business.sqlite (orders, drafts, applications, tasks).`,
 	})
 	root.AddCommand(a.newStart(), a.newShow(), a.newResume(), a.newList(), a.newStop(), a.newRecover(), a.newBatch(), a.newOrders(), a.newVariants(), a.newHistory(), a.newPrune(), a.newVerify(), a.newBackup(), a.newWait(),
 		a.newApprovers(), a.newDecide())
-	a.addCompletions(root) // after AddCommand: it walks the commands
+	refuseUnknownSubcommands(root) // after AddCommand: it walks the commands
+	a.addCompletions(root)
 	return root
 }
 

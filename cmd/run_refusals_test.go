@@ -105,7 +105,9 @@ func TestRunBadFlagValuesChangeNothing(t *testing.T) {
 		{"prune_keep_zero", []string{"prune", "--finished-before", "1ns", "--keep", "0"}, "--keep must be at least 1, not 0"},
 		{"output_yaml", []string{"--output", "yaml", "show", "r1"}, `--output must be json or text, not "yaml"`},
 		{"output_yaml_start", []string{"--output", "yaml", "start", "r9", "A3003"}, `--output must be json or text, not "yaml"`},
-		{"user_empty", []string{"--user", "", "resume", "r1", "--action", "approve"}, "--user must not be empty"},
+		{"user_empty", []string{"--user", "", "resume", "r1", "--action", "approve"}, "--user: user name must not be empty"},
+		{"user_blank", []string{"--user", " ", "resume", "r1", "--action", "approve"}, `--user: user name " " must not contain spaces`},
+		{"user_escape", []string{"--user", "\x1b]0;pwned\a\x1b[31mred", "show", "r1"}, `--user: user name "\x1b]0;pwned\a\x1b[31mred"`},
 		{"unknown_flag", []string{"resume", "r1", "--action", "approve", "--force"}, "unknown flag: --force"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

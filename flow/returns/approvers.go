@@ -151,6 +151,17 @@ func NoApprovers(user string) *Approvers {
 	return &Approvers{User: user, Grants: []business.Grant{}, Changes: []business.GrantChange{}}
 }
 
+// ValidUser returns nil when name may name a user (--user,
+// ASSISTANT_USER, an approver, an owner): the rule of task ids
+// (ValidTaskID), as a user name is printed in commands and cards as a
+// task id is. The error names the rule, with name Go-quoted.
+func ValidUser(name string) error {
+	if err := ValidTaskID(name); err != nil {
+		return errors.New(strings.Replace(err.Error(), "task id", "user name", 1))
+	}
+	return nil
+}
+
 // CheckGrant checks GrantOptions without touching any file (For defaulted
 // to User); errors match ErrInvalid: a bad user name, a For that is not
 // the current user (a user grants only their own scope), a grant to
@@ -160,8 +171,8 @@ func CheckGrant(o GrantOptions) (GrantOptions, error) {
 		o.For = o.User
 	}
 	for _, u := range []struct{ what, name string }{{"user", o.User}, {"approver", o.Grantee}, {"--for", o.For}} {
-		if err := ValidTaskID(u.name); err != nil {
-			return o, fmt.Errorf("%w: %s: %s", ErrInvalid, u.what, strings.Replace(err.Error(), "task id", "user name", 1))
+		if err := ValidUser(u.name); err != nil {
+			return o, fmt.Errorf("%w: %s: %v", ErrInvalid, u.what, err)
 		}
 	}
 	if o.For != o.User {
