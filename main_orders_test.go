@@ -51,7 +51,10 @@ func TestOrdersDayTwoUpdate(t *testing.T) {
 	if v["status"] != "waiting" {
 		t.Fatalf("start on delivered C50: %v, want waiting", v["status"])
 	}
-	// The owner never changes: exit 3, the line named, nothing written.
+	// The owner of a shop's order never changes: exit 3, the line named,
+	// nothing written. (C51 is demo-user's own order until the shop's
+	// import makes it the shop's.)
+	mustRun(t, dir, "orders", "import", "--operator", day2)
 	before = sums(t, dir, "business.sqlite")
 	_, errOut, code := run(t, dir, "orders", "import", "--operator", writeShop(t, "C52,demo-user,Mug,,false", "C51,other-user,Toaster,,false"))
 	if code != 3 || !strings.Contains(errOut, "line 3: order C51") {
@@ -187,4 +190,117 @@ func TestOrdersImportSignals(t *testing.T) {
 			verifyClean(t, dir)
 		})
 	}
+}
+
+// Case 5 as the tester found it: an import without --operator may not
+// tell whether another user holds an order id, nor take one. other-user's
+// rows of ids that demo-user holds (an order of the shop's, a teaching
+// order) and of an unknown id are answered alike, dry run and real; each
+// becomes other-user's own order; demo-user's orders keep every byte and
+// demo-user can still start a return for A3001; the shop's later import of
+// C63 for demo-user is not refused.
+func TestOrdersNoOracleForOtherUsers(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	delivered := time.Now().UTC().Add(-72 * time.Hour).Format(time.RFC3339)
+	shop := writeShop(t, "C63,demo-user,Mug,"+delivered+",false")
+	mustRun(t, dir, "orders", "import", "--operator", shop)
+	demoBefore := query(t, dir, "business.sqlite", `SELECT group_concat(order_id || item || teaching || coalesce(delivered_at, ''), ';') FROM orders WHERE user = 'demo-user'`)
+	answer := func(id string, dry bool) string {
+		args := []string{"--user", "other-user", "--output", "json", "orders", "import", writeShop(t, id+",other-user,Claimed,"+delivered+",false")}
+		if dry {
+			args = append(args, "--dry-run")
+		}
+		out, errOut, code := run(t, dir, args...)
+		return fmt.Sprintf("exit %d\n%s%s", code, strings.ReplaceAll(out, id, "ID"), strings.ReplaceAll(errOut, id, "ID"))
+	}
+	for _, dry := range []bool{true, false} {
+		unknown := answer("C64", dry)
+		for _, id := range []string{"C63", "A3001"} {
+			if got := answer(id, dry); got != unknown {
+				t.Fatalf("dry run %v: %s answered\n%s\nan unknown id\n%s", dry, id, got, unknown)
+			}
+		}
+		if !strings.HasPrefix(unknown, "exit 0\n") || !strings.Contains(unknown, `"added": 1`) {
+			t.Fatalf("dry run %v: %s; want exit 0, one added", dry, unknown)
+		}
+	}
+	if got := query(t, dir, "business.sqlite", `SELECT group_concat(order_id || item || teaching || coalesce(delivered_at, ''), ';') FROM orders WHERE user = 'demo-user'`); got != demoBefore {
+		t.Fatalf("demo-user's orders changed:\n%s\nwas\n%s", got, demoBefore)
+	}
+	if got := query(t, dir, "business.sqlite", `SELECT group_concat(order_id || ':' || item || ':' || shop, ';') FROM (SELECT * FROM orders WHERE user = 'other-user' AND item = 'Claimed' ORDER BY order_id)`); got != "A3001:Claimed:0;C63:Claimed:0;C64:Claimed:0" {
+		t.Fatalf("other-user's own orders: %q", got)
+	}
+	if v := mustRun(t, dir, "start", "t2", "A3001", "--reason", "size"); v["status"] != "waiting" {
+		t.Fatalf("demo-user's start t2 A3001: %v, want waiting", v["status"])
+	}
+	rep := mustRun(t, dir, "orders", "import", "--operator", shop)
+	if rep["unchanged"] != 1.0 || rep["refused"] != 0.0 {
+		t.Fatalf("the shop's import of C63 again: %v, want unchanged", rep)
+	}
+	verifyClean(t, dir)
+}
+
+// The import report says what orders list says about returnability (an
+// approved order has an open application); delivery times out of range
+// and an odd-length UTF-16 file are refused by line, exit 2, nothing made.
+func TestOrdersImportAgreesWithList(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	v := mustRun(t, dir, "start", "t4", "A3004", "--reason", "size")
+	if v["status"] != "waiting" {
+		t.Fatalf("start t4 A3004: %v", v)
+	}
+	mustRun(t, dir, "resume", "t4", "--action", "approve")
+	list := mustRun(t, dir, "orders", "list")
+	var a3004 map[string]any
+	for _, o := range list["orders"].([]any) {
+		if m := o.(map[string]any); m["order_id"] == "A3004" {
+			a3004 = m
+		}
+	}
+	if a3004 == nil || a3004["not_returnable_because"] != "open_application" {
+		t.Fatalf("orders list A3004: %v, want open_application", a3004)
+	}
+	file := writeShop(t, "A3004,demo-user,New headphones,"+a3004["delivered_at"].(string)+",false")
+	rep := mustRun(t, dir, "orders", "import", "--dry-run", file)
+	changes := rep["changes"].([]any)
+	if len(changes) != 1 || changes[0].(map[string]any)["not_returnable_now"] != "open_application" {
+		t.Fatalf("dry run report %v, want not_returnable_now open_application as orders list says", rep)
+	}
+	text, _, code := run(t, dir, "--output", "text", "orders", "import", "--dry-run", file)
+	if code != 0 || !strings.Contains(text, "no: open_application") {
+		t.Fatalf("text report (exit %d):\n%s\nwant no: open_application", code, text)
+	}
+
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	for _, tc := range []struct{ file, want string }{
+		{writeShop(t, "Z1,demo-user,Mug,0001-01-01T00:00:00Z,false"), `line 2: delivered_at "0001-01-01T00:00:00Z" is before 2000-01-01`},
+		{writeShop(t, "Z1,demo-user,Mug,2026-11-20,false"), `line 2: delivered_at "2026-11-20" has no time zone`},
+		{oddUTF16(t), "UTF-16 file with an odd number of bytes"},
+	} {
+		_, errOut, code := run(t, fresh, "orders", "import", tc.file)
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("exit %d, %q; want 2 and %q", code, errOut, tc.want)
+		}
+	}
+	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
+		t.Fatalf("refused files made the data dir (%v)", err)
+	}
+	verifyClean(t, dir)
+}
+
+// oddUTF16 writes an orders file in UTF-16 LE with a BOM and one byte
+// more.
+func oddUTF16(tb testing.TB) string {
+	tb.Helper()
+	text := "order_id,user,item,delivered_at,final_sale\nZ2,demo-user,Mug,,false\n"
+	b := []byte{0xFF, 0xFE}
+	for _, r := range text {
+		b = append(b, byte(r), 0)
+	}
+	b = append(b, 'x')
+	path := filepath.Join(tb.TempDir(), "odd.csv")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return path
 }

@@ -101,6 +101,9 @@ type ImportError struct {
 	Lines []string // "line 3: …", in file order, at most maxBadLines
 	More  int      // bad lines not listed
 	Empty bool     // the file has a header and no rows
+	// Refused says what a refused file leaves ("nothing was created" for
+	// a batch file; "" reads as "none was imported").
+	Refused string
 }
 
 // Error implements the error interface for *ImportError.
@@ -109,14 +112,18 @@ func (e *ImportError) Error() string {
 	if what == "" {
 		what = "orders file"
 	}
+	refused := e.Refused
+	if refused == "" {
+		refused = "none was imported"
+	}
 	if e.Empty {
-		return fmt.Sprintf("no orders in the %s: it holds a header and no rows; nothing was imported", what)
+		return fmt.Sprintf("no orders in the %s: it holds a header and no rows; %s", what, refused)
 	}
 	more := ""
 	if e.More > 0 {
 		more = fmt.Sprintf(" (and %d more)", e.More)
 	}
-	return fmt.Sprintf("%s has bad rows, none was imported: %s%s", what, strings.Join(e.Lines, "; "), more)
+	return fmt.Sprintf("%s has bad rows, %s: %s%s", what, refused, strings.Join(e.Lines, "; "), more)
 }
 
 // badLines collects the bad lines of a file, keeping the first few.
@@ -307,7 +314,7 @@ func (f *OrdersFile) check(ctx context.Context) error {
 		return err
 	}
 	if rows == 0 {
-		return &ImportError{What: ordersSpec.What, Empty: true}
+		return &ImportError{What: ordersSpec.What, Empty: true, Refused: ordersSpec.Refused}
 	}
 	f.rows, f.orders = rows, orders
 	rep, overflow := ids.repeats(maxScattered)

@@ -161,7 +161,7 @@ func OpenTable(r io.Reader, spec TableSpec, maxBytes int64) (*Table, error) {
 		return nil, readFailure(spec, err)
 	}
 	if err := t.checkText(1, header); err != nil {
-		return nil, &ImportError{What: spec.What, Lines: []string{err.Error()}}
+		return nil, &ImportError{What: spec.What, Lines: []string{err.Error()}, Refused: spec.Refused}
 	}
 	t.Header = make([]string, len(header))
 	for i, h := range header {
@@ -342,9 +342,9 @@ func readFailure(spec TableSpec, err error) error {
 	case errors.Is(err, ErrTooLarge):
 		return fmt.Errorf("%s is %w; split it into several files (%s)", spec.What, err, spec.Refused)
 	case errors.As(err, &le):
-		return &ImportError{What: spec.What, Lines: []string{le.Error()}}
+		return &ImportError{What: spec.What, Lines: []string{le.Error()}, Refused: spec.Refused}
 	case errors.Is(err, errOddUTF16):
-		return &ImportError{What: spec.What, Lines: []string{err.Error()}}
+		return &ImportError{What: spec.What, Lines: []string{err.Error()}, Refused: spec.Refused}
 	}
 	return fmt.Errorf("read %s: %w", spec.What, err)
 }

@@ -128,5 +128,5 @@ func badRows(bad []string) error {
 		more = fmt.Sprintf(" (and %d more)", len(bad)-maxBadLines)
 		bad = bad[:maxBadLines]
 	}
-	return fmt.Errorf("%w: batch file has bad rows, none was imported: %s%s", ErrInvalid, strings.Join(bad, "; "), more)
+	return fmt.Errorf("%w: batch file has bad rows, nothing was created: %s%s", ErrInvalid, strings.Join(bad, "; "), more)
 }
