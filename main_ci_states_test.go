@@ -120,7 +120,7 @@ func TestCIExpiredDraftIsAState(t *testing.T) {
 	}
 	card, stderr, code := run(t, dir, "show", "e1", "--output", "text")
 	if code != 0 || strings.Contains(card, "--action approve") || !strings.Contains(card, "expired before it was approved") ||
-		!strings.Contains(card, "--data "+dir+" start e1-2 A3003 --reason size") {
+		!strings.Contains(card, "--data "+dir+" start NEW-TASK A3003 --reason size") {
 		t.Fatalf("card of e1 (exit %d, %s):\n%s\nwant it to say the draft expired and print a new start with --data", code, stderr, card)
 	}
 	sameFiles(t, dir, before, "show")

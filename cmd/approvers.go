@@ -80,7 +80,7 @@ func (a *app) renderGrant(r *returns.GrantResult) error {
 	if !r.Changed {
 		verb = map[string]string{"grant": "could already decide", "revoke": "held no grant to decide"}[r.Change]
 	}
-	_, err := fmt.Fprintf(a.stdout, "%s %s the tasks of %s\n", r.Grantee, verb, r.Owner)
+	_, err := fmt.Fprintf(a.stdout, "%s %s the tasks of %s\n", termSafe(r.Grantee), verb, termSafe(r.Owner))
 	return err
 }
 
@@ -108,7 +108,7 @@ func (a *app) newApproversList() *cobra.Command {
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "OWNER\tAPPROVER\tGRANTED BY\tGRANTED (UTC)")
 			for _, g := range ap.Grants {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", g.Owner, g.Grantee, g.GrantedBy, g.GrantedAt.UTC().Format("2006-01-02 15:04:05"))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", termSafe(g.Owner), termSafe(g.Grantee), termSafe(g.GrantedBy), g.GrantedAt.UTC().Format("2006-01-02 15:04:05"))
 			}
 			return tw.Flush()
 		},

@@ -59,7 +59,7 @@ func (a *app) renderBackup(res *returns.BackupResult) error {
 	}
 	var b strings.Builder
 	for _, f := range res.Files {
-		fmt.Fprintf(&b, "Copied %s (%d bytes) to %s.\n", f.File, f.Bytes, res.Dir)
+		fmt.Fprintf(&b, "Copied %s (%d bytes) to %s.\n", f.File, f.Bytes, termSafe(res.Dir))
 	}
 	if _, err := fmt.Fprint(a.stdout, b.String()); err != nil {
 		return err

@@ -107,7 +107,7 @@ func writeRowsCSV(out io.Writer, rep *returns.RowsView) error {
 
 // writeRowsText prints a rows report as a table for a person.
 func writeRowsText(out io.Writer, rep *returns.RowsView) error {
-	fmt.Fprintf(out, "%s %s · %s · %d rows\n", map[bool]string{true: "Decide run", false: "Batch"}[rep.Of == returns.RowsOfDecisions], rep.Task, rep.Status, len(rep.Rows))
+	fmt.Fprintf(out, "%s %s · %s · %d rows\n", map[bool]string{true: "Decide run", false: "Batch"}[rep.Of == returns.RowsOfDecisions], termSafe(rep.Task), rep.Status, len(rep.Rows))
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	cols := rowColumns(rep.Of)
 	for i, c := range cols {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"assistant/flow/returns"
+	"assistant/internal/termtext"
 )
 
 // maxDiffValue is how many characters of a changed value a history diff line
@@ -57,7 +58,7 @@ const historyTime = "2006-01-02 15:04:05.000"
 // writeHistory prints a history for a person.
 func writeHistory(w io.Writer, h *returns.History) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Task %s (%s) · %s, newest first\n\n", h.Task, h.Kind, count(len(h.Checkpoints), "checkpoint"))
+	fmt.Fprintf(&b, "Task %s (%s) · %s, newest first\n\n", termSafe(h.Task), termSafe(h.Kind), count(len(h.Checkpoints), "checkpoint"))
 	// The rows are aligned first, then each is followed by its diff lines:
 	// lines without cells would break tabwriter's columns.
 	var rows strings.Builder
@@ -71,7 +72,7 @@ func writeHistory(w io.Writer, h *returns.History) error {
 		if cp.Breakpoint != "" {
 			next += " [" + cp.Breakpoint + "]"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\n", cp.Seq, cp.ID, cp.Step, cp.Source, next, cp.CreatedAt.UTC().Format(historyTime))
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\n", cp.Seq, termSafe(cp.ID), cp.Step, termSafe(cp.Source), termSafe(next), cp.CreatedAt.UTC().Format(historyTime))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -81,14 +82,14 @@ func writeHistory(w io.Writer, h *returns.History) error {
 	for i, cp := range h.Checkpoints {
 		b.WriteString(lines[i+1])
 		if cp.DecodeError != "" {
-			fmt.Fprintf(&b, "     ! %s (kept as stored)\n", cp.DecodeError)
+			fmt.Fprintf(&b, "     ! %s (kept as stored)\n", termSafe(cp.DecodeError))
 		}
 		for _, ch := range cp.Changes {
 			if ch.Field == "decisions" {
 				writeDecisionsAdded(&b, ch)
 				continue
 			}
-			fmt.Fprintf(&b, "     %s: %s → %s\n", ch.Field, diffValue(ch.Old), diffValue(ch.New))
+			fmt.Fprintf(&b, "     %s: %s → %s\n", termSafe(ch.Field), diffValue(ch.Old), diffValue(ch.New))
 		}
 	}
 	fmt.Fprintf(&b, "\nDecisions · %s\n", count(len(h.Decisions), "decision"))
@@ -102,9 +103,9 @@ func writeHistory(w io.Writer, h *returns.History) error {
 				version = fmt.Sprint(*d.Version)
 			}
 			if d.DraftID != nil {
-				draft = *d.DraftID
+				draft = termSafe(*d.DraftID)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.At.UTC().Format(historyTime), d.By, d.Action, version, draft)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.At.UTC().Format(historyTime), termSafe(d.By), termSafe(d.Action), version, draft)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -114,8 +115,8 @@ func writeHistory(w io.Writer, h *returns.History) error {
 	tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tNODE\tATTEMPT\tSTATUS\tSTARTED (UTC)\tENDED (UTC)\tERROR")
 	for _, st := range h.Steps {
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\n", st.Seq, st.Node, st.Attempt, st.Status,
-			st.StartedAt.UTC().Format(historyTime), timeOrDash(st.EndedAt), orDash(st.Error))
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\n", st.Seq, termSafe(st.Node), st.Attempt, termSafe(st.Status),
+			st.StartedAt.UTC().Format(historyTime), timeOrDash(st.EndedAt), orDash(termSafe(st.Error)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -131,7 +132,7 @@ func writeDecisionsAdded(b *strings.Builder, ch returns.FieldChange) {
 	var old, cur []returns.Decision
 	_ = json.Unmarshal(ch.Old, &old)
 	if json.Unmarshal(ch.New, &cur) != nil || len(cur) < len(old) {
-		fmt.Fprintf(b, "     %s: %s → %s\n", ch.Field, diffValue(ch.Old), diffValue(ch.New))
+		fmt.Fprintf(b, "     %s: %s → %s\n", termSafe(ch.Field), diffValue(ch.Old), diffValue(ch.New))
 		return
 	}
 	for _, d := range cur[len(old):] {
@@ -139,12 +140,14 @@ func writeDecisionsAdded(b *strings.Builder, ch returns.FieldChange) {
 		if d.Version > 0 {
 			bound = fmt.Sprintf(" (version %d)", d.Version)
 		}
-		fmt.Fprintf(b, "     decisions: + %s by %s%s\n", d.Action, d.By, bound)
+		fmt.Fprintf(b, "     decisions: + %s by %s%s\n", termSafe(d.Action), termSafe(d.By), bound)
 	}
 }
 
 // diffValue renders one side of a field change: compact JSON, "(none)" when
-// absent, cut short when long.
+// absent, cut short when long. JSON escapes the controls of a string; the
+// bidi and invisible characters it keeps are escaped as JSON would write
+// them (\u202e), the JSON's own backslashes left as they are.
 func diffValue(v json.RawMessage) string {
 	if v == nil {
 		return "(none)"
@@ -162,7 +165,7 @@ func diffValue(v json.RawMessage) string {
 	if r := []rune(s); len(r) > maxDiffValue {
 		s = string(r[:maxDiffValue]) + "…"
 	}
-	return s
+	return termtext.EscapeControls(s)
 }
 
 func timeOrDash(t time.Time) string {

@@ -72,13 +72,13 @@ two approvals); another owner's task shows its owner.`,
 			if o.AwaitingMe {
 				fmt.Fprintln(tw, "TASK\tOWNER\tORDER\tSTATUS\tSTAGE\tUPDATED (UTC)")
 				for _, t := range tasks {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Task, orDash(t.Owner), t.Order, t.Status, orDash(t.Stage), t.UpdatedAt.UTC().Format("2006-01-02 15:04:05"))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termSafe(t.Task), orDash(termSafe(t.Owner)), termSafe(t.Order), termSafe(t.Status), orDash(termSafe(t.Stage)), t.UpdatedAt.UTC().Format("2006-01-02 15:04:05"))
 				}
 				return tw.Flush()
 			}
 			fmt.Fprintln(tw, "TASK\tORDER\tSTATUS\tSTAGE\tUPDATED (UTC)")
 			for _, t := range tasks {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Task, t.Order, t.Status, orDash(t.Stage), t.UpdatedAt.UTC().Format("2006-01-02 15:04:05"))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termSafe(t.Task), termSafe(t.Order), termSafe(t.Status), orDash(termSafe(t.Stage)), t.UpdatedAt.UTC().Format("2006-01-02 15:04:05"))
 			}
 			return tw.Flush()
 		},

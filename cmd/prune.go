@@ -48,7 +48,7 @@ JSON; the file keeps its size (SQLite reuses the freed pages).
 				return writeJSON(a.stdout, r)
 			}
 			for _, t := range r.Tasks {
-				fmt.Fprintf(a.stdout, "%s (%s): %d rows, %d bytes\n", t.Task, t.Status, t.Rows, t.Bytes)
+				fmt.Fprintf(a.stdout, "%s (%s): %d rows, %d bytes\n", termSafe(t.Task), t.Status, t.Rows, t.Bytes)
 			}
 			if r.DryRun {
 				_, err = fmt.Fprintf(a.stdout, "Dry run, nothing removed: pruning would remove from %d finished tasks %d rows, %d bytes\n", len(r.Tasks), r.Rows, r.Bytes)

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"assistant/flow/returns"
+	"assistant/internal/termtext"
 )
 
 func (a *app) newRecover() *cobra.Command {
@@ -69,14 +70,14 @@ func (a *app) printRecovered(got []returns.Recovered) error {
 	}
 	for _, r := range got {
 		if r.Error != "" {
-			fmt.Fprintf(a.stdout, "%s: not recovered: %s\n", r.Task, r.Error)
+			fmt.Fprintf(a.stdout, "%s: not recovered: %s\n", termSafe(r.Task), termtext.EscapeControls(r.Error))
 			continue
 		}
 		if r.Ended != "" {
-			fmt.Fprintf(a.stdout, "%s: %s (%s): its draft expired before anyone approved it; nothing was submitted\n", r.Task, r.Status, r.Ended)
+			fmt.Fprintf(a.stdout, "%s: %s (%s): its draft expired before anyone approved it; nothing was submitted\n", termSafe(r.Task), r.Status, r.Ended)
 			continue
 		}
-		fmt.Fprintf(a.stdout, "%s: %s (stage %s)", r.Task, r.Status, orDash(r.Stage))
+		fmt.Fprintf(a.stdout, "%s: %s (stage %s)", termSafe(r.Task), r.Status, orDash(r.Stage))
 		if rc := r.Recovery; rc != nil {
 			fmt.Fprintf(a.stdout, " · %d ms, %d steps kept, %d redone, %d interrupted", rc.RecoveryMS, rc.StepsKept, rc.StepsRedone, rc.StepsInterrupted)
 		}

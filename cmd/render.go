@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"assistant/flow/returns"
+	"assistant/internal/termtext"
 )
 
 // nextCommandPrefix is "assistant" plus the global flags that differ from
@@ -47,9 +48,9 @@ func writeCard(w io.Writer, v *returns.View, prog string) error {
 // the draft.
 func cardHeader(b *strings.Builder, v *returns.View) {
 	if v.Batch != nil {
-		fmt.Fprintf(b, "Batch %s · user %s\n", v.Task, v.User)
+		fmt.Fprintf(b, "Batch %s · user %s\n", termSafe(v.Task), termSafe(v.User))
 	} else {
-		fmt.Fprintf(b, "Task %s · order %s · user %s\n", v.Task, v.Order, v.User)
+		fmt.Fprintf(b, "Task %s · order %s · user %s\n", termSafe(v.Task), termSafe(v.Order), termSafe(v.User))
 	}
 	fmt.Fprintf(b, "Status: %s · stage: %s\n", v.Status, orDash(v.Stage))
 	if v.Batch != nil {
@@ -61,7 +62,7 @@ func cardHeader(b *strings.Builder, v *returns.View) {
 		if left > 0 && !v.Draft.Expired {
 			when = "in " + left.String()
 		}
-		fmt.Fprintf(b, "Draft %s (version %d): reason %q, expires %s (%s)\n", v.Draft.DraftID, max(v.Draft.Version, 1), v.Draft.Reason, v.Draft.ExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC"), when)
+		fmt.Fprintf(b, "Draft %s (version %d): reason %q, expires %s (%s)\n", termSafe(v.Draft.DraftID), max(v.Draft.Version, 1), v.Draft.Reason, v.Draft.ExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC"), when)
 	}
 	cardDecisions(b, v.Decisions)
 }
@@ -84,7 +85,7 @@ func cardDecisions(b *strings.Builder, ds []returns.DecisionView) {
 		case d.Reason != "":
 			detail = fmt.Sprintf(": %q", d.Reason)
 		}
-		fmt.Fprintf(b, "%s %s %s by %s%s%s\n", label, d.At.UTC().Format("2006-01-02 15:04:05 UTC"), d.Action, d.By, bound, detail)
+		fmt.Fprintf(b, "%s %s %s by %s%s%s\n", label, d.At.UTC().Format("2006-01-02 15:04:05 UTC"), termSafe(d.Action), termSafe(d.By), bound, detail)
 	}
 }
 
@@ -102,23 +103,23 @@ func cardQuestion(b *strings.Builder, in returns.InterruptView, prog, task strin
 	}
 	_ = json.Unmarshal(in.Value, &q)
 	if q.Problem != "" {
-		fmt.Fprintf(b, "Previous answer refused: %s\n", q.Problem)
+		fmt.Fprintf(b, "Previous answer refused: %s\n", termSafe(q.Problem))
 	}
 	switch in.Kind {
 	case returns.KindNeedReason:
 		if q.Comment != "" {
-			fmt.Fprintf(b, "Changes requested by %s: %q\n", orDash(q.RequestedBy), q.Comment)
+			fmt.Fprintf(b, "Changes requested by %s: %q\n", orDash(termSafe(q.RequestedBy)), q.Comment)
 		}
-		fmt.Fprintf(b, "Question: %s\n", q.Prompt)
+		fmt.Fprintf(b, "Question: %s\n", termSafe(q.Prompt))
 		fmt.Fprintf(b, "Next:     %s resume %s --reason \"...\"\n", prog, task)
 	case returns.KindApproval:
 		interrupt := ""
 		if q.Approvals > 1 {
-			fmt.Fprintf(b, "Approval %d of %d (interrupt %s); two different people must approve\n", q.Approver, q.Approvals, in.ID)
-			interrupt = " --interrupt " + in.ID
+			fmt.Fprintf(b, "Approval %d of %d (interrupt %s); two different people must approve\n", q.Approver, q.Approvals, termSafe(in.ID))
+			interrupt = " --interrupt " + shellQuote(in.ID)
 		}
-		fmt.Fprintf(b, "Question: approve this return request? %s\n", q.Effect)
-		fmt.Fprintf(b, "Next:     %s resume %s --action approve --draft %s%s\n", prog, task, q.DraftID, interrupt)
+		fmt.Fprintf(b, "Question: approve this return request? %s\n", termSafe(q.Effect))
+		fmt.Fprintf(b, "Next:     %s resume %s --action approve --draft %s%s\n", prog, task, shellQuote(q.DraftID), interrupt)
 		if q.Approver <= 1 {
 			fmt.Fprintf(b, "   or:    %s resume %s --action cancel\n", prog, task)
 			fmt.Fprintf(b, "   or:    %s resume %s --action edit --reason \"...\"   (a new draft version)\n", prog, task)
@@ -129,22 +130,24 @@ func cardQuestion(b *strings.Builder, in returns.InterruptView, prog, task strin
 
 // cardExpired writes, for a task still waiting for approval of a draft
 // that has expired, that no answer can submit it, and the commands that
-// go on: a new request (a new task id, as task ids are never reused), or
-// recover, which ends this one failed (draft_expired).
+// go on: a new request under a task id of the person's choosing (task ids
+// are never reused), or recover, which ends this one failed
+// (draft_expired).
 func cardExpired(b *strings.Builder, v *returns.View, prog string) {
 	fmt.Fprintf(b, "The draft expired before it was approved: approving it can no longer submit anything.\n")
 	reason := ""
 	if v.Draft.Reason != "" {
 		reason = " --reason " + shellQuote(v.Draft.Reason)
 	}
-	fmt.Fprintf(b, "Next:     %s start %s %s%s   (a new request, with a new task id)\n", prog, shellQuote(newTaskID(v.Task)), shellQuote(v.Order), reason)
+	fmt.Fprintf(b, "Next:     %s start %s %s%s   (a new request: replace %s with a task id not used yet)\n", prog, NewTaskPlaceholder, shellQuote(v.Order), reason, NewTaskPlaceholder)
 	fmt.Fprintf(b, "   or:    %s recover   (ends this task failed: draft_expired)\n", prog)
 }
 
-// newTaskID suggests a task id for a new request in place of task: task
-// with "-2" added. (Raising a trailing number instead would suggest the
-// id of another request of a numbered series: return-25 → return-26.)
-func newTaskID(task string) string { return task + "-2" }
+// NewTaskPlaceholder stands for a task id in the command the card of an
+// expired draft suggests. The card cannot know a free id (any id it made
+// up, such as TASK-2, may be taken, and a pasted start of a taken id is a
+// conflict), so the person names one.
+const NewTaskPlaceholder = "NEW-TASK"
 
 // cardOutcome writes the submitted application or the error a request
 // ended with.
@@ -154,10 +157,10 @@ func cardOutcome(b *strings.Builder, v *returns.View) {
 		if v.Result.Reused {
 			reused = " (already submitted before; no second application)"
 		}
-		fmt.Fprintf(b, "Submitted: application %s, review %s%s\n", v.Result.ApplicationID, v.Result.ReviewStatus, reused)
+		fmt.Fprintf(b, "Submitted: application %s, review %s%s\n", termSafe(v.Result.ApplicationID), termSafe(v.Result.ReviewStatus), reused)
 	}
 	if v.Error != nil {
-		fmt.Fprintf(b, "Error: %s — %s\n", v.Error.Code, v.Error.Message)
+		fmt.Fprintf(b, "Error: %s — %s\n", termSafe(v.Error.Code), termtext.EscapeControls(v.Error.Message))
 	}
 }
 
@@ -172,10 +175,10 @@ func cardRun(b *strings.Builder, v *returns.View, prog, task string) {
 	case v.Status == returns.StatusInterrupted:
 		fmt.Fprintf(b, "Stopped (by `assistant stop` or a signal)%s. Continue it: %s resume %s\n", next, prog, task)
 	case v.Status == returns.StatusRunning && v.Holder != nil && v.Holder.Alive:
-		fmt.Fprintf(b, "Running in pid %d on %s. Stop it: %s stop %s\n", v.Holder.PID, v.Holder.Host, prog, task)
+		fmt.Fprintf(b, "Running in pid %d on %s. Stop it: %s stop %s\n", v.Holder.PID, termSafe(v.Holder.Host), prog, task)
 	case v.Status == returns.StatusRunning:
 		if v.Holder != nil && v.Holder.PID != 0 {
-			fmt.Fprintf(b, "Its process (pid %d on %s) is gone; the run stopped part-way%s.\n", v.Holder.PID, v.Holder.Host, next)
+			fmt.Fprintf(b, "Its process (pid %d on %s) is gone; the run stopped part-way%s.\n", v.Holder.PID, termSafe(v.Holder.Host), next)
 		} else {
 			fmt.Fprintf(b, "The run stopped part-way%s.\n", next)
 		}

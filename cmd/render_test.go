@@ -2,11 +2,13 @@ package cmd
 
 import (
 	"encoding/json"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"assistant/flow/returns"
+	"assistant/internal/termtext"
 )
 
 // TestCardExpiredDraft: the card of a task waiting for approval of an
@@ -43,10 +45,72 @@ func TestCardExpiredDraft(t *testing.T) {
 	}
 }
 
-func TestNewTaskID(t *testing.T) {
-	for task, want := range map[string]string{"r1": "r1-2", "r1-2": "r1-2-2", "return-25": "return-25-2"} {
-		if got := newTaskID(task); got != want {
-			t.Errorf("newTaskID(%q) = %q, want %q", task, got, want)
+// TestCardHostileText: every text of the card from input or a store is
+// printed escaped, and every command line it prints pastes into bash as
+// the very arguments meant: a reason with a bidi override and a quote, an
+// id with shell syntax (issue 17: text output escapes control and bidi
+// characters everywhere; issue 15: pasteable Next: lines).
+func TestCardHostileText(t *testing.T) {
+	kind := returns.KindApproval
+	expires := time.Date(2026, 3, 1, 12, 5, 0, 0, time.UTC)
+	reason := "it's bidi\u202eevil\x1b[31m"
+	task := "$(id)2"
+	question, _ := json.Marshal(returns.ApprovalQuestion{Kind: kind, DraftID: "d_1", OrderID: "A3003", Reason: reason, ExpiresAt: expires,
+		Effect: "approve submits\x1b]0;t\a", Problem: "refused \u2066x"})
+	for _, expired := range []bool{false, true} {
+		v := &returns.View{
+			Task: task, User: "ci-bot", Order: "A3003", Status: returns.StatusWaiting, Stage: returns.StageDraftReady, Kind: &kind,
+			Next:       []string{returns.NodeReview},
+			Interrupts: []returns.InterruptView{{ID: "i1", Node: returns.NodeReview, Kind: kind, Value: question}},
+			Draft:      &returns.DraftView{DraftID: "d_1", OrderID: "A3003", Reason: reason, ExpiresAt: expires, Expired: expired},
+			Decisions:  []returns.DecisionView{{By: "eve\u202e", At: expires, Action: "revise", Comment: "fix\u202e it"}},
+			Error:      &returns.Failure{Code: "x", Message: "bad \x1b[2J"},
+		}
+		var b strings.Builder
+		if err := writeCard(&b, v, "assistant --data $'/tmp/d\\e'"); err != nil {
+			t.Fatal(err)
+		}
+		card := b.String()
+		if strings.ContainsFunc(card, func(r rune) bool { return r != '\n' && termtext.NeedsEscape(r) && r != '\\' }) {
+			t.Errorf("expired=%v: the card holds raw controls or bidi characters:\n%q", expired, card)
+		}
+		for _, line := range strings.Split(card, "\n") {
+			_, cmdline, ok := strings.Cut(line, "assistant --data $'/tmp/d\\e' ")
+			if !ok {
+				continue
+			}
+			cmdline, _, _ = strings.Cut(cmdline, "   (")
+			args := pasteArgs(t, cmdline)
+			if len(args) < 2 {
+				continue // recover
+			}
+			switch args[0] {
+			case "resume", "stop":
+				if args[1] != task {
+					t.Errorf("line %q pastes as %q, want task %q", line, args, task)
+				}
+			case "start":
+				if want := []string{"start", NewTaskPlaceholder, "A3003", "--reason", reason}; strings.Join(args, "\x00") != strings.Join(want, "\x00") {
+					t.Errorf("line %q pastes as %q, want %q", line, args, want)
+				}
+			}
 		}
 	}
+}
+
+// pasteArgs pastes line into bash as the arguments of printf and returns
+// them as bash passed them. The test is skipped without bash.
+func pasteArgs(tb testing.TB, line string) []string {
+	tb.Helper()
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		tb.Skipf("no bash: %v", err)
+	}
+	c := exec.Command(bash, "-c", `printf '%s\0' `+line)
+	c.Env = []string{"LC_ALL=C.UTF-8", "PATH=/usr/bin:/bin"}
+	out, err := c.Output()
+	if err != nil {
+		tb.Fatalf("bash -c %q: %v", line, err)
+	}
+	return strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"assistant/flow/returns"
+	"assistant/internal/termtext"
 )
 
 func (a *app) newResume() *cobra.Command {
@@ -67,7 +68,7 @@ a submitted task again returns the same application with reused: true.`,
 				return ran(err)
 			}
 			if v.Note != "" {
-				fmt.Fprintf(a.stderr, "resume %s: %s\n", v.Task, v.Note)
+				fmt.Fprintf(a.stderr, "resume %s: %s\n", termSafe(v.Task), termtext.EscapeControls(v.Note))
 			}
 			return a.finish(v, exitStatus)
 		},

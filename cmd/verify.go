@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"assistant/flow/returns"
+	"assistant/internal/termtext"
 )
 
 func (a *app) newVerify() *cobra.Command {
@@ -77,7 +78,7 @@ func (a *app) renderVerify(rep *returns.VerifyReport) error {
 // its fix.
 func writeVerify(w io.Writer, rep *returns.VerifyReport) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Data dir %s: %d task(s) checked.\n", rep.DataDir, rep.Tasks)
+	fmt.Fprintf(&b, "Data dir %s: %d task(s) checked.\n", termSafe(rep.DataDir), rep.Tasks)
 	for _, f := range rep.Files {
 		id := "none"
 		if f.DataDirID != nil {
@@ -96,9 +97,10 @@ func writeVerify(w io.Writer, rep *returns.VerifyReport) error {
 	for _, f := range rep.Findings {
 		what := f.File
 		if f.Task != "" {
-			what = "task " + f.Task
+			what = "task " + termSafe(f.Task)
 		}
-		fmt.Fprintf(&b, "%-7s %s: %s\n        fix: %s\n", f.Severity, what, f.Problem, f.Fix)
+		// A fix may hold a command whose arguments ShellQuote wrote as $'…'.
+		fmt.Fprintf(&b, "%-7s %s: %s\n        fix: %s\n", f.Severity, what, termtext.EscapeControls(f.Problem), termtext.EscapeControls(f.Fix))
 	}
 	if n := rep.Errors(); n > 0 {
 		fmt.Fprintf(&b, "%d error(s): the data dir is not consistent.\n", n)
