@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -61,26 +62,19 @@ func recordedAnswer(task string, snap *flow.Snapshot[State], o ResumeOptions) (b
 	return false, nil
 }
 
-// endedAnswer checks o against a task whose run has ended (snap.Done()):
-// --draft must name the task's draft (ErrInvalid otherwise, as on a
-// waiting task); a plain resume, or the answer the run recorded (the same
-// decision or reason again: a retry of a command whose reply was lost),
-// shows the outcome; any other answer is ErrConflict with a line saying
-// what the task ended as. Approve on a submitted task stands too: the
-// application it asks for exists.
-func endedAnswer(t runs.TaskRecord, snap *flow.Snapshot[State], o ResumeOptions) error {
+// endedAnswer checks o against a task whose run has ended (snap.Done()),
+// by the rule of a waiting task: --draft and --version must name the
+// task's last draft (boundToEnded: a superseded one is ErrConflict, stale;
+// one the task never had ErrInvalid). Then a plain resume, or the answer
+// the run recorded (the same decision, with the same reason for an edit
+// and the same comment for a revise: a retry of a command whose reply was
+// lost), shows the outcome; any other answer is ErrConflict with a line
+// saying what the task ended as. Approve on a submitted task stands too:
+// the application it asks for exists.
+func (r *runner) endedAnswer(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[State], o ResumeOptions) error {
 	st := snap.Values
-	if o.DraftID != "" {
-		draft := ""
-		if st.Draft != nil {
-			draft = st.Draft.ID
-		}
-		if o.DraftID != draft {
-			if draft == "" {
-				return fmt.Errorf("%w: --draft %s is not a draft of task %s (it ended with none); run `assistant show %s`", ErrInvalid, o.DraftID, t.ID, ShellQuote(t.ID))
-			}
-			return fmt.Errorf("%w: --draft %s is not the draft of task %s (%s); run `assistant show %s`", ErrInvalid, o.DraftID, t.ID, draft, ShellQuote(t.ID))
-		}
+	if err := r.boundToEnded(ctx, t.ID, st.Draft, o); err != nil {
+		return err
 	}
 	if !o.answering() {
 		return nil
@@ -91,7 +85,8 @@ func endedAnswer(t runs.TaskRecord, snap *flow.Snapshot[State], o ResumeOptions)
 	answer := o.Action
 	switch {
 	case o.Action != "":
-		same = o.Action == action || (o.Action == ActionApprove && v.Status == StatusDone && v.Result != nil)
+		same = o.Action == action && sameWords(o, lastOf(st.Decisions, action))
+		same = same || (o.Action == ActionApprove && v.Status == StatusDone && v.Result != nil)
 	default:
 		answer = fmt.Sprintf("--reason %q", o.Reason)
 		same = strings.TrimSpace(o.Reason) != "" && strings.TrimSpace(o.Reason) == st.Reason
@@ -100,6 +95,54 @@ func endedAnswer(t runs.TaskRecord, snap *flow.Snapshot[State], o ResumeOptions)
 		return nil
 	}
 	return fmt.Errorf("task %s ended as %s; the answer %s changes nothing: %w", t.ID, endedAs(v), answer, ErrConflict)
+}
+
+// boundToEnded checks --draft and --version of o against last, the draft
+// of a task whose run has ended (nil: it ended with none), as boundTo
+// does on a waiting task: the last draft (or no --draft or --version)
+// passes; an older version of the task's draft is ErrConflict (stale);
+// any other draft or version, which the task never had, is ErrInvalid.
+func (r *runner) boundToEnded(ctx context.Context, task string, last *DraftRef, o ResumeOptions) error {
+	if o.DraftID == "" && o.Version == 0 {
+		return nil
+	}
+	given := fmt.Sprintf("--version %d", o.Version)
+	if o.DraftID != "" {
+		given = "--draft " + o.DraftID
+	}
+	if last == nil {
+		return fmt.Errorf("%w: %s is not a draft of task %s (it ended with none); run `assistant show %s`", ErrInvalid, given, task, ShellQuote(task))
+	}
+	q := ApprovalQuestion{DraftID: last.ID, Version: VersionOf(last)}
+	err := r.boundTo(ctx, task, q, o)
+	if errors.Is(err, ErrInvalid) {
+		return fmt.Errorf("%w: %s names no draft task %s had: it ended with version %d (%s); run `assistant show %s`", ErrInvalid, given, task, q.Version, q.DraftID, ShellQuote(task))
+	}
+	return err
+}
+
+// lastOf returns the latest decision of the trail with action; the
+// zero Decision when there is none.
+func lastOf(trail []Decision, action string) Decision {
+	for i := len(trail) - 1; i >= 0; i-- {
+		if trail[i].Action == action {
+			return trail[i]
+		}
+	}
+	return Decision{}
+}
+
+// sameWords reports whether o carries the words decision d recorded: the
+// reason of an edit, the comment of a revise (compared trimmed, as they
+// are stored); other actions carry none.
+func sameWords(o ResumeOptions, d Decision) bool {
+	switch o.Action {
+	case ActionEdit:
+		return strings.TrimSpace(o.Reason) == d.Reason
+	case ActionRevise:
+		return strings.TrimSpace(o.Comment) == d.Comment
+	}
+	return true
 }
 
 // endedAs names how a finished run ended: its status, with the error code
@@ -164,6 +207,9 @@ func (r *runner) plan(ctx context.Context, t runs.TaskRecord, snap *flow.Snapsho
 		in := snap.Interrupts[0]
 		return flow.Command{}, "", fmt.Errorf("%w: task %s is waiting for an answer (%s); %s", ErrInvalid, t.ID, kindOf(in.Value), hintFor(t.ID, kindOf(in.Value)))
 	}
+	if retried(snap, o) {
+		return flow.Command{}, "", errAnswerSaved
+	}
 	approvals := openApprovals(snap.Interrupts)
 	if o.Action != "" && snap.Values.Approvals >= 2 {
 		if err := inFlight(t.ID, snap, o); err != nil {
@@ -204,9 +250,38 @@ func (r *runner) plan(ctx context.Context, t runs.TaskRecord, snap *flow.Snapsho
 }
 
 // errAnswerSaved: the answer given is one this user gave already, saved at
-// the head and not yet used (its command was killed before it reported):
-// a retry, which changes nothing and shows the task (Resume: settled).
+// the head and not yet used (its command was killed before it reported),
+// or the edit or revise the task took last (retried): a retry, which
+// changes nothing and shows the task (Resume: settled).
 var errAnswerSaved = errors.New("answer saved already")
+
+// retried reports whether o repeats the edit or revise that snap, a
+// waiting task's head, shows applied last: the last decision of the trail is
+// that action by o.User with the same reason (edit) or comment (revise),
+// bound to the draft and version o names (if any), and the task waits on
+// what it led to: the next draft version at approval (edit), or the
+// need_reason question carrying the comment (revise). Giving it again is
+// a retry of a command whose reply was lost, not a new edit: one more
+// version would count towards business.MaxDraftVersions. An edit of the
+// new version names it (--version or --draft).
+func retried(snap *flow.Snapshot[State], o ResumeOptions) bool {
+	st := snap.Values
+	if (o.Action != ActionEdit && o.Action != ActionRevise) || len(st.Decisions) == 0 {
+		return false
+	}
+	d := st.Decisions[len(st.Decisions)-1]
+	if d.Action != o.Action || d.By != o.User || !sameWords(o, d) ||
+		(o.Version != 0 && o.Version != d.Version) || (o.DraftID != "" && o.DraftID != d.DraftID) {
+		return false
+	}
+	asks := func(kind string) bool {
+		return slices.ContainsFunc(snap.Interrupts, func(in flow.PendingInterrupt) bool { return kindOf(in.Value) == kind })
+	}
+	if o.Action == ActionEdit {
+		return asks(KindApproval) && VersionOf(st.Draft) == d.Version+1
+	}
+	return asks(KindNeedReason) && st.Comment == d.Comment
+}
 
 // inFlight checks o against the approval answers saved at the head whose
 // task has not run with them yet (a command killed part-way; the task

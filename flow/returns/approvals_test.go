@@ -1,6 +1,7 @@
 package returns_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -101,7 +102,7 @@ func TestApprovals(t *testing.T) {
 		svc, _ := setup(t)
 		mustStart(t, svc, "r1", "A3003", "size")
 		for i := 2; i <= business.MaxDraftVersions; i++ {
-			mustResume(t, svc, returns.ResumeOptions{Task: "r1", Action: returns.ActionEdit, Reason: "take", HasReason: true})
+			mustResume(t, svc, returns.ResumeOptions{Task: "r1", Action: returns.ActionEdit, Reason: fmt.Sprintf("take %d", i), HasReason: true})
 		}
 		v := mustResume(t, svc, returns.ResumeOptions{Task: "r1", Action: returns.ActionRevise, Comment: "again"})
 		wantView(t, v, returns.StatusFailed, returns.StageFailed)

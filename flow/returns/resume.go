@@ -128,7 +128,7 @@ func (r *runner) resume(ctx context.Context, t runs.TaskRecord, o ResumeOptions)
 		return nil, err
 	}
 	if snap.Done() {
-		if err := endedAnswer(t, snap, o); err != nil {
+		if err := r.endedAnswer(ctx, t, snap, o); err != nil {
 			return nil, err
 		}
 	}
@@ -192,7 +192,7 @@ func (r *runner) answer(ctx context.Context, t runs.TaskRecord, head *flow.Snaps
 			if cur.Done() {
 				// Ended by another process meanwhile: the answer
 				// must be the one it recorded, as on an ended task.
-				if err := endedAnswer(t, cur, o); err != nil {
+				if err := r.endedAnswer(ctx, t, cur, o); err != nil {
 					return nil, err
 				}
 				endedBefore = true
