@@ -378,7 +378,7 @@ func TestConventionsVersion(t *testing.T) {
 		{name: "Modified", bi: &debug.BuildInfo{GoVersion: "go1.26", Main: debug.Module{Version: "v1.2.0"}, Settings: append(stamp, debug.BuildSetting{Key: "vcs.modified", Value: "true"})},
 			ok: true, want: "assistant v1.2.0 rev abc1234def56 2026-11-30T10:00:00Z (modified) go1.26"},
 		{name: "NoStamp", bi: &debug.BuildInfo{GoVersion: "go1.26", Main: debug.Module{Version: "(devel)"}},
-			ok: true, want: "assistant (devel) (no VCS stamp: built with go run, -buildvcs=false or outside a git checkout) go1.26"},
+			ok: true, want: "assistant (devel) (no VCS stamp: built with go run, with -buildvcs=false, outside a git checkout or in a linked git worktree, which go does not stamp) go1.26"},
 		{name: "NoBuildInfo", ok: false, want: "assistant (unknown version: no build information)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -394,6 +394,13 @@ func TestConventionsVersion(t *testing.T) {
 	}
 	if _, err := os.Stat(c.data); !os.IsNotExist(err) {
 		t.Errorf("--version made the data dir (%v)", err)
+	}
+	// A bad global flag beside --version is refused as anywhere else.
+	for _, args := range [][]string{{"--version", "--json", "bogus"}, {"--version", "--json", "version"}, {"--version", "--output", "yaml"}} {
+		r := c.run(context.Background(), args...)
+		if r.code != ExitUsage {
+			t.Errorf("%v: exit %d, want %d; stdout %q", args, r.code, ExitUsage, r.stdout)
+		}
 	}
 }
 

@@ -27,6 +27,8 @@ const (
 type globals struct {
 	// jsonFields is --json FIELDS as given ("" when not given).
 	jsonFields string
+	// version is --version.
+	version bool
 	// suggest names the subcommands of the command at path ("assistant
 	// orders") close to a mistyped one (cobra's SuggestionsFor); fail
 	// prints them on one line.
@@ -37,9 +39,18 @@ type globals struct {
 // command error one fail can print on one line.
 func (a *app) addGlobalFlags(root *cobra.Command) {
 	root.PersistentFlags().StringVar(&a.jsonFields, "json", "", "print JSON with only these comma-separated top-level fields (of each element, for list, orders list and recover); implies --output json")
-	root.Version = versionString(debug.ReadBuildInfo())
-	root.SetVersionTemplate("{{.Version}}\n")
-	root.Flags().Bool("version", false, "print the version and the VCS revision this binary was built from")
+	// --version is root's own flag, run by root's RunE rather than by
+	// cobra's version template: that way the global flags are checked
+	// first (--version --json bogus is exit 2: applyGlobals refuses --json
+	// for the root command).
+	root.Flags().BoolVar(&a.version, "version", false, "print the version and the VCS revision this binary was built from")
+	root.RunE = func(c *cobra.Command, _ []string) error {
+		if !a.version {
+			return c.Help()
+		}
+		_, err := fmt.Fprintln(a.stdout, versionString(debug.ReadBuildInfo()))
+		return err
+	}
 	root.DisableSuggestions = true // fail prints them, on one line
 	root.SuggestionsMinimumDistance = 2
 	a.suggest = func(path, typed string) []string {
@@ -165,6 +176,9 @@ func selectionFor(c *cobra.Command, args []string, spec string) (*jsonSelection,
 		}
 	}
 	shape, known := jsonShapes[path]
+	if path == "" {
+		return nil, usageErr("--json: %q and its --version print no JSON", c.CommandPath())
+	}
 	if slices.Contains(noJSON, path) {
 		return nil, usageErr("--json: %q prints no JSON", c.CommandPath())
 	}
@@ -190,8 +204,9 @@ func selectionFor(c *cobra.Command, args []string, spec string) (*jsonSelection,
 // versionString is what --version prints: the module version ("(devel)"
 // for a build from a checkout), the VCS revision and time the binary was
 // built from and whether the tree had uncommitted changes, and the Go
-// version. A build without a VCS stamp (go run, -buildvcs=false, a copy
-// outside git) says so.
+// version. A build without a VCS stamp says so, with the causes: go run,
+// -buildvcs=false, a copy outside git, or a linked git worktree (go looks
+// for a .git directory, and a linked worktree has a .git file).
 func versionString(bi *debug.BuildInfo, ok bool) string {
 	if !ok {
 		return "assistant (unknown version: no build information)"
@@ -214,7 +229,7 @@ func versionString(bi *debug.BuildInfo, ok bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "assistant %s", version)
 	if rev == "" {
-		b.WriteString(" (no VCS stamp: built with go run, -buildvcs=false or outside a git checkout)")
+		b.WriteString(" (no VCS stamp: built with go run, with -buildvcs=false, outside a git checkout or in a linked git worktree, which go does not stamp)")
 	} else {
 		fmt.Fprintf(&b, " rev %.12s", rev)
 		if at != "" {
