@@ -2,8 +2,11 @@ package returns_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
+	"assistant/business"
 	"assistant/flow/returns"
 )
 
@@ -150,4 +153,33 @@ func TestEditAndReviseRetried(t *testing.T) {
 	other.Comment = "another comment"
 	_, err := svc.Resume(b.ctx, other)
 	wantErr(t, err, returns.ErrInvalid) // the task waits for a reason
+}
+
+// The second of two approvals, given after the draft expired, is taken
+// and ends the task failed (draft_expired): its note says so, not only
+// which approval it was (issue 16 fixes, case 4).
+func TestSecondApprovalOfAnExpiredDraftSaysWhatHappened(t *testing.T) {
+	svc, b := setup(t)
+	if _, err := svc.Grant(b.ctx, returns.GrantOptions{User: user, Grantee: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Start(b.ctx, returns.StartOptions{Task: "r1", User: user, Order: "A3003", Reason: "size", Approvals: 2}); err != nil {
+		t.Fatal(err)
+	}
+	first := mustResume(t, svc, approve("r1"))
+	if first.Status != returns.StatusWaiting || !strings.Contains(first.Note, "approver 1 of 2") {
+		t.Fatalf("first approval: %s, note %q", first.Status, first.Note)
+	}
+	b.clock.Advance(business.DefaultDraftTTL + time.Second)
+	o := approve("r1")
+	o.User = "alice"
+	v := mustResume(t, svc, o)
+	if v.Status != returns.StatusFailed || v.Error == nil || v.Error.Code != returns.CodeDraftExpired {
+		t.Fatalf("second approval of an expired draft: %s %+v", v.Status, v.Error)
+	}
+	for _, want := range []string{"approver 2 of 2", "failed (draft_expired)", "nothing was submitted"} {
+		if !strings.Contains(v.Note, want) {
+			t.Errorf("note %q does not say %q", v.Note, want)
+		}
+	}
 }

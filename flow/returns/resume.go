@@ -211,7 +211,7 @@ func (r *runner) answer(ctx context.Context, t runs.TaskRecord, head *flow.Snaps
 		return g.ResumeAt(ctx, head, cmd)
 	})
 	if err == nil {
-		v.Note = note
+		v.Note = noteAfter(note, v)
 	}
 	if err == nil && endedBefore && o.Action == ActionApprove && v.Result != nil {
 		// Another process submitted while this one waited for the lease:
@@ -219,6 +219,17 @@ func (r *runner) answer(ctx context.Context, t runs.TaskRecord, head *flow.Snaps
 		v.Result.Reused = true
 	}
 	return v, err
+}
+
+// noteAfter is note, the line plan chose for an answer ("approved as
+// approver 2 of 2"), with what the run came to when it ended failed (a
+// draft that expired before the last approval, say): the answer was taken,
+// and nothing was submitted.
+func noteAfter(note string, v *View) string {
+	if note == "" || v.Status != StatusFailed {
+		return note
+	}
+	return fmt.Sprintf("%s, but the task ended %s: nothing was submitted", note, endedAs(v))
 }
 
 // settled answers a resume of a task whose head is finished, or parked at a
