@@ -2,6 +2,7 @@ package business
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -30,26 +31,85 @@ type Decision struct {
 // key: a decision recorded already is left as it is, so the node that
 // takes an answer may run again.
 func (s *Store) RecordDecision(ctx context.Context, d Decision) error {
-	if d.ID == "" || d.TaskID == "" {
-		return fmt.Errorf("record decision: decision id and task id are required")
+	if err := checkDecision(d); err != nil {
+		return err
 	}
 	err := s.h.Durable(ctx, func(tx sqlitedb.Querier) error {
-		res, err := tx.ExecContext(ctx,
-			`INSERT INTO decisions (decision_id, task_id, by_user, action, draft_id, version, at, comment, reason)
-			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (decision_id) DO NOTHING`,
-			d.ID, d.TaskID, d.By, d.Action, d.DraftID, d.Version, formatTime(d.At), d.Comment, d.Reason)
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err == nil && n == 0 {
+		wrote, err := insertDecision(ctx, tx, d)
+		if err == nil && !wrote {
 			return sqlitedb.ErrNothingWritten
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("record decision %s of task %s: %w", d.ID, d.TaskID, err)
 	}
 	return nil
+}
+
+// SubmitDecided submits draft draftID for user at now as Submit does, and
+// adds d, the approval that asked for the submit, to the trail in the same
+// durable commit: one commit (and one fsync) where recording the decision
+// on its own would take two. The decision is recorded whatever the submit
+// comes to: an application made or reused, or refused with ErrDraftExpired
+// or an *IneligibleError (nothing submitted, the decision kept); any other
+// error rolls both back. d.ID is the idempotency key, as for
+// RecordDecision, so a submit that runs again records it once; a commit
+// that writes nothing (a reused application, a decision recorded already
+// by an earlier durable commit) is not made. The errors are Submit's.
+func (s *Store) SubmitDecided(ctx context.Context, d Decision, draftID, user string, now time.Time) (a Application, reused bool, err error) {
+	if err := checkDecision(d); err != nil {
+		return Application{}, false, err
+	}
+	var subErr error
+	err = s.h.Durable(ctx, func(tx sqlitedb.Querier) error {
+		wrote, err := insertDecision(ctx, tx, d)
+		if err != nil {
+			return fmt.Errorf("record decision %s of task %s: %w", d.ID, d.TaskID, err)
+		}
+		a, reused, subErr = s.SubmitTx(ctx, tx, draftID, user, now)
+		var ie *IneligibleError
+		switch {
+		case subErr == nil && !reused:
+			return nil
+		case subErr != nil && !errors.Is(subErr, ErrDraftExpired) && !errors.As(subErr, &ie):
+			return subErr
+		case wrote:
+			return nil // refused or reused: the decision alone is committed
+		}
+		return sqlitedb.ErrNothingWritten
+	})
+	switch {
+	case err != nil && subErr != nil && errors.Is(err, subErr):
+		return Application{}, false, subErr
+	case err != nil:
+		return Application{}, false, fmt.Errorf("submit draft %s: %w", draftID, err)
+	case subErr != nil:
+		return Application{}, false, subErr
+	}
+	return a, reused, nil
+}
+
+// checkDecision refuses a decision without its keys.
+func checkDecision(d Decision) error {
+	if d.ID == "" || d.TaskID == "" {
+		return fmt.Errorf("record decision: decision id and task id are required")
+	}
+	return nil
+}
+
+// insertDecision adds d to the trail in tx and reports whether it was new
+// (false: a decision with its id is recorded already, left as it is).
+func insertDecision(ctx context.Context, tx sqlitedb.Querier, d Decision) (bool, error) {
+	res, err := tx.ExecContext(ctx,
+		`INSERT INTO decisions (decision_id, task_id, by_user, action, draft_id, version, at, comment, reason)
+		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (decision_id) DO NOTHING`,
+		d.ID, d.TaskID, d.By, d.Action, d.DraftID, d.Version, formatTime(d.At), d.Comment, d.Reason)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
 }
 
 // Decisions returns the trail of task taskID in the order the answers were

@@ -278,16 +278,42 @@ func (n nodes) record(ctx context.Context, s State, d Decision, upd *State) erro
 	if d.By == "" || d.ID == "" {
 		return nil
 	}
-	d.At = d.At.UTC().Truncate(time.Millisecond)
-	err := n.Desk.RecordDecision(ctx, business.Decision{
-		ID: d.ID, TaskID: s.Task, By: d.By, Action: d.Action, DraftID: d.DraftID, Version: d.Version,
-		At: d.At, Comment: d.Comment, Reason: d.Reason,
-	})
-	if err != nil {
+	d = normalized(d)
+	if err := n.Desk.RecordDecision(ctx, trailEntry(s.Task, d)); err != nil {
 		return err
 	}
 	upd.Decisions = append(upd.Decisions, d)
 	return nil
+}
+
+// normalized is d as the trail stores it: its time in UTC, to the
+// millisecond.
+func normalized(d Decision) Decision {
+	d.At = d.At.UTC().Truncate(time.Millisecond)
+	return d
+}
+
+// trailEntry is decision d of task as the business file's trail keeps it.
+func trailEntry(task string, d Decision) business.Decision {
+	return business.Decision{
+		ID: d.ID, TaskID: task, By: d.By, Action: d.Action, DraftID: d.DraftID, Version: d.Version,
+		At: d.At, Comment: d.Comment, Reason: d.Reason,
+	}
+}
+
+// submitDecided submits the state's draft, with the approval that asked
+// for it recorded in the trail in the same durable commit
+// (business.Store.SubmitDecided): the last approve of the draft in the
+// state, given by someone, with an id (an answer saved by an older build
+// names nobody). A task that needs two approvals recorded both when they
+// were given; its submit records nothing.
+func (n nodes) submitDecided(ctx context.Context, s State) (business.Application, bool, error) {
+	if s.Approvals < 2 {
+		if d := lastDecision(s, ActionApprove); d != nil && d.DraftID == s.Draft.ID && d.By != "" && d.ID != "" {
+			return n.Desk.SubmitDecided(ctx, trailEntry(s.Task, *d), s.Draft.ID, s.User, n.Now())
+		}
+	}
+	return n.Desk.Submit(ctx, s.Draft.ID, s.User, n.Now())
 }
 
 // lastDecision returns the state's last decision of action, or nil.
@@ -403,6 +429,15 @@ func (n nodes) decided(ctx context.Context, s State, ans ApprovalAnswer) (State,
 		d.Comment = strings.TrimSpace(ans.Comment)
 		upd.Comment = d.Comment
 	}
+	if ans.Action == ActionApprove && s.Approvals < 2 {
+		// The approval of a task that needs one goes on to submit, which
+		// records it in the trail in its own durable commit (submitDecided):
+		// one durable commit fewer per approve. Until then the checkpoint
+		// after this node carries it, and a run that continues after a
+		// crash submits, and records it, from there.
+		upd.Decisions = append(upd.Decisions, normalized(d))
+		return upd, nil
+	}
 	if err := n.record(ctx, s, d, &upd); err != nil {
 		return State{}, err
 	}
@@ -464,7 +499,7 @@ func roundAction(s State) string {
 }
 
 func (n nodes) submit(ctx context.Context, s State) (State, error) {
-	app, reused, err := n.Desk.Submit(ctx, s.Draft.ID, s.User, n.Now())
+	app, reused, err := n.submitDecided(ctx, s)
 	if errors.Is(err, business.ErrDraftExpired) {
 		return State{Stage: StageFailed, Error: &Failure{
 			Code:    CodeDraftExpired,
