@@ -13,7 +13,7 @@ import (
 // Values that shell completion offers for flags (docs/cli.md
 // "Conventions"), by flag name; --status offers returns.Statuses.
 var (
-	completeActions = []string{returns.ActionApprove, returns.ActionCancel}
+	completeActions = returns.Actions // every action --action accepts
 	completeOutputs = []string{"json", "text"}
 )
 

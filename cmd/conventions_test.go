@@ -330,7 +330,7 @@ func TestConventionsCompletion(t *testing.T) {
 			args: []string{"--user", "other-user", "history", ""}, want: []string{"a1"}},
 		{name: "NoDataDir", args: []string{"show", ""}, want: nil},
 		{name: "SecondArgument", setup: [][]string{startR1}, args: []string{"show", "r1", ""}, want: nil},
-		{name: "Action", args: []string{"resume", "r1", "--action", ""}, want: []string{"approve", "cancel"}},
+		{name: "Action", args: []string{"resume", "r1", "--action", ""}, want: []string{"approve", "cancel", "edit", "revise"}},
 		{name: "Output", args: []string{"list", "--output", ""}, want: []string{"json", "text"}},
 		{name: "Status", args: []string{"list", "--status", ""}, want: []string{"running", "waiting", "expired", "interrupted", "done", "cancelled", "failed"}},
 	} {

@@ -1,7 +1,9 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +38,11 @@ func (d *durationValue) String() string { return time.Duration(*d).String() }
 // Type names the value in cobra's help.
 func (d *durationValue) Type() string { return "duration" }
 
+// maxDays is the largest day count a duration may hold: the count is
+// read as 16 bits, 65535 days (about 179 years), far below the 106,751
+// days a time.Duration holds.
+const maxDays = 1<<16 - 1
+
 // parseDuration is time.ParseDuration with a day unit: "30d", "1d12h",
 // "2d30m". Days are 24 hours (UTC has no daylight saving). A negative
 // sign applies to the whole value.
@@ -52,6 +59,9 @@ func parseDuration(s string) (time.Duration, error) {
 		return v, nil
 	}
 	days, err := strconv.ParseUint(body[:i], 10, 16)
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("invalid duration %q: too large (at most %dd)", s, maxDays)
+	}
 	if err != nil || i == 0 {
 		return 0, fmt.Errorf("invalid duration %q (a day count is a whole number: 30d, 1d12h)", s)
 	}
@@ -60,6 +70,9 @@ func parseDuration(s string) (time.Duration, error) {
 		r, err := time.ParseDuration(rest)
 		if err != nil || strings.HasPrefix(rest, "-") || strings.HasPrefix(rest, "+") {
 			return 0, fmt.Errorf("invalid duration %q (use units d, h, m, s, ms: 30d, 1d12h, 300s)", s)
+		}
+		if r > math.MaxInt64-v {
+			return 0, fmt.Errorf("invalid duration %q: too large (at most %dd)", s, maxDays)
 		}
 		v += r
 	}

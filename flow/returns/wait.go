@@ -3,6 +3,8 @@ package returns
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"assistant/runs"
@@ -23,6 +25,11 @@ type WaitOptions struct {
 	// Timeout bounds the wait in wall-clock time; 0 waits until the task
 	// has an outcome or ctx ends.
 	Timeout time.Duration
+	// DataDir, when set, is the data dir the Service was opened on: Wait
+	// ends with ErrNotFound once its business file is gone or replaced (the
+	// data dir deleted or restored under it), which the open files would
+	// never show.
+	DataDir string
 }
 
 // Wait blocks until the task has an outcome (OutcomeOf is not
@@ -45,6 +52,10 @@ type WaitOptions struct {
 // signal), storage errors.
 func (s *Service) Wait(ctx context.Context, o WaitOptions) (*View, error) {
 	v, err := s.Show(ctx, o.Task, o.User)
+	if err != nil {
+		return nil, err
+	}
+	stillThere, err := watchDataDir(o.Task, o.DataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +89,9 @@ func (s *Service) Wait(ctx context.Context, o WaitOptions) (*View, error) {
 			return waited(v), nil
 		case <-pause.C:
 		}
+		if err := stillThere(); err != nil {
+			return nil, err
+		}
 		now, err := s.look(ctx, v.Task, o.User)
 		if err != nil {
 			return nil, err
@@ -91,6 +105,35 @@ func (s *Service) Wait(ctx context.Context, o WaitOptions) (*View, error) {
 			return nil, err
 		}
 	}
+}
+
+// watchDataDir returns a check that the business file of dir is still
+// the one there now: an open SQLite file reads on after its data dir is
+// deleted, so a wait would otherwise wait for ever for a task nobody can
+// answer any more. The check is ErrNotFound once the file is gone or
+// another file took its place; with dir "" it always passes.
+func watchDataDir(task, dir string) (func() error, error) {
+	if dir == "" {
+		return func() error { return nil }, nil
+	}
+	path := filepath.Join(dir, BusinessFile)
+	gone := func(what string) error {
+		return fmt.Errorf("wait for %s: %w: the data dir %s %s while waiting; nothing more can happen to the task there", task, ErrNotFound, dir, what)
+	}
+	first, err := os.Stat(path)
+	if err != nil {
+		return nil, gone("was deleted")
+	}
+	return func() error {
+		now, err := os.Stat(path)
+		switch {
+		case err != nil:
+			return gone("was deleted")
+		case !os.SameFile(first, now):
+			return gone("was replaced (its " + BusinessFile + " is another file now)")
+		}
+		return nil
+	}, nil
 }
 
 // nextLook is how long Wait pauses before its next look: interval, or less

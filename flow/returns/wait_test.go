@@ -2,6 +2,9 @@ package returns_test
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -24,6 +27,36 @@ func waitFor(svc *returns.Service, o returns.WaitOptions) func() (*returns.View,
 }
 
 func TestWait(t *testing.T) {
+	// A data dir deleted or replaced under a wait ends it with not found
+	// (exit 4): the open files would read on for ever. Whether the file
+	// goes before Wait looks first or while it polls, the answer is the
+	// same.
+	for name, change := range map[string]func(t *testing.T, path string){
+		"DataDirDeleted": func(t *testing.T, path string) {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"DataDirReplaced": func(t *testing.T, path string) {
+			if err := os.Rename(path, path+".old"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			svc, b := setup(t)
+			mustStart(t, svc, "r1", "A3003", "size")
+			result := waitFor(svc, returns.WaitOptions{Task: "r1", User: user, DataDir: b.dir})
+			change(t, filepath.Join(b.dir, returns.BusinessFile))
+			if _, err := result(); !errors.Is(err, returns.ErrNotFound) {
+				t.Fatalf("Wait after the data dir changed: %v, want ErrNotFound", err)
+			}
+		})
+	}
+
 	t.Run("ApprovedByAnotherCaller", func(t *testing.T) {
 		svc, _ := setup(t)
 		mustStart(t, svc, "r1", "A3003", "size")
