@@ -186,6 +186,8 @@ type upsert struct {
 	// rows share a few times, and formatting one is a tenth of a write.
 	lastAt   *time.Time
 	lastArg  any
+	readText string // the last stored delivery time read, and it parsed
+	readAt   *time.Time
 	lastUser string // the user of the last order written, and it as an argument
 	userArg  any
 }
@@ -418,8 +420,10 @@ func changedFields(old, o Order) []string {
 // storedOrderColumns are the columns scanStored reads.
 const storedOrderColumns = `o.order_id, o.user, o.item, o.delivered_at, o.final_sale, o.teaching, o.shop`
 
-// scanStored reads one row of storedOrderColumns.
-func scanStored(sc scanner) (storedOrder, error) {
+// scanStored reads one row of storedOrderColumns. A delivery time equal
+// to the last one read is not parsed again (the orders of one export share
+// a few): it is the same *time.Time, which nothing changes.
+func (u *upsert) scanStored(sc scanner) (storedOrder, error) {
 	var (
 		o         storedOrder
 		delivered sql.NullString
@@ -427,13 +431,17 @@ func scanStored(sc scanner) (storedOrder, error) {
 	if err := sc.Scan(&o.ID, &o.User, &o.Item, &delivered, &o.FinalSale, &o.Teaching, &o.shop); err != nil {
 		return storedOrder{}, err
 	}
-	if delivered.Valid {
+	if !delivered.Valid {
+		return o, nil
+	}
+	if delivered.String != u.readText || u.readAt == nil {
 		t, err := parseTime(delivered.String)
 		if err != nil {
 			return storedOrder{}, err
 		}
-		o.DeliveredAt = &t
+		u.readText, u.readAt = delivered.String, &t
 	}
+	o.DeliveredAt = u.readAt
 	return o, nil
 }
 
@@ -498,7 +506,7 @@ func (u *upsert) scanInto(rows *sql.Rows, out map[[2]string]storedOrder) (int, e
 	defer rows.Close()
 	n := 0
 	for rows.Next() {
-		o, err := scanStored(rows)
+		o, err := u.scanStored(rows)
 		if err != nil {
 			return 0, fmt.Errorf("read stored orders: %w", err)
 		}
@@ -528,7 +536,7 @@ func (u *upsert) storedShop(batch []*group) (map[string]storedOrder, error) {
 	defer rows.Close()
 	out := make(map[string]storedOrder)
 	for rows.Next() {
-		o, err := scanStored(rows)
+		o, err := u.scanStored(rows)
 		if err != nil {
 			return nil, fmt.Errorf("read stored orders: %w", err)
 		}

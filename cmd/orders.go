@@ -38,10 +38,13 @@ a file with any bad row is refused whole (exit 2, the bad lines named).
 An import is an upsert: new orders are added; a stored order's item,
 delivery and final sale flag are updated (tasks in flight for it are
 reported); an equal one is unchanged; a teaching order no task uses is
-replaced. The owner of an order never changes: such a row refuses the
-whole file (exit 3). Rows of users other than --user need --operator.
-All of it is one transaction; --dry-run writes nothing and says what
-would change. See docs/orders.md.`,
+replaced. An order is its owner's and its id: without --operator an
+import reads and writes --user's orders only (rows of other users are
+refused by line, exit 2). --operator imports the shop's orders, of any
+user; the shop's order ids are unique, so one that would go to another
+customer refuses the whole file (exit 3). Dates and times without a zone
+need --timezone. All of it is one transaction; --dry-run writes nothing
+and says what would change. See docs/orders.md.`,
 		Example: `  printf 'order_id,user,item,delivered_at,final_sale\nC1,demo-user,Kettle,2026-11-20T10:00:00Z,false\n' > shop.csv
   assistant orders import shop.csv
   assistant orders import --operator --timezone Europe/Berlin --dry-run shopify-export.csv`,
@@ -49,7 +52,7 @@ would change. See docs/orders.md.`,
 		RunE: func(c *cobra.Command, args []string) error { return a.importOrders(c, args[0], fl) },
 	}
 	imp.Flags().BoolVar(&fl.dryRun, "dry-run", false, "say what the import would change and write nothing")
-	imp.Flags().StringVar(&fl.timezone, "timezone", "", "IANA time zone (Europe/Berlin) of delivery times written without one; without it such a time is refused")
+	imp.Flags().StringVar(&fl.timezone, "timezone", "", "IANA time zone (Europe/Berlin) of delivery dates and times written without one; without it such a value is refused")
 	imp.Flags().BoolVar(&fl.operator, "operator", false, "act as the shop's operator: import the rows of every user, not only --user's (a role, not authentication)")
 	list := &cobra.Command{
 		Use:   "list",
