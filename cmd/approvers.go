@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"io"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -105,12 +106,34 @@ func (a *app) newApproversList() *cobra.Command {
 			if a.output == "json" {
 				return writeJSON(a.stdout, ap)
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "OWNER\tAPPROVER\tGRANTED BY\tGRANTED (UTC)")
-			for _, g := range ap.Grants {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", termSafe(g.Owner), termSafe(g.Grantee), termSafe(g.GrantedBy), g.GrantedAt.UTC().Format("2006-01-02 15:04:05"))
-			}
-			return tw.Flush()
+			return writeApproversText(a.stdout, ap)
 		},
 	}
+}
+
+// approversTime is how approvers list --output text prints a time (UTC).
+const approversTime = "2006-01-02 15:04:05"
+
+// writeApproversText prints ap for a person: the grants in force, then
+// every recorded change of them, oldest first, as the JSON carries them.
+func writeApproversText(out io.Writer, ap *returns.Approvers) error {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "OWNER\tAPPROVER\tGRANTED BY\tGRANTED (UTC)")
+	for _, g := range ap.Grants {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", termSafe(g.Owner), termSafe(g.Grantee), termSafe(g.GrantedBy), g.GrantedAt.UTC().Format(approversTime))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(ap.Changes) == 0 {
+		_, err := fmt.Fprintln(out, "\nNo changes recorded.")
+		return err
+	}
+	fmt.Fprintln(out, "\nChanges:")
+	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AT (UTC)\tCHANGE\tOWNER\tAPPROVER\tBY")
+	for _, c := range ap.Changes {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.At.UTC().Format(approversTime), termSafe(c.Change), termSafe(c.Owner), termSafe(c.Grantee), termSafe(c.By))
+	}
+	return tw.Flush()
 }
