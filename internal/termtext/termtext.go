@@ -64,6 +64,8 @@ func escapeTo(b *strings.Builder, s string, mode escapeMode) {
 			b.WriteString(`\\`)
 		case r == '\'' && mode == quoteSingle:
 			b.WriteString(`\'`)
+		case r == '`' && mode == quoteSingle:
+			b.WriteString(`\x60`) // see ShellQuote
 		case r == '\n':
 			b.WriteString(`\n`)
 		case r == '\t':
@@ -120,9 +122,10 @@ func EscapeControls(s string) string {
 //     not empty);
 //   - in single quotes (a ' inside closes them, is written \' and opens
 //     them again), when it holds no character Escape would escape other
-//     than a backslash;
-//   - otherwise in ANSI-C quotes, $'…', with Escape's escapes and \' for a
-//     single quote. bash (4.2 and later, for \u) and zsh read $'…' back as
+//     than a backslash, and no backquote;
+//   - otherwise in ANSI-C quotes, $'…', with Escape's escapes, \' for a
+//     single quote and \x60 for a backquote (messages print commands
+//     between backquotes: one inside would end the command early). bash (4.2 and later, for \u) and zsh read $'…' back as
 //     the very same bytes; a plain POSIX sh does not know $'…'.
 func ShellQuote(s string) string {
 	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
@@ -130,7 +133,7 @@ func ShellQuote(s string) string {
 	}) {
 		return s
 	}
-	if strings.IndexFunc(s, func(r rune) bool { return r != '\\' && NeedsEscape(r) }) < 0 && utf8.ValidString(s) {
+	if strings.IndexFunc(s, func(r rune) bool { return r != '\\' && NeedsEscape(r) || r == '`' }) < 0 && utf8.ValidString(s) {
 		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 	}
 	var b strings.Builder

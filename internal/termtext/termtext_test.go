@@ -35,6 +35,9 @@ var hostile = []string{
 func TestShellQuoteOutputIsPrintable(t *testing.T) {
 	for _, s := range hostile {
 		q := ShellQuote(s)
+		if strings.Contains(q, "`") {
+			t.Errorf("ShellQuote(%q) = %q holds a backquote, which ends a hint in a message", s, q)
+		}
 		if EscapeControls(q) != q {
 			t.Errorf("ShellQuote(%q) = %q holds characters a terminal acts on", s, q)
 		}
@@ -98,6 +101,7 @@ func TestShellQuoteForms(t *testing.T) {
 		{"it's\n", `$'it\'s\n'`},
 		{"a\\b\x1b", `$'a\\b\e'`},
 		{"bad\xff", `$'bad\xff'`},
+		{"back`tick`", `$'back\x60tick\x60'`},
 	}
 	for _, tt := range tests {
 		if got := ShellQuote(tt.in); got != tt.want {
