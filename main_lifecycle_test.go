@@ -49,6 +49,19 @@ func exitOf(tb testing.TB, err error) int {
 	return -1
 }
 
+// makeDataDir creates the data dir dir as a command that makes one would
+// (read-only commands make none): it imports one order, INIT0, delivered
+// two days ago, that no test uses.
+func makeDataDir(t *testing.T, dir string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "init-orders.csv")
+	row := "order_id,user,item,delivered_at,final_sale\nINIT0,demo-user,Data dir maker," + time.Now().UTC().AddDate(0, 0, -2).Format(time.RFC3339) + ",false\n"
+	if err := os.WriteFile(file, []byte(row), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, dir, "orders", "import", file)
+}
+
 // mustRun runs the binary and fails unless it exits 0; it decodes stdout.
 func mustRun(tb testing.TB, dir string, args ...string) map[string]any {
 	tb.Helper()
@@ -206,7 +219,7 @@ func waitPosition(t *testing.T, dir, batch string, min int, proc *exec.Cmd) {
 // show can poll it from the first moment.
 func startBatch(t *testing.T, dir, rows string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
-	mustRun(t, dir, "orders", "list")
+	makeDataDir(t, dir)
 	proc := exec.Command(assistantBin(), "--data", dir, "--output", "json", "batch", "b1", rows)
 	out := &bytes.Buffer{}
 	proc.Stdout = out
@@ -372,7 +385,7 @@ func checkBatchStopped(t *testing.T, dir string, proc *exec.Cmd, out *bytes.Buff
 // exits 3 (busy, as a task held by another process) with a hint, not 1.
 func TestLockedFileIsConflict(t *testing.T) {
 	dir := t.TempDir()
-	mustRun(t, dir, "orders", "list")
+	makeDataDir(t, dir)
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "business.sqlite"))
 	if err != nil {
 		t.Fatal(err)
@@ -487,7 +500,7 @@ func TestInterruptBeforeAnythingStored(t *testing.T) {
 	code := exitOf(t, proc.Wait())
 	var v struct{ Error struct{ Code string } }
 	_ = json.Unmarshal(out.Bytes(), &v)
-	if code != 130 || v.Error.Code != "interrupted" || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), "interrupted by a signal") {
+	if code != 130 || v.Error.Code != "interrupted" || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), "interrupted by SIGINT") {
 		t.Fatalf("start interrupted while waiting for the lock: exit %d, stdout %s, stderr %q; want 130, code interrupted, one line", code, out.String(), stderr.String())
 	}
 	release()
@@ -501,7 +514,7 @@ func TestInterruptBeforeAnythingStored(t *testing.T) {
 // until release is called or the test ends.
 func holdWriteLock(t *testing.T, dir, file string) (release func()) {
 	t.Helper()
-	mustRun(t, dir, "orders", "list")
+	makeDataDir(t, dir)
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, file)+"?_txlock=immediate")
 	if err != nil {
 		t.Fatal(err)

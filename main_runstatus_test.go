@@ -339,7 +339,7 @@ func init() {
 func TestOverlappingBatches(t *testing.T) {
 	dir := t.TempDir()
 	rows := batchFile(t, dir, 3000)
-	mustRun(t, dir, "orders", "list") // make the data dir before both start
+	makeDataDir(t, dir) // make the data dir before both start
 	b1, out1, err1 := background(t, dir, "batch", "b1", rows)
 	waitPosition(t, dir, "b1", 100, b1)
 	b2, out2, err2 := background(t, dir, "batch", "b2", rows)

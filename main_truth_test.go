@@ -511,7 +511,7 @@ func TestTruthBackupWhileProcessesRun(t *testing.T) {
 	var orders strings.Builder
 	orders.WriteString("order_id,user,item,delivered_at,final_sale\n")
 	for i := range 6 {
-		fmt.Fprintf(&orders, "K%d,demo-user,Kettle %d,%s,false\n", i, i, time.Now().UTC().AddDate(0, 0, -2).Format(time.DateOnly))
+		fmt.Fprintf(&orders, "K%d,demo-user,Kettle %d,%s,false\n", i, i, time.Now().UTC().AddDate(0, 0, -2).Format(time.RFC3339))
 	}
 	if err := os.WriteFile(shop, []byte(orders.String()), 0o600); err != nil {
 		t.Fatal(err)

@@ -55,7 +55,7 @@ func statusOf(t *testing.T, out string) string {
 // draft (3 s) expire. Each script exits by its task's outcome: 0, 5, 6.
 func TestCIWaitScript(t *testing.T) {
 	dir := t.TempDir()
-	mustRun(t, dir, "orders", "list") // the data dir, before three starts race to make it
+	makeDataDir(t, dir) // the data dir, before three starts race to make it
 	script, err := filepath.Abs("testdata/script/ci_wait.sh")
 	if err != nil {
 		t.Fatal(err)
