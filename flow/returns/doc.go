@@ -45,10 +45,11 @@
 // the chunk's checkpoints are committed.
 //
 // Rules it keeps (docs/design.md, docs/recovery.md): a node may run more
-// than once, so every side effect is keyed (one draft per task, one
-// application per draft); a business row a checkpoint names is durable
-// before the checkpoint is written; an answer is checked before anything is
-// written; another user's task is reported exactly like an unknown one.
+// than once, so every side effect is keyed (one draft per task and
+// version, one application per draft); a business row a checkpoint names
+// is durable before the checkpoint is written; an answer is checked before
+// anything is written; another user's task is reported exactly like an
+// unknown one.
 //
 // It imports the engine (flow), the return desk (business) and the run
 // bookkeeping (runs), and no store package: the checkpoint store is given
