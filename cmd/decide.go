@@ -1,11 +1,15 @@
 package cmd
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -90,14 +94,15 @@ Without it, 0 when the command did its work: read "status".`,
 				return ran(err)
 			}
 			// The rows' report is read even when a signal ended the run: the
-			// run saved them, and the command prints where it stopped.
-			rep, err := svc.ShowRows(context.WithoutCancel(c.Context()), v.Task, a.user)
-			if err != nil {
-				return ran(err)
+			// run saved them, and the command prints where it stopped. It is
+			// streamed, a page of rows at a time, never held whole.
+			each := func(fn func(returns.RowReport) error) error {
+				_, err := svc.EachRow(context.WithoutCancel(c.Context()), v.Task, a.user, fn)
+				return err
 			}
 			// With --exit-status a decide run exits by its outcome, as a
 			// batch does: 0 only once every row was handled.
-			return a.finishDecide(v, rep.Rows, exitStatus)
+			return a.finishDecide(v, each, exitStatus)
 		},
 	}
 	c.Flags().StringVar(&id, "id", "", "name the decide run (default: decide- and a hash of the user and the file)")
@@ -119,13 +124,17 @@ func readDecisions(stdin io.Reader, arg string) ([]runs.BatchRow, string, error)
 	return returns.ParseDecisions(f)
 }
 
+// rowSource calls fn with each row of a run's report, in file order
+// (returns.Service.EachRow); its error is fn's or the reading's.
+type rowSource func(fn func(returns.RowReport) error) error
+
 // finishDecide prints a decide run's view with its rows (JSON), or its
 // card and the refused rows (text), and with exitStatus exits by the
-// run's outcome as finish does.
-func (a *app) finishDecide(v *returns.View, rows []returns.RowReport, exitStatus bool) error {
+// run's outcome as finish does. The rows come from each, streamed.
+func (a *app) finishDecide(v *returns.View, each rowSource, exitStatus bool) error {
 	if a.output == "json" {
 		a.shown = v
-		if err := writeJSON(a.stdout, returns.DecideView{View: v, Rows: rows}); err != nil {
+		if err := a.writeDecideJSON(v, each); err != nil {
 			return err
 		}
 		if !exitStatus {
@@ -141,32 +150,109 @@ func (a *app) finishDecide(v *returns.View, rows []returns.RowReport, exitStatus
 	if err != nil && !errors.As(err, &oe) {
 		return err
 	}
-	if _, werr := io.WriteString(a.stdout, refusedRows(rows, a.nextCommandPrefix(), v.Task)); werr != nil {
+	refused, rerr := refusedRows(each, a.nextCommandPrefix(), v.Task)
+	if rerr != nil {
+		return ran(rerr)
+	}
+	if _, werr := io.WriteString(a.stdout, refused); werr != nil {
 		return werr
 	}
 	return err
 }
 
+// emptyRows is how writeJSON ends a DecideView whose rows are empty:
+// the rows key is the view's last.
+const emptyRows = "  \"rows\": []\n}\n"
+
+// writeDecideJSON prints what writeJSON prints for returns.DecideView{v,
+// every row}, byte for byte (the --json selection included), with the
+// rows streamed from each: the view is rendered with no rows, and the
+// rows, each rendered as writeJSON renders a list's element, are written
+// where its empty list was. Memory stays one page of rows whatever the
+// run's size.
+func (a *app) writeDecideJSON(v *returns.View, each rowSource) error {
+	var head bytes.Buffer
+	var sel *jsonSelection
+	w := io.Writer(&head)
+	if s, ok := a.stdout.(*selectingWriter); ok {
+		sel = s.sel
+		w = &selectingWriter{Writer: &head, sel: sel}
+	}
+	if err := writeJSON(w, returns.DecideView{View: v, Rows: []returns.RowReport{}}); err != nil {
+		return err
+	}
+	out := bufio.NewWriter(plainWriter(a.stdout))
+	if !bytes.HasSuffix(head.Bytes(), []byte(emptyRows)) {
+		// No rows key (a --json selection without it): nothing to stream.
+		if _, err := out.Write(head.Bytes()); err != nil {
+			return err
+		}
+		return out.Flush()
+	}
+	if _, err := out.Write(head.Bytes()[:head.Len()-len(emptyRows)]); err != nil {
+		return err
+	}
+	n := 0
+	var compact, indented bytes.Buffer
+	err := each(func(r returns.RowReport) error {
+		tree, err := toTree(reflect.ValueOf(r))
+		if err != nil {
+			return err
+		}
+		if sel != nil && sel.list == "rows" {
+			// The selection of each element's fields, as writeJSON applies it.
+			tree = sel.apply(&object{keys: []string{"rows"}, vals: []any{[]any{tree}}}).vals[0].([]any)[0]
+		}
+		compact.Reset()
+		indented.Reset()
+		if err := writeTree(&compact, tree); err != nil {
+			return err
+		}
+		if err := json.Indent(&indented, compact.Bytes(), "    ", "  "); err != nil {
+			return err
+		}
+		sep := ",\n    "
+		if n == 0 {
+			sep = "  \"rows\": [\n    "
+		}
+		n++
+		out.WriteString(sep)
+		_, err = out.Write(indented.Bytes())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		out.WriteString(emptyRows)
+	} else {
+		out.WriteString("\n  ]\n}\n")
+	}
+	return out.Flush()
+}
+
 // refusedRows lists, for a person, the rows that were refused or whose
-// task failed (up to maxRefusedShown), and where to see them all.
-func refusedRows(rows []returns.RowReport, prog, task string) string {
+// task failed (up to maxRefusedShown), and where to see them all; the rows
+// come from each, and only those listed are kept.
+func refusedRows(each rowSource, prog, task string) (string, error) {
 	var b strings.Builder
 	n := 0
-	for _, r := range rows {
+	err := each(func(r returns.RowReport) error {
 		if r.ErrorCode == "" {
-			continue
+			return nil
 		}
 		if n < maxRefusedShown {
 			fmt.Fprintf(&b, "  line %d  %s  %s: %s\n", r.Line, termSafe(r.Task), r.ErrorCode, termSafe(r.Error))
 		}
 		n++
-	}
-	if n == 0 {
-		return ""
+		return nil
+	})
+	if err != nil || n == 0 {
+		return "", err
 	}
 	head := fmt.Sprintf("%d row(s) not applied as asked:\n", n)
 	if n > maxRefusedShown {
 		b.WriteString(fmt.Sprintf("  … and %d more\n", n-maxRefusedShown))
 	}
-	return head + b.String() + fmt.Sprintf("All rows: %s show %s --rows\n", prog, shellQuote(task))
+	return head + b.String() + fmt.Sprintf("All rows: %s show %s --rows\n", prog, shellQuote(task)), nil
 }

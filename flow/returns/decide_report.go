@@ -62,6 +62,27 @@ const rowsPage = 1000
 // nothing. Errors: ErrInvalid (a bad id, a task that is not a batch),
 // ErrNotFound (unknown, or another user's), storage errors.
 func (s *Service) ShowRows(ctx context.Context, task, user string) (*RowsView, error) {
+	var rows []RowReport
+	out, err := s.EachRow(ctx, task, user, func(r RowReport) error {
+		rows = append(rows, r)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if rows != nil {
+		out.Rows = rows
+	}
+	return out, nil
+}
+
+// EachRow is ShowRows without the rows held in memory: it checks task as
+// ShowRows does, then calls fn with the report of each row in file order,
+// reading them rowsPage at a time, and returns the report without its
+// rows (Rows empty). A command that prints the rows of a large run
+// (decide's report) streams them through fn. It writes nothing. Errors as
+// ShowRows, and fn's, which ends the reading.
+func (s *Service) EachRow(ctx context.Context, task, user string, fn func(RowReport) error) (*RowsView, error) {
 	v, err := s.Show(ctx, task, user)
 	if err != nil {
 		return nil, err
@@ -79,7 +100,9 @@ func (s *Service) ShowRows(ctx context.Context, task, user string) (*RowsView, e
 			return out, nil
 		}
 		for _, r := range rows {
-			out.Rows = append(out.Rows, rowReport(r))
+			if err := fn(rowReport(r)); err != nil {
+				return nil, err
+			}
 		}
 		after = rows[len(rows)-1].RowNo
 	}
