@@ -67,10 +67,17 @@ type HeaderError struct {
 	Missing []string // canonical names of the missing columns
 	Found   []string // the header's names, as they are in the file
 	Delim   rune
+	// Repeated, when set, holds the header's names, as in the file, of a
+	// column named more than once (Missing[0] is the column): which copy
+	// holds the value is unknown, so the file is refused.
+	Repeated []string
 }
 
 // Error implements the error interface for *HeaderError.
 func (e *HeaderError) Error() string {
+	if len(e.Repeated) > 0 {
+		return fmt.Sprintf("%s: line 1: column %s given %d times (%s); keep one", e.What, e.Missing[0], len(e.Repeated), strings.Join(e.Repeated, ", "))
+	}
 	if len(e.Found) == 0 {
 		return fmt.Sprintf("%s: line 1: no header (want %s)", e.What, strings.Join(e.Missing, ","))
 	}
@@ -186,22 +193,26 @@ func (t *Table) required() []string {
 	return out
 }
 
-// matchHeader finds each spec column in the header.
+// matchHeader finds each spec column in the header: by its name, else by
+// its first alias found. One name of a column given twice (order_id and
+// "Order ID" are one name) is a *HeaderError naming it: which copy holds
+// the value is unknown.
 func (t *Table) matchHeader() error {
-	pos := map[string]int{}
+	pos := map[string][]int{}
 	for i, h := range t.Header {
-		if _, dup := pos[NormalizeHeader(h)]; !dup {
-			pos[NormalizeHeader(h)] = i
-		}
+		pos[NormalizeHeader(h)] = append(pos[NormalizeHeader(h)], i)
 	}
 	t.idx = make([]int, len(t.spec.Columns))
 	var missing []string
 	for i, c := range t.spec.Columns {
 		t.idx[i] = -1
 		for _, name := range append([]string{c.Name}, c.Aliases...) {
-			if p, ok := pos[NormalizeHeader(name)]; ok {
-				t.idx[i] = p
-				break
+			ps := pos[NormalizeHeader(name)]
+			if len(ps) > 1 {
+				return &HeaderError{What: t.spec.What, Missing: []string{c.Name}, Found: t.Header, Delim: t.delim, Repeated: pick(t.Header, ps)}
+			}
+			if len(ps) == 1 && t.idx[i] < 0 {
+				t.idx[i] = ps[0] // the first name of the spec's order wins
 			}
 		}
 		if t.idx[i] < 0 && c.Required {
@@ -212,6 +223,15 @@ func (t *Table) matchHeader() error {
 		return &HeaderError{What: t.spec.What, Missing: missing, Found: t.Header, Delim: t.delim}
 	}
 	return nil
+}
+
+// pick returns header's names at positions ps.
+func pick(header []string, ps []int) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = header[p]
+	}
+	return out
 }
 
 // Has reports whether the header holds spec column i.
