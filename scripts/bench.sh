@@ -166,7 +166,7 @@ for i in range(10000): print(f'b{i},Q{i},reason {i}')" > "$work/rows10k.csv"
 # peak RSS of each command.
 rates=(); drates=(); rss=0; drss=0
 for i in 1 2 3; do
-  "$A" --data "$work/batch$i" orders import "$work/orders10k.csv" > /dev/null
+  "$A" --data "$work/batch$i" orders import --timezone UTC "$work/orders10k.csv" > /dev/null
   start=$(date +%s.%N)
   /usr/bin/time -f "%M" -o "$work/batch.rss" "$A" --data "$work/batch$i" batch b10k "$work/rows10k.csv" > /dev/null
   end=$(date +%s.%N)
@@ -199,24 +199,56 @@ echo "decide_rss $(python3 -c "print(f'{$drss/1024:.1f}')") MiB"
 
 # orders import of 1,000,000 rows (issue 17: targets >= 200,000 rows/s and
 # <= 32 MiB peak RSS whatever the file's size), into a fresh data dir: the
-# process, both passes over the file and the one transaction included. The
-# file is made here, never kept.
+# process, both passes over the file and the one transaction included; then
+# the same file again (every order unchanged: the daily re-import). With
+# BENCH_IMPORT_BASE=PATH (a binary built from an older commit) each run of
+# the binary alternates with one of PATH on the same file, 3 pairs, and the
+# medians and their ratio are printed: the machine is shared and its load
+# drifts, so before and after are only compared within one run. The file is
+# made here, never kept.
 python3 -c "
 import datetime
 d = (datetime.date.today() - datetime.timedelta(days=3)).isoformat()
 print('order_id,user,item,delivered_at,final_sale')
 for i in range(1000000): print(f'M{i:07d},demo-user,Bench item {i},{d},false')" > "$work/orders1m.csv"
-start=$(date +%s.%N)
-/usr/bin/time -f "%M" -o "$work/import.rss" "$A" --data "$work/import" orders import "$work/orders1m.csv" > /dev/null
-end=$(date +%s.%N)
-echo "import_rows_per_s $(python3 -c "print(f'{1000000/($end-$start):.0f}')") rows/s"
-echo "import_rss $(python3 -c "print(f'{$(tail -1 "$work/import.rss")/1024:.1f}')") MiB"
-# The same file again: every order unchanged (the daily re-import).
-start=$(date +%s.%N)
-/usr/bin/time -f "%M" -o "$work/import.rss" "$A" --data "$work/import" orders import "$work/orders1m.csv" > /dev/null
-end=$(date +%s.%N)
-echo "reimport_rows_per_s $(python3 -c "print(f'{1000000/($end-$start):.0f}')") rows/s"
-echo "reimport_rss $(python3 -c "print(f'{$(tail -1 "$work/import.rss")/1024:.1f}')") MiB"
+# import_once BIN DIR: prints the wall seconds and peak RSS KiB of one import.
+import_once() {
+  local start end
+  start=$(date +%s.%N)
+  /usr/bin/time -f "%M" -o "$work/import.rss" "$1" --data "$2" orders import --timezone UTC "$work/orders1m.csv" > /dev/null
+  end=$(date +%s.%N)
+  echo "$(python3 -c "print($end-$start)") $(tail -1 "$work/import.rss")"
+}
+import_pairs() {
+  local bins=("$A") i b
+  [ -n "${BENCH_IMPORT_BASE:-}" ] && bins+=("$BENCH_IMPORT_BASE")
+  for i in 1 2 3; do
+    for b in "${bins[@]}"; do
+      rm -rf "$work/import"
+      echo "$b fresh $(import_once "$b" "$work/import")"
+      echo "$b again $(import_once "$b" "$work/import")"
+    done
+    [ -n "${BENCH_IMPORT_BASE:-}" ] || break
+  done
+}
+import_pairs > "$work/import.runs"
+python3 - "$A" "${BENCH_IMPORT_BASE:-}" "$work/import.runs" <<'PY'
+import statistics, sys
+new, base, path = sys.argv[1], sys.argv[2], sys.argv[3]
+runs = {}
+for line in open(path):
+    b, kind, secs, rss = line.split()
+    runs.setdefault((b, kind), []).append((float(secs), int(rss)))
+for kind, name in (("fresh", "import"), ("again", "reimport")):
+    rate = lambda b: statistics.median(1_000_000 / s for s, _ in runs[(b, kind)])
+    rss = lambda b: max(r for _, r in runs[(b, kind)]) / 1024
+    print(f"{name}_rows_per_s {rate(new):.0f} rows/s")
+    print(f"{name}_rss {rss(new):.1f} MiB")
+    if base:
+        print(f"{name}_rows_per_s_base {rate(base):.0f} rows/s")
+        print(f"{name}_rss_base {rss(base):.1f} MiB")
+        print(f"{name}_speedup {rate(new) / rate(base):.2f} x_base")
+PY
 rm -rf "$work/import" "$work/orders1m.csv"
 
 # show with 10 tasks vs with 100,000 tasks in the data dir.
