@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -94,15 +95,34 @@ func rowFields(of string, r returns.RowReport) []string {
 	return []string{line, r.Task, r.Order, r.Outcome, r.ErrorCode, r.Error, dup}
 }
 
-// writeRowsCSV prints a rows report as CSV with a header line.
+// writeRowsCSV prints a rows report as CSV with a header line. The report
+// is for people and spreadsheets, never read back by a command: every
+// field a spreadsheet would run as a formula is written inert
+// (spreadsheetSafe).
 func writeRowsCSV(out io.Writer, rep *returns.RowsView) error {
 	w := csv.NewWriter(out)
 	_ = w.Write(rowColumns(rep.Of))
 	for _, r := range rep.Rows {
-		_ = w.Write(rowFields(rep.Of, r))
+		fields := rowFields(rep.Of, r)
+		for i, f := range fields {
+			fields[i] = spreadsheetSafe(f)
+		}
+		_ = w.Write(fields)
 	}
 	w.Flush()
 	return w.Error()
+}
+
+// spreadsheetSafe returns field with a "'" in front when a spreadsheet
+// would read it as a formula: it starts with '=', '+', '-', '@', a tab or
+// a carriage return (OWASP "CSV Injection"). Spreadsheets show such a
+// field as its text without the quote. list --output csv does not use it:
+// its file is read back by decide, which must get the task ids exactly.
+func spreadsheetSafe(field string) string {
+	if field != "" && strings.ContainsRune("=+-@\t\r", rune(field[0])) {
+		return "'" + field
+	}
+	return field
 }
 
 // writeRowsText prints a rows report as a table for a person.

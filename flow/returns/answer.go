@@ -116,7 +116,7 @@ func (r *runner) boundToEnded(ctx context.Context, task string, last *DraftRef, 
 	q := ApprovalQuestion{DraftID: last.ID, Version: VersionOf(last)}
 	err := r.boundTo(ctx, task, q, o)
 	if errors.Is(err, ErrInvalid) {
-		return fmt.Errorf("%w: %s names no draft task %s had: it ended with version %d (%s); run `assistant show %s`", ErrInvalid, given, task, q.Version, q.DraftID, ShellQuote(task))
+		return fmt.Errorf("%w: %s is not the draft of task %s, nor one it had: it ended with version %d (%s); run `assistant show %s`", ErrInvalid, given, task, q.Version, q.DraftID, ShellQuote(task))
 	}
 	return err
 }
