@@ -53,3 +53,35 @@ func TestDecideSignalPrintsTheView(t *testing.T) {
 		})
 	}
 }
+
+// TestRecoverKeepsAnApproveOfARevokedGrant: alice, granted, approves; her
+// process is killed before submit (the answer saved at the head); the
+// owner revokes her grant; recover submits with her approval, which was
+// authorised when given (docs/recovery.md "Recover"). She can no longer
+// see the task.
+func TestRecoverKeepsAnApproveOfARevokedGrant(t *testing.T) {
+	dir := t.TempDir()
+	as(t, dir, "demo-user", 0, "start", "g1", "A3001", "--reason", "size")
+	as(t, dir, "demo-user", 0, "approvers", "grant", "alice")
+	if _, code, _ := faultRun(t, dir, "before:submit", []string{"--user", "alice", "resume", "g1", "--action", "approve"}); code != 137 {
+		t.Fatalf("approve killed before submit: exit %d, want 137", code)
+	}
+	as(t, dir, "demo-user", 0, "approvers", "revoke", "alice")
+	as(t, dir, "demo-user", 0, "recover")
+	v, _ := as(t, dir, "demo-user", 0, "show", "g1")
+	if v.Status != "done" || v.Stage != "submitted" {
+		t.Fatalf("after recover: %s/%s, want done/submitted", v.Status, v.Stage)
+	}
+	out, _, _ := run(t, dir, "show", "g1")
+	if !strings.Contains(out, `"by": "alice"`) {
+		t.Errorf("the trail does not name alice's approve:\n%s", out)
+	}
+	as(t, dir, "alice", 4, "show", "g1")
+	if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM applications a JOIN drafts d ON d.draft_id = a.draft_id WHERE d.task_id = 'g1'`); got != "1" {
+		t.Errorf("applications of g1 = %s, want 1", got)
+	}
+	if got := query(t, dir, "business.sqlite", `SELECT by_user || ' ' || action FROM decisions WHERE task_id = 'g1'`); got != "alice approve" {
+		t.Errorf("decisions of g1 = %q, want alice's approve once", got)
+	}
+	verifyClean(t, dir)
+}
