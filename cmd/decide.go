@@ -50,8 +50,10 @@ A decide run is a batch task of its own, named decide-… after the user
 and the file's bytes (or --id): show, show --rows, stop, resume, recover
 and wait work on it; running the same file again continues a run that was
 killed or stopped (assistant stop, Ctrl-C, SIGTERM) to its end, and prints
-the report of one that finished; while another live process runs it, it is
-exit 3 (busy). A progress bar is drawn on stderr when stderr is a terminal.
+the report of one that finished, with one line on stderr saying when it
+ran and how many rows were refused: refused rows are never retried by
+running the same file again; pass --id NEW to run it as a new run. While
+another live process runs it, it is exit 3 (busy). A progress bar is drawn on stderr when stderr is a terminal.
 
 Exit status: 130/143 when a signal ended it (the run is saved; the same
 command again continues it). With --exit-status, the run's outcome: 0 only
@@ -82,6 +84,12 @@ Without it, 0 when the command did its work: read "status".`,
 			if err != nil {
 				return ran(err)
 			}
+			// A run that finished before only prints its report again: say
+			// so, once, after the report (refused rows are not retried).
+			again, err := svc.RanBefore(c.Context(), id, a.user, fp)
+			if err != nil {
+				return ran(err)
+			}
 			finish := func() {}
 			if isTerminal(a.stderr) {
 				var set func(done int)
@@ -102,7 +110,11 @@ Without it, 0 when the command did its work: read "status".`,
 			}
 			// With --exit-status a decide run exits by its outcome, as a
 			// batch does: 0 only once every row was handled.
-			return a.finishDecide(v, each, exitStatus)
+			err = a.finishDecide(v, each, exitStatus)
+			if again != "" {
+				a.note(again)
+			}
+			return err
 		},
 	}
 	c.Flags().StringVar(&id, "id", "", "name the decide run (default: decide- and a hash of the user and the file)")

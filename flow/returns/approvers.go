@@ -82,6 +82,11 @@ func (r *runner) answerOnly(ctx context.Context, o ResumeOptions) (*View, error)
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	t, ok, err := mayDecide(ctx, r.runs, r.desk, o.Task, o.User)
+	if err == nil && ok && t.Kind == runs.KindBatch && o.answering() {
+		// The user's own batch or decide run: an answer to it is refused
+		// as resume refuses it (invalid_input), not as an unknown task.
+		return nil, answerToBatch(t.ID)
+	}
 	if errors.Is(err, runs.ErrNotFound) || (err == nil && (!ok || t.Kind != runs.KindReturn)) {
 		return nil, fmt.Errorf("task %s: %w for user %s (run `assistant list` to see your tasks)", o.Task, ErrNotFound, o.User)
 	}

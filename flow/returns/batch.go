@@ -318,11 +318,18 @@ func (s *Service) batchInput(ctx context.Context, t runs.TaskRecord) (BatchState
 	return BatchState{Batch: t.ID, User: t.User, Total: total, Chunk: DefaultBatchChunk, Of: of, TTLSeconds: int64(ttl / time.Second)}, nil
 }
 
+// answerToBatch is the error (ErrInvalid) of an answer given to batch task
+// id (a batch or a decide run): resume's, and a decide row's that names
+// one.
+func answerToBatch(id string) error {
+	return fmt.Errorf("%w: %s is a batch; it asks no question (run `assistant resume %s` to continue it)", ErrInvalid, id, ShellQuote(id))
+}
+
 // resumeBatch continues a batch; a batch asks no question, so an answer is
 // ErrInvalid.
 func (s *Service) resumeBatch(ctx context.Context, t runs.TaskRecord, o ResumeOptions) (*View, error) {
 	if o.HasReason || o.Action != "" || o.DraftID != "" || o.InterruptID != "" {
-		return nil, fmt.Errorf("%w: %s is a batch; it asks no question (run `assistant resume %s` to continue it)", ErrInvalid, t.ID, ShellQuote(t.ID))
+		return nil, answerToBatch(t.ID)
 	}
 	snap, err := s.batch.State(ctx, t.ID)
 	if err == nil && snap.Done() {

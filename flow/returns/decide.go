@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -175,6 +176,48 @@ func (s *Service) StartDecide(ctx context.Context, o DecideOptions) (*View, erro
 		return nil, fmt.Errorf("%w: decide run id: %v", ErrInvalid, err)
 	}
 	return s.startRows(ctx, rowsTask{id: o.ID, user: o.User, fingerprint: decidePrefix + o.Fingerprint, rows: o.Rows, chunk: o.Chunk, of: RowsOfDecisions, idName: "--id"})
+}
+
+// Refusals are the outcomes of a decide row that was not applied as
+// asked: the codes of refusal and the duplicates ParseDecisions marks.
+var Refusals = []string{CodeInvalidInput, CodeConflict, CodeNotFound, OutcomeDuplicateTask}
+
+// RanBefore returns the line that tells a person that decide run id of
+// user (with fingerprint fp, ParseDecisions') finished before this command
+// started, so that running it now only prints its report again: "decide
+// run ID already ran on DATE: N rows refused; pass --id NEW to run the
+// file again". It is "" for a run that is new, that has not finished (the
+// command continues it), or that is another file's or another user's (the
+// command refuses it). A refused row is never retried by running the same
+// file again: the run's id is a hash of the user and the file. It writes
+// nothing. Errors: storage errors.
+func (s *Service) RanBefore(ctx context.Context, id, user, fp string) (string, error) {
+	if id == "" {
+		id = DecideID(user, fp)
+	}
+	if ValidTaskID(id) != nil {
+		return "", nil // StartDecide refuses it
+	}
+	t, err := s.runs.Task(ctx, id)
+	if errors.Is(err, runs.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if t.User != user || t.Kind != runs.KindBatch || t.Fingerprint != decidePrefix+fp || t.Status != StatusDone {
+		return "", nil
+	}
+	v, err := s.Show(ctx, id, user)
+	if err != nil || v.Batch == nil {
+		return "", err
+	}
+	refused := 0
+	for _, c := range Refusals {
+		refused += v.Batch.Counts[c]
+	}
+	return fmt.Sprintf("decide run %s already ran on %s: %d rows refused; pass --id NEW to run the file again",
+		id, t.UpdatedAt.UTC().Format(time.RFC3339), refused), nil
 }
 
 // decideRow gives the task of a decide row its decision, as user, through
