@@ -198,23 +198,24 @@ const (
 	OutcomeDuplicateTask = "duplicate_task"
 )
 
-// markDuplicates returns rows with every row whose key (of what) an
+// markDuplicates marks in rows, and returns them, every row whose key (of what) an
 // earlier row has marked handled as outcome, error code conflict, naming
 // the earlier row's line; the first row of each key is left to run.
 func markDuplicates(rows []runs.BatchRow, key func(runs.BatchRow) string, outcome, what string) []runs.BatchRow {
+	// Marked in place: a copy of a file's rows would double the peak
+	// memory of parsing a large file.
 	first := make(map[string]int, len(rows))
-	out := make([]runs.BatchRow, len(rows))
-	for i, r := range rows {
-		k := key(r)
+	for i := range rows {
+		r := &rows[i]
+		k := key(*r)
 		if line, ok := first[k]; ok {
 			r.Outcome, r.ErrorCode, r.DuplicateOf = outcome, CodeConflict, line
 			r.Error = fmt.Sprintf("%s %s is already on line %d; this row was not run", what, k, line)
 		} else {
 			first[k] = r.FileLine()
 		}
-		out[i] = r
 	}
-	return out
+	return rows
 }
 
 // rowsTask is a batch task to create and run: a batch's or a decide run's.
