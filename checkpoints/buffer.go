@@ -410,6 +410,7 @@ func (b *Buffer) DeleteThread(ctx context.Context, threadID string) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	delete(b.heads, threadID) // its preloaded head is gone with it
 	if th := b.threads[threadID]; th != nil {
 		b.n -= len(th.checkpoints)
 		delete(b.threads, threadID)

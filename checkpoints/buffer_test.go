@@ -412,6 +412,17 @@ func TestBufferPreload(t *testing.T) {
 			wantFlush: flow.ErrConflict, // the head moved: the answer is not stored
 		},
 		{
+			name: "deleted after the preload",
+			run: func(t *testing.T, buf *checkpoints.Buffer, _ *checkpoints.SQLite, _ *flow.Checkpoint) {
+				if err := buf.DeleteThread(ctx, "old"); err != nil {
+					t.Fatal(err)
+				}
+				if got, err := buf.Get(ctx, "old", ""); err != nil || got != nil {
+					t.Fatalf("Get of a deleted preloaded thread = %+v, %v; want nil, nil", got, err)
+				}
+			},
+		},
+		{
 			name: "writes at head",
 			run: func(t *testing.T, buf *checkpoints.Buffer, _ *checkpoints.SQLite, h *flow.Checkpoint) {
 				w := flow.Write{TaskID: "answer", Node: "n", Kind: flow.WriteResume, Value: json.RawMessage(`1`)}
