@@ -335,32 +335,6 @@ func (s *SQLite) head(ctx context.Context, threadID string) (string, int64, erro
 	return id, seq, err
 }
 
-// heads returns the heads of the threads that have one among threadIDs, in
-// one query (json_each of the ids, so the statement is the same for any
-// number of them), read outside any transaction.
-func (s *SQLite) heads(ctx context.Context, threadIDs []string) (map[string]baseHead, error) {
-	ids, err := json.Marshal(threadIDs)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := s.db.QueryContext(ctx,
-		`SELECT thread_id, head_id, head_seq FROM threads WHERE thread_id IN (SELECT value FROM json_each(?))`, string(ids))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := make(map[string]baseHead)
-	for rows.Next() {
-		var id string
-		var h baseHead
-		if err := rows.Scan(&id, &h.id, &h.seq); err != nil {
-			return nil, err
-		}
-		out[id] = h
-	}
-	return out, rows.Err()
-}
-
 // hasCheckpoint reports whether the thread has the checkpoint, read outside
 // any transaction.
 func (s *SQLite) hasCheckpoint(ctx context.Context, threadID, checkpointID string) (bool, error) {
