@@ -57,8 +57,9 @@ var scenarios = []scenario{
 	{"cancel", [][]string{{"start", "t", "A3001", "--reason", "broken"}, {"resume", "t", "--action", "cancel"}}, 0, 0, 0},
 	// Issue 16: an edit loops back through prepare (a second draft
 	// version); two approvals run review and review_2 in one superstep.
+	// The grant comes after start: only start makes a data dir.
 	{"edit", [][]string{{"start", "t", "A3002", "--reason", "broken"}, {"resume", "t", "--action", "edit", "--reason", "too big"}, {"resume", "t", "--action", "approve"}}, 1, 2, 0},
-	{"two", [][]string{{"approvers", "grant", "alice"}, {"start", "t", "A3003", "--reason", "broken", "--approvals", "2"}, {"resume", "t", "--action", "approve", "--user", "alice"}, {"resume", "t", "--action", "approve"}}, 1, 0, 2},
+	{"two", [][]string{{"start", "t", "A3003", "--reason", "broken", "--approvals", "2"}, {"approvers", "grant", "alice"}, {"resume", "t", "--action", "approve", "--user", "alice"}, {"resume", "t", "--action", "approve"}}, 1, 0, 2},
 }
 
 // faultRun runs one command of the walkthrough, with point switched on
