@@ -57,23 +57,15 @@ func mayDecide(ctx context.Context, rs *runs.Store, desk *business.Store, id, us
 	return t, true, nil
 }
 
-// answerAs answers (or continues) return task o.Task as o.User through
-// r's stores and policy: the one path every answer takes, a lone command
-// (Service.Resume) or a row of a bulk decision. o.User must own the task
-// or hold a grant from its owner (ErrNotFound otherwise, as for an unknown
-// task). The view carries the task's decision trail. Errors as Resume.
-func (r *runner) answerAs(ctx context.Context, o ResumeOptions) (*View, error) {
-	v, err := r.answerOnly(ctx, o)
-	if err != nil {
-		return v, err
-	}
-	return trail(ctx, r.desk, v)
-}
-
-// answerOnly is answerAs without reading the decision trail back for the
-// view (v.Decisions is left as the run's state has it): a row of a bulk
-// decision reports only the stage, and its answer is recorded in the
-// trail by the node that takes it, in the chunk's commit.
+// answerOnly answers (or continues) return task o.Task as o.User through
+// r's stores and policy: the answer path of a row of a bulk decision, with
+// the checks Service.Resume makes (Service.decidable). o.User must own the
+// task or hold a grant from its owner (ErrNotFound otherwise, as for an
+// unknown task); the user's own batch is ErrInvalid, as resume says. It
+// does not read the decision trail back for the view (v.Decisions is left
+// as the run's state has it): a row reports only the stage, and its answer
+// is recorded in the trail by the node that takes it, in the chunk's
+// commit. Errors as Resume.
 func (r *runner) answerOnly(ctx context.Context, o ResumeOptions) (*View, error) {
 	if err := checkResume(o); err != nil {
 		return nil, err

@@ -221,7 +221,7 @@ func (s *Service) RanBefore(ctx context.Context, id, user, fp string) (string, e
 }
 
 // decideRow gives the task of a decide row its decision, as user, through
-// the one answer path of resume (runner.answerOnly, answerAs without the
+// the one answer path of resume (runner.answerOnly, without the
 // trail read back for a view nobody prints: the user must own the
 // task or hold a grant from its owner; the answer is checked against the
 // task's head, the lease taken, the run continued), and returns what the
