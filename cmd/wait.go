@@ -38,7 +38,7 @@ exit 4 at once; start the task before waiting for it.`,
 			if err != nil {
 				return ran(err)
 			}
-			v, err := svc.Wait(c.Context(), returns.WaitOptions{Task: args[0], User: a.user, Timeout: timeout, DataDir: a.data})
+			v, err := svc.Wait(c.Context(), returns.WaitOptions{Task: args[0], User: a.user, Timeout: timeout})
 			if err != nil {
 				return ran(err)
 			}

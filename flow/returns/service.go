@@ -65,6 +65,11 @@ type Service struct {
 	// stops maps a batch driven by this Service to the context a stop or a
 	// signal ends (driveBatch, stopOf).
 	stops sync.Map
+	// businessPath is business.sqlite's path and businessFile what it was
+	// when opened (nil if it could not be read): Wait ends once the file
+	// there is another one or gone, which the open file would never show.
+	businessPath string
+	businessFile os.FileInfo
 }
 
 // Open opens business.sqlite in cfg.DataDir and compiles the return and
@@ -92,6 +97,8 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{desk: desk, runs: runs.New(desk.Handle(), now), cps: cfg.Checkpoints, now: now, me: newIdentity(), maxAttempts: cfg.MaxAttempts}
+	s.businessPath = path
+	s.businessFile, _ = os.Stat(path) // just opened: the file the store reads (Wait)
 	if s.maxAttempts <= 0 {
 		s.maxAttempts = DefaultMaxAttempts
 	}

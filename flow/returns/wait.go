@@ -25,11 +25,6 @@ type WaitOptions struct {
 	// Timeout bounds the wait in wall-clock time; 0 waits until the task
 	// has an outcome or ctx ends.
 	Timeout time.Duration
-	// DataDir, when set, is the data dir the Service was opened on: Wait
-	// ends with ErrNotFound once its business file is gone or replaced (the
-	// data dir deleted or restored under it), which the open files would
-	// never show.
-	DataDir string
 }
 
 // Wait blocks until the task has an outcome (OutcomeOf is not
@@ -55,8 +50,8 @@ func (s *Service) Wait(ctx context.Context, o WaitOptions) (*View, error) {
 	if err != nil {
 		return nil, err
 	}
-	stillThere, err := watchDataDir(o.Task, o.DataDir)
-	if err != nil {
+	stillThere := s.watchDataDir(v.Task)
+	if err := stillThere(); err != nil {
 		return nil, err
 	}
 	var timeout <-chan time.Time
@@ -107,33 +102,27 @@ func (s *Service) Wait(ctx context.Context, o WaitOptions) (*View, error) {
 	}
 }
 
-// watchDataDir returns a check that the business file of dir is still
-// the one there now: an open SQLite file reads on after its data dir is
-// deleted, so a wait would otherwise wait for ever for a task nobody can
-// answer any more. The check is ErrNotFound once the file is gone or
-// another file took its place; with dir "" it always passes.
-func watchDataDir(task, dir string) (func() error, error) {
-	if dir == "" {
-		return func() error { return nil }, nil
+// watchDataDir returns a check that the business file the Service
+// opened is still the one in its data dir: an open SQLite file reads on
+// after its data dir is deleted, so a wait would otherwise wait for ever
+// for a task nobody can reach any more. The check is ErrNotFound once the
+// file is gone or another file took its place (a restore); it always
+// passes when the file could not be read at Open.
+func (s *Service) watchDataDir(task string) func() error {
+	if s.businessFile == nil {
+		return func() error { return nil }
 	}
-	path := filepath.Join(dir, BusinessFile)
-	gone := func(what string) error {
-		return fmt.Errorf("wait for %s: %w: the data dir %s %s while waiting; nothing more can happen to the task there", task, ErrNotFound, dir, what)
-	}
-	first, err := os.Stat(path)
-	if err != nil {
-		return nil, gone("was deleted")
-	}
+	dir := filepath.Dir(s.businessPath)
 	return func() error {
-		now, err := os.Stat(path)
+		now, err := os.Stat(s.businessPath)
 		switch {
 		case err != nil:
-			return gone("was deleted")
-		case !os.SameFile(first, now):
-			return gone("was replaced (its " + BusinessFile + " is another file now)")
+			return fmt.Errorf("wait for %s: %w: the data dir %s was deleted while waiting; nothing more can happen to the task there", task, ErrNotFound, dir)
+		case !os.SameFile(s.businessFile, now):
+			return fmt.Errorf("wait for %s: %w: the data dir %s was replaced while waiting (its %s is another file now); run the command again", task, ErrNotFound, dir, BusinessFile)
 		}
 		return nil
-	}, nil
+	}
 }
 
 // nextLook is how long Wait pauses before its next look: interval, or less

@@ -49,7 +49,7 @@ func TestWait(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			svc, b := setup(t)
 			mustStart(t, svc, "r1", "A3003", "size")
-			result := waitFor(svc, returns.WaitOptions{Task: "r1", User: user, DataDir: b.dir})
+			result := waitFor(svc, returns.WaitOptions{Task: "r1", User: user})
 			change(t, filepath.Join(b.dir, returns.BusinessFile))
 			if _, err := result(); !errors.Is(err, returns.ErrNotFound) {
 				t.Fatalf("Wait after the data dir changed: %v, want ErrNotFound", err)
