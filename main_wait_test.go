@@ -29,6 +29,17 @@ func exited(t *testing.T, c *exec.Cmd) <-chan int {
 	return done
 }
 
+// started starts c and kills it when the test ends; the caller Waits for
+// it itself, so that waitPosition may read c.ProcessState meanwhile
+// without a race (exited's goroutine would write it).
+func started(t *testing.T, c *exec.Cmd) {
+	t.Helper()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Process.Kill() })
+}
+
 // stillRunning fails the test if the process behind done has ended.
 func stillRunning(t *testing.T, what string, done <-chan int) {
 	t.Helper()
@@ -148,10 +159,10 @@ func TestWaitOutcomes(t *testing.T) {
 	t.Run("StoppedBatchWithExitStatusIs8", func(t *testing.T) {
 		dir := t.TempDir() // batchFile's import makes the data dir
 		c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "batch", "b1", batchFile(t, dir, 5000), "--exit-status")
-		done := exited(t, c)
+		started(t, c)
 		waitPosition(t, dir, "b1", 50, c)
 		mustRun(t, dir, "stop", "b1")
-		if code := <-done; code != 8 {
+		if code := exitOf(t, c.Wait()); code != 8 {
 			t.Fatalf("batch --exit-status stopped by another process: exit %d, want 8", code)
 		}
 	})
@@ -259,12 +270,12 @@ func TestSignalledBatchExits130Or143(t *testing.T) {
 			c := exec.Command(assistantBin(), append([]string{"--data", dir, "--output", "json", "batch", "b1", batchFile(t, dir, 5000)}, tc.flag...)...)
 			var out, errb bytes.Buffer
 			c.Stdout, c.Stderr = &out, &errb
-			done := exited(t, c)
+			started(t, c)
 			waitPosition(t, dir, "b1", 50, c)
 			if err := c.Process.Signal(tc.sig); err != nil {
 				t.Fatal(err)
 			}
-			if code := <-done; code != tc.code {
+			if code := exitOf(t, c.Wait()); code != tc.code {
 				t.Fatalf("batch ended by %s: exit %d, want %d; stderr %q", tc.name, code, tc.code, errb.String())
 			}
 			if got := statusOf(t, out.String()); got != "interrupted" {
