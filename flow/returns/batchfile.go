@@ -36,14 +36,34 @@ var batchSpec = business.TableSpec{What: "batch file", Refused: "nothing was cre
 // business.ErrTooLarge) saying so. Nothing is created from a refused file,
 // and no file is ever cut to fit.
 func ParseBatch(r io.Reader) ([]runs.BatchRow, string, error) {
+	seen := map[string]int{}
+	return readRows(r, batchSpec, "split it into several batches", func(n, line int, rec []string) (runs.BatchRow, error) {
+		row, err := batchRecord(n, rec, seen)
+		if err != nil {
+			return row, err
+		}
+		seen[row.TaskID] = line
+		row.Line = line
+		return row, nil
+	})
+}
+
+// readRows reads a file of rows laid out by spec (a batch or a decide
+// file): record turns each record, with its row number (from 1) and its
+// line, into a row or says what is wrong with it. It returns the rows and
+// the fingerprint of the whole file (the first 16 bytes of its SHA-256, in
+// hex). Errors, ErrInvalid unless reading failed, nothing made of the file:
+// a bad header, over MaxBatchFileBytes, more than MaxBatchRows rows (split
+// says how to split it), no rows, or bad lines (the first maxBadLines
+// named).
+func readRows(r io.Reader, spec business.TableSpec, split string, record func(n, line int, rec []string) (runs.BatchRow, error)) ([]runs.BatchRow, string, error) {
 	sum := sha256.New()
-	t, err := business.OpenTable(io.TeeReader(r, sum), batchSpec, MaxBatchFileBytes)
+	t, err := business.OpenTable(io.TeeReader(r, sum), spec, MaxBatchFileBytes)
 	if err != nil {
 		return nil, "", batchReadError(err)
 	}
 	var (
 		bad  []string
-		seen = map[string]int{}
 		rows []runs.BatchRow
 		n    int
 	)
@@ -63,26 +83,24 @@ func ParseBatch(r io.Reader) ([]runs.BatchRow, string, error) {
 		}
 		n++
 		if n > MaxBatchRows {
-			return nil, "", fmt.Errorf("%w: batch file has more than %d rows (%w); split it into several batches, nothing was created", ErrInvalid, MaxBatchRows, business.ErrTooLarge)
+			return nil, "", fmt.Errorf("%w: %s has more than %d rows (%w); %s, %s", ErrInvalid, spec.What, MaxBatchRows, business.ErrTooLarge, split, spec.Refused)
 		}
-		row, err := batchRecord(n, rec, seen)
+		row, err := record(n, line, rec)
 		if err != nil {
 			bad = append(bad, fmt.Sprintf("line %d: %v", line, err))
 			continue
 		}
-		seen[row.TaskID] = line
-		row.Line = line
 		rows = append(rows, row)
 	}
 	switch {
 	case n == 0:
-		return nil, "", fmt.Errorf("%w: batch file has no rows", ErrInvalid)
+		return nil, "", fmt.Errorf("%w: %s has no rows", ErrInvalid, spec.What)
 	case len(bad) > 0:
-		return nil, "", badRows(bad)
+		return nil, "", badRows(spec, bad)
 	}
 	// The fingerprint is of the whole file: read what the table left.
 	if _, err := io.Copy(io.Discard, io.TeeReader(r, sum)); err != nil {
-		return nil, "", fmt.Errorf("read batch file: %w", err)
+		return nil, "", fmt.Errorf("read %s: %w", spec.What, err)
 	}
 	return rows, hex.EncodeToString(sum.Sum(nil)[:16]), nil
 }
@@ -120,13 +138,13 @@ func batchRecord(rowNo int, rec []string, seen map[string]int) (runs.BatchRow, e
 	return row, nil
 }
 
-// badRows is the ErrInvalid of a file with bad lines, naming the first
-// maxBadLines of them.
-func badRows(bad []string) error {
+// badRows is the ErrInvalid of a file laid out by spec with bad lines,
+// naming the first maxBadLines of them.
+func badRows(spec business.TableSpec, bad []string) error {
 	more := ""
 	if len(bad) > maxBadLines {
 		more = fmt.Sprintf(" (and %d more)", len(bad)-maxBadLines)
 		bad = bad[:maxBadLines]
 	}
-	return fmt.Errorf("%w: batch file has bad rows, nothing was created: %s%s", ErrInvalid, strings.Join(bad, "; "), more)
+	return fmt.Errorf("%w: %s has bad rows, %s: %s%s", ErrInvalid, spec.What, spec.Refused, strings.Join(bad, "; "), more)
 }

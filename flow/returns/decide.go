@@ -2,8 +2,6 @@ package returns
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -57,52 +55,14 @@ var decideSpec = business.TableSpec{What: "decide file", Refused: "no decision w
 // ErrInvalid (and business.ErrTooLarge). Nothing is decided from a refused
 // file.
 func ParseDecisions(r io.Reader) ([]runs.BatchRow, string, error) {
-	sum := sha256.New()
-	t, err := business.OpenTable(io.TeeReader(r, sum), decideSpec, MaxBatchFileBytes)
-	if err != nil {
-		return nil, "", batchReadError(err)
-	}
-	var (
-		bad  []string
-		rows []runs.BatchRow
-		n    int
-	)
-	for {
-		line, rec, err := t.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		var re *business.RowError
-		if errors.As(err, &re) {
-			n++
-			bad = append(bad, re.Error())
-			continue
-		}
-		if err != nil {
-			return nil, "", batchReadError(err)
-		}
-		n++
-		if n > MaxBatchRows {
-			return nil, "", fmt.Errorf("%w: decide file has more than %d rows (%w); split it into several files, no decision was given", ErrInvalid, MaxBatchRows, business.ErrTooLarge)
-		}
+	rows, fp, err := readRows(r, decideSpec, "split it into several files", func(n, line int, rec []string) (runs.BatchRow, error) {
 		row := runs.BatchRow{RowNo: n, Line: line, TaskID: rec[0], Action: rec[1], DraftID: rec[2]}
-		if err := checkDecision(row); err != nil {
-			bad = append(bad, fmt.Sprintf("line %d: %v", line, err))
-			continue
-		}
-		rows = append(rows, row)
+		return row, checkDecision(row)
+	})
+	if err != nil {
+		return nil, "", err
 	}
-	switch {
-	case n == 0:
-		return nil, "", fmt.Errorf("%w: decide file has no rows", ErrInvalid)
-	case len(bad) > 0:
-		return nil, "", fmt.Errorf("%w: decide file has bad rows, no decision was given: %s", ErrInvalid, joinBad(bad))
-	}
-	if _, err := io.Copy(io.Discard, io.TeeReader(r, sum)); err != nil {
-		return nil, "", fmt.Errorf("read decide file: %w", err)
-	}
-	rows = markDuplicates(rows, func(r runs.BatchRow) string { return r.TaskID }, OutcomeDuplicateTask, "task")
-	return rows, hex.EncodeToString(sum.Sum(nil)[:16]), nil
+	return markDuplicates(rows, func(r runs.BatchRow) string { return r.TaskID }, OutcomeDuplicateTask, "task"), fp, nil
 }
 
 // checkDecision says what is wrong with a decide row's fields, nil when
@@ -119,21 +79,6 @@ func checkDecision(row runs.BatchRow) error {
 		return fmt.Errorf("task %s: draft id %q is not one (no spaces, control characters, '/' or '\\', at most %d bytes)", row.TaskID, row.DraftID, MaxTaskIDBytes)
 	}
 	return nil
-}
-
-// joinBad names up to maxBadLines bad lines, and how many more there are.
-func joinBad(bad []string) string {
-	s := ""
-	for i, b := range bad {
-		if i == maxBadLines {
-			return s + fmt.Sprintf(" (and %d more)", len(bad)-maxBadLines)
-		}
-		if i > 0 {
-			s += "; "
-		}
-		s += b
-	}
-	return s
 }
 
 // DecideID is the id of the decide run of user's file with fingerprint fp
