@@ -82,12 +82,7 @@ A progress bar is drawn on stderr when stderr is a terminal.`,
 			if err != nil {
 				return ran(err)
 			}
-			finish := func() {}
-			if isTerminal(a.stderr) {
-				var set func(done int)
-				set, finish = progressBar(a.stderr, len(rows))
-				svc.OnBatchProgress(func(done, _ int) { set(done) })
-			}
+			finish := a.progress(svc, len(rows))
 			v, err := svc.StartBatch(c.Context(), returns.BatchOptions{Batch: args[0], User: a.user, Rows: rows, Fingerprint: fp, Chunk: chunk, TTL: ttl})
 			finish() // the bar is gone before the report is printed
 			if err != nil {
@@ -104,6 +99,18 @@ A progress bar is drawn on stderr when stderr is a terminal.`,
 	c.Flags().Var(newDurationValue(300*time.Second, &ttl), "draft-ttl", "how long every row's draft stays valid (whole seconds, 1s to 168h); part of the batch's input")
 	c.Flags().BoolVar(&exitStatus, "exit-status", false, "exit by the batch's outcome: 0 ran every row, 6 failed, 8 interrupted (docs/cli.md \"Exit codes\")")
 	return c
+}
+
+// progress draws the progress bar of total rows on stderr, when it is a
+// terminal, moved by svc's batch progress; the returned func removes it
+// (a no-op without a bar).
+func (a *app) progress(svc *returns.Service, total int) (finish func()) {
+	if !isTerminal(a.stderr) {
+		return func() {}
+	}
+	set, finish := progressBar(a.stderr, total)
+	svc.OnBatchProgress(func(done, _ int) { set(done) })
+	return finish
 }
 
 // progressBar draws a bar of total rows on w (a terminal): set moves it to

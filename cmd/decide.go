@@ -90,12 +90,7 @@ Without it, 0 when the command did its work: read "status".`,
 			if err != nil {
 				return ran(err)
 			}
-			finish := func() {}
-			if isTerminal(a.stderr) {
-				var set func(done int)
-				set, finish = progressBar(a.stderr, len(rows))
-				svc.OnBatchProgress(func(done, _ int) { set(done) })
-			}
+			finish := a.progress(svc, len(rows))
 			v, err := svc.StartDecide(c.Context(), returns.DecideOptions{ID: id, User: a.user, Rows: rows, Fingerprint: fp, Chunk: chunk})
 			finish() // the bar is gone before the report is printed
 			if err != nil {
@@ -149,13 +144,7 @@ func (a *app) finishDecide(v *returns.View, each rowSource, exitStatus bool) err
 		if err := a.writeDecideJSON(v, each); err != nil {
 			return err
 		}
-		if !exitStatus {
-			return nil
-		}
-		if code := outcomeCode(returns.OutcomeOf(v)); code != ExitOK {
-			return &outcomeExit{code: code, note: a.outcomeNote(v, code)}
-		}
-		return nil
+		return a.exitByOutcome(v, exitStatus)
 	}
 	err := a.finish(v, exitStatus)
 	var oe *outcomeExit

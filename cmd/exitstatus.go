@@ -51,6 +51,13 @@ func (a *app) finish(v *returns.View, exitStatus bool) error {
 	if err := a.render(v); err != nil {
 		return err
 	}
+	return a.exitByOutcome(v, exitStatus)
+}
+
+// exitByOutcome is the exit of a command that printed v: nil without
+// exitStatus or when v's outcome is done, else the *outcomeExit of its
+// outcome (docs/cli.md "Exit codes").
+func (a *app) exitByOutcome(v *returns.View, exitStatus bool) error {
 	if !exitStatus {
 		return nil
 	}
