@@ -38,8 +38,54 @@ type identity struct {
 	host  string
 }
 
-func newIdentity() identity {
-	return identity{owner: uuid.NewString(), pid: os.Getpid(), host: ThisHost()}
+// EnvHost names the environment variable that names this machine in
+// leases instead of its host name (docs/recovery.md "Host identity"):
+// processes that share one database server from several machines, or
+// containers that share a host name, set it to tell their hosts apart.
+const EnvHost = "ASSISTANT_HOST"
+
+// MaxHostLen is the longest host identity ValidHost accepts, in bytes.
+const MaxHostLen = 200
+
+// newIdentity is this process as a lease holder, on the machine named
+// host ("" means ThisHost()).
+func newIdentity(host string) identity {
+	if host == "" {
+		host = ThisHost()
+	}
+	return identity{owner: uuid.NewString(), pid: os.Getpid(), host: host}
+}
+
+// HostIdentity is how a lease names this machine when ASSISTANT_HOST names
+// it: the name given, and this boot's id as ThisHost adds it
+// ("runner-1/boot-23a32721"), so a lease written before a reboot still
+// names another host. name "" is ThisHost(). Errors: ErrInvalid for a name
+// ValidHost refuses.
+func HostIdentity(name string) (string, error) {
+	if name == "" {
+		return ThisHost(), nil
+	}
+	if err := ValidHost(name); err != nil {
+		return "", err
+	}
+	if b, err := os.ReadFile(bootIDFile); err == nil && len(b) >= 8 {
+		name += "/boot-" + string(b[:8])
+	}
+	return name, nil
+}
+
+// ValidHost checks a host name given in ASSISTANT_HOST: 1 to MaxHostLen
+// bytes of printable ASCII without spaces. Errors: ErrInvalid.
+func ValidHost(name string) error {
+	if name == "" || len(name) > MaxHostLen {
+		return fmt.Errorf("%w: a host name must be 1 to %d characters, not %d", ErrInvalid, MaxHostLen, len(name))
+	}
+	for _, r := range name {
+		if r <= ' ' || r > '~' {
+			return fmt.Errorf("%w: a host name is printable ASCII without spaces; %q is not", ErrInvalid, name)
+		}
+	}
+	return nil
 }
 
 // bootIDFile is where Linux tells the id of the running boot.

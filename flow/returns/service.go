@@ -40,6 +40,27 @@ type Config struct {
 	// before the run ends failed with attempts_exhausted; 0 means
 	// DefaultMaxAttempts.
 	MaxAttempts int
+	// Host is how this process's leases name its machine (HostIdentity);
+	// "" means ThisHost().
+	Host string
+	// Store, when set, is a business store the caller opened elsewhere
+	// than in a data dir (on a database server): Open then opens no file,
+	// and DataDir, Create, Seed and DataDirID are not used. The Service
+	// owns it once Open succeeds (Close closes it).
+	Store *ServerStore
+}
+
+// ServerStore is a business store on a database server, opened by the
+// caller (who knows the store package), and what Wait needs to tell that
+// it is gone.
+type ServerStore struct {
+	// Desk is the business store; runs.New(Desk.Handle(), …) keeps the
+	// run bookkeeping in it.
+	Desk *business.Store
+	// Gone reports, with ErrNotFound, that the store the Service reads is
+	// no longer there (its schema dropped): Wait ends on it. nil checks
+	// nothing; a lost connection ends Wait with the read's own error.
+	Gone func(ctx context.Context) error
 }
 
 // DefaultMaxAttempts is how often a node of a task may fail before its run
@@ -65,21 +86,18 @@ type Service struct {
 	// stops maps a batch driven by this Service to the context a stop or a
 	// signal ends (driveBatch, stopOf).
 	stops sync.Map
-	// businessPath is business.sqlite's path and businessFile what it was
-	// when opened (nil if it could not be read): Wait ends once the file
-	// there is another one or gone, which the open file would never show.
-	businessPath string
-	businessFile os.FileInfo
+	// stillThere reports, with ErrNotFound, that the business store this
+	// Service opened is gone or replaced (Wait ends then): the data dir's
+	// file identity (watchFile), or the server's check (ServerStore.Gone).
+	stillThere func(ctx context.Context, task string) error
 }
 
-// Open opens business.sqlite in cfg.DataDir and compiles the return and
-// batch graphs over cfg.Checkpoints. The caller closes the Service and the
-// checkpointer. Errors: ErrNotFound (no data dir or file, without Create),
-// ErrInvalid (the data dir is a file), the stores' refusals.
+// Open opens business.sqlite in cfg.DataDir, or takes cfg.Store, and
+// compiles the return and batch graphs over cfg.Checkpoints. The caller
+// closes the Service and the checkpointer. Errors: ErrNotFound (no data dir
+// or file, without Create), ErrInvalid (the data dir is a file), the
+// stores' refusals.
 func Open(ctx context.Context, cfg Config) (*Service, error) {
-	if err := PrepareDataDir(cfg.DataDir, cfg.Create); err != nil {
-		return nil, err
-	}
 	clock := cfg.Now
 	if clock == nil {
 		clock = time.Now
@@ -88,17 +106,11 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	// (docs/json.md "Times"): a draft's expires_at, a task's updated_at, a
 	// timeline step, a checkpoint's created_at.
 	now := func() time.Time { return clock().UTC().Truncate(time.Millisecond) }
-	path := filepath.Join(cfg.DataDir, BusinessFile)
-	desk, err := business.Open(ctx, path, business.Options{Create: cfg.Create, Seed: cfg.Seed, Now: now, DataDirID: cfg.DataDirID})
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s: %w", path, ErrNotFound)
-	}
+	desk, stillThere, err := openDesk(ctx, cfg, now)
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{desk: desk, runs: runs.New(desk.Handle(), now), cps: cfg.Checkpoints, now: now, me: newIdentity(), maxAttempts: cfg.MaxAttempts}
-	s.businessPath = path
-	s.businessFile, _ = os.Stat(path) // just opened: the file the store reads (Wait)
+	s := &Service{desk: desk, runs: runs.New(desk.Handle(), now), cps: cfg.Checkpoints, now: now, me: newIdentity(cfg.Host), maxAttempts: cfg.MaxAttempts, stillThere: stillThere}
 	if s.maxAttempts <= 0 {
 		s.maxAttempts = DefaultMaxAttempts
 	}
@@ -124,7 +136,38 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	return s, nil
 }
 
-// Close closes business.sqlite.
+// openDesk opens the business store of cfg: cfg.Store's, or
+// business.sqlite in cfg.DataDir (made with cfg.Create), and the check
+// Wait makes that it is still there.
+func openDesk(ctx context.Context, cfg Config, now func() time.Time) (*business.Store, func(context.Context, string) error, error) {
+	if st := cfg.Store; st != nil {
+		gone := st.Gone
+		if gone == nil {
+			gone = func(context.Context) error { return nil }
+		}
+		return st.Desk, func(ctx context.Context, task string) error {
+			if err := gone(ctx); err != nil {
+				return fmt.Errorf("wait for %s: %w", task, err)
+			}
+			return nil
+		}, nil
+	}
+	if err := PrepareDataDir(cfg.DataDir, cfg.Create); err != nil {
+		return nil, nil, err
+	}
+	path := filepath.Join(cfg.DataDir, BusinessFile)
+	desk, err := business.Open(ctx, path, business.Options{Create: cfg.Create, Seed: cfg.Seed, Now: now, DataDirID: cfg.DataDirID})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("%s: %w", path, ErrNotFound)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	opened, _ := os.Stat(path) // just opened: the file the store reads (Wait)
+	return desk, watchFile(path, opened), nil
+}
+
+// Close closes the business store.
 func (s *Service) Close() error { return s.desk.Close() }
 
 // Desk gives the business store, for tests and reports.

@@ -91,7 +91,37 @@ type VerifyOptions struct {
 	Checkpoints     flow.Checkpointer
 	// Now is the wall clock (a lease's expiry); nil means time.Now.
 	Now func() time.Time
+	// Host is how leases name this machine (Config.Host); "" means
+	// ThisHost().
+	Host string
+	// Server, when set, is the pair on a database server: Verify then
+	// reads no file, and runs the cross-store checks over Server.Desk and
+	// Checkpoints. DataDir is then only the name the report gives the
+	// store (a URL without its password).
+	Server *ServerVerify
 }
+
+// ServerVerify is what Verify reads on a database server: the business
+// store and the schema versions found, both opened by the caller (who
+// knows the store packages).
+type ServerVerify struct {
+	Desk *business.Store
+	// CheckpointsVersion and BusinessVersion are the schema versions the
+	// two schemas hold.
+	CheckpointsVersion, BusinessVersion int64
+}
+
+// Names of the two schemas of a store on a database server
+// (docs/postgres.md), as Verify reports them.
+const (
+	CheckpointsSchema = "checkpoints"
+	BusinessSchema    = "business"
+)
+
+// IntegrityServer is a FileReport's Integrity on a database server: the
+// server keeps its own pages (data checksums, amcheck), Verify checks the
+// rows.
+const IntegrityServer = "server"
 
 // threadLister is the read a checkpoint store needs for Verify: every
 // thread it holds (checkpoints.SQLite.Threads).
@@ -114,14 +144,17 @@ const fixRestore = "restore both files from one `assistant backup` taken before 
 // never taken for a contradiction. Errors are failures to read; what is
 // wrong with the data dir is in the report's findings.
 func Verify(ctx context.Context, o VerifyOptions) (*VerifyReport, error) {
-	if err := PrepareDataDir(o.DataDir, false); err != nil {
-		return nil, err
-	}
 	now := o.Now
 	if now == nil {
 		now = time.Now
 	}
 	rep := &VerifyReport{SchemaVersion: VerifySchemaVersion, DataDir: o.DataDir, Findings: []Finding{}}
+	if o.Server != nil {
+		return verifyServer(ctx, o, now, rep)
+	}
+	if err := PrepareDataDir(o.DataDir, false); err != nil {
+		return nil, err
+	}
 	deskPath := filepath.Join(o.DataDir, BusinessFile)
 	deskCheck, err := business.CheckFile(ctx, deskPath)
 	if err != nil {
@@ -136,13 +169,32 @@ func Verify(ctx context.Context, o VerifyOptions) (*VerifyReport, error) {
 			return nil, err
 		}
 		defer desk.Close()
-		v, err := newVerifier(o.Checkpoints, desk, now)
+		v, err := newVerifier(o.Checkpoints, desk, now, o.Host)
 		if err != nil {
 			return nil, err
 		}
 		if err := v.check(ctx, rep); err != nil {
 			return nil, fmt.Errorf("verify %s: %w", o.DataDir, err)
 		}
+	}
+	rep.Clean = rep.Errors() == 0
+	return rep, nil
+}
+
+// verifyServer runs Verify's cross-store checks over the two schemas of a
+// database server. There is no file to check: the report lists the two
+// schemas with their versions and integrity "server".
+func verifyServer(ctx context.Context, o VerifyOptions, now func() time.Time, rep *VerifyReport) (*VerifyReport, error) {
+	rep.Files = []FileReport{
+		{File: CheckpointsSchema, Exists: true, SchemaVersion: o.Server.CheckpointsVersion, Integrity: IntegrityServer},
+		{File: BusinessSchema, Exists: true, SchemaVersion: o.Server.BusinessVersion, Integrity: IntegrityServer},
+	}
+	v, err := newVerifier(o.Checkpoints, o.Server.Desk, now, o.Host)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.check(ctx, rep); err != nil {
+		return nil, fmt.Errorf("verify %s: %w", o.DataDir, err)
 	}
 	rep.Clean = rep.Errors() == 0
 	return rep, nil
@@ -201,14 +253,14 @@ type verifier struct {
 	graph *flow.Runnable[State]
 }
 
-func newVerifier(cps flow.Checkpointer, desk *business.Store, now func() time.Time) (*verifier, error) {
+func newVerifier(cps flow.Checkpointer, desk *business.Store, now func() time.Time, host string) (*verifier, error) {
 	g, err := Build(Deps{Desk: desk, Now: now}).Compile(flow.Options{Checkpointer: cps, Now: now})
 	if err != nil {
 		return nil, fmt.Errorf("compile return graph: %w", err)
 	}
 	// A Service of its own only for the liveness of leases (holderAlive):
 	// it opens nothing.
-	svc := &Service{desk: desk, now: now, me: newIdentity()}
+	svc := &Service{desk: desk, now: now, me: newIdentity(host)}
 	return &verifier{cps: cps, desk: desk, runs: runs.New(desk.Handle(), now), svc: svc, graph: g,
 		r: &runner{svc: svc, desk: desk, graph: g}}, nil
 }

@@ -50,7 +50,7 @@ func (s *Service) Wait(ctx context.Context, o WaitOptions) (*View, error) {
 	if err != nil {
 		return nil, err
 	}
-	stillThere := s.watchDataDir(v.Task)
+	stillThere := func() error { return s.stillThere(ctx, v.Task) }
 	if err := stillThere(); err != nil {
 		return nil, err
 	}
@@ -102,23 +102,23 @@ func (s *Service) Wait(ctx context.Context, o WaitOptions) (*View, error) {
 	}
 }
 
-// watchDataDir returns a check that the business file the Service
-// opened is still the one in its data dir: an open SQLite file reads on
-// after its data dir is deleted, so a wait would otherwise wait for ever
-// for a task nobody can reach any more. The check is ErrNotFound once the
-// file is gone or another file took its place (a restore); it always
-// passes when the file could not be read at Open.
-func (s *Service) watchDataDir(task string) func() error {
-	if s.businessFile == nil {
-		return func() error { return nil }
+// watchFile returns a check that the business file at path is still
+// opened, the file the Service opened: an open SQLite file reads on after
+// its data dir is deleted, so a wait would otherwise wait for ever for a
+// task nobody can reach any more. The check is ErrNotFound once the file
+// is gone or another file took its place (a restore); it always passes
+// when the file could not be read at Open (opened nil).
+func watchFile(path string, opened os.FileInfo) func(ctx context.Context, task string) error {
+	if opened == nil {
+		return func(context.Context, string) error { return nil }
 	}
-	dir := filepath.Dir(s.businessPath)
-	return func() error {
-		now, err := os.Stat(s.businessPath)
+	dir := filepath.Dir(path)
+	return func(_ context.Context, task string) error {
+		now, err := os.Stat(path)
 		switch {
 		case err != nil:
 			return fmt.Errorf("wait for %s: %w: the data dir %s was deleted while waiting; nothing more can happen to the task there", task, ErrNotFound, dir)
-		case !os.SameFile(s.businessFile, now):
+		case !os.SameFile(opened, now):
 			return fmt.Errorf("wait for %s: %w: the data dir %s was replaced while waiting (its %s is another file now); run the command again", task, ErrNotFound, dir, BusinessFile)
 		}
 		return nil
