@@ -12,11 +12,22 @@ import (
 // "after:prepare,before:review" (docs/recovery.md "Verification points").
 const FaultEnv = "ASSISTANT_FAULT"
 
-var faults = sync.OnceValue(func() map[string]bool {
-	m := map[string]bool{}
+// FaultPause, appended to a fault point ("before:submit@pause"), stops the
+// process there with SIGSTOP instead of killing it: a test can then take
+// the task over from another process and let this one go on with SIGCONT,
+// as a holder paused past its lease (a long GC, a frozen VM) would.
+const FaultPause = "@pause"
+
+var faults = sync.OnceValue(func() map[string]syscall.Signal {
+	m := map[string]syscall.Signal{}
 	for _, p := range strings.Split(os.Getenv(FaultEnv), ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			m[p] = true
+		p = strings.TrimSpace(p)
+		switch {
+		case p == "":
+		case strings.HasSuffix(p, FaultPause):
+			m[strings.TrimSuffix(p, FaultPause)] = syscall.SIGSTOP
+		default:
+			m[p] = syscall.SIGKILL
 		}
 	}
 	return m
@@ -24,10 +35,15 @@ var faults = sync.OnceValue(func() map[string]bool {
 
 // Fault kills the process with SIGKILL when point is switched on by
 // ASSISTANT_FAULT; otherwise it costs one map lookup. SIGKILL, not exit:
-// no deferred function, no flush, exactly what a crash leaves behind.
+// no deferred function, no flush, exactly what a crash leaves behind. A
+// point switched on with FaultPause stops the process instead, and it goes
+// on from the point once it gets SIGCONT.
 func Fault(point string) {
-	if faults()[point] {
+	switch faults()[point] {
+	case syscall.SIGKILL:
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is on its way; never run past the point
+	case syscall.SIGSTOP:
+		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 	}
 }
