@@ -21,6 +21,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 	_ "modernc.org/sqlite"
+
+	"assistant/internal/pgtest"
 )
 
 var binDir string
@@ -40,7 +42,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build assistant:", err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	// pgtest.Run: the PostgreSQL tests (main_postgres_test.go) get their
+	// databases from a server it starts once and stops here.
+	code := pgtest.Run(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

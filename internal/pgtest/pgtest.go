@@ -87,7 +87,12 @@ var state struct {
 // Main runs the tests of a package (m.Run), then stops the cluster that
 // Database started, if any, and exits the process with the tests' code.
 // Call it from TestMain; Database fails a test of a package that does not.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main without the exit: it runs the tests and stops the cluster,
+// and returns the exit code, for a TestMain that has its own cleanup to do
+// before it exits.
+func Run(m *testing.M) int {
 	state.mu.Lock()
 	state.main = true
 	state.mu.Unlock()
@@ -98,7 +103,7 @@ func Main(m *testing.M) {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 // shutdown closes the admin pool and stops the local cluster.
