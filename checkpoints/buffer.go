@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"assistant/flow"
@@ -17,12 +18,14 @@ var (
 	_ flow.Checkpointer = (*Buffer)(nil)
 	_ flow.WriteBuffer  = (*Buffer)(nil)
 	_ flow.HeadWriter   = (*Buffer)(nil)
+	_ BufferBase        = sqliteBase{}
 )
 
 // Buffer is a flow.Checkpointer for a batch: Put and PutWrites are kept in
-// memory, in the order they were called, and Flush writes them all to a
-// SQLite store in one durable transaction. Many checkpoints then cost one
-// commit and one fsync instead of one commit each.
+// memory, in the order they were called, and Flush writes them all to the
+// store below (its BufferBase: a SQLite store, or the PostgreSQL store of
+// checkpoints/postgres) in one durable transaction. Many checkpoints then
+// cost one commit (and one fsync) instead of one commit each.
 //
 //	buf := checkpoints.NewBuffer(store)
 //	… run many threads with buf as their Checkpointer …
@@ -40,18 +43,86 @@ var (
 // deliberately not a flow.Syncer or flow.DurableWriter: nothing it holds is
 // durable, or visible to another process, before Flush returns nil.
 //
+// A Buffer over a fenced view of a store (flow.Fencer's Fenced) is fenced
+// as the view's own writes are: Flush checks the thread's fence in its
+// transaction and, when a newer holder raised it, returns a
+// *flow.FencedError and stores nothing.
+//
 // A Buffer is safe for concurrent use by goroutines. Its methods copy data
 // in and out, as Memory's do. The zero value is not ready for use; call
-// NewBuffer.
+// NewBuffer or NewBufferOver.
 type Buffer struct {
-	base *SQLite
+	base BufferBase
 
 	mu      sync.Mutex
-	ops     []bufferedOp // every Put and PutWrites, in call order
+	order   []string // thread ids, in the order of their first buffered call
 	threads map[string]*bufferedThread
 	n       int // buffered checkpoints
 	// heads holds base's heads read by Preload ("" id: no checkpoint).
 	heads map[string]baseHead
+}
+
+// BufferBase is the store a Buffer reads from and flushes into: the part
+// of a write buffer that differs from store to store. The Buffer keeps
+// what is buffered and answers from it; it asks base only for what base
+// holds (heads, checkpoints, lists) and hands it everything buffered at
+// Flush. Implementations live beside their stores (this package's SQLite,
+// checkpoints/postgres). Every method is safe for concurrent use.
+type BufferBase interface {
+	// Get, List and DeleteThread are flow.Checkpointer's.
+	Get(ctx context.Context, threadID, checkpointID string) (*flow.Checkpoint, error)
+	List(ctx context.Context, threadID string, opts flow.ListOptions) ([]*flow.Checkpoint, error)
+	DeleteThread(ctx context.Context, threadID string) error
+	// Head returns the id and seq of the thread's head: "" and 0 for a
+	// thread without checkpoints.
+	Head(ctx context.Context, threadID string) (id string, seq int64, err error)
+	// HasCheckpoint reports whether the thread has the checkpoint.
+	HasCheckpoint(ctx context.Context, threadID, checkpointID string) (bool, error)
+	// HeadCheckpoints returns the head checkpoints, with their pending
+	// writes ordered by (TaskID, Kind, Idx), of the threads among
+	// threadIDs that have one, read in one snapshot.
+	HeadCheckpoints(ctx context.Context, threadIDs []string) (map[string]*flow.Checkpoint, error)
+	// WriteBuffered writes threads in one transaction, durable against
+	// power loss when it returns nil, or stores nothing. In it, for each
+	// thread: its head must be Parent (else a *flow.ConflictError) and
+	// moves to its last checkpoint, the first of which must get the Seq it
+	// was buffered with (else an error: the thread was made again); every
+	// id of AtHead must be the head before it moves (else a
+	// *flow.ConflictError); every checkpoint of base that Writes names must
+	// exist (else an error wrapping ErrUnknownCheckpoint). A fenced view
+	// checks its thread's fence as its own writes do (*flow.FencedError).
+	WriteBuffered(ctx context.Context, threads []BufferedThread) error
+}
+
+// BufferedThread is what a Buffer flushes of one thread.
+type BufferedThread struct {
+	ThreadID string
+	// Parent is the head in base that the first of Checkpoints continues
+	// ("" for a new thread). It means nothing without Checkpoints.
+	Parent string
+	// Checkpoints are the thread's buffered checkpoints, oldest first,
+	// each with its Seq (the first's is one above base's head as the
+	// buffer saw it) and without PendingWrites. Shared: not to be changed.
+	Checkpoints []*flow.Checkpoint
+	// AtHead holds the checkpoints of base that PutWritesAtHead wrote
+	// against: each must still be base's head.
+	AtHead []string
+	// Writes are the buffered pending writes, by checkpoint.
+	Writes []BufferedWrites
+
+	rows []checkpointRow // Checkpoints' columns for SQLite, encoded at Put
+}
+
+// BufferedWrites are the buffered pending writes of one checkpoint: a
+// later write of a (TaskID, Kind, Idx) has replaced an earlier one, and
+// they are ordered by that key. Writes may be empty: the checkpoint must
+// exist all the same.
+type BufferedWrites struct {
+	CheckpointID string
+	// Seq is the seq of a buffered checkpoint; 0 for a checkpoint of
+	// base, which the store looks up in its transaction.
+	Seq    int64
+	Writes []flow.Write
 }
 
 // baseHead is a thread's head in base as Preload read it.
@@ -64,31 +135,32 @@ type baseHead struct {
 	cp *flow.Checkpoint
 }
 
-// bufferedOp is one buffered call: a Put when cp is set, else a PutWrites.
-type bufferedOp struct {
-	cp  *flow.Checkpoint // the stored copy, Seq set
-	row checkpointRow    // cp's columns, encoded (and validated) at Put
-
-	threadID, checkpointID string
-	seq                    int64        // of a buffered checkpoint; 0: one in base, looked up at Flush
-	writes                 []flow.Write // copies
-	// atHead marks a PutWritesAtHead against a checkpoint of base: Flush
-	// stores it only while that checkpoint is still base's head.
-	atHead bool
-}
-
 // bufferedThread is what a thread has in the buffer.
 type bufferedThread struct {
 	checkpoints []*flow.Checkpoint // oldest first; Seq continues base's head
+	rows        []checkpointRow    // checkpoints' columns, encoded (and validated) at Put
 	index       map[string]int     // checkpoint id → index in checkpoints
 	// writes holds the buffered pending writes by checkpoint id, of a
 	// buffered checkpoint or of one in base.
 	writes map[string]map[writeKey]flow.Write
+	// atHead lists the checkpoints of base that PutWritesAtHead wrote
+	// against (Flush stores those writes only while each is base's head).
+	atHead []string
 }
 
-// NewBuffer returns an empty Buffer over base. base stays open and usable;
-// the caller closes it after the last Flush.
+// NewBuffer returns an empty Buffer over the SQLite store base. base stays
+// open and usable; the caller closes it after the last Flush. Flush
+// commits durably (sqlitedb.DurableTx at base's synchronous level).
 func NewBuffer(base *SQLite) *Buffer {
+	if base == nil {
+		return NewBufferOver(nil)
+	}
+	return NewBufferOver(sqliteBase{base})
+}
+
+// NewBufferOver returns an empty Buffer over base, any store's
+// BufferBase (nil: every method fails). base stays open and usable.
+func NewBufferOver(base BufferBase) *Buffer {
 	return &Buffer{base: base, threads: make(map[string]*bufferedThread)}
 }
 
@@ -118,24 +190,24 @@ func (b *Buffer) Discard() {
 }
 
 func (b *Buffer) reset() {
-	b.ops = nil
+	b.order = nil
 	b.threads = make(map[string]*bufferedThread)
 	b.n = 0
 	b.heads = nil
 }
 
 // Preload reads base's heads of threadIDs, each with its checkpoint and
-// that checkpoint's pending writes, in one read transaction, so that the
-// first Put of each, a Get of its head and a PutWritesAtHead need not ask
-// base one by one: a chunk of rows that continue existing threads reads
-// their heads once, not once per row and call. What it read holds until
-// the next Flush or Discard; a head another process moves meanwhile is
-// still caught, by Flush's compare-and-set. Errors: reading base.
+// that checkpoint's pending writes, in one read, so that the first Put of
+// each, a Get of its head and a PutWritesAtHead need not ask base one by
+// one: a chunk of rows that continue existing threads reads their heads
+// once, not once per row and call. What it read holds until the next
+// Flush or Discard; a head another process moves meanwhile is still
+// caught, by Flush's compare-and-set. Errors: reading base.
 func (b *Buffer) Preload(ctx context.Context, threadIDs []string) error {
 	if b.base == nil {
 		return errNoBase
 	}
-	heads, err := b.base.headCheckpoints(ctx, threadIDs)
+	heads, err := b.base.HeadCheckpoints(ctx, threadIDs)
 	if err != nil {
 		return fmt.Errorf("preload heads: %w", err)
 	}
@@ -159,7 +231,7 @@ func (b *Buffer) baseHead(ctx context.Context, threadID string) (string, int64, 
 	if h, ok := b.heads[threadID]; ok {
 		return h.id, h.seq, nil
 	}
-	return b.base.head(ctx, threadID)
+	return b.base.Head(ctx, threadID)
 }
 
 // thread returns the buffer's entry for threadID, making it when missing.
@@ -168,6 +240,7 @@ func (b *Buffer) thread(threadID string) *bufferedThread {
 	if th == nil {
 		th = &bufferedThread{index: make(map[string]int), writes: make(map[string]map[writeKey]flow.Write)}
 		b.threads[threadID] = th
+		b.order = append(b.order, threadID)
 	}
 	return th
 }
@@ -202,15 +275,17 @@ func (b *Buffer) Put(ctx context.Context, cp *flow.Checkpoint) error {
 	if headID != cp.ParentID {
 		return &flow.ConflictError{ThreadID: cp.ThreadID, Want: cp.ParentID, Head: headID}
 	}
-	th = b.thread(cp.ThreadID)
-	if _, dup := th.index[cp.ID]; dup {
-		return fmt.Errorf("put checkpoint %s/%s: checkpoint id already in use", cp.ThreadID, cp.ID)
+	if th != nil {
+		if _, dup := th.index[cp.ID]; dup {
+			return fmt.Errorf("put checkpoint %s/%s: checkpoint id already in use", cp.ThreadID, cp.ID)
+		}
 	}
+	th = b.thread(cp.ThreadID)
 	stored := cloneCheckpoint(cp)
 	stored.Seq = headSeq + 1
 	th.index[stored.ID] = len(th.checkpoints)
 	th.checkpoints = append(th.checkpoints, stored)
-	b.ops = append(b.ops, bufferedOp{cp: stored, row: row})
+	th.rows = append(th.rows, row)
 	b.n++
 	cp.Seq = stored.Seq
 	return nil
@@ -231,20 +306,18 @@ func (b *Buffer) PutWrites(ctx context.Context, threadID, checkpointID string, w
 	defer b.mu.Unlock()
 
 	th := b.threads[threadID]
-	var seq int64
-	if stored, buffered := th.lookup(checkpointID); buffered {
-		seq = stored.Seq
-	} else if h, ok := b.heads[threadID]; !ok || h.id != checkpointID || h.id == "" {
-		ok, err := b.base.hasCheckpoint(ctx, threadID, checkpointID)
-		if err != nil {
-			return fmt.Errorf("put writes %s/%s: %w", threadID, checkpointID, err)
-		}
-		if !ok {
-			return fmt.Errorf("put writes %s/%s: %w", threadID, checkpointID, ErrUnknownCheckpoint)
+	if _, buffered := th.lookup(checkpointID); !buffered {
+		if h, ok := b.heads[threadID]; !ok || h.id != checkpointID || h.id == "" {
+			ok, err := b.base.HasCheckpoint(ctx, threadID, checkpointID)
+			if err != nil {
+				return fmt.Errorf("put writes %s/%s: %w", threadID, checkpointID, err)
+			}
+			if !ok {
+				return fmt.Errorf("put writes %s/%s: %w", threadID, checkpointID, ErrUnknownCheckpoint)
+			}
 		}
 	}
-	copies := mergeWrites(b.thread(threadID).writes, checkpointID, writes)
-	b.ops = append(b.ops, bufferedOp{threadID: threadID, checkpointID: checkpointID, seq: seq, writes: copies})
+	mergeWrites(b.thread(threadID).writes, checkpointID, writes)
 	return nil
 }
 
@@ -266,10 +339,10 @@ func (b *Buffer) PutWritesAtHead(ctx context.Context, threadID, checkpointID str
 	defer b.mu.Unlock()
 
 	th := b.threads[threadID]
-	var seq int64
 	headID := ""
-	if stored, buffered := th.lookup(""); buffered {
-		headID, seq = stored.ID, stored.Seq
+	stored, buffered := th.lookup("")
+	if buffered {
+		headID = stored.ID
 	} else {
 		var err error
 		if headID, _, err = b.baseHead(ctx, threadID); err != nil {
@@ -279,8 +352,11 @@ func (b *Buffer) PutWritesAtHead(ctx context.Context, threadID, checkpointID str
 	if headID != checkpointID {
 		return &flow.ConflictError{ThreadID: threadID, Want: checkpointID, Head: headID}
 	}
-	copies := mergeWrites(b.thread(threadID).writes, checkpointID, writes)
-	b.ops = append(b.ops, bufferedOp{threadID: threadID, checkpointID: checkpointID, seq: seq, writes: copies, atHead: seq == 0})
+	th = b.thread(threadID)
+	if !buffered && !slices.Contains(th.atHead, checkpointID) {
+		th.atHead = append(th.atHead, checkpointID)
+	}
+	mergeWrites(th.writes, checkpointID, writes)
 	return nil
 }
 
@@ -304,7 +380,7 @@ func (th *bufferedThread) lookup(checkpointID string) (*flow.Checkpoint, bool) {
 // thread's head when checkpointID is "", buffered or from base, with its
 // pending writes (base's and the buffered ones, a buffered write replacing
 // base's of the same key) ordered by (TaskID, Kind, Idx). An unknown thread
-// or id gives (nil, nil). Errors of base are wrapped as SQLite.Get wraps
+// or id gives (nil, nil). Errors of base are wrapped as base's Get wraps
 // them.
 func (b *Buffer) Get(ctx context.Context, threadID, checkpointID string) (*flow.Checkpoint, error) {
 	if b.base == nil {
@@ -401,7 +477,7 @@ func (th *bufferedThread) list(opts flow.ListOptions) (out []*flow.Checkpoint, b
 }
 
 // DeleteThread drops what is buffered for the thread, then deletes the
-// thread from base at once (SQLite.DeleteThread, its own transaction: not
+// thread from base at once (base's DeleteThread, its own transaction: not
 // part of the next Flush). Other threads' buffered entries stay. Deleting
 // a thread that does not exist is a no-op.
 func (b *Buffer) DeleteThread(ctx context.Context, threadID string) error {
@@ -414,25 +490,23 @@ func (b *Buffer) DeleteThread(ctx context.Context, threadID string) error {
 	if th := b.threads[threadID]; th != nil {
 		b.n -= len(th.checkpoints)
 		delete(b.threads, threadID)
-		b.ops = slices.DeleteFunc(b.ops, func(op bufferedOp) bool {
-			return op.threadID == threadID || (op.cp != nil && op.cp.ThreadID == threadID)
-		})
+		b.order = slices.DeleteFunc(b.order, func(id string) bool { return id == threadID })
 	}
 	return b.base.DeleteThread(ctx, threadID)
 }
 
-// Flush writes everything buffered to base in one write transaction,
-// committed durably against power loss (sqlitedb.DurableTx at base's
-// synchronous level), then empties the buffer. In the transaction each
-// thread's head is compared with the parent of its first buffered
+// Flush writes everything buffered to base in one transaction, committed
+// durably against power loss, then empties the buffer. In the transaction
+// each thread's head is compared with the parent of its first buffered
 // checkpoint and moved to its last, once per thread; then checkpoints and
-// writes are inserted in call order, so a later write of a key replaces an
-// earlier one. If another process (or another user of base) moved a
-// thread's head since, Flush returns an error wrapping that
-// *flow.ConflictError and stores nothing; a PutWrites whose checkpoint in
-// base is gone fails with ErrUnknownCheckpoint the same way. On any error
-// the transaction rolls back and the buffer keeps everything, so Flush may
-// be tried again (after SQLITE_BUSY, say) or the buffer discarded. An empty
+// writes are inserted, a later write of a key replacing an earlier one. If
+// another process (or another user of base) moved a thread's head since,
+// Flush returns an error wrapping that *flow.ConflictError and stores
+// nothing; a PutWrites whose checkpoint in base is gone fails with
+// ErrUnknownCheckpoint the same way, and a Buffer over a fenced view whose
+// thread a newer holder fenced with a *flow.FencedError. On any error the
+// transaction rolls back and the buffer keeps everything, so Flush may be
+// tried again (after SQLITE_BUSY, say) or the buffer discarded. An empty
 // buffer commits nothing.
 func (b *Buffer) Flush(ctx context.Context) error {
 	if b.base == nil {
@@ -440,75 +514,134 @@ func (b *Buffer) Flush(ctx context.Context) error {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.ops) == 0 {
+	if len(b.order) == 0 {
 		return nil
 	}
-	err := sqlitedb.DurableTx(ctx, b.base.db, b.base.synchronous, func(tx *sql.Tx) error {
-		return b.write(ctx, tx)
-	})
-	if err != nil {
+	if err := b.base.WriteBuffered(ctx, b.pending()); err != nil {
 		return fmt.Errorf("flush %d buffered checkpoints: %w", b.n, err)
 	}
 	b.reset()
 	return nil
 }
 
-// write writes the buffer in tx (see Flush).
-func (b *Buffer) write(ctx context.Context, tx *sql.Tx) error {
+// pending returns what is buffered, thread by thread in the order of their
+// first buffered call: checkpoints oldest first, then the writes of
+// buffered checkpoints by seq and those of base's checkpoints by id.
+func (b *Buffer) pending() []BufferedThread {
+	out := make([]BufferedThread, 0, len(b.order))
+	for _, id := range b.order {
+		th := b.threads[id]
+		bt := BufferedThread{ThreadID: id, Checkpoints: th.checkpoints, AtHead: th.atHead, rows: th.rows}
+		if len(th.checkpoints) > 0 {
+			bt.Parent = th.checkpoints[0].ParentID
+		}
+		for cpID, ws := range th.writes {
+			bw := BufferedWrites{CheckpointID: cpID, Writes: make([]flow.Write, 0, len(ws))}
+			if stored, ok := th.lookup(cpID); ok {
+				bw.Seq = stored.Seq
+			}
+			for _, w := range ws {
+				bw.Writes = append(bw.Writes, w)
+			}
+			slices.SortFunc(bw.Writes, compareWrites)
+			bt.Writes = append(bt.Writes, bw)
+		}
+		slices.SortFunc(bt.Writes, func(x, y BufferedWrites) int {
+			if x.Seq != y.Seq {
+				if x.Seq == 0 || y.Seq == 0 {
+					return int(y.Seq - x.Seq) // base's (0) after buffered ones; only the sign counts
+				}
+				return int(x.Seq - y.Seq)
+			}
+			return strings.Compare(x.CheckpointID, y.CheckpointID)
+		})
+		out = append(out, bt)
+	}
+	return out
+}
+
+// sqliteBase is the BufferBase of a SQLite store.
+type sqliteBase struct{ *SQLite }
+
+// Head returns the thread's head, read outside any transaction.
+func (s sqliteBase) Head(ctx context.Context, threadID string) (string, int64, error) {
+	return s.head(ctx, threadID)
+}
+
+// HasCheckpoint reports whether the thread has the checkpoint.
+func (s sqliteBase) HasCheckpoint(ctx context.Context, threadID, checkpointID string) (bool, error) {
+	return s.hasCheckpoint(ctx, threadID, checkpointID)
+}
+
+// HeadCheckpoints reads the heads of threadIDs in one read transaction.
+func (s sqliteBase) HeadCheckpoints(ctx context.Context, threadIDs []string) (map[string]*flow.Checkpoint, error) {
+	return s.headCheckpoints(ctx, threadIDs)
+}
+
+// WriteBuffered writes threads in one write transaction committed durably
+// (sqlitedb.DurableTx at the store's synchronous level); on a fenced view,
+// its thread's fence is checked first, in the transaction.
+func (s sqliteBase) WriteBuffered(ctx context.Context, threads []BufferedThread) error {
+	write := func(tx *sql.Tx) error { return s.writeBuffered(ctx, tx, threads) }
+	if s.fence != nil && slices.ContainsFunc(threads, func(th BufferedThread) bool { return th.ThreadID == s.fence.thread }) {
+		write = s.checkFence(ctx, s.fence.thread, write)
+	}
+	return sqlitedb.DurableTx(ctx, s.db, s.synchronous, write)
+}
+
+// writeBuffered writes threads in tx (see BufferBase.WriteBuffered).
+func (s *SQLite) writeBuffered(ctx context.Context, tx *sql.Tx, threads []BufferedThread) error {
 	// Writes saved at base's head need it to be the head still, checked
 	// before any head moves.
-	for _, op := range b.ops {
-		if !op.atHead {
-			continue
-		}
-		headID, _, err := b.base.headIn(ctx, tx, op.threadID)
-		if err != nil {
-			return fmt.Errorf("put writes %s/%s: read head: %w", op.threadID, op.checkpointID, err)
-		}
-		if headID != op.checkpointID {
-			return &flow.ConflictError{ThreadID: op.threadID, Want: op.checkpointID, Head: headID}
+	for _, th := range threads {
+		for _, id := range th.AtHead {
+			headID, _, err := s.headIn(ctx, tx, th.ThreadID)
+			if err != nil {
+				return fmt.Errorf("put writes %s/%s: read head: %w", th.ThreadID, id, err)
+			}
+			if headID != id {
+				return &flow.ConflictError{ThreadID: th.ThreadID, Want: id, Head: headID}
+			}
 		}
 	}
-	// Heads first, in the order of each thread's first buffered checkpoint:
-	// a checkpoint row needs its thread's row (foreign key).
-	moved := make(map[string]bool, len(b.threads))
-	for _, op := range b.ops {
-		if op.cp == nil || moved[op.cp.ThreadID] {
+	// Heads first, in the order of the threads: a checkpoint row needs its
+	// thread's row (foreign key).
+	for _, th := range threads {
+		if len(th.Checkpoints) == 0 {
 			continue
 		}
-		moved[op.cp.ThreadID] = true
-		cps := b.threads[op.cp.ThreadID].checkpoints
-		first, last := cps[0], cps[len(cps)-1]
-		seq, err := b.base.moveHead(ctx, tx, first.ThreadID, first.ParentID, last.ID, int64(len(cps)))
+		first, last := th.Checkpoints[0], th.Checkpoints[len(th.Checkpoints)-1]
+		seq, err := s.moveHead(ctx, tx, th.ThreadID, th.Parent, last.ID, int64(len(th.Checkpoints)))
 		var ce *flow.ConflictError
 		if errors.As(err, &ce) {
 			return err
 		}
 		if err != nil {
-			return fmt.Errorf("move head of %s: %w", first.ThreadID, err)
+			return fmt.Errorf("move head of %s: %w", th.ThreadID, err)
 		}
 		if seq != first.Seq {
 			// The head has the buffered parent's id at another seq: the
 			// thread was deleted and made again meanwhile.
 			return fmt.Errorf("move head of %s: checkpoint %s would be seq %d, buffered as seq %d: the thread was made again",
-				first.ThreadID, first.ID, seq, first.Seq)
+				th.ThreadID, first.ID, seq, first.Seq)
 		}
 	}
-	for _, op := range b.ops {
-		var err error
-		switch {
-		case op.cp != nil:
-			if err = b.base.insertCheckpoint(ctx, tx, op.cp, op.cp.Seq, op.row); err != nil {
-				return fmt.Errorf("put checkpoint %s/%s: %w", op.cp.ThreadID, op.cp.ID, err)
+	for _, th := range threads {
+		for i, cp := range th.Checkpoints {
+			if err := s.insertCheckpoint(ctx, tx, cp, cp.Seq, th.rows[i]); err != nil {
+				return fmt.Errorf("put checkpoint %s/%s: %w", cp.ThreadID, cp.ID, err)
 			}
-			continue
-		case op.seq > 0: // a buffered checkpoint, inserted above
-			err = b.base.upsertWrites(ctx, tx, op.threadID, op.seq, op.writes)
-		default:
-			err = b.base.putWrites(ctx, tx, op.threadID, op.checkpointID, op.writes)
 		}
-		if err != nil {
-			return fmt.Errorf("put writes %s/%s: %w", op.threadID, op.checkpointID, err)
+		for _, bw := range th.Writes {
+			var err error
+			if bw.Seq > 0 { // a buffered checkpoint, inserted above
+				err = s.upsertWrites(ctx, tx, th.ThreadID, bw.Seq, bw.Writes)
+			} else {
+				err = s.putWrites(ctx, tx, th.ThreadID, bw.CheckpointID, bw.Writes)
+			}
+			if err != nil {
+				return fmt.Errorf("put writes %s/%s: %w", th.ThreadID, bw.CheckpointID, err)
+			}
 		}
 	}
 	return nil
