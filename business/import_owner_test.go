@@ -131,6 +131,14 @@ func TestImportOrdersShopIDs(t *testing.T) {
 	if !errors.Is(err, ErrConflict) {
 		t.Fatalf("err = %v, want C72 now the shop's", err)
 	}
+	// carol's own import of it again (an update) keeps it the shop's.
+	if res, err = importAs(t, s, h+"C72,carol,Red pen,,false\n", ParseOptions{User: "carol"}, false); err != nil || res.Updated != 1 {
+		t.Fatalf("carol's update of the shop's C72: %+v, %v", res, err)
+	}
+	_, err = importAs(t, s, h+"C72,dave,Pen,,false\n", operator, false)
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("err = %v, want C72 still the shop's after carol's own import", err)
+	}
 	if o, err := s.Order(ctx, "C70", "bob"); err != nil || o.Item != "Kettle" {
 		t.Fatalf("bob's C70: %+v, %v", o, err)
 	}

@@ -492,7 +492,7 @@ func (u *upsert) storedPairs(batch []*group, out map[[2]string]storedOrder) erro
 		}
 	}
 	rows, err := u.q.QueryContext(u.ctx, `WITH b (user, order_id) AS (VALUES `+placeholders(importBatch, 2)+`)
-		SELECT `+storedOrderColumns+` FROM b CROSS JOIN orders o ON o.user = b.user AND o.order_id = b.order_id`, args...)
+		SELECT `+storedOrderColumns+` FROM b JOIN orders o ON o.user = b.user AND o.order_id = b.order_id`, args...)
 	if err != nil {
 		return fmt.Errorf("read stored orders: %w", err)
 	}
@@ -594,7 +594,8 @@ func writeOrders(n int) string {
 func writeOrdersText(n int) string {
 	return `INSERT INTO orders (user, order_id, item, delivered_at, final_sale, shop) VALUES ` + placeholders(n, 6) + `
 		ON CONFLICT (user, order_id) DO UPDATE SET item = excluded.item, delivered_at = excluded.delivered_at,
-			final_sale = excluded.final_sale, teaching = 0, shop = max(shop, excluded.shop)`
+			final_sale = excluded.final_sale, teaching = 0,
+			shop = CASE WHEN excluded.shop > orders.shop THEN excluded.shop ELSE orders.shop END`
 }
 
 // inFlight returns the tasks in flight for an order (at most ten).
