@@ -3,7 +3,6 @@ package business
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"assistant/internal/sqlitedb"
 )
 
 // seedHeader is the required first record of a seed CSV.
@@ -121,20 +122,15 @@ func parseSeedBool(name, v string) (bool, error) {
 }
 
 // loadSeed inserts the seed orders, marked teaching, inside the
-// schema-creating transaction.
+// schema-creating transaction q (store SQL, on either database).
 // Dates are relative to now (the file's creation): delivered_at = now − days.
 // An order with open_application gets a draft and a pending application of
-// the task SeedTaskPrefix+order_id, created at now.
-func loadSeed(ctx context.Context, tx *sql.Tx, orders []seedOrder, now time.Time) error {
-	// A file made with fewer migrations (tests make such files, as older
-	// builds did) has no teaching column: its teaching orders are marked
-	// by migration 0005 when it gets there.
-	var marked int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('orders') WHERE name = 'teaching'`).Scan(&marked); err != nil {
-		return fmt.Errorf("seed orders: %w", err)
-	}
+// the task SeedTaskPrefix+order_id, created at now. marked says the orders
+// table has the teaching column (SQLite files made with fewer migrations,
+// as tests make them, do not: migration 0005 marks their orders later).
+func loadSeed(ctx context.Context, q sqlitedb.Querier, orders []seedOrder, now time.Time, marked bool) error {
 	insert := `INSERT INTO orders (order_id, user, item, delivered_at, final_sale, teaching) VALUES (?, ?, ?, ?, ?, 1)`
-	if marked == 0 {
+	if !marked {
 		insert = `INSERT INTO orders (order_id, user, item, delivered_at, final_sale) VALUES (?, ?, ?, ?, ?)`
 	}
 	for _, o := range orders {
@@ -142,7 +138,7 @@ func loadSeed(ctx context.Context, tx *sql.Tx, orders []seedOrder, now time.Time
 		if o.deliveredDays >= 0 {
 			delivered = formatTime(now.Add(-time.Duration(o.deliveredDays) * 24 * time.Hour))
 		}
-		if _, err := tx.ExecContext(ctx, insert,
+		if _, err := q.ExecContext(ctx, insert,
 			o.orderID, o.user, o.item, delivered, o.finalSale); err != nil {
 			return fmt.Errorf("seed orders: line %d: %w", o.line, err)
 		}
@@ -151,13 +147,13 @@ func loadSeed(ctx context.Context, tx *sql.Tx, orders []seedOrder, now time.Time
 		}
 		taskID := SeedTaskPrefix + o.orderID
 		draftID := "d_" + taskID
-		if _, err := tx.ExecContext(ctx,
+		if _, err := q.ExecContext(ctx,
 			`INSERT INTO drafts (draft_id, task_id, order_id, user, reason, created_at, expires_at)
 			 VALUES (?, ?, ?, ?, ?, ?, ?)`,
 			draftID, taskID, o.orderID, o.user, "seed", formatTime(now), formatTime(now.Add(DefaultDraftTTL))); err != nil {
 			return fmt.Errorf("seed orders: line %d: draft: %w", o.line, err)
 		}
-		if _, err := tx.ExecContext(ctx,
+		if _, err := q.ExecContext(ctx,
 			`INSERT INTO applications (application_id, draft_id, order_id, user, review_status, created_at)
 			 VALUES (?, ?, ?, ?, ?, ?)`,
 			"app_"+taskID, draftID, o.orderID, o.user, ReviewPending, formatTime(now)); err != nil {

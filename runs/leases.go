@@ -3,9 +3,9 @@ package runs
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"assistant/internal/sqlitedb"
@@ -296,13 +296,19 @@ const recordProgressSQL = `UPDATE tasks SET status = ` + keepInterrupted + `, st
 // statement, keeping their status; tasks owner does not hold are left as
 // they are.
 func (s *Store) ReleaseLeases(ctx context.Context, owner string, taskIDs []string) error {
-	ids, err := json.Marshal(taskIDs)
-	if err != nil {
-		return err
+	if len(taskIDs) == 0 {
+		return nil
 	}
-	_, err = s.h.Q().ExecContext(ctx,
+	// One parameter per task (an IN list both databases take); a chunk
+	// holds tens of tasks, far below either's parameter limit.
+	args := make([]any, 0, 1+len(taskIDs))
+	args = append(args, owner)
+	for _, id := range taskIDs {
+		args = append(args, id)
+	}
+	_, err := s.h.Q().ExecContext(ctx,
 		`UPDATE tasks SET lease_owner = NULL, lease_pid = 0, lease_host = '', lease_until = ''
-		 WHERE lease_owner = ? AND task_id IN (SELECT value FROM json_each(?))`, owner, string(ids))
+		 WHERE lease_owner = ? AND task_id IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(taskIDs)), ", ")+`)`, args...)
 	if err != nil {
 		return fmt.Errorf("release %d leases: %w", len(taskIDs), err)
 	}

@@ -64,14 +64,15 @@ func (s *Store) CreateTask(ctx context.Context, t TaskRecord) error {
 	if t.UpdatedAt.IsZero() {
 		t.UpdatedAt = t.CreatedAt
 	}
-	_, err := s.h.Q().ExecContext(ctx,
-		`INSERT INTO tasks (`+taskColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	// ON CONFLICT DO NOTHING, not a unique violation: inside a batch
+	// chunk's transaction a failed statement would abort the whole
+	// transaction on PostgreSQL, and the chunk goes on after a task that
+	// exists.
+	res, err := s.h.Q().ExecContext(ctx,
+		`INSERT INTO tasks (`+taskColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 		t.ID, t.User, t.OrderID, t.Reason, t.Fingerprint, t.Status, t.Stage,
 		formatTime(t.CreatedAt), formatTime(t.UpdatedAt))
-	if sqlitedb.IsUniqueViolation(err) {
-		return fmt.Errorf("create task %s: %w", t.ID, ErrTaskExists)
-	}
-	if err != nil {
+	if err := sqlitedb.RowsChanged(res, err, ErrTaskExists); err != nil {
 		return fmt.Errorf("create task %s: %w", t.ID, err)
 	}
 	return nil
@@ -235,15 +236,13 @@ func (s *Store) CreateLeasedTask(ctx context.Context, t TaskRecord, kind string,
 		t.CreatedAt = s.now()
 	}
 	approvals := max(t.Approvals, 1)
-	_, err := s.h.Q().ExecContext(ctx,
+	// ON CONFLICT DO NOTHING: see CreateTask.
+	res, err := s.h.Q().ExecContext(ctx,
 		`INSERT INTO tasks (`+taskColumns+`, kind, draft_ttl_seconds, approvals, lease_owner, lease_pid, lease_host, lease_until, lease_epoch)
-		 VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
+		 VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) ON CONFLICT DO NOTHING`,
 		t.ID, t.User, t.OrderID, t.Reason, t.Fingerprint, t.Stage,
 		formatTime(t.CreatedAt), formatTime(t.CreatedAt), kind, int64(ttl/time.Second), approvals, l.Owner, l.PID, l.Host, formatTime(l.Until))
-	if sqlitedb.IsUniqueViolation(err) {
-		return fmt.Errorf("create task %s: %w", t.ID, ErrTaskExists)
-	}
-	if err != nil {
+	if err := sqlitedb.RowsChanged(res, err, ErrTaskExists); err != nil {
 		return fmt.Errorf("create task %s: %w", t.ID, err)
 	}
 	return nil

@@ -26,7 +26,8 @@ type Handle struct {
 	stmts       *Stmts    // prepared statements of the pool
 	chunk       *CachedTx // the transaction of InTx; nil outside
 	path        string
-	synchronous string // NORMAL or FULL, upper case
+	synchronous string  // NORMAL or FULL, upper case
+	d           dialect // the database's: sqliteDialect or *pgDialect
 }
 
 // NewHandle wraps db, opened by Open at path with synchronous level
@@ -37,7 +38,29 @@ func NewHandle(db *sql.DB, path, synchronous string) *Handle {
 		synchronous = DefaultSynchronous
 	}
 	stmts := NewStmts(db)
-	return &Handle{db: db, q: stmts, stmts: stmts, path: path, synchronous: synchronous}
+	return &Handle{db: db, q: stmts, stmts: stmts, path: path, synchronous: synchronous, d: sqliteDialect{}}
+}
+
+// NewPostgresHandle wraps db, a pool of pgx's database/sql driver
+// (OpenPostgres) on a PostgreSQL database, for stores that write SQLite's
+// SQL: each text is rewritten once (Rewrite), a bool argument is bound as
+// 0 or 1, and every write transaction (Begin, InTx, Durable) first takes
+// the transaction-level advisory lock writeLock, so writers run one at a
+// time, as on SQLite. name stands for the path in errors (the database
+// and schema, never a password). Sync does nothing: OpenPostgres sets
+// synchronous_commit = on, so every commit is durable when it returns.
+// Close closes db.
+func NewPostgresHandle(db *sql.DB, name string, writeLock int64) *Handle {
+	d := newPGDialect(writeLock)
+	stmts := newStmts(db, d)
+	return &Handle{db: db, q: stmts, stmts: stmts, path: name, synchronous: "FULL", d: d}
+}
+
+// Postgres reports whether the Handle is on a PostgreSQL server
+// (NewPostgresHandle) rather than a SQLite file.
+func (h *Handle) Postgres() bool {
+	_, ok := h.d.(*pgDialect)
+	return ok
 }
 
 // Q returns what a store's read or single-statement write runs on: the
@@ -45,10 +68,13 @@ func NewHandle(db *sql.DB, path, synchronous string) *Handle {
 func (h *Handle) Q() Querier { return h.q }
 
 // DB returns the pool, for callers that run a …Tx method inside their own
-// transaction. Every transaction begun on it is BEGIN IMMEDIATE.
+// transaction. On SQLite every transaction begun on it is BEGIN IMMEDIATE;
+// on PostgreSQL it runs SQL as given ($n parameters) and takes no write
+// lock: use Begin or Durable there.
 func (h *Handle) DB() *sql.DB { return h.db }
 
-// Path returns the file path the Handle was opened with.
+// Path returns the file path the Handle was opened with (on PostgreSQL,
+// the name given to NewPostgresHandle).
 func (h *Handle) Path() string { return h.path }
 
 // InTxn reports whether h is the Handle of an InTx transaction.
@@ -70,7 +96,7 @@ func (h *Handle) InTx(ctx context.Context, fn func(tx *Handle) error) error {
 	if h.chunk != nil {
 		return fn(h)
 	}
-	return DurableTx(ctx, h.db, h.synchronous, func(tx *sql.Tx) error {
+	return h.d.durable(ctx, h.db, h.synchronous, func(tx *sql.Tx) error {
 		c := *h
 		c.chunk = h.stmts.CachedTx(tx)
 		c.q = c.chunk
@@ -86,7 +112,7 @@ func (h *Handle) Sync(ctx context.Context) error {
 	if h.chunk != nil {
 		return nil
 	}
-	if err := Sync(ctx, h.db, h.synchronous); err != nil {
+	if err := h.d.sync(ctx, h.db, h.synchronous); err != nil {
 		return fmt.Errorf("sync %s: %w", h.path, err)
 	}
 	return nil
@@ -108,28 +134,37 @@ type Txn struct {
 	Querier
 	tx    *sql.Tx   // own transaction; nil for a savepoint
 	chunk *CachedTx // the transaction of InTx, for a savepoint
+	d     dialect
 	done  bool
 }
 
-// Begin starts a method's write transaction (BEGIN IMMEDIATE: the write
-// lock is taken first, so what it reads cannot change under it); inside
-// InTx, a savepoint. Defer Rollback right after it.
+// Begin starts a method's write transaction (BEGIN IMMEDIATE on SQLite,
+// the write lock of NewPostgresHandle on PostgreSQL: the write lock is
+// taken first, so what it reads cannot change under it); inside InTx, a
+// savepoint. Defer Rollback right after it.
 func (h *Handle) Begin(ctx context.Context) (*Txn, error) {
 	if h.chunk != nil {
 		if _, err := h.chunk.ExecContext(ctx, `SAVEPOINT store_method`); err != nil {
 			return nil, err
 		}
-		return &Txn{Querier: h.chunk, chunk: h.chunk}, nil
+		return &Txn{Querier: h.chunk, chunk: h.chunk, d: h.d}, nil
 	}
 	tx, err := h.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &Txn{Querier: h.stmts.Tx(tx), tx: tx}, nil
+	if err := h.d.lockWrites(ctx, tx); err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	return &Txn{Querier: h.stmts.Tx(tx), tx: tx, d: h.d}, nil
 }
 
-// PrepareContext prepares query in the transaction.
+// PrepareContext prepares query (store SQL, rewritten for the database) in
+// the transaction. The statement binds its arguments as given: no bool
+// arguments on PostgreSQL.
 func (t *Txn) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	query = t.d.query(query)
 	if t.tx != nil {
 		return t.tx.PrepareContext(ctx, query)
 	}
@@ -169,7 +204,7 @@ func (t *Txn) Rollback() error {
 // rolls back and counts as success.
 func (h *Handle) Durable(ctx context.Context, fn func(q Querier) error) error {
 	if h.chunk == nil {
-		return DurableTx(ctx, h.db, h.synchronous, func(tx *sql.Tx) error { return fn(h.stmts.Tx(tx)) })
+		return h.d.durable(ctx, h.db, h.synchronous, func(tx *sql.Tx) error { return fn(h.stmts.Tx(tx)) })
 	}
 	t, err := h.Begin(ctx)
 	if err != nil {
@@ -204,8 +239,12 @@ func ParseTime(s string) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-// IsUniqueViolation reports a PRIMARY KEY or UNIQUE constraint failure.
+// IsUniqueViolation reports a PRIMARY KEY or UNIQUE constraint failure, of
+// SQLite or of PostgreSQL (SQLSTATE 23505).
 func IsUniqueViolation(err error) bool {
+	if isPGUniqueViolation(err) {
+		return true
+	}
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
 		return false

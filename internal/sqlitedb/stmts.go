@@ -28,6 +28,7 @@ var (
 type stmtCache struct {
 	prepare func(ctx context.Context, query string) (*sql.Stmt, error)
 	direct  Querier
+	d       dialect // turns the store's SQL and arguments into the database's
 	mu      sync.Mutex
 	stmts   map[string]*sql.Stmt
 }
@@ -48,6 +49,7 @@ func (c *stmtCache) stmt(ctx context.Context, query string) *sql.Stmt {
 
 // ExecContext runs query with args, prepared once.
 func (c *stmtCache) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	query, args = c.d.query(query), c.d.args(args)
 	if st := c.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
@@ -56,6 +58,7 @@ func (c *stmtCache) ExecContext(ctx context.Context, query string, args ...any) 
 
 // QueryContext runs query with args, prepared once.
 func (c *stmtCache) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	query, args = c.d.query(query), c.d.args(args)
 	if st := c.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
@@ -64,6 +67,7 @@ func (c *stmtCache) QueryContext(ctx context.Context, query string, args ...any)
 
 // QueryRowContext runs query with args, prepared once.
 func (c *stmtCache) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	query, args = c.d.query(query), c.d.args(args)
 	if st := c.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
@@ -82,8 +86,12 @@ type Stmts struct {
 }
 
 // NewStmts returns an empty statement cache over db.
-func NewStmts(db *sql.DB) *Stmts {
-	return &Stmts{stmtCache: stmtCache{prepare: db.PrepareContext, direct: db, stmts: map[string]*sql.Stmt{}}, uses: map[string]int{}}
+func NewStmts(db *sql.DB) *Stmts { return newStmts(db, sqliteDialect{}) }
+
+// newStmts returns an empty statement cache over db, a pool of dialect d's
+// database.
+func newStmts(db *sql.DB, d dialect) *Stmts {
+	return &Stmts{stmtCache: stmtCache{prepare: db.PrepareContext, direct: db, d: d, stmts: map[string]*sql.Stmt{}}, uses: map[string]int{}}
 }
 
 // Tx returns a Querier over tx, a transaction on the cache's pool. A query
@@ -122,6 +130,7 @@ type txStmts struct {
 }
 
 func (t txStmts) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	query, args = t.c.d.query(query), t.c.d.args(args)
 	if st := t.c.inTx(ctx, query); st != nil {
 		return t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
@@ -129,6 +138,7 @@ func (t txStmts) ExecContext(ctx context.Context, query string, args ...any) (sq
 }
 
 func (t txStmts) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	query, args = t.c.d.query(query), t.c.d.args(args)
 	if st := t.c.inTx(ctx, query); st != nil {
 		return t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 	}
@@ -136,6 +146,7 @@ func (t txStmts) QueryContext(ctx context.Context, query string, args ...any) (*
 }
 
 func (t txStmts) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	query, args = t.c.d.query(query), t.c.d.args(args)
 	if st := t.c.inTx(ctx, query); st != nil {
 		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}
@@ -180,5 +191,5 @@ func (c *Stmts) CachedTx(tx *sql.Tx) *CachedTx {
 		}
 		return tx.PrepareContext(ctx, query)
 	}
-	return &CachedTx{stmtCache: stmtCache{prepare: prepare, direct: tx, stmts: map[string]*sql.Stmt{}}, tx: tx}
+	return &CachedTx{stmtCache: stmtCache{prepare: prepare, direct: tx, d: c.d, stmts: map[string]*sql.Stmt{}}, tx: tx}
 }

@@ -1,0 +1,237 @@
+package sqlitedb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+)
+
+// DefaultPGApplicationName is the application_name of the sessions
+// OpenPostgres opens (pg_stat_activity shows it), unless the URL sets one.
+const DefaultPGApplicationName = "assistant"
+
+// PGSpec says what OpenPostgres opens: a store's schema in a PostgreSQL
+// database, with the same runner rules as Spec's SQLite files.
+type PGSpec struct {
+	// Schema is the PostgreSQL schema that holds the store's tables and
+	// its schema_version table; it is the sessions' search_path, so the
+	// store's SQL names tables without it.
+	Schema string
+	// Migrations are the PostgreSQL migrations, versions 1..n. Each runs
+	// in a transaction of its own, with its row in Schema.schema_version,
+	// and names its tables with Schema.
+	Migrations []Migration
+	// MigrationLock is the key of the transaction-level advisory lock
+	// every migration holds, so two processes migrate one after the other.
+	MigrationLock int64
+	// OnCreate runs in the transaction that applies migration 1 (the one
+	// that creates the schema), on store SQL (the Handle's dialect).
+	OnCreate func(ctx context.Context, q Querier) error
+	// DataDirID is the identity the other store of the data dir carries
+	// ("" checks nothing). Migration 1 must create Schema.data_dir
+	// (DataDirTable); the runner fills its row with DataDirID, or a new
+	// UUID. A schema that carries another identity is refused with a
+	// *PairError before anything is written.
+	DataDirID string
+	// MaxConns caps the pool's open connections when positive.
+	MaxConns int
+}
+
+// pgRefusal is a refusal of OpenPostgres that also matches (errors.Is) its
+// SQLite twin, ErrNewerSchema or ErrForeignFile, so one check maps both
+// stores' refusals.
+type pgRefusal struct {
+	msg  string
+	twin error
+}
+
+// Error implements the error interface.
+func (r *pgRefusal) Error() string { return r.msg }
+
+// Is makes errors.Is(err, twin) true.
+func (r *pgRefusal) Is(target error) bool { return target == r.twin }
+
+// OpenPostgres connects to the PostgreSQL database at url (a postgres://
+// URL or a keyword/value string, as libpq takes them) through pgx's
+// database/sql driver, migrates spec.Schema to the newest version and
+// returns the pool; wrap it with NewPostgresHandle. Every session runs
+// with search_path = spec.Schema and synchronous_commit = on (every
+// commit durable when it returns).
+//
+// Before anything is written it refuses, leaving the database unchanged:
+// a schema a newer build migrated (matches ErrNewerSchema), a schema of
+// that name without schema_version, another program's (matches
+// ErrForeignFile), and a schema whose data dir identity is not
+// spec.DataDirID (*PairError). Migrations run one transaction each under
+// the advisory lock spec.MigrationLock, reading the version again under
+// it, so processes opening one database at once apply each migration
+// once. Errors never repeat the password.
+func OpenPostgres(ctx context.Context, url string, spec PGSpec) (*sql.DB, error) {
+	cfg, err := pgx.ParseConfig(url) // its errors hide the password
+	if err != nil {
+		return nil, err
+	}
+	params := cfg.RuntimeParams
+	params["search_path"] = spec.Schema
+	// Every commit durable when it returns, whatever the server's
+	// default: the Handle's Sync and Durable count on it.
+	params["synchronous_commit"] = "on"
+	if params["application_name"] == "" {
+		params["application_name"] = DefaultPGApplicationName
+	}
+	db := stdlib.OpenDB(*cfg)
+	if spec.MaxConns > 0 {
+		db.SetMaxOpenConns(spec.MaxConns)
+	}
+	if err := migratePG(ctx, db, spec); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// pgSchemaVersion returns the version of spec.Schema: 0 when there is no
+// such schema. It refuses a foreign or newer schema and only reads.
+func pgSchemaVersion(ctx context.Context, q Querier, spec PGSpec) (int, error) {
+	var schema, table bool
+	if err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1), to_regclass($2) IS NOT NULL`,
+		spec.Schema, pgx.Identifier{spec.Schema, "schema_version"}.Sanitize()).Scan(&schema, &table); err != nil {
+		return 0, err
+	}
+	if !schema {
+		return 0, nil
+	}
+	foreign := &pgRefusal{
+		msg: "schema " + spec.Schema + " exists but was not made by assistant (it has no " + spec.Schema +
+			".schema_version); use another database (the database is left unchanged)",
+		twin: ErrForeignFile,
+	}
+	if !table {
+		return 0, foreign
+	}
+	var v int
+	if err := q.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM `+pgx.Identifier{spec.Schema, "schema_version"}.Sanitize()).Scan(&v); err != nil {
+		return 0, err
+	}
+	switch {
+	case v == 0:
+		return 0, foreign
+	case v > len(spec.Migrations):
+		return v, &pgRefusal{
+			msg: fmt.Sprintf("schema %s is at version %d, this build knows %d: written by a newer version of assistant; "+
+				"upgrade assistant (the database is left unchanged)", spec.Schema, v, len(spec.Migrations)),
+			twin: ErrNewerSchema,
+		}
+	}
+	return v, nil
+}
+
+// pgDataDirCheck refuses a schema at version v whose identity is not
+// spec.DataDirID.
+func pgDataDirCheck(ctx context.Context, q Querier, spec PGSpec, v int) error {
+	if v == 0 || spec.DataDirID == "" {
+		return nil
+	}
+	var have string
+	err := q.QueryRowContext(ctx, `SELECT id FROM `+pgx.Identifier{spec.Schema, DataDirTable}.Sanitize()+` WHERE one = 1`).Scan(&have)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("data dir identity: %w", err)
+	}
+	return checkPair(have, spec.DataDirID)
+}
+
+// migratePG brings spec.Schema to the newest version, each migration in a
+// transaction of its own under spec.MigrationLock. A schema already at the
+// newest version costs two reads and takes no lock.
+func migratePG(ctx context.Context, db *sql.DB, spec PGSpec) error {
+	v, err := pgSchemaVersion(ctx, db, spec)
+	if err != nil {
+		return err
+	}
+	if err := pgDataDirCheck(ctx, db, spec, v); err != nil {
+		return err
+	}
+	for v < len(spec.Migrations) {
+		if v, err = migratePGStep(ctx, db, spec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// migratePGStep applies the migration after the version read under the
+// lock and returns the version it left.
+func migratePGStep(ctx context.Context, db *sql.DB, spec PGSpec) (int, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	// Another process may hold it and be migrating: wait, then read the
+	// version it left.
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, spec.MigrationLock); err != nil {
+		return 0, err
+	}
+	v, err := pgSchemaVersion(ctx, tx, spec)
+	if err != nil {
+		return 0, err
+	}
+	if err := pgDataDirCheck(ctx, tx, spec, v); err != nil {
+		return 0, err
+	}
+	if v == len(spec.Migrations) {
+		return v, tx.Commit()
+	}
+	m := spec.Migrations[v]
+	// No arguments: the driver sends it as one simple query, so a file may
+	// hold many statements.
+	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+		return 0, fmt.Errorf("migration %d (%s): %w", m.Version, m.Name, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO `+pgx.Identifier{spec.Schema, "schema_version"}.Sanitize()+` (version, name) VALUES ($1, $2)`,
+		m.Version, m.Name); err != nil {
+		return 0, fmt.Errorf("migration %d (%s): record the version: %w", m.Version, m.Name, err)
+	}
+	if m.Version == 1 {
+		id := spec.DataDirID
+		if id == "" {
+			id = uuid.NewString()
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO `+pgx.Identifier{spec.Schema, DataDirTable}.Sanitize()+` (one, id) VALUES (1, $1)`, id); err != nil {
+			return 0, fmt.Errorf("migration 1: data dir identity: %w", err)
+		}
+		if spec.OnCreate != nil {
+			q := dialectQuerier{q: tx, d: newPGDialect(0)}
+			if err := spec.OnCreate(ctx, q); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("migration %d (%s): %w", m.Version, m.Name, err)
+	}
+	return int(m.Version), nil
+}
+
+// DataDirID returns the data dir identity the Handle's database carries:
+// DataDirTable's row, "" when there is none (a SQLite file of a schema
+// older than the pairing). Errors: reading it.
+func (h *Handle) DataDirID(ctx context.Context) (string, error) {
+	if !h.Postgres() {
+		return DataDirID(ctx, h.q)
+	}
+	var id string
+	err := h.q.QueryRowContext(ctx, `SELECT id FROM `+DataDirTable+` WHERE one = 1`).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return id, err
+}
