@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"assistant/flow/returns"
-	"assistant/runs"
 )
 
 // maxRefusedShown is how many refused rows decide's text output lists;
@@ -74,10 +73,11 @@ Without it, 0 when the command did its work: read "status".`,
 			if chunk < 1 || chunk > 10_000 {
 				return usageErr("--chunk must be between 1 and 10000, not %d", chunk)
 			}
-			rows, fp, err := readDecisions(c.InOrStdin(), args[0])
+			file, closeFile, err := openDecisions(c.InOrStdin(), args[0])
 			if err != nil {
 				return err
 			}
+			defer closeFile()
 			// decide answers tasks; it never makes a data dir (a typo in
 			// --data is exit 4, not a fresh dir of nothing found).
 			svc, err := a.service(c.Context(), false)
@@ -86,12 +86,12 @@ Without it, 0 when the command did its work: read "status".`,
 			}
 			// A run that finished before only prints its report again: say
 			// so, once, after the report (refused rows are not retried).
-			again, err := svc.RanBefore(c.Context(), id, a.user, fp)
+			again, err := svc.RanBefore(c.Context(), id, a.user, file.Fingerprint)
 			if err != nil {
 				return ran(err)
 			}
-			finish := a.progress(svc, len(rows))
-			v, err := svc.StartDecide(c.Context(), returns.DecideOptions{ID: id, User: a.user, Rows: rows, Fingerprint: fp, Chunk: chunk})
+			finish := a.progress(svc, file.Rows)
+			v, err := svc.StartDecide(c.Context(), returns.DecideOptions{ID: id, User: a.user, File: file, Chunk: chunk})
 			finish() // the bar is gone before the report is printed
 			if err != nil {
 				return ran(err)
@@ -118,17 +118,58 @@ Without it, 0 when the command did its work: read "status".`,
 	return c
 }
 
-// readDecisions parses the decide file named by arg, or stdin for "-".
-func readDecisions(stdin io.Reader, arg string) ([]runs.BatchRow, string, error) {
+// openDecisions checks the decide file named by arg, or stdin for "-"
+// (returns.ReadDecideFile), and returns it with the function that closes
+// it. The file is read again when the run stores its rows, so stdin is
+// copied to a temporary file first (spool).
+func openDecisions(stdin io.Reader, arg string) (*returns.DecideFile, func(), error) {
+	var (
+		f       *os.File
+		cleanup func()
+		err     error
+	)
 	if arg == "-" {
-		return returns.ParseDecisions(stdin)
+		f, cleanup, err = spool(stdin)
+	} else if f, err = os.Open(arg); err != nil {
+		err = usageErr("decide file: %v", err)
+	} else {
+		cleanup = func() { f.Close() }
 	}
-	f, err := os.Open(arg)
 	if err != nil {
-		return nil, "", usageErr("decide file: %v", err)
+		return nil, nil, err
 	}
-	defer f.Close()
-	return returns.ParseDecisions(f)
+	file, err := returns.ReadDecideFile(f)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return file, cleanup, nil
+}
+
+// spool copies r, up to one byte over returns.MaxBatchFileBytes (which
+// the check refuses), to a new file in $TMPDIR and returns it at its
+// start, with the function that closes it. The file is unlinked as soon
+// as it is made, so nothing of it is left behind whatever ends the
+// process, a signal or a kill -9 included; where an open file cannot be
+// unlinked, it is removed when it is closed.
+func spool(r io.Reader) (*os.File, func(), error) {
+	f, err := os.CreateTemp("", "assistant-decide-*.csv")
+	if err != nil {
+		return nil, nil, fmt.Errorf("keep stdin in a temporary file: %w", err)
+	}
+	cleanup := func() { f.Close() }
+	if os.Remove(f.Name()) != nil {
+		cleanup = func() { f.Close(); os.Remove(f.Name()) }
+	}
+	if _, err := io.Copy(f, io.LimitReader(r, returns.MaxBatchFileBytes+1)); err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("read stdin: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("read stdin: %w", err)
+	}
+	return f, cleanup, nil
 }
 
 // rowSource calls fn with each row of a run's report, in file order

@@ -185,7 +185,7 @@ func (s *Service) StartBatch(ctx context.Context, o BatchOptions) (*View, error)
 		fp += fmt.Sprintf(":ttl=%d", int64(o.TTL/time.Second))
 	}
 	rows := markDuplicates(o.Rows, func(r runs.BatchRow) string { return r.OrderID }, OutcomeDuplicateOrder, "order")
-	return s.startRows(ctx, rowsTask{id: o.Batch, user: o.User, fingerprint: fp, rows: rows, chunk: o.Chunk, ttl: o.TTL, of: RowsOfOrders, idName: "batch id"})
+	return s.startRows(ctx, rowsTask{id: o.Batch, user: o.User, fingerprint: fp, total: len(rows), each: eachOf(rows), chunk: o.Chunk, ttl: o.TTL, of: RowsOfOrders, idName: "batch id"})
 }
 
 // Outcomes of rows refused before they run (runs.BatchRow.Outcome).
@@ -209,8 +209,7 @@ func markDuplicates(rows []runs.BatchRow, key func(runs.BatchRow) string, outcom
 		r := &rows[i]
 		k := key(*r)
 		if line, ok := first[k]; ok {
-			r.Outcome, r.ErrorCode, r.DuplicateOf = outcome, CodeConflict, line
-			r.Error = fmt.Sprintf("%s %s is already on line %d; this row was not run", what, k, line)
+			markDuplicate(r, outcome, what, k, line)
 		} else {
 			first[k] = r.FileLine()
 		}
@@ -218,15 +217,37 @@ func markDuplicates(rows []runs.BatchRow, key func(runs.BatchRow) string, outcom
 	return rows
 }
 
+// markDuplicate marks row r, whose key k (of what) the row on line names
+// already, handled as outcome, error code conflict.
+func markDuplicate(r *runs.BatchRow, outcome, what, k string, line int) {
+	r.Outcome, r.ErrorCode, r.DuplicateOf = outcome, CodeConflict, line
+	r.Error = fmt.Sprintf("%s %s is already on line %d; this row was not run", what, k, line)
+}
+
+// eachOf gives the rows of a slice to add, in order (rowsTask.each).
+func eachOf(rows []runs.BatchRow) func(add func(runs.BatchRow) error) error {
+	return func(add func(runs.BatchRow) error) error {
+		for _, r := range rows {
+			if err := add(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
 // rowsTask is a batch task to create and run: a batch's or a decide run's.
 type rowsTask struct {
 	id, user    string
 	fingerprint string // the task's input binding, with its kind's prefix
-	rows        []runs.BatchRow
-	chunk       int
-	ttl         time.Duration // of the rows' drafts (a batch's)
-	of          string        // RowsOfOrders or RowsOfDecisions
-	idName      string        // what names the id, for messages: "batch id", "--id"
+	total       int    // rows
+	// each gives add the rows, in order, duplicates marked; its error
+	// (a file that changed since it was checked) creates nothing.
+	each   func(add func(runs.BatchRow) error) error
+	chunk  int
+	ttl    time.Duration // of the rows' drafts (a batch's)
+	of     string        // RowsOfOrders or RowsOfDecisions
+	idName string        // what names the id, for messages: "batch id", "--id"
 }
 
 // startRows creates the batch task o with its rows and runs it. A task of
@@ -250,7 +271,7 @@ func (s *Service) startRows(ctx context.Context, o rowsTask) (*View, error) {
 	if ttl == 0 {
 		ttl = business.DefaultDraftTTL
 	}
-	if err := s.runs.CreateBatchTTL(ctx, t, t.Lease, ttl, o.rows); errors.Is(err, runs.ErrTaskExists) {
+	if err := s.runs.CreateBatchEach(ctx, t, t.Lease, ttl, o.each); errors.Is(err, runs.ErrTaskExists) {
 		return nil, fmt.Errorf("task %s was created by another process at the same moment: %w", o.id, ErrConflict)
 	} else if err != nil {
 		return nil, err
@@ -259,7 +280,7 @@ func (s *Service) startRows(ctx context.Context, o rowsTask) (*View, error) {
 	if chunk <= 0 {
 		chunk = DefaultBatchChunk
 	}
-	in := BatchState{Batch: t.ID, User: t.User, Total: len(o.rows), Chunk: chunk, Of: o.of, TTLSeconds: int64(ttl / time.Second)}
+	in := BatchState{Batch: t.ID, User: t.User, Total: o.total, Chunk: chunk, Of: o.of, TTLSeconds: int64(ttl / time.Second)}
 	return s.driveBatch(ctx, t, func(ctx context.Context, g *flow.Runnable[BatchState]) error {
 		_, err := g.Invoke(ctx, t.ID, in)
 		if errors.Is(err, flow.ErrThreadExists) {

@@ -57,15 +57,30 @@ func ParseBatch(r io.Reader) ([]runs.BatchRow, string, error) {
 // says how to split it), no rows, or bad lines (the first maxBadLines
 // named).
 func readRows(r io.Reader, spec business.TableSpec, split string, record func(n, line int, rec []string) (runs.BatchRow, error)) ([]runs.BatchRow, string, error) {
+	var rows []runs.BatchRow
+	_, fp, err := scanRows(r, spec, split, record, func(row runs.BatchRow) error {
+		rows = append(rows, row)
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return rows, fp, nil
+}
+
+// scanRows is readRows without keeping the rows: keep is called with each
+// good row as it is read (while bad rows may still follow: a caller that
+// stores them undoes that on an error), and it returns the number of rows
+// and the file's fingerprint. Errors: readRows', keep's.
+func scanRows(r io.Reader, spec business.TableSpec, split string, record func(n, line int, rec []string) (runs.BatchRow, error), keep func(runs.BatchRow) error) (int, string, error) {
 	sum := sha256.New()
 	t, err := business.OpenTable(io.TeeReader(r, sum), spec, MaxBatchFileBytes)
 	if err != nil {
-		return nil, "", batchReadError(err)
+		return 0, "", batchReadError(err)
 	}
 	var (
-		bad  []string
-		rows []runs.BatchRow
-		n    int
+		bad []string
+		n   int
 	)
 	for {
 		line, rec, err := t.Next()
@@ -79,30 +94,34 @@ func readRows(r io.Reader, spec business.TableSpec, split string, record func(n,
 			continue
 		}
 		if err != nil {
-			return nil, "", batchReadError(err)
+			return 0, "", batchReadError(err)
 		}
 		n++
 		if n > MaxBatchRows {
-			return nil, "", fmt.Errorf("%w: %s has more than %d rows (%w); %s, %s", ErrInvalid, spec.What, MaxBatchRows, business.ErrTooLarge, split, spec.Refused)
+			return 0, "", fmt.Errorf("%w: %s has more than %d rows (%w); %s, %s", ErrInvalid, spec.What, MaxBatchRows, business.ErrTooLarge, split, spec.Refused)
 		}
 		row, err := record(n, line, rec)
 		if err != nil {
 			bad = append(bad, fmt.Sprintf("line %d: %v", line, err))
 			continue
 		}
-		rows = append(rows, row)
+		if len(bad) == 0 {
+			if err := keep(row); err != nil {
+				return 0, "", err
+			}
+		}
 	}
 	switch {
 	case n == 0:
-		return nil, "", fmt.Errorf("%w: %s has no rows", ErrInvalid, spec.What)
+		return 0, "", fmt.Errorf("%w: %s has no rows", ErrInvalid, spec.What)
 	case len(bad) > 0:
-		return nil, "", badRows(spec, bad)
+		return 0, "", badRows(spec, bad)
 	}
 	// The fingerprint is of the whole file: read what the table left.
 	if _, err := io.Copy(io.Discard, io.TeeReader(r, sum)); err != nil {
-		return nil, "", fmt.Errorf("read %s: %w", spec.What, err)
+		return 0, "", fmt.Errorf("read %s: %w", spec.What, err)
 	}
-	return rows, hex.EncodeToString(sum.Sum(nil)[:16]), nil
+	return n, hex.EncodeToString(sum.Sum(nil)[:16]), nil
 }
 
 // batchReadError is the error of a batch file that cannot be read on: a

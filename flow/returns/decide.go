@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
@@ -55,14 +56,98 @@ var decideSpec = business.TableSpec{What: "decide file", Refused: "no decision w
 // ErrInvalid (and business.ErrTooLarge). Nothing is decided from a refused
 // file.
 func ParseDecisions(r io.Reader) ([]runs.BatchRow, string, error) {
-	rows, fp, err := readRows(r, decideSpec, "split it into several files", func(n, line int, rec []string) (runs.BatchRow, error) {
-		row := runs.BatchRow{RowNo: n, Line: line, TaskID: rec[0], Action: rec[1], DraftID: rec[2]}
-		return row, checkDecision(row)
-	})
+	rows, fp, err := readRows(r, decideSpec, decideSplit, decisionRecord)
 	if err != nil {
 		return nil, "", err
 	}
 	return markDuplicates(rows, func(r runs.BatchRow) string { return r.TaskID }, OutcomeDuplicateTask, "task"), fp, nil
+}
+
+// decideSplit says how to split a decide file with too many rows.
+const decideSplit = "split it into several files"
+
+// decisionRecord turns record rec, row n on line line of a decide file,
+// into a row, or says what is wrong with it (checkDecision).
+func decisionRecord(n, line int, rec []string) (runs.BatchRow, error) {
+	row := runs.BatchRow{RowNo: n, Line: line, TaskID: rec[0], Action: rec[1], DraftID: rec[2]}
+	return row, checkDecision(row)
+}
+
+// DecideFile is a decide file checked by ReadDecideFile and not held in
+// memory: its rows are read again from the file when the run stores them
+// (a page of the transaction at a time), so that deciding a file of any
+// size takes the same memory. Rows and Fingerprint are ParseDecisions'
+// (the number of rows, the fingerprint of the file's bytes).
+type DecideFile struct {
+	Rows        int
+	Fingerprint string
+	src         io.ReadSeeker
+	// repeated holds the hashes of task ids that more than one row names
+	// (or that collide): only the rows with one of them are compared by
+	// task id when the file is read again.
+	repeated map[uint64]bool
+}
+
+// ReadDecideFile reads the decide file src once, through, as
+// ParseDecisions does (the same checks and errors, the same fingerprint),
+// keeping only 8 bytes a row while it reads (a hash of each task id, to
+// find rows that decide a task twice). src is read again, from its start,
+// when the run is started (StartDecide with DecideOptions.File), and must
+// not change meanwhile: a file whose bytes changed is ErrInvalid then and
+// nothing is decided. For stdin, spool it to a file first.
+func ReadDecideFile(src io.ReadSeeker) (*DecideFile, error) {
+	var hashes []uint64
+	n, fp, err := scanRows(src, decideSpec, decideSplit, decisionRecord, func(row runs.BatchRow) error {
+		hashes = append(hashes, taskHash(row.TaskID))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(hashes)
+	repeated := map[uint64]bool{}
+	for i := 1; i < len(hashes); i++ {
+		if hashes[i] == hashes[i-1] {
+			repeated[hashes[i]] = true
+		}
+	}
+	return &DecideFile{Rows: n, Fingerprint: fp, src: src, repeated: repeated}, nil
+}
+
+// taskHash is the 64-bit FNV-1a hash of a task id.
+func taskHash(id string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(id); i++ {
+		h ^= uint64(id[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+// each reads f's file again from its start and gives add each row, in
+// order, a row deciding a task an earlier row decides marked
+// duplicate_task as ParseDecisions marks it. Errors: add's; ErrInvalid
+// when the file's bytes are not the ones ReadDecideFile read (checked
+// once it was read through: the caller discards what add stored).
+func (f *DecideFile) each(add func(runs.BatchRow) error) error {
+	if _, err := f.src.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("read decide file again: %w", err)
+	}
+	first := map[string]int{}
+	_, fp, err := scanRows(f.src, decideSpec, decideSplit, decisionRecord, func(row runs.BatchRow) error {
+		if f.repeated[taskHash(row.TaskID)] {
+			if line, ok := first[row.TaskID]; ok {
+				markDuplicate(&row, OutcomeDuplicateTask, "task", row.TaskID, line)
+			} else {
+				first[row.TaskID] = row.FileLine()
+			}
+		}
+		return add(row)
+	})
+	if err == nil && fp != f.Fingerprint {
+		err = fmt.Errorf("%w: the decide file changed while it was read (fingerprint %s, then %s); nothing was decided", ErrInvalid, f.Fingerprint, fp)
+	}
+	return err
 }
 
 // checkDecision says what is wrong with a decide row's fields, nil when
@@ -93,8 +178,11 @@ func DecideID(user, fp string) string {
 // DecideOptions are the input of StartDecide.
 type DecideOptions struct {
 	// ID names the run; "" means DecideID(User, Fingerprint).
-	ID          string
-	User        string
+	ID   string
+	User string
+	// File is the decide file (ReadDecideFile); when it is set, Rows and
+	// Fingerprint are not used.
+	File        *DecideFile
 	Rows        []runs.BatchRow // from ParseDecisions
 	Fingerprint string          // of the file, from ParseDecisions
 	Chunk       int             // rows per checkpoint; 0 means DefaultBatchChunk
@@ -114,13 +202,17 @@ type DecideOptions struct {
 // another live process runs it); with another file it is ErrConflict.
 // Errors: ErrInvalid, ErrConflict, storage errors.
 func (s *Service) StartDecide(ctx context.Context, o DecideOptions) (*View, error) {
+	total, each := len(o.Rows), eachOf(o.Rows)
+	if o.File != nil {
+		total, each, o.Fingerprint = o.File.Rows, o.File.each, o.File.Fingerprint
+	}
 	if o.ID == "" {
 		o.ID = DecideID(o.User, o.Fingerprint)
 	}
 	if err := ValidTaskID(o.ID); err != nil {
 		return nil, fmt.Errorf("%w: decide run id: %v", ErrInvalid, err)
 	}
-	return s.startRows(ctx, rowsTask{id: o.ID, user: o.User, fingerprint: decidePrefix + o.Fingerprint, rows: o.Rows, chunk: o.Chunk, of: RowsOfDecisions, idName: "--id"})
+	return s.startRows(ctx, rowsTask{id: o.ID, user: o.User, fingerprint: decidePrefix + o.Fingerprint, total: total, each: each, chunk: o.Chunk, of: RowsOfDecisions, idName: "--id"})
 }
 
 // Refusals are the outcomes of a decide row that was not applied as

@@ -1,0 +1,53 @@
+package runs
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"assistant/internal/sqlitedb"
+)
+
+// CreateBatchEach is CreateBatchTTL with the rows given by each instead of
+// a slice: each calls add with every row, in order, and the rows are
+// inserted as they come, so that a large file's rows are never all in
+// memory at once. Task and rows are one transaction, committed only when
+// each returns nil: an error of each (or of add) leaves nothing.
+// Errors: ErrTaskExists, each's, storage errors.
+func (s *Store) CreateBatchEach(ctx context.Context, t TaskRecord, l Lease, ttl time.Duration, each func(add func(BatchRow) error) error) error {
+	tx, err := s.h.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("create batch %s: %w", t.ID, err)
+	}
+	defer tx.Rollback()
+	now := formatTime(s.now())
+	_, err = tx.ExecContext(ctx,
+		`INSERT INTO tasks (`+taskColumns+`, kind, draft_ttl_seconds, lease_owner, lease_pid, lease_host, lease_until, lease_epoch)
+		 VALUES (?, ?, '', '', ?, 'running', '', ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
+		t.ID, t.User, t.Fingerprint, now, now, KindBatch, int64(ttl/time.Second), l.Owner, l.PID, l.Host, formatTime(l.Until))
+	if sqlitedb.IsUniqueViolation(err) {
+		return fmt.Errorf("create batch %s: %w", t.ID, ErrTaskExists)
+	}
+	if err != nil {
+		return fmt.Errorf("create batch %s: %w", t.ID, err)
+	}
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO batch_rows (batch_id, row_no, line, task_id, order_id, reason, action, draft_id, outcome, error_code, error, duplicate_of)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("create batch %s: %w", t.ID, err)
+	}
+	defer stmt.Close()
+	err = each(func(r BatchRow) error {
+		if _, err := stmt.ExecContext(ctx, t.ID, r.RowNo, r.Line, r.TaskID, r.OrderID, r.Reason, r.Action, r.DraftID, r.Outcome, r.ErrorCode, r.Error, r.DuplicateOf); err != nil {
+			return fmt.Errorf("create batch %s row %d: %w", t.ID, r.RowNo, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("create batch %s: %w", t.ID, err)
+	}
+	return nil
+}
