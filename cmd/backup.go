@@ -29,6 +29,11 @@ not agree with the other.`,
   assistant --data backups/2026-11-30 verify`,
 		Args: exactArgs(1, "backup needs DIR"),
 		RunE: func(c *cobra.Command, args []string) error {
+			if a.store != "" {
+				// The server's data is not a pair of files: its own tools
+				// copy it consistently (docs/postgres.md "Backup").
+				return usageErr("backup copies a data dir; on a PostgreSQL server back up the two schemas with `pg_dump -n checkpoints -n business` (or the server's base backups); docs/postgres.md \"Backup\"")
+			}
 			if err := returns.CheckBackupDir(a.data, args[0]); err != nil {
 				return err // nothing read or made yet
 			}
@@ -36,7 +41,7 @@ not agree with the other.`,
 			if err != nil {
 				return ran(err)
 			}
-			if res.Verify, err = verifyDir(c.Context(), args[0]); err != nil {
+			if res.Verify, err = verifyDir(c.Context(), args[0], a.host); err != nil {
 				return ran(fmt.Errorf("verify the backup in %s: %w", args[0], err))
 			}
 			if err := a.renderBackup(res); err != nil {

@@ -18,8 +18,11 @@ import (
 // "Global flags"). A flag given on the command line wins; a variable that
 // is set but empty counts as unset.
 const (
-	EnvData = "ASSISTANT_DATA"
-	EnvUser = "ASSISTANT_USER"
+	EnvData  = "ASSISTANT_DATA"
+	EnvStore = "ASSISTANT_STORE"
+	EnvUser  = "ASSISTANT_USER"
+	// EnvHost names this machine in leases (returns.EnvHost).
+	EnvHost = returns.EnvHost
 )
 
 // globals are the global flags that shape every command's output: --json
@@ -106,11 +109,17 @@ func (a *app) applyGlobals(c *cobra.Command, args []string) error {
 	return nil
 }
 
-// applyEnv sets --data and --user from ASSISTANT_DATA and ASSISTANT_USER
-// when the flag was not given and the variable is not empty.
+// applyEnv sets --data, --store and --user from ASSISTANT_DATA,
+// ASSISTANT_STORE and ASSISTANT_USER when the flag was not given and the
+// variable is not empty. A --data flag keeps ASSISTANT_STORE out, and a
+// --store flag ASSISTANT_DATA: flags win over env.
 func (a *app) applyEnv(c *cobra.Command) {
-	if v := os.Getenv(EnvData); v != "" && !c.Flags().Changed("data") {
+	if v := os.Getenv(EnvData); v != "" && !c.Flags().Changed("data") && !c.Flags().Changed("store") {
 		a.data = v
+	}
+	a.storeFromFlag = c.Flags().Changed("store")
+	if v := os.Getenv(EnvStore); v != "" && !a.storeFromFlag && !c.Flags().Changed("data") {
+		a.store = v
 	}
 	if v := os.Getenv(EnvUser); v != "" && !c.Flags().Changed("user") {
 		a.user = v
@@ -241,4 +250,37 @@ func versionString(bi *debug.BuildInfo, ok bool) string {
 	}
 	fmt.Fprintf(&b, " %s", bi.GoVersion)
 	return b.String()
+}
+
+// applyStore checks where the stores are: --store (or ASSISTANT_STORE) must
+// be a postgres:// or postgresql:// URL, and names the stores alone: with
+// an explicit --data, or with both variables set and neither flag, it is a
+// usage error. It also reads ASSISTANT_HOST. The URL is never repeated in
+// a message: it may hold a password. Errors: ErrInvalid.
+func (a *app) applyStore(c *cobra.Command) error {
+	from := "--store"
+	if !a.storeFromFlag {
+		from = EnvStore
+	}
+	switch {
+	case c.Flags().Changed("store") && c.Flags().Changed("data"):
+		return usageErr("--store and --data name two different places for the stores; give one")
+	case a.store != "" && !a.storeFromFlag && os.Getenv(EnvData) != "" && !c.Flags().Changed("data"):
+		return usageErr("%s and %s are both set; unset one (or give --data or --store)", EnvStore, EnvData)
+	case c.Flags().Changed("store") && a.store == "":
+		return usageErr("--store needs a postgres:// URL")
+	case a.store != "" && !isPostgresURL(a.store):
+		return usageErr("%s must be a postgres:// or postgresql:// URL (the URL given starts otherwise)", from)
+	}
+	host, err := returns.HostIdentity(os.Getenv(EnvHost))
+	if err != nil {
+		return usageErr("%s: %v", EnvHost, strings.TrimPrefix(err.Error(), returns.ErrInvalid.Error()+": "))
+	}
+	a.host = host
+	return nil
+}
+
+// isPostgresURL reports whether s is a URL of a PostgreSQL server.
+func isPostgresURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }

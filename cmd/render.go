@@ -15,7 +15,14 @@ import (
 // their defaults, so a printed next command can be pasted as it is.
 func (a *app) nextCommandPrefix() string {
 	parts := []string{"assistant"}
-	if a.data != DefaultDataDir {
+	switch {
+	case a.store != "" && a.storeFromFlag:
+		// Without its password: pgx reads it from PGPASSWORD or ~/.pgpass.
+		parts = append(parts, "--store", shellQuote(redactURL(a.store)))
+	case a.store != "":
+		// ASSISTANT_STORE names it in the environment the command is
+		// pasted into.
+	case a.data != DefaultDataDir:
 		parts = append(parts, "--data", shellQuote(a.data))
 	}
 	if a.user != DefaultUser {

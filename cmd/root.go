@@ -47,7 +47,16 @@ const (
 
 // app holds the global flags and the writer pair every command prints to.
 type app struct {
-	data   string
+	data string
+	// store is --store URL (or ASSISTANT_STORE): both stores on a
+	// PostgreSQL server instead of the data dir; "" for the data dir.
+	store string
+	// storeFromFlag: store was given as --store (printed next commands
+	// name it then, without its password).
+	storeFromFlag bool
+	// host is how this process's leases name its machine (ASSISTANT_HOST
+	// through returns.HostIdentity); "" means returns.ThisHost().
+	host   string
 	user   string
 	output string
 	stdout io.Writer
@@ -136,7 +145,9 @@ question and exits. A later process shows or answers that question and
 submits the application at most once, however often it is retried.
 
 State lives in two SQLite files in --data: checkpoints.sqlite (the run) and
-business.sqlite (orders, drafts, applications, tasks).`,
+business.sqlite (orders, drafts, applications, tasks); or, with --store
+postgres://…, in the schemas checkpoints and business of one PostgreSQL
+database that many machines share.`,
 		Example: `  assistant start return-25 A3003 --reason "size does not fit"
   assistant show return-25
   assistant resume return-25 --action approve`,
@@ -144,6 +155,7 @@ business.sqlite (orders, drafts, applications, tasks).`,
 		SilenceUsage:  true,
 	}
 	root.PersistentFlags().StringVar(&a.data, "data", DefaultDataDir, "data directory holding checkpoints.sqlite and business.sqlite")
+	root.PersistentFlags().StringVar(&a.store, "store", "", "PostgreSQL URL (postgres://…) holding both stores instead of --data (env "+EnvStore+")")
 	root.PersistentFlags().StringVar(&a.user, "user", DefaultUser, "user the tasks belong to (an identity label, not authentication)")
 	root.PersistentFlags().StringVar(&a.output, "output", "", "output format: json or text (default: json when stdout is not a terminal)")
 	root.PersistentFlags().IntVar(&a.maxAttempts, "max-attempts", returns.DefaultMaxAttempts, "how often a node of a task may fail in a row (crash, error) before its run ends failed (attempts_exhausted)")
@@ -165,6 +177,9 @@ business.sqlite (orders, drafts, applications, tasks).`,
 			}
 		default:
 			return usageErr("--output must be json or text, not %q (csv works with list and show --rows)", a.output)
+		}
+		if err := a.applyStore(c); err != nil {
+			return err
 		}
 		if err := returns.ValidUser(a.user); err != nil {
 			from := "--user"

@@ -16,13 +16,19 @@ import (
 	"assistant/flow/returns"
 )
 
-// This file is the one place in cmd that knows the store packages: it opens
-// the data dir's two files and hands them to the application layer.
+// This file and stores_postgres.go are the one place in cmd that knows the
+// store packages: they open the data dir's two files, or the two schemas
+// of a PostgreSQL database (--store), and hand them to the application
+// layer.
 
-// service opens both stores of the data dir for the command that runs; Run
-// closes them when the command returns. With create false a missing data dir
-// or file is ErrNotFound and nothing is created.
+// service opens both stores of the data dir, or of --store's database, for
+// the command that runs; Run closes them when the command returns. With
+// create false a missing data dir or file (schema) is ErrNotFound and
+// nothing is created.
 func (a *app) service(ctx context.Context, create bool) (*returns.Service, error) {
+	if a.store != "" {
+		return a.serverService(ctx, create)
+	}
 	if err := returns.PrepareDataDir(a.data, create); err != nil {
 		return nil, err
 	}
@@ -45,7 +51,7 @@ func (a *app) service(ctx context.Context, create bool) (*returns.Service, error
 		cps.Close()
 		return nil, err
 	}
-	svc, err := returns.Open(ctx, returns.Config{DataDir: a.data, Create: create, Seed: a.seed, Checkpoints: cps, MaxAttempts: a.maxAttempts, DataDirID: id})
+	svc, err := returns.Open(ctx, returns.Config{DataDir: a.data, Create: create, Seed: a.seed, Checkpoints: cps, MaxAttempts: a.maxAttempts, DataDirID: id, Host: a.host})
 	if err != nil {
 		cps.Close()
 		return nil, err

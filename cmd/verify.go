@@ -37,7 +37,7 @@ no error, 1 otherwise.`,
   assistant verify --output json | jq '.findings[] | select(.severity == "error")'`,
 		Args: exactArgs(0, "verify takes no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
-			rep, err := verifyDir(c.Context(), a.data)
+			rep, err := a.verify(c.Context())
 			if err != nil {
 				return ran(err)
 			}
@@ -46,15 +46,25 @@ no error, 1 otherwise.`,
 			}
 			if !rep.Clean {
 				a.reported = true // the report on stdout names every error
-				return ran(fmt.Errorf("%s: %d error(s), each listed with its fix (%w)", a.data, rep.Errors(), returns.ErrInconsistent))
+				return ran(fmt.Errorf("%s: %d error(s), each listed with its fix (%w)", rep.DataDir, rep.Errors(), returns.ErrInconsistent))
 			}
 			return nil
 		},
 	}
 }
 
-// verifyDir checks the data dir dir read-only (returns.Verify).
-func verifyDir(ctx context.Context, dir string) (*returns.VerifyReport, error) {
+// verify checks the data dir, or the stores on --store's server
+// (returns.Verify).
+func (a *app) verify(ctx context.Context) (*returns.VerifyReport, error) {
+	if a.store != "" {
+		return a.verifyServer(ctx)
+	}
+	return verifyDir(ctx, a.data, a.host)
+}
+
+// verifyDir checks the data dir dir read-only (returns.Verify); host names
+// this machine in leases (returns.Config.Host).
+func verifyDir(ctx context.Context, dir, host string) (*returns.VerifyReport, error) {
 	if err := returns.PrepareDataDir(dir, false); err != nil {
 		return nil, err
 	}
@@ -63,7 +73,7 @@ func verifyDir(ctx context.Context, dir string) (*returns.VerifyReport, error) {
 		return nil, err
 	}
 	defer closeCps()
-	return returns.Verify(ctx, returns.VerifyOptions{DataDir: dir, CheckpointsFile: check, Checkpoints: cps})
+	return returns.Verify(ctx, returns.VerifyOptions{DataDir: dir, CheckpointsFile: check, Checkpoints: cps, Host: host})
 }
 
 // renderVerify prints a verify report as JSON, or as text for a person.
@@ -78,20 +88,31 @@ func (a *app) renderVerify(rep *returns.VerifyReport) error {
 // its fix.
 func writeVerify(w io.Writer, rep *returns.VerifyReport) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Data dir %s: %d task(s) checked.\n", termSafe(rep.DataDir), rep.Tasks)
+	server := len(rep.Files) > 0 && rep.Files[0].Integrity == returns.IntegrityServer
+	if server {
+		fmt.Fprintf(&b, "Store %s: %d task(s) checked.\n", termSafe(rep.DataDir), rep.Tasks)
+	} else {
+		fmt.Fprintf(&b, "Data dir %s: %d task(s) checked.\n", termSafe(rep.DataDir), rep.Tasks)
+	}
 	for _, f := range rep.Files {
 		id := "none"
 		if f.DataDirID != nil {
 			id = *f.DataDirID
 		}
 		switch {
+		case server:
+			fmt.Fprintf(&b, "  schema %-12s version %d (pages: the server's own checks)\n", f.File, f.SchemaVersion)
 		case !f.Exists:
 			fmt.Fprintf(&b, "  %-19s missing or empty\n", f.File)
 		default:
 			fmt.Fprintf(&b, "  %-19s schema %d, data dir %s, integrity %s\n", f.File, f.SchemaVersion, id, f.Integrity)
 		}
 	}
-	if len(rep.Findings) == 0 {
+	switch {
+	case len(rep.Findings) > 0:
+	case server:
+		b.WriteString("Clean: the two schemas agree.\n")
+	default:
 		b.WriteString("Clean: the two files agree and both are sound.\n")
 	}
 	for _, f := range rep.Findings {

@@ -272,3 +272,36 @@ func (s *Service) task(ctx context.Context, id, user string) (runs.TaskRecord, e
 	}
 	return t, nil
 }
+
+// ServerSchemas is what one look at a database server found of the two
+// schemas, before either store is opened (which would make them): the
+// server's twin of the data dir's two files for PrepareDataDir and
+// CheckPair.
+type ServerSchemas struct {
+	// Where names the database for a person ("database assistant on
+	// db.internal:5432"), never with a password.
+	Where string
+	// Checkpoints and Business: the schema exists.
+	Checkpoints, Business bool
+	// Threads and Tasks count the runs in the checkpoint schema and the
+	// task records in the business schema (0 when it is missing).
+	Threads, Tasks int
+}
+
+// Check refuses, before anything is made, what PrepareDataDir and
+// CheckPair refuse in a data dir: without create, a database where either
+// schema is missing (a read command never makes one: ErrNotFound, "no task
+// has been started in …"); with or without it, one schema missing while
+// the other holds runs (runs.ErrLostCheckpoints, ErrLostBusiness): making
+// a fresh one would hide that they are lost.
+func (s ServerSchemas) Check(create bool) error {
+	switch {
+	case !s.Checkpoints && s.Business && s.Tasks > 0:
+		return fmt.Errorf("open checkpoints in %s: the schema %s is missing while %s records %d task(s): %w", s.Where, CheckpointsSchema, BusinessSchema, s.Tasks, runs.ErrLostCheckpoints)
+	case !s.Business && s.Checkpoints && s.Threads > 0:
+		return fmt.Errorf("open business in %s: the schema %s is missing while %s holds %d run(s): %w", s.Where, BusinessSchema, CheckpointsSchema, s.Threads, ErrLostBusiness)
+	case !create && (!s.Checkpoints || !s.Business):
+		return fmt.Errorf("no task has been started in %s (it holds no schemas %s and %s): %w", s.Where, CheckpointsSchema, BusinessSchema, ErrNotFound)
+	}
+	return nil
+}

@@ -1,0 +1,231 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"assistant/business"
+	"assistant/checkpoints/postgres"
+	"assistant/flow/returns"
+)
+
+// This file opens the two stores on a PostgreSQL server (--store URL): the
+// schemas checkpoints and business of one database (docs/postgres.md). A
+// message never repeats the URL: it may hold a password.
+
+// server is a --store URL parsed, and one connection to it for the looks
+// the command takes besides its stores (which schemas exist; Wait's check
+// that they still do).
+type server struct {
+	url   string
+	where string // the database for a person, without a password
+	conn  *pgx.Conn
+}
+
+// connectServer parses the URL and connects to it. Errors: ErrInvalid for
+// a URL that does not parse; an unreachable server is one line naming its
+// host, port, database and user, never the password.
+func connectServer(ctx context.Context, rawURL string) (*server, error) {
+	cfg, err := pgx.ParseConfig(rawURL) // its errors hide the password
+	if err != nil {
+		return nil, usageErr("--store: %v", scrub(err.Error(), rawURL))
+	}
+	where := fmt.Sprintf("database %s on %s", cfg.Database, hostPort(cfg.Host, cfg.Port))
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the PostgreSQL server for %s as user %s: %s", where, cfg.User, scrub(connectCause(err), rawURL))
+	}
+	return &server{url: rawURL, where: where, conn: conn}, nil
+}
+
+// hostPort names a server's address: host:port, or the Unix socket.
+func hostPort(host string, port uint16) string {
+	if strings.HasPrefix(host, "/") {
+		return fmt.Sprintf("%s/.s.PGSQL.%d", host, port)
+	}
+	return fmt.Sprintf("%s:%d", host, port)
+}
+
+// connectCause is why a connection failed, on one line, without pgx's
+// prefix (which connectServer says in its own words).
+func connectCause(err error) string {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) && errors.Unwrap(ce) != nil {
+		err = errors.Unwrap(ce)
+	}
+	// One error per address tried (sslmode=prefer tries twice): the
+	// last says most ("database … does not exist" after "server refused
+	// TLS").
+	if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 0 {
+		errs := j.Unwrap()
+		err = errs[len(errs)-1]
+	}
+	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+// scrub removes the URL's password from msg, should a driver ever repeat
+// it.
+func scrub(msg, rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return msg
+	}
+	for _, pw := range []string{passwordOf(u), u.Query().Get("password")} {
+		if pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		}
+	}
+	return msg
+}
+
+func passwordOf(u *url.URL) string {
+	pw, _ := u.User.Password()
+	return pw
+}
+
+// redactURL is the URL without its password, to print in a next command
+// or a report. A URL that does not parse is "the --store URL".
+func redactURL(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "the --store URL"
+	}
+	if u.User != nil {
+		u.User = url.User(u.User.Username())
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Del("password")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// schemas looks at which of the two schemas exist and how many runs and
+// task records they hold, changing nothing.
+func (s *server) schemas(ctx context.Context) (returns.ServerSchemas, error) {
+	found := returns.ServerSchemas{Where: s.where}
+	err := s.conn.QueryRow(ctx, `SELECT to_regclass('checkpoints.threads') IS NOT NULL, to_regclass('business.tasks') IS NOT NULL`).
+		Scan(&found.Checkpoints, &found.Business)
+	if err != nil {
+		return found, fmt.Errorf("look at %s: %w", s.where, err)
+	}
+	if found.Checkpoints {
+		if err := s.conn.QueryRow(ctx, `SELECT count(*) FROM checkpoints.threads`).Scan(&found.Threads); err != nil {
+			return found, fmt.Errorf("look at %s: %w", s.where, err)
+		}
+	}
+	if found.Business {
+		if err := s.conn.QueryRow(ctx, `SELECT count(*) FROM business.tasks`).Scan(&found.Tasks); err != nil {
+			return found, fmt.Errorf("look at %s: %w", s.where, err)
+		}
+	}
+	return found, nil
+}
+
+// gone is Wait's check that the stores are still there: ErrNotFound once
+// the business schema was dropped. A lost connection is its own error.
+func (s *server) gone(ctx context.Context) error {
+	var there bool
+	if err := s.conn.QueryRow(ctx, `SELECT to_regclass('business.tasks') IS NOT NULL`).Scan(&there); err != nil {
+		return fmt.Errorf("look at %s: %w", s.where, err)
+	}
+	if !there {
+		return fmt.Errorf("%w: the schema business of %s was dropped while waiting; nothing more can happen to the task there", returns.ErrNotFound, s.where)
+	}
+	return nil
+}
+
+func (s *server) close() { s.conn.Close(context.Background()) }
+
+// serverStores opens both stores on the server of --store. With create
+// false a database without them is ErrNotFound, and nothing is made.
+// close closes what it opened.
+func (a *app) serverStores(ctx context.Context, create bool) (*server, *postgres.Store, *business.Store, error) {
+	srv, err := connectServer(ctx, a.store)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	found, err := srv.schemas(ctx)
+	if err == nil {
+		err = found.Check(create)
+	}
+	if err != nil {
+		srv.close()
+		return nil, nil, nil, err
+	}
+	cps, err := postgres.Open(ctx, a.store, postgres.Options{})
+	if err != nil {
+		srv.close()
+		return nil, nil, nil, a.storeErr(srv, err)
+	}
+	desk, err := business.OpenPostgres(ctx, a.store, business.Options{Create: create, Seed: a.seed, Now: storeNow})
+	if err != nil {
+		cps.Close()
+		srv.close()
+		return nil, nil, nil, a.storeErr(srv, err)
+	}
+	return srv, cps, desk, nil
+}
+
+// storeErr is err of opening a store on srv, naming the database and
+// matching what err matches (a newer or foreign schema), without the
+// password.
+func (a *app) storeErr(srv *server, err error) error {
+	return &scrubbed{msg: srv.where + ": " + scrub(err.Error(), a.store), err: err}
+}
+
+// scrubbed is an error whose message was scrubbed of a password; it still
+// matches what the error it stands for matches.
+type scrubbed struct {
+	msg string
+	err error
+}
+
+func (e *scrubbed) Error() string { return e.msg }
+func (e *scrubbed) Unwrap() error { return e.err }
+
+// storeNow is the clock of a business store the Service does not open
+// itself: UTC to the millisecond, as returns.Open's.
+func storeNow() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
+
+// serverService is service on the server of --store.
+func (a *app) serverService(ctx context.Context, create bool) (*returns.Service, error) {
+	srv, cps, desk, err := a.serverStores(ctx, create)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := returns.Open(ctx, returns.Config{Checkpoints: cps, MaxAttempts: a.maxAttempts, Host: a.host,
+		Store: &returns.ServerStore{Desk: desk, Gone: srv.gone}})
+	if err != nil {
+		desk.Close()
+		cps.Close()
+		srv.close()
+		return nil, err
+	}
+	a.closers = append(a.closers, func() { svc.Close(); cps.Close(); srv.close() })
+	return svc, nil
+}
+
+// verifyServer checks the stores on the server of --store (returns.Verify
+// over the two schemas).
+func (a *app) verifyServer(ctx context.Context) (*returns.VerifyReport, error) {
+	srv, cps, desk, err := a.serverStores(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { desk.Close(); cps.Close(); srv.close() }()
+	var v returns.ServerVerify
+	v.Desk = desk
+	if err := srv.conn.QueryRow(ctx, `SELECT (SELECT max(version) FROM checkpoints.schema_version), (SELECT max(version) FROM business.schema_version)`).
+		Scan(&v.CheckpointsVersion, &v.BusinessVersion); err != nil {
+		return nil, fmt.Errorf("look at %s: %w", srv.where, err)
+	}
+	return returns.Verify(ctx, returns.VerifyOptions{DataDir: redactURL(a.store), Checkpoints: cps, Host: a.host, Server: &v})
+}
