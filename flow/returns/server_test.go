@@ -1,0 +1,115 @@
+package returns_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"assistant/checkpoints"
+	"assistant/flow/returns"
+	"assistant/runs"
+)
+
+func TestServerSchemasCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		found  returns.ServerSchemas
+		create bool
+		want   error // nil: passes
+	}{
+		{"EmptyDatabaseReadIsNotFound", returns.ServerSchemas{}, false, returns.ErrNotFound},
+		{"EmptyDatabaseWritePasses", returns.ServerSchemas{}, true, nil},
+		{"BothSchemasPass", returns.ServerSchemas{Checkpoints: true, Business: true, Threads: 3, Tasks: 3}, false, nil},
+		{"OnlyEmptyCheckpointsReadIsNotFound", returns.ServerSchemas{Checkpoints: true}, false, returns.ErrNotFound},
+		{"OnlyEmptyCheckpointsWritePasses", returns.ServerSchemas{Checkpoints: true}, true, nil},
+		{"CheckpointsLostRead", returns.ServerSchemas{Business: true, Tasks: 2}, false, runs.ErrLostCheckpoints},
+		{"CheckpointsLostWrite", returns.ServerSchemas{Business: true, Tasks: 2}, true, runs.ErrLostCheckpoints},
+		{"BusinessLostWrite", returns.ServerSchemas{Checkpoints: true, Threads: 1}, true, returns.ErrLostBusiness},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.found.Where = "database db on host:5432"
+			err := tc.found.Check(tc.create)
+			switch {
+			case tc.want == nil && err != nil:
+				t.Fatalf("Check: %v, want nil", err)
+			case tc.want != nil && !errors.Is(err, tc.want):
+				t.Fatalf("Check: %v, want %v", err, tc.want)
+			case err != nil && !strings.Contains(err.Error(), tc.found.Where):
+				t.Fatalf("Check: %q does not name the database", err)
+			}
+		})
+	}
+}
+
+func TestHostIdentity(t *testing.T) {
+	for _, tc := range []struct {
+		name, given string
+		valid       bool
+	}{
+		{"Empty", "", true},
+		{"Name", "runner-1", true},
+		{"Dotted", "ci.runner-2.example.com", true},
+		{"Space", "runner 1", false},
+		{"Control", "runner\x1b[31m", false},
+		{"NonASCII", "rünner", false},
+		{"TooLong", strings.Repeat("x", returns.MaxHostLen+1), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := returns.HostIdentity(tc.given)
+			if !tc.valid {
+				if !errors.Is(err, returns.ErrInvalid) {
+					t.Fatalf("HostIdentity(%q) = %q, %v; want ErrInvalid", tc.given, got, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tc.given == "" && got != returns.ThisHost():
+				t.Fatalf("HostIdentity(\"\") = %q, want ThisHost() %q", got, returns.ThisHost())
+			case tc.given != "" && got != tc.given && !strings.HasPrefix(got, tc.given+"/boot-"):
+				t.Fatalf("HostIdentity(%q) = %q", tc.given, got)
+			}
+		})
+	}
+}
+
+// TestHostIdentityDecidesLiveness: a lease whose holder's pid is alive on
+// this machine is held whatever its expiry when it names this process's
+// host; named by another host identity (Config.Host, ASSISTANT_HOST), the
+// pid tells nothing and the lease's expiry decides.
+func TestHostIdentityDecidesLiveness(t *testing.T) {
+	for _, tc := range []struct {
+		name, holderHost string
+		recovered        bool
+	}{
+		{"SameHostLivePIDKeepsLease", "machine-b", false},
+		{"OtherHostLeaseLapses", "machine-a", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			b := &bundle{ctx: context.Background(), dir: dir, cps: checkpoints.NewMemory(),
+				clock: &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, host: "machine-b"}
+			svc, err := returns.Open(b.ctx, returns.Config{DataDir: dir, Create: true, Seed: mustReadSeed(t), Checkpoints: b.cps, Now: b.clock.Now, Host: "machine-b"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { svc.Close() })
+			// The parent process (go test) is alive for the whole test.
+			holder := runs.Lease{Owner: "holder", PID: os.Getppid(), Host: tc.holderHost, Until: b.clock.Now().Add(returns.DefaultLeaseTTL)}
+			b.leftRunning(t, svc, holder, "r1", "A3003", "size", returns.NodePrepare)
+			b.clock.Advance(returns.DefaultLeaseTTL + time.Second)
+			got, err := svc.Recover(b.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := map[bool]int{true: 1, false: 0}[tc.recovered]; len(got) != n {
+				t.Fatalf("recover %+v, want %d task(s) recovered", got, n)
+			}
+		})
+	}
+}
