@@ -3,16 +3,17 @@ package business
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 )
 
-func TestDraftVersions(t *testing.T) {
+func TestDraftVersions(t *testing.T) { forStores(t, testDraftVersions) }
+
+func testDraftVersions(t *testing.T, kind storeKind) {
 	ctx := context.Background()
 
 	t.Run("NewVersionSupersedesOlder", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		v1 := mustPrepare(t, s, "t1", "A3001", time.Minute, t0)
 		v2, reused, err := s.PrepareDraftVersion(ctx, "t1", 2, "A3001", "demo-user", "colour", time.Minute, t0.Add(time.Second))
 		if err != nil || reused || v2.Version != 2 || v2.ID == v1.ID {
@@ -39,8 +40,11 @@ func TestDraftVersions(t *testing.T) {
 	})
 
 	t.Run("SchemaFiveFileKeepsItsDraftsAsVersionOne", func(t *testing.T) {
+		if kind != sqliteStore {
+			t.Skip("a file of an older schema: SQLite only")
+		}
 		withMigrations(t, migrations[:5])
-		s, path := newSeeded(t)
+		s, path := newSeededOn(t, kind)
 		// Rows as a schema-5 build wrote them.
 		d := Draft{ID: "d_old"}
 		a := Application{ID: "app_old"}
@@ -70,9 +74,11 @@ func TestDraftVersions(t *testing.T) {
 	})
 }
 
-func TestDecisions(t *testing.T) {
+func TestDecisions(t *testing.T) { forStores(t, testDecisions) }
+
+func testDecisions(t *testing.T, kind storeKind) {
 	ctx := context.Background()
-	s, _ := newSeeded(t)
+	s, _ := newSeededOn(t, kind)
 	d := Decision{ID: "dec-1", TaskID: "t1", By: "alice", Action: "approve", DraftID: "d_1", Version: 1, At: t0}
 	for range 2 { // the node that takes the answer may run again
 		if err := s.RecordDecision(ctx, d); err != nil {
@@ -91,9 +97,11 @@ func TestDecisions(t *testing.T) {
 	}
 }
 
-func TestApprovers(t *testing.T) {
+func TestApprovers(t *testing.T) { forStores(t, testApprovers) }
+
+func testApprovers(t *testing.T, kind storeKind) {
 	ctx := context.Background()
-	s := mustOpen(t, filepath.Join(t.TempDir(), "b.sqlite"), Options{Create: true, Now: fixedClock(t0)})
+	s, _ := openStore(t, kind, Options{Now: fixedClock(t0)})
 	if ok, err := s.MayDecide(ctx, "ci-bot", "ci-bot"); err != nil || !ok {
 		t.Fatalf("owner MayDecide = %v, %v", ok, err)
 	}

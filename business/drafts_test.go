@@ -9,11 +9,13 @@ import (
 	"time"
 )
 
-func TestPrepareDraft(t *testing.T) {
+func TestPrepareDraft(t *testing.T) { forStores(t, testPrepareDraft) }
+
+func testPrepareDraft(t *testing.T, kind storeKind) {
 	ctx := context.Background()
 
 	t.Run("CreatesThenReusesWithoutRefreshingExpiry", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		d, reused, err := s.PrepareDraft(ctx, "return-25", "A3003", "demo-user", "size", time.Minute, t0)
 		if err != nil || reused {
 			t.Fatalf("first PrepareDraft: reused=%v err=%v", reused, err)
@@ -47,7 +49,7 @@ func TestPrepareDraft(t *testing.T) {
 	})
 
 	t.Run("ZeroTTLMeansDefault", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		d := mustPrepare(t, s, "return-1", "A3001", 0, t0)
 		if got := d.ExpiresAt.Sub(d.CreatedAt); got != DefaultDraftTTL {
 			t.Errorf("ttl = %v, want %v", got, DefaultDraftTTL)
@@ -68,7 +70,7 @@ func TestPrepareDraft(t *testing.T) {
 	}
 	for _, tt := range refusals {
 		t.Run(tt.name, func(t *testing.T) {
-			s, _ := newSeeded(t)
+			s, _ := newSeededOn(t, kind)
 			mustPrepare(t, s, "taken", "A3003", time.Minute, t0)
 			_, _, err := s.PrepareDraft(ctx, tt.task, tt.order, tt.user, tt.reason, time.Minute, t0)
 			if !errors.Is(err, tt.want) {
@@ -81,7 +83,7 @@ func TestPrepareDraft(t *testing.T) {
 	}
 
 	t.Run("UnknownTaskNotFound", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		if _, err := s.DraftByTask(ctx, "nope"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("DraftByTask: err = %v, want ErrNotFound", err)
 		}
@@ -91,12 +93,14 @@ func TestPrepareDraft(t *testing.T) {
 	})
 }
 
-func TestSubmit(t *testing.T) {
+func TestSubmit(t *testing.T) { forStores(t, testSubmit) }
+
+func testSubmit(t *testing.T, kind storeKind) {
 	ctx := context.Background()
 	const ttl = 5 * time.Minute
 	setup := func(t *testing.T) (*Store, Draft) {
 		t.Helper()
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		return s, mustPrepare(t, s, "return-25", "A3003", ttl, t0)
 	}
 
@@ -184,7 +188,7 @@ func TestSubmit(t *testing.T) {
 
 	t.Run("SubmitTxJoinsCallerTransaction", func(t *testing.T) {
 		s, d := setup(t)
-		tx, err := s.DB().BeginTx(ctx, nil)
+		tx, err := s.h.Begin(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"assistant/internal/pgtest"
 )
 
 // t0 is the fixed clock of the tests: the moment the seeded file is created.
@@ -37,11 +39,63 @@ func mustOpen(tb testing.TB, path string, opts Options) *Store {
 	return s
 }
 
-// newSeeded creates a seeded store, created at t0, in a fresh directory.
+// storeKind names the database a test's store runs on.
+type storeKind string
+
+// The stores the behavioural tests run against: a SQLite file, and a
+// PostgreSQL database (pgtest: skipped without a server, a failure in CI).
+const (
+	sqliteStore storeKind = "sqlite"
+	pgStore     storeKind = "postgres"
+)
+
+// forStores runs fn as one subtest per store kind, named after it.
+func forStores(t *testing.T, fn func(t *testing.T, kind storeKind)) {
+	t.Helper()
+	for _, kind := range []storeKind{sqliteStore, pgStore} {
+		t.Run(string(kind), func(t *testing.T) { fn(t, kind) })
+	}
+}
+
+// openStore opens a new store of kind with opts (a SQLite file in a fresh
+// directory, made with opts.Create; a fresh PostgreSQL database) and
+// closes it when the test ends. path is the file's, "" on PostgreSQL.
+func openStore(tb testing.TB, kind storeKind, opts Options) (s *Store, path string) {
+	tb.Helper()
+	if kind == pgStore {
+		s, err := OpenPostgres(context.Background(), pgtest.Database(tb), opts)
+		if err != nil {
+			tb.Fatalf("OpenPostgres: %v", err)
+		}
+		tb.Cleanup(func() { s.Close() })
+		return s, ""
+	}
+	path = filepath.Join(tb.TempDir(), "business.sqlite")
+	opts.Create = true
+	return mustOpen(tb, path, opts), path
+}
+
+// newSeeded creates a seeded SQLite store, created at t0, in a fresh
+// directory.
 func newSeeded(tb testing.TB) (*Store, string) {
 	tb.Helper()
-	path := filepath.Join(tb.TempDir(), "business.sqlite")
-	return mustOpen(tb, path, Options{Create: true, Seed: seedCSV(tb), Now: fixedClock(t0)}), path
+	return newSeededOn(tb, sqliteStore)
+}
+
+// newSeededOn creates a seeded store of kind, created at t0 (a SQLite file
+// in a fresh directory, and its path; or a fresh PostgreSQL database, and
+// "").
+func newSeededOn(tb testing.TB, kind storeKind) (*Store, string) {
+	tb.Helper()
+	return openStore(tb, kind, Options{Seed: seedCSV(tb), Now: fixedClock(t0)})
+}
+
+// mustExec runs store SQL (? parameters) on s, on either database.
+func mustExec(tb testing.TB, s *Store, query string, args ...any) {
+	tb.Helper()
+	if _, err := s.h.Q().ExecContext(context.Background(), query, args...); err != nil {
+		tb.Fatalf("%s: %v", query, err)
+	}
 }
 
 // mustPrepare prepares the draft of taskID for demo-user's order.
@@ -73,7 +127,7 @@ func rawExec(tb testing.TB, path string, stmts ...string) {
 func count(tb testing.TB, s *Store, query string, args ...any) int {
 	tb.Helper()
 	var n int
-	if err := s.DB().QueryRow(query, args...).Scan(&n); err != nil {
+	if err := s.h.Q().QueryRowContext(context.Background(), query, args...).Scan(&n); err != nil {
 		tb.Fatalf("%s: %v", query, err)
 	}
 	return n

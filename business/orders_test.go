@@ -7,9 +7,11 @@ import (
 	"time"
 )
 
-func TestOrder(t *testing.T) {
+func TestOrder(t *testing.T) { forStores(t, testOrder) }
+
+func testOrder(t *testing.T, kind storeKind) {
 	ctx := context.Background()
-	s, _ := newSeeded(t)
+	s, _ := newSeededOn(t, kind)
 
 	tests := []struct {
 		name, order, user string
@@ -44,9 +46,11 @@ func TestOrder(t *testing.T) {
 	})
 }
 
-func TestEligibility(t *testing.T) {
+func TestEligibility(t *testing.T) { forStores(t, testEligibility) }
+
+func testEligibility(t *testing.T, kind storeKind) {
 	ctx := context.Background()
-	s, _ := newSeeded(t)
+	s, _ := newSeededOn(t, kind)
 	day := 24 * time.Hour
 
 	// The teaching orders at the moment the file was created.
@@ -126,9 +130,7 @@ func TestEligibility(t *testing.T) {
 		if got, _ := s.Eligibility(ctx, o, t0); got != ReasonOpenApplication {
 			t.Errorf("after submit: %q, want %q", got, ReasonOpenApplication)
 		}
-		if _, err := s.DB().Exec("UPDATE applications SET review_status = 'approved' WHERE draft_id = ?", d.ID); err != nil {
-			t.Fatal(err)
-		}
+		mustExec(t, s, "UPDATE applications SET review_status = 'approved' WHERE draft_id = ?", d.ID)
 		if got, _ := s.Eligibility(ctx, o, t0); got != "" {
 			t.Errorf("after review: %q, want eligible", got)
 		}

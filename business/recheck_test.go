@@ -11,7 +11,9 @@ import (
 // TestSubmitChecksEligibilityAgain: the facts a draft was prepared on may
 // change while it waits for approval; Submit refuses, writes nothing and
 // names the rule, unless the draft's application exists already.
-func TestSubmitChecksEligibilityAgain(t *testing.T) {
+func TestSubmitChecksEligibilityAgain(t *testing.T) { forStores(t, testSubmitChecksEligibilityAgain) }
+
+func testSubmitChecksEligibilityAgain(t *testing.T, kind storeKind) {
 	ctx := context.Background()
 	day := 24 * time.Hour
 	tests := []struct {
@@ -34,7 +36,7 @@ func TestSubmitChecksEligibilityAgain(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, _ := newSeeded(t)
+			s, _ := newSeededOn(t, kind)
 			d := mustPrepare(t, s, "late", tt.order, 7*day, t0)
 			if tt.setup != nil {
 				tt.setup(t, s)
@@ -61,7 +63,7 @@ func TestSubmitChecksEligibilityAgain(t *testing.T) {
 	}
 
 	t.Run("ExistingApplicationWinsOverClosedWindow", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		d := mustPrepare(t, s, "late", "A3008", 7*day, t0)
 		a, _, err := s.Submit(ctx, d.ID, "demo-user", t0)
 		if err != nil {
@@ -74,9 +76,11 @@ func TestSubmitChecksEligibilityAgain(t *testing.T) {
 	})
 }
 
-func TestApplicationLookups(t *testing.T) {
+func TestApplicationLookups(t *testing.T) { forStores(t, testApplicationLookups) }
+
+func testApplicationLookups(t *testing.T, kind storeKind) {
 	ctx := context.Background()
-	s, _ := newSeeded(t)
+	s, _ := newSeededOn(t, kind)
 	d := mustPrepare(t, s, "return-25", "A3003", time.Hour, t0)
 	mustPrepare(t, s, "drafted-only", "A3001", time.Hour, t0)
 	a, _, err := s.Submit(ctx, d.ID, "demo-user", t0)
@@ -110,6 +114,9 @@ func TestApplicationLookups(t *testing.T) {
 	}
 
 	t.Run("ByTaskIsIndexed", func(t *testing.T) {
+		if kind != sqliteStore {
+			t.Skip("SQLite's query plan")
+		}
 		plan := queryPlan(t, s, `SELECT a.application_id FROM drafts d JOIN applications a ON a.draft_id = d.draft_id WHERE d.task_id = ?`, "x")
 		for _, want := range []string{"USING INDEX sqlite_autoindex_drafts", "USING INDEX sqlite_autoindex_applications"} {
 			if !contains(plan, want) {
@@ -141,9 +148,11 @@ func queryPlan(tb testing.TB, s *Store, q string, args ...any) string {
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
-func TestHeld(t *testing.T) {
+func TestHeld(t *testing.T) { forStores(t, testHeld) }
+
+func testHeld(t *testing.T, kind storeKind) {
 	ctx := context.Background()
-	s, _ := newSeeded(t)
+	s, _ := newSeededOn(t, kind)
 	d := mustPrepare(t, s, "t", "A3003", time.Hour, t0)
 	a, _, err := s.Submit(ctx, d.ID, "demo-user", t0)
 	if err != nil {

@@ -10,9 +10,11 @@ import (
 // TestInTxOrderMemo checks the orders kept inside InTx: a second read gives
 // the same order, another user's order stays not found, and an order
 // imported in the same transaction after a read found none is found.
-func TestInTxOrderMemo(t *testing.T) {
+func TestInTxOrderMemo(t *testing.T) { forStores(t, testInTxOrderMemo) }
+
+func testInTxOrderMemo(t *testing.T, kind storeKind) {
 	ctx := context.Background()
-	s, _ := newSeeded(t)
+	s, _ := newSeededOn(t, kind)
 	err := s.InTx(ctx, func(tx *Store) error {
 		first, err := tx.Order(ctx, "A3001", "demo-user")
 		if err != nil {
