@@ -44,6 +44,11 @@ func mayDecide(ctx context.Context, rs *runs.Store, desk *business.Store, id, us
 	if err != nil {
 		return runs.TaskRecord{}, false, err
 	}
+	return mayDecideRecord(ctx, desk, t, user)
+}
+
+// mayDecideRecord is mayDecide of the record t, read already.
+func mayDecideRecord(ctx context.Context, desk *business.Store, t runs.TaskRecord, user string) (runs.TaskRecord, bool, error) {
 	if t.User == user {
 		return t, true, nil
 	}
@@ -73,7 +78,7 @@ func (r *runner) answerOnly(ctx context.Context, o ResumeOptions) (*View, error)
 	if err := ValidTaskID(o.Task); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	t, ok, err := mayDecide(ctx, r.runs, r.desk, o.Task, o.User)
+	t, ok, err := r.mayDecide(ctx, o.Task, o.User)
 	if err == nil && ok && t.Kind == runs.KindBatch && o.answering() {
 		// The user's own batch or decide run: an answer to it is refused
 		// as resume refuses it (invalid_input), not as an unknown task.
@@ -87,6 +92,20 @@ func (r *runner) answerOnly(ctx context.Context, o ResumeOptions) (*View, error)
 	}
 	v, err := r.resume(ctx, t, o)
 	return v.markExpired(r.svc.now()), err
+}
+
+// mayDecide is mayDecide over r's stores, with the record of a task the
+// chunk read already (runner.known) taken from there, once.
+func (r *runner) mayDecide(ctx context.Context, id, user string) (runs.TaskRecord, bool, error) {
+	t, read := r.known[id]
+	if !read {
+		return mayDecide(ctx, r.runs, r.desk, id, user)
+	}
+	delete(r.known, id) // the row changes it: read once
+	if t == nil {
+		return runs.TaskRecord{}, false, fmt.Errorf("task %s: %w", id, runs.ErrNotFound)
+	}
+	return mayDecideRecord(ctx, r.desk, *t, user)
 }
 
 // withTrail sets v.Decisions from the business file's trail, which holds

@@ -19,6 +19,9 @@ import (
 type rowKind struct {
 	name string // batch or decide
 	run  func(ctx context.Context, r *runner, b BatchState, row runs.BatchRow) (runs.RowOutcome, error)
+	// prepare reads for the chunk runner r, in a few statements, what the
+	// chunk's rows would read one at a time; nil: nothing.
+	prepare func(ctx context.Context, r *runner, rows []runs.BatchRow) error
 	// refuseBusy reports a row whose task another live process still
 	// holds after rowWait as refused (conflict) rather than failing the
 	// run: a decision that cannot be given now is one row's refusal.
@@ -29,7 +32,7 @@ var (
 	orderRows = rowKind{name: "batch", run: func(ctx context.Context, r *runner, b BatchState, row runs.BatchRow) (runs.RowOutcome, error) {
 		return r.batchRow(ctx, b, row)
 	}}
-	decisionRows = rowKind{name: "decide", refuseBusy: true, run: func(ctx context.Context, r *runner, b BatchState, row runs.BatchRow) (runs.RowOutcome, error) {
+	decisionRows = rowKind{name: "decide", refuseBusy: true, prepare: prepareDecisions, run: func(ctx context.Context, r *runner, b BatchState, row runs.BatchRow) (runs.RowOutcome, error) {
 		return r.decideRow(ctx, b.Batch, b.User, row)
 	}}
 )
@@ -192,6 +195,11 @@ func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b Batch
 			return err
 		}
 		defer func() { held = r.held }()
+		if kind.prepare != nil {
+			if err := kind.prepare(rowCtx, r, rows); err != nil {
+				return err
+			}
+		}
 		if outs, err = s.runChunk(stop, r, b, kind, rows); err != nil {
 			return err
 		}
@@ -222,6 +230,46 @@ func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b Batch
 		counts[o.Outcome]++
 	}
 	return done, nil
+}
+
+// prepareDecisions reads, for the chunk runner r, the records of the
+// tasks that rows decide (runner.known) and what their timelines hold
+// (stepLog.preload): four statements for the chunk instead of three a
+// row. Rows refused before they run are left out.
+func prepareDecisions(ctx context.Context, r *runner, rows []runs.BatchRow) error {
+	ids := make([]string, 0, len(rows))
+	for _, row := range rows {
+		if _, refused := refusedBefore(row); !refused {
+			ids = append(ids, row.TaskID)
+		}
+	}
+	recs, err := r.runs.TasksIn(ctx, ids)
+	if err != nil {
+		return err
+	}
+	r.known = make(map[string]*runs.TaskRecord, len(ids))
+	returns := make([]string, 0, len(recs))
+	for _, id := range ids {
+		rec, ok := recs[id]
+		if !ok {
+			r.known[id] = nil
+			continue
+		}
+		r.known[id] = &rec
+		if rec.Kind == runs.KindReturn {
+			returns = append(returns, id)
+		}
+	}
+	log, ok := r.steps.(*stepLog)
+	if !ok || len(returns) == 0 {
+		return nil
+	}
+	tallies, err := r.runs.StepTallies(ctx, returns)
+	if err != nil {
+		return err
+	}
+	log.preload(tallies)
+	return nil
 }
 
 // runChunk runs rows with the chunk runner r inside the chunk's

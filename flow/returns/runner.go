@@ -34,6 +34,10 @@ type runner struct {
 	// recoveries maps the thread of a crashed run this runner took over to
 	// what the recovery started from (beginRecovery), until drive reports it.
 	recoveries *sync.Map
+	// known holds the records of a chunk's tasks, read for all of them in
+	// one statement (nil: the task does not exist), each used once by the
+	// row that decides it (runner.mayDecide); nil outside a decide chunk.
+	known map[string]*runs.TaskRecord
 	// held lists the row tasks whose leases a chunk runner kept after their
 	// runs (policy.release == keepLease); the chunk lets go of them once
 	// its checkpoints are committed.

@@ -169,6 +169,19 @@ func (l *stepLog) fresh(task string) {
 	l.next[task], l.attempts[task], l.failed[task] = 1, map[string]int{}, map[string]int{}
 }
 
+// preload tells the log what the timelines of a chunk's tasks hold so
+// far (runs.StepTallies), read for all of them in two statements, so that
+// their first steps need not count them one task at a time.
+func (l *stepLog) preload(tallies map[string]runs.StepTally) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for task, t := range tallies {
+		if _, known := l.next[task]; !known {
+			l.next[task], l.attempts[task], l.failed[task] = t.Top+1, t.Attempts, t.Failed
+		}
+	}
+}
+
 // begin keeps a running step for each task of the superstep, unless a
 // node failed maxAttempts times already (*runs.AttemptsError). A chunk's
 // rows have no heartbeat and no status of their own to check: the batch

@@ -1,0 +1,113 @@
+package runs
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// Set-based reads for a chunk of batch or decide rows: what a row reads
+// of its task one statement at a time, read for every task of the chunk
+// in one statement each, inside the chunk's transaction (which holds the
+// file's write lock, so what is read stays true while the chunk runs).
+// The task ids go in one IN list, a parameter each (a chunk holds at most
+// a few hundred tasks, far below either database's parameter limit).
+
+// inList returns "?, ?, …" for n parameters and the ids as arguments
+// after the ones given.
+func inList(ids []string, args ...any) (string, []any) {
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	return strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", "), args
+}
+
+// TasksIn returns the records of those of taskIDs that exist, by task id:
+// Task for many tasks in one statement. An unknown task is left out.
+func (s *Store) TasksIn(ctx context.Context, taskIDs []string) (map[string]TaskRecord, error) {
+	out := make(map[string]TaskRecord, len(taskIDs))
+	if len(taskIDs) == 0 {
+		return out, nil
+	}
+	in, args := inList(taskIDs)
+	rows, err := s.h.Q().QueryContext(ctx, `SELECT `+recordColumns+` FROM tasks WHERE task_id IN (`+in+`)`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("records of %d tasks: %w", len(taskIDs), err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, fmt.Errorf("records of %d tasks: %w", len(taskIDs), err)
+		}
+		out[t.ID] = t
+	}
+	return out, rows.Err()
+}
+
+// StepTally is what a task's timeline tells the step that starts next:
+// the highest seq so far (0 for none), the steps each node has had, and
+// each node's failed attempts (FailedSteps).
+type StepTally struct {
+	Top      int
+	Attempts map[string]int
+	Failed   map[string]int
+}
+
+// StepTallies returns StepCounts and FailedSteps of each of taskIDs, in
+// two statements for all of them; a task without steps has a zero Top and
+// empty maps.
+func (s *Store) StepTallies(ctx context.Context, taskIDs []string) (map[string]StepTally, error) {
+	out := make(map[string]StepTally, len(taskIDs))
+	for _, id := range taskIDs {
+		out[id] = StepTally{Attempts: map[string]int{}, Failed: map[string]int{}}
+	}
+	if len(taskIDs) == 0 {
+		return out, nil
+	}
+	in, args := inList(taskIDs)
+	err := s.eachCount(ctx, `SELECT task_id, node, count(*), max(seq) FROM steps WHERE task_id IN (`+in+`) GROUP BY task_id, node`, args,
+		func(task, node string, n, top int) {
+			t := out[task]
+			t.Attempts[node] = n
+			t.Top = max(t.Top, top)
+			out[task] = t
+		})
+	if err != nil {
+		return nil, err
+	}
+	// FailedSteps' rule: failed (an operator's stop excepted) or left
+	// running since the node last finished a step.
+	in, args = inList(taskIDs, StepFailed, StepRunning, MsgInterrupted, StepDone, StepWaiting)
+	err = s.eachCount(ctx,
+		`SELECT s.task_id, s.node, count(*), 0 FROM steps s WHERE s.status IN (?, ?) AND s.error <> ?
+		 AND s.seq > coalesce((SELECT max(d.seq) FROM steps d WHERE d.task_id = s.task_id AND d.node = s.node AND d.status IN (?, ?)), 0)
+		 AND s.task_id IN (`+in+`)
+		 GROUP BY s.task_id, s.node`, args,
+		func(task, node string, n, _ int) { out[task].Failed[node] = n })
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// eachCount runs query, whose rows are (task, node, count, seq), and
+// calls fn with each.
+func (s *Store) eachCount(ctx context.Context, query string, args []any, fn func(task, node string, n, seq int)) error {
+	rows, err := s.h.Q().QueryContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("step counts: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			task, node string
+			n, seq     int
+		)
+		if err := rows.Scan(&task, &node, &n, &seq); err != nil {
+			return fmt.Errorf("step counts: %w", err)
+		}
+		fn(task, node, n, seq)
+	}
+	return rows.Err()
+}
