@@ -62,11 +62,17 @@ var scenarios = []scenario{
 	{"two", [][]string{{"start", "t", "A3003", "--reason", "broken", "--approvals", "2"}, {"approvers", "grant", "alice"}, {"resume", "t", "--action", "approve", "--user", "alice"}, {"resume", "t", "--action", "approve"}}, 1, 0, 2},
 }
 
-// faultRun runs one command of the walkthrough, with point switched on
-// ("" for none), and returns stdout, exit code and wall time.
+// faultRun runs one command of the walkthrough in data dir dir, with point
+// switched on ("" for none), and returns stdout, exit code and wall time.
 func faultRun(tb testing.TB, dir, point string, args []string) (string, int, time.Duration) {
 	tb.Helper()
-	c := exec.Command(assistantBin(), append([]string{"--data", dir, "--output", "json"}, args...)...)
+	return faultRunOn(tb, dirStore(dir), point, args)
+}
+
+// faultRunOn is faultRun on the stores of st.
+func faultRunOn(tb testing.TB, st faultStore, point string, args []string) (string, int, time.Duration) {
+	tb.Helper()
+	c := exec.Command(assistantBin(), append(append(st.flags(), "--output", "json"), args...)...)
 	c.Env = append(os.Environ(), "ASSISTANT_FAULT="+point)
 	var out bytes.Buffer
 	c.Stdout = &out
@@ -75,6 +81,84 @@ func faultRun(tb testing.TB, dir, point string, args []string) (string, int, tim
 	return out.String(), exitOf(tb, err), time.Since(start)
 }
 
+// faultStore is where a fault case keeps its two stores: a data dir of
+// SQLite files, or a PostgreSQL database (the matrix's store dimension).
+type faultStore interface {
+	// flags are the global flags that name the stores.
+	flags() []string
+	// scalar runs q and returns the first column of its first row as text.
+	scalar(tb testing.TB, q storeQuery, args ...any) string
+	// verifyClean fails tb unless `assistant verify` finds no error.
+	verifyClean(tb testing.TB)
+}
+
+// storeQuery is one question to the stores, in each store's SQL: file is
+// the SQLite file it reads, pg its text on PostgreSQL.
+type storeQuery struct{ file, sqlite, pg string }
+
+// dirStore is a data dir.
+type dirStore string
+
+func (d dirStore) flags() []string { return []string{"--data", string(d)} }
+func (d dirStore) scalar(tb testing.TB, q storeQuery, args ...any) string {
+	tb.Helper()
+	return query(tb, string(d), q.file, q.sqlite, args...)
+}
+func (d dirStore) verifyClean(tb testing.TB) { tb.Helper(); verifyClean(tb, string(d)) }
+
+// pgFaultStore is a PostgreSQL database (main_postgres_test.go).
+type pgFaultStore struct{ pgStore }
+
+func (p pgFaultStore) flags() []string { return []string{"--store", p.url} }
+func (p pgFaultStore) scalar(tb testing.TB, q storeQuery, args ...any) string {
+	tb.Helper()
+	return p.query(tb, q.pg, args...)
+}
+
+// storeKind makes a fresh, empty store of one kind for a test.
+type storeKind struct {
+	name string
+	make func(t *testing.T) faultStore
+}
+
+var (
+	sqliteKind   = storeKind{"sqlite", func(t *testing.T) faultStore { return dirStore(t.TempDir()) }}
+	postgresKind = storeKind{"postgres", func(t *testing.T) faultStore { return pgFaultStore{newPGStore(t)} }}
+)
+
+// The matrix's questions to the stores, about task "t".
+var (
+	qHead = storeQuery{"checkpoints.sqlite",
+		`SELECT coalesce((SELECT head_id FROM threads WHERE thread_id = 't'), '')`,
+		`SELECT coalesce((SELECT head_id FROM checkpoints.threads WHERE thread_id = 't'), '')`}
+	qValues = storeQuery{"checkpoints.sqlite",
+		`SELECT values_json FROM checkpoints WHERE thread_id = 't' AND checkpoint_id = ?`,
+		`SELECT values_json::text FROM checkpoints.checkpoints WHERE thread_id = 't' AND checkpoint_id = $1`}
+	// A thread is linear (Put is a compare-and-set on its head), so the
+	// head's parent chain is every checkpoint of the thread up to the
+	// head's seq.
+	qOnChain = storeQuery{"checkpoints.sqlite",
+		`SELECT count(*) FROM checkpoints c JOIN threads h USING (thread_id) WHERE c.thread_id = 't' AND c.checkpoint_id = ? AND c.seq <= h.head_seq`,
+		`SELECT count(*) FROM checkpoints.checkpoints c JOIN checkpoints.threads h USING (thread_id) WHERE c.thread_id = 't' AND c.checkpoint_id = $1 AND c.seq <= h.head_seq`}
+	qApps = storeQuery{"business.sqlite",
+		`SELECT count(*) FROM applications a JOIN drafts d USING (draft_id) WHERE d.task_id = 't'`,
+		`SELECT count(*) FROM business.applications a JOIN business.drafts d USING (draft_id) WHERE d.task_id = 't'`}
+	qDrafts = storeQuery{"business.sqlite",
+		`SELECT count(*) FROM drafts WHERE task_id = 't'`,
+		`SELECT count(*) FROM business.drafts WHERE task_id = 't'`}
+	// The idempotency keys must be enforced by the store itself, not only
+	// by the lookups in the code: UNIQUE(draft_id), and for drafts
+	// UNIQUE(task_id, version) and one current draft per task
+	// (drafts_current, partial on task_id). 3 when all are there.
+	qKeys = storeQuery{"business.sqlite", `
+		SELECT (SELECT count(*) FROM pragma_index_list('applications') l JOIN pragma_index_info(l.name) i WHERE l."unique" = 1 AND i.name = 'draft_id')
+		     + (SELECT count(*) FROM pragma_index_list('drafts') l WHERE l."unique" = 1
+		          AND (SELECT group_concat(name) FROM pragma_index_info(l.name)) IN ('task_id,version', 'task_id'))`, `
+		SELECT count(*) FROM pg_indexes WHERE schemaname = 'business' AND indexdef LIKE 'CREATE UNIQUE INDEX %'
+		  AND ((tablename = 'applications' AND indexdef LIKE '%(draft_id)')
+		    OR (tablename = 'drafts' AND (indexdef LIKE '%(task_id, version)' OR indexdef LIKE '%(task_id) WHERE %')))`}
+)
+
 var maskRE = regexp.MustCompile(`"(draft_id|application_id|id|expires_at|until|at)": "[^"]*"|"reused": (true|false)|"pid": \d+`)
 
 // mask hides ids, times and the reused flag (a recovered submit reports the
@@ -82,23 +166,20 @@ var maskRE = regexp.MustCompile(`"(draft_id|application_id|id|expires_at|until|a
 func mask(s string) string { return maskRE.ReplaceAllString(s, `"$1": "…"`) }
 
 // head returns the thread's head checkpoint id and its values.
-func head(tb testing.TB, dir string) (string, string) {
+func head(tb testing.TB, st faultStore) (string, string) {
 	tb.Helper()
-	id := query(tb, dir, "checkpoints.sqlite", `SELECT coalesce((SELECT head_id FROM threads WHERE thread_id = 't'), '')`)
+	id := st.scalar(tb, qHead)
 	if id == "" {
 		return "", ""
 	}
-	return id, query(tb, dir, "checkpoints.sqlite", `SELECT values_json FROM checkpoints WHERE thread_id = 't' AND checkpoint_id = ?`, id)
+	return id, st.scalar(tb, qValues, id)
 }
 
 // isAncestor reports whether checkpoint id is on the parent chain of the
-// head. A thread is linear (Put is a compare-and-set on its head), so that
-// chain is every checkpoint of the thread up to the head's seq.
-func isAncestor(tb testing.TB, dir, id string) bool {
+// head.
+func isAncestor(tb testing.TB, st faultStore, id string) bool {
 	tb.Helper()
-	return query(tb, dir, "checkpoints.sqlite", `
-		SELECT count(*) FROM checkpoints c JOIN threads h USING (thread_id)
-		WHERE c.thread_id = 't' AND c.checkpoint_id = ? AND c.seq <= h.head_seq`, id) == "1"
+	return st.scalar(tb, qOnChain, id) == "1"
 }
 
 type faultCase struct {
@@ -114,22 +195,44 @@ type faultCase struct {
 	wall                time.Duration
 }
 
-func TestFaultMatrix(t *testing.T) {
-	var cases []faultCase
+func TestFaultMatrix(t *testing.T) { faultMatrix(t, sqliteKind, scenarios) }
+
+// TestFaultMatrixPostgres runs the matrix on PostgreSQL: the scenarios
+// named in FAULT_PG_SCENARIOS ("all" for every one; default approve and
+// two, which reach every submit point and the parallel review).
+func TestFaultMatrixPostgres(t *testing.T) {
+	names := "approve,two"
+	if s := os.Getenv("FAULT_PG_SCENARIOS"); s != "" {
+		names = s
+	}
+	var scs []scenario
 	for _, sc := range scenarios {
+		if names == "all" || slices.Contains(strings.Split(names, ","), sc.name) {
+			scs = append(scs, sc)
+		}
+	}
+	faultMatrix(t, postgresKind, scs)
+}
+
+// faultMatrix runs every fault point of every step of scs on stores of
+// kind, and checks that the points the matrix needs were reached: all of
+// them when scs is every scenario, the submit points otherwise.
+func faultMatrix(t *testing.T, kind storeKind, scs []scenario) {
+	var cases []faultCase
+	for _, sc := range scs {
 		// The run with no fault, the reference for equivalence.
-		ref := t.TempDir()
+		ref := kind.make(t)
 		var final string
 		for _, st := range sc.steps {
-			if _, code, _ := faultRun(t, ref, "", st); code != 0 {
+			if _, code, _ := faultRunOn(t, ref, "", st); code != 0 {
 				t.Fatalf("%s: reference run: %v exit %d", sc.name, st, code)
 			}
 		}
-		final, _, _ = faultRun(t, ref, "", []string{"show", "t"})
+		final, _, _ = faultRunOn(t, ref, "", []string{"show", "t"})
 
 		for k := range sc.steps {
 			for _, point := range faultPoints() {
-				c, reached := runFaultCase(t, sc, k, point, mask(final))
+				c, reached := runFaultCase(t, kind, sc, k, point, mask(final))
 				if reached {
 					cases = append(cases, c)
 				}
@@ -137,20 +240,24 @@ func TestFaultMatrix(t *testing.T) {
 		}
 	}
 	report := formatMatrix(cases)
-	t.Log("\n" + report)
-	if path := os.Getenv("FAULT_REPORT"); path != "" {
+	t.Logf("\nstores: %s\n%s", kind.name, report)
+	if path := os.Getenv("FAULT_REPORT"); path != "" && kind.name == sqliteKind.name {
 		if err := os.WriteFile(path, []byte(report), 0o644); err != nil {
 			t.Error(err)
 		}
 	}
-	if path := os.Getenv("FAULT_FIGURES"); path != "" {
+	if path := os.Getenv("FAULT_FIGURES"); path != "" && kind.name == sqliteKind.name {
 		if err := appendFigures(path, os.Getenv("FAULT_REV"), cases); err != nil {
 			t.Error(err)
 		}
 	}
 	// Every node × phase and the business-commit point must be reached by
 	// some command, or the matrix does not cover the flow.
-	for _, p := range faultPoints() {
+	must := faultPoints()
+	if len(scs) < len(scenarios) {
+		must = []string{"before:submit", "after:submit", "after-checkpoint:submit", "submit:after-business-commit"}
+	}
+	for _, p := range must {
 		if !slices.ContainsFunc(cases, func(c faultCase) bool { return c.point == p }) {
 			t.Errorf("fault point %s is reached by no command", p)
 		}
@@ -158,7 +265,7 @@ func TestFaultMatrix(t *testing.T) {
 	for _, c := range cases {
 		for i, r := range c.checks {
 			if strings.HasPrefix(r, "FAIL") {
-				t.Errorf("%s step %d %s: check %d: %s", c.scenario, c.step+1, c.point, i+1, r)
+				t.Errorf("%s %s step %d %s: check %d: %s", kind.name, c.scenario, c.step+1, c.point, i+1, r)
 			}
 		}
 	}
@@ -166,23 +273,23 @@ func TestFaultMatrix(t *testing.T) {
 
 // runFaultCase kills step k of sc at point and checks recovery. reached is
 // false when the command never reaches the point.
-func runFaultCase(t *testing.T, sc scenario, k int, point, wantFinal string) (faultCase, bool) {
+func runFaultCase(t *testing.T, kind storeKind, sc scenario, k int, point, wantFinal string) (faultCase, bool) {
 	t.Helper()
 	c := faultCase{scenario: sc.name, step: k, point: point}
-	dir := t.TempDir()
+	dir := kind.make(t)
 	for _, st := range sc.steps[:k] {
-		if _, code, _ := faultRun(t, dir, "", st); code != 0 {
+		if _, code, _ := faultRunOn(t, dir, "", st); code != 0 {
 			t.Fatalf("%s: step %v exit %d", sc.name, st, code)
 		}
 	}
-	_, code, _ := faultRun(t, dir, point, sc.steps[k])
+	_, code, _ := faultRunOn(t, dir, point, sc.steps[k])
 	if code != 137 {
 		return c, false
 	}
 	killedHead, killedValues := head(t, dir)
 
 	// Recover: the same command again.
-	out, code, wall := faultRun(t, dir, "", sc.steps[k])
+	out, code, wall := faultRunOn(t, dir, "", sc.steps[k])
 	c.wall = wall
 	if code != 0 {
 		c.checks[0] = fmt.Sprintf("FAIL: recovering command exit %d", code)
@@ -194,7 +301,7 @@ func runFaultCase(t *testing.T, sc scenario, k int, point, wantFinal string) (fa
 		c.checks[0] = "pass" // killed before the first checkpoint: nothing to keep
 	case !isAncestor(t, dir, killedHead):
 		c.checks[0] = "FAIL: the checkpoint at the kill is not on the recovered chain"
-	case query(t, dir, "checkpoints.sqlite", `SELECT values_json FROM checkpoints WHERE thread_id = 't' AND checkpoint_id = ?`, killedHead) != killedValues:
+	case dir.scalar(t, qValues, killedHead) != killedValues:
 		c.checks[0] = "FAIL: the checkpoint at the kill changed"
 	default:
 		c.checks[0] = "pass"
@@ -205,7 +312,7 @@ func runFaultCase(t *testing.T, sc scenario, k int, point, wantFinal string) (fa
 	if k < answerStep {
 		var v struct{ Status, Kind string }
 		_ = json.Unmarshal([]byte(out), &v)
-		apps := query(t, dir, "business.sqlite", `SELECT count(*) FROM applications a JOIN drafts d USING (draft_id) WHERE d.task_id = 't'`)
+		apps := dir.scalar(t, qApps)
 		if v.Status == "waiting" && apps == "0" {
 			c.checks[3] = "pass"
 		} else {
@@ -234,22 +341,15 @@ func runFaultCase(t *testing.T, sc scenario, k int, point, wantFinal string) (fa
 	}
 
 	for _, st := range sc.steps[k+1:] {
-		if _, code, _ := faultRun(t, dir, "", st); code != 0 {
+		if _, code, _ := faultRunOn(t, dir, "", st); code != 0 {
 			c.checks[2] = fmt.Sprintf("FAIL: step %v after recovery exit %d", st, code)
 			return c, true
 		}
 	}
 	// 2. Side effects once.
-	apps := query(t, dir, "business.sqlite", `SELECT count(*) FROM applications a JOIN drafts d USING (draft_id) WHERE d.task_id = 't'`)
-	drafts := query(t, dir, "business.sqlite", `SELECT count(*) FROM drafts WHERE task_id = 't'`)
-	// The idempotency keys must be enforced by the store itself, not only
-	// by the lookups in the code: UNIQUE(draft_id), and for drafts
-	// UNIQUE(task_id, version) and one current draft per task
-	// (drafts_current, partial on task_id).
-	keys := query(t, dir, "business.sqlite", `
-		SELECT (SELECT count(*) FROM pragma_index_list('applications') l JOIN pragma_index_info(l.name) i WHERE l."unique" = 1 AND i.name = 'draft_id')
-		     + (SELECT count(*) FROM pragma_index_list('drafts') l WHERE l."unique" = 1
-		          AND (SELECT group_concat(name) FROM pragma_index_info(l.name)) IN ('task_id,version', 'task_id'))`)
+	apps := dir.scalar(t, qApps)
+	drafts := dir.scalar(t, qDrafts)
+	keys := dir.scalar(t, qKeys)
 	wantDrafts := max(sc.drafts, 1)
 	if apps == fmt.Sprint(sc.apps) && drafts == fmt.Sprint(wantDrafts) && keys == "3" {
 		c.checks[1] = "pass"
@@ -259,15 +359,15 @@ func runFaultCase(t *testing.T, sc scenario, k int, point, wantFinal string) (fa
 		c.checks[1] = fmt.Sprintf("FAIL: %s applications (want %d), %s drafts (want %d)", apps, sc.apps, drafts, wantDrafts)
 	}
 	// 3. Equivalence with the run without a fault.
-	got, _, _ := faultRun(t, dir, "", []string{"show", "t"})
+	got, _, _ := faultRunOn(t, dir, "", []string{"show", "t"})
 	if mask(got) == wantFinal {
 		c.checks[2] = "pass"
 	} else {
 		c.checks[2] = "FAIL: final JSON differs from the run without a fault:\n" + mask(got) + "\nwant:\n" + wantFinal
 	}
 	// 5. Expiry across the crash.
-	c.checks[4] = expiryAcrossCrash(t, sc, k, point)
-	verifyClean(t, dir) // the data dir the recovery leaves: the two files agree
+	c.checks[4] = expiryAcrossCrash(t, kind, sc, k, point)
+	dir.verifyClean(t) // the stores the recovery leaves: the two agree
 	return c, true
 }
 
@@ -275,21 +375,21 @@ func runFaultCase(t *testing.T, sc scenario, k int, point, wantFinal string) (fa
 // lets the draft expire while no process runs, then recovers: the request
 // must end failed/draft_expired with nothing submitted — unless the kill
 // came after the application committed, when the application stands.
-func expiryAcrossCrash(t *testing.T, sc scenario, k int, point string) string {
+func expiryAcrossCrash(t *testing.T, kind storeKind, sc scenario, k int, point string) string {
 	if sc.name != "approve" || k != 1 {
 		return "n/a"
 	}
-	dir := t.TempDir()
+	dir := kind.make(t)
 	start := append(slices.Clone(sc.steps[0]), "--draft-ttl", "1s")
-	if _, code, _ := faultRun(t, dir, "", start); code != 0 {
+	if _, code, _ := faultRunOn(t, dir, "", start); code != 0 {
 		return "FAIL: start"
 	}
-	if _, code, _ := faultRun(t, dir, point, sc.steps[1]); code != 137 {
+	if _, code, _ := faultRunOn(t, dir, point, sc.steps[1]); code != 137 {
 		return "FAIL: not killed"
 	}
-	committed := query(t, dir, "business.sqlite", `SELECT count(*) FROM applications a JOIN drafts d USING (draft_id) WHERE d.task_id = 't'`) == "1"
+	committed := dir.scalar(t, qApps) == "1"
 	time.Sleep(1100 * time.Millisecond) // the draft expires on the wall clock while no process runs
-	out, code, _ := faultRun(t, dir, "", sc.steps[1])
+	out, code, _ := faultRunOn(t, dir, "", sc.steps[1])
 	if code != 0 {
 		return fmt.Sprintf("FAIL: recovery exit %d", code)
 	}
@@ -298,7 +398,7 @@ func expiryAcrossCrash(t *testing.T, sc scenario, k int, point string) string {
 		Error *struct{ Code string }
 	}
 	_ = json.Unmarshal([]byte(out), &v)
-	apps := query(t, dir, "business.sqlite", `SELECT count(*) FROM applications a JOIN drafts d USING (draft_id) WHERE d.task_id = 't'`)
+	apps := dir.scalar(t, qApps)
 	switch {
 	case committed && v.Stage == "submitted" && apps == "1":
 		return "pass (committed before the kill)"
