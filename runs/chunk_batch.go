@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Set-based reads for a chunk of batch or decide rows: what a row reads
@@ -110,4 +111,29 @@ func (s *Store) eachCount(ctx context.Context, query string, args []any, fn func
 		fn(task, node, n, seq)
 	}
 	return rows.Err()
+}
+
+// AcquireRead is AcquireLease for a task whose record t was read with no
+// lease on it: one guarded statement makes me the holder, raises the
+// fencing epoch and sets the status to running, only while the lease is
+// still free and the status and epoch are still the ones read. ok false
+// (nothing written) when they are not, or when t shows a holder: the
+// caller then takes the lease with AcquireLease, which reads it again.
+// Inside a chunk's transaction, whose records were read under its write
+// lock, it saves AcquireLease's read and savepoint.
+func (s *Store) AcquireRead(ctx context.Context, t TaskRecord, me Lease, now time.Time) (Acquired, bool, error) {
+	if t.Lease.Owner != "" {
+		return Acquired{}, false, nil
+	}
+	res, err := s.h.Q().ExecContext(ctx,
+		`UPDATE tasks SET lease_owner = ?, lease_pid = ?, lease_host = ?, lease_until = ?, lease_epoch = lease_epoch + 1, status = 'running', updated_at = ?
+		 WHERE task_id = ? AND lease_owner IS NULL AND lease_epoch = ? AND status = ?`,
+		me.Owner, me.PID, me.Host, formatTime(me.Until), formatTime(now), t.ID, t.Lease.Epoch, t.Status)
+	if err != nil {
+		return Acquired{}, false, fmt.Errorf("acquire lease of task %s: %w", t.ID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return Acquired{}, false, err
+	}
+	return Acquired{PrevStatus: t.Status, Epoch: t.Lease.Epoch + 1}, true, nil
 }

@@ -158,7 +158,7 @@ func (r *runner) acquire(ctx context.Context, t *runs.TaskRecord) error {
 	if err != nil {
 		return err
 	}
-	got, err := r.runs.AcquireLease(ctx, t.ID, l, now, r.svc.liveness)
+	got, err := r.takeLease(ctx, *t, l, now)
 	var held *runs.LeaseHeldError
 	switch {
 	case errors.As(err, &held):

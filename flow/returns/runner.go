@@ -118,6 +118,20 @@ func (s *Service) chunkRunner(desk *business.Store, cps flow.Checkpointer) (*run
 	return s.newRunner(desk, runs.New(desk.Handle(), s.now), cps, chunkPolicy)
 }
 
+// takeLease takes the lease of task t for l (acquire): in a decide chunk
+// (r.known set, its records read under the chunk's write lock) with one
+// guarded statement while the record read shows the lease free and is
+// still current (runs.AcquireRead), else with runs.AcquireLease, which
+// reads the lease again and may take over a lapsed one.
+func (r *runner) takeLease(ctx context.Context, t runs.TaskRecord, l runs.Lease, now time.Time) (runs.Acquired, error) {
+	if r.known != nil {
+		if got, ok, err := r.runs.AcquireRead(ctx, t, l, now); err != nil || ok {
+			return got, err
+		}
+	}
+	return r.runs.AcquireLease(ctx, t.ID, l, now, r.svc.liveness)
+}
+
 // beforeStep is the check before each superstep of a run (flow.Options.
 // BeforeStep): for a run driven under a lease (drive), the task must still
 // be running and held by this run, and no node of the superstep may have
