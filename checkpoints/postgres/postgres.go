@@ -25,10 +25,11 @@
 //     advisory lock) and refuses a newer or a foreign schema before it
 //     writes anything.
 //
-// Powers: flow.HeadWriter, flow.Pruner, flow.Fencer, flow.Syncer and
-// flow.DurableWriter. Not flow.Bufferer: checkpoints.Buffer writes to a
-// SQLite store only; the batch runs against a server through the plain
-// store.
+// Powers: flow.HeadWriter, flow.Pruner, flow.Fencer, flow.Syncer,
+// flow.DurableWriter and flow.Bufferer: NewBuffer returns a
+// checkpoints.Buffer whose Flush writes a batch chunk's checkpoints and
+// pending writes in one transaction of a few set-based statements
+// (buffer.go).
 //
 // It passes the conformance suite checkpoints/checkpointstest against a
 // real server (internal/pgtest).
