@@ -150,65 +150,12 @@ fi
 
 # A 10,000-row batch, each row parked at approval, then decide of the
 # 10,000 approvals (issue 16: decide >= 5,000 decisions/s), from the same
-# data dir of the same run, so the two rates stand side by side. Each row
-# has an order of its own (a batch runs one row per order; the rest are
-# duplicate_order), imported before the clock starts.
-python3 -c "
-import datetime
-d = (datetime.date.today() - datetime.timedelta(days=2)).isoformat()
-print('order_id,user,item,delivered_at,final_sale')
-for i in range(10000): print(f'Q{i},demo-user,Bench item {i},{d},false')" > "$work/orders10k.csv"
-python3 -c "
-print('task,order,reason')
-for i in range(10000): print(f'b{i},Q{i},reason {i}')" > "$work/rows10k.csv"
-# Three runs, each into a fresh data dir (the process, opening and creating
-# the files included): the median rows/s and decisions/s and the largest
-# peak RSS of each command.
-# CPU (user+sys) per 1,000 rows and per 1,000 decisions, and their ratio,
-# vary less with the machine's load than wall time: they are printed too.
-rates=(); drates=(); bcpu=(); dcpu=(); ratios=(); rss=0; drss=0
-for i in 1 2 3; do
-  "$A" --data "$work/batch$i" orders import --timezone UTC "$work/orders10k.csv" > /dev/null
-  start=$(date +%s.%N)
-  /usr/bin/time -f "%U %S %M" -o "$work/batch.rss" "$A" --data "$work/batch$i" batch b10k "$work/rows10k.csv" > /dev/null
-  end=$(date +%s.%N)
-  rates+=("$(python3 -c "print(f'{10000/($end-$start):.0f}')")")
-  read -r bu bs kib < <(tail -1 "$work/batch.rss")
-  bcpu+=("$(python3 -c "print(f'{($bu+$bs)*100:.0f}')")") # ms per 1,000 rows
-  [ "$kib" -gt "$rss" ] && rss=$kib
-  "$A" --data "$work/batch$i" list --status waiting --output csv | sed 's/,,/,approve,/' > "$work/decide10k.csv"
-  [ "$(wc -l < "$work/decide10k.csv")" = 10001 ] || { echo "decide: $(wc -l < "$work/decide10k.csv") lines, want 10001" >&2; exit 1; }
-  start=$(date +%s.%N)
-  /usr/bin/time -f "%U %S %M" -o "$work/decide.rss" "$A" --data "$work/batch$i" decide "$work/decide10k.csv" > "$work/decide.json"
-  end=$(date +%s.%N)
-  python3 -c "
-import json, sys
-c = json.load(open('$work/decide.json'))['batch']['counts']
-if c != {'submitted': 10000}: sys.exit(f'decide: counts {c}, want 10,000 submitted')"
-  drates+=("$(python3 -c "print(f'{10000/($end-$start):.0f}')")")
-  read -r du ds kib < <(tail -1 "$work/decide.rss")
-  dcpu+=("$(python3 -c "print(f'{($du+$ds)*100:.0f}')")") # ms per 1,000 decisions
-  ratios+=("$(python3 -c "print(f'{($du+$ds)/($bu+$bs):.2f}')")")
-  [ "$kib" -gt "$drss" ] && drss=$kib
-  rm -rf "$work/batch$i"
-done
-sorted=($(printf '%s\n' "${rates[@]}" | sort -n))
-echo "batch_rows_per_s ${sorted[1]} rows/s"
-echo "batch_rows_per_s_min ${sorted[0]} rows/s"
-echo "batch_rows_per_s_max ${sorted[2]} rows/s"
-# Peak RSS of those batches: the target (≤ 20 MiB) is for any single command.
-echo "batch_rss $(python3 -c "print(f'{$rss/1024:.1f}')") MiB"
-sorted=($(printf '%s\n' "${drates[@]}" | sort -n))
-echo "decide_per_s ${sorted[1]} decisions/s"
-echo "decide_per_s_min ${sorted[0]} decisions/s"
-echo "decide_per_s_max ${sorted[2]} decisions/s"
-echo "decide_rss $(python3 -c "print(f'{$drss/1024:.1f}')") MiB"
-sorted=($(printf '%s\n' "${bcpu[@]}" | sort -n))
-echo "batch_cpu_ms_per_1000 ${sorted[1]} ms"
-sorted=($(printf '%s\n' "${dcpu[@]}" | sort -n))
-echo "decide_cpu_ms_per_1000 ${sorted[1]} ms"
-sorted=($(printf '%s\n' "${ratios[@]}" | sort -n))
-echo "decide_over_batch_cpu ${sorted[1]} (${sorted[0]}-${sorted[2]})"
+# data dir of the same run, so the two rates stand side by side, with the
+# CPU per 1,000 rows and decisions and the peak RSS of each: see
+# scripts/bench-decide.sh, which also runs on its own. With
+# BENCH_DECIDE_BASE=PATH (a binary built from an older commit) each run
+# runs that binary and this one in turn, and both are printed.
+scripts/bench-decide.sh "$A" "${BENCH_DECIDE_BASE:-}"
 
 # orders import of 1,000,000 rows (issue 17: targets >= 200,000 rows/s and
 # <= 32 MiB peak RSS whatever the file's size), into a fresh data dir: the
