@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -167,11 +166,12 @@ type ParseOptions struct {
 }
 
 // OrdersFile is a shop's orders export that ParseOrders found well
-// formed. It does not hold the orders: ImportOrdersFile reads the file a
-// second time (or its copy, for input that cannot be read twice), so memory
-// does not grow with the file. Close releases it.
+// formed. Its orders are not in memory: ParseOrders wrote them to a
+// temporary file in a compact binary form as it checked them (spool), and
+// ImportOrdersFile reads them from there, so memory does not grow with the
+// file and the CSV is parsed once. Close releases it.
 type OrdersFile struct {
-	src    *source
+	spool  *spool
 	opts   ParseOptions
 	rows   int // data rows
 	orders int // orders: rows of one order counted once
@@ -217,58 +217,14 @@ func (f *OrdersFile) Rows() int { return f.rows }
 // a line-item export's, count once).
 func (f *OrdersFile) Orders() int { return f.orders }
 
-// Close removes the file's copy, when ParseOrders made one.
-func (f *OrdersFile) Close() error { return f.src.close() }
+// Close removes the temporary file of the file's orders.
+func (f *OrdersFile) Close() error { return f.spool.close() }
 
-// source is the input of ParseOrders, read once more by ImportOrdersFile:
-// the reader itself when it can seek, else a copy made while it was read
-// the first time (a pipe).
-type source struct {
-	seeker io.ReadSeeker
-	start  int64
-	copy   *os.File // unlinked at once: it goes when it is closed
-	first  io.Reader
-	read   bool
-}
-
-func newSource(r io.Reader) (*source, error) {
-	if s, ok := r.(io.ReadSeeker); ok {
-		if off, err := s.Seek(0, io.SeekCurrent); err == nil {
-			return &source{seeker: s, start: off, first: s}, nil
-		}
-	}
-	tmp, err := os.CreateTemp("", "assistant-orders-*.csv")
-	if err != nil {
-		return nil, fmt.Errorf("copy of the orders file: %w", err)
-	}
-	os.Remove(tmp.Name())
-	return &source{copy: tmp, first: io.TeeReader(r, tmp)}, nil
-}
-
-// reader returns the input from its start: the first time as given, then
-// again from the seeker or the copy.
-func (s *source) reader() (io.Reader, error) {
-	if !s.read {
-		s.read = true
-		return s.first, nil
-	}
-	if s.copy != nil {
-		if _, err := s.copy.Seek(0, io.SeekStart); err != nil {
-			return nil, fmt.Errorf("read the orders file again: %w", err)
-		}
-		return s.copy, nil
-	}
-	if _, err := s.seeker.Seek(s.start, io.SeekStart); err != nil {
-		return nil, fmt.Errorf("read the orders file again: %w", err)
-	}
-	return s.seeker, nil
-}
-
-func (s *source) close() error {
-	if s == nil || s.copy == nil {
-		return nil
-	}
-	return s.copy.Close()
+// replay calls emit with each order of the file, in file order, read
+// from the spool (emit owns the group: freeGroup gives it back). ctx ends
+// it (its error).
+func (f *OrdersFile) replay(ctx context.Context, emit func(*group) error) error {
+	return f.spool.replay(ctx, f.newGroup, emit)
 }
 
 // ParseOrders reads a shop's orders export (docs/orders.md) and checks
@@ -281,32 +237,34 @@ func (s *source) close() error {
 // MaxOrdersRows, or with a line over MaxLineBytes, is refused whole
 // (ErrTooLarge, *ImportError). A file without rows is an *ImportError
 // ("no orders"). The file is read as a stream, in memory that does not
-// grow with it; ctx ends the read (its error, nothing kept). Close the
-// result when done.
+// grow with it; ctx ends the read (its error, nothing kept). r is read
+// once. Close the result when done.
 func ParseOrders(ctx context.Context, r io.Reader, opts ParseOptions) (*OrdersFile, error) {
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
-	src, err := newSource(r)
+	sp, err := newSpool()
 	if err != nil {
 		return nil, err
 	}
-	f := &OrdersFile{src: src, opts: opts, pool: make(chan *group, groupPool)}
-	if err := f.check(ctx); err != nil {
-		src.close()
+	f := &OrdersFile{spool: sp, opts: opts, pool: make(chan *group, groupPool)}
+	if err := f.check(ctx, r); err != nil {
+		sp.close()
 		return nil, err
 	}
 	return f, nil
 }
 
 // check is ParseOrders' reading of the file: every row, and whether the
-// rows of one order follow each other. A good file is read once; one
-// with an order id that comes back (or, rarely, two ids of one hash) is
-// read once more for those ids (scatterCheck).
-func (f *OrdersFile) check(ctx context.Context) error {
+// rows of one order follow each other; each order goes to the spool. The
+// file is read once; when an order id comes back (or, rarely, two ids
+// share a hash), the spool is read for those ids (scatterCheck).
+func (f *OrdersFile) check(ctx context.Context, r io.Reader) error {
 	ids := newIDHashes()
-	rows, orders, err := f.scan(ctx, func(g *group) error {
+	defer ids.release()
+	rows, orders, err := f.scan(ctx, r, func(g *group) error {
 		ids.add(g.order.ID)
+		f.spool.add(g)
 		f.freeGroup(g)
 		return nil
 	})
@@ -316,6 +274,9 @@ func (f *OrdersFile) check(ctx context.Context) error {
 	if rows == 0 {
 		return &ImportError{What: ordersSpec.What, Empty: true, Refused: ordersSpec.Refused}
 	}
+	if err := f.spool.finish(); err != nil {
+		return err
+	}
 	f.rows, f.orders = rows, orders
 	rep, overflow := ids.repeats(maxScattered)
 	if len(rep) == 0 {
@@ -324,14 +285,14 @@ func (f *OrdersFile) check(ctx context.Context) error {
 	return f.scatterCheck(ctx, ids, rep, overflow)
 }
 
-// scatterCheck reads the file again for the order ids whose hash check
-// saw more than once and refuses an order whose rows do not follow each
-// other, naming both lines. overflow says that more ids than maxScattered
+// scatterCheck reads the file's orders again (from the spool) for the
+// order ids whose hash check saw more than once and refuses an order whose
+// rows do not follow each other, naming both lines. overflow says that more ids than maxScattered
 // came back: the file is refused as one to sort first.
 func (f *OrdersFile) scatterCheck(ctx context.Context, ids *idHashes, rep map[uint64]bool, overflow bool) error {
 	var bad badLines
 	first := map[string]int{}
-	_, _, err := f.scan(ctx, func(g *group) error {
+	err := f.replay(ctx, func(g *group) error {
 		defer f.freeGroup(g)
 		if !rep[ids.hash(g.order.ID)] {
 			return nil
@@ -450,18 +411,14 @@ func JoinItems(items []string, more int) string {
 	return first + suffix
 }
 
-// scan reads the file from its start and calls emit for each order (its
-// consecutive rows merged), in file order. It returns the number of rows
-// and orders, or an error: a bad header or row (all bad rows of the file
-// are read and the first ones named), the file over a limit, ctx ended, or
-// emit's error.
-func (f *OrdersFile) scan(ctx context.Context, emit func(*group) error) (rows, orders int, err error) {
+// scan reads the CSV file r and calls emit for each order (its
+// consecutive rows merged), in file order, while no row was bad. It
+// returns the number of rows and orders, or an error: a bad header or row
+// (all bad rows of the file are read and the first ones named), the file
+// over a limit, ctx ended, or emit's error.
+func (f *OrdersFile) scan(ctx context.Context, r io.Reader, emit func(*group) error) (rows, orders int, err error) {
 	if err := ctx.Err(); err != nil {
 		return 0, 0, fmt.Errorf("read orders file: %w", err)
-	}
-	r, err := f.src.reader()
-	if err != nil {
-		return 0, 0, err
 	}
 	t, err := OpenTable(r, ordersSpec, MaxOrdersFileBytes)
 	if err != nil {

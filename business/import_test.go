@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +33,8 @@ func encodeUTF16(s string, bigEndian, bom bool) string {
 	return b.String()
 }
 
-// parsed parses file as the operator and returns its orders in file order.
+// parsed parses file as the operator and returns its orders in file
+// order, as the import reads them (from the spool).
 func parsed(tb testing.TB, file string, opts ParseOptions) ([]Order, error) {
 	tb.Helper()
 	opts.Operator = true
@@ -41,7 +44,7 @@ func parsed(tb testing.TB, file string, opts ParseOptions) ([]Order, error) {
 	}
 	defer f.Close()
 	var out []Order
-	_, _, err = f.scan(context.Background(), func(g *group) error {
+	err = f.replay(context.Background(), func(g *group) error {
 		out = append(out, g.order)
 		return nil
 	})
@@ -322,4 +325,57 @@ func TestImportOrdersUpsert(t *testing.T) {
 			t.Fatalf("C90 after a cancelled import: %v, want not found", err)
 		}
 	})
+}
+
+// The import writes the orders ParseOrders checked, read from its spool:
+// a file changed or removed after the check changes nothing of what is
+// imported (the CSV is read once).
+func TestImportOrdersWritesWhatWasChecked(t *testing.T) {
+	ctx := context.Background()
+	const h = "order_id,user,item,delivered_at,final_sale\n"
+	tests := map[string]func(t *testing.T, path string){
+		"Rewritten": func(t *testing.T, path string) {
+			if err := os.WriteFile(path, []byte(h+"C1,demo-user,Changed,,true\nC3,demo-user,New,,false\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"Emptied": func(t *testing.T, path string) {
+			if err := os.Truncate(path, 0); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	for name, change := range tests {
+		t.Run(name, func(t *testing.T) {
+			s, _ := newSeeded(t)
+			path := filepath.Join(t.TempDir(), "orders.csv")
+			if err := os.WriteFile(path, []byte(h+"C1,demo-user,Kettle,2025-03-09T10:00:00Z,false\nC2,demo-user,Mug,2025-03-09T10:00:00Z,true\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			in, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer in.Close()
+			f, err := ParseOrders(ctx, in, ParseOptions{User: "demo-user"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			change(t, path)
+			res, err := s.ImportOrdersFile(ctx, f, ImportOptions{})
+			if err != nil || res.Added != 2 || res.Rows != 2 {
+				t.Fatalf("import: %+v, %v; want the 2 orders checked added", res, err)
+			}
+			at := time.Date(2025, 3, 9, 10, 0, 0, 0, time.UTC)
+			for _, want := range []Order{{ID: "C1", User: "demo-user", Item: "Kettle", DeliveredAt: &at}, {ID: "C2", User: "demo-user", Item: "Mug", DeliveredAt: &at, FinalSale: true}} {
+				if o, err := s.Order(ctx, want.ID, "demo-user"); err != nil || !sameOrder(o, want) {
+					t.Fatalf("%s = %+v, %v; want %+v", want.ID, o, err, want)
+				}
+			}
+			if _, err := s.Order(ctx, "C3", "demo-user"); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("C3: %v, want not found (never checked)", err)
+			}
+		})
+	}
 }

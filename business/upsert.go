@@ -192,7 +192,7 @@ type upsert struct {
 	userArg  any
 }
 
-// run reads the file (f.scan) in a goroutine of its own and decides its
+// run reads the file's orders (f.replay) in a goroutine of its own and decides its
 // orders here, batch by batch, so that reading the next batch and writing
 // this one overlap; at most importQueue batches wait between the two, so
 // memory does not grow with the file. It returns the file's rows and
@@ -214,7 +214,7 @@ func (u *upsert) run(f *OrdersFile) (rows, orders int, err error) {
 				return ctx.Err()
 			}
 		}
-		rows, orders, scanErr = f.scan(ctx, func(g *group) error {
+		scanErr = f.replay(ctx, func(g *group) error {
 			if batch = append(batch, g); len(batch) < importBatch {
 				return nil
 			}
@@ -237,7 +237,7 @@ func (u *upsert) run(f *OrdersFile) (rows, orders int, err error) {
 	if scanErr != nil {
 		return 0, 0, scanErr
 	}
-	return rows, orders, nil
+	return f.rows, f.orders, nil
 }
 
 // decide reads the stored orders of a batch (one statement; an operator

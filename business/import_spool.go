@@ -1,0 +1,224 @@
+package business
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// spool holds the orders of a file that ParseOrders found good, in a
+// compact binary form, in a temporary file (unlinked at once: it goes when
+// it is closed). The import reads them from it instead of parsing the CSV
+// a second time: no field is split, checked or parsed twice, and what is
+// written is exactly what was checked, even if the file changed meanwhile.
+// The temporary file lives in the page cache, not in the process's memory;
+// it is written and read as a stream.
+//
+// One record per order:
+//
+//	flags     byte: spoolFinal, spoolNewUser, and the delivery kind
+//	line      uvarint: the order's first line in the file
+//	id, item  uvarint length, then the bytes, each
+//	user      uvarint length and bytes, when spoolNewUser (else the last one)
+//	delivered varint Unix seconds, uvarint nanoseconds, when spoolAtNew
+//
+// An export repeats its user and its delivery times from row to row; a
+// record says "the same as the last one" instead of repeating them.
+type spool struct {
+	file *os.File
+	w    *bufio.Writer
+	// the last user and delivery time written
+	user string
+	at   *time.Time
+}
+
+// Flags of a spool record; the delivery kind is flags & spoolAtMask.
+const (
+	spoolFinal   = 1 << 0 // final sale
+	spoolNewUser = 1 << 1 // the user follows
+	spoolAtNone  = 0 << 2 // not delivered
+	spoolAtSame  = 1 << 2 // delivered at the last time written
+	spoolAtNew   = 2 << 2 // delivered; the time follows
+	spoolAtMask  = 3 << 2
+)
+
+// spoolBuffer is the size of the spool's write and read buffers.
+const spoolBuffer = 64 << 10
+
+// newSpool creates an empty spool in the system's temporary directory.
+func newSpool() (*spool, error) {
+	f, err := os.CreateTemp("", "assistant-orders-*.spool")
+	if err != nil {
+		return nil, fmt.Errorf("orders file: temporary file: %w", err)
+	}
+	os.Remove(f.Name()) // it goes when it is closed (where the system allows)
+	return &spool{file: f, w: bufio.NewWriterSize(f, spoolBuffer)}, nil
+}
+
+// add appends the order of g (finished: its item set).
+func (s *spool) add(g *group) error {
+	o := &g.order
+	var b [3*binary.MaxVarintLen64 + 1]byte
+	flags := byte(0)
+	if o.FinalSale {
+		flags |= spoolFinal
+	}
+	if o.User != s.user || s.user == "" {
+		flags |= spoolNewUser
+	}
+	switch {
+	case o.DeliveredAt == nil:
+		flags |= spoolAtNone
+	case s.at != nil && o.DeliveredAt.Equal(*s.at):
+		flags |= spoolAtSame
+	default:
+		flags |= spoolAtNew
+	}
+	b[0] = flags
+	n := 1 + binary.PutUvarint(b[1:], uint64(g.line))
+	s.w.Write(b[:n])
+	s.putString(o.ID)
+	s.putString(o.Item)
+	if flags&spoolNewUser != 0 {
+		s.putString(o.User)
+		s.user = o.User
+	}
+	if flags&spoolAtMask == spoolAtNew {
+		n = binary.PutVarint(b[:], o.DeliveredAt.Unix())
+		n += binary.PutUvarint(b[n:], uint64(o.DeliveredAt.Nanosecond()))
+		s.w.Write(b[:n])
+		s.at = o.DeliveredAt
+	}
+	return nil
+}
+
+// putString writes a length and the bytes of v. A write error stays in
+// the buffered writer and is returned by finish.
+func (s *spool) putString(v string) {
+	var b [binary.MaxVarintLen64]byte
+	s.w.Write(b[:binary.PutUvarint(b[:], uint64(len(v)))])
+	s.w.WriteString(v)
+}
+
+// finish writes what is buffered; the spool is then ready to be read.
+func (s *spool) finish() error {
+	if err := s.w.Flush(); err != nil {
+		return fmt.Errorf("orders file: temporary file: %w", err)
+	}
+	return nil
+}
+
+// close removes the spool.
+func (s *spool) close() error {
+	if s == nil {
+		return nil
+	}
+	return s.file.Close()
+}
+
+// replay reads the spool from its start and calls emit with each order, in
+// file order, in groups of newGroup (emit owns each). Orders delivered at
+// one time share one *time.Time, which nothing changes. ctx ends it
+// (its error).
+func (s *spool) replay(ctx context.Context, newGroup func() *group, emit func(*group) error) error {
+	if _, err := s.file.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("orders file: temporary file: %w", err)
+	}
+	r := bufio.NewReaderSize(s.file, spoolBuffer)
+	var (
+		user string
+		at   *time.Time
+		buf  []byte
+	)
+	for n := 0; ; n++ {
+		if n%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("read orders file: %w", err)
+			}
+		}
+		flags, err := r.ReadByte()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return spoolErr(err)
+		}
+		line, err := binary.ReadUvarint(r)
+		if err != nil {
+			return spoolErr(err)
+		}
+		// The id and the item are read into one string (one allocation
+		// for both).
+		idLen, err := binary.ReadUvarint(r)
+		if err != nil {
+			return spoolErr(err)
+		}
+		if buf, err = readN(r, buf[:0], idLen); err != nil {
+			return spoolErr(err)
+		}
+		itemLen, err := binary.ReadUvarint(r)
+		if err != nil {
+			return spoolErr(err)
+		}
+		if buf, err = readN(r, buf, itemLen); err != nil {
+			return spoolErr(err)
+		}
+		both := string(buf)
+		if flags&spoolNewUser != 0 {
+			n, err := binary.ReadUvarint(r)
+			if err != nil {
+				return spoolErr(err)
+			}
+			if buf, err = readN(r, buf[:0], n); err != nil {
+				return spoolErr(err)
+			}
+			user = string(buf)
+		}
+		g := newGroup()
+		g.line = int(line)
+		g.order = Order{ID: both[:idLen], Item: both[idLen:], User: user, FinalSale: flags&spoolFinal != 0}
+		switch flags & spoolAtMask {
+		case spoolAtSame:
+			g.order.DeliveredAt = at
+		case spoolAtNew:
+			sec, err := binary.ReadVarint(r)
+			if err != nil {
+				return spoolErr(err)
+			}
+			nsec, err := binary.ReadUvarint(r)
+			if err != nil {
+				return spoolErr(err)
+			}
+			t := time.Unix(sec, int64(nsec)).UTC()
+			at = &t
+			g.order.DeliveredAt = at
+		}
+		if err := emit(g); err != nil {
+			return err
+		}
+	}
+}
+
+// readN appends n bytes of r to buf.
+func readN(r *bufio.Reader, buf []byte, n uint64) ([]byte, error) {
+	if n > MaxLineBytes {
+		return buf, errors.New("record longer than a line")
+	}
+	start := len(buf)
+	buf = append(buf, make([]byte, n)...)
+	_, err := io.ReadFull(r, buf[start:])
+	return buf, err
+}
+
+// spoolErr is the error of a spool that cannot be read back.
+func spoolErr(err error) error {
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("orders file: read temporary file: %w", err)
+}
