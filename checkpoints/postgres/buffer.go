@@ -38,7 +38,8 @@ const (
 	// sqlHeadCheckpoints reads the head checkpoints of many threads with
 	// their pending writes (Preload), in one statement: one snapshot.
 	sqlHeadCheckpoints = `SELECT c.thread_id, ` + checkpointColumns + `, w.task_ids, w.kinds, w.idxs, w.nodes, w.vals
-	FROM checkpoints.threads t
+	FROM unnest($1::text[]) AS u (thread_id)
+	JOIN checkpoints.threads t ON t.thread_id = u.thread_id
 	JOIN checkpoints.checkpoints c ON c.thread_id = t.thread_id AND c.seq = t.head_seq
 	LEFT JOIN LATERAL (
 		SELECT array_agg(task_id ORDER BY task_id, kind, idx) AS task_ids,
@@ -46,16 +47,16 @@ const (
 		       array_agg(idx ORDER BY task_id, kind, idx) AS idxs,
 		       array_agg(node ORDER BY task_id, kind, idx) AS nodes,
 		       array_agg(value_json::text ORDER BY task_id, kind, idx) AS vals
-		FROM checkpoints.writes w WHERE w.thread_id = c.thread_id AND w.seq = c.seq) w ON true
-	WHERE t.thread_id = ANY($1::text[])`
+		FROM checkpoints.writes w WHERE w.thread_id = c.thread_id AND w.seq = c.seq) w ON true`
 
 	// sqlLockThreads locks the rows of the threads a flush writes to, in
 	// the order of their ids, and reads their heads: every flusher locks
 	// in that one order, so two never wait for each other in a circle.
 	// NO KEY UPDATE is the lock an UPDATE of the head takes: a Put waits
 	// for the flush, a PutWrites (KEY SHARE of its checkpoint) does not.
-	sqlLockThreads = `SELECT thread_id, head_id, head_seq FROM checkpoints.threads
-	WHERE thread_id = ANY($1::text[]) ORDER BY thread_id FOR NO KEY UPDATE`
+	sqlLockThreads = `SELECT t.thread_id, t.head_id, t.head_seq
+	FROM unnest($1::text[]) AS u (thread_id) JOIN checkpoints.threads t ON t.thread_id = u.thread_id
+	ORDER BY t.thread_id FOR NO KEY UPDATE OF t`
 	// sqlNewThreads starts the threads whose first checkpoint is
 	// buffered, in the order of their ids, and returns the ids of those it
 	// made: a thread another writer started meanwhile is not among them.
