@@ -9,7 +9,9 @@ import (
 	"time"
 )
 
-func TestBatch(t *testing.T) {
+func TestBatch(t *testing.T) { forStores(t, testBatch) }
+
+func testBatch(t *testing.T, kind storeKind) {
 	ctx := context.Background()
 	batch := TaskRecord{ID: "batch-1", User: "demo-user", Fingerprint: "fp-batch"}
 	// rows returns n batch rows numbered 1…n.
@@ -36,7 +38,7 @@ func TestBatch(t *testing.T) {
 	}
 
 	t.Run("CreateBatchRecordsRunningBatchTaskHeldAtEpochOne", func(t *testing.T) {
-		s, _ := newSeeded(t) // clock fixed at t0
+		s, _ := newSeededOn(t, kind) // clock fixed at t0
 		mustCreateBatch(t, s, batch, rows(3))
 		want := TaskRecord{ID: "batch-1", User: "demo-user", Fingerprint: "fp-batch", Status: "running",
 			CreatedAt: t0, UpdatedAt: t0, Kind: KindBatch, Lease: holder}
@@ -47,7 +49,7 @@ func TestBatch(t *testing.T) {
 	})
 
 	t.Run("CreateBatchStoresItsRowsInOrder", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		in := rows(3)
 		slices.Reverse(in) // stored by row number, not by slice order
 		mustCreateBatch(t, s, batch, in)
@@ -64,7 +66,7 @@ func TestBatch(t *testing.T) {
 	})
 
 	t.Run("CreateBatchWithNoRows", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		mustCreateBatch(t, s, batch, nil)
 		if n := mustCount(t, s, "batch-1"); n != 0 {
 			t.Errorf("CountBatchRows = %d, want 0", n)
@@ -72,7 +74,7 @@ func TestBatch(t *testing.T) {
 	})
 
 	t.Run("DuplicateIsErrTaskExistsAndAddsNoRows", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		mustCreateLeased(t, s, "return-25", holder)
 		mustCreateBatch(t, s, batch, rows(2))
 		for _, id := range []string{"return-25", "batch-1"} {
@@ -95,7 +97,7 @@ func TestBatch(t *testing.T) {
 	})
 
 	t.Run("CreateBatchIsAllOrNothing", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		bad := append(rows(3), BatchRow{RowNo: 2, TaskID: "again", OrderID: "A3001"}) // row 2 twice
 		if err := s.CreateBatch(ctx, batch, holder, bad); err == nil {
 			t.Fatal("CreateBatch with a repeated row number succeeded")
@@ -109,7 +111,7 @@ func TestBatch(t *testing.T) {
 	})
 
 	t.Run("BatchRowsPages", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		mustCreateBatch(t, s, batch, rows(5))
 		other := TaskRecord{ID: "batch-2", User: "demo-user"}
 		mustCreateBatch(t, s, other, []BatchRow{{RowNo: 1, TaskID: "batch-2-1", OrderID: "A3001"}})
@@ -140,7 +142,7 @@ func TestBatch(t *testing.T) {
 	})
 
 	t.Run("UnknownBatchHasNoRows", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		if got, err := s.BatchRows(ctx, "nope", 0, 10); err != nil || len(got) != 0 {
 			t.Errorf("BatchRows = %+v (%v), want none", got, err)
 		}
@@ -150,7 +152,7 @@ func TestBatch(t *testing.T) {
 	})
 
 	t.Run("BatchLeaseIsTakenOverLikeAReturnTask", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		mustCreateBatch(t, s, batch, rows(1))
 		me := Lease{Owner: "o2", PID: 202, Host: "host-b", Until: t0.Add(2 * time.Minute)}
 		got, err := s.AcquireLease(ctx, "batch-1", me, holder.Until, unknown)

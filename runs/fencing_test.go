@@ -102,7 +102,9 @@ func mustRun(tb testing.TB, s *Store, id string, runs ...[]ran) {
 	}
 }
 
-func TestAcquireLeaseByLiveness(t *testing.T) {
+func TestAcquireLeaseByLiveness(t *testing.T) { forStores(t, testAcquireLeaseByLiveness) }
+
+func testAcquireLeaseByLiveness(t *testing.T, kind storeKind) {
 	ctx := context.Background()
 	live, lapsed := t0, holder.Until // Until == now is lapsed
 	tests := []struct {
@@ -121,7 +123,7 @@ func TestAcquireLeaseByLiveness(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, _ := newSeeded(t)
+			s, _ := newSeededOn(t, kind)
 			mustCreateLeased(t, s, "return-25", holder)
 			before := mustTask(t, s, "return-25")
 
@@ -159,7 +161,9 @@ func TestAcquireLeaseByLiveness(t *testing.T) {
 	}
 }
 
-func TestAcquireLeaseTookOver(t *testing.T) {
+func TestAcquireLeaseTookOver(t *testing.T) { forStores(t, testAcquireLeaseTookOver) }
+
+func testAcquireLeaseTookOver(t *testing.T, kind storeKind) {
 	ctx := context.Background()
 	again := holder
 	again.Until = t0.Add(3 * time.Minute)
@@ -204,7 +208,7 @@ func TestAcquireLeaseTookOver(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, _ := newSeeded(t)
+			s, _ := newSeededOn(t, kind)
 			mustCreateLeased(t, s, "return-25", holder)
 			if tt.setup != nil {
 				tt.setup(t, s)
@@ -235,7 +239,7 @@ func TestAcquireLeaseTookOver(t *testing.T) {
 	}
 	for _, tt := range asks {
 		t.Run("CheckIsNotAskedFor"+tt.name, func(t *testing.T) {
-			s, _ := newSeeded(t)
+			s, _ := newSeededOn(t, kind)
 			mustCreateLeased(t, s, "return-25", holder)
 			if tt.setup != nil {
 				tt.setup(t, s)
@@ -251,9 +255,11 @@ func TestAcquireLeaseTookOver(t *testing.T) {
 	}
 }
 
-func TestAcquireLeaseRaisesEpochByOne(t *testing.T) {
+func TestAcquireLeaseRaisesEpochByOne(t *testing.T) { forStores(t, testAcquireLeaseRaisesEpochByOne) }
+
+func testAcquireLeaseRaisesEpochByOne(t *testing.T, kind storeKind) {
 	ctx := context.Background()
-	s, _ := newSeeded(t)
+	s, _ := newSeededOn(t, kind)
 	mustCreateLeased(t, s, "return-25", holder) // epoch 1
 	again := holder
 	again.Until = t0.Add(3 * time.Minute)
@@ -297,7 +303,9 @@ func TestAcquireLeaseRaisesEpochByOne(t *testing.T) {
 	}
 }
 
-func TestStaleTasksByLiveness(t *testing.T) {
+func TestStaleTasksByLiveness(t *testing.T) { forStores(t, testStaleTasksByLiveness) }
+
+func testStaleTasksByLiveness(t *testing.T, kind storeKind) {
 	ctx := context.Background()
 	now := t0.Add(time.Minute)
 	lease := func(owner string, until time.Time) Lease {
@@ -326,7 +334,7 @@ func TestStaleTasksByLiveness(t *testing.T) {
 		{"gone-live", lease("gone-1", now.Add(time.Hour)), true},
 		{"gone-lapsed", lease("gone-2", now.Add(-time.Minute)), true},
 	}
-	s, _ := newSeeded(t)
+	s, _ := newSeededOn(t, kind)
 	for _, tt := range tests {
 		mustCreateLeased(t, s, tt.id, tt.lease)
 	}
@@ -355,7 +363,7 @@ func TestStaleTasksByLiveness(t *testing.T) {
 	}
 
 	t.Run("CheckIsNotAskedForATaskWithoutHolder", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		mustCreateLeased(t, s, "return-25", holder)
 		mustRelease(t, s, "return-25", "o1", "running", "lookup")
 		asked := 0
@@ -369,7 +377,7 @@ func TestStaleTasksByLiveness(t *testing.T) {
 	})
 
 	t.Run("StoppedTaskOfAGoneHolderIsNotStale", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		mustCreateLeased(t, s, "return-25", holder)
 		mustStop(t, s, "return-25")
 		if stale, err := s.StaleTasks(ctx, t0, dead); err != nil || len(stale) != 0 {
@@ -378,7 +386,9 @@ func TestStaleTasksByLiveness(t *testing.T) {
 	})
 }
 
-func TestRenewLeaseSaysWhy(t *testing.T) {
+func TestRenewLeaseSaysWhy(t *testing.T) { forStores(t, testRenewLeaseSaysWhy) }
+
+func testRenewLeaseSaysWhy(t *testing.T, kind storeKind) {
 	ctx := context.Background()
 	until := t0.Add(5 * time.Minute)
 	tests := []struct {
@@ -424,7 +434,7 @@ func TestRenewLeaseSaysWhy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, _ := newSeeded(t)
+			s, _ := newSeededOn(t, kind)
 			mustCreateLeased(t, s, "return-25", holder)
 			if tt.setup != nil {
 				tt.setup(t, s)
@@ -459,7 +469,7 @@ func TestRenewLeaseSaysWhy(t *testing.T) {
 	}
 
 	t.Run("UnknownTaskIsErrNotFound", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		err := s.RenewLease(ctx, "nope", "o1", until)
 		if !errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) {
 			t.Errorf("err = %v, want ErrNotFound only", err)
@@ -467,7 +477,9 @@ func TestRenewLeaseSaysWhy(t *testing.T) {
 	})
 }
 
-func TestReleaseAfterStop(t *testing.T) {
+func TestReleaseAfterStop(t *testing.T) { forStores(t, testReleaseAfterStop) }
+
+func testReleaseAfterStop(t *testing.T, kind storeKind) {
 	ctx := context.Background()
 	later := t0.Add(time.Minute)
 	releases := []struct {
@@ -485,7 +497,7 @@ func TestReleaseAfterStop(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			for _, status := range statuses {
 				t.Run("KeepsInterruptedOver_"+status+"_AndRecordsStage", func(t *testing.T) {
-					s, desk := newSeeded(t)
+					s, desk := newSeededOn(t, kind)
 					mustCreateLeased(t, s, "return-25", holder)
 					mustStop(t, s, "return-25")
 
@@ -508,7 +520,7 @@ func TestReleaseAfterStop(t *testing.T) {
 			}
 
 			t.Run("AnotherOwnerIsConflictAndChangesNothing", func(t *testing.T) {
-				s, desk := newSeeded(t)
+				s, desk := newSeededOn(t, kind)
 				mustCreateLeased(t, s, "return-25", holder)
 				mustStop(t, s, "return-25")
 				before := mustTask(t, s, "return-25")
@@ -522,7 +534,7 @@ func TestReleaseAfterStop(t *testing.T) {
 			})
 
 			t.Run("StoppedHolderAfterATakeoverIsConflict", func(t *testing.T) {
-				s, _ := newSeeded(t)
+				s, _ := newSeededOn(t, kind)
 				mustCreateLeased(t, s, "return-25", holder)
 				mustStop(t, s, "return-25")
 				mustAcquire(t, s, "return-25", o2, t0, dead)
@@ -538,7 +550,7 @@ func TestReleaseAfterStop(t *testing.T) {
 			// A stop is final for the run it stopped, not for the task: the
 			// run that resumes it reports its own status.
 			t.Run("TheRunAfterTheStopRecordsItsStatus", func(t *testing.T) {
-				s, _ := newSeeded(t)
+				s, _ := newSeededOn(t, kind)
 				mustCreateLeased(t, s, "return-25", holder)
 				mustStop(t, s, "return-25")
 				mustRelease(t, s, "return-25", "o1", "done", "prepare")
@@ -554,13 +566,15 @@ func TestReleaseAfterStop(t *testing.T) {
 	}
 }
 
-func TestBeginSteps(t *testing.T) {
+func TestBeginSteps(t *testing.T) { forStores(t, testBeginSteps) }
+
+func testBeginSteps(t *testing.T, kind storeKind) {
 	ctx := context.Background()
 	t1 := t0.Add(time.Second)
 	held := atEpoch(holder, 1) // what mustCreateLeased gives o1
 
 	t.Run("RecordsARunningStepPerNodeInOrder", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		mustCreateLeased(t, s, "return-25", holder)
 		mustRun(t, s, "return-25", []ran{{"lookup", StepDone, ""}, {"prepare", StepFailed, "boom"}})
 
@@ -582,7 +596,7 @@ func TestBeginSteps(t *testing.T) {
 	})
 
 	t.Run("AttemptCountsEveryStepOfTheNodeInterruptedOnesToo", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		mustCreateLeased(t, s, "return-25", holder)
 		mustRun(t, s, "return-25", []ran{
 			{"lookup", StepDone, ""},
@@ -598,7 +612,7 @@ func TestBeginSteps(t *testing.T) {
 	})
 
 	t.Run("NoNodesWritesNothing", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		mustCreateLeased(t, s, "return-25", holder)
 		seqs, err := s.BeginSteps(ctx, "return-25", Superstep{Holder: held, Nodes: nil, Now: t1, Max: 5})
 		if err != nil || len(seqs) != 0 {
@@ -671,7 +685,7 @@ func TestBeginSteps(t *testing.T) {
 	}
 	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {
-			s, _ := newSeeded(t)
+			s, _ := newSeededOn(t, kind)
 			mustCreateLeased(t, s, "return-25", holder)
 			mustRun(t, s, "return-25", []ran{{"lookup", StepDone, ""}})
 			if tt.setup != nil {
@@ -701,7 +715,7 @@ func TestBeginSteps(t *testing.T) {
 	}
 
 	t.Run("UnknownTaskIsErrNotFound", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		_, err := s.BeginSteps(ctx, "nope", Superstep{Holder: held, Nodes: []string{"lookup"}, Now: t1, Max: 5})
 		if !errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) {
 			t.Errorf("err = %v, want ErrNotFound only", err)
@@ -714,7 +728,7 @@ func TestBeginSteps(t *testing.T) {
 	// A batch chunk runs its rows' steps inside the desk's transaction: a
 	// refusal there undoes only its own savepoint.
 	t.Run("RefusalInsideInTxLeavesTheTransactionUsable", func(t *testing.T) {
-		s, desk := newSeeded(t)
+		s, desk := newSeededOn(t, kind)
 		mustCreateLeased(t, s, "a", holder)
 		mustCreateLeased(t, s, "b", o2)
 		err := desk.InTx(ctx, func(tx *business.Store) error {
@@ -734,7 +748,9 @@ func TestBeginSteps(t *testing.T) {
 	})
 }
 
-func TestBeginStepsBoundsAttempts(t *testing.T) {
+func TestBeginStepsBoundsAttempts(t *testing.T) { forStores(t, testBeginStepsBoundsAttempts) }
+
+func testBeginStepsBoundsAttempts(t *testing.T, kind storeKind) {
 	ctx := context.Background()
 	t1 := t0.Add(time.Second)
 	held := atEpoch(holder, 1)
@@ -795,7 +811,7 @@ func TestBeginStepsBoundsAttempts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, _ := newSeeded(t)
+			s, _ := newSeededOn(t, kind)
 			mustCreateLeased(t, s, "return-25", holder)
 			mustRun(t, s, "return-25", tt.past...)
 			before := stepsOf(t, s, "return-25")
@@ -832,7 +848,7 @@ func TestBeginStepsBoundsAttempts(t *testing.T) {
 	}
 
 	t.Run("AnExhaustedNodeWritesNoStepForTheOthers", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		mustCreateLeased(t, s, "return-25", holder)
 		mustRun(t, s, "return-25", repeat(5, "lookup", StepFailed, "boom"))
 		before := stepsOf(t, s, "return-25")
@@ -851,7 +867,7 @@ func TestBeginStepsBoundsAttempts(t *testing.T) {
 	// The lease is checked before the attempts: a stopped run hears of the
 	// stop, not of its node.
 	t.Run("AStopIsReportedBeforeExhaustion", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		mustCreateLeased(t, s, "return-25", holder)
 		mustRun(t, s, "return-25", repeat(5, "lookup", StepFailed, "boom"))
 		mustStop(t, s, "return-25")
@@ -862,7 +878,7 @@ func TestBeginStepsBoundsAttempts(t *testing.T) {
 	})
 
 	t.Run("FailingTheFifthTimeThroughTheAPIRefusesTheNext", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		mustCreateLeased(t, s, "return-25", holder)
 		for i := 1; i <= 5; i++ {
 			seqs, err := s.BeginSteps(ctx, "return-25", Superstep{Holder: held, Nodes: []string{"lookup"}, Now: t1, Max: 5})
@@ -882,7 +898,9 @@ func TestBeginStepsBoundsAttempts(t *testing.T) {
 	})
 }
 
-func TestFailedSteps(t *testing.T) {
+func TestFailedSteps(t *testing.T) { forStores(t, testFailedSteps) }
+
+func testFailedSteps(t *testing.T, kind storeKind) {
 	ctx := context.Background()
 	held := atEpoch(holder, 1)
 	nodes := []string{"lookup", "prepare", "confirm"}
@@ -927,7 +945,7 @@ func TestFailedSteps(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, _ := newSeeded(t)
+			s, _ := newSeededOn(t, kind)
 			mustCreateLeased(t, s, "return-25", holder)
 			mustRun(t, s, "return-25", tt.past...)
 
@@ -967,7 +985,7 @@ func TestFailedSteps(t *testing.T) {
 	}
 
 	t.Run("CountsOnlyTheTasksOwnSteps", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		mustCreateLeased(t, s, "return-25", holder)
 		mustCreateLeased(t, s, "return-26", holder)
 		mustRun(t, s, "return-26", repeat(3, "lookup", StepFailed, "boom"))
@@ -979,7 +997,7 @@ func TestFailedSteps(t *testing.T) {
 	})
 
 	t.Run("UnknownTaskIsNone", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		got, err := s.FailedSteps(ctx, "nope")
 		if err != nil || got == nil || len(got) != 0 {
 			t.Errorf("FailedSteps = %#v (%v), want an empty map", got, err)
@@ -989,7 +1007,9 @@ func TestFailedSteps(t *testing.T) {
 
 // TestFencingOnAClosedFile checks that the methods of issue 13 report a file
 // they cannot use as an error, never as an answer a caller acts on.
-func TestFencingOnAClosedFile(t *testing.T) {
+func TestFencingOnAClosedFile(t *testing.T) { forStores(t, testFencingOnAClosedFile) }
+
+func testFencingOnAClosedFile(t *testing.T, kind storeKind) {
 	ctx := context.Background()
 	calls := []struct {
 		name string
@@ -1004,7 +1024,7 @@ func TestFencingOnAClosedFile(t *testing.T) {
 		{"RenewLease", func(s *Store) error { return s.RenewLease(ctx, "return-25", "o1", t0) }},
 		{"StaleTasks", func(s *Store) error { _, err := s.StaleTasks(ctx, t0, alive); return err }},
 	}
-	s, desk := newSeeded(t)
+	s, desk := newSeededOn(t, kind)
 	mustCreateLeased(t, s, "return-25", holder)
 	if err := desk.Close(); err != nil {
 		t.Fatal(err)

@@ -8,23 +8,54 @@ import (
 	"time"
 
 	"assistant/business"
+	"assistant/internal/pgtest"
 )
 
 // t0 is the fixed clock of the tests: the moment the seeded file is created.
 var t0 = time.Date(2025, time.March, 10, 9, 0, 0, 0, time.UTC)
+
+// storeKind names the database a test's business store runs on.
+type storeKind string
+
+// The stores the behavioural tests run against: a SQLite file, and a
+// PostgreSQL database (pgtest: skipped without a server, a failure in CI).
+const (
+	sqliteStore storeKind = "sqlite"
+	pgStore     storeKind = "postgres"
+)
+
+// forStores runs fn as one subtest per store kind, named after it.
+func forStores(t *testing.T, fn func(t *testing.T, kind storeKind)) {
+	t.Helper()
+	for _, kind := range []storeKind{sqliteStore, pgStore} {
+		t.Run(string(kind), func(t *testing.T) { fn(t, kind) })
+	}
+}
 
 // newSeeded creates a seeded business.sqlite in a fresh directory, its clock
 // fixed at t0, and returns the run bookkeeping over it and the desk that
 // opened the file (closed when the test ends).
 func newSeeded(tb testing.TB) (*Store, *business.Store) {
 	tb.Helper()
+	return newSeededOn(tb, sqliteStore)
+}
+
+// newSeededOn is newSeeded on a store of kind: a SQLite file in a fresh
+// directory, or a fresh PostgreSQL database.
+func newSeededOn(tb testing.TB, kind storeKind) (*Store, *business.Store) {
+	tb.Helper()
 	seed, err := os.ReadFile(filepath.Join("..", "testdata", "orders.csv"))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	clock := func() time.Time { return t0 }
-	path := filepath.Join(tb.TempDir(), "business.sqlite")
-	desk, err := business.Open(context.Background(), path, business.Options{Create: true, Seed: seed, Now: clock})
+	opts := business.Options{Create: true, Seed: seed, Now: clock}
+	var desk *business.Store
+	if kind == pgStore {
+		desk, err = business.OpenPostgres(context.Background(), pgtest.Database(tb), opts)
+	} else {
+		desk, err = business.Open(context.Background(), filepath.Join(tb.TempDir(), "business.sqlite"), opts)
+	}
 	if err != nil {
 		tb.Fatalf("open business: %v", err)
 	}

@@ -152,7 +152,7 @@ func (s *Store) AcquireLease(ctx context.Context, taskID string, me Lease, now t
 	// Guarded by the owner read above: a concurrent taker makes this 0 rows.
 	res, err := tx.ExecContext(ctx,
 		`UPDATE tasks SET lease_owner = ?, lease_pid = ?, lease_host = ?, lease_until = ?, lease_epoch = lease_epoch + 1, status = 'running', updated_at = ?
-		 WHERE task_id = ? AND lease_owner IS ?`,
+		 WHERE task_id = ? AND lease_owner IS NOT DISTINCT FROM ?`, // null-safe =, on both databases
 		me.Owner, me.PID, me.Host, formatTime(me.Until), formatTime(now), taskID, owner)
 	if err := rowsChanged(res, err); err != nil {
 		return Acquired{}, fmt.Errorf("acquire lease of task %s: %w", taskID, err)

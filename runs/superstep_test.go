@@ -14,12 +14,16 @@ import (
 // steps a holder left running from what its checkpoints hold.
 
 func TestBeginStepsRecordsTheEndsBeforeAndRenewsInOneCommit(t *testing.T) {
+	forStores(t, testBeginStepsRecordsTheEndsBeforeAndRenewsInOneCommit)
+}
+
+func testBeginStepsRecordsTheEndsBeforeAndRenewsInOneCommit(t *testing.T, kind storeKind) {
 	ctx := context.Background()
 	t1, t2 := t0.Add(time.Second), t0.Add(2*time.Second)
 	held := atEpoch(holder, 1)
 
 	t.Run("EndsRenewalAndNewStepsTogether", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		mustCreateLeased(t, s, "return-25", holder)
 		first, err := s.BeginSteps(ctx, "return-25", Superstep{Holder: held, Nodes: []string{"lookup"}, Now: t0, Max: 5})
 		if err != nil {
@@ -46,7 +50,7 @@ func TestBeginStepsRecordsTheEndsBeforeAndRenewsInOneCommit(t *testing.T) {
 	})
 
 	t.Run("NoRenewalLeavesTheLeaseAsItWas", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		mustCreateLeased(t, s, "return-25", holder)
 		if _, err := s.BeginSteps(ctx, "return-25", Superstep{Holder: held, Nodes: []string{"lookup"}, Now: t1}); err != nil {
 			t.Fatal(err)
@@ -74,7 +78,7 @@ func TestBeginStepsRecordsTheEndsBeforeAndRenewsInOneCommit(t *testing.T) {
 	}
 	for _, tt := range refusals {
 		t.Run("Refused"+tt.name+"WritesNothing", func(t *testing.T) {
-			s, _ := newSeeded(t)
+			s, _ := newSeededOn(t, kind)
 			mustCreateLeased(t, s, "return-25", holder)
 			first, err := s.BeginSteps(ctx, "return-25", Superstep{Holder: held, Nodes: []string{"lookup"}, Now: t0})
 			if err != nil {
@@ -101,7 +105,7 @@ func TestBeginStepsRecordsTheEndsBeforeAndRenewsInOneCommit(t *testing.T) {
 	}
 
 	t.Run("AttemptsRefusalKeepsTheEndsUnwritten", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		mustCreateLeased(t, s, "return-25", holder)
 		mustRun(t, s, "return-25", repeat(2, "prepare", StepFailed, "boom"))
 		first, err := s.BeginSteps(ctx, "return-25", Superstep{Holder: held, Nodes: []string{"lookup"}, Now: t0})
@@ -122,7 +126,9 @@ func TestBeginStepsRecordsTheEndsBeforeAndRenewsInOneCommit(t *testing.T) {
 	})
 }
 
-func TestReleaseRecordsTheLastEnds(t *testing.T) {
+func TestReleaseRecordsTheLastEnds(t *testing.T) { forStores(t, testReleaseRecordsTheLastEnds) }
+
+func testReleaseRecordsTheLastEnds(t *testing.T, kind storeKind) {
 	ctx := context.Background()
 	t1 := t0.Add(time.Second)
 	held := atEpoch(holder, 1)
@@ -130,7 +136,7 @@ func TestReleaseRecordsTheLastEnds(t *testing.T) {
 		for _, keep := range []bool{false, true} {
 			name := map[bool]string{false: "Lazy", true: "Durable"}[durable] + map[bool]string{false: "Release", true: "Keep"}[keep]
 			t.Run(name, func(t *testing.T) {
-				s, _ := newSeeded(t)
+				s, _ := newSeededOn(t, kind)
 				mustCreateLeased(t, s, "return-25", holder)
 				seqs, err := s.BeginSteps(ctx, "return-25", Superstep{Holder: held, Nodes: []string{"review"}, Now: t0})
 				if err != nil {
@@ -156,7 +162,7 @@ func TestReleaseRecordsTheLastEnds(t *testing.T) {
 	}
 
 	t.Run("LostLeaseWritesNoEnd", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		mustCreateLeased(t, s, "return-25", holder)
 		seqs, err := s.BeginSteps(ctx, "return-25", Superstep{Holder: held, Nodes: []string{"review"}, Now: t0})
 		if err != nil {
@@ -176,7 +182,9 @@ func TestReleaseRecordsTheLastEnds(t *testing.T) {
 	})
 }
 
-func TestSettleRunningSteps(t *testing.T) {
+func TestSettleRunningSteps(t *testing.T) { forStores(t, testSettleRunningSteps) }
+
+func testSettleRunningSteps(t *testing.T, kind storeKind) {
 	ctx := context.Background()
 	t1, t2, now := t0.Add(time.Second), t0.Add(2*time.Second), t0.Add(time.Minute)
 	// Each case leaves steps of nodes running (started at t1, or at the
@@ -224,7 +232,7 @@ func TestSettleRunningSteps(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, _ := newSeeded(t)
+			s, _ := newSeededOn(t, kind)
 			mustCreateLeased(t, s, "return-25", holder)
 			mustRun(t, s, "return-25", []ran{{"lookup", StepDone, ""}})
 			start := t1

@@ -8,7 +8,9 @@ import (
 	"time"
 )
 
-func TestTasks(t *testing.T) {
+func TestTasks(t *testing.T) { forStores(t, testTasks) }
+
+func testTasks(t *testing.T, kind storeKind) {
 	ctx := context.Background()
 	task := func(id, user, status string, created time.Time) TaskRecord {
 		return TaskRecord{ID: id, User: user, OrderID: "A3003", Reason: "size", Fingerprint: "fp-" + id,
@@ -16,7 +18,7 @@ func TestTasks(t *testing.T) {
 	}
 
 	t.Run("CreateAndRead", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		in := task("return-25", "demo-user", "running", t0)
 		if err := s.CreateTask(ctx, in); err != nil {
 			t.Fatal(err)
@@ -32,7 +34,7 @@ func TestTasks(t *testing.T) {
 	})
 
 	t.Run("Defaults", func(t *testing.T) {
-		s, _ := newSeeded(t) // clock fixed at t0
+		s, _ := newSeededOn(t, kind) // clock fixed at t0
 		if err := s.CreateTask(ctx, TaskRecord{ID: "return-1", User: "demo-user", OrderID: "A3001"}); err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +45,7 @@ func TestTasks(t *testing.T) {
 	})
 
 	t.Run("DuplicateIsErrTaskExists", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		if err := s.CreateTask(ctx, task("return-25", "demo-user", "running", t0)); err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +58,7 @@ func TestTasks(t *testing.T) {
 	})
 
 	t.Run("MissingIDOrUser", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		for _, in := range []TaskRecord{{User: "demo-user"}, {ID: "x"}} {
 			if err := s.CreateTask(ctx, in); err == nil {
 				t.Errorf("CreateTask(%+v) succeeded", in)
@@ -65,7 +67,7 @@ func TestTasks(t *testing.T) {
 	})
 
 	t.Run("UnknownTaskNotFound", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		if _, err := s.Task(ctx, "nope"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("Task: err = %v, want ErrNotFound", err)
 		}
@@ -89,7 +91,7 @@ func TestTasks(t *testing.T) {
 	for _, tt := range progress {
 		t.Run("SetProgress"+tt.name, func(t *testing.T) {
 			now := t0
-			_, desk := newSeeded(t)
+			_, desk := newSeededOn(t, kind)
 			s := New(desk.Handle(), func() time.Time { return now })
 			if err := s.CreateTask(ctx, task("return-25", "demo-user", "running", t0)); err != nil {
 				t.Fatal(err)
@@ -113,7 +115,7 @@ func TestTasks(t *testing.T) {
 	}
 
 	t.Run("List", func(t *testing.T) {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		for i, in := range []TaskRecord{
 			task("t-c", "demo-user", "waiting", t0.Add(2*time.Second)),
 			task("t-a", "demo-user", "running", t0),

@@ -9,11 +9,13 @@ import (
 	"time"
 )
 
-func TestTimeline(t *testing.T) {
+func TestTimeline(t *testing.T) { forStores(t, testTimeline) }
+
+func testTimeline(t *testing.T, kind storeKind) {
 	ctx := context.Background()
 	t1, t2 := t0.Add(time.Second), t0.Add(2*time.Second)
 	setup := func(t *testing.T) *Store {
-		s, _ := newSeeded(t)
+		s, _ := newSeededOn(t, kind)
 		mustCreateLeased(t, s, "return-25", holder)
 		return s
 	}

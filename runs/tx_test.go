@@ -14,7 +14,9 @@ import (
 // see their own writes, a method that fails inside it changes nothing (savepoint), an
 // error from fn undoes everything, and nothing is visible outside until
 // the commit.
-func TestInTx(t *testing.T) {
+func TestInTx(t *testing.T) { forStores(t, testInTx) }
+
+func testInTx(t *testing.T, kind storeKind) {
 	ctx := context.Background()
 	errStop := errors.New("stop")
 	task := func(id string) TaskRecord {
@@ -84,7 +86,7 @@ func TestInTx(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, s := newSeeded(t)
+			_, s := newSeededOn(t, kind)
 			err := s.InTx(ctx, func(dtx *business.Store) error {
 				// Outside the transaction nothing is visible yet: another
 				// connection reads the last commit (WAL).
