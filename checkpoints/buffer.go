@@ -113,6 +113,21 @@ type BufferedThread struct {
 	rows []checkpointRow // Checkpoints' columns for SQLite, encoded at Put
 }
 
+// EncodedJSON returns the Next and Metadata (its writes and waiting) of
+// Checkpoints[i] as every store keeps them, encoded and validated by Put:
+// JSON text, or nil for a nil Next and for Metadata without writes and
+// waiting. A store's flush uses them instead of encoding again.
+func (th BufferedThread) EncodedJSON(i int) (next, metadata *string) {
+	row := th.rows[i]
+	if row.next.Valid {
+		next = &row.next.String
+	}
+	if row.meta.Valid {
+		metadata = &row.meta.String
+	}
+	return next, metadata
+}
+
 // BufferedWrites are the buffered pending writes of one checkpoint: a
 // later write of a (TaskID, Kind, Idx) has replaced an earlier one, and
 // they are ordered by that key. Writes may be empty: the checkpoint must

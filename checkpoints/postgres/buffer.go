@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -156,10 +155,7 @@ func (r threadRow) Scan(dest ...any) error {
 // buffered writes name, then the write rows (by key). Every commit of the
 // store is durable when it returns (synchronous_commit = on).
 func (b bufferBase) WriteBuffered(ctx context.Context, threads []checkpoints.BufferedThread) error {
-	f, err := planFlush(threads)
-	if err != nil {
-		return err
-	}
+	f := planFlush(threads)
 	return pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
 		if err := b.lock(ctx, tx, f); err != nil {
 			return err
@@ -194,8 +190,26 @@ type flush struct {
 }
 
 // planFlush turns threads into the arrays of the flush's statements.
-func planFlush(threads []checkpoints.BufferedThread) (*flush, error) {
-	f := &flush{threads: threads}
+func planFlush(threads []checkpoints.BufferedThread) *flush {
+	var nThreads, nCheckpoints, nBase, nWrites int
+	for _, th := range threads {
+		nThreads++
+		nCheckpoints += len(th.Checkpoints)
+		for _, bw := range th.Writes {
+			if bw.Seq == 0 {
+				nBase++
+			}
+			nWrites += len(bw.Writes)
+		}
+	}
+	f := &flush{threads: threads, ids: make([]string, 0, nThreads)}
+	f.cpThreads, f.cpIDs, f.cpSources, f.cpBreakpoints = make([]string, 0, nCheckpoints), make([]string, 0, nCheckpoints), make([]string, 0, nCheckpoints), make([]string, 0, nCheckpoints)
+	f.cpSeqs, f.cpSteps, f.cpFormats = make([]int64, 0, nCheckpoints), make([]int64, 0, nCheckpoints), make([]int64, 0, nCheckpoints)
+	f.cpValues, f.cpNexts, f.cpMetas = make([]*string, 0, nCheckpoints), make([]*string, 0, nCheckpoints), make([]*string, 0, nCheckpoints)
+	f.cpCreated = make([]*int64, 0, nCheckpoints)
+	f.baseThreads, f.baseIDs = make([]string, 0, nBase), make([]string, 0, nBase)
+	f.wThreads, f.wTasks, f.wKinds, f.wNodes = make([]string, 0, nWrites), make([]string, 0, nWrites), make([]string, 0, nWrites), make([]string, 0, nWrites)
+	f.wSeqs, f.wIdxs, f.wValues, f.wBase = make([]int64, 0, nWrites), make([]int64, 0, nWrites), make([]*string, 0, nWrites), make([]int, 0, nWrites)
 	for _, th := range threads {
 		f.ids = append(f.ids, th.ThreadID)
 		if n := len(th.Checkpoints); n > 0 {
@@ -207,10 +221,9 @@ func planFlush(threads []checkpoints.BufferedThread) (*flush, error) {
 				f.movedSeqs, f.movedN = append(f.movedSeqs, last.Seq), append(f.movedN, int64(n))
 			}
 		}
-		for _, cp := range th.Checkpoints {
-			if err := f.addCheckpoint(cp); err != nil {
-				return nil, err
-			}
+		for i, cp := range th.Checkpoints {
+			next, meta := th.EncodedJSON(i)
+			f.addCheckpoint(cp, next, meta)
 		}
 		for _, bw := range th.Writes {
 			base := -1
@@ -226,23 +239,12 @@ func planFlush(threads []checkpoints.BufferedThread) (*flush, error) {
 		}
 	}
 	slices.Sort(f.ids)
-	return f, nil
+	return f
 }
 
-// addCheckpoint adds cp, validated by the buffer's Put, to the arrays.
-func (f *flush) addCheckpoint(cp *flow.Checkpoint) error {
-	var next *string
-	if cp.Next != nil {
-		b, err := json.Marshal(cp.Next)
-		if err != nil {
-			return fmt.Errorf("put checkpoint %s/%s: %w", cp.ThreadID, cp.ID, err)
-		}
-		next = text(b)
-	}
-	meta, err := checkpoints.EncodeMetadata(cp.Metadata)
-	if err != nil {
-		return fmt.Errorf("put checkpoint %s/%s: %w", cp.ThreadID, cp.ID, err)
-	}
+// addCheckpoint adds cp, validated by the buffer's Put, with its Next and
+// Metadata as the buffer encoded them, to the arrays.
+func (f *flush) addCheckpoint(cp *flow.Checkpoint, next, meta *string) {
 	var created *int64
 	if !cp.CreatedAt.IsZero() {
 		ns := cp.CreatedAt.UnixNano()
@@ -251,8 +253,7 @@ func (f *flush) addCheckpoint(cp *flow.Checkpoint) error {
 	f.cpThreads, f.cpIDs, f.cpSeqs = append(f.cpThreads, cp.ThreadID), append(f.cpIDs, cp.ID), append(f.cpSeqs, cp.Seq)
 	f.cpSteps, f.cpSources, f.cpFormats = append(f.cpSteps, int64(cp.Metadata.Step)), append(f.cpSources, cp.Metadata.Source), append(f.cpFormats, int64(cp.Format))
 	f.cpValues, f.cpNexts, f.cpBreakpoints = append(f.cpValues, text(cp.Values)), append(f.cpNexts, next), append(f.cpBreakpoints, cp.Breakpoint)
-	f.cpMetas, f.cpCreated = append(f.cpMetas, text([]byte(meta))), append(f.cpCreated, created)
-	return nil
+	f.cpMetas, f.cpCreated = append(f.cpMetas, meta), append(f.cpCreated, created)
 }
 
 // text is b as a nullable text: nil for nil or empty b.
