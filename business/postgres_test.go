@@ -2,26 +2,334 @@ package business
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"assistant/internal/pgtest"
+	"assistant/internal/sqlitedb"
 )
 
-func TestPostgresSmoke(t *testing.T) {
+// The tests of this file are about the PostgreSQL store itself: its
+// schema's refusals and migrations, and the write lock that makes its
+// read-then-write methods behave as on SQLite. The behavioural tests run
+// on it through forStores.
+
+// mustConnect opens one session on the database at url, closed when tb
+// ends: the test's own hand on the database, beside the store.
+func mustConnect(tb testing.TB, url string) *pgx.Conn {
+	tb.Helper()
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+// pgExec runs sql on conn and fails tb on error.
+func pgExec(tb testing.TB, conn *pgx.Conn, sql string, args ...any) {
+	tb.Helper()
+	if _, err := conn.Exec(context.Background(), sql, args...); err != nil {
+		tb.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// fingerprint returns, as one text, every table of the database outside
+// the system's schemas with its row count, and the business schema's
+// versions: what a refused open must leave as it was.
+func fingerprint(tb testing.TB, conn *pgx.Conn) string {
+	tb.Helper()
+	ctx := context.Background()
+	rows, err := conn.Query(ctx, `SELECT table_schema || '.' || table_name FROM information_schema.tables
+		WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1`)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var b strings.Builder
+	for _, table := range tables {
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier(strings.Split(table, ".")).Sanitize()).Scan(&n); err != nil {
+			tb.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s:%d ", table, n)
+	}
+	if slices.Contains(tables, "business.schema_version") {
+		var versions string
+		if err := conn.QueryRow(ctx, `SELECT coalesce(string_agg(version || ' ' || name, ', ' ORDER BY version), '') FROM business.schema_version`).Scan(&versions); err != nil {
+			tb.Fatal(err)
+		}
+		b.WriteString("versions: " + versions)
+	}
+	return b.String()
+}
+
+// readOnly makes every later session of the database at url read-only, so
+// that an open that wrote anything would fail.
+func readOnly(tb testing.TB, conn *pgx.Conn) {
+	tb.Helper()
+	var db string
+	if err := conn.QueryRow(context.Background(), `SELECT current_database()`).Scan(&db); err != nil {
+		tb.Fatal(err)
+	}
+	pgExec(tb, conn, `ALTER DATABASE `+pgx.Identifier{db}.Sanitize()+` SET default_transaction_read_only = on`)
+}
+
+// TestOpenPostgresRefusesNewerSchema: a schema a newer build migrated is
+// refused with ErrNewerSchema, on a database that would fail any write,
+// and left as it was.
+func TestOpenPostgresRefusesNewerSchema(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.Database(t)
 	s, err := OpenPostgres(ctx, url, Options{Seed: seedCSV(t), Now: fixedClock(t0)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	d, _, err := s.PrepareDraft(ctx, "t1", "A3003", "demo-user", "size", time.Hour, t0)
+	s.Close()
+	conn := mustConnect(t, url)
+	newer := len(pgMigrations) + 1
+	pgExec(t, conn, `INSERT INTO business.schema_version (version, name) VALUES ($1, 'from_the_future')`, newer)
+	pgExec(t, conn, `ALTER TABLE business.tasks ADD COLUMN future text`)
+	before := fingerprint(t, conn)
+	readOnly(t, conn)
+
+	_, err = OpenPostgres(ctx, url, Options{Seed: seedCSV(t)})
+	if !errors.Is(err, ErrNewerSchema) {
+		t.Fatalf("OpenPostgres = %v, want ErrNewerSchema", err)
+	}
+	if want := fmt.Sprintf("version %d, this build knows %d", newer, len(pgMigrations)); !strings.Contains(err.Error(), want) {
+		t.Errorf("OpenPostgres = %q, want it to say %q", err, want)
+	}
+	if after := fingerprint(t, conn); after != before {
+		t.Errorf("a refused open changed the database:\n before %s\n after  %s", before, after)
+	}
+}
+
+// TestOpenPostgresRefusesForeignSchema: a schema business that another
+// program made is refused with ErrForeignFile and left as it was.
+func TestOpenPostgresRefusesForeignSchema(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stmts []string
+	}{
+		{"NoVersionTable", []string{`CREATE SCHEMA business`, `CREATE TABLE business.orders (name text)`, `INSERT INTO business.orders VALUES ('theirs')`}},
+		{"EmptyVersionTable", []string{`CREATE SCHEMA business`, `CREATE TABLE business.schema_version (version integer, name text)`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := pgtest.Database(t)
+			conn := mustConnect(t, url)
+			for _, q := range tc.stmts {
+				pgExec(t, conn, q)
+			}
+			before := fingerprint(t, conn)
+			_, err := OpenPostgres(context.Background(), url, Options{Seed: seedCSV(t)})
+			if !errors.Is(err, ErrForeignFile) {
+				t.Fatalf("OpenPostgres = %v, want ErrForeignFile", err)
+			}
+			if after := fingerprint(t, conn); after != before {
+				t.Errorf("a refused open changed the database:\n before %s\n after  %s", before, after)
+			}
+		})
+	}
+}
+
+// TestOpenPostgresConcurrentOpensMigrateOnce: processes that open a new
+// database at the same moment (pools of their own) all succeed; each
+// migration is applied once and the seed loaded once.
+func TestOpenPostgresConcurrentOpensMigrateOnce(t *testing.T) {
+	const openers = 8
+	ctx := context.Background()
+	url := pgtest.Database(t)
+	seed := seedCSV(t)
+	start := make(chan struct{})
+	errs := make([]error, openers)
+	var wg sync.WaitGroup
+	for i := range openers {
+		wg.Go(func() {
+			<-start
+			s, err := OpenPostgres(ctx, url, Options{Seed: seed})
+			if err == nil {
+				err = s.Close()
+			}
+			errs[i] = err
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("OpenPostgres %d: %v", i, err)
+		}
+	}
+	conn := mustConnect(t, url)
+	var rows, distinct, orders, ids int
+	if err := conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT version) FROM business.schema_version`).Scan(&rows, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if rows != len(pgMigrations) || distinct != rows {
+		t.Errorf("schema_version has %d rows, %d versions; want each of %d once", rows, distinct, len(pgMigrations))
+	}
+	parsed, err := parseSeed(seed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, reused, err := s.Submit(ctx, d.ID, "demo-user", t0)
-	t.Log(a, reused, err)
-	os, err := s.Orders(ctx, "demo-user")
-	t.Log(len(os), err)
+	if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM business.orders), (SELECT count(*) FROM business.data_dir)`).Scan(&orders, &ids); err != nil {
+		t.Fatal(err)
+	}
+	if orders != len(parsed) || ids != 1 {
+		t.Errorf("%d orders and %d identities after %d opens, want %d and 1", orders, ids, openers, len(parsed))
+	}
+}
+
+// TestOpenPostgresDataDirIdentity: a new schema takes Options.DataDirID;
+// an open that expects another identity is refused with ErrPairMismatch
+// before anything is written; without one, any identity will do.
+func TestOpenPostgresDataDirIdentity(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.Database(t)
+	const mine, theirs = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
+	s, err := OpenPostgres(ctx, url, Options{DataDirID: mine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := s.DataDirID(ctx); err != nil || id != mine {
+		t.Errorf("DataDirID = %q, %v; want %q", id, err, mine)
+	}
+	s.Close()
+	conn := mustConnect(t, url)
+	before := fingerprint(t, conn)
+	readOnly(t, conn)
+	_, err = OpenPostgres(ctx, url, Options{DataDirID: theirs})
+	var pe *sqlitedb.PairError
+	if !errors.Is(err, ErrPairMismatch) || !errors.As(err, &pe) || pe.Have != mine || pe.Want != theirs {
+		t.Fatalf("OpenPostgres with another identity = %v, want a *PairError (have %s, want %s)", err, mine, theirs)
+	}
+	if after := fingerprint(t, conn); after != before {
+		t.Errorf("a refused open changed the database:\n before %s\n after  %s", before, after)
+	}
+	for _, id := range []string{mine, ""} {
+		s, err := OpenPostgres(ctx, url, Options{DataDirID: id})
+		if err != nil {
+			t.Fatalf("OpenPostgres with identity %q: %v", id, err)
+		}
+		s.Close()
+	}
+}
+
+// TestPostgresUniqueViolation: PostgreSQL's unique_violation is what
+// sqlitedb.IsUniqueViolation reports, through the store's wrapping.
+func TestPostgresUniqueViolation(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newSeededOn(t, pgStore)
+	const insert = `INSERT INTO approver_grants (owner, grantee, granted_by, granted_at) VALUES (?, ?, ?, ?)`
+	mustExec(t, s, insert, "a", "b", "a", formatTime(t0))
+	_, err := s.h.Q().ExecContext(ctx, insert, "a", "b", "a", formatTime(t0))
+	if err == nil || !sqlitedb.IsUniqueViolation(fmt.Errorf("grant: %w", err)) {
+		t.Fatalf("second insert = %v, want a unique violation", err)
+	}
+	if _, err := s.h.Q().ExecContext(ctx, `SELECT no_such_column FROM orders`); err == nil || sqlitedb.IsUniqueViolation(err) {
+		t.Errorf("another error = %v, reported as a unique violation", err)
+	}
+}
+
+// TestPostgresWritersOfTwoProcessesMakeOneRow races the read-then-write
+// methods from two pools on one database (two processes, as the server
+// sees them), many goroutines each: one draft per task, one application
+// per draft with every other submit reusing it, one decision per id. The
+// write lock every write transaction takes first is what makes this true:
+// without it two submits both read "no application", and the second
+// insert fails on the UNIQUE key instead of reusing the first.
+func TestPostgresWritersOfTwoProcessesMakeOneRow(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.Database(t)
+	var stores [2]*Store
+	for i := range stores {
+		s, err := OpenPostgres(ctx, url, Options{Seed: seedCSV(t), Now: fixedClock(t0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores[i] = s
+	}
+	const perStore = 8
+	race := func(t *testing.T, fn func(s *Store) (id string, fresh bool, err error)) {
+		t.Helper()
+		type result struct {
+			id    string
+			fresh bool
+			err   error
+		}
+		results := make([]result, 2*perStore)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range results {
+			wg.Go(func() {
+				<-start // all goroutines race from one signal
+				id, fresh, err := fn(stores[i%2])
+				results[i] = result{id, fresh, err}
+			})
+		}
+		close(start)
+		wg.Wait()
+		fresh := 0
+		for i, r := range results {
+			if r.err != nil {
+				t.Fatalf("writer %d: %v", i, r.err)
+			}
+			if r.id != results[0].id {
+				t.Errorf("writer %d got %s, writer 0 got %s", i, r.id, results[0].id)
+			}
+			if r.fresh {
+				fresh++
+			}
+		}
+		if fresh != 1 {
+			t.Errorf("%d writers made a new row, want exactly 1", fresh)
+		}
+	}
+
+	var draft Draft
+	t.Run("PrepareDraft", func(t *testing.T) {
+		race(t, func(s *Store) (string, bool, error) {
+			d, reused, err := s.PrepareDraft(ctx, "return-25", "A3003", "demo-user", "size", time.Hour, t0)
+			draft = d
+			return d.ID, !reused, err
+		})
+		if n := count(t, stores[0], `SELECT count(*) FROM drafts WHERE task_id = 'return-25'`); n != 1 {
+			t.Errorf("drafts = %d, want 1", n)
+		}
+	})
+	t.Run("Submit", func(t *testing.T) {
+		race(t, func(s *Store) (string, bool, error) {
+			a, reused, err := s.Submit(ctx, draft.ID, "demo-user", t0)
+			return a.ID, !reused, err
+		})
+		if n := count(t, stores[0], `SELECT count(*) FROM applications WHERE draft_id = ?`, draft.ID); n != 1 {
+			t.Errorf("applications = %d, want 1", n)
+		}
+	})
+	t.Run("SubmitDecided", func(t *testing.T) {
+		d2, _, err := stores[0].PrepareDraft(ctx, "return-26", "A3001", "demo-user", "size", time.Hour, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := Decision{ID: "dec-26", TaskID: "return-26", By: "demo-user", Action: "approve", DraftID: d2.ID, Version: 1, At: t0}
+		race(t, func(s *Store) (string, bool, error) {
+			a, reused, err := s.SubmitDecided(ctx, dec, d2.ID, "demo-user", t0)
+			return a.ID, !reused, err
+		})
+		if n := count(t, stores[0], `SELECT count(*) FROM decisions WHERE decision_id = 'dec-26'`); n != 1 {
+			t.Errorf("decisions = %d, want 1", n)
+		}
+	})
 }
