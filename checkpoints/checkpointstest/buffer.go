@@ -144,7 +144,8 @@ func MustSnapshot(tb testing.TB, s flow.Checkpointer, threads ...string) map[str
 }
 
 // testBufferFlush checks Flush and Discard against a store another
-// process (Other) writes too.
+// process (Other) writes too, and a buffer over a fenced view of a store
+// that is a flow.Fencer.
 func testBufferFlush(t *testing.T, newStores func(t *testing.T) BufferStores) {
 	ctx := context.Background()
 	setup := func(t *testing.T) (*checkpoints.Buffer, BufferStores) {
@@ -339,6 +340,44 @@ func testBufferFlush(t *testing.T, newStores func(t *testing.T) BufferStores) {
 		}
 		if buf.Len() != 0 {
 			t.Errorf("Len = %d, want 0", buf.Len())
+		}
+	})
+
+	t.Run("FencedViewRefusedAfterTakeover", func(t *testing.T) {
+		bb := newStores(t)
+		f, ok := bb.Base.(flow.Fencer)
+		if !ok {
+			t.Skip("the store has no fencing")
+		}
+		if err := f.Fence(ctx, "t1", 1); err != nil {
+			t.Fatal(err)
+		}
+		old := f.Fenced("t1", 1)
+		h := put(t, old, next("t1", "", -1))
+		buf := newBuffer(t, old)
+		put(t, buf, next("t1", h.ID, 0))
+		write(t, buf, "t1", h.ID, "t", `1`)
+		put(t, buf, next("t2", "", -1)) // not fenced, but in the same commit
+		// Another process takes t1 over.
+		if err := bb.Other.(flow.Fencer).Fence(ctx, "t1", 2); err != nil {
+			t.Fatal(err)
+		}
+		before := snapshot(t, bb.Other, "t1", "t2")
+		var fe *flow.FencedError
+		if err := buf.Flush(ctx); !errors.As(err, &fe) || fe.ThreadID != "t1" || fe.Epoch != 1 || fe.Fence != 2 {
+			t.Fatalf("Flush of a buffer over the holder at epoch 1 after the fence rose to 2 = %v, want a *flow.FencedError (epoch 1, fence 2)", err)
+		}
+		if after := snapshot(t, bb.Other, "t1", "t2"); !reflect.DeepEqual(after, before) {
+			t.Errorf("a fenced Flush stored something:\n got %v\nwant %v", after, before)
+		}
+		if buf.Len() != 2 {
+			t.Errorf("Len after a fenced Flush = %d, want 2 (kept for the caller)", buf.Len())
+		}
+		// The new holder's buffer writes.
+		newer := newBuffer(t, f.Fenced("t1", 2))
+		put(t, newer, next("t1", h.ID, 0))
+		if err := newer.Flush(ctx); err != nil {
+			t.Errorf("Flush of a buffer over the holder at epoch 2 = %v", err)
 		}
 	})
 
