@@ -1,5 +1,6 @@
-// Package business is the return desk kept in business.sqlite: the orders a
-// user may return, the drafts a return task prepares and the applications it
+// Package business is the return desk kept in business.sqlite (Open), or in
+// the schema business of a PostgreSQL database (OpenPostgres, for several
+// machines; docs/postgres.md): the orders a user may return, the drafts a return task prepares and the applications it
 // submits, the decision trail of those tasks and the approver grants. The
 // run bookkeeping (task records, leases, timeline, batch rows)
 // keeps its tables in the same file but is package runs; it shares the
@@ -30,9 +31,12 @@
 //
 //   - another user's order, draft or application is reported exactly like an
 //     unknown one: ErrNotFound;
-//   - every write transaction is BEGIN IMMEDIATE, so concurrent writers — in
-//     this process or another — queue on the busy timeout instead of failing
-//     part-way;
+//   - every write transaction is BEGIN IMMEDIATE (on PostgreSQL: takes one
+//     advisory lock first), so concurrent writers — in this process or
+//     another — queue instead of failing part-way, and what a method read
+//     cannot change before it commits;
+//   - one set of SQL serves both databases (sqlitedb.Handle rewrites it for
+//     PostgreSQL), so every method behaves the same on both;
 //   - the file carries PRAGMA application_id (ApplicationID) and
 //     user_version (SchemaVersion); a foreign, newer or corrupt file is
 //     refused by Open and left byte-for-byte unchanged;

@@ -281,9 +281,10 @@ func (s *Store) Submit(ctx context.Context, draftID, user string, now time.Time)
 //     and ErrOpenApplication for a pending application), nothing written;
 //   - else an application with review_status ReviewPending is inserted.
 //
-// tx should come from s.DB(): its BEGIN IMMEDIATE takes the write lock first,
-// so concurrent submitters of one draft (goroutines or processes) queue and
-// the later ones see the first one's application.
+// tx should come from s.Handle().Begin (on SQLite, s.DB() will do): it
+// takes the write lock first, so concurrent submitters of one draft
+// (goroutines or processes) queue and the later ones see the first one's
+// application.
 func (s *Store) SubmitTx(ctx context.Context, tx sqlitedb.Querier, draftID, user string, now time.Time) (Application, bool, error) {
 	a, err := applicationWhere(ctx, tx, "draft_id", draftID)
 	switch {

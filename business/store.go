@@ -122,9 +122,10 @@ type Options struct {
 	DataDirID string
 }
 
-// Store is the return desk kept in business.sqlite: orders, drafts and
-// applications. The run bookkeeping (package runs) keeps its tables in the
-// same file, over the same Handle. It is safe for concurrent use by many
+// Store is the return desk kept in business.sqlite (Open) or in a
+// PostgreSQL schema (OpenPostgres): orders, drafts and applications. The
+// run bookkeeping (package runs) keeps its tables in the same file or
+// schema, over the same Handle. It is safe for concurrent use by many
 // goroutines, and several processes may open the same file at once.
 type Store struct {
 	h      *sqlitedb.Handle
@@ -208,11 +209,14 @@ func (s *Store) Sync(ctx context.Context) error {
 // to close checkpoints the WAL into the main file.
 func (s *Store) Close() error { return s.h.Close() }
 
-// DB returns the pool, for callers that run SubmitTx inside their own
-// transaction. Every transaction begun on it is BEGIN IMMEDIATE (DSN _txlock).
+// DB returns the pool. On SQLite every transaction begun on it is BEGIN
+// IMMEDIATE (DSN _txlock). On PostgreSQL it runs SQL as given ($n
+// parameters) and its transactions take no write lock: run store SQL
+// through Handle().Begin or Durable instead (sqlitedb.Handle.DB).
 func (s *Store) DB() *sql.DB { return s.h.DB() }
 
-// Path returns the file path the store was opened with.
+// Path returns the file path the store was opened with; on PostgreSQL,
+// "postgres schema business".
 func (s *Store) Path() string { return s.h.Path() }
 
 // Handle returns the opened file, for the other store that keeps its tables

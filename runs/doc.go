@@ -16,7 +16,8 @@
 //     flow.
 //
 // Its tables live in business.sqlite beside the return desk (package
-// business), so a Store is made over the desk's opened file:
+// business), or in the desk's PostgreSQL schema (business.OpenPostgres), so
+// a Store is made over the desk's opened store, either kind:
 //
 //	desk, err := business.Open(ctx, "data/business.sqlite", business.Options{})
 //	rs := runs.New(desk.Handle(), time.Now)

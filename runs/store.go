@@ -41,15 +41,16 @@ var (
 // Store is the run bookkeeping of a data dir: task records, leases and
 // heartbeats, operator stops, the timeline and batch rows. Its tables live
 // in business.sqlite beside the return desk's (created by
-// business/migrations/0002_runs.sql), so a Store is made over the business
-// store's Handle, not opened on its own. It is safe for concurrent use.
+// business/migrations/0002_runs.sql), or in the desk's PostgreSQL schema
+// (business/pgmigrations), so a Store is made over the business store's
+// Handle, not opened on its own. It is safe for concurrent use.
 type Store struct {
 	h   *sqlitedb.Handle
 	now func() time.Time
 }
 
 // New returns the run bookkeeping over h, the Handle of an opened
-// business.sqlite (business.Store.Handle). now is the clock for the times
+// business store, SQLite or PostgreSQL (business.Store.Handle). now is the clock for the times
 // the store stamps itself (updated_at); nil means time.Now. Inside
 // business.Store.InTx, pass the transaction's Handle: the Store's writes
 // then join that one commit.

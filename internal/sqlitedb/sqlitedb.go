@@ -48,6 +48,14 @@
 //     One synced commit makes every earlier commit in the WAL durable too,
 //     so a command syncs each file it wrote once, before it reports.
 //
+// The package is also the SQL store layer of the business store on
+// PostgreSQL: OpenPostgres migrates a store's schema on a server with the
+// same rules (a newer or foreign schema refused before any write, one
+// transaction per migration under an advisory lock, the data dir
+// identity), and NewPostgresHandle gives the stores a Handle over it whose
+// dialect rewrites their one set of SQL (Rewrite) and serializes their
+// write transactions as SQLite does (dialect.go).
+//
 // Why not a migration library such as pressly/goose: it creates and writes
 // its own version table when it opens a file, before it could tell a
 // foreign or newer file from ours, and refusing such a file unchanged is the
