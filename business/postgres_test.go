@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	cppostgres "assistant/checkpoints/postgres"
 	"assistant/internal/pgtest"
 	"assistant/internal/sqlitedb"
 )
@@ -332,4 +333,40 @@ func TestPostgresWritersOfTwoProcessesMakeOneRow(t *testing.T) {
 			t.Errorf("decisions = %d, want 1", n)
 		}
 	})
+}
+
+// TestOpenPostgresPairsWithTheCheckpointSchema: the business schema made
+// with the checkpoint schema's identity (as the CLI opens the pair) carries
+// it, and a business schema paired with another database's checkpoint
+// schema is refused.
+func TestOpenPostgresPairsWithTheCheckpointSchema(t *testing.T) {
+	ctx := context.Background()
+	urls := []string{pgtest.Database(t), pgtest.Database(t)}
+	var ids []string
+	for _, url := range urls {
+		cp, err := cppostgres.Open(ctx, url, cppostgres.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := cp.DataDirID(ctx)
+		cp.Close()
+		if err != nil || len(id) != 36 {
+			t.Fatalf("checkpoint DataDirID = %q, %v; want a UUID", id, err)
+		}
+		ids = append(ids, id)
+	}
+	if ids[0] == ids[1] {
+		t.Fatalf("two databases' checkpoint schemas share identity %s", ids[0])
+	}
+	s, err := OpenPostgres(ctx, urls[0], Options{DataDirID: ids[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.DataDirID(ctx); err != nil || got != ids[0] {
+		t.Errorf("business DataDirID = %q, %v; want the checkpoint schema's %s", got, err, ids[0])
+	}
+	s.Close()
+	if _, err := OpenPostgres(ctx, urls[0], Options{DataDirID: ids[1]}); !errors.Is(err, ErrPairMismatch) {
+		t.Errorf("OpenPostgres with another database's identity = %v, want ErrPairMismatch", err)
+	}
 }
