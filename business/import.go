@@ -262,10 +262,15 @@ func ParseOrders(ctx context.Context, r io.Reader, opts ParseOptions) (*OrdersFi
 func (f *OrdersFile) check(ctx context.Context, r io.Reader) error {
 	ids := newIDHashes()
 	defer ids.release()
-	rows, orders, err := f.scan(ctx, r, func(g *group) error {
+	// One group serves every order: emit keeps nothing of it.
+	var one group
+	next := func() *group {
+		one = group{}
+		return &one
+	}
+	rows, orders, err := f.scan(ctx, r, next, func(g *group) error {
 		ids.add(g.order.ID)
 		f.spool.add(g)
-		f.freeGroup(g)
 		return nil
 	})
 	if err != nil {
@@ -412,11 +417,12 @@ func JoinItems(items []string, more int) string {
 }
 
 // scan reads the CSV file r and calls emit for each order (its
-// consecutive rows merged), in file order, while no row was bad. It
+// consecutive rows merged, in a group of newGroup), in file order, while
+// no row was bad. It
 // returns the number of rows and orders, or an error: a bad header or row
 // (all bad rows of the file are read and the first ones named), the file
 // over a limit, ctx ended, or emit's error.
-func (f *OrdersFile) scan(ctx context.Context, r io.Reader, emit func(*group) error) (rows, orders int, err error) {
+func (f *OrdersFile) scan(ctx context.Context, r io.Reader, newGroup func() *group, emit func(*group) error) (rows, orders int, err error) {
 	if err := ctx.Err(); err != nil {
 		return 0, 0, fmt.Errorf("read orders file: %w", err)
 	}
@@ -494,7 +500,7 @@ func (f *OrdersFile) scan(ctx context.Context, r io.Reader, emit func(*group) er
 		if err := flush(); err != nil {
 			return 0, 0, err
 		}
-		cur = f.newGroup()
+		cur = newGroup()
 		cur.order, cur.line, cur.last = o, line, line
 		cur.addItem(item) // the first item fits: row checked it
 	}

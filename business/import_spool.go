@@ -32,6 +32,7 @@ import (
 type spool struct {
 	file *os.File
 	w    *bufio.Writer
+	rec  []byte // the record being encoded, reused
 	// the last user and delivery time written
 	user string
 	at   *time.Time
@@ -60,10 +61,10 @@ func newSpool() (*spool, error) {
 	return &spool{file: f, w: bufio.NewWriterSize(f, spoolBuffer)}, nil
 }
 
-// add appends the order of g (finished: its item set).
-func (s *spool) add(g *group) error {
+// add appends the order of g (finished: its item set). A write error
+// stays in the buffered writer and is returned by finish.
+func (s *spool) add(g *group) {
 	o := &g.order
-	var b [3*binary.MaxVarintLen64 + 1]byte
 	flags := byte(0)
 	if o.FinalSale {
 		flags |= spoolFinal
@@ -79,30 +80,26 @@ func (s *spool) add(g *group) error {
 	default:
 		flags |= spoolAtNew
 	}
-	b[0] = flags
-	n := 1 + binary.PutUvarint(b[1:], uint64(g.line))
-	s.w.Write(b[:n])
-	s.putString(o.ID)
-	s.putString(o.Item)
+	b := append(s.rec[:0], flags)
+	b = binary.AppendUvarint(b, uint64(g.line))
+	b = appendString(b, o.ID)
+	b = appendString(b, o.Item)
 	if flags&spoolNewUser != 0 {
-		s.putString(o.User)
+		b = appendString(b, o.User)
 		s.user = o.User
 	}
 	if flags&spoolAtMask == spoolAtNew {
-		n = binary.PutVarint(b[:], o.DeliveredAt.Unix())
-		n += binary.PutUvarint(b[n:], uint64(o.DeliveredAt.Nanosecond()))
-		s.w.Write(b[:n])
+		b = binary.AppendVarint(b, o.DeliveredAt.Unix())
+		b = binary.AppendUvarint(b, uint64(o.DeliveredAt.Nanosecond()))
 		s.at = o.DeliveredAt
 	}
-	return nil
+	s.w.Write(b)
+	s.rec = b
 }
 
-// putString writes a length and the bytes of v. A write error stays in
-// the buffered writer and is returned by finish.
-func (s *spool) putString(v string) {
-	var b [binary.MaxVarintLen64]byte
-	s.w.Write(b[:binary.PutUvarint(b[:], uint64(len(v)))])
-	s.w.WriteString(v)
+// appendString appends the length and the bytes of v to b.
+func appendString(b []byte, v string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(v))), v...)
 }
 
 // finish writes what is buffered; the spool is then ready to be read.
