@@ -466,23 +466,27 @@ func TestPostgresFencingRefusesTheLateWriter(t *testing.T) {
 }
 
 // TestPostgresStopFromOtherHost: machine B stops a task machine A drives
-// (A parked mid-run, holding the lease): the task is interrupted at once;
-// when A goes on, the stopped run changes no status again, and a resume
-// on B finishes it with one application.
+// (A parked between two supersteps, after review's checkpoint, holding the
+// lease): the task is interrupted at once; when A goes on, its next
+// superstep finds the stop, the stopped run changes no status again and
+// submits nothing, and a resume on B finishes it with one application.
 func TestPostgresStopFromOtherHost(t *testing.T) {
 	t.Parallel()
 	pg := newPGStore(t)
 	pg.must(t, hostA, "start", "s1", "A3003", "--reason", "too small")
-	a, aErr, done := pg.pausedAt(t, "before:submit", hostA, "resume", "s1", "--action", "approve")
+	a, aErr, done := pg.pausedAt(t, "after-checkpoint:review", hostA, "resume", "s1", "--action", "approve", "--exit-status")
 	if v := pg.must(t, hostB, "stop", "s1", "--wait", "1s"); v["status"] != "interrupted" {
 		t.Fatalf("stop on B: status %v, want interrupted", v["status"])
 	}
 	if err := a.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	code := exitWithin(t, done, 30*time.Second)
-	if code == 0 {
-		t.Errorf("A went on after the stop and exited 0\n%s", aErr)
+	// A sees the stop and ends its run where it is, submitting nothing.
+	if code := exitWithin(t, done, 30*time.Second); code != 8 {
+		t.Errorf("A after the stop exited %d, want 8 (interrupted)\n%s", code, aErr)
+	}
+	if got := pg.apps(t, "s1"); got != "0" {
+		t.Errorf("applications of s1 after the stop = %s, want 0", got)
 	}
 	if v := pg.must(t, hostB, "show", "s1"); v["status"] != "interrupted" {
 		t.Errorf("s1 after A went on: %v, want interrupted (the stopped run changes no status again)", v["status"])

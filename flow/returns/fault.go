@@ -2,6 +2,7 @@ package returns
 
 import (
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,6 +45,12 @@ func Fault(point string) {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is on its way; never run past the point
 	case syscall.SIGSTOP:
-		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		// To this thread, locked to the goroutine: the stop is delivered
+		// as the call returns, so the goroutine runs nothing past the
+		// point. kill(2) lets the process pick a thread, and this one
+		// may go on for a while (into the node's transaction).
+		runtime.LockOSThread()
+		_ = syscall.Tgkill(os.Getpid(), syscall.Gettid(), syscall.SIGSTOP)
+		runtime.UnlockOSThread()
 	}
 }
