@@ -9,6 +9,11 @@
 //
 // The suite only uses the flow contract, so a new store (PostgreSQL, say) adds
 // one constructor and no test file.
+//
+// RunBuffer is the suite of checkpoints.Buffer over a store that is a
+// flow.Bufferer: the conformance suite over the buffer, then Flush,
+// Discard, Preload and fencing against the store and a second handle on
+// its data (BufferStores).
 package checkpointstest
 
 import (
