@@ -7,9 +7,11 @@
 //     IMMEDIATE transaction, so two processes can never fork a thread.
 //   - Memory keeps the same data in maps behind a mutex. It copies on the way
 //     in and on the way out, so callers never alias stored data.
-//   - Buffer keeps Put and PutWrites over a SQLite in memory until Flush
+//   - Buffer keeps Put and PutWrites over a store in memory until Flush
 //     writes them all in one durable transaction: the fast path of a batch.
-//     It is the flow.WriteBuffer that SQLite.NewBuffer makes (flow.Bufferer).
+//     It is the flow.WriteBuffer that SQLite.NewBuffer makes (flow.Bufferer),
+//     and checkpoints/postgres's Store.NewBuffer; what differs per store is
+//     its BufferBase (buffer.go).
 //
 // Optional powers of flow, each asserted at compile time where it is
 // implemented: SQLite is a flow.Syncer, flow.DurableWriter, flow.HeadWriter,
