@@ -370,3 +370,35 @@ func TestOpenPostgresPairsWithTheCheckpointSchema(t *testing.T) {
 		t.Errorf("OpenPostgres with another database's identity = %v, want ErrPairMismatch", err)
 	}
 }
+
+// TestOpenPostgresCheckpointSchemaAdoptsTheBusinessIdentity: a checkpoint
+// schema given its identity after the business schema was made (migrated
+// to checkpoint schema 2 later) adopts the business schema's, as
+// checkpoints.sqlite adopts business.sqlite's, so the pair still opens.
+func TestOpenPostgresCheckpointSchemaAdoptsTheBusinessIdentity(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.Database(t)
+	s, err := OpenPostgres(ctx, url, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := s.DataDirID(ctx)
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := cppostgres.Open(ctx, url, cppostgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := cp.DataDirID(ctx)
+	cp.Close()
+	if err != nil || got != want {
+		t.Fatalf("checkpoint DataDirID = %q, %v; want the business schema's %s", got, err, want)
+	}
+	if s, err := OpenPostgres(ctx, url, Options{DataDirID: got}); err != nil {
+		t.Fatalf("OpenPostgres of the pair: %v", err)
+	} else {
+		s.Close()
+	}
+}
