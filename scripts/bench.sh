@@ -9,6 +9,7 @@
 #
 #   scripts/bench.sh                # everything (the 100,000-task show takes minutes)
 #   BENCH_SKIP_100K=1 scripts/bench.sh
+#   BENCH_PG=postgres://USER@HOST/postgres BENCH_PG_ONLY=1 scripts/bench.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 RUNS=${RUNS:-15}
@@ -98,6 +99,14 @@ read ms rss fl r < <(timed start "$A" --data "$data" start t{} P{} --reason benc
 echo "start_ms $ms ms"; ratios start "$ms" "$fl" "$r"; echo "start_rss $rss MiB"
 read ms rss fl r < <(timed resume "$A" --data "$data" resume t{} --action approve)
 echo "resume_approve_ms $ms ms"; ratios resume_approve "$ms" "$fl" "$r"; echo "resume_approve_rss $rss MiB"
+
+# The same commands with both stores on PostgreSQL, side by side with a
+# data dir, and a batch and decide on the server (issue 18): BENCH_PG, a
+# server URL whose user may create databases, or a throw-away local
+# cluster; skipped with one line when there is neither. BENCH_PG_ONLY=1
+# stops after it. See scripts/bench-pg.sh.
+scripts/bench-pg.sh "$A"
+[ -n "${BENCH_PG_ONLY:-}" ] && exit 0
 
 # In one process: start+approve cycles, durable commits, checkpoint storage.
 go test -run '^$' -bench 'BenchmarkStartApprove$' -benchtime 2000x ./flow/returns/ > "$work/bench.txt"
