@@ -27,6 +27,10 @@ const (
 	pgWriteLock int64 = ApplicationID<<32 | 2
 )
 
+// pgBusyTimeout is the sessions' lock_timeout: DefaultBusyTimeout, as for
+// SQLite. A var: a test shortens it.
+var pgBusyTimeout = DefaultBusyTimeout
+
 //go:embed pgmigrations/*.sql
 var pgMigrationFiles embed.FS
 
@@ -52,11 +56,12 @@ func mustLoadPGMigrations() []migration {
 // a schema a newer build migrated (ErrNewerSchema), a schema business that
 // another program made (ErrForeignFile), and a schema that carries another
 // data dir identity than opts.DataDirID (ErrPairMismatch, a
-// *sqlitedb.PairError). opts.Create, Synchronous and the busy timeout do
-// not apply: the server's database exists, and every commit is durable
-// when it returns (synchronous_commit = on), so Sync does nothing. Writers
-// of one database run one at a time (docs/postgres.md "Write
-// transactions"). Errors are wrapped "open business on postgres: …" and
+// *sqlitedb.PairError). opts.Create and Synchronous do not apply: the
+// server's database exists, and every commit is durable when it returns
+// (synchronous_commit = on), so Sync does nothing. Writers of one database
+// run one at a time (docs/postgres.md "Write transactions"); one that
+// waits for a lock longer than DefaultBusyTimeout (the sessions'
+// lock_timeout) fails with an error IsBusy reports, as on SQLite. Errors are wrapped "open business on postgres: …" and
 // never repeat the password.
 //
 // The file helpers OpenReadOnly, CheckFile, TakeSnapshot and
@@ -83,6 +88,7 @@ func openPostgres(ctx context.Context, url string, opts Options) (*Store, error)
 		Migrations:    pgMigrations,
 		MigrationLock: pgMigrationLock,
 		DataDirID:     opts.DataDirID,
+		BusyTimeout:   pgBusyTimeout,
 		OnCreate: func(ctx context.Context, q sqlitedb.Querier) error {
 			return loadSeed(ctx, q, seed, now(), true)
 		},

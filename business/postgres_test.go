@@ -402,3 +402,40 @@ func TestOpenPostgresCheckpointSchemaAdoptsTheBusinessIdentity(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestPostgresWriterPastTheBusyTimeoutIsBusy: a writer that waits for the
+// write lock longer than the busy timeout (another process holds a write
+// transaction open) fails with an error IsBusy reports and writes nothing,
+// as on SQLite; once the lock is free, the same write succeeds.
+func TestPostgresWriterPastTheBusyTimeoutIsBusy(t *testing.T) {
+	ctx := context.Background()
+	defer func(d time.Duration) { pgBusyTimeout = d }(pgBusyTimeout)
+	pgBusyTimeout = 50 * time.Millisecond
+	url := pgtest.Database(t)
+	var stores [2]*Store
+	for i := range stores {
+		s, err := OpenPostgres(ctx, url, Options{Seed: seedCSV(t), Now: fixedClock(t0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores[i] = s
+	}
+	holder, err := stores[0].h.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = stores[1].PrepareDraft(ctx, "return-25", "A3003", "demo-user", "size", time.Hour, t0)
+	if !IsBusy(err) {
+		t.Fatalf("PrepareDraft while another process holds the write lock = %v, want busy", err)
+	}
+	if err := holder.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, stores[1], `SELECT count(*) FROM drafts WHERE task_id = 'return-25'`); n != 0 {
+		t.Errorf("drafts after a busy write = %d, want 0", n)
+	}
+	if _, _, err := stores[1].PrepareDraft(ctx, "return-25", "A3003", "demo-user", "size", time.Hour, t0); err != nil {
+		t.Errorf("PrepareDraft once the lock is free: %v", err)
+	}
+}

@@ -271,5 +271,6 @@ type scanner interface {
 }
 
 // IsBusy reports whether err is SQLite's SQLITE_BUSY from either file of a
-// data dir: a write lock another process held past DefaultBusyTimeout.
+// data dir, or PostgreSQL's lock_not_available from the business store on
+// a server: a write lock another process held past DefaultBusyTimeout.
 func IsBusy(err error) bool { return sqlitedb.IsBusy(err) }

@@ -220,6 +220,13 @@ func isIdentPart(c byte) bool {
 	return isIdentStart(c) || (c >= '0' && c <= '9') || c == '$'
 }
 
+// isPGLockTimeout reports PostgreSQL's lock_not_available (SQLSTATE
+// 55P03): lock_timeout passed while a statement waited for a lock.
+func isPGLockTimeout(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "55P03"
+}
+
 // isPGUniqueViolation reports PostgreSQL's unique_violation (SQLSTATE
 // 23505), of a PRIMARY KEY or UNIQUE constraint or index.
 func isPGUniqueViolation(err error) bool {

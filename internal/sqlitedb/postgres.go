@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -40,6 +42,11 @@ type PGSpec struct {
 	DataDirID string
 	// MaxConns caps the pool's open connections when positive.
 	MaxConns int
+	// BusyTimeout is the sessions' lock_timeout: how long a statement
+	// waits for a lock (the write lock of NewPostgresHandle, a row another
+	// transaction holds) before it fails with lock_not_available, which
+	// IsBusy reports, as SQLite's busy timeout does. 0 waits for ever.
+	BusyTimeout time.Duration
 }
 
 // pgRefusal is a refusal of OpenPostgres that also matches (errors.Is) its
@@ -81,6 +88,9 @@ func OpenPostgres(ctx context.Context, url string, spec PGSpec) (*sql.DB, error)
 	// Every commit durable when it returns, whatever the server's
 	// default: the Handle's Sync and Durable count on it.
 	params["synchronous_commit"] = "on"
+	if spec.BusyTimeout > 0 {
+		params["lock_timeout"] = strconv.FormatInt(spec.BusyTimeout.Milliseconds(), 10)
+	}
 	if params["application_name"] == "" {
 		params["application_name"] = DefaultPGApplicationName
 	}

@@ -989,8 +989,13 @@ func DurableTx(ctx context.Context, db *sql.DB, level string, fn func(tx *sql.Tx
 	return nil
 }
 
-// IsBusy reports whether err is SQLITE_BUSY (any extended code).
+// IsBusy reports whether err is SQLITE_BUSY (any extended code), or
+// PostgreSQL's lock_not_available (SQLSTATE 55P03): a lock another
+// connection held past the busy timeout (PGSpec.BusyTimeout).
 func IsBusy(err error) bool {
+	if isPGLockTimeout(err) {
+		return true
+	}
 	var se *sqlite.Error
 	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }
