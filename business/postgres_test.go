@@ -303,9 +303,12 @@ func TestPostgresWritersOfTwoProcessesMakeOneRow(t *testing.T) {
 	t.Run("PrepareDraft", func(t *testing.T) {
 		race(t, func(s *Store) (string, bool, error) {
 			d, reused, err := s.PrepareDraft(ctx, "return-25", "A3003", "demo-user", "size", time.Hour, t0)
-			draft = d
 			return d.ID, !reused, err
 		})
+		var err error
+		if draft, err = stores[0].DraftByTask(ctx, "return-25"); err != nil {
+			t.Fatal(err)
+		}
 		if n := count(t, stores[0], `SELECT count(*) FROM drafts WHERE task_id = 'return-25'`); n != 1 {
 			t.Errorf("drafts = %d, want 1", n)
 		}
