@@ -442,3 +442,52 @@ func TestPostgresWriterPastTheBusyTimeoutIsBusy(t *testing.T) {
 		t.Errorf("PrepareDraft once the lock is free: %v", err)
 	}
 }
+
+// TestOpenPostgresSeed: the teaching orders are loaded with the schema
+// and never again; without a seed the schema has no orders; a bad seed is
+// refused before the database is touched.
+func TestOpenPostgresSeed(t *testing.T) {
+	ctx := context.Background()
+	t.Run("LoadedOnce", func(t *testing.T) {
+		url := pgtest.Database(t)
+		s, err := OpenPostgres(ctx, url, Options{Seed: seedCSV(t), Now: fixedClock(t0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustExec(t, s, "DELETE FROM orders WHERE order_id = 'A3001'")
+		s.Close()
+		s, err = OpenPostgres(ctx, url, Options{Seed: seedCSV(t), Now: fixedClock(t0.Add(time.Hour))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if n := count(t, s, "SELECT count(*) FROM orders"); n != 11 {
+			t.Errorf("orders after reopen = %d, want 11", n)
+		}
+		o, err := s.Order(ctx, "A3003", "demo-user")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := t0.Add(-5 * 24 * time.Hour); !o.DeliveredAt.Equal(want) || !o.Teaching {
+			t.Errorf("A3003 = %+v, want a teaching order delivered at %v (dates of the first open)", o, want)
+		}
+	})
+	t.Run("NoSeed", func(t *testing.T) {
+		s, _ := openStore(t, pgStore, Options{})
+		if n := count(t, s, "SELECT count(*) FROM orders"); n != 0 {
+			t.Errorf("orders = %d, want 0", n)
+		}
+	})
+	t.Run("BadSeedTouchesNothing", func(t *testing.T) {
+		url := pgtest.Database(t)
+		conn := mustConnect(t, url)
+		before := fingerprint(t, conn)
+		_, err := OpenPostgres(ctx, url, Options{Seed: []byte("order_id,user,item,delivered_days_ago,final_sale,open_application\nA1,u,x,soon,false,false\n")})
+		if err == nil || !strings.Contains(err.Error(), "line 2") {
+			t.Fatalf("err = %v, want an error naming line 2", err)
+		}
+		if after := fingerprint(t, conn); after != before {
+			t.Errorf("a bad seed changed the database:\n before %s\n after  %s", before, after)
+		}
+	})
+}
