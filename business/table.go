@@ -49,7 +49,7 @@ type TableSpec struct {
 // a time: memory does not grow with the file.
 type Table struct {
 	spec  TableSpec
-	cr    *csv.Reader
+	recs  *records
 	lines *lineCap
 	idx   []int // file column of each spec column, -1: absent
 	width int   // fields of the header
@@ -155,12 +155,8 @@ func OpenTable(r io.Reader, spec TableSpec, maxBytes int64) (*Table, error) {
 	if err != nil {
 		return nil, readFailure(spec, err)
 	}
-	cr := csv.NewReader(dec)
-	cr.Comma = delim
-	cr.FieldsPerRecord = -1
-	cr.ReuseRecord = true
-	t := &Table{spec: spec, cr: cr, lines: lc, delim: delim, utf16: utf16}
-	header, err := cr.Read()
+	t := &Table{spec: spec, recs: newRecords(dec, delim), lines: lc, delim: delim, utf16: utf16}
+	_, header, err := t.recs.read()
 	if errors.Is(err, io.EOF) {
 		return nil, &HeaderError{What: spec.What, Missing: t.required(), Delim: delim}
 	}
@@ -292,7 +288,7 @@ func (e *evenBytes) Read(p []byte) (int, error) {
 // the caller may go on reading the next one. Other errors (over the size
 // limit, a line over MaxLineBytes, a read failure) end the table.
 func (t *Table) Next() (int, []string, error) {
-	rec, err := t.cr.Read()
+	line, rec, err := t.recs.read()
 	if err != nil {
 		var pe *csv.ParseError
 		if errors.As(err, &pe) && isSyntaxErr(pe.Err) {
@@ -303,7 +299,6 @@ func (t *Table) Next() (int, []string, error) {
 		}
 		return 0, nil, readFailure(t.spec, err)
 	}
-	line, _ := t.cr.FieldPos(0)
 	if len(rec) != t.width {
 		return line, nil, &RowError{Line: line, Err: fmt.Errorf("%d fields, the header has %d", len(rec), t.width)}
 	}
@@ -313,8 +308,12 @@ func (t *Table) Next() (int, []string, error) {
 			t.rec[i] = TrimBlank(rec[p])
 		}
 	}
-	if err := t.checkText(line, t.rec); err != nil {
-		return line, nil, err
+	// A line found valid UTF-8 whole has valid fields; UTF-16 text is
+	// checked field by field for the decoder's U+FFFD.
+	if !t.recs.valid || t.utf16 {
+		if err := t.checkText(line, t.rec); err != nil {
+			return line, nil, err
+		}
 	}
 	return line, t.rec, nil
 }
@@ -451,4 +450,128 @@ func (l *lineCap) Read(p []byte) (int, error) {
 		return 0, &lineTooLongError{line: l.line}
 	}
 	return n, err
+}
+
+// records reads the records of a CSV text as encoding/csv does (Comma
+// the delimiter, any number of fields, no comments, strict quotes), and
+// faster for the common line: one that the buffer holds whole and that
+// has no quote is split at its delimiters here, in one string, and only
+// the other lines (quoted fields, a line longer than the buffer, the
+// last line without a line break) are read by encoding/csv, from the
+// same buffer. FuzzRecords checks that both read every text alike.
+type records struct {
+	br    *bufio.Reader
+	cr    *csv.Reader // reads from br itself (csv.NewReader keeps a *bufio.Reader)
+	delim byte
+	// Lines read by cr and by the fast path: cr numbers the lines it
+	// reads only, so a line it reports is its own count plus fast.
+	csv, fast int
+	fields    []string // the fast path's record, reused
+	err       error    // a failure of the reader below, returned again
+	// valid says that the last record's line is valid UTF-8 (checked
+	// whole by the fast path), so each of its fields is.
+	valid bool
+}
+
+// newRecords reads the CSV text in br, whose buffer must be at least
+// 4,096 bytes (csv.NewReader reads from a smaller one through a buffer of
+// its own, which would read ahead of the fast path), with delimiter
+// delim (',', ';' or tab).
+func newRecords(br *bufio.Reader, delim rune) *records {
+	cr := csv.NewReader(br)
+	cr.Comma = delim
+	cr.FieldsPerRecord = -1
+	cr.ReuseRecord = true
+	return &records{br: br, cr: cr, delim: byte(delim)}
+}
+
+// read returns the next record: its first line number and its fields
+// (reused by the next call). Errors: io.EOF after the last record, a
+// *csv.ParseError (its lines counted in the whole text) for a record that
+// is not well formed (the next call reads on), or the failure of the
+// reader below (returned again by every later call).
+func (r *records) read() (int, []string, error) {
+	r.valid = false
+	if r.err != nil {
+		return 0, nil, r.err
+	}
+	line, rec, ok, err := r.readFast()
+	if err != nil {
+		r.err = err
+		return 0, nil, err
+	}
+	if ok {
+		return line, rec, nil
+	}
+	rec, err = r.cr.Read()
+	if err != nil {
+		var pe *csv.ParseError
+		if errors.As(err, &pe) {
+			r.csv = pe.Line
+			c := *pe
+			c.StartLine += r.fast
+			c.Line += r.fast
+			return c.StartLine, nil, &c
+		}
+		if !errors.Is(err, io.EOF) {
+			r.err = err
+		}
+		return 0, nil, err
+	}
+	// The record ends on the line its last field starts on, plus the
+	// line breaks inside that field (a quoted one may hold some).
+	first, _ := r.cr.FieldPos(0)
+	last, _ := r.cr.FieldPos(len(rec) - 1)
+	r.csv = last + strings.Count(rec[len(rec)-1], "\n")
+	return first + r.fast, rec, nil
+}
+
+// readFast reads the next record itself when the buffer holds its whole
+// line and the line has no quote, as encoding/csv would: a line break
+// ("\n" or "\r\n") ends it, empty lines are skipped, and the fields are
+// split at every delimiter. ok false leaves the line to encoding/csv. An
+// error is a failure of the reader below (io.EOF is no error: the last
+// line goes to encoding/csv).
+func (r *records) readFast() (line int, rec []string, ok bool, err error) {
+	for {
+		buf, _ := r.br.Peek(r.br.Buffered())
+		end := bytes.IndexByte(buf, '\n')
+		if end < 0 {
+			// Fill the buffer. The reader below fails at most once: its
+			// error is kept, not read again.
+			buf, err = r.br.Peek(r.br.Size())
+			if err != nil && !errors.Is(err, io.EOF) {
+				return 0, nil, false, err
+			}
+			if end = bytes.IndexByte(buf, '\n'); end < 0 {
+				return 0, nil, false, nil
+			}
+		}
+		b := buf[:end]
+		if bytes.IndexByte(b, '"') >= 0 {
+			return 0, nil, false, nil
+		}
+		if n := len(b); n > 0 && b[n-1] == '\r' {
+			b = b[:n-1]
+		}
+		r.fast++
+		if len(b) == 0 {
+			r.br.Discard(end + 1)
+			continue
+		}
+		r.valid = utf8.Valid(b)
+		text := string(b)
+		r.br.Discard(end + 1)
+		r.fields = r.fields[:0]
+		for {
+			i := strings.IndexByte(text, r.delim)
+			if i < 0 {
+				break
+			}
+			r.fields = append(r.fields, text[:i])
+			text = text[i+1:]
+		}
+		r.fields = append(r.fields, text)
+		return r.csv + r.fast, r.fields, true, nil
+	}
 }
