@@ -98,3 +98,34 @@ func TestPostgresTwoProcessesRace(t *testing.T) {
 		oneWins(t, errs, ErrConflict)
 	})
 }
+
+// TestExistingTaskInsideInTxKeepsTheTransaction: inside a batch chunk's
+// transaction (InTx) a task that exists already is ErrTaskExists and the
+// transaction goes on: the next row's task is created and the commit
+// keeps both. On PostgreSQL a failed statement would abort the whole
+// transaction, so the inserts must not fail on the key.
+func TestExistingTaskInsideInTxKeepsTheTransaction(t *testing.T) {
+	forStores(t, testExistingTaskInsideInTxKeepsTheTransaction)
+}
+
+func testExistingTaskInsideInTxKeepsTheTransaction(t *testing.T, kind storeKind) {
+	ctx := context.Background()
+	s, desk := newSeededOn(t, kind)
+	mustCreateLeased(t, s, "return-1", holder)
+	err := desk.InTx(ctx, func(tx *business.Store) error {
+		rs := New(tx.Handle(), fixed(t0))
+		if err := rs.CreateLeasedTask(ctx, TaskRecord{ID: "return-1", User: "demo-user", OrderID: "A3003"}, KindReturn, time.Minute, holder); !errors.Is(err, ErrTaskExists) {
+			t.Errorf("CreateLeasedTask of an existing task = %v, want ErrTaskExists", err)
+		}
+		if err := rs.CreateTask(ctx, TaskRecord{ID: "return-1", User: "demo-user", OrderID: "A3003"}); !errors.Is(err, ErrTaskExists) {
+			t.Errorf("CreateTask of an existing task = %v, want ErrTaskExists", err)
+		}
+		return rs.CreateLeasedTask(ctx, TaskRecord{ID: "return-2", User: "demo-user", OrderID: "A3003"}, KindReturn, time.Minute, holder)
+	})
+	if err != nil {
+		t.Fatalf("InTx: %v", err)
+	}
+	if rec := mustTask(t, s, "return-2"); rec.Lease.Owner != holder.Owner {
+		t.Errorf("return-2 = %+v, want it created in the chunk's commit", rec)
+	}
+}
