@@ -545,3 +545,24 @@ func TestPostgresBatchDecideImport(t *testing.T) {
 	}
 	pg.verifyClean(t)
 }
+
+// TestPostgresSchemasOfTwoStoresRefused: a business schema beside a
+// checkpoint schema of another store (one restored from elsewhere) is
+// refused before anything is written, as two files of different data
+// dirs are: exit 1, one line, the pair unchanged.
+func TestPostgresSchemasOfTwoStoresRefused(t *testing.T) {
+	t.Parallel()
+	pg := newPGStore(t)
+	pg.must(t, nil, "start", "p1", "A3003", "--reason", "too small")
+	pg.query(t, `WITH u AS (UPDATE checkpoints.data_dir SET id = gen_random_uuid()::text RETURNING 1) SELECT count(*) FROM u`)
+	before := pg.committed(t, "p1")
+	for _, args := range [][]string{{"show", "p1"}, {"resume", "p1", "--action", "approve"}, {"verify"}} {
+		_, stderr, code := pg.run(t, nil, args...)
+		if code != 1 || !strings.Contains(stderr, "carry different identities") || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, %q; want 1 and one line", args, code, stderr)
+		}
+	}
+	if after := pg.committed(t, "p1"); after != before {
+		t.Errorf("a refused pair was written: before %s, after %s", before, after)
+	}
+}

@@ -165,7 +165,17 @@ func (a *app) serverStores(ctx context.Context, create bool) (*server, *postgres
 		srv.close()
 		return nil, nil, nil, a.storeErr(srv, err)
 	}
-	desk, err := business.OpenPostgres(ctx, a.store, business.Options{Create: create, Seed: a.seed, Now: storeNow})
+	// The business schema must carry the checkpoint schema's identity,
+	// as the two files of a data dir do: a pair that does not belong
+	// together (one schema restored from another database) is refused
+	// before anything is written.
+	id, err := cps.DataDirID(ctx)
+	if err != nil {
+		cps.Close()
+		srv.close()
+		return nil, nil, nil, a.storeErr(srv, err)
+	}
+	desk, err := business.OpenPostgres(ctx, a.store, business.Options{Create: create, Seed: a.seed, Now: storeNow, DataDirID: id})
 	if err != nil {
 		cps.Close()
 		srv.close()
@@ -178,6 +188,12 @@ func (a *app) serverStores(ctx context.Context, create bool) (*server, *postgres
 // matching what err matches (a newer or foreign schema), without the
 // password.
 func (a *app) storeErr(srv *server, err error) error {
+	if errors.Is(err, business.ErrPairMismatch) {
+		// The stores' own hint speaks of files and `assistant backup`,
+		// which a server has neither of.
+		return &scrubbed{err: err, msg: fmt.Sprintf("%s: the schemas checkpoints and business carry different identities: %v; "+
+			"restore both schemas from one pg_dump (docs/postgres.md \"Backup\"), or drop both to start afresh (nothing was changed)", srv.where, business.ErrPairMismatch)}
+	}
 	return &scrubbed{msg: srv.where + ": " + scrub(err.Error(), a.store), err: err}
 }
 
