@@ -19,6 +19,7 @@
 # 100). Then on the server: a batch of BENCH_PG_ROWS rows (default
 # 10,000; target >= 5,000 rows/s) and the decide of their approvals.
 set -euo pipefail
+shopt -s inherit_errexit  # a failed command in $(…) ends the script too
 A=$1
 RUNS=${RUNS:-15}
 cycles=${BENCH_PG_CYCLES:-100}
@@ -83,7 +84,8 @@ dropdb_url=1
 url=$(python3 - "$admin_url" "$dbname" <<'PY'
 import sys, urllib.parse
 u = urllib.parse.urlsplit(sys.argv[1])
-print(urllib.parse.urlunsplit((u.scheme, u.netloc, "/" + sys.argv[2], u.query, u.fragment)))
+# By hand: urlunsplit drops the // of an empty host (a Unix socket's URL).
+print(f"{u.scheme}://{u.netloc}/{sys.argv[2]}" + (f"?{u.query}" if u.query else ""))
 PY
 )
 echo "pg_server $server $("$psql" "$url" -qAtc 'SHOW server_version') fsync=$("$psql" "$url" -qAtc 'SHOW fsync')"
