@@ -40,7 +40,9 @@ func connectServer(ctx context.Context, rawURL string) (*server, error) {
 	where := fmt.Sprintf("database %s on %s", cfg.Database, hostPort(cfg.Host, cfg.Port))
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach the PostgreSQL server for %s as user %s: %s", where, cfg.User, scrub(connectCause(err), rawURL))
+		// scrubbed keeps err's chain: a signal while connecting is still
+		// context.Canceled (exit 130), not a storage failure.
+		return nil, &scrubbed{err: err, msg: fmt.Sprintf("cannot reach the PostgreSQL server for %s as user %s: %s", where, cfg.User, scrub(connectCause(err), rawURL))}
 	}
 	return &server{url: rawURL, where: where, conn: conn}, nil
 }
