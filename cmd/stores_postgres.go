@@ -27,6 +27,9 @@ type server struct {
 	url   string
 	where string // the database for a person, without a password
 	conn  *pgx.Conn
+	// now is the clock of every time the command stamps on the server:
+	// the server's, as measured by connectServer (serverClock).
+	now func() time.Time
 }
 
 // connectServer parses the URL and connects to it. Errors: ErrInvalid for
@@ -44,7 +47,32 @@ func connectServer(ctx context.Context, rawURL string) (*server, error) {
 		// context.Canceled (exit 130), not a storage failure.
 		return nil, &scrubbed{err: err, msg: fmt.Sprintf("cannot reach the PostgreSQL server for %s as user %s: %s", where, cfg.User, scrub(connectCause(err), rawURL))}
 	}
-	return &server{url: rawURL, where: where, conn: conn}, nil
+	srv := &server{url: rawURL, where: where, conn: conn}
+	if srv.now, err = serverClock(ctx, conn, returns.WallClock); err != nil {
+		conn.Close(context.Background())
+		return nil, &scrubbed{err: err, msg: fmt.Sprintf("read the clock of %s: %s", where, scrub(connectCause(err), rawURL))}
+	}
+	return srv, nil
+}
+
+// serverClock returns the server's clock as this process can keep it:
+// local (the process's wall clock) moved by its offset from the server's
+// clock_timestamp(), measured once over conn, at the midpoint of the
+// query's round trip (so within half a round trip, well under a
+// millisecond on a local network). Every time a command stamps on the
+// server comes from it: leases are written and their expiry compared in
+// the server's time, and machines whose clocks disagree still agree on
+// when a lease lapsed (docs/postgres.md "Many machines"). The times are
+// UTC to the millisecond, as returns.Open's. Errors: the query's.
+func serverClock(ctx context.Context, conn *pgx.Conn, local func() time.Time) (func() time.Time, error) {
+	sent := local()
+	var at time.Time
+	if err := conn.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&at); err != nil {
+		return nil, err
+	}
+	back := local()
+	offset := at.Sub(sent.Add(back.Sub(sent) / 2))
+	return func() time.Time { return local().Add(offset).UTC().Truncate(time.Millisecond) }, nil
 }
 
 // hostPort names a server's address: host:port, or the Unix socket.
@@ -177,7 +205,7 @@ func (a *app) serverStores(ctx context.Context, create bool) (*server, *postgres
 		srv.close()
 		return nil, nil, nil, a.storeErr(srv, err)
 	}
-	desk, err := business.OpenPostgres(ctx, a.store, business.Options{Create: create, Seed: a.seed, Now: storeNow, DataDirID: id})
+	desk, err := business.OpenPostgres(ctx, a.store, business.Options{Create: create, Seed: a.seed, Now: srv.now, DataDirID: id})
 	if err != nil {
 		cps.Close()
 		srv.close()
@@ -209,17 +237,13 @@ type scrubbed struct {
 func (e *scrubbed) Error() string { return e.msg }
 func (e *scrubbed) Unwrap() error { return e.err }
 
-// storeNow is the clock of a business store the Service does not open
-// itself: UTC to the millisecond, as returns.Open's.
-func storeNow() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
-
 // serverService is service on the server of --store.
 func (a *app) serverService(ctx context.Context, create bool) (*returns.Service, error) {
 	srv, cps, desk, err := a.serverStores(ctx, create)
 	if err != nil {
 		return nil, err
 	}
-	svc, err := returns.Open(ctx, returns.Config{Checkpoints: cps, MaxAttempts: a.maxAttempts, Host: a.host,
+	svc, err := returns.Open(ctx, returns.Config{Checkpoints: cps, MaxAttempts: a.maxAttempts, Host: a.host, Now: srv.now,
 		Store: &returns.ServerStore{Desk: desk, Gone: srv.gone}})
 	if err != nil {
 		desk.Close()

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // FaultEnv names the environment variable that switches fault points on: a
@@ -19,12 +20,37 @@ const FaultEnv = "ASSISTANT_FAULT"
 // as a holder paused past its lease (a long GC, a frozen VM) would.
 const FaultPause = "@pause"
 
+// FaultClock, as an item of ASSISTANT_FAULT followed by a signed
+// duration ("clock:+1h", "clock:-90s"; time.ParseDuration), sets this
+// process's wall clock (WallClock) off by that much, as on a machine
+// whose clock is wrong. It is not a point: nothing stops there. An item
+// whose duration does not parse is ignored.
+const FaultClock = "clock:"
+
+// WallClock is this process's wall clock: time.Now, moved by the skew
+// that ASSISTANT_FAULT's FaultClock item sets (none without one). The
+// Service's default clock and the server clock of --store
+// (docs/postgres.md "Many machines") read it.
+func WallClock() time.Time { return time.Now().Add(clockSkew()) }
+
+var clockSkew = sync.OnceValue(func() time.Duration {
+	var skew time.Duration
+	for _, p := range strings.Split(os.Getenv(FaultEnv), ",") {
+		if d, ok := strings.CutPrefix(strings.TrimSpace(p), FaultClock); ok {
+			if v, err := time.ParseDuration(d); err == nil {
+				skew = v
+			}
+		}
+	}
+	return skew
+})
+
 var faults = sync.OnceValue(func() map[string]syscall.Signal {
 	m := map[string]syscall.Signal{}
 	for _, p := range strings.Split(os.Getenv(FaultEnv), ",") {
 		p = strings.TrimSpace(p)
 		switch {
-		case p == "":
+		case p == "", strings.HasPrefix(p, FaultClock):
 		case strings.HasSuffix(p, FaultPause):
 			m[strings.TrimSuffix(p, FaultPause)] = syscall.SIGSTOP
 		default:

@@ -31,7 +31,8 @@ type Config struct {
 	Seed []byte
 	// Checkpoints is the checkpoint store, opened by the caller.
 	Checkpoints flow.Checkpointer
-	// Now is the wall clock; nil means time.Now.
+	// Now is the wall clock; nil means WallClock (time.Now unless a fault
+	// skews it).
 	Now func() time.Time
 	// DataDirID is the data dir identity the checkpoint store carries: the
 	// business file must carry the same (business.Options.DataDirID).
@@ -100,7 +101,7 @@ type Service struct {
 func Open(ctx context.Context, cfg Config) (*Service, error) {
 	clock := cfg.Now
 	if clock == nil {
-		clock = time.Now
+		clock = WallClock
 	}
 	// Every time the service stores or prints is UTC to the millisecond
 	// (docs/json.md "Times"): a draft's expires_at, a task's updated_at, a
