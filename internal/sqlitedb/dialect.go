@@ -29,6 +29,10 @@ type dialect interface {
 	durable(ctx context.Context, db *sql.DB, level string, fn func(tx *sql.Tx) error) error
 	// sync makes every earlier commit durable (Sync).
 	sync(ctx context.Context, db *sql.DB, level string) error
+	// cachesStatements reports that the driver prepares each SQL text
+	// once per connection by itself, so the statement caches (Stmts,
+	// CachedTx) run every text directly instead of preparing it.
+	cachesStatements() bool
 }
 
 // sqliteDialect runs the store SQL as it is written: every transaction on
@@ -39,6 +43,7 @@ type sqliteDialect struct{}
 func (sqliteDialect) query(q string) string                     { return q }
 func (sqliteDialect) args(args []any) []any                     { return args }
 func (sqliteDialect) lockWrites(context.Context, *sql.Tx) error { return nil }
+func (sqliteDialect) cachesStatements() bool                    { return false }
 func (sqliteDialect) sync(ctx context.Context, db *sql.DB, level string) error {
 	return Sync(ctx, db, level)
 }
@@ -126,6 +131,11 @@ func (d *pgDialect) durable(ctx context.Context, db *sql.DB, _ string, fn func(t
 	syncs.Add(1)
 	return nil
 }
+
+// cachesStatements is true: pgx's database/sql driver runs a query in its
+// default exec mode, cache_statement, which prepares each SQL text once per
+// connection and keeps it (an LRU of 512 texts).
+func (d *pgDialect) cachesStatements() bool { return true }
 
 // sync does nothing: with synchronous_commit = on every commit was flushed
 // to the server's write-ahead log before it returned.

@@ -24,7 +24,11 @@ var (
 
 // stmtCache prepares each distinct SQL text once with prepare and runs it
 // prepared; a text that does not prepare runs on direct, so its error comes
-// back as it would without the cache.
+// back as it would without the cache. A nil prepare runs every text on
+// direct: on PostgreSQL pgx's driver prepares each text once per
+// connection itself (its default query exec mode, cache_statement), and a
+// database/sql prepare would cost two more round trips a text (parse, and
+// deallocate when the statement closes) in every transaction.
 type stmtCache struct {
 	prepare func(ctx context.Context, query string) (*sql.Stmt, error)
 	direct  Querier
@@ -34,6 +38,9 @@ type stmtCache struct {
 }
 
 func (c *stmtCache) stmt(ctx context.Context, query string) *sql.Stmt {
+	if c.prepare == nil {
+		return nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if st, ok := c.stmts[query]; ok {
@@ -91,7 +98,11 @@ func NewStmts(db *sql.DB) *Stmts { return newStmts(db, sqliteDialect{}) }
 // newStmts returns an empty statement cache over db, a pool of dialect d's
 // database.
 func newStmts(db *sql.DB, d dialect) *Stmts {
-	return &Stmts{stmtCache: stmtCache{prepare: db.PrepareContext, direct: db, d: d, stmts: map[string]*sql.Stmt{}}, uses: map[string]int{}}
+	c := &Stmts{stmtCache: stmtCache{prepare: db.PrepareContext, direct: db, d: d, stmts: map[string]*sql.Stmt{}}, uses: map[string]int{}}
+	if d.cachesStatements() {
+		c.prepare = nil
+	}
+	return c
 }
 
 // Tx returns a Querier over tx, a transaction on the cache's pool. A query
@@ -111,6 +122,9 @@ const PromoteAfter = 16
 // once it has run PromoteAfter times in transactions; nil means run it
 // unprepared on the transaction.
 func (c *Stmts) inTx(ctx context.Context, query string) *sql.Stmt {
+	if c.prepare == nil {
+		return nil
+	}
 	c.mu.Lock()
 	st := c.stmts[query]
 	if st == nil {
@@ -185,6 +199,9 @@ func (c *CachedTx) Tx() *sql.Tx { return c.tx }
 // (prepared once per connection, so many transactions in a row compile
 // nothing) and counts the query towards promotion as Tx does.
 func (c *Stmts) CachedTx(tx *sql.Tx) *CachedTx {
+	if c.prepare == nil { // the driver caches the statements (stmtCache)
+		return &CachedTx{stmtCache: stmtCache{direct: tx, d: c.d, stmts: map[string]*sql.Stmt{}}, tx: tx}
+	}
 	prepare := func(ctx context.Context, query string) (*sql.Stmt, error) {
 		if st := c.inTx(ctx, query); st != nil {
 			return tx.StmtContext(ctx, st), nil
