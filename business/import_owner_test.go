@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -103,10 +104,14 @@ func TestImportOrdersNoOracle(t *testing.T) {
 // user's own order of the same id does not count; an operator import of a
 // user's own order makes it the shop's.
 func TestImportOrdersShopIDs(t *testing.T) {
+	forStores(t, testImportOrdersShopIDs)
+}
+
+func testImportOrdersShopIDs(t *testing.T, kind storeKind) {
 	const h = "order_id,user,item,delivered_at,final_sale\n"
 	ctx := context.Background()
 	operator := ParseOptions{Operator: true}
-	s, _ := newSeeded(t)
+	s, _ := newSeededOn(t, kind)
 	if _, err := importAs(t, s, h+"C70,bob,Kettle,,false\n", ParseOptions{User: "bob"}, false); err != nil {
 		t.Fatal(err)
 	}
@@ -172,4 +177,57 @@ func TestImportOrdersReturnableAsEligibility(t *testing.T) {
 	if got := res.Changes[0].NotReturnableNow; got != ReasonOpenApplication || got != want {
 		t.Fatalf("not_returnable_now %q, Eligibility %q; want %q from both", got, want, ReasonOpenApplication)
 	}
+}
+
+// An import of more orders than one write takes (importBatch), added and
+// stored ones mixed, on both stores: added orders are written by a plain
+// INSERT, the others by the upsert, each in full batches and the rest at
+// the end; every order reads back as the file has it, and the counts add
+// up. The operator's import again makes the user's own orders the shop's.
+func TestImportOrdersManyBatches(t *testing.T) {
+	forStores(t, func(t *testing.T, kind storeKind) {
+		const h = "order_id,user,item,delivered_at,final_sale\n"
+		ctx := context.Background()
+		s, _ := newSeededOn(t, kind)
+		n := 2*importBatch + 37
+		var day1, day2 strings.Builder
+		day1.WriteString(h)
+		day2.WriteString(h)
+		for i := range n {
+			if i%3 != 0 { // a third is new on day 2
+				fmt.Fprintf(&day1, "M%05d,carol,Item %d,,false\n", i, i)
+			}
+			switch i % 3 {
+			case 0, 1: // new, or changed: delivered and final sale
+				fmt.Fprintf(&day2, "M%05d,carol,Item %d,2025-03-%02dT10:00:00Z,true\n", i, i, 1+i%28)
+			case 2: // unchanged
+				fmt.Fprintf(&day2, "M%05d,carol,Item %d,,false\n", i, i)
+			}
+		}
+		carol := ParseOptions{User: "carol"}
+		if res, err := importAs(t, s, day1.String(), carol, false); err != nil || res.Added != n-(n+2)/3 {
+			t.Fatalf("day 1: %+v, %v", res.Added, err)
+		}
+		res, err := importAs(t, s, day2.String(), carol, false)
+		if err != nil || res.Added != (n+2)/3 || res.Updated != (n+1)/3 || res.Unchanged != n/3 || res.Orders != n {
+			t.Fatalf("day 2: added %d, updated %d, unchanged %d, orders %d, %v", res.Added, res.Updated, res.Unchanged, res.Orders, err)
+		}
+		for i := range n {
+			o, err := s.Order(ctx, fmt.Sprintf("M%05d", i), "carol")
+			if err != nil {
+				t.Fatal(err)
+			}
+			delivered := o.DeliveredAt != nil && o.DeliveredAt.Day() == 1+i%28
+			if o.Item != fmt.Sprintf("Item %d", i) || delivered != (i%3 != 2) || o.FinalSale != (i%3 != 2) {
+				t.Fatalf("order %d = %+v", i, o)
+			}
+		}
+		res, err = importAs(t, s, day2.String(), ParseOptions{Operator: true}, false)
+		if err != nil || res.Updated != n || res.Changes[0].Fields[0] != "shop" {
+			t.Fatalf("the operator's import: updated %d, %v", res.Updated, err)
+		}
+		if _, err := importAs(t, s, h+"M00001,dave,Pen,,false\n", ParseOptions{Operator: true}, false); !errors.Is(err, ErrConflict) {
+			t.Fatalf("err = %v, want M00001 the shop's", err)
+		}
+	})
 }

@@ -135,10 +135,10 @@ func (s *Store) ImportOrdersFile(ctx context.Context, f *OrdersFile, opts Import
 	}
 	defer tx.Rollback()
 	u := &upsert{ctx: ctx, q: tx, now: s.now().UTC(), write: !opts.DryRun, operator: f.opts.Operator, file: f,
-		res: ImportResult{DryRun: opts.DryRun, Changes: []OrderChange{}}}
+		sqlite: !s.h.Postgres(), res: ImportResult{DryRun: opts.DryRun, Changes: []OrderChange{}}}
 	rows, orders, err := u.run(f)
 	if err == nil {
-		err = u.writePending()
+		err = u.writePending(true)
 	}
 	if err != nil {
 		return ImportResult{}, fmt.Errorf("import orders: %w", err)
@@ -178,10 +178,13 @@ type upsert struct {
 	write    bool // false: a dry run, or an owner refused (nothing will be committed)
 	operator bool // the rows may be of any user (ParseOptions.Operator)
 	file     *OrdersFile
-	pending  []pendingOrder
-	args     []any // a write's arguments, reused
-	res      ImportResult
-	refused  badLines
+	sqlite   bool // the store is a SQLite file (insertOrders' statement)
+	// The orders decided and not yet written: added ones (not stored),
+	// and the others (stored: updated, or replacing a teaching order).
+	added, changed []pendingOrder
+	args           []any // a write's arguments, reused
+	res            ImportResult
+	refused        badLines
 	// The last delivery time written and its stored text: an export's
 	// rows share a few times, and formatting one is a tenth of a write.
 	lastAt   *time.Time
@@ -263,10 +266,7 @@ func (u *upsert) decide(batch []*group) error {
 		}
 		u.file.freeGroup(g)
 	}
-	if len(u.pending) >= importBatch {
-		return u.writePending()
-	}
-	return nil
+	return u.writePending(false)
 }
 
 // decideOne decides one order of the file: mine holds the stored orders
@@ -304,7 +304,9 @@ func (u *upsert) decideOne(g *group, mine map[[2]string]storedOrder, shop map[st
 	switch {
 	case !ok:
 		u.res.Added++
-		u.queue(o)
+		if u.write {
+			u.added = append(u.added, pendingOrder{o: o, shop: u.operator})
+		}
 		u.note(OrderChange{Line: g.line, OrderID: o.ID, Action: ActionAdded}, false)
 	case old.Teaching:
 		used, err := u.used(old.Order)
@@ -324,10 +326,10 @@ func (u *upsert) decideOne(g *group, mine map[[2]string]storedOrder, shop map[st
 	return nil
 }
 
-// queue adds an order to the writes of the next writePending.
+// queue adds a stored order to the writes of a later writePending.
 func (u *upsert) queue(o Order) {
 	if u.write {
-		u.pending = append(u.pending, pendingOrder{o: o, shop: u.operator})
+		u.changed = append(u.changed, pendingOrder{o: o, shop: u.operator})
 	}
 }
 
@@ -336,7 +338,7 @@ func (u *upsert) queue(o Order) {
 func (u *upsert) refuse(g *group, note string) {
 	u.res.Refused++
 	u.write = false
-	u.pending = u.pending[:0]
+	u.added, u.changed = u.added[:0], u.changed[:0]
 	u.refused.add(g.line, fmt.Errorf("order %s is stored with another owner%s; the owner of an order never changes", g.order.ID, note))
 	u.note(OrderChange{Line: g.line, OrderID: g.order.ID, Action: ActionRefused}, true)
 }
@@ -545,57 +547,106 @@ func (u *upsert) storedShop(batch []*group) (map[string]storedOrder, error) {
 	return out, rows.Err()
 }
 
-// writePending writes the queued orders, importBatch at a time with one
-// statement each (an INSERT … ON CONFLICT that adds a new order and
-// updates a stored one; a full batch's statement is prepared once), and
-// the rest with one more. A user's own order stays theirs, an operator
-// import makes it the shop's; a written order is no teaching order. (One
-// JSON argument per batch, read with json_each, took twice the time of
-// binding each value; numbered parameters, to bind a batch's one user
-// once, cost the driver a string per parameter.)
-func (u *upsert) writePending() error {
+// writePending writes the queued orders of each kind once importBatch
+// of them wait, or all of them when final: importBatch at a time with one
+// statement each (a full batch's statement is prepared once), and the
+// rest with one more. Added orders are written by insertOrders, the others
+// by upsertOrders. A user's own order stays theirs, an operator import
+// makes it the shop's; a written order is no teaching order. (One JSON
+// argument per batch, read with json_each, took twice the time of binding
+// each value; numbered parameters, to bind a batch's one user once, cost
+// the driver a string per parameter.)
+func (u *upsert) writePending(final bool) error {
 	if !u.write {
-		u.pending = u.pending[:0]
+		u.added, u.changed = u.added[:0], u.changed[:0]
 		return nil
 	}
-	for done := 0; done < len(u.pending); {
-		n := min(len(u.pending)-done, importBatch)
+	var err error
+	if final || len(u.added) >= importBatch {
+		if u.added, err = u.writeOrders(u.added, func(n int) string { return insertOrders(n, u.sqlite) }); err != nil {
+			return err
+		}
+	}
+	if final || len(u.changed) >= importBatch {
+		if u.changed, err = u.writeOrders(u.changed, upsertOrders); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeOrders writes orders with the statements of stmt (the statement
+// that writes n orders) and returns orders emptied for reuse.
+func (u *upsert) writeOrders(orders []pendingOrder, stmt func(n int) string) ([]pendingOrder, error) {
+	for done := 0; done < len(orders); {
+		n := min(len(orders)-done, importBatch)
 		args := u.args[:0]
-		for _, p := range u.pending[done : done+n] {
+		for _, p := range orders[done : done+n] {
 			if p.o.User != u.lastUser || u.userArg == nil {
 				u.lastUser, u.userArg = p.o.User, p.o.User // boxed once per run of one user
 			}
 			args = append(args, u.userArg, p.o.ID, p.o.Item, u.deliveredArg(p.o), p.o.FinalSale, p.shop)
 		}
-		_, err := u.q.ExecContext(u.ctx, writeOrders(n), args...)
+		_, err := u.q.ExecContext(u.ctx, stmt(n), args...)
 		clear(args) // keep no strings of the file alive
 		u.args = args[:0]
 		if err != nil {
-			return fmt.Errorf("write orders: %w", err)
+			return orders, fmt.Errorf("write orders: %w", err)
 		}
 		done += n
 	}
-	clear(u.pending)
-	u.pending = u.pending[:0]
-	return nil
+	clear(orders)
+	return orders[:0], nil
 }
 
-// writeFullBatch is writeOrders(importBatch), made once.
-var writeFullBatch = writeOrdersText(importBatch)
+// The statements that write a full batch, made once.
+var (
+	upsertFullBatch       = upsertOrdersText(importBatch)
+	insertFullBatch       = insertOrdersText(importBatch, false)
+	insertFullBatchSQLite = insertOrdersText(importBatch, true)
+)
 
-// writeOrders is the statement that writes n orders.
-func writeOrders(n int) string {
+// upsertOrders is the statement that writes n orders, added or stored:
+// an INSERT … ON CONFLICT that updates a stored one.
+func upsertOrders(n int) string {
 	if n == importBatch {
-		return writeFullBatch
+		return upsertFullBatch
 	}
-	return writeOrdersText(n)
+	return upsertOrdersText(n)
 }
 
-func writeOrdersText(n int) string {
+func upsertOrdersText(n int) string {
 	return `INSERT INTO orders (user, order_id, item, delivered_at, final_sale, shop) VALUES ` + placeholders(n, 6) + `
 		ON CONFLICT (user, order_id) DO UPDATE SET item = excluded.item, delivered_at = excluded.delivered_at,
 			final_sale = excluded.final_sale, teaching = 0,
 			shop = CASE WHEN excluded.shop > orders.shop THEN excluded.shop ELSE orders.shop END`
+}
+
+// insertOrders is the statement that writes n orders that are not stored
+// (the transaction read them and holds the write lock): a plain INSERT,
+// on SQLite INSERT OR FAIL. A SQLite statement that may fail halfway (its
+// default conflict rule, ABORT, and every upsert, whose UPDATE part
+// aborts) keeps a statement journal to undo its own rows: every page it
+// changes that the transaction had changed before is first copied to a
+// temporary file, about as many page writes again as the import itself
+// makes. OR FAIL keeps the statement's rows written before a failure and
+// needs none; a failure fails the import, whose transaction rolls back.
+func insertOrders(n int, sqlite bool) string {
+	if n == importBatch {
+		if sqlite {
+			return insertFullBatchSQLite
+		}
+		return insertFullBatch
+	}
+	return insertOrdersText(n, sqlite)
+}
+
+func insertOrdersText(n int, sqlite bool) string {
+	verb := "INSERT INTO"
+	if sqlite {
+		verb = "INSERT OR FAIL INTO" // SQLite's syntax: see insertOrders
+	}
+	return verb + ` orders (user, order_id, item, delivered_at, final_sale, shop) VALUES ` + placeholders(n, 6)
 }
 
 // inFlight returns the tasks in flight for an order (at most ten).
