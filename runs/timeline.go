@@ -34,14 +34,23 @@ type TimelineStep struct {
 // StartStep appends a running step for node to the task's timeline and
 // returns its seq.
 func (s *Store) StartStep(ctx context.Context, taskID, node string, now time.Time) (int, error) {
-	// One statement: a write statement takes the write lock before it reads,
-	// so the seq it computes cannot be taken by another writer.
+	// In a write transaction: it takes the write lock before the statement
+	// reads, so the seq it computes cannot be taken by another writer (a
+	// write that returns rows is refused outside one on PostgreSQL).
+	tx, err := s.h.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("start step of task %s: %w", taskID, err)
+	}
+	defer tx.Rollback()
 	var seq int
-	if err := s.h.Q().QueryRowContext(ctx,
+	if err := tx.QueryRowContext(ctx,
 		`INSERT INTO steps (task_id, seq, node, attempt, status, started_at)
 		 SELECT ?1, coalesce(max(seq), 0) + 1, ?2, 1 + (SELECT count(*) FROM steps WHERE task_id = ?1 AND node = ?2), ?3, ?4
 		 FROM steps WHERE task_id = ?1
 		 RETURNING seq`, taskID, node, StepRunning, formatTime(now)).Scan(&seq); err != nil {
+		return 0, fmt.Errorf("start step of task %s: %w", taskID, err)
+	}
+	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("start step of task %s: %w", taskID, err)
 	}
 	return seq, nil

@@ -44,16 +44,19 @@ func NewHandle(db *sql.DB, path, synchronous string) *Handle {
 // NewPostgresHandle wraps db, a pool of pgx's database/sql driver
 // (OpenPostgres) on a PostgreSQL database, for stores that write SQLite's
 // SQL: each text is rewritten once (Rewrite), a bool argument is bound as
-// 0 or 1, and every write transaction (Begin, InTx, Durable) first takes
-// the transaction-level advisory lock writeLock, so writers run one at a
-// time, as on SQLite. name stands for the path in errors (the database
-// and schema, never a password). Sync does nothing: OpenPostgres sets
+// 0 or 1, and every write first takes the transaction-level advisory lock
+// writeLock, so writers run one at a time, as on SQLite: a write
+// transaction (Begin, InTx, Durable) takes it first, and a write statement
+// through Q outside a transaction runs in a short transaction of its own
+// that takes it first (an INSERT … RETURNING there is refused with
+// ErrWriteOutsideTx). name stands for the path in errors (the database and
+// schema, never a password). Sync does nothing: OpenPostgres sets
 // synchronous_commit = on, so every commit is durable when it returns.
 // Close closes db.
 func NewPostgresHandle(db *sql.DB, name string, writeLock int64) *Handle {
 	d := newPGDialect(writeLock)
 	stmts := newStmts(db, d)
-	return &Handle{db: db, q: stmts, stmts: stmts, path: name, synchronous: "FULL", d: d}
+	return &Handle{db: db, q: pgPool{stmts: stmts, db: db, d: d}, stmts: stmts, path: name, synchronous: "FULL", d: d}
 }
 
 // Postgres reports whether the Handle is on a PostgreSQL server
@@ -64,7 +67,9 @@ func (h *Handle) Postgres() bool {
 }
 
 // Q returns what a store's read or single-statement write runs on: the
-// pool's prepared statements, or the transaction of InTx.
+// pool's prepared statements, or the transaction of InTx. Outside InTx a
+// write statement waits for the write lock on both databases (on
+// PostgreSQL in a short transaction of its own, see NewPostgresHandle).
 func (h *Handle) Q() Querier { return h.q }
 
 // DB returns the pool, for callers that run a …Tx method inside their own

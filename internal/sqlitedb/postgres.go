@@ -3,9 +3,11 @@ package sqlitedb
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -244,4 +246,122 @@ func (h *Handle) DataDirID(ctx context.Context) (string, error) {
 		return "", nil
 	}
 	return id, err
+}
+
+// ErrWriteOutsideTx is returned, on PostgreSQL, for a write statement run
+// through the pool's QueryContext or QueryRowContext (an INSERT … RETURNING
+// outside a transaction): its rows would come back before the short
+// transaction that takes the write lock could commit, so it is refused;
+// run it in Begin or Durable.
+var ErrWriteOutsideTx = errors.New("write statement that returns rows outside a write transaction on PostgreSQL: run it in Begin or Durable")
+
+// pgPool is the Querier of a PostgreSQL Handle outside a transaction
+// (Handle.Q outside InTx). A read runs on the pool's statement cache as
+// it is. A write runs in a short transaction of its own that first takes
+// the write lock, as every write transaction does (BEGIN; SELECT
+// pg_advisory_xact_lock; the statement; COMMIT): on SQLite a statement
+// outside a transaction waits for the file's write lock too, so a write
+// never commits in the middle of another process's read-then-write
+// transaction, on either database. The cost is three round trips more
+// per such write (four instead of one).
+type pgPool struct {
+	stmts *Stmts
+	db    *sql.DB
+	d     *pgDialect
+}
+
+// ExecContext runs query (store SQL) with args; a write under the write
+// lock, in a transaction of its own.
+func (p pgPool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if !IsWrite(query) {
+		return p.stmts.ExecContext(ctx, query, args...)
+	}
+	tx, err := p.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	if err := p.d.lockWrites(ctx, tx); err != nil {
+		return nil, err
+	}
+	res, err := p.stmts.Tx(tx).ExecContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	// RowsAffected is read from the command tag already received: the
+	// result stays good after the commit.
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// QueryContext runs query (store SQL, a read) with args. A write is
+// refused with ErrWriteOutsideTx.
+func (p pgPool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if IsWrite(query) {
+		return nil, ErrWriteOutsideTx
+	}
+	return p.stmts.QueryContext(ctx, query, args...)
+}
+
+// QueryRowContext runs query (store SQL, a read) with args. A write is
+// refused: the row's Scan returns ErrWriteOutsideTx.
+func (p pgPool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if IsWrite(query) {
+		return refusedDB.QueryRowContext(ctx, query)
+	}
+	return p.stmts.QueryRowContext(ctx, query, args...)
+}
+
+// refusedDB is a pool that never connects: every query on it fails with
+// ErrWriteOutsideTx. It is how QueryRowContext returns a *sql.Row that
+// carries that error.
+var refusedDB = sql.OpenDB(refusingConnector{})
+
+type refusingConnector struct{}
+
+func (refusingConnector) Connect(context.Context) (driver.Conn, error) { return nil, ErrWriteOutsideTx }
+func (refusingConnector) Driver() driver.Driver                        { return refusingDriver{} }
+
+type refusingDriver struct{}
+
+func (refusingDriver) Open(string) (driver.Conn, error) { return nil, ErrWriteOutsideTx }
+
+// IsWrite reports whether the SQL text q may write: every statement but
+// one whose first keyword (after blanks, comments and opening
+// parentheses) is SELECT, VALUES, TABLE or SHOW. WITH (a data-modifying
+// CTE) and EXPLAIN (ANALYZE runs the statement) count as writes: the
+// answer errs towards the lock.
+func IsWrite(q string) bool {
+	i := 0
+	for i < len(q) {
+		switch c := q[i]; {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '(':
+			i++
+		case strings.HasPrefix(q[i:], "--"):
+			j := strings.IndexByte(q[i:], '\n')
+			if j < 0 {
+				return true
+			}
+			i += j
+		case strings.HasPrefix(q[i:], "/*"):
+			j := strings.Index(q[i+2:], "*/")
+			if j < 0 {
+				return true
+			}
+			i += 2 + j + 2
+		default:
+			j := i
+			for j < len(q) && isIdentPart(q[j]) {
+				j++
+			}
+			switch strings.ToUpper(q[i:j]) {
+			case "SELECT", "VALUES", "TABLE", "SHOW":
+				return false
+			}
+			return true
+		}
+	}
+	return true
 }

@@ -1,0 +1,222 @@
+package runs
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+
+	"assistant/business"
+	"assistant/internal/pgtest"
+)
+
+// Issue 18: on PostgreSQL a write outside a transaction (autocommit) must
+// wait for the write lock, as on SQLite, so it never commits in the middle
+// of another process's read-then-write transaction. Each test holds process
+// A inside a write transaction, starts process B's write, waits until the
+// server shows B waiting for a lock (or B has finished: the fault), then
+// lets A go on, and checks that the outcome is one a serial order gives.
+
+// twoProcesses opens two stores on one fresh PostgreSQL database, each on
+// its own pool (two processes, as the server sees them), and returns them
+// with the database's URL.
+func twoProcesses(t *testing.T) (a, b *Store, url string) {
+	t.Helper()
+	ctx := context.Background()
+	url = pgtest.Database(t)
+	seed, err := os.ReadFile(filepath.Join("..", "testdata", "orders.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stores [2]*Store
+	for i := range stores {
+		desk, err := business.OpenPostgres(ctx, url, business.Options{Seed: seed, Now: fixed(t0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { desk.Close() })
+		stores[i] = New(desk.Handle(), fixed(t0))
+	}
+	return stores[0], stores[1], url
+}
+
+// untilWaitingOrDone returns once a session of the database at url waits
+// for a lock (B blocked behind A) or done has a value (B did not wait:
+// then the value is put back for the caller). It polls the server, with no
+// time limit but the test's.
+func untilWaitingOrDone(t *testing.T, url string, done chan error) {
+	t.Helper()
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for {
+		select {
+		case err := <-done:
+			done <- err
+			return
+		default:
+		}
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		time.Sleep(2 * time.Millisecond) // a poll interval, not an assertion
+	}
+}
+
+// waitable runs fn in a goroutine and returns a channel that carries its
+// error once it returned (untilWaitingOrDone may take it and put it back).
+func waitable(fn func() error) chan error {
+	out := make(chan error, 1)
+	go func() { out <- fn() }()
+	return out
+}
+
+// TestPostgresRenewWaitsForTakeover: recover on host A reads a lapsed lease
+// in AcquireLease's transaction and decides to take it over; the holder on
+// host B renews the lease (an autocommit UPDATE) before A writes. Serially
+// either A takes over and B's renewal fails (ErrLeaseLost), or B renews
+// first and A finds the lease held. Without the write lock on autocommit
+// writes B's renewal committed between A's read and A's write: both
+// succeeded, and two processes believed they held the task.
+func TestPostgresRenewWaitsForTakeover(t *testing.T) {
+	ctx := context.Background()
+	a, b, url := twoProcesses(t)
+	mustCreateLeased(t, a, "return-1", holder) // o1 on B, lease until t0+1m
+	var renewed chan error
+	check := func(Lease) Liveness {
+		// A is inside its write transaction, after its read.
+		renewed = waitable(func() error { return b.RenewLease(ctx, "return-1", holder.Owner, t0.Add(10*time.Minute)) })
+		untilWaitingOrDone(t, url, renewed)
+		return HolderUnknown // the lease's expiry decides: lapsed at now
+	}
+	me := Lease{Owner: "o2", PID: 202, Host: "host-b", Until: t0.Add(5 * time.Minute)}
+	got, err := a.AcquireLease(ctx, "return-1", me, t0.Add(2*time.Minute), check)
+	errB := <-renewed
+	if err != nil || !got.TookOver {
+		t.Fatalf("AcquireLease = %+v, %v; want a takeover", got, err)
+	}
+	if !errors.Is(errB, ErrLeaseLost) {
+		t.Fatalf("RenewLease by the old holder after the takeover = %v, want ErrLeaseLost (it committed inside the takeover's transaction)", errB)
+	}
+	if l := mustTask(t, a, "return-1").Lease; l.Owner != me.Owner || !l.Until.Equal(me.Until) {
+		t.Errorf("lease = %+v, want o2's until %s", l, me.Until)
+	}
+}
+
+// TestPostgresStartStepWaitsForWriter: process A's write transaction has
+// added step 1 of a task and not committed yet; process B starts a step of
+// the same task. Serially B's step is 2. Without the write lock B's
+// statement read the timeline before A's commit, took seq 1 too, and failed
+// with a unique violation once A committed.
+func TestPostgresStartStepWaitsForWriter(t *testing.T) {
+	ctx := context.Background()
+	a, b, url := twoProcesses(t)
+	mustCreateLeased(t, a, "return-1", holder)
+	tx, err := a.h.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO steps (task_id, seq, node, attempt, status, started_at) VALUES (?, 1, 'draft', 1, 'running', ?)`,
+		"return-1", formatTime(t0)); err != nil {
+		t.Fatal(err)
+	}
+	var seq int
+	started := waitable(func() error {
+		var err error
+		seq, err = b.StartStep(ctx, "return-1", "draft", t0)
+		return err
+	})
+	untilWaitingOrDone(t, url, started)
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-started; err != nil || seq != 2 {
+		t.Fatalf("StartStep after another writer's step 1 = %d, %v; want 2, nil", seq, err)
+	}
+}
+
+// TestPostgresStopIsFinal checks DESIGN.md's "Once interrupted is written,
+// the stopped run changes no status again" across two processes on the
+// server, in both orders. It held before issue 18's fix too: a stop runs in
+// a write transaction (it waits for the lock), and the holder's status
+// writes keep interrupted in the statement itself (keepInterrupted).
+func TestPostgresStopIsFinal(t *testing.T) {
+	ctx := context.Background()
+
+	t.Run("stop waits for the run's read-then-write", func(t *testing.T) {
+		a, b, url := twoProcesses(t)
+		mustCreateLeased(t, a, "return-1", holder)
+		tx, err := a.h.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		var status string
+		if err := tx.QueryRowContext(ctx, `SELECT status FROM tasks WHERE task_id = ?`, "return-1").Scan(&status); err != nil || status != "running" {
+			t.Fatalf("status = %q, %v", status, err)
+		}
+		stopped := waitable(func() error { return b.RequestStop(ctx, "return-1") })
+		untilWaitingOrDone(t, url, stopped)
+		// The worst a read-then-write can do: an unguarded write of what
+		// it decided from its read.
+		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'done', lease_owner = NULL WHERE task_id = ?`, "return-1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-stopped; !errors.Is(err, ErrConflict) {
+			t.Fatalf("stop after the run finished = %v, want ErrConflict", err)
+		}
+		if got := mustTask(t, a, "return-1").Status; got != "done" {
+			t.Errorf("status = %s, want done (the stop came second)", got)
+		}
+	})
+
+	for _, durable := range []bool{false, true} {
+		name := "release waits for the stop"
+		if durable {
+			name += ", durable"
+		}
+		t.Run(name, func(t *testing.T) {
+			a, b, url := twoProcesses(t)
+			mustCreateLeased(t, a, "return-1", holder)
+			// B's stop, inside its write transaction, has written
+			// interrupted and not committed yet.
+			tx, err := b.h.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'interrupted' WHERE task_id = ? AND status = 'running'`, "return-1"); err != nil {
+				t.Fatal(err)
+			}
+			released := waitable(func() error {
+				return a.Release(ctx, "return-1", Release{Owner: holder.Owner, Status: "done", Stage: "submitted", Durable: durable})
+			})
+			untilWaitingOrDone(t, url, released)
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-released; err != nil {
+				t.Fatalf("release: %v", err)
+			}
+			got := mustTask(t, a, "return-1")
+			if got.Status != "interrupted" || got.Stage != "submitted" || got.Lease.Owner != "" {
+				t.Errorf("after the stop and the release: status %s, stage %s, holder %q; want interrupted, submitted, none", got.Status, got.Stage, got.Lease.Owner)
+			}
+		})
+	}
+}
