@@ -137,3 +137,37 @@ func (s *Store) AcquireRead(ctx context.Context, t TaskRecord, me Lease, now tim
 	}
 	return Acquired{PrevStatus: t.Status, Epoch: t.Lease.Epoch + 1}, true, nil
 }
+
+// stepsPerInsert bounds the steps AddSteps writes in one statement: eight
+// parameters a step, far below either database's parameter limit.
+const stepsPerInsert = 250
+
+// AddSteps records steps, each ended or running, as AddStep does one: in
+// one INSERT of many rows for up to stepsPerInsert steps, so the timeline
+// of a chunk of rows costs a statement or two instead of one a step (on
+// PostgreSQL a statement is a round trip to the server). Errors: the
+// insert's (a step already recorded is a unique violation).
+func (s *Store) AddSteps(ctx context.Context, steps []TimelineStep) error {
+	for len(steps) > 0 {
+		n := min(len(steps), stepsPerInsert)
+		var q strings.Builder
+		q.WriteString(`INSERT INTO steps (task_id, seq, node, attempt, status, started_at, ended_at, error) VALUES `)
+		args := make([]any, 0, 8*n)
+		for i, st := range steps[:n] {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
+			ended := ""
+			if !st.EndedAt.IsZero() {
+				ended = formatTime(st.EndedAt)
+			}
+			args = append(args, st.Task, st.Seq, st.Node, st.Attempt, st.Status, formatTime(st.StartedAt), ended, st.Error)
+		}
+		if _, err := s.h.Q().ExecContext(ctx, q.String(), args...); err != nil {
+			return fmt.Errorf("add %d steps (task %s first): %w", n, steps[0].Task, err)
+		}
+		steps = steps[n:]
+	}
+	return nil
+}

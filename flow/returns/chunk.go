@@ -203,6 +203,11 @@ func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b Batch
 		if outs, err = s.runChunk(stop, r, b, kind, rows); err != nil {
 			return err
 		}
+		if log, ok := r.steps.(*stepLog); ok {
+			if err := log.flush(rowCtx); err != nil {
+				return err
+			}
+		}
 		return r.runs.RecordRowOutcomes(rowCtx, b.Batch, outs)
 	})
 	if err != nil {

@@ -143,10 +143,13 @@ func stepEnd(ev flow.TaskEvent) (status, msg string) {
 }
 
 // stepLog keeps the timeline of a batch chunk's rows in memory while a step
-// runs and records the step once it ended, in one insert instead of an
-// insert and an update. Nothing is lost by it: the chunk's transaction is
+// runs and once it ended, and records the chunk's ended steps at the end
+// of the chunk (flush), in a statement or two instead of an insert and an
+// update a step. Nothing is lost by it: the chunk's transaction is
 // invisible to other processes until it commits, so they could never see a
-// step running, and a crash drops the chunk whole, steps included.
+// step running, and a crash drops the chunk whole, steps included. No row
+// reads the steps of another row's task (a chunk's rows have distinct
+// tasks: a duplicate is refused before it runs).
 type stepLog struct {
 	runs     *runs.Store // the chunk's transaction
 	now      func() time.Time
@@ -155,6 +158,7 @@ type stepLog struct {
 	attempts map[string]map[string]int    // task → node → steps so far
 	failed   map[string]map[string]int    // task → node → failed attempts so far
 	running  map[string]runs.TimelineStep // thread + engine task id → its step
+	ended    []runs.TimelineStep          // ended steps not recorded yet
 }
 
 func newStepLog(rs *runs.Store, now func() time.Time) *stepLog {
@@ -219,7 +223,18 @@ func (l *stepLog) onTask(ev flow.TaskEvent) {
 	delete(l.running, key)
 	st.Status, st.Error = stepEnd(ev)
 	st.EndedAt = now
-	_ = l.runs.AddStep(context.Background(), st)
+	l.ended = append(l.ended, st)
+}
+
+// flush records the steps that ended since the last flush, in the
+// chunk's transaction (runs.AddSteps). Errors: the insert's; the chunk
+// then fails and its rows run one by one.
+func (l *stepLog) flush(ctx context.Context) error {
+	l.mu.Lock()
+	ended := l.ended
+	l.ended = nil
+	l.mu.Unlock()
+	return l.runs.AddSteps(ctx, ended)
 }
 
 // start keeps a running step of node for task under key, counting the

@@ -4,7 +4,18 @@ import (
 	"context"
 	"database/sql"
 	"sync"
+	"sync/atomic"
 )
+
+// statements counts the SQL statements the statement caches ran (Stmts,
+// its Tx, CachedTx): every statement of the stores over a Handle.
+var statements atomic.Int64
+
+// Statements returns how many SQL statements the stores over every Handle
+// of this process ran so far (reads and writes; not BEGIN and COMMIT, nor
+// the checkpoint stores'). On PostgreSQL each is a round trip to the
+// server; tests and benchmarks compare two readings.
+func Statements() int64 { return statements.Load() }
 
 // Querier runs SQL: *sql.DB, *sql.Tx and *sql.Conn are Queriers, and so are
 // the statement caches below. Store code written against it runs unchanged
@@ -56,6 +67,7 @@ func (c *stmtCache) stmt(ctx context.Context, query string) *sql.Stmt {
 
 // ExecContext runs query with args, prepared once.
 func (c *stmtCache) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	statements.Add(1)
 	query, args = c.d.query(query), c.d.args(args)
 	if st := c.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
@@ -65,6 +77,7 @@ func (c *stmtCache) ExecContext(ctx context.Context, query string, args ...any) 
 
 // QueryContext runs query with args, prepared once.
 func (c *stmtCache) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	statements.Add(1)
 	query, args = c.d.query(query), c.d.args(args)
 	if st := c.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
@@ -74,6 +87,7 @@ func (c *stmtCache) QueryContext(ctx context.Context, query string, args ...any)
 
 // QueryRowContext runs query with args, prepared once.
 func (c *stmtCache) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	statements.Add(1)
 	query, args = c.d.query(query), c.d.args(args)
 	if st := c.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
@@ -144,6 +158,7 @@ type txStmts struct {
 }
 
 func (t txStmts) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	statements.Add(1)
 	query, args = t.c.d.query(query), t.c.d.args(args)
 	if st := t.c.inTx(ctx, query); st != nil {
 		return t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
@@ -152,6 +167,7 @@ func (t txStmts) ExecContext(ctx context.Context, query string, args ...any) (sq
 }
 
 func (t txStmts) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	statements.Add(1)
 	query, args = t.c.d.query(query), t.c.d.args(args)
 	if st := t.c.inTx(ctx, query); st != nil {
 		return t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
@@ -160,6 +176,7 @@ func (t txStmts) QueryContext(ctx context.Context, query string, args ...any) (*
 }
 
 func (t txStmts) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	statements.Add(1)
 	query, args = t.c.d.query(query), t.c.d.args(args)
 	if st := t.c.inTx(ctx, query); st != nil {
 		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
