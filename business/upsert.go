@@ -182,7 +182,8 @@ type upsert struct {
 	// The orders decided and not yet written: added ones (not stored),
 	// and the others (stored: updated, or replacing a teaching order).
 	added, changed []pendingOrder
-	args           []any // a write's arguments, reused
+	args           []any                     // a write's arguments, reused
+	mine           map[[2]string]storedOrder // storedMine's result, reused
 	res            ImportResult
 	refused        badLines
 	// The last delivery time written and its stored text: an export's
@@ -454,7 +455,13 @@ func (u *upsert) scanStored(sc scanner) (storedOrder, error) {
 // few other orders (a file sorted by id, the usual export, and a new
 // user's file: nothing); else each pair is looked up.
 func (u *upsert) storedMine(batch []*group) (map[[2]string]storedOrder, error) {
-	out := make(map[[2]string]storedOrder)
+	// One map serves every batch: made for a full batch once, instead
+	// of growing from empty, rehashed several times, in each.
+	if u.mine == nil {
+		u.mine = make(map[[2]string]storedOrder, importBatch)
+	}
+	out := u.mine
+	clear(out)
 	user, lo, hi := batch[0].order.User, batch[0].order.ID, batch[0].order.ID
 	for _, g := range batch[1:] {
 		if g.order.User != user {
