@@ -91,6 +91,16 @@ func (s *Store) PrepareDraftVersion(ctx context.Context, taskID string, version 
 	if version < 1 {
 		return Draft{}, false, fmt.Errorf("prepare draft of task %s: version %d is not 1 or more", taskID, version)
 	}
+	if version == 1 && s.h.InTxn() {
+		// In a chunk's transaction, which commits durably, without a
+		// savepoint of its own (two statements, on PostgreSQL two round
+		// trips): a first version writes one row in one statement, after
+		// its reads, and every error it returns comes before that write
+		// or from it, and a statement that fails writes nothing (on
+		// PostgreSQL it aborts the chunk's transaction, which then fails
+		// whole and is rolled back).
+		return s.prepareDraftTx(ctx, s.h.Q(), taskID, version, orderID, user, reason, ttl, now)
+	}
 	// Durable at commit: the checkpoint written after prepare names the
 	// draft, and no power loss may keep that checkpoint and lose the draft.
 	var txErr error
@@ -111,6 +121,18 @@ func (s *Store) PrepareDraftVersion(ctx context.Context, taskID string, version 
 }
 
 func (s *Store) prepareDraftTx(ctx context.Context, tx sqlitedb.Querier, taskID string, version int, orderID, user, reason string, ttl time.Duration, now time.Time) (d Draft, reused bool, err error) {
+	if version == 1 {
+		// The usual case in one statement: no draft yet and the user's
+		// order. Nothing inserted means one of them is not so, and the
+		// reads below tell which.
+		d, ok, err := insertFirstDraft(ctx, tx, taskID, orderID, user, reason, ttl, now)
+		if err != nil {
+			return Draft{}, false, fmt.Errorf("prepare draft of task %s: %w", taskID, err)
+		}
+		if ok {
+			return d, false, nil
+		}
+	}
 	d, err = scanDraft(tx.QueryRowContext(ctx,
 		`SELECT `+draftReadColumns+` FROM drafts WHERE task_id = ? AND version = ?`, taskID, version))
 	switch {
@@ -168,6 +190,42 @@ func (s *Store) prepareDraftTx(ctx context.Context, tx sqlitedb.Querier, taskID 
 		return Draft{}, false, fmt.Errorf("prepare draft of task %s: %w", taskID, err)
 	}
 	return d, false, nil
+}
+
+// insertFirstDraft inserts version 1 of task taskID's draft for order
+// orderID of user, expiring at now+ttl, in one statement that checks what
+// prepareDraftTx reads first: ok is false, and nothing is written, when
+// the task has a draft of that version already or the order is not the
+// user's.
+func insertFirstDraft(ctx context.Context, tx sqlitedb.Querier, taskID, orderID, user, reason string, ttl time.Duration, now time.Time) (d Draft, ok bool, err error) {
+	id, err := newID("d_")
+	if err != nil {
+		return Draft{}, false, err
+	}
+	d = Draft{
+		ID:        id,
+		TaskID:    taskID,
+		OrderID:   orderID,
+		User:      user,
+		Reason:    reason,
+		CreatedAt: storedTime(now),
+		ExpiresAt: storedTime(now.Add(ttl)),
+		Version:   1,
+	}
+	res, err := tx.ExecContext(ctx,
+		`INSERT INTO drafts (`+draftColumns+`)
+		 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, CAST(?8 AS INTEGER)
+		 WHERE EXISTS (SELECT 1 FROM orders WHERE user = ?4 AND order_id = ?3)
+		   AND NOT EXISTS (SELECT 1 FROM drafts WHERE task_id = ?2 AND version = ?8)`,
+		d.ID, d.TaskID, d.OrderID, d.User, d.Reason, formatTime(d.CreatedAt), formatTime(d.ExpiresAt), d.Version)
+	if err != nil {
+		return Draft{}, false, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return Draft{}, false, err
+	}
+	return d, n == 1, nil
 }
 
 // DraftVersions returns every draft of task taskID, version 1 first;
