@@ -229,5 +229,12 @@ func TestImportOrdersManyBatches(t *testing.T) {
 		if _, err := importAs(t, s, h+"M00001,dave,Pen,,false\n", ParseOptions{Operator: true}, false); !errors.Is(err, ErrConflict) {
 			t.Fatalf("err = %v, want M00001 the shop's", err)
 		}
+		// An operator's new orders of one user are the shop's too.
+		if res, err := importAs(t, s, h+"N1,dave,Pen,,false\nN2,dave,Ink,,true\n", ParseOptions{Operator: true}, false); err != nil || res.Added != 2 {
+			t.Fatalf("the operator's new orders of dave: %+v, %v", res, err)
+		}
+		if _, err := importAs(t, s, h+"N2,erin,Ink,,true\n", ParseOptions{Operator: true}, false); !errors.Is(err, ErrConflict) {
+			t.Fatalf("err = %v, want N2 the shop's", err)
+		}
 	})
 }

@@ -184,6 +184,7 @@ type upsert struct {
 	added, changed []pendingOrder
 	args           []any                     // a write's arguments, reused
 	mine           map[[2]string]storedOrder // storedMine's result, reused
+	oneUserFull    string                    // insertOneUserText of a full batch, once made
 	res            ImportResult
 	refused        badLines
 	// The last delivery time written and its stored text: an export's
@@ -570,7 +571,7 @@ func (u *upsert) writePending(final bool) error {
 	}
 	var err error
 	if final || len(u.added) >= importBatch {
-		if u.added, err = u.writeOrders(u.added, func(n int) string { return insertOrders(n, u.sqlite) }); err != nil {
+		if u.added, err = u.writeAdded(u.added); err != nil {
 			return err
 		}
 	}
@@ -580,6 +581,79 @@ func (u *upsert) writePending(final bool) error {
 		}
 	}
 	return nil
+}
+
+// writeAdded writes orders that are not stored (insertOrders), and
+// returns orders emptied for reuse. A chunk of one user's orders (every
+// chunk of an import without --operator) binds the user once
+// (insertOneUser): a sixth fewer arguments, whose conversion and binding
+// is a fifth of a fresh import's time.
+func (u *upsert) writeAdded(orders []pendingOrder) ([]pendingOrder, error) {
+	for done := 0; done < len(orders); {
+		n := min(len(orders)-done, importBatch)
+		chunk := orders[done : done+n]
+		one := true
+		for _, p := range chunk[1:] {
+			one = one && p.o.User == chunk[0].o.User
+		}
+		var err error
+		if one {
+			err = u.writeOneUser(chunk)
+		} else {
+			_, err = u.writeOrders(chunk, func(n int) string { return insertOrders(n, u.sqlite) })
+		}
+		if err != nil {
+			return orders, err
+		}
+		done += n
+	}
+	clear(orders)
+	return orders[:0], nil
+}
+
+// writeOneUser writes orders of one user that are not stored, at most
+// importBatch, with one insertOneUser statement.
+func (u *upsert) writeOneUser(orders []pendingOrder) error {
+	args := u.args[:0]
+	for _, p := range orders {
+		args = append(args, p.o.ID, p.o.Item, u.deliveredArg(p.o), p.o.FinalSale)
+	}
+	args = append(args, orders[0].o.User)
+	stmt := u.oneUserFull
+	if len(orders) != importBatch || stmt == "" {
+		stmt = insertOneUserText(len(orders), u.sqlite, u.operator)
+		if len(orders) == importBatch {
+			u.oneUserFull = stmt
+		}
+	}
+	_, err := u.q.ExecContext(u.ctx, stmt, args...)
+	clear(args) // keep no strings of the file alive
+	u.args = args[:0]
+	if err != nil {
+		return fmt.Errorf("write orders: %w", err)
+	}
+	return nil
+}
+
+// insertOneUserText is the statement that writes n orders of one user
+// that are not stored, as insertOrders does: each order's id, item,
+// delivery and final sale flag, then the user once; shop is the same
+// for all (an operator import's orders are the shop's).
+func insertOneUserText(n int, sqlite, shop bool) string {
+	verb := "INSERT INTO"
+	if sqlite {
+		verb = "INSERT OR FAIL INTO" // SQLite's syntax: see insertOrders
+	}
+	flag := "0"
+	if shop {
+		flag = "1"
+	}
+	// CAST: PostgreSQL types a parameter of VALUES as text, and the
+	// flag's column is an integer.
+	rows := strings.TrimSuffix(strings.Repeat("(?, ?, ?, CAST(? AS INTEGER)), ", n), ", ")
+	return `WITH v (order_id, item, delivered_at, final_sale) AS (VALUES ` + rows + `)
+		` + verb + ` orders (user, order_id, item, delivered_at, final_sale, shop)
+		SELECT ?, order_id, item, delivered_at, final_sale, ` + flag + ` FROM v`
 }
 
 // writeOrders writes orders with the statements of stmt (the statement
