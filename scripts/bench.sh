@@ -173,20 +173,23 @@ scripts/bench-decide.sh "$A" "${BENCH_DECIDE_BASE:-}"
 # BENCH_IMPORT_BASE=PATH (a binary built from an older commit) each run of
 # the binary alternates with one of PATH on the same file, 3 pairs, and the
 # medians and their ratio are printed: the machine is shared and its load
-# drifts, so before and after are only compared within one run. The file is
-# made here, never kept.
+# drifts, so before and after are only compared within one run. Beside the
+# wall-time rates it prints the CPU (user + sys) seconds per 1,000,000 rows,
+# less noisy on a shared machine, and the load average before and after. The
+# file is made here, never kept.
 python3 -c "
 import datetime
 d = (datetime.date.today() - datetime.timedelta(days=3)).isoformat()
 print('order_id,user,item,delivered_at,final_sale')
 for i in range(1000000): print(f'M{i:07d},demo-user,Bench item {i},{d},false')" > "$work/orders1m.csv"
-# import_once BIN DIR: prints the wall seconds and peak RSS KiB of one import.
+# import_once BIN DIR: prints the wall seconds, peak RSS KiB and CPU
+# seconds (user + sys) of one import.
 import_once() {
   local start end
   start=$(date +%s.%N)
-  /usr/bin/time -f "%M" -o "$work/import.rss" "$1" --data "$2" orders import --timezone UTC "$work/orders1m.csv" > /dev/null
+  /usr/bin/time -f "%M %U %S" -o "$work/import.rss" "$1" --data "$2" orders import --timezone UTC "$work/orders1m.csv" > /dev/null
   end=$(date +%s.%N)
-  echo "$(python3 -c "print($end-$start)") $(tail -1 "$work/import.rss")"
+  echo "$(python3 -c "print($end-$start)") $(tail -1 "$work/import.rss" | awk '{print $1, $2 + $3}')"
 }
 import_pairs() {
   local bins=("$A") i b
@@ -200,23 +203,29 @@ import_pairs() {
     [ -n "${BENCH_IMPORT_BASE:-}" ] || break
   done
 }
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 import_pairs > "$work/import.runs"
+echo "import_load_average $load_before before, $(cut -d' ' -f1-3 /proc/loadavg) after (1, 5, 15 min)"
 python3 - "$A" "${BENCH_IMPORT_BASE:-}" "$work/import.runs" <<'PY'
 import statistics, sys
 new, base, path = sys.argv[1], sys.argv[2], sys.argv[3]
 runs = {}
 for line in open(path):
-    b, kind, secs, rss = line.split()
-    runs.setdefault((b, kind), []).append((float(secs), int(rss)))
+    b, kind, secs, rss, cpu = line.split()
+    runs.setdefault((b, kind), []).append((float(secs), int(rss), float(cpu)))
 for kind, name in (("fresh", "import"), ("again", "reimport")):
-    rate = lambda b: statistics.median(1_000_000 / s for s, _ in runs[(b, kind)])
-    rss = lambda b: max(r for _, r in runs[(b, kind)]) / 1024
+    rate = lambda b: statistics.median(1_000_000 / s for s, _, _ in runs[(b, kind)])
+    rss = lambda b: max(r for _, r, _ in runs[(b, kind)]) / 1024
+    cpu = lambda b: statistics.median(c for _, _, c in runs[(b, kind)])
     print(f"{name}_rows_per_s {rate(new):.0f} rows/s")
+    print(f"{name}_cpu_s_per_1m {cpu(new):.2f} s")
     print(f"{name}_rss {rss(new):.1f} MiB")
     if base:
         print(f"{name}_rows_per_s_base {rate(base):.0f} rows/s")
+        print(f"{name}_cpu_s_per_1m_base {cpu(base):.2f} s")
         print(f"{name}_rss_base {rss(base):.1f} MiB")
         print(f"{name}_speedup {rate(new) / rate(base):.2f} x_base")
+        print(f"{name}_cpu_cut {cpu(base) / cpu(new):.2f} x_base")
 PY
 rm -rf "$work/import" "$work/orders1m.csv"
 
