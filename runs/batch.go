@@ -2,7 +2,10 @@ package runs
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"assistant/internal/sqlitedb"
@@ -122,23 +125,69 @@ func (s *Store) BatchRows(ctx context.Context, batchID string, after, n int) ([]
 }
 
 // RecordRowOutcomes stores what each of the handled rows of the batch came
-// to. Inside a business transaction (New over InTx's Handle) it joins that
-// commit, so a row's outcome is stored with the row's own writes. An
-// unknown row is ErrNotFound (a row number checked, not ignored).
+// to, in one UPDATE for up to outcomesPerUpdate rows (on PostgreSQL a
+// statement is a round trip to the server). Inside a business transaction
+// (New over InTx's Handle) it joins that commit, so a row's outcome is
+// stored with the row's own writes. An unknown row is ErrNotFound naming
+// the first such row (a row number checked, not ignored); the known rows
+// may be written by then, which the caller's transaction rolls back.
 func (s *Store) RecordRowOutcomes(ctx context.Context, batchID string, outs []RowOutcome) error {
-	if len(outs) == 0 {
+	for len(outs) > 0 {
+		n := min(len(outs), outcomesPerUpdate)
+		if err := s.recordOutcomes(ctx, batchID, outs[:n]); err != nil {
+			return err
+		}
+		outs = outs[n:]
+	}
+	return nil
+}
+
+// outcomesPerUpdate bounds the rows RecordRowOutcomes updates in one
+// statement: four parameters a row, far below either database's limit.
+const outcomesPerUpdate = 250
+
+// recordOutcomes is RecordRowOutcomes for at most outcomesPerUpdate rows:
+// UPDATE … FROM a VALUES list (both SQLite and PostgreSQL name its columns
+// column1, column2, …). The row numbers are cast, so that PostgreSQL reads
+// them as integers.
+func (s *Store) recordOutcomes(ctx context.Context, batchID string, outs []RowOutcome) error {
+	var q strings.Builder
+	q.WriteString(`UPDATE batch_rows SET outcome = v.column2, error_code = v.column3, error = v.column4 FROM (VALUES `)
+	args := make([]any, 0, 1+4*len(outs))
+	args = append(args, batchID)
+	distinct := make(map[int]bool, len(outs))
+	for i, o := range outs {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		k := 2 + 4*i // ?1 is the batch
+		fmt.Fprintf(&q, "(CAST(?%d AS INTEGER), ?%d, ?%d, ?%d)", k, k+1, k+2, k+3)
+		args = append(args, o.RowNo, o.Outcome, o.ErrorCode, o.Error)
+		distinct[o.RowNo] = true
+	}
+	q.WriteString(`) AS v WHERE batch_rows.batch_id = ?1 AND batch_rows.row_no = v.column1`)
+	res, err := s.h.Q().ExecContext(ctx, q.String(), args...)
+	if err != nil {
+		return fmt.Errorf("record rows %d-%d of batch %s: %w", outs[0].RowNo, outs[len(outs)-1].RowNo, batchID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("record rows %d-%d of batch %s: %w", outs[0].RowNo, outs[len(outs)-1].RowNo, batchID, err)
+	}
+	if int(n) == len(distinct) {
 		return nil
 	}
-	for _, o := range outs {
-		// The statement is prepared once per connection (the Handle's
-		// cache), inside a transaction too.
-		res, err := s.h.Q().ExecContext(ctx, `UPDATE batch_rows SET outcome = ?, error_code = ?, error = ? WHERE batch_id = ? AND row_no = ?`,
-			o.Outcome, o.ErrorCode, o.Error, batchID, o.RowNo)
-		if err := sqlitedb.RowsChanged(res, err, ErrNotFound); err != nil {
+	for _, o := range outs { // which row is unknown: rare, one read a row
+		var one int
+		err := s.h.Q().QueryRowContext(ctx, `SELECT 1 FROM batch_rows WHERE batch_id = ? AND row_no = ?`, batchID, o.RowNo).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("record row %d of batch %s: %w", o.RowNo, batchID, ErrNotFound)
+		}
+		if err != nil {
 			return fmt.Errorf("record row %d of batch %s: %w", o.RowNo, batchID, err)
 		}
 	}
-	return nil
+	return fmt.Errorf("record rows %d-%d of batch %s: %d of %d rows changed", outs[0].RowNo, outs[len(outs)-1].RowNo, batchID, n, len(distinct))
 }
 
 // CountBatchRows returns how many rows the batch has.

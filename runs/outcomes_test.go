@@ -1,0 +1,83 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"assistant/internal/sqlitedb"
+)
+
+// TestRecordRowOutcomes checks the outcomes of a chunk's rows stored in
+// one statement (a round trip on PostgreSQL, instead of one a row), each
+// on its own row, other rows untouched, more rows than one statement holds
+// in two, and an unknown row refused as ErrNotFound naming it.
+func TestRecordRowOutcomes(t *testing.T) { forStores(t, testRecordRowOutcomes) }
+
+func testRecordRowOutcomes(t *testing.T, kind storeKind) {
+	ctx := context.Background()
+	const n = outcomesPerUpdate + 5
+	var rows []BatchRow
+	for i := 1; i <= n; i++ {
+		rows = append(rows, BatchRow{RowNo: i, Line: i + 1, TaskID: fmt.Sprintf("t%d", i), OrderID: "A3001", Reason: "size"})
+	}
+	s, _ := newSeededOn(t, kind)
+	if err := s.CreateBatch(ctx, TaskRecord{ID: "b", User: "demo-user", Fingerprint: "fp"}, holder, rows); err != nil {
+		t.Fatal(err)
+	}
+	outs := []RowOutcome{
+		{RowNo: 3, Outcome: "draft_ready"},
+		{RowNo: 1, Outcome: "not_found", ErrorCode: "not_found", Error: "order A3001 not found; it's 'quoted'"},
+		{RowNo: 2, Outcome: "failed", ErrorCode: "internal", Error: ""},
+	}
+	before := sqlitedb.Statements()
+	if err := s.RecordRowOutcomes(ctx, "b", outs); err != nil {
+		t.Fatal(err)
+	}
+	if got := sqlitedb.Statements() - before; got != 1 {
+		t.Errorf("3 outcomes took %d statements, want 1", got)
+	}
+	got, err := s.BatchRows(ctx, "b", 0, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range outs {
+		r := got[o.RowNo-1]
+		if r.Outcome != o.Outcome || r.ErrorCode != o.ErrorCode || r.Error != o.Error {
+			t.Errorf("row %d: %q %q %q, want %+v", o.RowNo, r.Outcome, r.ErrorCode, r.Error, o)
+		}
+	}
+	if r := got[3]; r.Outcome != "" || r.Error != "" {
+		t.Errorf("row 4, not recorded: %+v", r)
+	}
+
+	all := make([]RowOutcome, n)
+	for i := range all {
+		all[i] = RowOutcome{RowNo: i + 1, Outcome: "submitted"}
+	}
+	before = sqlitedb.Statements()
+	if err := s.RecordRowOutcomes(ctx, "b", all); err != nil {
+		t.Fatal(err)
+	}
+	if got := sqlitedb.Statements() - before; got != 2 {
+		t.Errorf("%d outcomes took %d statements, want 2", n, got)
+	}
+	got, err = s.BatchRows(ctx, "b", 0, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(got, func(r BatchRow) bool { return r.Outcome != "submitted" || r.Error != "" }); i >= 0 || len(got) != n {
+		t.Errorf("after recording all: row %d of %d is %+v", i+1, len(got), got[max(i, 0)])
+	}
+
+	err = s.RecordRowOutcomes(ctx, "b", []RowOutcome{{RowNo: 2, Outcome: "x"}, {RowNo: n + 7, Outcome: "x"}})
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), fmt.Sprintf("row %d ", n+7)) {
+		t.Errorf("unknown row: %v, want ErrNotFound naming row %d", err, n+7)
+	}
+	if err := s.RecordRowOutcomes(ctx, "other", []RowOutcome{{RowNo: 1, Outcome: "x"}}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown batch: %v, want ErrNotFound", err)
+	}
+}
