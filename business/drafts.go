@@ -398,6 +398,7 @@ func (s *Store) SubmitTx(ctx context.Context, tx sqlitedb.Querier, draftID, user
 		ReviewStatus: ReviewPending,
 		CreatedAt:    storedTime(now),
 	}
+	s.orders.forgetOpen(a.OrderID, a.User) // PreloadOrders' is no longer true
 	_, err = tx.ExecContext(ctx,
 		`INSERT INTO applications (`+applicationColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
 		a.ID, a.DraftID, a.OrderID, a.User, a.ReviewStatus, formatTime(a.CreatedAt))

@@ -20,8 +20,8 @@ type rowKind struct {
 	name string // batch or decide
 	run  func(ctx context.Context, r *runner, b BatchState, row runs.BatchRow) (runs.RowOutcome, error)
 	// prepare reads for the chunk runner r, in a few statements, what the
-	// chunk's rows would read one at a time; nil: nothing.
-	prepare func(ctx context.Context, r *runner, rows []runs.BatchRow) error
+	// chunk's rows of batch b would read one at a time; nil: nothing.
+	prepare func(ctx context.Context, r *runner, b BatchState, rows []runs.BatchRow) error
 	// refuseBusy reports a row whose task another live process still
 	// holds after rowWait as refused (conflict) rather than failing the
 	// run: a decision that cannot be given now is one row's refusal.
@@ -29,7 +29,7 @@ type rowKind struct {
 }
 
 var (
-	orderRows = rowKind{name: "batch", run: func(ctx context.Context, r *runner, b BatchState, row runs.BatchRow) (runs.RowOutcome, error) {
+	orderRows = rowKind{name: "batch", prepare: prepareOrderRows, run: func(ctx context.Context, r *runner, b BatchState, row runs.BatchRow) (runs.RowOutcome, error) {
 		return r.batchRow(ctx, b, row)
 	}}
 	decisionRows = rowKind{name: "decide", refuseBusy: true, prepare: prepareDecisions, run: func(ctx context.Context, r *runner, b BatchState, row runs.BatchRow) (runs.RowOutcome, error) {
@@ -196,7 +196,7 @@ func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b Batch
 		}
 		defer func() { held = r.held }()
 		if kind.prepare != nil {
-			if err := kind.prepare(rowCtx, r, rows); err != nil {
+			if err := kind.prepare(rowCtx, r, b, rows); err != nil {
 				return err
 			}
 		}
@@ -237,11 +237,39 @@ func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b Batch
 	return done, nil
 }
 
+// prepareOrderRows reads, for the chunk runner r, the records of the
+// tasks that a batch's rows start (runner.known: most are new), what the
+// timelines of those that exist hold (stepLog.preload) and the rows'
+// orders with whether each has an open application (the business store's
+// PreloadOrders): four statements or fewer for the chunk instead of four a
+// row. Rows refused before they run are left out.
+func prepareOrderRows(ctx context.Context, r *runner, b BatchState, rows []runs.BatchRow) error {
+	orders := make([]string, 0, len(rows))
+	seen := make(map[string]bool, len(rows))
+	for _, row := range rows {
+		if _, refused := refusedBefore(row); !refused && !seen[row.OrderID] {
+			seen[row.OrderID] = true
+			orders = append(orders, row.OrderID)
+		}
+	}
+	if err := r.desk.PreloadOrders(ctx, b.User, orders); err != nil {
+		return err
+	}
+	return prepareTasks(ctx, r, rows)
+}
+
 // prepareDecisions reads, for the chunk runner r, the records of the
 // tasks that rows decide (runner.known) and what their timelines hold
 // (stepLog.preload): four statements for the chunk instead of three a
 // row. Rows refused before they run are left out.
-func prepareDecisions(ctx context.Context, r *runner, rows []runs.BatchRow) error {
+func prepareDecisions(ctx context.Context, r *runner, _ BatchState, rows []runs.BatchRow) error {
+	return prepareTasks(ctx, r, rows)
+}
+
+// prepareTasks reads the records of the tasks of rows (runner.known) and
+// what the timelines of the return tasks among them hold
+// (stepLog.preload). Rows refused before they run are left out.
+func prepareTasks(ctx context.Context, r *runner, rows []runs.BatchRow) error {
 	ids := make([]string, 0, len(rows))
 	for _, row := range rows {
 		if _, refused := refusedBefore(row); !refused {
@@ -311,7 +339,7 @@ func (s *Service) runChunk(stop context.Context, r *runner, b BatchState, kind r
 // unknown order, "conflict" for a task id already used with other input.
 func (r *runner) batchRow(ctx context.Context, b BatchState, row runs.BatchRow) (runs.RowOutcome, error) {
 	o := StartOptions{Task: row.TaskID, User: b.User, Order: row.OrderID, Reason: row.Reason, TTL: b.ttl()}
-	t, err := r.runs.Task(ctx, row.TaskID)
+	t, err := r.knownTask(ctx, row.TaskID)
 	if errors.Is(err, runs.ErrNotFound) {
 		// ParseBatch validated the row; the task is known to be new.
 		v, err := r.create(ctx, o, fingerprint(o))
@@ -333,6 +361,21 @@ func (r *runner) batchRow(ctx context.Context, b BatchState, row runs.BatchRow) 
 		return taken(row), nil
 	}
 	return r.existingRow(ctx, row.RowNo, t)
+}
+
+// knownTask returns the record of task id, from what the chunk read
+// already (runner.known) once, else from the store. Errors: the store's;
+// runs.ErrNotFound for an unknown task.
+func (r *runner) knownTask(ctx context.Context, id string) (runs.TaskRecord, error) {
+	t, read := r.known[id]
+	if !read {
+		return r.runs.Task(ctx, id)
+	}
+	delete(r.known, id) // the row changes it: read once
+	if t == nil {
+		return runs.TaskRecord{}, fmt.Errorf("task %s: %w", id, runs.ErrNotFound)
+	}
+	return *t, nil
 }
 
 // taken is the outcome of a batch row whose task id is another task's.
