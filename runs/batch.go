@@ -83,16 +83,12 @@ func (s *Store) CreateBatchTTL(ctx context.Context, t TaskRecord, l Lease, ttl t
 	if err != nil {
 		return fmt.Errorf("create batch %s: %w", t.ID, err)
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO batch_rows (batch_id, row_no, line, task_id, order_id, reason, action, draft_id, outcome, error_code, error, duplicate_of)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return fmt.Errorf("create batch %s: %w", t.ID, err)
-	}
-	defer stmt.Close()
-	for _, r := range rows {
-		if _, err := stmt.ExecContext(ctx, t.ID, r.RowNo, r.Line, r.TaskID, r.OrderID, r.Reason, r.Action, r.DraftID, r.Outcome, r.ErrorCode, r.Error, r.DuplicateOf); err != nil {
-			return fmt.Errorf("create batch %s row %d: %w", t.ID, r.RowNo, err)
+	for len(rows) > 0 {
+		n := min(len(rows), rowsPerInsert)
+		if err := insertBatchRows(ctx, tx, t.ID, rows[:n]); err != nil {
+			return fmt.Errorf("create batch %s rows %d-%d: %w", t.ID, rows[0].RowNo, rows[n-1].RowNo, err)
 		}
+		rows = rows[n:]
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("create batch %s: %w", t.ID, err)
@@ -122,6 +118,33 @@ func (s *Store) BatchRows(ctx context.Context, batchID string, after, n int) ([]
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// rowsPerInsert bounds the batch rows CreateBatchTTL writes in one
+// statement (on PostgreSQL a statement is a round trip to the server):
+// twelve parameters a row, far below either database's parameter limit.
+const rowsPerInsert = 250
+
+// insertBatchRows inserts rows of batch batchID in one statement.
+func insertBatchRows(ctx context.Context, q sqlitedb.Querier, batchID string, rows []BatchRow) error {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO batch_rows (batch_id, row_no, line, task_id, order_id, reason, action, draft_id, outcome, error_code, error, duplicate_of) VALUES `)
+	args := make([]any, 0, 1+11*len(rows))
+	args = append(args, batchID)
+	for i, r := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		k := 2 + 11*i // ?1 is the batch
+		b.WriteString("(?1")
+		for j := range 11 {
+			fmt.Fprintf(&b, ", ?%d", k+j)
+		}
+		b.WriteString(")")
+		args = append(args, r.RowNo, r.Line, r.TaskID, r.OrderID, r.Reason, r.Action, r.DraftID, r.Outcome, r.ErrorCode, r.Error, r.DuplicateOf)
+	}
+	_, err := q.ExecContext(ctx, b.String(), args...)
+	return err
 }
 
 // RecordRowOutcomes stores what each of the handled rows of the batch came

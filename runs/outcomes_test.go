@@ -11,7 +11,8 @@ import (
 	"assistant/internal/sqlitedb"
 )
 
-// TestRecordRowOutcomes checks the outcomes of a chunk's rows stored in
+// TestRecordRowOutcomes checks a batch's rows stored in a statement for
+// every rowsPerInsert rows, and the outcomes of a chunk's rows stored in
 // one statement (a round trip on PostgreSQL, instead of one a row), each
 // on its own row, other rows untouched, more rows than one statement holds
 // in two, and an unknown row refused as ErrNotFound naming it.
@@ -24,16 +25,24 @@ func testRecordRowOutcomes(t *testing.T, kind storeKind) {
 	for i := 1; i <= n; i++ {
 		rows = append(rows, BatchRow{RowNo: i, Line: i + 1, TaskID: fmt.Sprintf("t%d", i), OrderID: "A3001", Reason: "size"})
 	}
+	rows[1].DuplicateOf, rows[1].Outcome, rows[1].ErrorCode, rows[1].Error = 1, "duplicate", "invalid_input", "row 2 repeats row 1"
 	s, _ := newSeededOn(t, kind)
+	before := sqlitedb.Statements()
 	if err := s.CreateBatch(ctx, TaskRecord{ID: "b", User: "demo-user", Fingerprint: "fp"}, holder, rows); err != nil {
 		t.Fatal(err)
+	}
+	if got := sqlitedb.Statements() - before; got != 3 {
+		t.Errorf("a batch of %d rows took %d statements to create, want 3 (its task, two inserts of rows)", n, got)
+	}
+	if got, err := s.BatchRows(ctx, "b", 0, n); err != nil || !slices.Equal(got, rows) {
+		t.Fatalf("rows stored: %v (%d of %d rows equal), want them as given", err, countEqual(got, rows), n)
 	}
 	outs := []RowOutcome{
 		{RowNo: 3, Outcome: "draft_ready"},
 		{RowNo: 1, Outcome: "not_found", ErrorCode: "not_found", Error: "order A3001 not found; it's 'quoted'"},
 		{RowNo: 2, Outcome: "failed", ErrorCode: "internal", Error: ""},
 	}
-	before := sqlitedb.Statements()
+	before = sqlitedb.Statements()
 	if err := s.RecordRowOutcomes(ctx, "b", outs); err != nil {
 		t.Fatal(err)
 	}
@@ -80,4 +89,15 @@ func testRecordRowOutcomes(t *testing.T, kind storeKind) {
 	if err := s.RecordRowOutcomes(ctx, "other", []RowOutcome{{RowNo: 1, Outcome: "x"}}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown batch: %v, want ErrNotFound", err)
 	}
+}
+
+// countEqual counts the rows of a equal to the row of b at the same index.
+func countEqual(a, b []BatchRow) int {
+	n := 0
+	for i := range min(len(a), len(b)) {
+		if a[i] == b[i] {
+			n++
+		}
+	}
+	return n
 }

@@ -13,8 +13,9 @@ var statements atomic.Int64
 
 // Statements returns how many SQL statements the stores over every Handle
 // of this process ran so far (reads and writes; not BEGIN and COMMIT, nor
-// the checkpoint stores'). On PostgreSQL each is a round trip to the
-// server; tests and benchmarks compare two readings.
+// the statements of a *sql.Stmt from Txn.PrepareContext). On PostgreSQL
+// each is a round trip to the server; tests and benchmarks compare two
+// readings.
 func Statements() int64 { return statements.Load() }
 
 // Querier runs SQL: *sql.DB, *sql.Tx and *sql.Conn are Queriers, and so are
