@@ -566,3 +566,131 @@ func TestPostgresSchemasOfTwoStoresRefused(t *testing.T) {
 		t.Errorf("a refused pair was written: before %s, after %s", before, after)
 	}
 }
+
+// contents is every row of both schemas' tables, one md5 per table, and
+// every table's columns: a database left unchanged gives the same text.
+// Schemas that do not exist give nothing.
+func (s pgStore) contents(tb testing.TB) string {
+	tb.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, s.url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT table_schema, table_name, string_agg(column_name || ' ' || data_type, ', ' ORDER BY ordinal_position)
+		FROM information_schema.columns WHERE table_schema IN ('checkpoints', 'business')
+		GROUP BY 1, 2 ORDER BY 1, 2`)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	type table struct{ schema, name, cols string }
+	var tables []table
+	for rows.Next() {
+		var t table
+		if err := rows.Scan(&t.schema, &t.name, &t.cols); err != nil {
+			tb.Fatal(err)
+		}
+		tables = append(tables, t)
+	}
+	if err := rows.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	var b strings.Builder
+	for _, t := range tables {
+		name := pgx.Identifier{t.schema, t.name}.Sanitize()
+		var sum string
+		if err := conn.QueryRow(ctx, `SELECT coalesce(md5(string_agg(r::text, E'\n' ORDER BY r::text)), 'empty') FROM `+name+` r`).Scan(&sum); err != nil {
+			tb.Fatalf("%s: %v", name, err)
+		}
+		fmt.Fprintf(&b, "%s (%s): %v\n", name, t.cols, sum)
+	}
+	return b.String()
+}
+
+// TestPostgresFrozenWriterReleasesTheWriteLock: a batch on machine A is
+// frozen (SIGSTOP, as a frozen VM) after a row inside its chunk's business
+// transaction, which holds the write lock every writer of the database
+// takes. The server ends that transaction once it has idled
+// idle_in_transaction_session_timeout, so machine B's recover takes the
+// batch over once A's lease lapsed (a recover before that may be busy and
+// is run again) and finishes it. When A goes on, its transaction is gone
+// and fencing refuses the rest: it writes nothing and exits with one
+// line. Without the timeout every writer on B is busy for as long as A
+// stays frozen.
+func TestPostgresFrozenWriterReleasesTheWriteLock(t *testing.T) {
+	t.Parallel()
+	pg := newPGStore(t)
+	const n = 8
+	day := time.Now().UTC().AddDate(0, 0, -2).Format(time.RFC3339)
+	var rows, orders strings.Builder
+	rows.WriteString("task,order,reason\n")
+	orders.WriteString("order_id,user,item,delivered_at,final_sale\n")
+	for i := range n {
+		fmt.Fprintf(&rows, "fz-%02d,FZ%03d,reason %d\n", i, i, i)
+		fmt.Fprintf(&orders, "FZ%03d,demo-user,Frozen item %d,%s,false\n", i, i, day)
+	}
+	tmp := t.TempDir()
+	for name, body := range map[string]string{"rows.csv": rows.String(), "orders.csv": orders.String()} {
+		if err := os.WriteFile(filepath.Join(tmp, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pg.must(t, hostA, "orders", "import", filepath.Join(tmp, "orders.csv"))
+	a, aErr, done := pg.pausedAt(t, "batch:after-row", hostA, "batch", "fz", filepath.Join(tmp, "rows.csv"), "--chunk", "4")
+	if got := pg.query(t, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'`); got == "0" {
+		t.Fatalf("the frozen batch holds no transaction open; the fault point must be inside one")
+	}
+	// B's recover: busy (exit 3) while the frozen transaction holds the
+	// write lock, nothing while A's lease lives, then the takeover.
+	limit := 2*returns.DefaultLeaseTTL + 30*time.Second
+	deadline := time.Now().Add(limit)
+	for recovered := false; !recovered; {
+		out, errOut, code := pg.run(t, hostB, "recover")
+		switch {
+		case code == 0:
+			var got struct{ Recovered []struct{ Task string } }
+			if err := json.Unmarshal([]byte(out), &got); err != nil {
+				t.Fatalf("recover: %v\n%s", err, out)
+			}
+			for _, r := range got.Recovered {
+				recovered = recovered || r.Task == "fz"
+			}
+		case code != 3:
+			t.Fatalf("recover on B: exit %d\n%s%s", code, out, errOut)
+		}
+		if !recovered && time.Now().After(deadline) {
+			t.Fatalf("recover on B did not take the batch over within %v (last: exit %d %s)", limit, code, errOut)
+		}
+		if !recovered {
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	if got := pg.query(t, `SELECT count(*) FROM business.tasks WHERE task_id LIKE 'fz-%' AND status = 'waiting'`); got != fmt.Sprint(n) {
+		t.Fatalf("row tasks waiting after B's recover = %s, want %d", got, n)
+	}
+	before := pg.contents(t)
+	// The point stops A after every row it gets through: let it go on each
+	// time, until it exits.
+	going := make(chan struct{})
+	go func() {
+		for {
+			a.Process.Signal(syscall.SIGCONT)
+			select {
+			case <-going:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	code := exitWithin(t, done, 60*time.Second)
+	close(going)
+	t.Logf("A went on: exit %d: %s", code, aErr)
+	if code == 0 || strings.Count(aErr.String(), "\n") != 1 {
+		t.Errorf("the frozen batch on A went on: exit %d, stderr %q; want a failure in one line", code, aErr)
+	}
+	if after := pg.contents(t); after != before {
+		t.Errorf("the frozen batch wrote after it went on:\nbefore\n%s\nafter\n%s", before, after)
+	}
+	pg.verifyClean(t)
+}

@@ -60,6 +60,17 @@ const (
 	// DefaultApplicationName is the application_name of the store's
 	// sessions (pg_stat_activity shows it), unless the URL sets one.
 	DefaultApplicationName = "assistant"
+	// IdleInTxTimeout is every session's
+	// idle_in_transaction_session_timeout: the server ends a session whose
+	// transaction waited this long for the client's next statement and
+	// rolls it back, releasing its locks (a fenced write's shared fence
+	// lock, a flush's row locks), so a writer frozen inside a transaction
+	// cannot hold a takeover's Fence for ever. Its transactions are a few
+	// statements sent back to back; 2.5 s is half the business store's
+	// (sqlitedb.PGIdleInTxTimeout, the lease TTL): a takeover whose business
+	// transaction waits in Fence for a frozen writer here is never itself
+	// ended for that wait.
+	IdleInTxTimeout = 2500 * time.Millisecond
 )
 
 var (
@@ -116,6 +127,8 @@ func open(ctx context.Context, url string, opts Options) (*Store, error) {
 	// Every commit durable when it returns, whatever the server's
 	// default: the store's Sync counts on it.
 	params["synchronous_commit"] = "on"
+	// A transaction whose client went silent is ended by the server.
+	params["idle_in_transaction_session_timeout"] = strconv.FormatInt(IdleInTxTimeout.Milliseconds(), 10)
 	if params["application_name"] == "" {
 		params["application_name"] = DefaultApplicationName
 	}

@@ -15,9 +15,28 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
-// DefaultPGApplicationName is the application_name of the sessions
-// OpenPostgres opens (pg_stat_activity shows it), unless the URL sets one.
-const DefaultPGApplicationName = "assistant"
+// Session settings of the pools OpenPostgres opens.
+const (
+	// DefaultPGApplicationName is the application_name of the sessions
+	// OpenPostgres opens (pg_stat_activity shows it), unless the URL sets
+	// one.
+	DefaultPGApplicationName = "assistant"
+	// PGIdleInTxTimeout is every session's
+	// idle_in_transaction_session_timeout: the server ends a session whose
+	// transaction waited this long for the client's next statement, rolls
+	// the transaction back and so releases the write lock it held. Without
+	// it a writer frozen inside a transaction (SIGSTOP, a frozen VM, a lost
+	// network whose TCP keepalive takes hours) blocks every writer of the
+	// database on every machine for as long as its session lives. It is the
+	// lease TTL of flow/returns (DefaultLeaseTTL, 5 s; the cmd tests check
+	// the two agree): a client silent that long has lost any lease it held
+	// anyway. A normal gap between two statements of one transaction is
+	// under a few milliseconds, and a batch chunk's whole transaction ends
+	// after 0.5 s of work (MaxChunkTime); the widest gap is a takeover's
+	// Fence on the checkpoint store, which waits at most that store's own
+	// idle timeout (half this). docs/postgres.md "A frozen holder".
+	PGIdleInTxTimeout = 5 * time.Second
+)
 
 // PGSpec says what OpenPostgres opens: a store's schema in a PostgreSQL
 // database, with the same runner rules as Spec's SQLite files.
@@ -69,8 +88,10 @@ func (r *pgRefusal) Is(target error) bool { return target == r.twin }
 // URL or a keyword/value string, as libpq takes them) through pgx's
 // database/sql driver, migrates spec.Schema to the newest version and
 // returns the pool; wrap it with NewPostgresHandle. Every session runs
-// with search_path = spec.Schema and synchronous_commit = on (every
-// commit durable when it returns).
+// with search_path = spec.Schema, synchronous_commit = on (every
+// commit durable when it returns) and idle_in_transaction_session_timeout
+// = PGIdleInTxTimeout (a transaction whose client went silent is rolled
+// back).
 //
 // Before anything is written it refuses, leaving the database unchanged:
 // a schema a newer build migrated (matches ErrNewerSchema), a schema of
@@ -90,6 +111,9 @@ func OpenPostgres(ctx context.Context, url string, spec PGSpec) (*sql.DB, error)
 	// Every commit durable when it returns, whatever the server's
 	// default: the Handle's Sync and Durable count on it.
 	params["synchronous_commit"] = "on"
+	// A transaction whose client went silent is ended by the server, so a
+	// frozen writer cannot hold the write lock for ever.
+	params["idle_in_transaction_session_timeout"] = strconv.FormatInt(PGIdleInTxTimeout.Milliseconds(), 10)
 	if spec.BusyTimeout > 0 {
 		params["lock_timeout"] = strconv.FormatInt(spec.BusyTimeout.Milliseconds(), 10)
 	}
