@@ -597,6 +597,11 @@ func (s pgStore) contents(tb testing.TB) string {
 		tb.Fatal(err)
 	}
 	var b strings.Builder
+	var schemas string
+	if err := conn.QueryRow(ctx, `SELECT coalesce(string_agg(nspname, ' ' ORDER BY nspname), '') FROM pg_namespace WHERE nspname IN ('checkpoints', 'business')`).Scan(&schemas); err != nil {
+		tb.Fatal(err)
+	}
+	fmt.Fprintf(&b, "schemas: %s\n", schemas)
 	for _, t := range tables {
 		name := pgx.Identifier{t.schema, t.name}.Sanitize()
 		var sum string
@@ -693,4 +698,86 @@ func TestPostgresFrozenWriterReleasesTheWriteLock(t *testing.T) {
 		t.Errorf("the frozen batch wrote after it went on:\nbefore\n%s\nafter\n%s", before, after)
 	}
 	pg.verifyClean(t)
+}
+
+// exec runs SQL statements on the database.
+func (s pgStore) exec(tb testing.TB, sql string) {
+	tb.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, s.url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		tb.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// TestPostgresForeignOrNewerSchemaRefusedBeforeAnyWrite: a schema named
+// business or checkpoints that another program made, or that a newer
+// build migrated, beside the other schema or without it, is refused by
+// every command that would write, before either store opens: exit 1, one
+// line naming the schema, and the database unchanged (no schema made,
+// no row written). Before, a foreign business schema was refused only
+// after the whole checkpoints schema had been made.
+func TestPostgresForeignOrNewerSchemaRefusedBeforeAnyWrite(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	day := time.Now().UTC().AddDate(0, 0, -2).Format(time.RFC3339)
+	files := map[string]string{
+		"orders.csv": "order_id,user,item,delivered_at,final_sale\nFS001,demo-user,Item," + day + ",false\n",
+		"rows.csv":   "task,order,reason\nfs-1,A3003,too small\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(tmp, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commands := [][]string{
+		{"start", "n1", "A3003", "--reason", "too small"},
+		{"recover"},
+		{"orders", "import", filepath.Join(tmp, "orders.csv")},
+		{"batch", "fs", filepath.Join(tmp, "rows.csv")},
+	}
+	for _, tc := range []struct {
+		name, schema string
+		setup        func(t *testing.T, pg pgStore)
+	}{
+		{"ForeignBusiness", "business", func(t *testing.T, pg pgStore) {
+			pg.exec(t, `CREATE SCHEMA business; CREATE TABLE business.tasks (id int)`)
+		}},
+		{"ForeignBusinessBesideCheckpoints", "business", func(t *testing.T, pg pgStore) {
+			pg.must(t, nil, "start", "o1", "A3003", "--reason", "too small")
+			pg.exec(t, `DROP SCHEMA business CASCADE; CREATE SCHEMA business; CREATE TABLE business.tasks (id int)`)
+		}},
+		{"ForeignCheckpoints", "checkpoints", func(t *testing.T, pg pgStore) {
+			pg.exec(t, `CREATE SCHEMA checkpoints; CREATE TABLE checkpoints.threads (id int)`)
+		}},
+		{"NewerBusiness", "business", func(t *testing.T, pg pgStore) {
+			pg.must(t, nil, "start", "o1", "A3003", "--reason", "too small")
+			pg.exec(t, `INSERT INTO business.schema_version (version, name) SELECT max(version) + 1, 'future' FROM business.schema_version`)
+		}},
+		{"NewerCheckpointsWithoutBusiness", "checkpoints", func(t *testing.T, pg pgStore) {
+			pg.must(t, nil, "start", "o1", "A3003", "--reason", "too small")
+			pg.exec(t, `DROP SCHEMA business CASCADE;
+				INSERT INTO checkpoints.schema_version (version, name) SELECT max(version) + 1, 'future' FROM checkpoints.schema_version`)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pg := newPGStore(t)
+			tc.setup(t, pg)
+			before := pg.contents(t)
+			for _, args := range commands {
+				_, stderr, code := pg.run(t, nil, args...)
+				if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "schema "+tc.schema) || !strings.Contains(stderr, "nothing was changed") {
+					t.Errorf("%v: exit %d, %q; want 1 and one line naming the schema %s", args, code, stderr, tc.schema)
+				}
+				if after := pg.contents(t); after != before {
+					t.Fatalf("%v changed the database:\nbefore\n%s\nafter\n%s", args, before, after)
+				}
+			}
+		})
+	}
 }

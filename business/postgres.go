@@ -46,6 +46,11 @@ func mustLoadPGMigrations() []migration {
 	return ms
 }
 
+// PGSchemaVersion is the newest version of the schema PGSchema this build
+// knows: the number of its PostgreSQL migrations. A schema at a higher
+// version is refused (ErrNewerSchema).
+func PGSchemaVersion() int { return len(pgMigrations) }
+
 // OpenPostgres opens the business store in the schema PGSchema of the
 // PostgreSQL database at url (a postgres:// URL or a keyword/value string),
 // creating and migrating the schema as needed and loading opts.Seed in the

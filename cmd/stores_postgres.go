@@ -137,11 +137,23 @@ func redactURL(rawURL string) string {
 	return u.String()
 }
 
-// schemas looks at which of the two schemas exist and how many runs and
-// task records they hold, changing nothing.
+// schemas looks at which of the two schemas exist, whether each is ours
+// and not newer than this build (returns.ServerSchemas.Check refuses
+// either before a store opens), and how many runs and task records they
+// hold, changing nothing.
 func (s *server) schemas(ctx context.Context) (returns.ServerSchemas, error) {
 	found := returns.ServerSchemas{Where: s.where}
-	err := s.conn.QueryRow(ctx, `SELECT to_regclass('checkpoints.threads') IS NOT NULL, to_regclass('business.tasks') IS NOT NULL`).
+	var err error
+	if found.CheckpointsFound, err = s.schemaFound(ctx, returns.CheckpointsSchema, postgres.SchemaVersion()); err != nil {
+		return found, err
+	}
+	if found.BusinessFound, err = s.schemaFound(ctx, returns.BusinessSchema, business.PGSchemaVersion()); err != nil {
+		return found, err
+	}
+	if found.CheckpointsFound.Exists && found.CheckpointsFound.Version == 0 || found.BusinessFound.Exists && found.BusinessFound.Version == 0 {
+		return found, nil // refused: another program's tables are not read
+	}
+	err = s.conn.QueryRow(ctx, `SELECT to_regclass('checkpoints.threads') IS NOT NULL, to_regclass('business.tasks') IS NOT NULL`).
 		Scan(&found.Checkpoints, &found.Business)
 	if err != nil {
 		return found, fmt.Errorf("look at %s: %w", s.where, err)
@@ -157,6 +169,34 @@ func (s *server) schemas(ctx context.Context) (returns.ServerSchemas, error) {
 		}
 	}
 	return found, nil
+}
+
+// schemaFound looks at the schema name: whether it exists and the
+// highest version its schema_version records (0 without that table or
+// a row, or with a table of that name another program made). known is
+// the newest version this build knows.
+func (s *server) schemaFound(ctx context.Context, name string, known int) (returns.SchemaFound, error) {
+	f := returns.SchemaFound{Known: known}
+	var versioned bool
+	if err := s.conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1), to_regclass($2) IS NOT NULL`,
+		name, pgx.Identifier{name, "schema_version"}.Sanitize()).Scan(&f.Exists, &versioned); err != nil {
+		return f, fmt.Errorf("look at %s: %w", s.where, err)
+	}
+	if !versioned {
+		return f, nil
+	}
+	err := s.conn.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+pgx.Identifier{name, "schema_version"}.Sanitize()).Scan(&f.Version)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "42703" || pgErr.Code == "42883") {
+		// undefined_column, undefined_function: a schema_version without
+		// a version column, or of another type: not a table this program
+		// made.
+		return returns.SchemaFound{Exists: true, Known: known}, nil
+	}
+	if err != nil {
+		return f, fmt.Errorf("look at %s: %w", s.where, err)
+	}
+	return f, nil
 }
 
 // gone is Wait's check that the stores are still there: ErrNotFound once

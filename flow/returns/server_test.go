@@ -8,12 +8,18 @@ import (
 	"testing"
 	"time"
 
+	"assistant/business"
 	"assistant/checkpoints"
 	"assistant/flow/returns"
 	"assistant/runs"
 )
 
 func TestServerSchemasCheck(t *testing.T) {
+	var (
+		ours    = returns.SchemaFound{Exists: true, Version: 2, Known: 2}
+		foreign = returns.SchemaFound{Exists: true, Known: 2}
+		newer   = returns.SchemaFound{Exists: true, Version: 3, Known: 2}
+	)
 	for _, tc := range []struct {
 		name   string
 		found  returns.ServerSchemas
@@ -28,6 +34,13 @@ func TestServerSchemasCheck(t *testing.T) {
 		{"CheckpointsLostRead", returns.ServerSchemas{Business: true, Tasks: 2}, false, runs.ErrLostCheckpoints},
 		{"CheckpointsLostWrite", returns.ServerSchemas{Business: true, Tasks: 2}, true, runs.ErrLostCheckpoints},
 		{"BusinessLostWrite", returns.ServerSchemas{Checkpoints: true, Threads: 1}, true, returns.ErrLostBusiness},
+		{"ForeignBusinessRefusedFirst", returns.ServerSchemas{BusinessFound: foreign}, true, business.ErrForeignFile},
+		{"ForeignBusinessBesideCheckpoints", returns.ServerSchemas{Checkpoints: true, CheckpointsFound: ours, BusinessFound: foreign}, true, returns.ErrForeignSchema},
+		{"ForeignCheckpointsBesideNoBusiness", returns.ServerSchemas{CheckpointsFound: foreign}, true, returns.ErrForeignSchema},
+		{"ForeignCheckpointsRead", returns.ServerSchemas{CheckpointsFound: foreign}, false, returns.ErrForeignSchema},
+		{"NewerBusiness", returns.ServerSchemas{Checkpoints: true, CheckpointsFound: ours, Business: true, BusinessFound: newer}, true, business.ErrNewerSchema},
+		{"NewerCheckpointsBesideNoBusiness", returns.ServerSchemas{Checkpoints: true, CheckpointsFound: newer}, true, returns.ErrNewerSchema},
+		{"OursAtTheKnownVersionPasses", returns.ServerSchemas{Checkpoints: true, CheckpointsFound: ours, Business: true, BusinessFound: ours}, true, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.found.Where = "database db on host:5432"
@@ -39,6 +52,8 @@ func TestServerSchemasCheck(t *testing.T) {
 				t.Fatalf("Check: %v, want %v", err, tc.want)
 			case err != nil && !strings.Contains(err.Error(), tc.found.Where):
 				t.Fatalf("Check: %q does not name the database", err)
+			case err != nil && strings.Contains(err.Error(), "\n"):
+				t.Fatalf("Check: %q is more than one line", err)
 			}
 		})
 	}

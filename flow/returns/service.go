@@ -287,15 +287,85 @@ type ServerSchemas struct {
 	// Threads and Tasks count the runs in the checkpoint schema and the
 	// task records in the business schema (0 when it is missing).
 	Threads, Tasks int
+	// CheckpointsFound and BusinessFound tell, for a schema of that name
+	// that exists, whether it is this program's and not newer than this
+	// build: both stores' refusal rules, looked at before either store
+	// opens (and would make its schema).
+	CheckpointsFound, BusinessFound SchemaFound
 }
+
+// SchemaFound is what the look found of one schema of the database.
+type SchemaFound struct {
+	// Exists: a schema of that name exists (pg_namespace).
+	Exists bool
+	// Version is the highest version its schema_version records; 0 when
+	// it has no such table, no row, or one this program did not make.
+	Version int
+	// Known is the newest version this build knows of that store.
+	Known int
+}
+
+// refusal is the refusal of schema name found as f in where: another
+// program's (matching foreign) or a newer build's (matching newer); nil
+// when it is missing, or ours and not newer.
+func (f SchemaFound) refusal(name, where string, foreign, newer []error) error {
+	switch {
+	case !f.Exists:
+		return nil
+	case f.Version == 0:
+		return &schemaRefusal{matches: foreign, msg: fmt.Sprintf("%s: the schema %s exists but was not made by assistant (it has no %s.schema_version); "+
+			"use another database, or drop that schema if nothing in it is needed (nothing was changed)", where, name, name)}
+	case f.Version > f.Known:
+		return &schemaRefusal{matches: newer, msg: fmt.Sprintf("%s: the schema %s is at version %d, this build knows %d: written by a newer version of assistant; "+
+			"upgrade assistant (nothing was changed)", where, name, f.Version, f.Known)}
+	}
+	return nil
+}
+
+// schemaRefusal is a refusal of ServerSchemas.Check: one line, matching
+// (errors.Is) each of matches.
+type schemaRefusal struct {
+	msg     string
+	matches []error
+}
+
+func (e *schemaRefusal) Error() string { return e.msg }
+
+func (e *schemaRefusal) Is(target error) bool {
+	for _, m := range e.matches {
+		if target == m {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrForeignSchema and ErrNewerSchema are the refusals of a schema of the
+// --store database that another program made, or that a newer build
+// migrated (ServerSchemas.Check). A business schema's also match
+// business.ErrForeignFile and business.ErrNewerSchema.
+var (
+	ErrForeignSchema = errors.New("not a schema of assistant")
+	ErrNewerSchema   = errors.New("written by a newer version of assistant")
+)
 
 // Check refuses, before anything is made, what PrepareDataDir and
 // CheckPair refuse in a data dir: without create, a database where either
 // schema is missing (a read command never makes one: ErrNotFound, "no task
 // has been started in …"); with or without it, one schema missing while
 // the other holds runs (runs.ErrLostCheckpoints, ErrLostBusiness): making
-// a fresh one would hide that they are lost.
+// a fresh one would hide that they are lost. Before all that, a schema of
+// either name that another program made (ErrForeignSchema) or a newer
+// build migrated (ErrNewerSchema) is refused, so nothing is written
+// beside it.
 func (s ServerSchemas) Check(create bool) error {
+	if err := s.CheckpointsFound.refusal(CheckpointsSchema, s.Where, []error{ErrForeignSchema}, []error{ErrNewerSchema}); err != nil {
+		return err
+	}
+	if err := s.BusinessFound.refusal(BusinessSchema, s.Where, []error{ErrForeignSchema, business.ErrForeignFile},
+		[]error{ErrNewerSchema, business.ErrNewerSchema}); err != nil {
+		return err
+	}
 	switch {
 	case !s.Checkpoints && s.Business && s.Tasks > 0:
 		return fmt.Errorf("open checkpoints in %s: the schema %s is missing while %s records %d task(s): %w", s.Where, CheckpointsSchema, BusinessSchema, s.Tasks, runs.ErrLostCheckpoints)
