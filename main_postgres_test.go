@@ -781,3 +781,33 @@ func TestPostgresForeignOrNewerSchemaRefusedBeforeAnyWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestPostgresVerifyNamesTheIdentity: verify on the server reports the
+// data dir identity each schema carries (before, null for both).
+func TestPostgresVerifyNamesTheIdentity(t *testing.T) {
+	t.Parallel()
+	pg := newPGStore(t)
+	pg.must(t, nil, "start", "v1", "A3003", "--reason", "too small")
+	want := pg.query(t, `SELECT id FROM checkpoints.data_dir`)
+	if got := pg.query(t, `SELECT id FROM business.data_dir`); got != want {
+		t.Fatalf("the schemas carry %s and %s", want, got)
+	}
+	out, errOut, code := pg.run(t, nil, "verify")
+	var rep struct {
+		Files []struct {
+			File      string  `json:"file"`
+			DataDirID *string `json:"data_dir_id"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); code != 0 || err != nil {
+		t.Fatalf("verify: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	if len(rep.Files) != 2 {
+		t.Fatalf("verify lists %d schemas, want 2\n%s", len(rep.Files), out)
+	}
+	for _, f := range rep.Files {
+		if f.DataDirID == nil || *f.DataDirID != want {
+			t.Errorf("verify: schema %s data_dir_id %v, want %s", f.File, f.DataDirID, want)
+		}
+	}
+}

@@ -305,8 +305,9 @@ func (a *app) verifyServer(ctx context.Context) (*returns.VerifyReport, error) {
 	defer func() { desk.Close(); cps.Close(); srv.close() }()
 	var v returns.ServerVerify
 	v.Desk = desk
-	if err := srv.conn.QueryRow(ctx, `SELECT (SELECT max(version) FROM checkpoints.schema_version), (SELECT max(version) FROM business.schema_version)`).
-		Scan(&v.CheckpointsVersion, &v.BusinessVersion); err != nil {
+	if err := srv.conn.QueryRow(ctx, `SELECT (SELECT max(version) FROM checkpoints.schema_version), (SELECT max(version) FROM business.schema_version),
+		coalesce((SELECT id FROM checkpoints.data_dir WHERE one = 1), ''), coalesce((SELECT id FROM business.data_dir WHERE one = 1), '')`).
+		Scan(&v.CheckpointsVersion, &v.BusinessVersion, &v.CheckpointsDataDirID, &v.BusinessDataDirID); err != nil {
 		return nil, fmt.Errorf("look at %s: %w", srv.where, err)
 	}
 	return returns.Verify(ctx, returns.VerifyOptions{DataDir: redactURL(a.store), Checkpoints: cps, Host: a.host, Server: &v})

@@ -109,6 +109,9 @@ type ServerVerify struct {
 	// CheckpointsVersion and BusinessVersion are the schema versions the
 	// two schemas hold.
 	CheckpointsVersion, BusinessVersion int64
+	// CheckpointsDataDirID and BusinessDataDirID are the data dir
+	// identities the two schemas carry ("" for none: null in the report).
+	CheckpointsDataDirID, BusinessDataDirID string
 }
 
 // Names of the two schemas of a store on a database server
@@ -181,13 +184,21 @@ func Verify(ctx context.Context, o VerifyOptions) (*VerifyReport, error) {
 	return rep, nil
 }
 
+// idOrNull is a data dir identity as the report gives it: nil for none.
+func idOrNull(id string) *string {
+	if id == "" {
+		return nil
+	}
+	return &id
+}
+
 // verifyServer runs Verify's cross-store checks over the two schemas of a
 // database server. There is no file to check: the report lists the two
 // schemas with their versions and integrity "server".
 func verifyServer(ctx context.Context, o VerifyOptions, now func() time.Time, rep *VerifyReport) (*VerifyReport, error) {
 	rep.Files = []FileReport{
-		{File: CheckpointsSchema, Exists: true, SchemaVersion: o.Server.CheckpointsVersion, Integrity: IntegrityServer},
-		{File: BusinessSchema, Exists: true, SchemaVersion: o.Server.BusinessVersion, Integrity: IntegrityServer},
+		{File: CheckpointsSchema, Exists: true, SchemaVersion: o.Server.CheckpointsVersion, Integrity: IntegrityServer, DataDirID: idOrNull(o.Server.CheckpointsDataDirID)},
+		{File: BusinessSchema, Exists: true, SchemaVersion: o.Server.BusinessVersion, Integrity: IntegrityServer, DataDirID: idOrNull(o.Server.BusinessDataDirID)},
 	}
 	v, err := newVerifier(o.Checkpoints, o.Server.Desk, now, o.Host)
 	if err != nil {
