@@ -558,8 +558,9 @@ func TestPostgresSchemasOfTwoStoresRefused(t *testing.T) {
 	before := pg.committed(t, "p1")
 	for _, args := range [][]string{{"show", "p1"}, {"resume", "p1", "--action", "approve"}, {"verify"}} {
 		_, stderr, code := pg.run(t, nil, args...)
-		if code != 1 || !strings.Contains(stderr, "carry different identities") || strings.Count(stderr, "\n") != 1 {
-			t.Errorf("%v: exit %d, %q; want 1 and one line", args, code, stderr)
+		if code != 1 || !strings.Contains(stderr, "carry different identities") || strings.Count(stderr, "\n") != 1 ||
+			strings.Contains(stderr, "file") || !strings.Contains(stderr, "pg_restore") {
+			t.Errorf("%v: exit %d, %q; want 1 and one line naming the schemas (no files) and pg_restore", args, code, stderr)
 		}
 	}
 	if after := pg.committed(t, "p1"); after != before {
@@ -809,5 +810,32 @@ func TestPostgresVerifyNamesTheIdentity(t *testing.T) {
 		if f.DataDirID == nil || *f.DataDirID != want {
 			t.Errorf("verify: schema %s data_dir_id %v, want %s", f.File, f.DataDirID, want)
 		}
+	}
+}
+
+// TestPostgresLostSchemaSpeaksOfSchemas: one schema of the pair dropped
+// while the other holds runs is refused in the server's words (the
+// schemas, the database, pg_restore or dropping both), not a data dir's
+// files: exit 1, one line, nothing made.
+func TestPostgresLostSchemaSpeaksOfSchemas(t *testing.T) {
+	t.Parallel()
+	for _, drop := range []string{"checkpoints", "business"} {
+		t.Run(drop, func(t *testing.T) {
+			t.Parallel()
+			pg := newPGStore(t)
+			pg.must(t, nil, "start", "l1", "A3003", "--reason", "too small")
+			pg.exec(t, `DROP SCHEMA `+drop+` CASCADE`)
+			before := pg.contents(t)
+			for _, args := range [][]string{{"show", "l1"}, {"start", "l2", "A3004", "--reason", "too small"}} {
+				_, stderr, code := pg.run(t, nil, args...)
+				if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "schema "+drop+" is missing") ||
+					!strings.Contains(stderr, "pg_restore") || strings.Contains(stderr, "file") || strings.Contains(stderr, ".sqlite") {
+					t.Errorf("%v: exit %d, %q; want 1 and one line about the schema %s and pg_restore, no files", args, code, stderr, drop)
+				}
+			}
+			if after := pg.contents(t); after != before {
+				t.Errorf("the refused commands changed the database:\nbefore\n%s\nafter\n%s", before, after)
+			}
+		})
 	}
 }

@@ -261,8 +261,8 @@ func (a *app) storeErr(srv *server, err error) error {
 	if errors.Is(err, business.ErrPairMismatch) {
 		// The stores' own hint speaks of files and `assistant backup`,
 		// which a server has neither of.
-		return &scrubbed{err: err, msg: fmt.Sprintf("%s: the schemas checkpoints and business carry different identities: %v; "+
-			"restore both schemas from one pg_dump (docs/postgres.md \"Backup\"), or drop both to start afresh (nothing was changed)", srv.where, business.ErrPairMismatch)}
+		return &scrubbed{err: err, msg: fmt.Sprintf("%s: the schemas checkpoints and business carry different identities, so they are not one pair (one was restored from elsewhere?); "+
+			"restore both schemas from one pg_dump with pg_restore (docs/postgres.md \"Backup\"), or drop both to start afresh (nothing was changed)", srv.where)}
 	}
 	return &scrubbed{msg: srv.where + ": " + scrub(err.Error(), a.store), err: err}
 }

@@ -54,6 +54,12 @@ func TestServerSchemasCheck(t *testing.T) {
 				t.Fatalf("Check: %q does not name the database", err)
 			case err != nil && strings.Contains(err.Error(), "\n"):
 				t.Fatalf("Check: %q is more than one line", err)
+			case err != nil && (strings.Contains(err.Error(), "file") || strings.Contains(err.Error(), ".sqlite")):
+				t.Fatalf("Check: %q speaks of files; a server has schemas", err)
+			case errors.Is(err, runs.ErrLostCheckpoints) || errors.Is(err, returns.ErrLostBusiness):
+				if !strings.Contains(err.Error(), "pg_restore") || !strings.Contains(err.Error(), "drop both schemas") {
+					t.Fatalf("Check: %q does not say what to do on the server", err)
+				}
 			}
 		})
 	}

@@ -340,6 +340,10 @@ func (e *schemaRefusal) Is(target error) bool {
 	return false
 }
 
+// fixLostSchema is what to do about a schema of the pair that is lost.
+const fixLostSchema = "restore both schemas from one pg_dump with pg_restore (docs/postgres.md \"Backup\"), " +
+	"or drop both schemas to start afresh (nothing was changed)"
+
 // ErrForeignSchema and ErrNewerSchema are the refusals of a schema of the
 // --store database that another program made, or that a newer build
 // migrated (ServerSchemas.Check). A business schema's also match
@@ -368,9 +372,11 @@ func (s ServerSchemas) Check(create bool) error {
 	}
 	switch {
 	case !s.Checkpoints && s.Business && s.Tasks > 0:
-		return fmt.Errorf("open checkpoints in %s: the schema %s is missing while %s records %d task(s): %w", s.Where, CheckpointsSchema, BusinessSchema, s.Tasks, runs.ErrLostCheckpoints)
+		return &schemaRefusal{matches: []error{runs.ErrLostCheckpoints}, msg: fmt.Sprintf("open checkpoints in %s: the schema %s is missing while %s records %d task(s), so their runs are lost; %s",
+			s.Where, CheckpointsSchema, BusinessSchema, s.Tasks, fixLostSchema)}
 	case !s.Business && s.Checkpoints && s.Threads > 0:
-		return fmt.Errorf("open business in %s: the schema %s is missing while %s holds %d run(s): %w", s.Where, BusinessSchema, CheckpointsSchema, s.Threads, ErrLostBusiness)
+		return &schemaRefusal{matches: []error{ErrLostBusiness}, msg: fmt.Sprintf("open business in %s: the schema %s is missing while %s holds %d run(s), so their tasks, drafts and applications are lost; %s",
+			s.Where, BusinessSchema, CheckpointsSchema, s.Threads, fixLostSchema)}
 	case !create && (!s.Checkpoints || !s.Business):
 		return fmt.Errorf("no task has been started in %s (it holds no schemas %s and %s): %w", s.Where, CheckpointsSchema, BusinessSchema, ErrNotFound)
 	}
