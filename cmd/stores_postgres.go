@@ -90,14 +90,20 @@ func connectCause(err error) string {
 	if errors.As(err, &ce) && errors.Unwrap(ce) != nil {
 		err = errors.Unwrap(ce)
 	}
-	// One error per address tried (sslmode=prefer tries twice): the
-	// last says most ("database … does not exist" after "server refused
-	// TLS").
-	if j, ok := err.(interface{ Unwrap() []error }); ok && len(j.Unwrap()) > 0 {
-		errs := j.Unwrap()
-		err = errs[len(errs)-1]
+	// One error per address tried (sslmode=prefer tries twice), joined,
+	// perhaps inside a wrap ("hostname resolving error: " and the same
+	// lookup error twice): the last says most ("database … does not
+	// exist" after "server refused TLS"), and is said once.
+	msg := err.Error()
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			if errs := j.Unwrap(); len(errs) > 0 {
+				msg = strings.Replace(msg, e.Error(), errs[len(errs)-1].Error(), 1)
+			}
+			break
+		}
 	}
-	return strings.Join(strings.Fields(err.Error()), " ")
+	return strings.Join(strings.Fields(msg), " ")
 }
 
 // scrub removes the URL's password from msg, should a driver ever repeat
