@@ -17,7 +17,9 @@
 # process of its own (RUNS runs after 3 warm-up ones), and start+approve
 # cycles/s run as processes one after the other (BENCH_PG_CYCLES, default
 # 100). Then on the server: a batch of BENCH_PG_ROWS rows (default
-# 10,000; target >= 5,000 rows/s) and the decide of their approvals.
+# 10,000; target >= 5,000 rows/s) and the decide of their approvals,
+# each with its process's CPU per 1,000 rows and, on the throw-away
+# cluster, the server's.
 set -euo pipefail
 shopt -s inherit_errexit  # a failed command in $(…) ends the script too
 A=$1
@@ -152,13 +154,37 @@ python3 -c "
 print('task,action')
 for i in range($rows): print(f'b{i},approve')" > "$work/decide.csv"
 "$A" --store "$url" orders import --timezone UTC "$work/rows-orders.csv" > /dev/null
-# rate N CMD...: N over CMD's wall seconds.
-rate() {
-  local n=$1 start end; shift
-  start=$(date +%s.%N)
-  "$@" > /dev/null
-  end=$(date +%s.%N)
-  python3 -c "print(f'{$n/($end-$start):.0f}')"
+# server_ticks: the CPU clock ticks of the throw-away cluster's postmaster
+# and its reaped children (backends, WAL writer, autovacuum), 0 without
+# one (BENCH_PG). A second after the last command, for its backends to
+# exit.
+server_ticks() {
+  if [ -z "$pgdir" ]; then echo 0; return; fi
+  sleep 1
+  awk '{print $14+$15+$16+$17}' "/proc/$(head -1 "$pgdir/data/postmaster.pid")/stat"
 }
-echo "pg_batch_rows_per_s $(rate "$rows" "$A" --store "$url" batch bench "$work/rows.csv") rows/s"
-echo "pg_decide_per_s $(rate "$rows" "$A" --store "$url" decide "$work/decide.csv") decisions/s"
+# rate NAME UNIT N CMD...: N over CMD's wall seconds, then CMD's CPU
+# (user+sys) per 1,000 of N, and the server's when it is the throw-away
+# cluster.
+rate() {
+  local name=$1 unit=$2 n=$3 s0 s1 out; shift 3
+  s0=$(server_ticks)
+  out=$(python3 - "$n" "$@" <<'PY'
+import resource, subprocess, sys, time
+n, cmd = int(sys.argv[1]), sys.argv[2:]
+t = time.perf_counter()
+subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
+wall = time.perf_counter() - t
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"{n/wall:.0f} {(ru.ru_utime+ru.ru_stime)*1000/n*1000:.0f}")
+PY
+)
+  s1=$(server_ticks)
+  echo "pg_${name}_per_s ${out% *} $unit/s"
+  echo "pg_${name}_client_cpu_ms_per_1000 ${out#* } ms"
+  if [ -n "$pgdir" ]; then
+    echo "pg_${name}_server_cpu_ms_per_1000 $(python3 -c "print(f'{($s1-$s0)*1000/$(getconf CLK_TCK)/$n*1000:.0f}')") ms"
+  fi
+}
+rate batch_rows rows "$rows" "$A" --store "$url" batch bench "$work/rows.csv"
+rate decide decisions "$rows" "$A" --store "$url" decide "$work/decide.csv"
