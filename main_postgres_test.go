@@ -839,3 +839,53 @@ func TestPostgresLostSchemaSpeaksOfSchemas(t *testing.T) {
 		})
 	}
 }
+
+// TestLosingApproverIsToldTheTaskWasAnswered: two approvals race; the
+// winner (machine A, paused before submit, holding the lease) has taken
+// the question; the loser (machine B) is refused with exit 3 and told
+// that the task was answered, by whom, not to wait for a question that
+// was already asked and answered. On PostgreSQL and on a data dir.
+func TestLosingApproverIsToldTheTaskWasAnswered(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name  string
+		flags func(t *testing.T) []string
+	}{
+		{"postgres", func(t *testing.T) []string { return []string{"--store", newPGStore(t).url} }},
+		{"datadir", func(t *testing.T) []string { return []string{"--data", filepath.Join(dir, "data")} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			flags := append(tc.flags(t), "--output", "json")
+			run := func(env []string, args ...string) *exec.Cmd {
+				c := exec.Command(assistantBin(), append(flags, args...)...)
+				c.Env = append(os.Environ(), env...)
+				return c
+			}
+			if out, err := run(hostA, "start", "r1", "A3003", "--reason", "too small").CombinedOutput(); err != nil {
+				t.Fatalf("start: %v\n%s", err, out)
+			}
+			a := run(append([]string{returns.FaultEnv + "=before:submit" + returns.FaultPause}, hostA...), "resume", "r1", "--action", "approve")
+			if err := a.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { a.Process.Signal(syscall.SIGCONT); a.Process.Kill(); a.Wait() })
+			deadline := time.Now().Add(30 * time.Second)
+			for !stopped(a.Process.Pid) {
+				if time.Now().After(deadline) {
+					t.Fatal("the winner did not reach before:submit")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			b := run(hostB, "resume", "r1", "--action", "approve")
+			var stderr bytes.Buffer
+			b.Stderr = &stderr
+			code := exitOf(t, b.Run())
+			msg := stderr.String()
+			if code != 3 || strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "was answered (approve by demo-user at ") ||
+				strings.Contains(msg, "ask its question") {
+				t.Errorf("the losing approver: exit %d, %q; want 3 and one line saying the task was answered (approve by demo-user)", code, msg)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"assistant/flow"
 	"assistant/runs"
@@ -168,11 +169,38 @@ func (r *runner) resume(ctx context.Context, t runs.TaskRecord, o ResumeOptions)
 func (r *runner) checkAnswer(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[State], o ResumeOptions) error {
 	if o.answering() && len(snap.Interrupts) == 0 {
 		if l, _, err := r.runs.TaskLease(ctx, t.ID); err == nil && r.svc.holderAlive(l) {
+			if err := r.answeredMeanwhile(ctx, t, snap, l); err != nil {
+				return err
+			}
 			return fmt.Errorf("task %s is being run by process %d on %s: %w; wait for it to ask its question (`assistant show %s`)", t.ID, l.PID, l.Host, ErrConflict, ShellQuote(t.ID))
 		}
 	}
 	_, _, err := r.plan(ctx, t, snap, o)
 	return err
+}
+
+// answeredMeanwhile is the refusal of an answer that lost a race: the
+// process holding lease l runs t past a question, and the decision trail
+// holds the answer that took it (on any machine; the last one): the
+// run's, in its head snap, or else the business store's. It names that
+// answer and says that this one changes nothing (ErrConflict, nothing
+// written). nil when neither trail holds an answer (the run has not asked
+// its first question yet).
+func (r *runner) answeredMeanwhile(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[State], l runs.Lease) error {
+	var by, action string
+	var at time.Time
+	if ds := snap.Values.Decisions; len(ds) > 0 {
+		d := ds[len(ds)-1]
+		by, action, at = d.By, d.Action, d.At
+	} else if ds, err := r.desk.Decisions(ctx, t.ID); err == nil && len(ds) > 0 {
+		d := ds[len(ds)-1]
+		by, action, at = d.By, d.Action, d.At
+	} else {
+		return nil
+	}
+	return fmt.Errorf("task %s was answered (%s by %s at %s) and process %d on %s is running it now: %w; this answer changes nothing: "+
+		"see where the task went with `assistant show %s`, and answer its next question if it asks one",
+		t.ID, action, by, at.UTC().Format(time.RFC3339), l.PID, l.Host, ErrConflict, ShellQuote(t.ID))
 }
 
 // answer runs the answer (or the continuation) o from head, the thread's
