@@ -171,3 +171,51 @@ func (s *Store) AddSteps(ctx context.Context, steps []TimelineStep) error {
 	}
 	return nil
 }
+
+// Progress is a row task's status and stage to record while its holder
+// keeps the lease (RecordProgress), at At.
+type Progress struct {
+	Task, Status, Stage string
+	At                  time.Time
+}
+
+// RecordProgressAll records, as RecordProgress does for one task, the
+// status and stage of tasks that owner holds, in one statement for up to
+// outcomesPerUpdate tasks: UPDATE … FROM a VALUES list, guarded by the
+// lease owner as RecordProgress is. A status of interrupted is kept (a
+// stop recorded meanwhile). Errors: ErrConflict when owner does not hold
+// every task's lease (the caller's transaction then rolls back what was
+// written).
+func (s *Store) RecordProgressAll(ctx context.Context, owner string, ps []Progress) error {
+	for len(ps) > 0 {
+		n := min(len(ps), outcomesPerUpdate)
+		var q strings.Builder
+		q.WriteString(`UPDATE tasks SET status = CASE tasks.status WHEN 'interrupted' THEN tasks.status ELSE v.column2 END, stage = v.column3, updated_at = v.column4 FROM (VALUES `)
+		args := make([]any, 0, 1+4*n)
+		args = append(args, owner)
+		distinct := make(map[string]bool, n)
+		for i, p := range ps[:n] {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			k := 2 + 4*i // ?1 is the owner
+			fmt.Fprintf(&q, "(?%d, ?%d, ?%d, ?%d)", k, k+1, k+2, k+3)
+			args = append(args, p.Task, p.Status, p.Stage, formatTime(p.At))
+			distinct[p.Task] = true
+		}
+		q.WriteString(`) AS v WHERE tasks.task_id = v.column1 AND tasks.lease_owner = ?1`)
+		res, err := s.h.Q().ExecContext(ctx, q.String(), args...)
+		if err != nil {
+			return fmt.Errorf("record progress of %d tasks (%s first): %w", n, ps[0].Task, err)
+		}
+		changed, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("record progress of %d tasks (%s first): %w", n, ps[0].Task, err)
+		}
+		if int(changed) != len(distinct) {
+			return fmt.Errorf("record progress of %d tasks (%s first): %d held by %s: %w", len(distinct), ps[0].Task, changed, owner, ErrConflict)
+		}
+		ps = ps[n:]
+	}
+	return nil
+}

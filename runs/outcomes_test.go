@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"assistant/internal/sqlitedb"
 )
@@ -100,4 +101,49 @@ func countEqual(a, b []BatchRow) int {
 		}
 	}
 	return n
+}
+
+// TestRecordProgressAll checks the status and stage of a chunk's row
+// tasks recorded in one statement, as RecordProgress does each: the
+// holder's tasks change, an interrupted status is kept, and a task the
+// owner does not hold is ErrConflict.
+func TestRecordProgressAll(t *testing.T) { forStores(t, testRecordProgressAll) }
+
+func testRecordProgressAll(t *testing.T, kind storeKind) {
+	ctx := context.Background()
+	s, _ := newSeededOn(t, kind)
+	for _, id := range []string{"r1", "r2", "r3"} {
+		mustCreateLeased(t, s, id, holder)
+	}
+	if _, err := s.h.Q().ExecContext(ctx, `UPDATE tasks SET status = 'interrupted' WHERE task_id = 'r2'`); err != nil {
+		t.Fatal(err)
+	}
+	at := t0.Add(time.Minute)
+	before := sqlitedb.Statements()
+	err := s.RecordProgressAll(ctx, holder.Owner, []Progress{
+		{Task: "r1", Status: "waiting", Stage: "draft_ready", At: at},
+		{Task: "r2", Status: "waiting", Stage: "draft_ready", At: at},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sqlitedb.Statements() - before; got != 1 {
+		t.Errorf("2 tasks' progress took %d statements, want 1", got)
+	}
+	for id, want := range map[string]string{"r1": "waiting", "r2": "interrupted", "r3": "running"} {
+		got := mustTask(t, s, id)
+		if got.Status != want {
+			t.Errorf("task %s: status %q, want %q", id, got.Status, want)
+		}
+		if id != "r3" && (got.Stage != "draft_ready" || !got.UpdatedAt.Equal(at) || got.Lease.Owner != holder.Owner) {
+			t.Errorf("task %s: stage %q, updated %v, lease %+v; want draft_ready at %v, still held", id, got.Stage, got.UpdatedAt, got.Lease, at)
+		}
+	}
+	err = s.RecordProgressAll(ctx, "someone-else", []Progress{{Task: "r3", Status: "waiting", Stage: "draft_ready", At: at}})
+	if !errors.Is(err, ErrConflict) {
+		t.Errorf("a task another owner holds: %v, want ErrConflict", err)
+	}
+	if got := mustTask(t, s, "r3"); got.Status != "running" {
+		t.Errorf("task r3 after the refusal: %q, want running", got.Status)
+	}
 }

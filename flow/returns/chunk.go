@@ -203,6 +203,9 @@ func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b Batch
 		if outs, err = s.runChunk(stop, r, b, kind, rows); err != nil {
 			return err
 		}
+		if err := r.runs.RecordProgressAll(rowCtx, s.me.owner, r.progress); err != nil {
+			return err
+		}
 		if log, ok := r.steps.(*stepLog); ok {
 			if err := log.flush(rowCtx); err != nil {
 				return err
@@ -242,7 +245,8 @@ func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b Batch
 // timelines of those that exist hold (stepLog.preload) and the rows'
 // orders with whether each has an open application (the business store's
 // PreloadOrders): four statements or fewer for the chunk instead of four a
-// row. Rows refused before they run are left out.
+// row. Rows refused before they run are left out. It also has the rows'
+// status and stage recorded for the whole chunk (runner.deferProgress).
 func prepareOrderRows(ctx context.Context, r *runner, b BatchState, rows []runs.BatchRow) error {
 	orders := make([]string, 0, len(rows))
 	seen := make(map[string]bool, len(rows))
@@ -255,6 +259,7 @@ func prepareOrderRows(ctx context.Context, r *runner, b BatchState, rows []runs.
 	if err := r.desk.PreloadOrders(ctx, b.User, orders); err != nil {
 		return err
 	}
+	r.deferProgress = true
 	return prepareTasks(ctx, r, rows)
 }
 

@@ -12,15 +12,15 @@ import (
 
 // chunkStatementsPerRow is the budget of SQL statements a new batch row
 // costs in a chunk over checkpoints.sqlite (on PostgreSQL each is a round
-// trip to the server). The business store's 3: the row's task (insert,
-// then update) and its draft (one insert that checks the order and an
-// earlier draft, without a savepoint: business.PrepareDraftVersion in a
-// chunk). The chunk reads its rows' task records and orders up front
-// (prepareOrderRows) and writes their timeline and outcomes in a statement
-// each (stepLog.flush, runs.RecordRowOutcomes). The checkpoint buffer's 6.
-// A change that adds a statement to every row fails here; lower the
-// budget when one goes.
-const chunkStatementsPerRow = 9
+// trip to the server). The business store's 2: the row's task record
+// (insert) and its draft (one insert that checks the order and an earlier
+// draft, without a savepoint: business.PrepareDraftVersion in a chunk).
+// The chunk reads its rows' task records and orders up front
+// (prepareOrderRows) and writes their status and stage, timeline and
+// outcomes in a statement each (runs.RecordProgressAll, stepLog.flush,
+// runs.RecordRowOutcomes). The checkpoint buffer's 6. A change that adds
+// a statement to every row fails here; lower the budget when one goes.
+const chunkStatementsPerRow = 8
 
 // TestChunkStatementsPerRow runs a batch of new tasks, each parked at
 // approval, in one chunk and counts the statements per row of both

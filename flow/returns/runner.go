@@ -36,12 +36,19 @@ type runner struct {
 	recoveries *sync.Map
 	// known holds the records of a chunk's tasks, read for all of them in
 	// one statement (nil: the task does not exist), each used once by the
-	// row that decides it (runner.mayDecide); nil outside a decide chunk.
+	// row that runs it (runner.mayDecide, runner.knownTask); nil outside a
+	// chunk.
 	known map[string]*runs.TaskRecord
 	// held lists the row tasks whose leases a chunk runner kept after their
 	// runs (policy.release == keepLease); the chunk lets go of them once
 	// its checkpoints are committed.
 	held []string
+	// deferProgress makes release keep a row's status and stage in
+	// progress instead of writing it, for the chunk to record all of them
+	// in one statement (runs.RecordProgressAll) before it commits: set for
+	// a batch's chunk, whose rows read no task record after their run.
+	deferProgress bool
+	progress      []runs.Progress
 }
 
 // policy says how a runner drives a run.
