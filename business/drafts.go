@@ -94,11 +94,11 @@ func (s *Store) PrepareDraftVersion(ctx context.Context, taskID string, version 
 	if version == 1 && s.h.InTxn() {
 		// In a chunk's transaction, which commits durably, without a
 		// savepoint of its own (two statements, on PostgreSQL two round
-		// trips): a first version writes one row in one statement, after
-		// its reads, and every error it returns comes before that write
-		// or from it, and a statement that fails writes nothing (on
-		// PostgreSQL it aborts the chunk's transaction, which then fails
-		// whole and is rolled back).
+		// trips): a first version writes one row in one statement and
+		// runs nothing after it, so every error it returns comes before
+		// that write or from it, and a statement that fails writes
+		// nothing (on PostgreSQL it aborts the chunk's transaction, which
+		// then fails whole and is rolled back).
 		return s.prepareDraftTx(ctx, s.h.Q(), taskID, version, orderID, user, reason, ttl, now)
 	}
 	// Durable at commit: the checkpoint written after prepare names the
