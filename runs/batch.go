@@ -72,16 +72,8 @@ func (s *Store) CreateBatchTTL(ctx context.Context, t TaskRecord, l Lease, ttl t
 		return fmt.Errorf("create batch %s: %w", t.ID, err)
 	}
 	defer tx.Rollback()
-	now := formatTime(s.now())
-	_, err = tx.ExecContext(ctx,
-		`INSERT INTO tasks (`+taskColumns+`, kind, draft_ttl_seconds, lease_owner, lease_pid, lease_host, lease_until, lease_epoch)
-		 VALUES (?, ?, '', '', ?, 'running', '', ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
-		t.ID, t.User, t.Fingerprint, now, now, KindBatch, int64(ttl/time.Second), l.Owner, l.PID, l.Host, formatTime(l.Until))
-	if sqlitedb.IsUniqueViolation(err) {
-		return fmt.Errorf("create batch %s: %w", t.ID, ErrTaskExists)
-	}
-	if err != nil {
-		return fmt.Errorf("create batch %s: %w", t.ID, err)
+	if err := s.insertBatchTask(ctx, tx, t, l, ttl); err != nil {
+		return err
 	}
 	for len(rows) > 0 {
 		n := min(len(rows), rowsPerInsert)
@@ -91,6 +83,25 @@ func (s *Store) CreateBatchTTL(ctx context.Context, t TaskRecord, l Lease, ttl t
 		rows = rows[n:]
 	}
 	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("create batch %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+// insertBatchTask inserts the task record of batch t (kind batch) in tx,
+// holding lease l, with the draft validity ttl (whole seconds kept), as
+// CreateBatchTTL and CreateBatchEach begin. Errors are wrapped "create
+// batch ID: …": ErrTaskExists, storage errors.
+func (s *Store) insertBatchTask(ctx context.Context, tx sqlitedb.Querier, t TaskRecord, l Lease, ttl time.Duration) error {
+	now := formatTime(s.now())
+	_, err := tx.ExecContext(ctx,
+		`INSERT INTO tasks (`+taskColumns+`, kind, draft_ttl_seconds, lease_owner, lease_pid, lease_host, lease_until, lease_epoch)
+		 VALUES (?, ?, '', '', ?, 'running', '', ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
+		t.ID, t.User, t.Fingerprint, now, now, KindBatch, int64(ttl/time.Second), l.Owner, l.PID, l.Host, formatTime(l.Until))
+	if sqlitedb.IsUniqueViolation(err) {
+		return fmt.Errorf("create batch %s: %w", t.ID, ErrTaskExists)
+	}
+	if err != nil {
 		return fmt.Errorf("create batch %s: %w", t.ID, err)
 	}
 	return nil

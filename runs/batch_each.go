@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"assistant/internal/sqlitedb"
 )
 
 // CreateBatchEach is CreateBatchTTL with the rows given by each instead of
@@ -20,16 +18,8 @@ func (s *Store) CreateBatchEach(ctx context.Context, t TaskRecord, l Lease, ttl 
 		return fmt.Errorf("create batch %s: %w", t.ID, err)
 	}
 	defer tx.Rollback()
-	now := formatTime(s.now())
-	_, err = tx.ExecContext(ctx,
-		`INSERT INTO tasks (`+taskColumns+`, kind, draft_ttl_seconds, lease_owner, lease_pid, lease_host, lease_until, lease_epoch)
-		 VALUES (?, ?, '', '', ?, 'running', '', ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
-		t.ID, t.User, t.Fingerprint, now, now, KindBatch, int64(ttl/time.Second), l.Owner, l.PID, l.Host, formatTime(l.Until))
-	if sqlitedb.IsUniqueViolation(err) {
-		return fmt.Errorf("create batch %s: %w", t.ID, ErrTaskExists)
-	}
-	if err != nil {
-		return fmt.Errorf("create batch %s: %w", t.ID, err)
+	if err := s.insertBatchTask(ctx, tx, t, l, ttl); err != nil {
+		return err
 	}
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO batch_rows (batch_id, row_no, line, task_id, order_id, reason, action, draft_id, outcome, error_code, error, duplicate_of)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
