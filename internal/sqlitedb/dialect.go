@@ -120,16 +120,7 @@ func (d *pgDialect) durable(ctx context.Context, db *sql.DB, _ string, fn func(t
 	if err := d.lockWrites(ctx, tx); err != nil {
 		return err
 	}
-	if err := fn(tx); errors.Is(err, ErrNothingWritten) {
-		return nil
-	} else if err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	syncs.Add(1)
-	return nil
+	return commitDurable(tx, fn)
 }
 
 // cachesStatements is true: pgx's database/sql driver runs a query in its

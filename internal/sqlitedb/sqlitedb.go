@@ -977,6 +977,14 @@ func DurableTx(ctx context.Context, db *sql.DB, level string, fn func(tx *sql.Tx
 		return err
 	}
 	defer tx.Rollback()
+	return commitDurable(tx, fn)
+}
+
+// commitDurable runs fn in tx and commits it, counting the commit in
+// syncs; fn returning ErrNothingWritten (or any error) commits nothing,
+// the caller's deferred Rollback ends tx, and only the other errors are
+// returned. Errors: fn's, the commit's.
+func commitDurable(tx *sql.Tx, fn func(tx *sql.Tx) error) error {
 	if err := fn(tx); errors.Is(err, ErrNothingWritten) {
 		return nil
 	} else if err != nil {
