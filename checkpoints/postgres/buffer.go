@@ -40,13 +40,7 @@ const (
 	FROM unnest($1::text[]) AS u (thread_id)
 	JOIN checkpoints.threads t ON t.thread_id = u.thread_id
 	JOIN checkpoints.checkpoints c ON c.thread_id = t.thread_id AND c.seq = t.head_seq
-	LEFT JOIN LATERAL (
-		SELECT array_agg(task_id ORDER BY task_id, kind, idx) AS task_ids,
-		       array_agg(kind ORDER BY task_id, kind, idx) AS kinds,
-		       array_agg(idx ORDER BY task_id, kind, idx) AS idxs,
-		       array_agg(node ORDER BY task_id, kind, idx) AS nodes,
-		       array_agg(value_json::text ORDER BY task_id, kind, idx) AS vals
-		FROM checkpoints.writes w WHERE w.thread_id = c.thread_id AND w.seq = c.seq) w ON true`
+	` + sqlPendingWrites
 
 	// sqlLockThreads locks the rows of the threads a flush writes to, in
 	// the order of their ids, and reads their heads: every flusher locks

@@ -208,14 +208,18 @@ const (
 	// (one snapshot), the writes as arrays in (task, kind, idx) order.
 	sqlGet = `SELECT ` + checkpointColumns + `, w.task_ids, w.kinds, w.idxs, w.nodes, w.vals
 	FROM checkpoints.checkpoints c
-	LEFT JOIN LATERAL (
+	` + sqlPendingWrites + `
+	WHERE c.thread_id = $1 AND `
+	// sqlPendingWrites joins to each checkpoint c the pending writes of its
+	// (thread, seq) as the arrays w.task_ids, w.kinds, w.idxs, w.nodes and
+	// w.vals, in (task, kind, idx) order; nulls when it has none.
+	sqlPendingWrites = `LEFT JOIN LATERAL (
 		SELECT array_agg(task_id ORDER BY task_id, kind, idx) AS task_ids,
 		       array_agg(kind ORDER BY task_id, kind, idx) AS kinds,
 		       array_agg(idx ORDER BY task_id, kind, idx) AS idxs,
 		       array_agg(node ORDER BY task_id, kind, idx) AS nodes,
 		       array_agg(value_json::text ORDER BY task_id, kind, idx) AS vals
-		FROM checkpoints.writes w WHERE w.thread_id = c.thread_id AND w.seq = c.seq) w ON true
-	WHERE c.thread_id = $1 AND `
+		FROM checkpoints.writes w WHERE w.thread_id = c.thread_id AND w.seq = c.seq) w ON true`
 	sqlGetHead = sqlGet + `c.seq = (SELECT head_seq FROM checkpoints.threads WHERE thread_id = $1)`
 	sqlGetByID = sqlGet + `c.checkpoint_id = $2`
 )
