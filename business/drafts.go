@@ -160,19 +160,9 @@ func (s *Store) prepareDraftTx(ctx context.Context, tx sqlitedb.Querier, taskID 
 		return Draft{}, false, fmt.Errorf("prepare draft of task %s: %w", taskID, err)
 	}
 
-	id, err := newID("d_")
+	d, err = newDraft(taskID, orderID, user, reason, ttl, now, version)
 	if err != nil {
 		return Draft{}, false, fmt.Errorf("prepare draft of task %s: %w", taskID, err)
-	}
-	d = Draft{
-		ID:        id,
-		TaskID:    taskID,
-		OrderID:   orderID,
-		User:      user,
-		Reason:    reason,
-		CreatedAt: storedTime(now),
-		ExpiresAt: storedTime(now.Add(ttl)),
-		Version:   version,
 	}
 	if version > 1 {
 		// One current draft per task (drafts_current): the older versions
@@ -192,17 +182,15 @@ func (s *Store) prepareDraftTx(ctx context.Context, tx sqlitedb.Querier, taskID 
 	return d, false, nil
 }
 
-// insertFirstDraft inserts version 1 of task taskID's draft for order
-// orderID of user, expiring at now+ttl, in one statement that checks what
-// prepareDraftTx reads first: ok is false, and nothing is written, when
-// the task has a draft of that version already or the order is not the
-// user's.
-func insertFirstDraft(ctx context.Context, tx sqlitedb.Querier, taskID, orderID, user, reason string, ttl time.Duration, now time.Time) (d Draft, ok bool, err error) {
+// newDraft is version version of task taskID's draft for order orderID of
+// user, with a new id, created at now and expiring at now+ttl (both as
+// stored). Errors: the random source's.
+func newDraft(taskID, orderID, user, reason string, ttl time.Duration, now time.Time, version int) (Draft, error) {
 	id, err := newID("d_")
 	if err != nil {
-		return Draft{}, false, err
+		return Draft{}, err
 	}
-	d = Draft{
+	return Draft{
 		ID:        id,
 		TaskID:    taskID,
 		OrderID:   orderID,
@@ -210,7 +198,19 @@ func insertFirstDraft(ctx context.Context, tx sqlitedb.Querier, taskID, orderID,
 		Reason:    reason,
 		CreatedAt: storedTime(now),
 		ExpiresAt: storedTime(now.Add(ttl)),
-		Version:   1,
+		Version:   version,
+	}, nil
+}
+
+// insertFirstDraft inserts version 1 of task taskID's draft for order
+// orderID of user, expiring at now+ttl, in one statement that checks what
+// prepareDraftTx reads first: ok is false, and nothing is written, when
+// the task has a draft of that version already or the order is not the
+// user's.
+func insertFirstDraft(ctx context.Context, tx sqlitedb.Querier, taskID, orderID, user, reason string, ttl time.Duration, now time.Time) (d Draft, ok bool, err error) {
+	d, err = newDraft(taskID, orderID, user, reason, ttl, now, 1)
+	if err != nil {
+		return Draft{}, false, err
 	}
 	res, err := tx.ExecContext(ctx,
 		`INSERT INTO drafts (`+draftColumns+`)
