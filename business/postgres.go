@@ -4,7 +4,6 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"time"
 
 	"assistant/internal/sqlitedb"
 )
@@ -80,11 +79,7 @@ func OpenPostgres(ctx context.Context, url string, opts Options) (*Store, error)
 }
 
 func openPostgres(ctx context.Context, url string, opts Options) (*Store, error) {
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
-	seed, err := parseSeed(opts.Seed)
+	now, seed, err := opts.clockAndSeed()
 	if err != nil {
 		return nil, err
 	}

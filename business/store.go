@@ -152,12 +152,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 }
 
 func open(ctx context.Context, path string, opts Options) (*Store, error) {
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
 	// Parse the seed first: a bad seed must fail before the file exists.
-	seed, err := parseSeed(opts.Seed)
+	now, seed, err := opts.clockAndSeed()
 	if err != nil {
 		return nil, err
 	}
@@ -182,6 +178,21 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	return &Store{h: sqlitedb.NewHandle(db, path, opts.Synchronous), now: now}, nil
+}
+
+// clockAndSeed returns the clock a store of opts reads (opts.Now, or
+// time.Now when nil) and the orders of opts.Seed, parsed, as both Open
+// and OpenPostgres begin. Errors: a seed that does not parse.
+func (opts Options) clockAndSeed() (func() time.Time, []seedOrder, error) {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	seed, err := parseSeed(opts.Seed)
+	if err != nil {
+		return nil, nil, err
+	}
+	return now, seed, nil
 }
 
 // DataDirID returns the data dir identity the business file carries (a
