@@ -5,12 +5,8 @@ import (
 	"database/sql"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"assistant/internal/pgtest"
 )
@@ -59,7 +55,7 @@ func forStores(t *testing.T, fn func(t *testing.T, kind storeKind)) {
 	for _, kind := range []storeKind{sqliteStore, pgStore} {
 		t.Run(string(kind), func(t *testing.T) {
 			if kind == pgStore {
-				sharePG(t)
+				pgtest.Share(t)
 			}
 			fn(t, kind)
 		})
@@ -72,7 +68,7 @@ func forStores(t *testing.T, fn func(t *testing.T, kind storeKind)) {
 func openStore(tb testing.TB, kind storeKind, opts Options) (s *Store, path string) {
 	tb.Helper()
 	if kind == pgStore {
-		s, err := OpenPostgres(context.Background(), pgDatabase(tb), opts)
+		s, err := OpenPostgres(context.Background(), pgtest.SharedDatabase(tb), opts)
 		if err != nil {
 			tb.Fatalf("OpenPostgres: %v", err)
 		}
@@ -144,70 +140,3 @@ func count(tb testing.TB, s *Store, query string, args ...any) int {
 
 // sqliteMagic opens every SQLite database file (https://sqlite.org/fileformat.html).
 const sqliteMagic = "SQLite format 3\x00"
-
-// pgShared is the database the postgres subtests of one forStores test
-// share: made once, and emptied (its schemas dropped) for each new store
-// when no store is open on it, which costs a tenth of a new database.
-type pgShared struct {
-	mu   sync.Mutex
-	url  string
-	open int  // stores open on it
-	used bool // a store was opened on it: drop its schemas first
-}
-
-// pgSharedByTest maps the name of a forStores postgres subtest to its
-// database.
-var pgSharedByTest sync.Map
-
-// sharePG gives the postgres subtest t a database its stores share.
-func sharePG(t *testing.T) {
-	t.Helper()
-	pgSharedByTest.Store(t.Name(), &pgShared{url: pgtest.Database(t)})
-	t.Cleanup(func() { pgSharedByTest.Delete(t.Name()) })
-}
-
-// pgDatabase returns the URL of an empty database for a new store of tb:
-// the one its forStores test shares, emptied, when no store is open on it
-// (sibling subtests one after the other), else a new one.
-func pgDatabase(tb testing.TB) string {
-	tb.Helper()
-	var sh *pgShared
-	for name := tb.Name(); name != "" && sh == nil; {
-		if v, ok := pgSharedByTest.Load(name); ok {
-			sh = v.(*pgShared)
-		}
-		i := strings.LastIndexByte(name, '/')
-		if i < 0 {
-			break
-		}
-		name = name[:i]
-	}
-	if sh == nil {
-		return pgtest.Database(tb)
-	}
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if sh.open > 0 {
-		return pgtest.Database(tb)
-	}
-	if sh.used {
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, sh.url)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS business, checkpoints CASCADE`); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	sh.used = true
-	sh.open++
-	// Registered before the store's Close, so it runs after it.
-	tb.Cleanup(func() {
-		sh.mu.Lock()
-		sh.open--
-		sh.mu.Unlock()
-	})
-	return sh.url
-}
