@@ -127,13 +127,16 @@ func taskHash(id string) uint64 {
 // each reads f's file again from its start and gives add each row, in
 // order, a row deciding a task an earlier row decides marked
 // duplicate_task as ParseDecisions marks it. Errors: add's; ErrInvalid
-// when the file's bytes are not the ones ReadDecideFile read (checked
-// once it was read through: the caller discards what add stored).
+// "changed while it was read" when the file is not the one ReadDecideFile
+// read: other bytes (checked once it was read through), or a file that no
+// longer passes the check (a bad row, no rows, a bad header: the check
+// passed, so the file changed); the caller discards what add stored.
 func (f *DecideFile) each(add func(runs.BatchRow) error) error {
 	if _, err := f.src.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("read decide file again: %w", err)
 	}
 	first := map[string]int{}
+	var addErr error
 	_, fp, err := scanRows(f.src, decideSpec, decideSplit, decisionRecord, func(row runs.BatchRow) error {
 		if f.repeated[taskHash(row.TaskID)] {
 			if line, ok := first[row.TaskID]; ok {
@@ -142,10 +145,16 @@ func (f *DecideFile) each(add func(runs.BatchRow) error) error {
 				first[row.TaskID] = row.FileLine()
 			}
 		}
-		return add(row)
+		addErr = add(row)
+		return addErr
 	})
-	if err == nil && fp != f.Fingerprint {
-		err = fmt.Errorf("%w: the decide file changed while it was read (fingerprint %s, then %s); nothing was decided", ErrInvalid, f.Fingerprint, fp)
+	switch {
+	case addErr != nil:
+		return addErr
+	case errors.Is(err, ErrInvalid):
+		return fmt.Errorf("%w: the decide file changed while it was read (fingerprint %s, then a file that fails the check); nothing was decided", ErrInvalid, f.Fingerprint)
+	case err == nil && fp != f.Fingerprint:
+		return fmt.Errorf("%w: the decide file changed while it was read (fingerprint %s, then %s); nothing was decided", ErrInvalid, f.Fingerprint, fp)
 	}
 	return err
 }

@@ -49,42 +49,54 @@ func TestReadDecideFile(t *testing.T) {
 
 // changing is a file whose bytes change once it was read through: what a
 // decide file edited between its check and the run reads like.
+// Its first from becomes to.
 type changing struct {
 	*bytes.Reader
-	data  []byte
-	reads int
+	data     []byte
+	from, to string
+	reads    int
 }
 
 func (c *changing) Seek(off int64, whence int) (int64, error) {
 	c.reads++
 	if c.reads == 1 {
-		c.data = bytes.Replace(c.data, []byte("b1,"), []byte("b2,"), 1)
+		c.data = bytes.Replace(c.data, []byte(c.from), []byte(c.to), 1)
 		c.Reader = bytes.NewReader(c.data)
 	}
 	return c.Reader.Seek(off, whence)
 }
 
 // TestDecideFileChanged: a decide file whose bytes changed between its
-// check and the run is refused (ErrInvalid) and nothing is decided: no
-// run is made, the task still waits.
+// check and the run is refused (ErrInvalid, "changed while it was read",
+// whatever the change: other good rows, or a row the check would refuse)
+// and nothing is decided: no run is made, the task still waits.
 func TestDecideFileChanged(t *testing.T) {
-	svc, b := setupSQLite(t)
-	startBatch(t, svc, b) // b1 waits for approval
-	data := []byte("task,action\nb1,approve\n")
-	src := &changing{Reader: bytes.NewReader(data), data: data}
-	f, err := returns.ReadDecideFile(src)
-	if err != nil {
-		t.Fatal(err)
+	for name, change := range map[string][2]string{
+		"other task": {"b1,", "b2,"},
+		"bad row":    {"b1,approve", "b1,maybe"},
+		"bad id":     {"b1,", "b 1,"},
+		"no rows":    {"b1,approve\n", ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			svc, b := setupSQLite(t)
+			startBatch(t, svc, b) // b1 waits for approval
+			data := []byte("task,action\nb1,approve\n")
+			src := &changing{Reader: bytes.NewReader(data), data: data, from: change[0], to: change[1]}
+			f, err := returns.ReadDecideFile(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = svc.StartDecide(b.ctx, returns.DecideOptions{User: user, File: f})
+			if !errors.Is(err, returns.ErrInvalid) || !strings.Contains(err.Error(), "changed while it was read") {
+				t.Fatalf("StartDecide of a changed file: %v; want ErrInvalid, changed", err)
+			}
+			if _, err := svc.Show(b.ctx, returns.DecideID(user, f.Fingerprint), user); !errors.Is(err, returns.ErrNotFound) {
+				t.Fatalf("show of the refused run: %v; want ErrNotFound (nothing made)", err)
+			}
+			if v, err := svc.Show(b.ctx, "b1", user); err != nil || v.Status != returns.StatusWaiting {
+				t.Fatalf("b1 after the refused run: %v, %v; want waiting", v, err)
+			}
+			var _ io.ReadSeeker = src
+		})
 	}
-	_, err = svc.StartDecide(b.ctx, returns.DecideOptions{User: user, File: f})
-	if !errors.Is(err, returns.ErrInvalid) || !strings.Contains(err.Error(), "changed while it was read") {
-		t.Fatalf("StartDecide of a changed file: %v; want ErrInvalid, changed", err)
-	}
-	if _, err := svc.Show(b.ctx, returns.DecideID(user, f.Fingerprint), user); !errors.Is(err, returns.ErrNotFound) {
-		t.Fatalf("show of the refused run: %v; want ErrNotFound (nothing made)", err)
-	}
-	if v, err := svc.Show(b.ctx, "b1", user); err != nil || v.Status != returns.StatusWaiting {
-		t.Fatalf("b1 after the refused run: %v, %v; want waiting", v, err)
-	}
-	var _ io.ReadSeeker = src
 }
