@@ -30,9 +30,10 @@ import (
 // An export repeats its user and its delivery times from row to row; a
 // record says "the same as the last one" instead of repeating them.
 type spool struct {
-	file *os.File
-	w    *bufio.Writer
-	rec  []byte // the record being encoded, reused
+	file      *os.File
+	closeFile func() error // closes file (and removes it where it was not unlinked)
+	w         *bufio.Writer
+	rec       []byte // the record being encoded, reused
 	// the last user and delivery time written
 	user string
 	at   *time.Time
@@ -51,14 +52,53 @@ const (
 // spoolBuffer is the size of the spool's write and read buffers.
 const spoolBuffer = 64 << 10
 
-// newSpool creates an empty spool in the system's temporary directory.
-func newSpool() (*spool, error) {
-	f, err := os.CreateTemp("", "assistant-orders-*.spool")
+// TempError is a failure of the temporary directory ($TMPDIR, or the
+// system's): a temporary file that could not be made, written or read back
+// (full, read-only, missing). It is a local storage failure, never the
+// input's fault: it wraps no returns.ErrInvalid, and the CLI exits 1 with
+// it. Dir is the directory (os.TempDir), Err the failure.
+type TempError struct {
+	Dir string
+	Err error
+}
+
+// Error is one line naming the directory and saying TMPDIR can point
+// elsewhere.
+func (e *TempError) Error() string {
+	return fmt.Sprintf("temporary directory %s: %v (set TMPDIR to a directory with room to write)", e.Dir, e.Err)
+}
+
+// Unwrap returns the failure.
+func (e *TempError) Unwrap() error { return e.Err }
+
+// tempError wraps err, a failure of a temporary file, in a *TempError.
+func tempError(err error) error {
+	return &TempError{Dir: os.TempDir(), Err: err}
+}
+
+// CreateTemp creates a new temporary file in $TMPDIR (os.CreateTemp with
+// pattern) and unlinks it at once, so that nothing of it is left behind
+// however the process ends; where an open file cannot be unlinked, the
+// returned close function removes it. Errors: *TempError.
+func CreateTemp(pattern string) (*os.File, func() error, error) {
+	f, err := os.CreateTemp("", pattern)
 	if err != nil {
-		return nil, fmt.Errorf("orders file: temporary file: %w", err)
+		return nil, nil, tempError(err)
 	}
-	os.Remove(f.Name()) // it goes when it is closed (where the system allows)
-	return &spool{file: f, w: bufio.NewWriterSize(f, spoolBuffer)}, nil
+	if os.Remove(f.Name()) != nil {
+		return f, func() error { err := f.Close(); os.Remove(f.Name()); return err }, nil
+	}
+	return f, f.Close, nil
+}
+
+// newSpool creates an empty spool in the system's temporary directory.
+// Errors: *TempError.
+func newSpool() (*spool, error) {
+	f, closeFile, err := CreateTemp("assistant-orders-*.spool")
+	if err != nil {
+		return nil, err
+	}
+	return &spool{file: f, closeFile: closeFile, w: bufio.NewWriterSize(f, spoolBuffer)}, nil
 }
 
 // add appends the order of g (finished: its item set). A write error
@@ -103,9 +143,10 @@ func appendString(b []byte, v string) []byte {
 }
 
 // finish writes what is buffered; the spool is then ready to be read.
+// Errors: *TempError.
 func (s *spool) finish() error {
 	if err := s.w.Flush(); err != nil {
-		return fmt.Errorf("orders file: temporary file: %w", err)
+		return tempError(fmt.Errorf("orders file: write temporary file: %w", err))
 	}
 	return nil
 }
@@ -115,7 +156,7 @@ func (s *spool) close() error {
 	if s == nil {
 		return nil
 	}
-	return s.file.Close()
+	return s.closeFile()
 }
 
 // replay reads the spool from its start and calls emit with each order, in
@@ -124,7 +165,7 @@ func (s *spool) close() error {
 // (its error).
 func (s *spool) replay(ctx context.Context, newGroup func() *group, emit func(*group) error) error {
 	if _, err := s.file.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("orders file: temporary file: %w", err)
+		return tempError(fmt.Errorf("orders file: read temporary file: %w", err))
 	}
 	r := bufio.NewReaderSize(s.file, spoolBuffer)
 	var (
@@ -212,10 +253,10 @@ func readN(r *bufio.Reader, buf []byte, n uint64) ([]byte, error) {
 	return buf, err
 }
 
-// spoolErr is the error of a spool that cannot be read back.
+// spoolErr is the error of a spool that cannot be read back (*TempError).
 func spoolErr(err error) error {
 	if errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
 	}
-	return fmt.Errorf("orders file: read temporary file: %w", err)
+	return tempError(fmt.Errorf("orders file: read temporary file: %w", err))
 }

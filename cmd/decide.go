@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"assistant/business"
 	"assistant/flow/returns"
 )
 
@@ -120,8 +121,11 @@ Without it, 0 when the command did its work: read "status".`,
 
 // openDecisions checks the decide file named by arg, or stdin for "-"
 // (returns.ReadDecideFile), and returns it with the function that closes
-// it. The file is read again when the run stores its rows, so stdin is
-// copied to a temporary file first (spool).
+// it. The file is read again when the run stores its rows, so stdin, and
+// any file that is not a regular one (a pipe, a FIFO, /dev/stdin, a
+// process substitution: nothing to seek back through), is copied to a
+// temporary file first (spool) and read from there, as "-" is. A
+// temporary directory that fails is exit 1 (tempFailure), not bad input.
 func openDecisions(stdin io.Reader, arg string) (*returns.DecideFile, func(), error) {
 	var (
 		f       *os.File
@@ -129,47 +133,73 @@ func openDecisions(stdin io.Reader, arg string) (*returns.DecideFile, func(), er
 		err     error
 	)
 	if arg == "-" {
-		f, cleanup, err = spool(stdin)
+		f, cleanup, err = spool(stdin, "stdin")
 	} else if f, err = os.Open(arg); err != nil {
 		err = usageErr("decide file: %v", err)
+	} else if st, serr := f.Stat(); serr == nil && !st.Mode().IsRegular() && !st.IsDir() {
+		in := f
+		f, cleanup, err = spool(in, "decide file")
+		in.Close()
 	} else {
 		cleanup = func() { f.Close() }
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, tempFailure(err)
 	}
 	file, err := returns.ReadDecideFile(f)
 	if err != nil {
 		cleanup()
-		return nil, nil, err
+		return nil, nil, tempFailure(err)
 	}
 	return file, cleanup, nil
 }
 
-// spool copies r, up to one byte over returns.MaxBatchFileBytes (which
-// the check refuses), to a new file in $TMPDIR and returns it at its
-// start, with the function that closes it. The file is unlinked as soon
-// as it is made, so nothing of it is left behind whatever ends the
-// process, a signal or a kill -9 included; where an open file cannot be
-// unlinked, it is removed when it is closed.
-func spool(r io.Reader) (*os.File, func(), error) {
-	f, err := os.CreateTemp("", "assistant-decide-*.csv")
+// tempFailure marks err as a failure of the command's work (exit 1) when
+// it is one of the temporary directory (*business.TempError: full,
+// read-only, missing), which is no fault of the input; other errors are
+// returned as they are.
+func tempFailure(err error) error {
+	var te *business.TempError
+	if errors.As(err, &te) {
+		return ran(err)
+	}
+	return err
+}
+
+// spool copies r (what names it: "stdin", "decide file"), up to one byte
+// over returns.MaxBatchFileBytes (which the check refuses), to a new file
+// in $TMPDIR and returns it at its start, with the function that closes
+// it. The file is unlinked as soon as it is made (business.CreateTemp), so
+// nothing of it is left behind whatever ends the process, a signal or a
+// kill -9 included. Errors: *business.TempError when the temporary file
+// cannot be made, written or read back; a failure to read r.
+func spool(r io.Reader, what string) (*os.File, func(), error) {
+	f, closeFile, err := business.CreateTemp("assistant-decide-*.csv")
 	if err != nil {
-		return nil, nil, fmt.Errorf("keep stdin in a temporary file: %w", err)
+		return nil, nil, fmt.Errorf("keep %s in a temporary file: %w", what, err)
 	}
-	cleanup := func() { f.Close() }
-	if os.Remove(f.Name()) != nil {
-		cleanup = func() { f.Close(); os.Remove(f.Name()) }
-	}
-	if _, err := io.Copy(f, io.LimitReader(r, returns.MaxBatchFileBytes+1)); err != nil {
+	cleanup := func() { closeFile() }
+	if _, err := io.Copy(tempWriter{f}, io.LimitReader(r, returns.MaxBatchFileBytes+1)); err != nil {
 		cleanup()
-		return nil, nil, fmt.Errorf("read stdin: %w", err)
+		return nil, nil, fmt.Errorf("read %s: %w", what, err)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		cleanup()
-		return nil, nil, fmt.Errorf("read stdin: %w", err)
+		return nil, nil, fmt.Errorf("read %s: %w", what, &business.TempError{Dir: os.TempDir(), Err: err})
 	}
 	return f, cleanup, nil
+}
+
+// tempWriter writes to a temporary file; its write errors are
+// *business.TempError, so that they read apart from the input's.
+type tempWriter struct{ f *os.File }
+
+func (w tempWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	if err != nil {
+		err = &business.TempError{Dir: os.TempDir(), Err: err}
+	}
+	return n, err
 }
 
 // rowSource calls fn with each row of a run's report, in file order

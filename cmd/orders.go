@@ -97,7 +97,7 @@ func (a *app) importOrders(c *cobra.Command, path string, fl importFlags) error 
 	// A bad file is refused before the data dir is opened or made.
 	file, err := returns.ParseOrders(c.Context(), in, opts)
 	if err != nil {
-		return err
+		return tempFailure(err) // a failing $TMPDIR is exit 1, not bad input
 	}
 	defer file.Close()
 	svc, err := a.service(c.Context(), !fl.dryRun)
