@@ -86,10 +86,15 @@ func badTMPDIR(t *testing.T) string {
 // runTMPDIR runs assistant with args, stdin and TMPDIR=tmp, and checks
 // that it could not use tmp as its temporary directory: exit 1 (a local
 // storage failure, code internal on stdout), with one line on stderr
-// naming tmp and saying TMPDIR can point elsewhere.
-func runTMPDIR(t *testing.T, tmp, stdin string, args ...string) {
+// naming tmp and saying TMPDIR can point elsewhere. With full, the process
+// may write no file over 4 KiB (ulimit -f 4: a write past it fails, EFBIG,
+// as on a full disk).
+func runTMPDIR(t *testing.T, tmp string, full bool, stdin string, args ...string) {
 	t.Helper()
 	c := exec.Command(assistantBin(), append([]string{"--output", "json"}, args...)...)
+	if full {
+		c = exec.Command("bash", append([]string{"-c", `ulimit -f 4 && exec "$0" "$@"`, assistantBin(), "--output", "json"}, args...)...)
+	}
 	c.Env = append(os.Environ(), "TMPDIR="+tmp)
 	c.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
@@ -110,15 +115,22 @@ func runTMPDIR(t *testing.T, tmp, stdin string, args ...string) {
 	}
 }
 
-// TestTempDirFailure: a $TMPDIR that cannot hold a file is a local storage
-// failure, exit 1, for decide spooling stdin or a pipe and for orders
-// import spooling its orders; nothing is decided or made.
+// TestTempDirFailure: a $TMPDIR that cannot hold a file (under a regular
+// file: missing for anyone) or that fills up is a local storage failure,
+// exit 1, for decide spooling stdin or a pipe and for orders import
+// spooling its orders; nothing is decided or made.
 func TestTempDirFailure(t *testing.T) {
 	tmp := badTMPDIR(t)
 	dir := t.TempDir()
 	file := parked(t, dir, 2)
+	var big strings.Builder // over 4 KiB
+	big.WriteString("task,action\n")
+	for i := range 1000 {
+		fmt.Fprintf(&big, "t%d,approve\n", i)
+	}
 	for _, arg := range []string{"-", "/dev/stdin"} {
-		runTMPDIR(t, tmp, file, "--data", dir, "decide", arg)
+		runTMPDIR(t, tmp, false, file, "--data", dir, "decide", arg)
+		runTMPDIR(t, t.TempDir(), true, big.String(), "--data", dir, "decide", arg)
 	}
 	if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM decisions`); got != "0" {
 		t.Errorf("decisions after the refused decides = %s, want 0", got)
@@ -128,7 +140,12 @@ func TestTempDirFailure(t *testing.T) {
 	}
 
 	data := filepath.Join(t.TempDir(), "data")
-	runTMPDIR(t, tmp, "", "--data", data, "orders", "import", writeShop(t, "C50,demo-user,Kettle,,false"))
+	runTMPDIR(t, tmp, false, "", "--data", data, "orders", "import", writeShop(t, "C50,demo-user,Kettle,,false"))
+	rows := make([]string, 1000)
+	for i := range rows {
+		rows[i] = fmt.Sprintf("C%d,demo-user,Kettle,,false", i)
+	}
+	runTMPDIR(t, t.TempDir(), true, "", "--data", data, "orders", "import", writeShop(t, rows...))
 	if _, err := os.Stat(data); !os.IsNotExist(err) {
 		t.Fatalf("orders import with a bad TMPDIR made the data dir (%v)", err)
 	}
