@@ -3,12 +3,12 @@ package business
 import (
 	"context"
 	"database/sql"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"assistant/internal/pgtest"
+	"assistant/internal/testkit"
 )
 
 // t0 is the fixed clock of the tests: the moment the seeded file is created.
@@ -19,14 +19,7 @@ func fixedClock(t time.Time) func() time.Time {
 }
 
 // seedCSV returns the teaching orders the CLI seeds with.
-func seedCSV(tb testing.TB) []byte {
-	tb.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "orders.csv"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
-}
+var seedCSV = testkit.SeedOrders
 
 // mustOpen opens the store at path and closes it when the test ends.
 func mustOpen(tb testing.TB, path string, opts Options) *Store {
@@ -39,28 +32,19 @@ func mustOpen(tb testing.TB, path string, opts Options) *Store {
 	return s
 }
 
-// storeKind names the database a test's store runs on.
-type storeKind string
+// storeKind names the database a test's store runs on: a SQLite file,
+// or a PostgreSQL database (pgtest: skipped without a server, a failure
+// in CI).
+type storeKind = pgtest.Kind
 
-// The stores the behavioural tests run against: a SQLite file, and a
-// PostgreSQL database (pgtest: skipped without a server, a failure in CI).
+// The stores the behavioural tests run against.
 const (
-	sqliteStore storeKind = "sqlite"
-	pgStore     storeKind = "postgres"
+	sqliteStore = pgtest.SQLite
+	pgStore     = pgtest.Postgres
 )
 
 // forStores runs fn as one subtest per store kind, named after it.
-func forStores(t *testing.T, fn func(t *testing.T, kind storeKind)) {
-	t.Helper()
-	for _, kind := range []storeKind{sqliteStore, pgStore} {
-		t.Run(string(kind), func(t *testing.T) {
-			if kind == pgStore {
-				pgtest.Share(t)
-			}
-			fn(t, kind)
-		})
-	}
-}
+var forStores = pgtest.ForKinds
 
 // openStore opens a new store of kind with opts (a SQLite file in a fresh
 // directory, made with opts.Create; a fresh PostgreSQL database) and

@@ -4,17 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	cppostgres "assistant/checkpoints/postgres"
 	"assistant/internal/pgtest"
 	"assistant/internal/sqlitedb"
+	"assistant/internal/testkit"
 )
 
 // The tests of this file are about the PostgreSQL store itself: its
@@ -22,68 +19,21 @@ import (
 // read-then-write methods behave as on SQLite. The behavioural tests run
 // on it through forStores.
 
-// mustConnect opens one session on the database at url, closed when tb
-// ends: the test's own hand on the database, beside the store.
-func mustConnect(tb testing.TB, url string) *pgx.Conn {
-	tb.Helper()
-	conn, err := pgx.Connect(context.Background(), url)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { conn.Close(context.Background()) })
-	return conn
-}
-
-// pgExec runs sql on conn and fails tb on error.
-func pgExec(tb testing.TB, conn *pgx.Conn, sql string, args ...any) {
-	tb.Helper()
-	if _, err := conn.Exec(context.Background(), sql, args...); err != nil {
-		tb.Fatalf("%s: %v", sql, err)
-	}
-}
-
-// fingerprint returns, as one text, every table of the database outside
-// the system's schemas with its row count, and the business schema's
-// versions: what a refused open must leave as it was.
-func fingerprint(tb testing.TB, conn *pgx.Conn) string {
-	tb.Helper()
-	ctx := context.Background()
-	rows, err := conn.Query(ctx, `SELECT table_schema || '.' || table_name FROM information_schema.tables
-		WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1`)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var b strings.Builder
-	for _, table := range tables {
-		var n int
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier(strings.Split(table, ".")).Sanitize()).Scan(&n); err != nil {
-			tb.Fatal(err)
+// twoProcesses opens two seeded stores, their clock at t0, on the
+// database at url, each on its own pool (two processes, as the server
+// sees them), and closes them when t ends.
+func twoProcesses(t *testing.T, url string) [2]*Store {
+	t.Helper()
+	var stores [2]*Store
+	for i := range stores {
+		s, err := OpenPostgres(context.Background(), url, Options{Seed: seedCSV(t), Now: fixedClock(t0)})
+		if err != nil {
+			t.Fatal(err)
 		}
-		fmt.Fprintf(&b, "%s:%d ", table, n)
+		t.Cleanup(func() { s.Close() })
+		stores[i] = s
 	}
-	if slices.Contains(tables, "business.schema_version") {
-		var versions string
-		if err := conn.QueryRow(ctx, `SELECT coalesce(string_agg(version || ' ' || name, ', ' ORDER BY version), '') FROM business.schema_version`).Scan(&versions); err != nil {
-			tb.Fatal(err)
-		}
-		b.WriteString("versions: " + versions)
-	}
-	return b.String()
-}
-
-// readOnly makes every later session of the database at url read-only, so
-// that an open that wrote anything would fail.
-func readOnly(tb testing.TB, conn *pgx.Conn) {
-	tb.Helper()
-	var db string
-	if err := conn.QueryRow(context.Background(), `SELECT current_database()`).Scan(&db); err != nil {
-		tb.Fatal(err)
-	}
-	pgExec(tb, conn, `ALTER DATABASE `+pgx.Identifier{db}.Sanitize()+` SET default_transaction_read_only = on`)
+	return stores
 }
 
 // TestOpenPostgresRefusesNewerSchema: a schema a newer build migrated is
@@ -97,22 +47,20 @@ func TestOpenPostgresRefusesNewerSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	conn := mustConnect(t, url)
+	conn := pgtest.Connect(t, url)
 	newer := len(pgMigrations) + 1
-	pgExec(t, conn, `INSERT INTO business.schema_version (version, name) VALUES ($1, 'from_the_future')`, newer)
-	pgExec(t, conn, `ALTER TABLE business.tasks ADD COLUMN future text`)
-	before := fingerprint(t, conn)
-	readOnly(t, conn)
-
-	_, err = OpenPostgres(ctx, url, Options{Seed: seedCSV(t)})
+	pgtest.Exec(t, conn, `INSERT INTO business.schema_version (version, name) VALUES ($1, 'from_the_future')`, newer)
+	pgtest.Exec(t, conn, `ALTER TABLE business.tasks ADD COLUMN future text`)
+	pgtest.ReadOnly(t, conn)
+	err = pgtest.Unchanged(t, conn, "business", func() error {
+		_, err := OpenPostgres(ctx, url, Options{Seed: seedCSV(t)})
+		return err
+	})
 	if !errors.Is(err, ErrNewerSchema) {
 		t.Fatalf("OpenPostgres = %v, want ErrNewerSchema", err)
 	}
 	if want := fmt.Sprintf("version %d, this build knows %d", newer, len(pgMigrations)); !strings.Contains(err.Error(), want) {
 		t.Errorf("OpenPostgres = %q, want it to say %q", err, want)
-	}
-	if after := fingerprint(t, conn); after != before {
-		t.Errorf("a refused open changed the database:\n before %s\n after  %s", before, after)
 	}
 }
 
@@ -128,17 +76,16 @@ func TestOpenPostgresRefusesForeignSchema(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			url := pgtest.Database(t)
-			conn := mustConnect(t, url)
+			conn := pgtest.Connect(t, url)
 			for _, q := range tc.stmts {
-				pgExec(t, conn, q)
+				pgtest.Exec(t, conn, q)
 			}
-			before := fingerprint(t, conn)
-			_, err := OpenPostgres(context.Background(), url, Options{Seed: seedCSV(t)})
+			err := pgtest.Unchanged(t, conn, "business", func() error {
+				_, err := OpenPostgres(context.Background(), url, Options{Seed: seedCSV(t)})
+				return err
+			})
 			if !errors.Is(err, ErrForeignFile) {
 				t.Fatalf("OpenPostgres = %v, want ErrForeignFile", err)
-			}
-			if after := fingerprint(t, conn); after != before {
-				t.Errorf("a refused open changed the database:\n before %s\n after  %s", before, after)
 			}
 		})
 	}
@@ -152,27 +99,19 @@ func TestOpenPostgresConcurrentOpensMigrateOnce(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.Database(t)
 	seed := seedCSV(t)
-	start := make(chan struct{})
-	errs := make([]error, openers)
-	var wg sync.WaitGroup
-	for i := range openers {
-		wg.Go(func() {
-			<-start
-			s, err := OpenPostgres(ctx, url, Options{Seed: seed})
-			if err == nil {
-				err = s.Close()
-			}
-			errs[i] = err
-		})
-	}
-	close(start)
-	wg.Wait()
+	errs := testkit.Race(openers, func(int) error {
+		s, err := OpenPostgres(ctx, url, Options{Seed: seed})
+		if err == nil {
+			err = s.Close()
+		}
+		return err
+	})
 	for i, err := range errs {
 		if err != nil {
 			t.Errorf("OpenPostgres %d: %v", i, err)
 		}
 	}
-	conn := mustConnect(t, url)
+	conn := pgtest.Connect(t, url)
 	var rows, distinct, orders, ids int
 	if err := conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT version) FROM business.schema_version`).Scan(&rows, &distinct); err != nil {
 		t.Fatal(err)
@@ -207,16 +146,15 @@ func TestOpenPostgresDataDirIdentity(t *testing.T) {
 		t.Errorf("DataDirID = %q, %v; want %q", id, err, mine)
 	}
 	s.Close()
-	conn := mustConnect(t, url)
-	before := fingerprint(t, conn)
-	readOnly(t, conn)
-	_, err = OpenPostgres(ctx, url, Options{DataDirID: theirs})
+	conn := pgtest.Connect(t, url)
+	pgtest.ReadOnly(t, conn)
+	err = pgtest.Unchanged(t, conn, "business", func() error {
+		_, err := OpenPostgres(ctx, url, Options{DataDirID: theirs})
+		return err
+	})
 	var pe *sqlitedb.PairError
 	if !errors.Is(err, ErrPairMismatch) || !errors.As(err, &pe) || pe.Have != mine || pe.Want != theirs {
 		t.Fatalf("OpenPostgres with another identity = %v, want a *PairError (have %s, want %s)", err, mine, theirs)
-	}
-	if after := fingerprint(t, conn); after != before {
-		t.Errorf("a refused open changed the database:\n before %s\n after  %s", before, after)
 	}
 	for _, id := range []string{mine, ""} {
 		s, err := OpenPostgres(ctx, url, Options{DataDirID: id})
@@ -252,16 +190,7 @@ func TestPostgresUniqueViolation(t *testing.T) {
 // insert fails on the UNIQUE key instead of reusing the first.
 func TestPostgresWritersOfTwoProcessesMakeOneRow(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.Database(t)
-	var stores [2]*Store
-	for i := range stores {
-		s, err := OpenPostgres(ctx, url, Options{Seed: seedCSV(t), Now: fixedClock(t0)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		stores[i] = s
-	}
+	stores := twoProcesses(t, pgtest.Database(t))
 	const perStore = 8
 	race := func(t *testing.T, fn func(s *Store) (id string, fresh bool, err error)) {
 		t.Helper()
@@ -271,17 +200,11 @@ func TestPostgresWritersOfTwoProcessesMakeOneRow(t *testing.T) {
 			err   error
 		}
 		results := make([]result, 2*perStore)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i := range results {
-			wg.Go(func() {
-				<-start // all goroutines race from one signal
-				id, fresh, err := fn(stores[i%2])
-				results[i] = result{id, fresh, err}
-			})
-		}
-		close(start)
-		wg.Wait()
+		testkit.Race(len(results), func(i int) error {
+			id, fresh, err := fn(stores[i%2])
+			results[i] = result{id, fresh, err}
+			return nil
+		})
 		fresh := 0
 		for i, r := range results {
 			if r.err != nil {
@@ -414,16 +337,7 @@ func TestPostgresWriterPastTheBusyTimeoutIsBusy(t *testing.T) {
 	ctx := context.Background()
 	defer func(d time.Duration) { pgBusyTimeout = d }(pgBusyTimeout)
 	pgBusyTimeout = 50 * time.Millisecond
-	url := pgtest.Database(t)
-	var stores [2]*Store
-	for i := range stores {
-		s, err := OpenPostgres(ctx, url, Options{Seed: seedCSV(t), Now: fixedClock(t0)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		stores[i] = s
-	}
+	stores := twoProcesses(t, pgtest.Database(t))
 	holder, err := stores[0].h.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -480,14 +394,13 @@ func TestOpenPostgresSeed(t *testing.T) {
 	})
 	t.Run("BadSeedTouchesNothing", func(t *testing.T) {
 		url := pgtest.Database(t)
-		conn := mustConnect(t, url)
-		before := fingerprint(t, conn)
-		_, err := OpenPostgres(ctx, url, Options{Seed: []byte("order_id,user,item,delivered_days_ago,final_sale,open_application\nA1,u,x,soon,false,false\n")})
+		conn := pgtest.Connect(t, url)
+		err := pgtest.Unchanged(t, conn, "business", func() error {
+			_, err := OpenPostgres(ctx, url, Options{Seed: []byte("order_id,user,item,delivered_days_ago,final_sale,open_application\nA1,u,x,soon,false,false\n")})
+			return err
+		})
 		if err == nil || !strings.Contains(err.Error(), "line 2") {
 			t.Fatalf("err = %v, want an error naming line 2", err)
-		}
-		if after := fingerprint(t, conn); after != before {
-			t.Errorf("a bad seed changed the database:\n before %s\n after  %s", before, after)
 		}
 	})
 }
