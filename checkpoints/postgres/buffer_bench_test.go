@@ -32,7 +32,7 @@ func BenchmarkRows(b *testing.B) {
 		b.Run(mode, func(b *testing.B) {
 			url := pgtest.Database(b)
 			s := mustOpen(b, url)
-			watcher := mustConnect(b, url)
+			watcher := pgtest.Connect(b, url)
 			chunk := 0
 			run := func() {
 				ids := make([]string, rows)

@@ -136,26 +136,17 @@ func TestBufferFlushRacesAPut(t *testing.T) {
 			bufferRow(t, buf, "t1", parent)
 			bufferRow(t, buf, "t2", "")
 
-			other, watcher := mustConnect(t, url), mustConnect(t, url)
-			tx, err := other.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tx.Rollback(ctx)
+			other, watcher := pgtest.Connect(t, url), pgtest.Connect(t, url)
+			tx := pgtest.Begin(t, other)
 			moved := "other-" + tc.name
 			if tc.continued {
-				_, err = tx.Exec(ctx, `UPDATE checkpoints.threads SET head_id = $1, head_seq = 2 WHERE thread_id = 't1'`, moved)
+				pgtest.Exec(t, tx, `UPDATE checkpoints.threads SET head_id = $1, head_seq = 2 WHERE thread_id = 't1'`, moved)
 			} else {
-				_, err = tx.Exec(ctx, `INSERT INTO checkpoints.threads (thread_id, head_id, head_seq) VALUES ('t1', $1, 1)`, moved)
-			}
-			if err != nil {
-				t.Fatal(err)
+				pgtest.Exec(t, tx, `INSERT INTO checkpoints.threads (thread_id, head_id, head_seq) VALUES ('t1', $1, 1)`, moved)
 			}
 			seq := map[bool]int{true: 2, false: 1}[tc.continued]
-			if _, err := tx.Exec(ctx, `INSERT INTO checkpoints.checkpoints (thread_id, checkpoint_id, seq, step, source, format, breakpoint)
-				VALUES ('t1', $1, $2, 0, 'loop', 1, '')`, moved, seq); err != nil {
-				t.Fatal(err)
-			}
+			pgtest.Exec(t, tx, `INSERT INTO checkpoints.checkpoints (thread_id, checkpoint_id, seq, step, source, format, breakpoint)
+				VALUES ('t1', $1, $2, 0, 'loop', 1, '')`, moved, seq)
 
 			res, done := flushing(ctx, buf)
 			if !waitFor(t, watcher, lockWaits("row"), done) {
@@ -164,7 +155,7 @@ func TestBufferFlushRacesAPut(t *testing.T) {
 			if err := tx.Commit(ctx); err != nil {
 				t.Fatal(err)
 			}
-			err = <-res
+			err := <-res
 			var ce *flow.ConflictError
 			if !errors.As(err, &ce) || ce.ThreadID != "t1" || ce.Want != parent || ce.Head != moved {
 				t.Fatalf("Flush after the other Put = %v; want a *flow.ConflictError on t1 (want %q, head %q)", err, parent, moved)
@@ -252,19 +243,11 @@ func TestBufferFlushRacesAFence(t *testing.T) {
 	t.Run("FlushWaitsForAFenceUnderWay", func(t *testing.T) {
 		url, _, b, old, h := setup(t)
 		buf := newBuffer(t, old, h)
-		fencer, watcher := mustConnect(t, url), mustConnect(t, url)
-		tx, err := fencer.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback(ctx)
+		fencer, watcher := pgtest.Connect(t, url), pgtest.Connect(t, url)
+		tx := pgtest.Begin(t, fencer)
 		// What B's Fence does, held before its commit.
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext('t1'))`, postgres.FenceLockClass); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE checkpoints.fences SET epoch = 2 WHERE thread_id = 't1'`); err != nil {
-			t.Fatal(err)
-		}
+		pgtest.Exec(t, tx, `SELECT pg_advisory_xact_lock($1, hashtext('t1'))`, postgres.FenceLockClass)
+		pgtest.Exec(t, tx, `UPDATE checkpoints.fences SET epoch = 2 WHERE thread_id = 't1'`)
 		res, done := flushing(ctx, buf)
 		if !waitFor(t, watcher, lockWaits("advisory"), done) {
 			t.Fatalf("Flush returned (%v) while B's Fence was under way: it did not wait for the fence's lock", <-res)
@@ -280,15 +263,9 @@ func TestBufferFlushRacesAFence(t *testing.T) {
 		buf := newBuffer(t, old, h)
 		// A third session holds t1's row, so A's Flush stops under way,
 		// after it took the fence's lock.
-		blocker, watcher := mustConnect(t, url), mustConnect(t, url)
-		tx, err := blocker.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback(ctx)
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM checkpoints.threads WHERE thread_id = 't1' FOR UPDATE`); err != nil {
-			t.Fatal(err)
-		}
+		blocker, watcher := pgtest.Connect(t, url), pgtest.Connect(t, url)
+		tx := pgtest.Begin(t, blocker)
+		pgtest.Exec(t, tx, `SELECT 1 FROM checkpoints.threads WHERE thread_id = 't1' FOR UPDATE`)
 		res, flushDone := flushing(ctx, buf)
 		if !waitFor(t, watcher, lockWaits("row"), flushDone) {
 			t.Fatalf("A's Flush did not wait for the locked thread row: %v", <-res)
@@ -353,15 +330,9 @@ func TestBufferFlushesDisjointThreadsAtOnce(t *testing.T) {
 			bufferRow(t, bufs[i], fmt.Sprintf("m%d-%d", i, j), "")
 		}
 	}
-	blocker, watcher := mustConnect(t, url), mustConnect(t, url)
-	tx, err := blocker.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM checkpoints.threads WHERE thread_id IN ('m0-0', 'm1-0') FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
+	blocker, watcher := pgtest.Connect(t, url), pgtest.Connect(t, url)
+	tx := pgtest.Begin(t, blocker)
+	pgtest.Exec(t, tx, `SELECT 1 FROM checkpoints.threads WHERE thread_id IN ('m0-0', 'm1-0') FOR UPDATE`)
 	var results [2]<-chan error
 	var dones [2]<-chan struct{}
 	for i := range bufs {
@@ -414,15 +385,9 @@ func TestBufferFlushAfterAnErrorIsRetryable(t *testing.T) {
 	last := bufferRow(t, buf, "t1", h.ID)
 	bufferRow(t, buf, "t2", "")
 
-	blocker, watcher := mustConnect(t, url), mustConnect(t, url)
-	tx, err := blocker.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM checkpoints.threads WHERE thread_id = 't1' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
+	blocker, watcher := pgtest.Connect(t, url), pgtest.Connect(t, url)
+	tx := pgtest.Begin(t, blocker)
+	pgtest.Exec(t, tx, `SELECT 1 FROM checkpoints.threads WHERE thread_id = 't1' FOR UPDATE`)
 	cancelled, cancel := context.WithCancel(ctx)
 	res, done := flushing(cancelled, buf)
 	if !waitFor(t, watcher, lockWaits("row"), done) {

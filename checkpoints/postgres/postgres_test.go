@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"assistant/checkpoints/postgres"
 	"assistant/flow"
 	"assistant/internal/pgtest"
+	"assistant/internal/testkit"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -43,59 +42,6 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// mustConnect opens one session on the database at url, closed when tb
-// ends: the test's own hand on the database, beside the store.
-func mustConnect(tb testing.TB, url string) *pgx.Conn {
-	tb.Helper()
-	conn, err := pgx.Connect(context.Background(), url)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { conn.Close(context.Background()) })
-	return conn
-}
-
-// mustExec runs sql on conn and fails tb on error.
-func mustExec(tb testing.TB, conn *pgx.Conn, sql string, args ...any) {
-	tb.Helper()
-	if _, err := conn.Exec(context.Background(), sql, args...); err != nil {
-		tb.Fatalf("%s: %v", sql, err)
-	}
-}
-
-// fingerprint returns, as one text, every table of the database outside
-// the system's schemas with its row count, and the schema versions
-// recorded: what a refused Open must leave as it was.
-func fingerprint(tb testing.TB, conn *pgx.Conn) string {
-	tb.Helper()
-	ctx := context.Background()
-	rows, err := conn.Query(ctx, `SELECT table_schema || '.' || table_name FROM information_schema.tables
-		WHERE table_schema NOT IN ('pg_catalog', 'information_schema') ORDER BY 1`)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var b strings.Builder
-	for _, table := range tables {
-		var n int
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier(strings.Split(table, ".")).Sanitize()).Scan(&n); err != nil {
-			tb.Fatal(err)
-		}
-		fmt.Fprintf(&b, "%s:%d ", table, n)
-	}
-	if slices.Contains(tables, "checkpoints.schema_version") {
-		var versions string
-		if err := conn.QueryRow(ctx, `SELECT string_agg(version || ' ' || name, ', ' ORDER BY version) FROM checkpoints.schema_version`).Scan(&versions); err != nil {
-			tb.Fatal(err)
-		}
-		b.WriteString("versions: " + versions)
-	}
-	return b.String()
-}
-
 // newCheckpoint returns a loop checkpoint of thread after parent.
 func newCheckpoint(thread, parent string, step int) *flow.Checkpoint {
 	return &flow.Checkpoint{ThreadID: thread, ID: uuid.Must(uuid.NewV7()).String(), ParentID: parent, Format: 1,
@@ -115,7 +61,7 @@ func TestOpenMigratesOnceAndKeepsData(t *testing.T) {
 	if got, err := again.Get(ctx, "t1", ""); err != nil || got == nil || got.ID != cp.ID {
 		t.Errorf("head after reopening = %+v, %v; want %s", got, err, cp.ID)
 	}
-	conn := mustConnect(t, url)
+	conn := pgtest.Connect(t, url)
 	var versions, latest int
 	if err := conn.QueryRow(ctx, `SELECT count(*), max(version) FROM checkpoints.schema_version`).Scan(&versions, &latest); err != nil {
 		t.Fatal(err)
@@ -136,26 +82,20 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	conn := mustConnect(t, url)
+	conn := pgtest.Connect(t, url)
 	newer := postgres.SchemaVersion() + 1
-	mustExec(t, conn, `INSERT INTO checkpoints.schema_version (version, name) VALUES ($1, 'from_the_future')`, newer)
-	mustExec(t, conn, `ALTER TABLE checkpoints.checkpoints ADD COLUMN future text`)
-	before := fingerprint(t, conn)
-	var db string
-	if err := conn.QueryRow(ctx, `SELECT current_database()`).Scan(&db); err != nil {
-		t.Fatal(err)
-	}
-	mustExec(t, conn, `ALTER DATABASE `+pgx.Identifier{db}.Sanitize()+` SET default_transaction_read_only = on`)
-
-	_, err := postgres.Open(ctx, url, postgres.Options{})
+	pgtest.Exec(t, conn, `INSERT INTO checkpoints.schema_version (version, name) VALUES ($1, 'from_the_future')`, newer)
+	pgtest.Exec(t, conn, `ALTER TABLE checkpoints.checkpoints ADD COLUMN future text`)
+	pgtest.ReadOnly(t, conn)
+	err := pgtest.Unchanged(t, conn, "checkpoints", func() error {
+		_, err := postgres.Open(ctx, url, postgres.Options{})
+		return err
+	})
 	if !errors.Is(err, postgres.ErrNewerSchema) || !errors.Is(err, checkpoints.ErrNewerSchema) {
 		t.Fatalf("Open = %v, want ErrNewerSchema (and checkpoints.ErrNewerSchema)", err)
 	}
 	if want := fmt.Sprintf("version %d, this build knows %d", newer, postgres.SchemaVersion()); !strings.Contains(err.Error(), want) {
 		t.Errorf("Open = %q, want it to say %q", err, want)
-	}
-	if after := fingerprint(t, conn); after != before {
-		t.Errorf("a refused Open changed the database:\n before %s\n after  %s", before, after)
 	}
 }
 
@@ -164,17 +104,16 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 func TestOpenRefusesForeignSchema(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.Database(t)
-	conn := mustConnect(t, url)
-	mustExec(t, conn, `CREATE SCHEMA checkpoints`)
-	mustExec(t, conn, `CREATE TABLE checkpoints.threads (name text)`)
-	mustExec(t, conn, `INSERT INTO checkpoints.threads VALUES ('theirs')`)
-	before := fingerprint(t, conn)
-	_, err := postgres.Open(ctx, url, postgres.Options{})
+	conn := pgtest.Connect(t, url)
+	pgtest.Exec(t, conn, `CREATE SCHEMA checkpoints`)
+	pgtest.Exec(t, conn, `CREATE TABLE checkpoints.threads (name text)`)
+	pgtest.Exec(t, conn, `INSERT INTO checkpoints.threads VALUES ('theirs')`)
+	err := pgtest.Unchanged(t, conn, "checkpoints", func() error {
+		_, err := postgres.Open(ctx, url, postgres.Options{})
+		return err
+	})
 	if !errors.Is(err, postgres.ErrForeignSchema) || !errors.Is(err, checkpoints.ErrForeignFile) {
 		t.Fatalf("Open = %v, want ErrForeignSchema (and checkpoints.ErrForeignFile)", err)
-	}
-	if after := fingerprint(t, conn); after != before {
-		t.Errorf("a refused Open changed the database:\n before %s\n after  %s", before, after)
 	}
 }
 
@@ -185,28 +124,20 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 	const openers = 8
 	ctx := context.Background()
 	url := pgtest.Database(t)
-	start := make(chan struct{})
-	errs := make([]error, openers)
-	var wg sync.WaitGroup
-	for i := range openers {
-		wg.Go(func() {
-			<-start
-			s, err := postgres.Open(ctx, url, postgres.Options{MaxConns: 1})
-			if err == nil {
-				err = s.Close()
-			}
-			errs[i] = err
-		})
-	}
-	close(start)
-	wg.Wait()
+	errs := testkit.Race(openers, func(int) error {
+		s, err := postgres.Open(ctx, url, postgres.Options{MaxConns: 1})
+		if err == nil {
+			err = s.Close()
+		}
+		return err
+	})
 	for i, err := range errs {
 		if err != nil {
 			t.Errorf("Open %d: %v", i, err)
 		}
 	}
 	var rows, distinct int
-	if err := mustConnect(t, url).QueryRow(ctx, `SELECT count(*), count(DISTINCT version) FROM checkpoints.schema_version`).Scan(&rows, &distinct); err != nil {
+	if err := pgtest.Connect(t, url).QueryRow(ctx, `SELECT count(*), count(DISTINCT version) FROM checkpoints.schema_version`).Scan(&rows, &distinct); err != nil {
 		t.Fatal(err)
 	}
 	if rows != postgres.SchemaVersion() || distinct != rows {
@@ -276,15 +207,9 @@ func TestFenceWaitsForTheOldHoldersWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	blocker, watcher := mustConnect(t, url), mustConnect(t, url)
-	tx, err := blocker.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM checkpoints.threads WHERE thread_id = 't' FOR UPDATE`); err != nil {
-		t.Fatal(err)
-	}
+	blocker, watcher := pgtest.Connect(t, url), pgtest.Connect(t, url)
+	tx := pgtest.Begin(t, blocker)
+	pgtest.Exec(t, tx, `SELECT 1 FROM checkpoints.threads WHERE thread_id = 't' FOR UPDATE`)
 	w := []flow.Write{{TaskID: "a", Node: "n", Kind: flow.WriteUpdate, Value: json.RawMessage(`1`)}}
 	writeDone := make(chan struct{})
 	var writeErr error
