@@ -2,40 +2,31 @@ package runs
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"assistant/business"
 	"assistant/internal/pgtest"
+	"assistant/internal/testkit"
 )
 
 // t0 is the fixed clock of the tests: the moment the seeded file is created.
 var t0 = time.Date(2025, time.March, 10, 9, 0, 0, 0, time.UTC)
 
-// storeKind names the database a test's business store runs on.
-type storeKind string
+// storeKind names the database a test's store runs on: a SQLite file,
+// or a PostgreSQL database (pgtest: skipped without a server, a failure
+// in CI).
+type storeKind = pgtest.Kind
 
-// The stores the behavioural tests run against: a SQLite file, and a
-// PostgreSQL database (pgtest: skipped without a server, a failure in CI).
+// The stores the behavioural tests run against.
 const (
-	sqliteStore storeKind = "sqlite"
-	pgStore     storeKind = "postgres"
+	sqliteStore = pgtest.SQLite
+	pgStore     = pgtest.Postgres
 )
 
 // forStores runs fn as one subtest per store kind, named after it.
-func forStores(t *testing.T, fn func(t *testing.T, kind storeKind)) {
-	t.Helper()
-	for _, kind := range []storeKind{sqliteStore, pgStore} {
-		t.Run(string(kind), func(t *testing.T) {
-			if kind == pgStore {
-				pgtest.Share(t)
-			}
-			fn(t, kind)
-		})
-	}
-}
+var forStores = pgtest.ForKinds
 
 // newSeeded creates a seeded business.sqlite in a fresh directory, its clock
 // fixed at t0, and returns the run bookkeeping over it and the desk that
@@ -49,13 +40,10 @@ func newSeeded(tb testing.TB) (*Store, *business.Store) {
 // directory, or a fresh PostgreSQL database.
 func newSeededOn(tb testing.TB, kind storeKind) (*Store, *business.Store) {
 	tb.Helper()
-	seed, err := os.ReadFile(filepath.Join("..", "testdata", "orders.csv"))
-	if err != nil {
-		tb.Fatal(err)
-	}
 	clock := func() time.Time { return t0 }
-	opts := business.Options{Create: true, Seed: seed, Now: clock}
+	opts := business.Options{Create: true, Seed: testkit.SeedOrders(tb), Now: clock}
 	var desk *business.Store
+	var err error
 	if kind == pgStore {
 		desk, err = business.OpenPostgres(context.Background(), pgtest.SharedDatabase(tb), opts)
 	} else {

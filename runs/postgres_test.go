@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"assistant/business"
-	"assistant/internal/pgtest"
+	"assistant/internal/testkit"
 )
 
 // TestPostgresTwoProcessesRace races run bookkeeping writes from two pools
@@ -24,34 +21,11 @@ import (
 // is ErrConflict.
 func TestPostgresTwoProcessesRace(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.Database(t)
-	seed, err := os.ReadFile(filepath.Join("..", "testdata", "orders.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stores [2]*Store
-	for i := range stores {
-		desk, err := business.OpenPostgres(ctx, url, business.Options{Seed: seed, Now: fixed(t0)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { desk.Close() })
-		stores[i] = New(desk.Handle(), fixed(t0))
-	}
+	a, b, _ := twoProcesses(t)
+	stores := [2]*Store{a, b}
 	const writers = 12
 	race := func(fn func(i int, s *Store) error) []error {
-		errs := make([]error, writers)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i := range writers {
-			wg.Go(func() {
-				<-start // all writers race from one signal
-				errs[i] = fn(i, stores[i%2])
-			})
-		}
-		close(start)
-		wg.Wait()
-		return errs
+		return testkit.Race(writers, func(i int) error { return fn(i, stores[i%2]) })
 	}
 	// oneWins checks that exactly one writer succeeded and every other
 	// failed with want.

@@ -2,17 +2,14 @@ package runs
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
-
 	"assistant/business"
 	"assistant/internal/pgtest"
+	"assistant/internal/sqlitedb"
+	"assistant/internal/testkit"
 )
 
 // Issue 18: on PostgreSQL a write outside a transaction (autocommit) must
@@ -29,10 +26,7 @@ func twoProcesses(t *testing.T) (a, b *Store, url string) {
 	t.Helper()
 	ctx := context.Background()
 	url = pgtest.Database(t)
-	seed, err := os.ReadFile(filepath.Join("..", "testdata", "orders.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	seed := testkit.SeedOrders(t)
 	var stores [2]*Store
 	for i := range stores {
 		desk, err := business.OpenPostgres(ctx, url, business.Options{Seed: seed, Now: fixed(t0)})
@@ -45,37 +39,21 @@ func twoProcesses(t *testing.T) (a, b *Store, url string) {
 	return stores[0], stores[1], url
 }
 
-// untilWaitingOrDone returns once a session of the database at url waits
-// for a lock (B blocked behind A) or done has a value (B did not wait:
-// then the value is put back for the caller). It polls the server, with no
-// time limit but the test's.
-func untilWaitingOrDone(t *testing.T, url string, done chan error) {
+// mustBegin opens a write transaction on s (it takes the write lock
+// first), rolled back when t ends unless the test committed it.
+func mustBegin(t *testing.T, s *Store) *sqlitedb.Txn {
 	t.Helper()
-	db, err := sql.Open("pgx", url)
+	tx, err := s.h.Begin(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	for {
-		select {
-		case err := <-done:
-			done <- err
-			return
-		default:
-		}
-		var n int
-		if err := db.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			return
-		}
-		time.Sleep(2 * time.Millisecond) // a poll interval, not an assertion
-	}
+	t.Cleanup(func() { tx.Rollback() })
+	return tx
 }
 
 // waitable runs fn in a goroutine and returns a channel that carries its
-// error once it returned (untilWaitingOrDone may take it and put it back).
+// error once it returned (pgtest.UntilWaitingOrDone may take it and put
+// it back).
 func waitable(fn func() error) chan error {
 	out := make(chan error, 1)
 	go func() { out <- fn() }()
@@ -97,7 +75,7 @@ func TestPostgresRenewWaitsForTakeover(t *testing.T) {
 	check := func(Lease) Liveness {
 		// A is inside its write transaction, after its read.
 		renewed = waitable(func() error { return b.RenewLease(ctx, "return-1", holder.Owner, t0.Add(10*time.Minute)) })
-		untilWaitingOrDone(t, url, renewed)
+		pgtest.UntilWaitingOrDone(t, url, renewed)
 		return HolderUnknown // the lease's expiry decides: lapsed at now
 	}
 	me := Lease{Owner: "o2", PID: 202, Host: "host-b", Until: t0.Add(5 * time.Minute)}
@@ -123,11 +101,7 @@ func TestPostgresStartStepWaitsForWriter(t *testing.T) {
 	ctx := context.Background()
 	a, b, url := twoProcesses(t)
 	mustCreateLeased(t, a, "return-1", holder)
-	tx, err := a.h.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
+	tx := mustBegin(t, a)
 	if _, err := tx.ExecContext(ctx, `INSERT INTO steps (task_id, seq, node, attempt, status, started_at) VALUES (?, 1, 'draft', 1, 'running', ?)`,
 		"return-1", formatTime(t0)); err != nil {
 		t.Fatal(err)
@@ -138,7 +112,7 @@ func TestPostgresStartStepWaitsForWriter(t *testing.T) {
 		seq, err = b.StartStep(ctx, "return-1", "draft", t0)
 		return err
 	})
-	untilWaitingOrDone(t, url, started)
+	pgtest.UntilWaitingOrDone(t, url, started)
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
@@ -158,17 +132,13 @@ func TestPostgresStopIsFinal(t *testing.T) {
 	t.Run("stop waits for the run's read-then-write", func(t *testing.T) {
 		a, b, url := twoProcesses(t)
 		mustCreateLeased(t, a, "return-1", holder)
-		tx, err := a.h.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback()
+		tx := mustBegin(t, a)
 		var status string
 		if err := tx.QueryRowContext(ctx, `SELECT status FROM tasks WHERE task_id = ?`, "return-1").Scan(&status); err != nil || status != "running" {
 			t.Fatalf("status = %q, %v", status, err)
 		}
 		stopped := waitable(func() error { return b.RequestStop(ctx, "return-1") })
-		untilWaitingOrDone(t, url, stopped)
+		pgtest.UntilWaitingOrDone(t, url, stopped)
 		// The worst a read-then-write can do: an unguarded write of what
 		// it decided from its read.
 		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'done', lease_owner = NULL WHERE task_id = ?`, "return-1"); err != nil {
@@ -195,18 +165,14 @@ func TestPostgresStopIsFinal(t *testing.T) {
 			mustCreateLeased(t, a, "return-1", holder)
 			// B's stop, inside its write transaction, has written
 			// interrupted and not committed yet.
-			tx, err := b.h.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tx.Rollback()
+			tx := mustBegin(t, b)
 			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'interrupted' WHERE task_id = ? AND status = 'running'`, "return-1"); err != nil {
 				t.Fatal(err)
 			}
 			released := waitable(func() error {
 				return a.Release(ctx, "return-1", Release{Owner: holder.Owner, Status: "done", Stage: "submitted", Durable: durable})
 			})
-			untilWaitingOrDone(t, url, released)
+			pgtest.UntilWaitingOrDone(t, url, released)
 			if err := tx.Commit(); err != nil {
 				t.Fatal(err)
 			}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -84,33 +83,6 @@ func openPG(t *testing.T) (a, b *sqlitedb.Handle, url string, count *countQuerie
 	return hs[0], hs[1], url, count
 }
 
-// untilWaitingOrDone returns once a session of the database at url waits
-// for a lock, or done has a value (put back for the caller).
-func untilWaitingOrDone(t *testing.T, url string, done chan error) {
-	t.Helper()
-	db, err := sql.Open("pgx", url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for {
-		select {
-		case err := <-done:
-			done <- err
-			return
-		default:
-		}
-		var n int
-		if err := db.QueryRow(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			return
-		}
-		time.Sleep(2 * time.Millisecond) // a poll interval, not an assertion
-	}
-}
-
 // TestPostgresWriteOutsideTxWaitsForWriteLock: every kind of write through
 // Q outside a transaction waits for another process's write transaction,
 // even one that has only read (no row lock to meet), and then sees its
@@ -147,7 +119,7 @@ func TestPostgresWriteOutsideTxWaitsForWriteLock(t *testing.T) {
 				_, err := b.Q().ExecContext(ctx, c.write)
 				done <- err
 			}()
-			untilWaitingOrDone(t, url, done)
+			pgtest.UntilWaitingOrDone(t, url, done)
 			// A writes what it decided from its read: nothing wrote in
 			// between.
 			var now int
