@@ -67,6 +67,24 @@ func (s *Store) CreateBatch(ctx context.Context, t TaskRecord, l Lease, rows []B
 // rows. A row whose Outcome is set already (a duplicate, refused before it
 // runs) is stored handled. Errors: ErrTaskExists.
 func (s *Store) CreateBatchTTL(ctx context.Context, t TaskRecord, l Lease, ttl time.Duration, rows []BatchRow) error {
+	return s.createBatch(ctx, t, l, ttl, func(tx *sqlitedb.Txn) error {
+		for len(rows) > 0 {
+			n := min(len(rows), rowsPerInsert)
+			if err := insertBatchRows(ctx, tx, t.ID, rows[:n]); err != nil {
+				return fmt.Errorf("create batch %s rows %d-%d: %w", t.ID, rows[0].RowNo, rows[n-1].RowNo, err)
+			}
+			rows = rows[n:]
+		}
+		return nil
+	})
+}
+
+// createBatch is the transaction of CreateBatchTTL and CreateBatchEach:
+// it inserts the task record of batch t (insertBatchTask), then the rows
+// that addRows inserts in tx, and commits only when addRows returns nil.
+// Errors: insertBatchTask's, addRows' as it returns them, storage errors
+// wrapped "create batch ID: …".
+func (s *Store) createBatch(ctx context.Context, t TaskRecord, l Lease, ttl time.Duration, addRows func(tx *sqlitedb.Txn) error) error {
 	tx, err := s.h.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("create batch %s: %w", t.ID, err)
@@ -75,12 +93,8 @@ func (s *Store) CreateBatchTTL(ctx context.Context, t TaskRecord, l Lease, ttl t
 	if err := s.insertBatchTask(ctx, tx, t, l, ttl); err != nil {
 		return err
 	}
-	for len(rows) > 0 {
-		n := min(len(rows), rowsPerInsert)
-		if err := insertBatchRows(ctx, tx, t.ID, rows[:n]); err != nil {
-			return fmt.Errorf("create batch %s rows %d-%d: %w", t.ID, rows[0].RowNo, rows[n-1].RowNo, err)
-		}
-		rows = rows[n:]
+	if err := addRows(tx); err != nil {
+		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("create batch %s: %w", t.ID, err)
@@ -90,8 +104,8 @@ func (s *Store) CreateBatchTTL(ctx context.Context, t TaskRecord, l Lease, ttl t
 
 // insertBatchTask inserts the task record of batch t (kind batch) in tx,
 // holding lease l, with the draft validity ttl (whole seconds kept), as
-// CreateBatchTTL and CreateBatchEach begin. Errors are wrapped "create
-// batch ID: …": ErrTaskExists, storage errors.
+// createBatch begins. Errors are wrapped "create batch ID: …":
+// ErrTaskExists, storage errors.
 func (s *Store) insertBatchTask(ctx context.Context, tx sqlitedb.Querier, t TaskRecord, l Lease, ttl time.Duration) error {
 	now := formatTime(s.now())
 	_, err := tx.ExecContext(ctx,

@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"assistant/internal/sqlitedb"
 	"context"
 	"fmt"
 	"time"
@@ -13,31 +14,18 @@ import (
 // each returns nil: an error of each (or of add) leaves nothing.
 // Errors: ErrTaskExists, each's, storage errors.
 func (s *Store) CreateBatchEach(ctx context.Context, t TaskRecord, l Lease, ttl time.Duration, each func(add func(BatchRow) error) error) error {
-	tx, err := s.h.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("create batch %s: %w", t.ID, err)
-	}
-	defer tx.Rollback()
-	if err := s.insertBatchTask(ctx, tx, t, l, ttl); err != nil {
-		return err
-	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO batch_rows (batch_id, row_no, line, task_id, order_id, reason, action, draft_id, outcome, error_code, error, duplicate_of)
+	return s.createBatch(ctx, t, l, ttl, func(tx *sqlitedb.Txn) error {
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO batch_rows (batch_id, row_no, line, task_id, order_id, reason, action, draft_id, outcome, error_code, error, duplicate_of)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return fmt.Errorf("create batch %s: %w", t.ID, err)
-	}
-	defer stmt.Close()
-	err = each(func(r BatchRow) error {
-		if _, err := stmt.ExecContext(ctx, t.ID, r.RowNo, r.Line, r.TaskID, r.OrderID, r.Reason, r.Action, r.DraftID, r.Outcome, r.ErrorCode, r.Error, r.DuplicateOf); err != nil {
-			return fmt.Errorf("create batch %s row %d: %w", t.ID, r.RowNo, err)
+		if err != nil {
+			return fmt.Errorf("create batch %s: %w", t.ID, err)
 		}
-		return nil
+		defer stmt.Close()
+		return each(func(r BatchRow) error {
+			if _, err := stmt.ExecContext(ctx, t.ID, r.RowNo, r.Line, r.TaskID, r.OrderID, r.Reason, r.Action, r.DraftID, r.Outcome, r.ErrorCode, r.Error, r.DuplicateOf); err != nil {
+				return fmt.Errorf("create batch %s row %d: %w", t.ID, r.RowNo, err)
+			}
+			return nil
+		})
 	})
-	if err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("create batch %s: %w", t.ID, err)
-	}
-	return nil
 }
