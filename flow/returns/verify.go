@@ -172,16 +172,26 @@ func Verify(ctx context.Context, o VerifyOptions) (*VerifyReport, error) {
 			return nil, err
 		}
 		defer desk.Close()
-		v, err := newVerifier(o.Checkpoints, desk, now, o.Host)
-		if err != nil {
+		if err := crossCheck(ctx, o, desk, now, rep); err != nil {
 			return nil, err
-		}
-		if err := v.check(ctx, rep); err != nil {
-			return nil, fmt.Errorf("verify %s: %w", o.DataDir, err)
 		}
 	}
 	rep.Clean = rep.Errors() == 0
 	return rep, nil
+}
+
+// crossCheck runs the cross-store checks of o's checkpoints against desk
+// and adds what they find to rep. Errors: the graph does not compile, or
+// a store fails to read (wrapped with the store's name).
+func crossCheck(ctx context.Context, o VerifyOptions, desk *business.Store, now func() time.Time, rep *VerifyReport) error {
+	v, err := newVerifier(o.Checkpoints, desk, now, o.Host)
+	if err != nil {
+		return err
+	}
+	if err := v.check(ctx, rep); err != nil {
+		return fmt.Errorf("verify %s: %w", o.DataDir, err)
+	}
+	return nil
 }
 
 // idOrNull is a data dir identity as the report gives it: nil for none.
@@ -200,12 +210,8 @@ func verifyServer(ctx context.Context, o VerifyOptions, now func() time.Time, re
 		{File: CheckpointsSchema, Exists: true, SchemaVersion: o.Server.CheckpointsVersion, Integrity: IntegrityServer, DataDirID: idOrNull(o.Server.CheckpointsDataDirID)},
 		{File: BusinessSchema, Exists: true, SchemaVersion: o.Server.BusinessVersion, Integrity: IntegrityServer, DataDirID: idOrNull(o.Server.BusinessDataDirID)},
 	}
-	v, err := newVerifier(o.Checkpoints, o.Server.Desk, now, o.Host)
-	if err != nil {
+	if err := crossCheck(ctx, o, o.Server.Desk, now, rep); err != nil {
 		return nil, err
-	}
-	if err := v.check(ctx, rep); err != nil {
-		return nil, fmt.Errorf("verify %s: %w", o.DataDir, err)
 	}
 	rep.Clean = rep.Errors() == 0
 	return rep, nil
