@@ -2,9 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"syscall"
 	"testing"
-	"time"
 
 	"assistant/flow/returns"
 )
@@ -26,20 +24,9 @@ func skewed(env []string, d string) []string {
 func TestPostgresSkewedHolderLeaseLapses(t *testing.T) {
 	t.Parallel()
 	pg := newPGStore(t)
-	a := skewed(hostA, "+1h")
-	pg.must(t, a, "start", "s1", "A3003", "--reason", "too small")
-	env := append([]string{returns.FaultEnv + "=before:submit," + returns.FaultClock + "+1h"}, hostA...)
-	if _, _, code := pg.run(t, env, "resume", "s1", "--action", "approve"); code != 137 {
-		t.Fatalf("approve on A: exit %d, want 137 (killed at before:submit)", code)
-	}
+	pg.killedBeforeSubmit(t, "s1", "+1h")
 	pg.recoverUntil(t, hostB, "s1", 3*returns.DefaultLeaseTTL)
-	if v := pg.must(t, hostB, "show", "s1"); v["status"] != "done" {
-		t.Errorf("s1 after recover on B: %v, want done", v["status"])
-	}
-	if got := pg.apps(t, "s1"); got != "1" {
-		t.Errorf("applications of s1 = %s, want 1", got)
-	}
-	pg.verifyClean(t)
+	pg.wantFinishedOnB(t, "s1")
 }
 
 // TestPostgresSkewedRecoverLeavesLiveLease: machine A holds a task's lease
@@ -51,7 +38,7 @@ func TestPostgresSkewedRecoverLeavesLiveLease(t *testing.T) {
 	t.Parallel()
 	pg := newPGStore(t)
 	pg.must(t, hostA, "start", "s2", "A3003", "--reason", "too small")
-	a, aErr, done := pg.pausedAt(t, "before:submit", hostA, "resume", "s2", "--action", "approve")
+	a := pg.pausedAt(t, "before:submit", hostA, "resume", "s2", "--action", "approve")
 	out, errOut, code := pg.run(t, skewed(hostB, "+1h"), "recover")
 	if code != 0 {
 		t.Fatalf("recover on B: exit %d\n%s%s", code, out, errOut)
@@ -65,14 +52,9 @@ func TestPostgresSkewedRecoverLeavesLiveLease(t *testing.T) {
 			t.Errorf("recover on B, an hour ahead, took s2 over from A's fresh lease")
 		}
 	}
-	if err := a.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
+	if code := a.goOn(t); code != 0 {
+		t.Errorf("A after SIGCONT: exit %d, want 0\n%s", code, a.stderr)
 	}
-	if code := exitWithin(t, done, 30*time.Second); code != 0 {
-		t.Errorf("A after SIGCONT: exit %d, want 0\n%s", code, aErr)
-	}
-	if got := pg.apps(t, "s2"); got != "1" {
-		t.Errorf("applications of s2 = %s, want 1", got)
-	}
+	pg.wantApps(t, "s2", "1")
 	pg.verifyClean(t)
 }

@@ -80,23 +80,40 @@ func (s pgStore) must(tb testing.TB, env []string, args ...string) map[string]an
 // of the first row as text.
 func (s pgStore) query(tb testing.TB, q string, args ...any) string {
 	tb.Helper()
+	var v any
+	s.session(tb, func(ctx context.Context, conn *pgx.Conn) {
+		if err := conn.QueryRow(ctx, q, args...).Scan(&v); err != nil {
+			tb.Fatalf("%s: %v", q, err)
+		}
+	})
+	return fmt.Sprint(v)
+}
+
+// session runs fn on a session of its own on the database, closed once
+// fn returns (or fails tb).
+func (s pgStore) session(tb testing.TB, fn func(ctx context.Context, conn *pgx.Conn)) {
+	tb.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, s.url)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	var v any
-	if err := conn.QueryRow(ctx, q, args...).Scan(&v); err != nil {
-		tb.Fatalf("%s: %v", q, err)
-	}
-	return fmt.Sprint(v)
+	fn(ctx, conn)
 }
 
 // apps counts the applications of task's drafts.
 func (s pgStore) apps(tb testing.TB, task string) string {
 	tb.Helper()
 	return s.query(tb, `SELECT count(*) FROM business.applications a JOIN business.drafts d ON d.draft_id = a.draft_id WHERE d.task_id = $1`, task)
+}
+
+// wantApps checks that task's drafts have want applications.
+func (s pgStore) wantApps(tb testing.TB, task, want string) {
+	tb.Helper()
+	if got := s.apps(tb, task); got != want {
+		tb.Errorf("applications of %s = %s, want %s", task, got, want)
+	}
 }
 
 // verifyClean checks that verify finds the two schemas agree.
@@ -156,9 +173,7 @@ func TestPostgresWalkthroughMatchesSQLite(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &v); err != nil || !v.Result.Reused {
 		t.Errorf("approve again: reused %v (%v), want true", v.Result.Reused, err)
 	}
-	if got := pg.apps(t, "w1"); got != "1" {
-		t.Errorf("applications of w1 = %s, want 1", got)
-	}
+	pg.wantApps(t, "w1", "1")
 	pg.verifyClean(t)
 }
 
@@ -256,14 +271,7 @@ func TestPostgresBackupWaitVerify(t *testing.T) {
 	// dropped before that is a failed read (exit 1), not this case. After
 	// it, the outcome is the same whenever wait looks next.
 	time.Sleep(1500 * time.Millisecond)
-	conn, err := pgx.Connect(context.Background(), pg.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(context.Background(), `DROP SCHEMA business CASCADE`); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close(context.Background())
+	pg.exec(t, `DROP SCHEMA business CASCADE`)
 	select {
 	case code := <-done:
 		if code != 4 || !strings.Contains(errb.String(), "was dropped while waiting") {
@@ -317,9 +325,7 @@ func TestPostgresApproveRaceAcrossHosts(t *testing.T) {
 		if codes[0] != 0 && codes[1] != 0 {
 			t.Errorf("%s: both machines exited 3; one must have approved", task)
 		}
-		if got := pg.apps(t, task); got != "1" {
-			t.Errorf("%s: %s applications, want 1", task, got)
-		}
+		pg.wantApps(t, task, "1")
 		if v := pg.must(t, hostB, "show", task); v["stage"] != "submitted" {
 			t.Errorf("%s: stage %v, want submitted", task, v["stage"])
 		}
@@ -360,28 +366,71 @@ func (s pgStore) recoverUntil(t *testing.T, env []string, task string, limit tim
 func TestPostgresKilledHolderRecoveredOnOtherHost(t *testing.T) {
 	t.Parallel()
 	pg := newPGStore(t)
-	pg.must(t, hostA, "start", "k1", "A3003", "--reason", "too small")
-	if _, _, code := pg.run(t, append([]string{returns.FaultEnv + "=before:submit"}, hostA...), "resume", "k1", "--action", "approve"); code != 137 {
-		t.Fatalf("approve on A: exit %d, want 137 (killed at before:submit)", code)
-	}
+	pg.killedBeforeSubmit(t, "k1", "")
 	if misses := pg.recoverUntil(t, hostB, "k1", 3*returns.DefaultLeaseTTL); misses == 0 {
 		t.Errorf("recover on B took k1 over at once; a lease of another host must be left until it expires")
 	}
-	if v := pg.must(t, hostB, "show", "k1"); v["status"] != "done" || v["stage"] != "submitted" {
-		t.Errorf("k1 after recover on B: %v/%v, want done/submitted", v["status"], v["stage"])
+	pg.wantFinishedOnB(t, "k1")
+}
+
+// killedBeforeSubmit starts task on machine A, its clock off by skew ("",
+// or as skewed takes it), and approves it there with the fault point
+// before:submit, which kills A (exit 137) while it holds the task's lease.
+func (s pgStore) killedBeforeSubmit(t *testing.T, task, skew string) {
+	t.Helper()
+	start, faults := hostA, "before:submit"
+	if skew != "" {
+		start, faults = skewed(hostA, skew), faults+","+returns.FaultClock+skew
 	}
-	if got := pg.apps(t, "k1"); got != "1" {
-		t.Errorf("applications of k1 = %s, want 1", got)
+	s.must(t, start, "start", task, "A3003", "--reason", "too small")
+	if _, _, code := s.run(t, append([]string{returns.FaultEnv + "=" + faults}, hostA...), "resume", task, "--action", "approve"); code != 137 {
+		t.Fatalf("approve on A: exit %d, want 137 (killed at before:submit)", code)
 	}
-	pg.verifyClean(t)
+}
+
+// wantFinishedOnB checks, after machine B recovered task, that B shows it
+// done and submitted, with one application, and that verify finds the
+// two schemas agree.
+func (s pgStore) wantFinishedOnB(t *testing.T, task string) {
+	t.Helper()
+	if v := s.must(t, hostB, "show", task); v["status"] != "done" || v["stage"] != "submitted" {
+		t.Errorf("%s after recover on B: %v/%v, want done/submitted", task, v["status"], v["stage"])
+	}
+	s.wantApps(t, task, "1")
+	s.verifyClean(t)
+}
+
+// paused is a process of the binary parked by a fault point (pausedAt).
+type paused struct {
+	*exec.Cmd
+	stderr *bytes.Buffer
+	done   <-chan int // its exit code, once it exited
+}
+
+// goOn lets p go on (SIGCONT) and returns its exit code, failing t when
+// it does not exit within 30 s.
+func (p paused) goOn(t *testing.T) int {
+	t.Helper()
+	if err := p.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	return exitWithin(t, p.done, 30*time.Second)
 }
 
 // pausedAt starts the binary on env's machine with args, parked by the
 // fault point (FaultPause: SIGSTOP) while it holds the task's lease, and
-// returns the stopped process and its exit code's channel.
-func (s pgStore) pausedAt(t *testing.T, point string, env []string, args ...string) (*exec.Cmd, *bytes.Buffer, <-chan int) {
+// returns the stopped process.
+func (s pgStore) pausedAt(t *testing.T, point string, env []string, args ...string) paused {
 	t.Helper()
-	c := s.cmd(append([]string{returns.FaultEnv + "=" + point + returns.FaultPause}, env...), args...)
+	return startPaused(t, s.cmd(append([]string{returns.FaultEnv + "=" + point + returns.FaultPause}, env...), args...), point)
+}
+
+// startPaused starts c, whose environment parks it at the fault point
+// (ASSISTANT_FAULT=point+FaultPause), and returns it once it is stopped
+// there, failing t when it is not within 30 s. The process is let go and
+// killed when t ends.
+func startPaused(t *testing.T, c *exec.Cmd, point string) paused {
+	t.Helper()
 	var errb bytes.Buffer
 	c.Stderr = &errb
 	if err := c.Start(); err != nil {
@@ -393,11 +442,11 @@ func (s pgStore) pausedAt(t *testing.T, point string, env []string, args ...stri
 	deadline := time.Now().Add(30 * time.Second)
 	for !stopped(c.Process.Pid) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%v did not reach %s", args, point)
+			t.Fatalf("%v did not reach %s", c.Args[1:], point)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return c, &errb, done
+	return paused{c, &errb, done}
 }
 
 // stopped reports whether process pid is stopped by a signal (state T).
@@ -444,24 +493,19 @@ func TestPostgresFencingRefusesTheLateWriter(t *testing.T) {
 	t.Parallel()
 	pg := newPGStore(t)
 	pg.must(t, hostA, "start", "f1", "A3003", "--reason", "too small")
-	a, aErr, done := pg.pausedAt(t, "before:submit", hostA, "resume", "f1", "--action", "approve")
+	a := pg.pausedAt(t, "before:submit", hostA, "resume", "f1", "--action", "approve")
 	pg.recoverUntil(t, hostB, "f1", 3*returns.DefaultLeaseTTL)
 	if v := pg.must(t, hostB, "show", "f1"); v["status"] != "done" {
 		t.Fatalf("f1 after B's recover: %v, want done", v["status"])
 	}
 	before := pg.committed(t, "f1")
-	if err := a.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	if code := exitWithin(t, done, 30*time.Second); code != 3 {
-		t.Errorf("the late writer on A exited %d, want 3 (lease lost)\n%s", code, aErr)
+	if code := a.goOn(t); code != 3 {
+		t.Errorf("the late writer on A exited %d, want 3 (lease lost)\n%s", code, a.stderr)
 	}
 	if after := pg.committed(t, "f1"); after != before {
 		t.Errorf("the late writer committed: before %s, after %s", before, after)
 	}
-	if got := pg.apps(t, "f1"); got != "1" {
-		t.Errorf("applications of f1 = %s, want 1", got)
-	}
+	pg.wantApps(t, "f1", "1")
 	pg.verifyClean(t)
 }
 
@@ -474,29 +518,22 @@ func TestPostgresStopFromOtherHost(t *testing.T) {
 	t.Parallel()
 	pg := newPGStore(t)
 	pg.must(t, hostA, "start", "s1", "A3003", "--reason", "too small")
-	a, aErr, done := pg.pausedAt(t, "after-checkpoint:review", hostA, "resume", "s1", "--action", "approve", "--exit-status")
+	a := pg.pausedAt(t, "after-checkpoint:review", hostA, "resume", "s1", "--action", "approve", "--exit-status")
 	if v := pg.must(t, hostB, "stop", "s1", "--wait", "1s"); v["status"] != "interrupted" {
 		t.Fatalf("stop on B: status %v, want interrupted", v["status"])
 	}
-	if err := a.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
 	// A sees the stop and ends its run where it is, submitting nothing.
-	if code := exitWithin(t, done, 30*time.Second); code != 8 {
-		t.Errorf("A after the stop exited %d, want 8 (interrupted)\n%s", code, aErr)
+	if code := a.goOn(t); code != 8 {
+		t.Errorf("A after the stop exited %d, want 8 (interrupted)\n%s", code, a.stderr)
 	}
-	if got := pg.apps(t, "s1"); got != "0" {
-		t.Errorf("applications of s1 after the stop = %s, want 0", got)
-	}
+	pg.wantApps(t, "s1", "0")
 	if v := pg.must(t, hostB, "show", "s1"); v["status"] != "interrupted" {
 		t.Errorf("s1 after A went on: %v, want interrupted (the stopped run changes no status again)", v["status"])
 	}
 	if v := pg.must(t, hostB, "resume", "s1"); v["status"] != "done" || v["stage"] != "submitted" {
 		t.Errorf("resume on B: %v/%v, want done/submitted", v["status"], v["stage"])
 	}
-	if got := pg.apps(t, "s1"); got != "1" {
-		t.Errorf("applications of s1 = %s, want 1", got)
-	}
+	pg.wantApps(t, "s1", "1")
 	pg.verifyClean(t)
 }
 
@@ -573,44 +610,40 @@ func TestPostgresSchemasOfTwoStoresRefused(t *testing.T) {
 // Schemas that do not exist give nothing.
 func (s pgStore) contents(tb testing.TB) string {
 	tb.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, s.url)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT table_schema, table_name, string_agg(column_name || ' ' || data_type, ', ' ORDER BY ordinal_position)
+	var b strings.Builder
+	s.session(tb, func(ctx context.Context, conn *pgx.Conn) {
+		rows, err := conn.Query(ctx, `SELECT table_schema, table_name, string_agg(column_name || ' ' || data_type, ', ' ORDER BY ordinal_position)
 		FROM information_schema.columns WHERE table_schema IN ('checkpoints', 'business')
 		GROUP BY 1, 2 ORDER BY 1, 2`)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	type table struct{ schema, name, cols string }
-	var tables []table
-	for rows.Next() {
-		var t table
-		if err := rows.Scan(&t.schema, &t.name, &t.cols); err != nil {
+		if err != nil {
 			tb.Fatal(err)
 		}
-		tables = append(tables, t)
-	}
-	if err := rows.Err(); err != nil {
-		tb.Fatal(err)
-	}
-	var b strings.Builder
-	var schemas string
-	if err := conn.QueryRow(ctx, `SELECT coalesce(string_agg(nspname, ' ' ORDER BY nspname), '') FROM pg_namespace WHERE nspname IN ('checkpoints', 'business')`).Scan(&schemas); err != nil {
-		tb.Fatal(err)
-	}
-	fmt.Fprintf(&b, "schemas: %s\n", schemas)
-	for _, t := range tables {
-		name := pgx.Identifier{t.schema, t.name}.Sanitize()
-		var sum string
-		if err := conn.QueryRow(ctx, `SELECT coalesce(md5(string_agg(r::text, E'\n' ORDER BY r::text)), 'empty') FROM `+name+` r`).Scan(&sum); err != nil {
-			tb.Fatalf("%s: %v", name, err)
+		type table struct{ schema, name, cols string }
+		var tables []table
+		for rows.Next() {
+			var t table
+			if err := rows.Scan(&t.schema, &t.name, &t.cols); err != nil {
+				tb.Fatal(err)
+			}
+			tables = append(tables, t)
 		}
-		fmt.Fprintf(&b, "%s (%s): %v\n", name, t.cols, sum)
-	}
+		if err := rows.Err(); err != nil {
+			tb.Fatal(err)
+		}
+		var schemas string
+		if err := conn.QueryRow(ctx, `SELECT coalesce(string_agg(nspname, ' ' ORDER BY nspname), '') FROM pg_namespace WHERE nspname IN ('checkpoints', 'business')`).Scan(&schemas); err != nil {
+			tb.Fatal(err)
+		}
+		fmt.Fprintf(&b, "schemas: %s\n", schemas)
+		for _, t := range tables {
+			name := pgx.Identifier{t.schema, t.name}.Sanitize()
+			var sum string
+			if err := conn.QueryRow(ctx, `SELECT coalesce(md5(string_agg(r::text, E'\n' ORDER BY r::text)), 'empty') FROM `+name+` r`).Scan(&sum); err != nil {
+				tb.Fatalf("%s: %v", name, err)
+			}
+			fmt.Fprintf(&b, "%s (%s): %v\n", name, t.cols, sum)
+		}
+	})
 	return b.String()
 }
 
@@ -643,7 +676,7 @@ func TestPostgresFrozenWriterReleasesTheWriteLock(t *testing.T) {
 		}
 	}
 	pg.must(t, hostA, "orders", "import", filepath.Join(tmp, "orders.csv"))
-	a, aErr, done := pg.pausedAt(t, "batch:after-row", hostA, "batch", "fz", filepath.Join(tmp, "rows.csv"), "--chunk", "4")
+	a := pg.pausedAt(t, "batch:after-row", hostA, "batch", "fz", filepath.Join(tmp, "rows.csv"), "--chunk", "4")
 	if got := pg.query(t, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'`); got == "0" {
 		t.Fatalf("the frozen batch holds no transaction open; the fault point must be inside one")
 	}
@@ -689,11 +722,11 @@ func TestPostgresFrozenWriterReleasesTheWriteLock(t *testing.T) {
 			}
 		}
 	}()
-	code := exitWithin(t, done, 60*time.Second)
+	code := exitWithin(t, a.done, 60*time.Second)
 	close(going)
-	t.Logf("A went on: exit %d: %s", code, aErr)
-	if code == 0 || strings.Count(aErr.String(), "\n") != 1 {
-		t.Errorf("the frozen batch on A went on: exit %d, stderr %q; want a failure in one line", code, aErr)
+	t.Logf("A went on: exit %d: %s", code, a.stderr)
+	if code == 0 || strings.Count(a.stderr.String(), "\n") != 1 {
+		t.Errorf("the frozen batch on A went on: exit %d, stderr %q; want a failure in one line", code, a.stderr)
 	}
 	if after := pg.contents(t); after != before {
 		t.Errorf("the frozen batch wrote after it went on:\nbefore\n%s\nafter\n%s", before, after)
@@ -704,15 +737,7 @@ func TestPostgresFrozenWriterReleasesTheWriteLock(t *testing.T) {
 // exec runs SQL statements on the database.
 func (s pgStore) exec(tb testing.TB, sql string) {
 	tb.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, s.url)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, sql); err != nil {
-		tb.Fatalf("%s: %v", sql, err)
-	}
+	s.session(tb, func(_ context.Context, conn *pgx.Conn) { pgtest.Exec(tb, conn, sql) })
 }
 
 // TestPostgresForeignOrNewerSchemaRefusedBeforeAnyWrite: a schema named
@@ -865,18 +890,8 @@ func TestLosingApproverIsToldTheTaskWasAnswered(t *testing.T) {
 			if out, err := run(hostA, "start", "r1", "A3003", "--reason", "too small").CombinedOutput(); err != nil {
 				t.Fatalf("start: %v\n%s", err, out)
 			}
-			a := run(append([]string{returns.FaultEnv + "=before:submit" + returns.FaultPause}, hostA...), "resume", "r1", "--action", "approve")
-			if err := a.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { a.Process.Signal(syscall.SIGCONT); a.Process.Kill(); a.Wait() })
-			deadline := time.Now().Add(30 * time.Second)
-			for !stopped(a.Process.Pid) {
-				if time.Now().After(deadline) {
-					t.Fatal("the winner did not reach before:submit")
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			// The winner, on A, parked holding the lease.
+			startPaused(t, run(append([]string{returns.FaultEnv + "=before:submit" + returns.FaultPause}, hostA...), "resume", "r1", "--action", "approve"), "before:submit")
 			b := run(hostB, "resume", "r1", "--action", "approve")
 			var stderr bytes.Buffer
 			b.Stderr = &stderr
