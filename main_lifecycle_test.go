@@ -97,27 +97,37 @@ func query(tb testing.TB, dir, file, q string, args ...any) string {
 // row's task parks at approval with one draft, and returns its path.
 func batchFile(tb testing.TB, dir string, n int) string {
 	tb.Helper()
-	// Each row has an order of its own, imported into dir: a batch runs
-	// only the first row of an order (later ones are duplicate_order).
-	// Two days ago, with its zone (an import refuses a bare date).
-	day := time.Now().UTC().AddDate(0, 0, -2).Format(time.RFC3339)
-	var b, orders strings.Builder
-	b.WriteString("task,order,reason\n")
-	orders.WriteString("order_id,user,item,delivered_at,final_sale\n")
-	for i := range n {
-		fmt.Fprintf(&b, "row-%04d,R%05d,reason %d\n", i, i, i)
-		fmt.Fprintf(&orders, "R%05d,demo-user,Row item %d,%s,false\n", i, i, day)
-	}
-	tmp := tb.TempDir()
-	path, ordersPath := filepath.Join(tmp, "rows.csv"), filepath.Join(tmp, "orders.csv")
-	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
-		tb.Fatal(err)
-	}
-	if err := os.WriteFile(ordersPath, []byte(orders.String()), 0o600); err != nil {
-		tb.Fatal(err)
-	}
+	path, ordersPath := rowFiles(tb, n)
 	mustRun(tb, dir, "orders", "import", ordersPath)
 	return path
+}
+
+// rowFiles writes, in a fresh directory, a batch CSV of n rows (tasks
+// row-0000, row-0001, …, each with a reason) and an orders CSV with an
+// eligible order of demo-user for each row (R00000, R00001, …), and
+// returns their paths.
+func rowFiles(tb testing.TB, n int) (rows, orders string) {
+	tb.Helper()
+	// Each row has an order of its own: a batch runs only the first row
+	// of an order (later ones are duplicate_order). Two days ago, with
+	// its zone (an import refuses a bare date).
+	day := time.Now().UTC().AddDate(0, 0, -2).Format(time.RFC3339)
+	var b, o strings.Builder
+	b.WriteString("task,order,reason\n")
+	o.WriteString("order_id,user,item,delivered_at,final_sale\n")
+	for i := range n {
+		fmt.Fprintf(&b, "row-%04d,R%05d,reason %d\n", i, i, i)
+		fmt.Fprintf(&o, "R%05d,demo-user,Row item %d,%s,false\n", i, i, day)
+	}
+	tmp := tb.TempDir()
+	rows, orders = filepath.Join(tmp, "rows.csv"), filepath.Join(tmp, "orders.csv")
+	if err := os.WriteFile(rows, []byte(b.String()), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(orders, []byte(o.String()), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return rows, orders
 }
 
 // checkBatchDone checks the invariants of a finished n-row batch: one task

@@ -543,34 +543,27 @@ func TestPostgresBatchDecideImport(t *testing.T) {
 	t.Parallel()
 	pg := newPGStore(t)
 	const n = 40
-	day := time.Now().UTC().AddDate(0, 0, -2).Format(time.RFC3339)
-	var rows, orders, decisions strings.Builder
-	rows.WriteString("task,order,reason\n")
-	orders.WriteString("order_id,user,item,delivered_at,final_sale\n")
+	rows, orders := rowFiles(t, n)
+	var decisions strings.Builder
 	decisions.WriteString("task,action\n")
 	for i := range n {
-		fmt.Fprintf(&rows, "row-%04d,R%05d,reason %d\n", i, i, i)
-		fmt.Fprintf(&orders, "R%05d,demo-user,Row item %d,%s,false\n", i, i, day)
 		fmt.Fprintf(&decisions, "row-%04d,approve\n", i)
 	}
-	tmp := t.TempDir()
-	files := map[string]string{"rows.csv": rows.String(), "orders.csv": orders.String(), "decide.csv": decisions.String()}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(tmp, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
+	decide := filepath.Join(t.TempDir(), "decide.csv")
+	if err := os.WriteFile(decide, []byte(decisions.String()), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	if v := pg.must(t, nil, "orders", "import", filepath.Join(tmp, "orders.csv")); fmt.Sprint(v["added"]) != fmt.Sprint(n) {
+	if v := pg.must(t, nil, "orders", "import", orders); fmt.Sprint(v["added"]) != fmt.Sprint(n) {
 		t.Fatalf("orders import: %v", v)
 	}
 	if got := pg.query(t, `SELECT count(*) FROM business.orders WHERE order_id LIKE 'R%'`); got != fmt.Sprint(n) {
 		t.Errorf("orders stored = %s, want %d", got, n)
 	}
-	pg.must(t, nil, "batch", "b1", filepath.Join(tmp, "rows.csv"), "--chunk", "16")
+	pg.must(t, nil, "batch", "b1", rows, "--chunk", "16")
 	if got := pg.query(t, `SELECT count(*) FROM business.tasks WHERE task_id LIKE 'row-%' AND status = 'waiting'`); got != fmt.Sprint(n) {
 		t.Errorf("row tasks waiting after the batch = %s, want %d", got, n)
 	}
-	pg.must(t, nil, "decide", filepath.Join(tmp, "decide.csv"))
+	pg.must(t, nil, "decide", decide)
 	if got := pg.query(t, `SELECT count(*) FROM business.tasks WHERE task_id LIKE 'row-%' AND status = 'done' AND stage = 'submitted'`); got != fmt.Sprint(n) {
 		t.Errorf("submitted row tasks = %s, want %d", got, n)
 	}
@@ -661,22 +654,9 @@ func TestPostgresFrozenWriterReleasesTheWriteLock(t *testing.T) {
 	t.Parallel()
 	pg := newPGStore(t)
 	const n = 8
-	day := time.Now().UTC().AddDate(0, 0, -2).Format(time.RFC3339)
-	var rows, orders strings.Builder
-	rows.WriteString("task,order,reason\n")
-	orders.WriteString("order_id,user,item,delivered_at,final_sale\n")
-	for i := range n {
-		fmt.Fprintf(&rows, "fz-%02d,FZ%03d,reason %d\n", i, i, i)
-		fmt.Fprintf(&orders, "FZ%03d,demo-user,Frozen item %d,%s,false\n", i, i, day)
-	}
-	tmp := t.TempDir()
-	for name, body := range map[string]string{"rows.csv": rows.String(), "orders.csv": orders.String()} {
-		if err := os.WriteFile(filepath.Join(tmp, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pg.must(t, hostA, "orders", "import", filepath.Join(tmp, "orders.csv"))
-	a := pg.pausedAt(t, "batch:after-row", hostA, "batch", "fz", filepath.Join(tmp, "rows.csv"), "--chunk", "4")
+	rows, orders := rowFiles(t, n)
+	pg.must(t, hostA, "orders", "import", orders)
+	a := pg.pausedAt(t, "batch:after-row", hostA, "batch", "fz", rows, "--chunk", "4")
 	if got := pg.query(t, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'`); got == "0" {
 		t.Fatalf("the frozen batch holds no transaction open; the fault point must be inside one")
 	}
@@ -705,7 +685,7 @@ func TestPostgresFrozenWriterReleasesTheWriteLock(t *testing.T) {
 			time.Sleep(250 * time.Millisecond)
 		}
 	}
-	if got := pg.query(t, `SELECT count(*) FROM business.tasks WHERE task_id LIKE 'fz-%' AND status = 'waiting'`); got != fmt.Sprint(n) {
+	if got := pg.query(t, `SELECT count(*) FROM business.tasks WHERE task_id LIKE 'row-%' AND status = 'waiting'`); got != fmt.Sprint(n) {
 		t.Fatalf("row tasks waiting after B's recover = %s, want %d", got, n)
 	}
 	before := pg.contents(t)
