@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -205,40 +204,10 @@ func testSubmit(t *testing.T, kind storeKind) {
 
 	t.Run("ConcurrentSubmitsMakeOneApplication", func(t *testing.T) {
 		s, d := setup(t)
-		const n = 20
-		type result struct {
-			id     string
-			reused bool
-			err    error
-		}
-		results := make([]result, n)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() {
-				<-start // all goroutines race from one signal
-				a, reused, err := s.Submit(ctx, d.ID, "demo-user", t0)
-				results[i] = result{a.ID, reused, err}
-			})
-		}
-		close(start)
-		wg.Wait()
-
-		fresh := 0
-		for i, r := range results {
-			if r.err != nil {
-				t.Fatalf("goroutine %d: %v", i, r.err)
-			}
-			if r.id != results[0].id {
-				t.Errorf("goroutine %d got %s, goroutine 0 got %s", i, r.id, results[0].id)
-			}
-			if !r.reused {
-				fresh++
-			}
-		}
-		if fresh != 1 {
-			t.Errorf("%d submits inserted, want exactly 1", fresh)
-		}
+		raceForOneRow(t, 20, func(int) (string, bool, error) {
+			a, reused, err := s.Submit(ctx, d.ID, "demo-user", t0)
+			return a.ID, !reused, err
+		})
 		if got, _ := s.CountApplications(ctx, d.ID); got != 1 {
 			t.Errorf("applications = %d, want 1", got)
 		}

@@ -124,3 +124,37 @@ func count(tb testing.TB, s *Store, query string, args ...any) int {
 
 // sqliteMagic opens every SQLite database file (https://sqlite.org/fileformat.html).
 const sqliteMagic = "SQLite format 3\x00"
+
+// raceForOneRow runs fn(0) … fn(n-1) at once (testkit.Race), each a
+// writer that returns the id of the row it made or found and whether it
+// made it (fresh), and checks that every writer succeeded with the same
+// id and exactly one made the row.
+func raceForOneRow(t *testing.T, n int, fn func(i int) (id string, fresh bool, err error)) {
+	t.Helper()
+	type result struct {
+		id    string
+		fresh bool
+		err   error
+	}
+	results := make([]result, n)
+	testkit.Race(n, func(i int) error {
+		id, fresh, err := fn(i)
+		results[i] = result{id, fresh, err}
+		return nil
+	})
+	fresh := 0
+	for i, r := range results {
+		if r.err != nil {
+			t.Fatalf("writer %d: %v", i, r.err)
+		}
+		if r.id != results[0].id {
+			t.Errorf("writer %d got %s, writer 0 got %s", i, r.id, results[0].id)
+		}
+		if r.fresh {
+			fresh++
+		}
+	}
+	if fresh != 1 {
+		t.Errorf("%d writers made a new row, want exactly 1", fresh)
+	}
+}

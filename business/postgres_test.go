@@ -194,32 +194,7 @@ func TestPostgresWritersOfTwoProcessesMakeOneRow(t *testing.T) {
 	const perStore = 8
 	race := func(t *testing.T, fn func(s *Store) (id string, fresh bool, err error)) {
 		t.Helper()
-		type result struct {
-			id    string
-			fresh bool
-			err   error
-		}
-		results := make([]result, 2*perStore)
-		testkit.Race(len(results), func(i int) error {
-			id, fresh, err := fn(stores[i%2])
-			results[i] = result{id, fresh, err}
-			return nil
-		})
-		fresh := 0
-		for i, r := range results {
-			if r.err != nil {
-				t.Fatalf("writer %d: %v", i, r.err)
-			}
-			if r.id != results[0].id {
-				t.Errorf("writer %d got %s, writer 0 got %s", i, r.id, results[0].id)
-			}
-			if r.fresh {
-				fresh++
-			}
-		}
-		if fresh != 1 {
-			t.Errorf("%d writers made a new row, want exactly 1", fresh)
-		}
+		raceForOneRow(t, 2*perStore, func(i int) (string, bool, error) { return fn(stores[i%2]) })
 	}
 
 	var draft Draft
