@@ -66,6 +66,13 @@ func makeDataDir(t *testing.T, dir string) {
 func mustRun(tb testing.TB, dir string, args ...string) map[string]any {
 	tb.Helper()
 	out, errOut, code := run(tb, dir, args...)
+	return wantJSON(tb, args, out, errOut, code)
+}
+
+// wantJSON fails tb unless the run of the binary with args exited 0
+// (code) and printed a JSON object (out), and returns it decoded.
+func wantJSON(tb testing.TB, args []string, out, errOut string, code int) map[string]any {
+	tb.Helper()
 	if code != 0 {
 		tb.Fatalf("assistant %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
 	}

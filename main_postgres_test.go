@@ -66,14 +66,7 @@ func (s pgStore) run(tb testing.TB, env []string, args ...string) (string, strin
 func (s pgStore) must(tb testing.TB, env []string, args ...string) map[string]any {
 	tb.Helper()
 	out, errOut, code := s.run(tb, env, args...)
-	if code != 0 {
-		tb.Fatalf("assistant %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
-	}
-	var v map[string]any
-	if err := json.Unmarshal([]byte(out), &v); err != nil {
-		tb.Fatalf("assistant %s: stdout is not JSON: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return v
+	return wantJSON(tb, args, out, errOut, code)
 }
 
 // query runs one SQL query on the database and returns the first column
