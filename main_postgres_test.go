@@ -252,23 +252,16 @@ func TestPostgresBackupWaitVerify(t *testing.T) {
 	}
 	pg.verifyClean(t)
 
-	w := pg.cmd(nil, "wait", "b1", "--timeout", "60s")
-	var errb bytes.Buffer
-	w.Stderr = &errb
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan int, 1)
-	go func() { done <- exitOf(t, w.Wait()) }()
+	w := startProc(t, pg.cmd(nil, "wait", "b1", "--timeout", "60s"))
 	// Give wait time to open its stores and take its first look: a schema
 	// dropped before that is a failed read (exit 1), not this case. After
 	// it, the outcome is the same whenever wait looks next.
 	time.Sleep(1500 * time.Millisecond)
 	pg.exec(t, `DROP SCHEMA business CASCADE`)
 	select {
-	case code := <-done:
-		if code != 4 || !strings.Contains(errb.String(), "was dropped while waiting") {
-			t.Errorf("wait after the schema was dropped: exit %d, %q; want 4", code, errb.String())
+	case code := <-w.done:
+		if code != 4 || !strings.Contains(w.stderr.String(), "was dropped while waiting") {
+			t.Errorf("wait after the schema was dropped: exit %d, %q; want 4", code, w.stderr.String())
 		}
 	case <-time.After(30 * time.Second):
 		w.Process.Kill()
@@ -393,16 +386,30 @@ func (s pgStore) wantFinishedOnB(t *testing.T, task string) {
 	s.verifyClean(t)
 }
 
-// paused is a process of the binary parked by a fault point (pausedAt).
-type paused struct {
+// proc is a process of the binary started in the background (startProc),
+// or parked by a fault point (pausedAt, startPaused).
+type proc struct {
 	*exec.Cmd
 	stderr *bytes.Buffer
 	done   <-chan int // its exit code, once it exited
 }
 
-// goOn lets p go on (SIGCONT) and returns its exit code, failing t when
-// it does not exit within 30 s.
-func (p paused) goOn(t *testing.T) int {
+// startProc starts c in the background, its stderr kept, and returns it.
+func startProc(t *testing.T, c *exec.Cmd) proc {
+	t.Helper()
+	var errb bytes.Buffer
+	c.Stderr = &errb
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int, 1)
+	go func() { done <- exitOf(t, c.Wait()) }()
+	return proc{c, &errb, done}
+}
+
+// goOn lets p, a paused process, go on (SIGCONT) and returns its exit
+// code, failing t when it does not exit within 30 s.
+func (p proc) goOn(t *testing.T) int {
 	t.Helper()
 	if err := p.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
@@ -413,7 +420,7 @@ func (p paused) goOn(t *testing.T) int {
 // pausedAt starts the binary on env's machine with args, parked by the
 // fault point (FaultPause: SIGSTOP) while it holds the task's lease, and
 // returns the stopped process.
-func (s pgStore) pausedAt(t *testing.T, point string, env []string, args ...string) paused {
+func (s pgStore) pausedAt(t *testing.T, point string, env []string, args ...string) proc {
 	t.Helper()
 	return startPaused(t, s.cmd(append([]string{returns.FaultEnv + "=" + point + returns.FaultPause}, env...), args...), point)
 }
@@ -422,15 +429,9 @@ func (s pgStore) pausedAt(t *testing.T, point string, env []string, args ...stri
 // (ASSISTANT_FAULT=point+FaultPause), and returns it once it is stopped
 // there, failing t when it is not within 30 s. The process is let go and
 // killed when t ends.
-func startPaused(t *testing.T, c *exec.Cmd, point string) paused {
+func startPaused(t *testing.T, c *exec.Cmd, point string) proc {
 	t.Helper()
-	var errb bytes.Buffer
-	c.Stderr = &errb
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan int, 1)
-	go func() { done <- exitOf(t, c.Wait()) }()
+	p := startProc(t, c)
 	t.Cleanup(func() { c.Process.Signal(syscall.SIGCONT); c.Process.Kill() })
 	deadline := time.Now().Add(30 * time.Second)
 	for !stopped(c.Process.Pid) {
@@ -439,7 +440,7 @@ func startPaused(t *testing.T, c *exec.Cmd, point string) paused {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return paused{c, &errb, done}
+	return p
 }
 
 // stopped reports whether process pid is stopped by a signal (state T).
