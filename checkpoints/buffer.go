@@ -626,7 +626,7 @@ func (s *SQLite) writeBuffered(ctx context.Context, tx *sql.Tx, threads []Buffer
 			continue
 		}
 		first, last := th.Checkpoints[0], th.Checkpoints[len(th.Checkpoints)-1]
-		seq, err := s.moveHead(ctx, tx, th.ThreadID, th.Parent, last.ID, int64(len(th.Checkpoints)))
+		seq, err := s.moveHead(ctx, tx, th.ThreadID, th.Parent, last.ID, int64(len(th.Checkpoints)), noFence)
 		var ce *flow.ConflictError
 		if errors.As(err, &ce) {
 			return err
@@ -652,7 +652,7 @@ func (s *SQLite) writeBuffered(ctx context.Context, tx *sql.Tx, threads []Buffer
 			if bw.Seq > 0 { // a buffered checkpoint, inserted above
 				err = s.upsertWrites(ctx, tx, th.ThreadID, bw.Seq, bw.Writes)
 			} else {
-				err = s.putWrites(ctx, tx, th.ThreadID, bw.CheckpointID, bw.Writes)
+				err = s.putWrites(ctx, tx, th.ThreadID, bw.CheckpointID, bw.Writes, noFence) // the fence: WriteBuffered
 			}
 			if err != nil {
 				return fmt.Errorf("put writes %s/%s: %w", th.ThreadID, bw.CheckpointID, err)

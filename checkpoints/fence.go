@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 
 	"assistant/flow"
 )
@@ -59,6 +60,20 @@ func (s *SQLite) fenceOf(ctx context.Context, tx *sql.Tx, threadID string) (int6
 		return 0, nil
 	}
 	return epoch, err
+}
+
+// noFence is the fence epoch of a write that checks no fence: no fence is
+// above it.
+const noFence = math.MaxInt64
+
+// fenceEpoch is the epoch above which a fence refuses this view's writes
+// to threadID: the view's epoch on a fenced view of threadID, else
+// noFence.
+func (s *SQLite) fenceEpoch(threadID string) int64 {
+	if s.fence == nil || s.fence.thread != threadID {
+		return noFence
+	}
+	return s.fence.epoch
 }
 
 // checkFence wraps fn, a write to threadID, so that on a fenced view it

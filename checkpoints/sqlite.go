@@ -129,14 +129,28 @@ func (s *SQLite) Close() error {
 // The statements of Put, PutWrites and Get, prepared once (stmtCache).
 const (
 	sqlHead = `SELECT head_id, head_seq FROM threads WHERE thread_id = ?`
-	// The guards of the two head writes repeat the compare in SQL, so a head
-	// that moved anyway (a transaction that did not take the write lock at
-	// BEGIN) changes no row and is reported as a conflict rather than
-	// forking the thread.
-	sqlNewHead = `INSERT INTO threads (thread_id, head_id, head_seq, updated_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (thread_id) DO NOTHING`
-	sqlMoveHead = `UPDATE threads SET head_id = ?, head_seq = ?, updated_at = ?
-		WHERE thread_id = ? AND head_id = ? AND head_seq = ?`
+	// sqlAdvanceHead and sqlStartThread are moveHead's compare-and-set in
+	// one statement each: the head must be ?5 (a new thread: none), and no
+	// fence of the thread may be above ?6 (noFence: none is); the head
+	// moves to ?1 at its seq plus ?2, whose new seq is returned. No row:
+	// one of the two did not hold, and whyNotMoved tells which.
+	sqlAdvanceHead = `UPDATE threads SET head_id = ?1, head_seq = head_seq + ?2, updated_at = ?3
+		WHERE thread_id = ?4 AND head_id = ?5
+		AND NOT EXISTS (SELECT 1 FROM fences WHERE thread_id = ?4 AND epoch > ?6)
+		RETURNING head_seq`
+	sqlStartThread = `INSERT INTO threads (thread_id, head_id, head_seq, updated_at)
+		SELECT ?4, ?1, ?2, ?3 WHERE ?5 = '' AND NOT EXISTS (SELECT 1 FROM fences WHERE thread_id = ?4 AND epoch > ?6)
+		ON CONFLICT (thread_id) DO NOTHING
+		RETURNING head_seq`
+	// sqlHeadAndFence reads a thread's head and fence in one statement: one
+	// row, NULL for what the thread lacks.
+	sqlHeadAndFence = `SELECT (SELECT head_id FROM threads WHERE thread_id = ?1),
+		(SELECT head_seq FROM threads WHERE thread_id = ?1),
+		(SELECT epoch FROM fences WHERE thread_id = ?1)`
+	// sqlSeqAndFence reads the seq of checkpoint ?2 of thread ?1 and the
+	// thread's fence in one statement: one row, NULL for what is missing.
+	sqlSeqAndFence = `SELECT (SELECT seq FROM checkpoints WHERE thread_id = ?1 AND checkpoint_id = ?2),
+		(SELECT epoch FROM fences WHERE thread_id = ?1)`
 	sqlInsertCheckpoint = `INSERT INTO checkpoints (thread_id, checkpoint_id, seq, step, source, format,
 		values_json, next_json, breakpoint, metadata_json, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
@@ -145,12 +159,16 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (thread_id, seq, task_id, kind, idx)
 		DO UPDATE SET node = excluded.node, value_json = excluded.value_json`
-	sqlGetHead = `SELECT ` + checkpointColumns + ` FROM checkpoints c
-		WHERE c.thread_id = ? AND c.seq = (SELECT head_seq FROM threads WHERE thread_id = ?)`
-	sqlGetByID = `SELECT ` + checkpointColumns + ` FROM checkpoints c
-		WHERE c.thread_id = ? AND c.checkpoint_id = ?`
-	sqlWritesOf = `SELECT task_id, kind, idx, node, value_json FROM writes
-		WHERE thread_id = ? AND seq = ? ORDER BY task_id, kind, idx`
+	// Get's statements: the checkpoint with its writes, one row a write
+	// (checkpointWriteRow).
+	sqlGetHeadWrites = `SELECT ` + checkpointColumns + `, w.task_id, w.kind, w.idx, w.node, w.value_json
+		FROM checkpoints c LEFT JOIN writes w ON w.thread_id = c.thread_id AND w.seq = c.seq
+		WHERE c.thread_id = ? AND c.seq = (SELECT head_seq FROM threads WHERE thread_id = ?)
+		ORDER BY w.task_id, w.kind, w.idx`
+	sqlGetByIDWrites = `SELECT ` + checkpointColumns + `, w.task_id, w.kind, w.idx, w.node, w.value_json
+		FROM checkpoints c LEFT JOIN writes w ON w.thread_id = c.thread_id AND w.seq = c.seq
+		WHERE c.thread_id = ? AND c.checkpoint_id = ?
+		ORDER BY w.task_id, w.kind, w.idx`
 )
 
 // checkpointColumns are the columns scanCheckpoint reads, in its order, of
@@ -161,6 +179,9 @@ const checkpointColumns = `c.checkpoint_id, c.seq,
 	         (SELECT p.checkpoint_id FROM checkpoints p WHERE p.thread_id = c.thread_id AND p.seq = c.seq - 1),
 	         ''),
 	c.step, c.source, c.format, c.values_json, c.next_json, c.breakpoint, c.metadata_json, c.created_at`
+
+// checkpointColumnCount is how many columns checkpointColumns lists.
+const checkpointColumnCount = 11
 
 // The times SQLite stores: int64 Unix nanoseconds reach from 1677-09-21 to
 // 2262-04-11.
@@ -236,7 +257,7 @@ func (s *SQLite) putCheckpoint(ctx context.Context, cp *flow.Checkpoint, durable
 		seq, err = s.put(ctx, tx, cp, row)
 		return err
 	}
-	if err := s.inTx(ctx, durable, s.checkFence(ctx, cp.ThreadID, begin)); err != nil {
+	if err := s.inTx(ctx, durable, begin); err != nil {
 		if errors.Is(err, flow.ErrConflict) || errors.Is(err, flow.ErrFenced) {
 			return err
 		}
@@ -268,7 +289,7 @@ func (s *SQLite) inTx(ctx context.Context, durable bool, fn func(tx *sql.Tx) err
 // IMMEDIATE: the head cannot move under it. It returns cp's seq, or a
 // *flow.ConflictError when cp.ParentID is not the head.
 func (s *SQLite) put(ctx context.Context, tx *sql.Tx, cp *flow.Checkpoint, row checkpointRow) (int64, error) {
-	seq, err := s.moveHead(ctx, tx, cp.ThreadID, cp.ParentID, cp.ID, 1)
+	seq, err := s.moveHead(ctx, tx, cp.ThreadID, cp.ParentID, cp.ID, 1, s.fenceEpoch(cp.ThreadID))
 	if err != nil {
 		return 0, err
 	}
@@ -279,40 +300,44 @@ func (s *SQLite) put(ctx context.Context, tx *sql.Tx, cp *flow.Checkpoint, row c
 }
 
 // moveHead is the compare-and-set of Put, for n new checkpoints at once: in
-// tx, the thread's head must be parentID ("" for a new thread), else it
-// returns a *flow.ConflictError; it then sets the head to id at head seq + n
-// and returns the seq of the first new checkpoint (head seq + 1). The
-// checkpoints themselves are the caller's to insert, in tx.
-func (s *SQLite) moveHead(ctx context.Context, tx *sql.Tx, threadID, parentID, id string, n int64) (int64, error) {
-	q := s.stmts.Tx(tx)
-	var headID string
-	var headSeq int64
-	err := q.QueryRowContext(ctx, sqlHead, threadID).Scan(&headID, &headSeq)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return 0, err
+// tx, the thread's head must be parentID ("" for a new thread) and its
+// fence not above fence (noFence: not checked), else it returns a
+// *flow.FencedError or a *flow.ConflictError; it then sets the head to id
+// at head seq + n and returns the seq of the first new checkpoint (head seq
+// + 1). The checkpoints themselves are the caller's to insert, in tx. One
+// statement when it succeeds (sqlAdvanceHead, sqlStartThread).
+func (s *SQLite) moveHead(ctx context.Context, tx *sql.Tx, threadID, parentID, id string, n, fence int64) (int64, error) {
+	query := sqlAdvanceHead
+	if parentID == "" {
+		query = sqlStartThread
 	}
-	conflict := &flow.ConflictError{ThreadID: threadID, Want: parentID, Head: headID}
-	if headID != parentID {
-		return 0, conflict
-	}
-	now := time.Now().UnixNano()
-
-	var res sql.Result
-	if headSeq == 0 {
-		res, err = q.ExecContext(ctx, sqlNewHead, threadID, id, headSeq+n, now)
-	} else {
-		res, err = q.ExecContext(ctx, sqlMoveHead, id, headSeq+n, now, threadID, headID, headSeq)
+	var newSeq int64
+	err := s.stmts.Tx(tx).QueryRowContext(ctx, query, id, n, time.Now().UnixNano(), threadID, parentID, fence).Scan(&newSeq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, s.whyNotMoved(ctx, tx, threadID, parentID, fence)
 	}
 	if err != nil {
 		return 0, err
 	}
-	// Zero rows means the guard found another head: never ignored.
-	if n, err := res.RowsAffected(); err != nil {
-		return 0, err
-	} else if n != 1 {
-		return 0, conflict
+	return newSeq - n + 1, nil
+}
+
+// whyNotMoved is the error of a head that moveHead did not move: the
+// thread's fence above fence (*flow.FencedError), else a head other than
+// parentID (*flow.ConflictError), read in tx.
+func (s *SQLite) whyNotMoved(ctx context.Context, tx *sql.Tx, threadID, parentID string, fence int64) error {
+	var headID sql.NullString
+	var headSeq, cur sql.NullInt64
+	if err := s.stmts.Tx(tx).QueryRowContext(ctx, sqlHeadAndFence, threadID).Scan(&headID, &headSeq, &cur); err != nil {
+		return err
 	}
-	return headSeq + 1, nil
+	if cur.Int64 > fence {
+		return &flow.FencedError{ThreadID: threadID, Epoch: fence, Fence: cur.Int64}
+	}
+	// The head is parentID only if another writer changed it between the
+	// statements, which the transaction's write lock rules out: a conflict
+	// all the same, never a fork.
+	return &flow.ConflictError{ThreadID: threadID, Want: parentID, Head: headID.String}
 }
 
 // insertCheckpoint inserts cp (encoded as row) at seq in tx; the head was
@@ -378,8 +403,8 @@ func scanCheckpoint(threadID string, row interface{ Scan(...any) error }) (*flow
 
 // Get returns the checkpoint checkpointID of threadID, or the thread's head
 // when checkpointID is "", with its pending writes ordered by (TaskID, Kind,
-// Idx). Checkpoint and writes come from one read transaction. An unknown
-// thread or id gives (nil, nil).
+// Idx). Checkpoint and writes come from one statement, one snapshot of the
+// file. An unknown thread or id gives (nil, nil).
 func (s *SQLite) Get(ctx context.Context, threadID, checkpointID string) (*flow.Checkpoint, error) {
 	cp, err := s.get(ctx, threadID, checkpointID)
 	if err != nil {
@@ -389,43 +414,77 @@ func (s *SQLite) Get(ctx context.Context, threadID, checkpointID string) (*flow.
 }
 
 func (s *SQLite) get(ctx context.Context, threadID, checkpointID string) (*flow.Checkpoint, error) {
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // plain BEGIN: readers do not take the write lock
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback()
-
-	query, args := sqlGetHead, []any{threadID, threadID}
+	// One statement (sqlGetHeadWrites, sqlGetByIDWrites) reads the
+	// checkpoint and its writes from one snapshot of the file, without a
+	// transaction of its own: a row per write, the first carrying the
+	// checkpoint.
+	query, args := sqlGetHeadWrites, []any{threadID, threadID}
 	if checkpointID != "" {
-		query, args = sqlGetByID, []any{threadID, checkpointID}
+		query, args = sqlGetByIDWrites, []any{threadID, checkpointID}
 	}
-	q := s.stmts.Tx(tx)
-	cp, err := scanCheckpoint(threadID, q.QueryRowContext(ctx, query, args...))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-
-	rows, err := q.QueryContext(ctx, sqlWritesOf, threadID, cp.Seq)
+	rows, err := s.stmts.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
+	var cp *flow.Checkpoint
 	for rows.Next() {
-		var w flow.Write
-		var value sql.NullString
-		if err := rows.Scan(&w.TaskID, &w.Kind, &w.Idx, &w.Node, &value); err != nil {
+		var row checkpointWriteRow
+		c, err := row.scan(threadID, rows, cp == nil)
+		if err != nil {
 			return nil, err
 		}
-		if value.Valid {
-			w.Value = json.RawMessage(value.String)
+		if cp == nil {
+			cp = c
 		}
-		cp.PendingWrites = append(cp.PendingWrites, w)
+		if w, ok := row.write(); ok {
+			cp.PendingWrites = append(cp.PendingWrites, w)
+		}
 	}
 	return cp, rows.Err()
 }
+
+// checkpointWriteRow is one row of sqlGetHeadWrites: the checkpoint's
+// columns (checkpointColumns), then those of one of its writes, NULL when
+// it has none.
+type checkpointWriteRow struct {
+	task, kind, node, value sql.NullString
+	idx                     sql.NullInt64
+}
+
+// scan reads the row; with first it returns the checkpoint the row
+// carries, else it skips the checkpoint's columns (the same in every row)
+// without copying them, and returns nil.
+func (w *checkpointWriteRow) scan(threadID string, rows *sql.Rows, first bool) (*flow.Checkpoint, error) {
+	if first {
+		return scanCheckpoint(threadID, scanFunc(func(dest ...any) error {
+			return rows.Scan(append(dest, &w.task, &w.kind, &w.idx, &w.node, &w.value)...)
+		}))
+	}
+	var skip [checkpointColumnCount]sql.RawBytes
+	dest := make([]any, 0, checkpointColumnCount+5)
+	for i := range skip {
+		dest = append(dest, &skip[i])
+	}
+	return nil, rows.Scan(append(dest, &w.task, &w.kind, &w.idx, &w.node, &w.value)...)
+}
+
+// write returns the write the row carries, if any.
+func (w *checkpointWriteRow) write() (flow.Write, bool) {
+	if !w.task.Valid {
+		return flow.Write{}, false
+	}
+	fw := flow.Write{TaskID: w.task.String, Kind: w.kind.String, Idx: int(w.idx.Int64), Node: w.node.String}
+	if w.value.Valid {
+		fw.Value = json.RawMessage(w.value.String)
+	}
+	return fw, true
+}
+
+// scanFunc is a Scan method made of a function (scanCheckpoint's row).
+type scanFunc func(dest ...any) error
+
+func (f scanFunc) Scan(dest ...any) error { return f(dest...) }
 
 // PutWrites saves writes against checkpoint checkpointID of threadID in one
 // transaction. A write with the same (TaskID, Kind, Idx) as a stored one
@@ -453,12 +512,12 @@ func (s *SQLite) PutWritesAtHead(ctx context.Context, threadID, checkpointID str
 // durable as durable says (inTx). A *flow.ConflictError comes back as it
 // is; other errors are wrapped with the checkpoint.
 func (s *SQLite) putWritesTx(ctx context.Context, threadID, checkpointID string, writes []flow.Write, durable bool,
-	put func(ctx context.Context, tx *sql.Tx, threadID, checkpointID string, writes []flow.Write) error) error {
+	put func(ctx context.Context, tx *sql.Tx, threadID, checkpointID string, writes []flow.Write, fence int64) error) error {
 	if err := validateWrites(threadID, checkpointID, writes); err != nil {
 		return err
 	}
-	fn := func(tx *sql.Tx) error { return put(ctx, tx, threadID, checkpointID, writes) }
-	if err := s.inTx(ctx, durable, s.checkFence(ctx, threadID, fn)); err != nil {
+	fn := func(tx *sql.Tx) error { return put(ctx, tx, threadID, checkpointID, writes, s.fenceEpoch(threadID)) }
+	if err := s.inTx(ctx, durable, fn); err != nil {
 		if errors.Is(err, flow.ErrConflict) || errors.Is(err, flow.ErrFenced) {
 			return err
 		}
@@ -468,34 +527,40 @@ func (s *SQLite) putWritesTx(ctx context.Context, threadID, checkpointID string,
 }
 
 // putWritesAtHead saves writes in tx against checkpointID, which must be
-// the thread's head, else it returns a *flow.ConflictError. tx began with
-// BEGIN IMMEDIATE: the head cannot move before the commit.
-func (s *SQLite) putWritesAtHead(ctx context.Context, tx *sql.Tx, threadID, checkpointID string, writes []flow.Write) error {
-	var headID string
-	var headSeq int64
-	err := s.stmts.Tx(tx).QueryRowContext(ctx, sqlHead, threadID).Scan(&headID, &headSeq)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+// the thread's head, else it returns a *flow.ConflictError; a fence of the
+// thread above fence is a *flow.FencedError (noFence: not checked). tx
+// began with BEGIN IMMEDIATE: the head cannot move before the commit.
+func (s *SQLite) putWritesAtHead(ctx context.Context, tx *sql.Tx, threadID, checkpointID string, writes []flow.Write, fence int64) error {
+	var headID sql.NullString
+	var headSeq, cur sql.NullInt64
+	if err := s.stmts.Tx(tx).QueryRowContext(ctx, sqlHeadAndFence, threadID).Scan(&headID, &headSeq, &cur); err != nil {
 		return err
 	}
-	if headID != checkpointID {
-		return &flow.ConflictError{ThreadID: threadID, Want: checkpointID, Head: headID}
+	if cur.Int64 > fence {
+		return &flow.FencedError{ThreadID: threadID, Epoch: fence, Fence: cur.Int64}
+	}
+	if headID.String != checkpointID {
+		return &flow.ConflictError{ThreadID: threadID, Want: checkpointID, Head: headID.String}
 	}
 	// The head's seq is the thread's head_seq (moveHead).
-	return s.upsertWrites(ctx, tx, threadID, headSeq, writes)
+	return s.upsertWrites(ctx, tx, threadID, headSeq.Int64, writes)
 }
 
 // putWrites saves writes in tx against the checkpoint with id checkpointID,
-// or returns ErrUnknownCheckpoint.
-func (s *SQLite) putWrites(ctx context.Context, tx *sql.Tx, threadID, checkpointID string, writes []flow.Write) error {
-	var seq int64
-	err := s.stmts.Tx(tx).QueryRowContext(ctx, sqlSeqOf, threadID, checkpointID).Scan(&seq)
-	if errors.Is(err, sql.ErrNoRows) {
-		return ErrUnknownCheckpoint
-	}
-	if err != nil {
+// or returns ErrUnknownCheckpoint; a fence of the thread above fence is a
+// *flow.FencedError (noFence: not checked).
+func (s *SQLite) putWrites(ctx context.Context, tx *sql.Tx, threadID, checkpointID string, writes []flow.Write, fence int64) error {
+	var seq, cur sql.NullInt64
+	if err := s.stmts.Tx(tx).QueryRowContext(ctx, sqlSeqAndFence, threadID, checkpointID).Scan(&seq, &cur); err != nil {
 		return err
 	}
-	return s.upsertWrites(ctx, tx, threadID, seq, writes)
+	if cur.Int64 > fence {
+		return &flow.FencedError{ThreadID: threadID, Epoch: fence, Fence: cur.Int64}
+	}
+	if !seq.Valid {
+		return ErrUnknownCheckpoint
+	}
+	return s.upsertWrites(ctx, tx, threadID, seq.Int64, writes)
 }
 
 // upsertWrites saves writes in tx against the checkpoint at seq, which
