@@ -237,8 +237,10 @@ func (f *OrdersFile) replay(ctx context.Context, emit func(*group) error) error 
 // MaxOrdersRows, or with a line over MaxLineBytes, is refused whole
 // (ErrTooLarge, *ImportError). A file without rows is an *ImportError
 // ("no orders"). The file is read as a stream, in memory that does not
-// grow with it; ctx ends the read (its error, nothing kept). r is read
-// once. Close the result when done.
+// grow with it; ctx ends the read (its error, nothing kept; a read of r
+// that blocks, on a pipe, is the caller's to end: cmd reads such a file
+// through a reader that ctx ends). r is read once. Close the result when
+// done.
 func ParseOrders(ctx context.Context, r io.Reader, opts ParseOptions) (*OrdersFile, error) {
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
@@ -250,6 +252,11 @@ func ParseOrders(ctx context.Context, r io.Reader, opts ParseOptions) (*OrdersFi
 	f := &OrdersFile{spool: sp, opts: opts, pool: make(chan *group, groupPool)}
 	if err := f.check(ctx, r); err != nil {
 		sp.close()
+		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+			// The read failed because ctx ended (a stalled pipe's read
+			// ended by the caller, say): ctx's error, not the read's.
+			err = fmt.Errorf("read orders file: %w", ctx.Err())
+		}
 		return nil, err
 	}
 	return f, nil
@@ -454,55 +461,55 @@ func (f *OrdersFile) scan(ctx context.Context, r io.Reader, newGroup func() *gro
 		g.finish()
 		return emit(g)
 	}
+	ahead := readAhead(ctx, t)
+	defer ahead.stop()
 	for {
-		line, rec, err := t.Next()
+		b, err := ahead.next()
 		if err != nil {
-			// Inside the branch: errors.As makes re escape, and a
-			// variable declared outside it cost an allocation per row.
-			var re *RowError
-			switch {
-			case errors.Is(err, io.EOF):
-			case errors.As(err, &re):
-				bad.add(re.Line, re.Err)
-				rows++
-				continue
-			default:
-				return 0, 0, err
-			}
+			return 0, 0, err
+		}
+		if b == nil {
 			break
 		}
-		rows++
-		if rows > MaxOrdersRows {
-			return 0, 0, fmt.Errorf("orders file has more than %d rows: %w; split it into several files (nothing was imported)", MaxOrdersRows, ErrTooLarge)
-		}
-		if rows%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return 0, 0, fmt.Errorf("read orders file: %w", err)
-			}
-		}
-		o, item, err := f.row(rec)
-		if err != nil {
-			bad.add(line, err)
-			continue
-		}
-		if cur != nil && cur.order.ID == o.ID {
-			if why := disagree(cur.order, o); why != "" {
-				bad.add(line, fmt.Errorf("order %s: %s on line %d; the rows of one order must agree", o.ID, why, cur.line))
+		width := len(ordersSpec.Columns)
+		for i, line := range b.lines {
+			if err := b.errs[i]; err != nil {
+				bad.add(line, err)
+				rows++
 				continue
 			}
-			if err := cur.addItem(item); err != nil {
+			rows++
+			if rows > MaxOrdersRows {
+				return 0, 0, fmt.Errorf("orders file has more than %d rows: %w; split it into several files (nothing was imported)", MaxOrdersRows, ErrTooLarge)
+			}
+			o, item, err := f.row(b.fields[i*width : (i+1)*width])
+			if err != nil {
 				bad.add(line, err)
 				continue
 			}
-			cur.last = line
-			continue
+			if cur != nil && cur.order.ID == o.ID {
+				if why := disagree(cur.order, o); why != "" {
+					bad.add(line, fmt.Errorf("order %s: %s on line %d; the rows of one order must agree", o.ID, why, cur.line))
+					continue
+				}
+				if err := cur.addItem(item); err != nil {
+					bad.add(line, err)
+					continue
+				}
+				cur.last = line
+				continue
+			}
+			if err := flush(); err != nil {
+				return 0, 0, err
+			}
+			cur = newGroup()
+			cur.order, cur.line, cur.last = o, line, line
+			cur.addItem(item) // the first item fits: row checked it
 		}
-		if err := flush(); err != nil {
-			return 0, 0, err
+		if b.end != nil && !errors.Is(b.end, io.EOF) {
+			return 0, 0, b.end
 		}
-		cur = newGroup()
-		cur.order, cur.line, cur.last = o, line, line
-		cur.addItem(item) // the first item fits: row checked it
+		ahead.free(b)
 	}
 	if err := flush(); err != nil {
 		return 0, 0, err

@@ -73,7 +73,7 @@ A progress bar is drawn on stderr when stderr is a terminal.`,
 			if err != nil {
 				return usageErr("batch file: %v", err)
 			}
-			rows, fp, err := returns.ParseBatch(f)
+			rows, fp, err := returns.ParseBatch(interruptible(c.Context(), f))
 			f.Close()
 			if err != nil {
 				return err

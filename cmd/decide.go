@@ -74,7 +74,7 @@ Without it, 0 when the command did its work: read "status".`,
 			if chunk < 1 || chunk > 10_000 {
 				return usageErr("--chunk must be between 1 and 10000, not %d", chunk)
 			}
-			file, closeFile, err := openDecisions(c.InOrStdin(), args[0])
+			file, closeFile, err := openDecisions(c.Context(), c.InOrStdin(), args[0])
 			if err != nil {
 				return err
 			}
@@ -121,24 +121,25 @@ Without it, 0 when the command did its work: read "status".`,
 
 // openDecisions checks the decide file named by arg, or stdin for "-"
 // (returns.ReadDecideFile), and returns it with the function that closes
-// it. The file is read again when the run stores its rows, so stdin, and
+// it; ctx's end (a signal) ends a read of a pipe that stalls
+// (interruptible). The file is read again when the run stores its rows, so stdin, and
 // any file that is not a regular one (a pipe, a FIFO, /dev/stdin, a
 // process substitution: nothing to seek back through), is copied to a
 // temporary file first (spool) and read from there, as "-" is. A
 // temporary directory that fails is exit 1 (tempFailure), not bad input.
-func openDecisions(stdin io.Reader, arg string) (*returns.DecideFile, func(), error) {
+func openDecisions(ctx context.Context, stdin io.Reader, arg string) (*returns.DecideFile, func(), error) {
 	var (
 		f       *os.File
 		cleanup func()
 		err     error
 	)
 	if arg == "-" {
-		f, cleanup, err = spool(stdin, "stdin")
+		f, cleanup, err = spool(interruptible(ctx, stdin), "stdin")
 	} else if f, err = os.Open(arg); err != nil {
 		err = usageErr("decide file: %v", err)
 	} else if st, serr := f.Stat(); serr == nil && !st.Mode().IsRegular() && !st.IsDir() {
 		in := f
-		f, cleanup, err = spool(in, "decide file")
+		f, cleanup, err = spool(interruptible(ctx, in), "decide file")
 		in.Close()
 	} else {
 		cleanup = func() { f.Close() }

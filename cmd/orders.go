@@ -95,7 +95,7 @@ func (a *app) importOrders(c *cobra.Command, path string, fl importFlags) error 
 	}
 	defer in.Close()
 	// A bad file is refused before the data dir is opened or made.
-	file, err := returns.ParseOrders(c.Context(), in, opts)
+	file, err := returns.ParseOrders(c.Context(), interruptible(c.Context(), in), opts)
 	if err != nil {
 		return tempFailure(err) // a failing $TMPDIR is exit 1, not bad input
 	}
