@@ -274,6 +274,18 @@ const sqlBeginStep = `INSERT INTO steps (task_id, seq, node, attempt, status, st
 	  AND f.seq > coalesce((SELECT max(d.seq) FROM steps d WHERE d.task_id = ?1 AND d.node = ?2 AND d.status IN ('done', 'waiting')), 0)) < ?4
 	RETURNING seq`
 
+// sqlBeginStepHeld is sqlBeginStep that also requires the task to be
+// running and held by owner ?6 at epoch ?7 (sqlHeld): no row when either
+// check fails.
+const sqlBeginStepHeld = `INSERT INTO steps (task_id, seq, node, attempt, status, started_at)
+	SELECT ?1, (SELECT coalesce(max(seq), 0) + 1 FROM steps WHERE task_id = ?1), ?2,
+	  1 + (SELECT count(*) FROM steps WHERE task_id = ?1 AND node = ?2), 'running', ?3
+	WHERE EXISTS (SELECT 1 FROM tasks WHERE task_id = ?1 AND status = 'running' AND lease_owner = ?6 AND lease_epoch = ?7)
+	  AND (?4 <= 0 OR (SELECT count(*) FROM steps f WHERE f.task_id = ?1 AND f.node = ?2
+	  AND f.status IN ('failed', 'running') AND f.error <> ?5
+	  AND f.seq > coalesce((SELECT max(d.seq) FROM steps d WHERE d.task_id = ?1 AND d.node = ?2 AND d.status IN ('done', 'waiting')), 0)) < ?4)
+	RETURNING seq`
+
 // BeginSteps is the bookkeeping of one superstep of a held run, in one
 // transaction: it checks that the task is still running and held by
 // st.Holder at its epoch (renewing the lease to st.Renew in the same
@@ -292,10 +304,17 @@ func (s *Store) BeginSteps(ctx context.Context, taskID string, st Superstep) ([]
 		return nil, fmt.Errorf("begin steps of task %s: %w", taskID, err)
 	}
 	defer tx.Rollback()
-	if err := holds(ctx, tx, taskID, st.Holder, st.Renew); errors.Is(err, ErrConflict) {
-		return nil, whyNotHeld(ctx, tx, taskID, st.Holder.Owner, st.Holder.Epoch)
-	} else if err != nil {
-		return nil, fmt.Errorf("begin steps of task %s: %w", taskID, err)
+	// Without a renewal, the first step's insert checks the hold itself
+	// (sqlBeginStepHeld): one statement fewer a superstep. Either way
+	// nothing is written unless the hold is checked in this transaction.
+	checked := false
+	if !st.Renew.IsZero() || len(st.Nodes) == 0 {
+		if err := holds(ctx, tx, taskID, st.Holder, st.Renew); errors.Is(err, ErrConflict) {
+			return nil, whyNotHeld(ctx, tx, taskID, st.Holder.Owner, st.Holder.Epoch)
+		} else if err != nil {
+			return nil, fmt.Errorf("begin steps of task %s: %w", taskID, err)
+		}
+		checked = true
 	}
 	if err := endSteps(ctx, tx, taskID, st.Ended); err != nil {
 		return nil, err
@@ -304,13 +323,28 @@ func (s *Store) BeginSteps(ctx context.Context, taskID string, st Superstep) ([]
 	now := formatTime(st.Now)
 	for _, node := range st.Nodes {
 		var seq int
-		err := tx.QueryRowContext(ctx, sqlBeginStep, taskID, node, now, st.Max, MsgInterrupted).Scan(&seq)
+		var err error
+		if checked {
+			err = tx.QueryRowContext(ctx, sqlBeginStep, taskID, node, now, st.Max, MsgInterrupted).Scan(&seq)
+		} else {
+			err = tx.QueryRowContext(ctx, sqlBeginStepHeld, taskID, node, now, st.Max, MsgInterrupted, st.Holder.Owner, st.Holder.Epoch).Scan(&seq)
+		}
+		if errors.Is(err, sql.ErrNoRows) && !checked {
+			// Not held, or the node's attempts are used up: the hold
+			// is told first, as when it is checked on its own.
+			if err := holds(ctx, tx, taskID, st.Holder, time.Time{}); errors.Is(err, ErrConflict) {
+				return nil, whyNotHeld(ctx, tx, taskID, st.Holder.Owner, st.Holder.Epoch)
+			} else if err != nil {
+				return nil, fmt.Errorf("begin steps of task %s: %w", taskID, err)
+			}
+		}
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, &AttemptsError{Task: taskID, Node: node, Max: st.Max}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("begin steps of task %s: %w", taskID, err)
 		}
+		checked = true
 		seqs = append(seqs, seq)
 	}
 	if err := tx.Commit(); err != nil {
