@@ -153,7 +153,7 @@ func (r *runner) resume(ctx context.Context, t runs.TaskRecord, o ResumeOptions)
 	// every writer of a thread holds its task's lease.
 	free, epoch := t.Lease.Owner == "", t.Lease.Epoch
 	if err := r.acquire(ctx, &t); err != nil {
-		return nil, err
+		return nil, r.busyFor(ctx, t, snap, o, err)
 	}
 	if !free || t.Lease.Epoch != epoch+1 {
 		snap = nil
@@ -198,9 +198,7 @@ func (r *runner) answeredMeanwhile(ctx context.Context, t runs.TaskRecord, snap 
 	} else {
 		return nil
 	}
-	return fmt.Errorf("task %s was answered (%s by %s at %s) and process %d on %s is running it now: %w; this answer changes nothing: "+
-		"see where the task went with `assistant show %s`, and answer its next question if it asks one",
-		t.ID, action, by, at.UTC().Format(time.RFC3339), l.PID, l.Host, ErrConflict, ShellQuote(t.ID))
+	return raceLost(t.ID, Decision{By: by, Action: action, At: at}, l)
 }
 
 // answer runs the answer (or the continuation) o from head, the thread's
@@ -272,7 +270,7 @@ func (r *runner) settled(ctx context.Context, t runs.TaskRecord, snap *flow.Snap
 		v.Status = StatusWaiting
 	}
 	if err := r.repair(ctx, t, v); err != nil {
-		return nil, err
+		return nil, r.busyFor(ctx, t, snap, o, err)
 	}
 	if snap.Done() && o.Action == ActionApprove && v.Result != nil {
 		// Approving a submitted task again: the application is reused.
@@ -298,7 +296,7 @@ func (r *runner) resumeWithoutRun(ctx context.Context, t runs.TaskRecord, o Resu
 		return nil, err
 	}
 	if err := r.acquire(ctx, &t); err != nil {
-		return nil, err
+		return nil, r.busyFor(ctx, t, nil, o, err)
 	}
 	v, err := r.invoke(ctx, t, ttl)
 	if err != nil || !o.answering() {

@@ -1,0 +1,82 @@
+package returns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"assistant/flow"
+	"assistant/runs"
+)
+
+// busyRefusal is acquire's refusal of a task another live process holds,
+// told for the person who asked (ErrConflict, and runs.ErrBusy through
+// held, so that a decide row still waits on it): its message names only
+// commands that person may run.
+type busyRefusal struct {
+	msg  string
+	held *runs.LeaseHeldError
+}
+
+func (e *busyRefusal) Error() string { return e.msg }
+
+// Unwrap returns ErrConflict and the lease refusal.
+func (e *busyRefusal) Unwrap() []error { return []error{ErrConflict, e.held} }
+
+// busyFor is err, acquire's refusal of task t for o, told for o.User when
+// err is a live holder's (runs.LeaseHeldError); any other err is returned
+// as it is. An answer lost a race: the message names the answer that won,
+// as the business trail holds it (one recorded after the head the answer
+// was checked against, snap; nil when it had none), or, when the winner
+// has not recorded one yet, says to wait and see where the task went. A
+// plain resume by an approver is told to wait: `stop` is its owner's
+// alone (docs/cli.md "approvers"). The owner's plain resume keeps
+// acquire's hint, which offers stop.
+func (r *runner) busyFor(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[State], o ResumeOptions, err error) error {
+	var held *runs.LeaseHeldError
+	if !errors.As(err, &held) {
+		return err
+	}
+	task := ShellQuote(t.ID)
+	switch {
+	case o.answering():
+		if d, ok := r.answeredSince(ctx, t.ID, snap); ok {
+			return &busyRefusal{msg: raceLost(t.ID, d, held.Lease).Error(), held: held}
+		}
+		return &busyRefusal{held: held, msg: fmt.Sprintf("%v: %v: another process took the task at the same moment; this answer changes nothing: "+
+			"wait for it, then see where the task went with `assistant show %s` and answer its next question if it asks one", held, ErrConflict, task)}
+	case o.User != t.User:
+		return &busyRefusal{held: held, msg: fmt.Sprintf("%v: %v; wait for it to finish, and see where it is with `assistant show %s`", held, ErrConflict, task)}
+	}
+	return err
+}
+
+// answeredSince returns the last decision of task's business trail that
+// snap's trail does not hold (all of them when snap is nil): an answer
+// another process took after snap was read. ok is false when there is
+// none, or the trail cannot be read.
+func (r *runner) answeredSince(ctx context.Context, task string, snap *flow.Snapshot[State]) (Decision, bool) {
+	ds, err := r.desk.Decisions(ctx, task)
+	if err != nil {
+		return Decision{}, false
+	}
+	if len(ds) == 0 {
+		return Decision{}, false
+	}
+	d := ds[len(ds)-1]
+	if snap != nil && slices.ContainsFunc(snap.Values.Decisions, func(s Decision) bool { return s.ID == d.ID }) {
+		return Decision{}, false
+	}
+	return Decision{ID: d.ID, By: d.By, Action: d.Action, At: d.At}, true
+}
+
+// raceLost is the refusal (ErrConflict, nothing written) of an answer to
+// task that lost a race to decision d, which the process holding lease l
+// runs now: it names d and says where to look.
+func raceLost(task string, d Decision, l runs.Lease) error {
+	return fmt.Errorf("task %s was answered (%s by %s at %s) and process %d on %s is running it now: %w; this answer changes nothing: "+
+		"see where the task went with `assistant show %s`, and answer its next question if it asks one",
+		task, d.Action, d.By, d.At.UTC().Format(time.RFC3339), l.PID, l.Host, ErrConflict, ShellQuote(task))
+}
