@@ -252,8 +252,13 @@ func TestTwoPersonApproval(t *testing.T) {
 	if n := allApplications(t, dir); n != "0" {
 		t.Fatalf("%s applications after one approval", n)
 	}
-	// The same person cannot give the second approval, by either route.
-	refused(t, dir, 3, "another person", "--user", "alice", "resume", "p1", "--action", "approve")
+	// The same person cannot give the second approval: the same approve
+	// again is a retry that counts once (exit 0, still waiting); naming
+	// the other question is refused.
+	again, note := as(t, dir, "alice", 0, "resume", "p1", "--action", "approve")
+	if again.Status != "waiting" || len(again.Decisions) != 1 || !strings.Contains(note, "another person") {
+		t.Fatalf("alice's approve again: %s with %d decisions, note %q; want waiting, one decision, a note", again.Status, len(again.Decisions), note)
+	}
 	refused(t, dir, 3, "another person", "--user", "alice", "resume", "p1", "--action", "approve", "--interrupt", v.Interrupts[1].ID)
 	if got := listedAs(t, dir, "alice", "--awaiting-me"); got != "" {
 		t.Fatalf("alice awaiting after her approval: %q", got)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -234,7 +235,7 @@ func (r *runner) plan(ctx context.Context, t runs.TaskRecord, snap *flow.Snapsho
 	if !ok || snap.Values.Approvals < 2 {
 		return cmd, "", nil
 	}
-	if err := r.secondAnswer(ctx, t.ID, a.DraftID, o.User); err != nil {
+	if err := r.secondAnswer(ctx, t.ID, a.DraftID, o); err != nil {
 		return flow.Command{}, "", err
 	}
 	if a.Action != ActionApprove {
@@ -324,21 +325,52 @@ func approvalSlot(v json.RawMessage) approvalAsked {
 	return q
 }
 
-// secondAnswer refuses (ErrConflict) an answer of user to an approval
-// question of draftID when user has answered one of its approval
-// questions already: two approvals need two people. The business file's
-// trail holds the answers of a round not yet merged into the state.
-func (r *runner) secondAnswer(ctx context.Context, task, draftID, user string) error {
+// secondAnswer checks an answer o to an approval question of draftID
+// against the approvals o.User gave it already: two approvals need two
+// people. The same approve again, without --interrupt, is a retry of a
+// command whose reply was lost (a *savedAnswer: it changes nothing and
+// counts once); an approve of the other question named by --interrupt is
+// ErrConflict. A cancel, edit or revise by the first approver is taken:
+// it answers every open question of the draft, as anyone's does. The
+// business file's trail holds the answers of a round not yet merged into
+// the state.
+func (r *runner) secondAnswer(ctx context.Context, task, draftID string, o ResumeOptions) error {
+	if o.Action != ActionApprove {
+		return nil
+	}
 	ds, err := r.desk.Decisions(ctx, task)
 	if err != nil {
 		return fmt.Errorf("resume %s: %w", task, err)
 	}
 	for _, d := range ds {
-		if d.DraftID == draftID && d.By == user && d.Action != ActionReason {
-			return fmt.Errorf("task %s: %s has answered an approval question of draft %s already (%s); the other approval must come from another person: %w", task, user, draftID, d.Action, ErrConflict)
+		if d.DraftID != draftID || d.By != o.User || d.Action != ActionApprove {
+			continue
 		}
+		if o.InterruptID == "" {
+			return &savedAnswer{note: fmt.Sprintf("%s approved draft %s already (at %s); that approval stands and counts once: the other approval must come from another person",
+				o.User, draftID, d.At.UTC().Format(time.RFC3339))}
+		}
+		return fmt.Errorf("task %s: %s has approved draft %s already; the other approval must come from another person: %w", task, o.User, draftID, ErrConflict)
 	}
 	return nil
+}
+
+// savedAnswer is errAnswerSaved with the line for the person that says
+// what was kept (View.Note).
+type savedAnswer struct{ note string }
+
+func (e *savedAnswer) Error() string { return errAnswerSaved.Error() + ": " + e.note }
+
+// Is makes errors.Is(err, errAnswerSaved) true.
+func (e *savedAnswer) Is(target error) bool { return target == errAnswerSaved }
+
+// savedNote is the line a *savedAnswer in err carries; "" for none.
+func savedNote(err error) string {
+	var s *savedAnswer
+	if errors.As(err, &s) {
+		return s.note
+	}
+	return ""
 }
 
 func pick(open []flow.PendingInterrupt, id string) (flow.PendingInterrupt, error) {

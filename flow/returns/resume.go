@@ -137,11 +137,15 @@ func (r *runner) resume(ctx context.Context, t runs.TaskRecord, o ResumeOptions)
 		return r.settled(ctx, t, snap, o)
 	}
 	if err := r.checkAnswer(ctx, t, snap, o); errors.Is(err, errAnswerSaved) {
-		// The same answer again, saved by a command that was killed: show
-		// the task, which waits for the other approval.
+		// The same answer again, saved by a command that was killed or
+		// taken already: show the task, which waits for the other approval.
+		note := savedNote(err)
 		v, err := r.settled(ctx, t, snap, o)
 		if err == nil && v.Status == StatusRunning {
 			v.Status = StatusWaiting
+		}
+		if err == nil {
+			v.Note = note
 		}
 		return v, err
 	} else if err != nil {
