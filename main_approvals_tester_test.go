@@ -68,3 +68,122 @@ func TestBusyHintsNameNoStopToApprovers(t *testing.T) {
 		})
 	}
 }
+
+// crashedFirstApproval starts task with two approvals in a new data dir
+// and kills alice's first approve of it at point (SIGKILL), leaving the
+// task recorded running with its process gone.
+func crashedFirstApproval(t *testing.T, task, point string) string {
+	t.Helper()
+	dir := twoApprovals(t, task)
+	if _, code, _ := faultRun(t, dir, point, []string{"--user", "alice", "resume", task, "--action", "approve"}); code != 137 {
+		t.Fatalf("alice's approve killed at %s: exit %d, want 137", point, code)
+	}
+	return dir
+}
+
+// TestCrashedFirstApprovalIsListedAsShown: a first of two approvals killed
+// part-way leaves the record running; list, list --awaiting-me and list
+// --status waiting --output csv show the task as show does (waiting for
+// the other approval, or for alice's again when her answer was lost), so
+// `list | decide -` does not skip it, and list writes nothing.
+func TestCrashedFirstApprovalIsListedAsShown(t *testing.T) {
+	for _, c := range []struct {
+		point       string
+		aliceAwaits bool // her answer was not recorded
+	}{
+		{"after:review", false},
+		{"before:review", true},
+	} {
+		t.Run(c.point, func(t *testing.T) {
+			dir := crashedFirstApproval(t, "k1", c.point)
+			v, _ := as(t, dir, "ci-bot", 0, "show", "k1")
+			if v.Status != "waiting" {
+				t.Fatalf("show after the crash: %s, want waiting", v.Status)
+			}
+			before := fileSums(t, dir)
+			if got := listed(t, dir, "--user", "ci-bot"); got != "k1=waiting" {
+				t.Errorf("list = %q, want k1=waiting as show says", got)
+			}
+			if got := listedAs(t, dir, "bob", "--awaiting-me"); got != "k1=ci-bot" {
+				t.Errorf("bob list --awaiting-me = %q, want k1=ci-bot", got)
+			}
+			want := ""
+			if c.aliceAwaits {
+				want = "k1=ci-bot"
+			}
+			if got := listedAs(t, dir, "alice", "--awaiting-me"); got != want {
+				t.Errorf("alice list --awaiting-me = %q, want %q", got, want)
+			}
+			out, _, code := run(t, dir, "--user", "ci-bot", "list", "--status", "waiting", "--output", "csv")
+			if code != 0 || !strings.Contains(out, "\nk1,") {
+				t.Errorf("list --status waiting --output csv: exit %d\n%s", code, out)
+			}
+			sameFiles(t, dir, before, "list")
+			v, _ = as(t, dir, "bob", 0, "resume", "k1", "--action", "approve")
+			if c.aliceAwaits {
+				v, _ = as(t, dir, "alice", 0, "resume", "k1", "--action", "approve")
+			}
+			if v.Status != "done" || v.Result == nil {
+				t.Fatalf("the approvals after the crash: %+v", v)
+			}
+			verifyClean(t, dir)
+		})
+	}
+}
+
+// TestFirstApproverRetriesAndCancels: the first approver's same approve
+// given again, after a crash that recorded it or after it was reported,
+// is a retry: exit 0, the task still waiting, one decision; their cancel
+// ends the task (one cancel ends it, whoever approved before) and their
+// edit makes version 2; an approve of the other question named by
+// --interrupt is still exit 3.
+func TestFirstApproverRetriesAndCancels(t *testing.T) {
+	for _, point := range []string{"after:review", ""} {
+		name := point
+		if name == "" {
+			name = "reported"
+		}
+		t.Run(name, func(t *testing.T) {
+			first := func(task string) string {
+				if point == "" {
+					dir := twoApprovals(t, task)
+					as(t, dir, "alice", 0, "resume", task, "--action", "approve")
+					return dir
+				}
+				return crashedFirstApproval(t, task, point)
+			}
+			dir := first("k1")
+			v, note := as(t, dir, "alice", 0, "resume", "k1", "--action", "approve")
+			if v.Status != "waiting" || len(v.Decisions) != 1 || !strings.Contains(note, "already") {
+				t.Fatalf("alice's approve again: %s, %d decisions, note %q; want waiting, 1, a note", v.Status, len(v.Decisions), note)
+			}
+			v, _ = as(t, dir, "ci-bot", 0, "show", "k1")
+			var other string
+			for _, in := range v.Interrupts {
+				if in.Value.Approver == 2 {
+					other = in.ID
+				}
+			}
+			if other != "" {
+				refused(t, dir, 3, "another person", "--user", "alice", "resume", "k1", "--action", "approve", "--interrupt", other)
+			}
+			v, _ = as(t, dir, "alice", 0, "resume", "k1", "--action", "cancel")
+			if v.Status != "cancelled" {
+				t.Fatalf("alice's cancel after her approve: %s, want cancelled", v.Status)
+			}
+			verifyClean(t, dir)
+
+			dir = first("k2")
+			v, _ = as(t, dir, "alice", 0, "resume", "k2", "--action", "edit", "--reason", "wrong size")
+			if v.Status != "waiting" || v.Draft == nil || v.Draft.Version != 2 {
+				t.Fatalf("alice's edit after her approve: %+v", v)
+			}
+			as(t, dir, "alice", 0, "resume", "k2", "--action", "approve")
+			v, _ = as(t, dir, "bob", 0, "resume", "k2", "--action", "approve")
+			if v.Status != "done" {
+				t.Fatalf("version 2 approved by alice and bob: %s", v.Status)
+			}
+			verifyClean(t, dir)
+		})
+	}
+}

@@ -287,7 +287,10 @@ func retried(snap *flow.Snapshot[State], o ResumeOptions) bool {
 // inFlight checks o against the approval answers saved at the head whose
 // task has not run with them yet (a command killed part-way; the task
 // runs when the other approval is given): the same answer by the same
-// user again is errAnswerSaved, another answer by them ErrConflict.
+// user again is errAnswerSaved (a *savedAnswer), their approve of the
+// other question (named by --interrupt) ErrConflict, a cancel, edit or revise
+// after their approve is taken as anyone's, another answer by them
+// ErrConflict.
 func inFlight(task string, snap *flow.Snapshot[State], o ResumeOptions) error {
 	for _, ts := range snap.Tasks {
 		if ts.Done || (ts.Node != NodeReview && ts.Node != NodeReview2) {
@@ -298,8 +301,16 @@ func inFlight(task string, snap *flow.Snapshot[State], o ResumeOptions) error {
 			if json.Unmarshal(raw, &a) != nil || a.By != o.User {
 				continue
 			}
-			if a.Action == o.Action {
-				return errAnswerSaved
+			switch {
+			case a.Action == ActionApprove && o.Action == ActionApprove && o.InterruptID != "" &&
+				slices.ContainsFunc(snap.Interrupts, func(in flow.PendingInterrupt) bool { return in.ID == o.InterruptID }):
+				return fmt.Errorf("task %s: %s has approved it already (saved, waiting for the other approval); the other approval must come from another person: %w", task, o.User, ErrConflict)
+			case a.Action == o.Action:
+				return &savedAnswer{note: fmt.Sprintf("%s answered %s already (saved, waiting for the other approval); that answer stands and counts once", o.User, a.Action)}
+			case a.Action == ActionApprove && o.Action != ActionApprove:
+				// A cancel, edit or revise after one's own approval
+				// answers the open questions, as anyone's does.
+				continue
 			}
 			return fmt.Errorf("task %s: %s answered %s already (saved, waiting for the other approval); the answer %s is refused: %w", task, o.User, a.Action, o.Action, ErrConflict)
 		}

@@ -261,8 +261,14 @@ func (s *Service) awaitingMe(ctx context.Context, o ListOptions) ([]TaskSummary,
 		if err != nil {
 			return nil, err
 		}
-		for _, t := range tasks {
-			if t.Kind != runs.KindReturn {
+		// A task recorded running whose process is gone may wait for an
+		// answer all the same (asShown), as show says.
+		gone, err := s.runs.ListTasks(ctx, owner, StatusRunning)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range append(tasks, gone...) {
+			if t = s.asShown(ctx, t); t.Kind != runs.KindReturn || t.Status != StatusWaiting {
 				continue
 			}
 			ok, err := s.mayAnswerNow(ctx, t, o.User, now)

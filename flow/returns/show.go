@@ -193,8 +193,10 @@ func (s *Service) ListTasks(ctx context.Context, o ListOptions) ([]TaskSummary, 
 		}
 	}
 	status := ""
-	if len(o.Statuses) == 1 && o.Statuses[0] != StatusWaiting && o.Statuses[0] != StatusExpired {
-		status = o.Statuses[0] // one record status: let the store filter
+	if len(o.Statuses) == 1 && (o.Statuses[0] == StatusRunning || o.Statuses[0] == StatusInterrupted) {
+		// One record status that no other record shows as (asShown): let
+		// the store filter.
+		status = o.Statuses[0]
 	}
 	tasks, err := s.runs.ListTasks(ctx, o.User, status)
 	if err != nil {
@@ -206,6 +208,7 @@ func (s *Service) ListTasks(ctx context.Context, o ListOptions) ([]TaskSummary, 
 		if inBatch != nil && !inBatch[t.ID] {
 			continue
 		}
+		t = s.asShown(ctx, t)
 		st, err := s.listStatus(ctx, t, now)
 		if err != nil {
 			return nil, err

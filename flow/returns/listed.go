@@ -1,0 +1,28 @@
+package returns
+
+import (
+	"context"
+
+	"assistant/runs"
+)
+
+// asShown is t, a task record as list reads it, with the status and stage
+// show reports for it: a return task recorded running whose holder is gone
+// (killed part-way, before it let go) is what its head says, waiting when
+// the head asks a question (a first of two approvals that crashed after it
+// was recorded), done, cancelled or failed when the run ended. Its record
+// stays as it is until a resume or recover sets it right: list writes
+// nothing. A head that cannot be read leaves t as recorded (show then
+// reports why).
+func (s *Service) asShown(ctx context.Context, t runs.TaskRecord) runs.TaskRecord {
+	if t.Status != StatusRunning || t.Kind != runs.KindReturn || s.holderAlive(t.Lease) {
+		return t
+	}
+	snap, err := headOrNil(s.cmd.graph.State(ctx, t.ID))
+	if err != nil || snap == nil {
+		return t
+	}
+	v := view(t, snap)
+	t.Status, t.Stage = v.Status, v.Stage
+	return t
+}
