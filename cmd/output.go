@@ -454,5 +454,5 @@ func (a *app) render(v *returns.View) error {
 	if a.output == "json" {
 		return writeJSON(a.stdout, v)
 	}
-	return writeCard(a.stdout, v, a.nextCommandPrefix())
+	return writeCard(a.stdout, v, a.nextCommandPrefix(), a.user)
 }

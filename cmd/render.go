@@ -31,22 +31,25 @@ func (a *app) nextCommandPrefix() string {
 	return strings.Join(parts, " ")
 }
 
-// writeCard prints a view for a person: the order, the state, the question
-// with its draft, and the exact next command to type (prog is the command
-// prefix to paste).
-func writeCard(w io.Writer, v *returns.View, prog string) error {
+// writeCard prints a view for viewer, the person who reads it (--user):
+// the order, the state, the question with its draft, and the exact next
+// commands to type that viewer may run (prog is the command prefix to
+// paste).
+func writeCard(w io.Writer, v *returns.View, prog, viewer string) error {
 	var b strings.Builder
 	cardHeader(&b, v)
 	task := shellQuote(v.Task)
 	if v.DraftExpired() {
 		cardExpired(&b, v, prog)
 	} else {
+		first := true
 		for _, in := range v.Interrupts {
-			cardQuestion(&b, in, prog, task)
+			cardQuestion(&b, in, prog, task, cardAsk{first: first, approvedBy: approvedDraft(v, viewer)})
+			first = first && in.Kind != returns.KindApproval
 		}
 	}
 	cardOutcome(&b, v)
-	cardRun(&b, v, prog, task)
+	cardRun(&b, v, prog, task, viewer == v.User)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -96,8 +99,32 @@ func cardDecisions(b *strings.Builder, ds []returns.DecisionView) {
 	}
 }
 
+// cardAsk is what a question's lines depend on besides the question: first
+// is set for the first approval question of the card (the commands that
+// answer every approval question at once go under it), and approvedBy is
+// the version of the draft the viewer approved already (0: none), so that
+// the card offers them no second approval.
+type cardAsk struct {
+	first      bool
+	approvedBy int
+}
+
+// approvedDraft is the version of v's current draft that viewer approved
+// already, as the decision trail holds it; 0 when they did not.
+func approvedDraft(v *returns.View, viewer string) int {
+	if v.Draft == nil {
+		return 0
+	}
+	for _, d := range v.Decisions {
+		if d.By == viewer && d.Action == returns.ActionApprove && d.DraftID != nil && *d.DraftID == v.Draft.DraftID {
+			return max(v.Draft.Version, 1)
+		}
+	}
+	return 0
+}
+
 // cardQuestion writes a pending question and the commands that answer it.
-func cardQuestion(b *strings.Builder, in returns.InterruptView, prog, task string) {
+func cardQuestion(b *strings.Builder, in returns.InterruptView, prog, task string, ask cardAsk) {
 	var q struct {
 		Prompt      string `json:"prompt"`
 		Effect      string `json:"effect"`
@@ -126,8 +153,14 @@ func cardQuestion(b *strings.Builder, in returns.InterruptView, prog, task strin
 			interrupt = " --interrupt " + shellQuote(in.ID)
 		}
 		fmt.Fprintf(b, "Question: approve this return request? %s\n", termSafe(q.Effect))
-		fmt.Fprintf(b, "Next:     %s resume %s --action approve --draft %s%s\n", prog, task, shellQuote(q.DraftID), interrupt)
-		if q.Approver <= 1 {
+		if ask.approvedBy > 0 {
+			// Two approvals need two people: the viewer's second approve
+			// would be refused.
+			fmt.Fprintf(b, "Next:     another approver gives this approval (you approved version %d already)\n", ask.approvedBy)
+		} else {
+			fmt.Fprintf(b, "Next:     %s resume %s --action approve --draft %s%s\n", prog, task, shellQuote(q.DraftID), interrupt)
+		}
+		if ask.first {
 			fmt.Fprintf(b, "   or:    %s resume %s --action cancel\n", prog, task)
 			fmt.Fprintf(b, "   or:    %s resume %s --action edit --reason \"...\"   (a new draft version)\n", prog, task)
 			fmt.Fprintf(b, "   or:    %s resume %s --action revise --comment \"...\"   (back to the owner)\n", prog, task)
@@ -171,8 +204,9 @@ func cardOutcome(b *strings.Builder, v *returns.View) {
 	}
 }
 
-// cardRun writes what a stopped, running or abandoned run needs next.
-func cardRun(b *strings.Builder, v *returns.View, prog, task string) {
+// cardRun writes what a stopped, running or abandoned run needs next;
+// owner is set when the viewer owns the task (only the owner may stop it).
+func cardRun(b *strings.Builder, v *returns.View, prog, task string, owner bool) {
 	// next names the nodes due, when the run has a checkpoint to say so.
 	next := ""
 	if len(v.Next) > 0 {
@@ -181,8 +215,10 @@ func cardRun(b *strings.Builder, v *returns.View, prog, task string) {
 	switch {
 	case v.Status == returns.StatusInterrupted:
 		fmt.Fprintf(b, "Stopped (by `assistant stop` or a signal)%s. Continue it: %s resume %s\n", next, prog, task)
-	case v.Status == returns.StatusRunning && v.Holder != nil && v.Holder.Alive:
+	case v.Status == returns.StatusRunning && v.Holder != nil && v.Holder.Alive && owner:
 		fmt.Fprintf(b, "Running in pid %d on %s. Stop it: %s stop %s\n", v.Holder.PID, termSafe(v.Holder.Host), prog, task)
+	case v.Status == returns.StatusRunning && v.Holder != nil && v.Holder.Alive:
+		fmt.Fprintf(b, "Running in pid %d on %s. Wait for it to finish: %s show %s\n", v.Holder.PID, termSafe(v.Holder.Host), prog, task)
 	case v.Status == returns.StatusRunning:
 		if v.Holder != nil && v.Holder.PID != 0 {
 			fmt.Fprintf(b, "Its process (pid %d on %s) is gone; the run stopped part-way%s.\n", v.Holder.PID, termSafe(v.Holder.Host), next)

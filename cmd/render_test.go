@@ -28,7 +28,7 @@ func TestCardExpiredDraft(t *testing.T) {
 		}
 	}
 	var got strings.Builder
-	if err := writeCard(&got, view(true), "assistant --data /tmp/ci --user ci-bot"); err != nil {
+	if err := writeCard(&got, view(true), "assistant --data /tmp/ci --user ci-bot", "ci-bot"); err != nil {
 		t.Fatal(err)
 	}
 	checkGolden(t, "card_expired_text", got.String())
@@ -37,7 +37,7 @@ func TestCardExpiredDraft(t *testing.T) {
 	}
 
 	got.Reset()
-	if err := writeCard(&got, view(false), "assistant"); err != nil {
+	if err := writeCard(&got, view(false), "assistant", "ci-bot"); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(got.String(), "--action approve --draft d_1") || strings.Contains(got.String(), "expired before") {
@@ -67,7 +67,7 @@ func TestCardHostileText(t *testing.T) {
 			Error:      &returns.Failure{Code: "x", Message: "bad \x1b[2J"},
 		}
 		var b strings.Builder
-		if err := writeCard(&b, v, "assistant --data $'/tmp/d\\e'"); err != nil {
+		if err := writeCard(&b, v, "assistant --data $'/tmp/d\\e'", "ci-bot"); err != nil {
 			t.Fatal(err)
 		}
 		card := b.String()
@@ -113,4 +113,53 @@ func pasteArgs(tb testing.TB, line string) []string {
 		tb.Fatalf("bash -c %q: %v", line, err)
 	}
 	return strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+}
+
+// TestCardOffersOnlyWhatTheViewerMayDo: the card of a task waiting for
+// the second of two approvals offers the first approver no approve (it
+// would be refused: two approvals need two people) but the cancel, edit
+// and revise they may give; another approver gets the approve command.
+// The card of a task a live process runs offers stop to its owner only:
+// an approver may not stop another user's task.
+func TestCardOffersOnlyWhatTheViewerMayDo(t *testing.T) {
+	kind := returns.KindApproval
+	expires := time.Now().Add(time.Hour).UTC()
+	question, _ := json.Marshal(map[string]any{"kind": kind, "draft_id": "d_1", "approver": 2, "approvals": 2, "effect": "approve submits"})
+	draft := "d_1"
+	one := 1
+	waiting := &returns.View{
+		Task: "p1", User: "ci-bot", Order: "C1", Status: returns.StatusWaiting, Stage: returns.StageDraftReady, Kind: &kind,
+		Interrupts: []returns.InterruptView{{ID: "i2", Node: returns.NodeReview2, Kind: kind, Value: question}},
+		Draft:      &returns.DraftView{DraftID: "d_1", Version: 1, OrderID: "C1", Reason: "broken", ExpiresAt: expires},
+		Decisions:  []returns.DecisionView{{By: "alice", At: expires, Action: returns.ActionApprove, DraftID: &draft, Version: &one}},
+	}
+	running := &returns.View{Task: "p1", User: "ci-bot", Order: "C1", Status: returns.StatusRunning, Stage: returns.StageDraftReady,
+		Holder: &returns.HolderView{PID: 42, Host: "h", Until: expires, Alive: true}}
+	for _, c := range []struct {
+		name, viewer string
+		v            *returns.View
+		want, not    []string
+	}{
+		{"first approver", "alice", waiting, []string{"another approver", "--action cancel", "--action edit"}, []string{"--action approve"}},
+		{"other approver", "bob", waiting, []string{"--action approve --draft d_1 --interrupt i2", "--action cancel"}, []string{"another approver"}},
+		{"owner of a running task", "ci-bot", running, []string{"stop p1"}, nil},
+		{"approver of a running task", "alice", running, []string{"show p1"}, []string{" stop "}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var b strings.Builder
+			if err := writeCard(&b, c.v, "assistant --user "+c.viewer, c.viewer); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("card for %s lacks %q:\n%s", c.viewer, w, b.String())
+				}
+			}
+			for _, n := range c.not {
+				if strings.Contains(b.String(), n) {
+					t.Errorf("card for %s holds %q:\n%s", c.viewer, n, b.String())
+				}
+			}
+		})
+	}
 }
