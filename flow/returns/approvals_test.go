@@ -123,7 +123,15 @@ func TestApprovals(t *testing.T) {
 		if first.Note == "" || len(first.Interrupts) != 1 || len(first.Decisions) != 1 {
 			t.Fatalf("after alice: note %q, %d open, decisions %+v", first.Note, len(first.Interrupts), first.Decisions)
 		}
-		_, err = svc.Resume(b.ctx, as("alice", approve("r1")))
+		// Her approve again is a retry that counts once; naming the other
+		// question is refused: two approvals need two people.
+		again := mustResume(t, svc, as("alice", approve("r1")))
+		if again.Status != returns.StatusWaiting || len(again.Decisions) != 1 || !strings.Contains(again.Note, "another person") {
+			t.Fatalf("alice's approve again: %s, decisions %+v, note %q", again.Status, again.Decisions, again.Note)
+		}
+		other := as("alice", approve("r1"))
+		other.InterruptID = first.Interrupts[0].ID
+		_, err = svc.Resume(b.ctx, other)
 		wantErr(t, err, returns.ErrConflict)
 		done := mustResume(t, svc, as("bob", approve("r1")))
 		wantView(t, done, returns.StatusDone, returns.StageSubmitted)
