@@ -78,6 +78,11 @@ func scanRows(r io.Reader, spec business.TableSpec, split string, record func(n,
 	if err != nil {
 		return 0, "", batchReadError(err)
 	}
+	if spec.What == decideSpec.What {
+		if err := onlyKnownColumns(spec, t.Header); err != nil {
+			return 0, "", err
+		}
+	}
 	var (
 		bad []string
 		n   int
@@ -166,4 +171,26 @@ func badRows(spec business.TableSpec, bad []string) error {
 		bad = bad[:maxBadLines]
 	}
 	return fmt.Errorf("%w: %s has bad rows, %s: %s%s", ErrInvalid, spec.What, spec.Refused, strings.Join(bad, "; "), more)
+}
+
+// onlyKnownColumns refuses (ErrInvalid) a header with a column that spec
+// does not read, naming it: a decide file's rows are decisions, and a
+// column decide would ignore (a version, say) must not change silently
+// what a row decides. Empty header names (a trailing delimiter) pass.
+func onlyKnownColumns(spec business.TableSpec, header []string) error {
+	known := map[string]bool{}
+	var names []string
+	for _, c := range spec.Columns {
+		names = append(names, c.Name)
+		for _, n := range append([]string{c.Name}, c.Aliases...) {
+			known[business.NormalizeHeader(n)] = true
+		}
+	}
+	for _, h := range header {
+		if n := business.NormalizeHeader(h); n != "" && !known[n] {
+			return fmt.Errorf("%w: %s has a column it does not read, %q: its columns are %s (the draft column names the draft version a decision is for, by its draft id, as `assistant list --output csv` prints it); %s",
+				ErrInvalid, spec.What, h, strings.Join(names, ", "), spec.Refused)
+		}
+	}
+	return nil
 }

@@ -100,3 +100,35 @@ func TestDecideFileChanged(t *testing.T) {
 		})
 	}
 }
+
+// TestDecideFileRefusesColumnsItDoesNotRead: a decide file with a column
+// decide does not read (a version column, which named a draft version
+// that was silently ignored) is refused whole, naming the column; the
+// columns it reads, their aliases and a trailing empty column pass.
+func TestDecideFileRefusesColumnsItDoesNotRead(t *testing.T) {
+	for _, c := range []struct {
+		name, file, refused string
+	}{
+		{"version", "task,action,version\nr1,approve,1\n", `"version"`},
+		{"draft and version", "task,action,draft,version\nr1,approve,d1,1\n", `"version"`},
+		{"a note", "Task;Action;Note\nr1;approve;ok\n", `"Note"`},
+		{"aliases", "task id,decision,draft id\nr1,approve,d1\n", ""},
+		{"trailing delimiter", "task,action,\nr1,approve,\n", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := returns.ParseDecisions(strings.NewReader(c.file))
+			_, rerr := returns.ReadDecideFile(strings.NewReader(c.file))
+			if c.refused == "" {
+				if err != nil || rerr != nil {
+					t.Fatalf("refused: %v / %v", err, rerr)
+				}
+				return
+			}
+			for _, e := range []error{err, rerr} {
+				if !errors.Is(e, returns.ErrInvalid) || !strings.Contains(e.Error(), c.refused) || !strings.Contains(e.Error(), "no decision was given") {
+					t.Errorf("%q: %v; want invalid input naming %s", c.file, e, c.refused)
+				}
+			}
+		})
+	}
+}
