@@ -4,6 +4,7 @@ package main
 // issue 16's build, each in separate processes of the built binary.
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"strings"
@@ -187,3 +188,63 @@ func TestFirstApproverRetriesAndCancels(t *testing.T) {
 		})
 	}
 }
+
+// TestDecideRowErrorsPasteAsResumes: a decide row's error is the message
+// resume prints for the same answer, its quoted commands carrying the
+// global flags (--data, --user) in the JSON and text report and in show
+// --rows (json, csv, text) alike; the text card of a decide run is titled
+// "Decide run", as show --rows titles it.
+func TestDecideRowErrorsPasteAsResumes(t *testing.T) {
+	dir := t.TempDir()
+	ciBotOrders(t, dir)
+	as(t, dir, "ci-bot", 0, "approvers", "grant", "alice")
+	v1, _ := as(t, dir, "ci-bot", 0, "start", "d2", "C2", "--reason", "broken")
+	as(t, dir, "alice", 0, "resume", "d2", "--action", "edit", "--reason", "wrong size")
+	file := t.TempDir() + "/dec.csv"
+	if err := os.WriteFile(file, []byte("task,action,draft\nnosuch,approve,\nd2,approve,"+v1.Draft.DraftID+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, args := range [][]string{{"resume", "nosuch", "--action", "approve"}, {"resume", "d2", "--action", "approve", "--draft", v1.Draft.DraftID}} {
+		out, _, _ := run(t, dir, append([]string{"--user", "alice"}, args...)...)
+		var e struct{ Error struct{ Message string } }
+		if err := jsonUnmarshal(out, &e); err != nil || !strings.Contains(e.Error.Message, "`assistant --data "+dir+" --user alice ") {
+			t.Fatalf("resume %v: %q, %v; want a message with a pasteable command", args, out, err)
+		}
+		want = append(want, e.Error.Message)
+	}
+	out, _, code := run(t, dir, "--user", "alice", "decide", file)
+	var rep struct {
+		Task string
+		Rows []struct{ Error string }
+	}
+	if err := jsonUnmarshal(out, &rep); err != nil || code != 0 || len(rep.Rows) != 2 {
+		t.Fatalf("decide: exit %d, %v\n%s", code, err, out)
+	}
+	for i, r := range rep.Rows {
+		if r.Error != want[i] {
+			t.Errorf("decide row %d error %q;\nresume says %q", i+1, r.Error, want[i])
+		}
+	}
+	for _, output := range []string{"json", "csv", "text"} {
+		out, _, _ := run(t, dir, "--user", "alice", "show", rep.Task, "--rows", "--output", output)
+		for _, w := range want {
+			if output != "json" && !strings.Contains(out, w) {
+				t.Errorf("show --rows --output %s lacks %q:\n%s", output, w, out)
+			}
+		}
+		if output == "json" && !strings.Contains(out, "--user alice show d2") {
+			t.Errorf("show --rows json: no pasteable command:\n%s", out)
+		}
+	}
+	text, _, _ := run(t, dir, "--user", "alice", "--output", "text", "decide", file, "--id", "again")
+	if !strings.HasPrefix(text, "Decide run again ·") || !strings.Contains(text, want[1]) {
+		t.Errorf("decide text report:\n%s\nwant it titled \"Decide run again\" with the row errors resume prints", text)
+	}
+	_, stderr, _ := run(t, dir, "--user", "ci-bot", "approvers", "revoke", "ci-bot")
+	if strings.Contains(stderr, "grant another") || !strings.Contains(stderr, "owns the tasks") {
+		t.Errorf("revoke of oneself: %q; want no word of granting", stderr)
+	}
+}
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }

@@ -65,6 +65,9 @@ func (a *app) showRows(ctx context.Context, svc *returns.Service, task string) e
 	if err != nil {
 		return ran(err)
 	}
+	for i := range rep.Rows {
+		rep.Rows[i].Error = a.pasteable(rep.Rows[i].Error)
+	}
 	switch a.output {
 	case "json":
 		return writeJSON(a.stdout, rep)

@@ -223,7 +223,12 @@ func (a *app) finishDecide(v *returns.View, each rowSource, exitStatus bool) err
 	if err != nil && !errors.As(err, &oe) {
 		return err
 	}
-	refused, rerr := refusedRows(each, a.nextCommandPrefix(), v.Task)
+	refused, rerr := refusedRows(func(fn func(returns.RowReport) error) error {
+		return each(func(r returns.RowReport) error {
+			r.Error = a.pasteable(r.Error)
+			return fn(r)
+		})
+	}, a.nextCommandPrefix(), v.Task)
 	if rerr != nil {
 		return ran(rerr)
 	}
@@ -268,6 +273,7 @@ func (a *app) writeDecideJSON(v *returns.View, each rowSource) error {
 	n := 0
 	var compact, indented bytes.Buffer
 	err := each(func(r returns.RowReport) error {
+		r.Error = a.pasteable(r.Error)
 		tree, err := toTree(reflect.ValueOf(r))
 		if err != nil {
 			return err

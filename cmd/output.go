@@ -78,7 +78,13 @@ func (a *app) oneLine(err error) string {
 			parts = append(parts, line)
 		}
 	}
-	msg = strings.Join(parts, "; ")
+	return a.pasteable(strings.Join(parts, "; "))
+}
+
+// pasteable is msg with every command it quotes (`assistant …`) given the
+// global flags of this command (nextCommandPrefix), so that it pastes as
+// it is: what a person reads in an error, a note or a row's report.
+func (a *app) pasteable(msg string) string {
 	if prefix := a.nextCommandPrefix(); prefix != "assistant" {
 		msg = strings.ReplaceAll(msg, "`assistant ", "`"+prefix+" ")
 	}

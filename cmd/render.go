@@ -58,7 +58,12 @@ func writeCard(w io.Writer, v *returns.View, prog, viewer string) error {
 // the draft.
 func cardHeader(b *strings.Builder, v *returns.View) {
 	if v.Batch != nil {
-		fmt.Fprintf(b, "Batch %s · user %s\n", termSafe(v.Task), termSafe(v.User))
+		// As show --rows titles it (writeRowsText).
+		what := "Batch"
+		if v.Batch.Of == returns.RowsOfDecisions {
+			what = "Decide run"
+		}
+		fmt.Fprintf(b, "%s %s · user %s\n", what, termSafe(v.Task), termSafe(v.User))
 	} else {
 		fmt.Fprintf(b, "Task %s · order %s · user %s\n", termSafe(v.Task), termSafe(v.Order), termSafe(v.User))
 	}

@@ -195,7 +195,9 @@ func CheckGrant(o GrantOptions) (GrantOptions, error) {
 		return o, fmt.Errorf("%w: --for %s: only %s may grant or revoke approvers of their tasks (run it with --user %s)", ErrInvalid, o.For, o.For, o.For)
 	}
 	if o.Grantee == o.For {
-		return o, fmt.Errorf("%w: %s owns the tasks already; grant another user", ErrInvalid, o.Grantee)
+		// Said for grant and revoke alike: an owner is never an approver
+		// of their own tasks, so there is nothing to grant or revoke.
+		return o, fmt.Errorf("%w: %s owns the tasks already and decides them without a grant; approvers are other users", ErrInvalid, o.Grantee)
 	}
 	return o, nil
 }
