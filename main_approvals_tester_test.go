@@ -248,3 +248,63 @@ func TestDecideRowErrorsPasteAsResumes(t *testing.T) {
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// TestUserNamesRefuseInvisibleCharacters: a user name holding a character
+// that prints as nothing or as a blank (a Hangul filler, the Braille
+// blank, a combining grapheme joiner, a variation selector, a soft
+// hyphen) is refused wherever a user name enters: --user, ASSISTANT_USER,
+// approvers grant and revoke, the user column of an orders file; one
+// line, exit 2, no file changed. Names that differ in case stay distinct
+// users.
+func TestUserNamesRefuseInvisibleCharacters(t *testing.T) {
+	dir := t.TempDir()
+	ciBotOrders(t, dir)
+	for _, name := range []string{"\u3164", "\u2800", "ali\u034fce", "bo\ufe0fb", "\u115fx", "a\u00adb", "\uffa0"} {
+		refused(t, dir, 2, "user name", "--user", "ci-bot", "approvers", "grant", name)
+		refused(t, dir, 2, "user name", "--user", "ci-bot", "approvers", "revoke", name)
+		refused(t, dir, 2, "--user: user name", "--user", name, "list")
+		before := fileSums(t, dir)
+		c := exec.Command(assistantBin(), "--data", dir, "list")
+		c.Env = append(os.Environ(), "ASSISTANT_USER="+name)
+		stderr, code := new(strings.Builder), 0
+		c.Stderr = stderr
+		code = exitOf(t, c.Run())
+		if code != 2 || !strings.Contains(stderr.String(), "ASSISTANT_USER: user name") {
+			t.Errorf("ASSISTANT_USER=%q list: exit %d, %q", name, code, stderr)
+		}
+		sameFiles(t, dir, before, "ASSISTANT_USER list")
+		file := t.TempDir() + "/orders.csv"
+		if err := os.WriteFile(file, []byte("order_id,user,item,delivered_days_ago,final_sale\nZ1,"+name+",x,2,false\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		refused(t, dir, 2, "invisible", "--user", "ci-bot", "orders", "import", file, "--operator")
+	}
+	as(t, dir, "ci-bot", 0, "approvers", "grant", "Alice")
+	as(t, dir, "ci-bot", 0, "approvers", "grant", "alice")
+}
+
+// TestHistoryEscapesAsShowDoes: a comment holding characters that print
+// as nothing (the Arabic letter mark, a soft hyphen, the Mongolian vowel
+// separator, a tag character) is printed escaped by history's text as
+// show's card escapes it, never raw.
+func TestHistoryEscapesAsShowDoes(t *testing.T) {
+	dir := t.TempDir()
+	ciBotOrders(t, dir)
+	as(t, dir, "ci-bot", 0, "start", "h1", "C1", "--reason", "broken")
+	comment := "fix\u061c it\u00ad now\u180e please\U000e0041"
+	as(t, dir, "ci-bot", 0, "resume", "h1", "--action", "revise", "--comment", comment)
+	for _, cmd := range [][]string{{"history", "h1"}, {"show", "h1"}} {
+		out, _, code := run(t, dir, append([]string{"--user", "ci-bot", "--output", "text"}, cmd...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d", cmd, code)
+		}
+		for _, r := range []string{"\u061c", "\u00ad", "\u180e", "\U000e0041"} {
+			if strings.Contains(out, r) {
+				t.Errorf("%v prints %U raw:\n%s", cmd, []rune(r)[0], out)
+			}
+		}
+		if !strings.Contains(out, `\u061c`) || !strings.Contains(out, `\U000e0041`) {
+			t.Errorf("%v does not escape the comment as \\u061c … \\U000e0041:\n%s", cmd, out)
+		}
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"assistant/internal/termtext"
 )
 
 // Limits of an orders file (docs/orders.md "Limits"). A file over either
@@ -603,8 +605,9 @@ func checkLabel(what, s string, max int) error {
 		return fmt.Errorf("%s must not be empty", what)
 	case len(s) > max:
 		return fmt.Errorf("%s is %d bytes; at most %d are allowed", what, len(s), max)
-	case strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }):
-		return fmt.Errorf("%s %q holds control or invisible format characters", what, s)
+	case strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || termtext.Invisible(r) }):
+		// The rule of a user name everywhere else (returns.ValidUser).
+		return fmt.Errorf("%s %q holds control or invisible characters (or a blank that is not a space)", what, s)
 	case unicode.IsSpace(first) || unicode.IsSpace(last):
 		return fmt.Errorf("%s %q starts or ends with a space character", what, s)
 	}

@@ -12,6 +12,7 @@ package termtext
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -21,7 +22,8 @@ import (
 // \n, \t, \r, \e or \xNN (\u0085 for a C1 control written in UTF-8), the
 // bidi embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069)
 // and the zero-width and other invisible characters (U+200B–U+200F,
-// U+2028, U+2029, U+2060–U+2064, U+FEFF) as \uXXXX, a backslash as \\ (so
+// U+2028, U+2029, U+2060–U+2064, U+FEFF, and every Invisible one) as
+// \uXXXX (\UXXXXXXXX above U+FFFF), a backslash as \\ (so
 // an escape in the text cannot pass for one of ours), and each byte of
 // invalid UTF-8 as \xNN. Everything else, 运动鞋 and — among it, is kept
 // as it is. Text without such characters is returned unchanged, without
@@ -76,6 +78,8 @@ func escapeTo(b *strings.Builder, s string, mode escapeMode) {
 			b.WriteString(`\e`)
 		case r < 0x20 || r == 0x7f:
 			fmt.Fprintf(b, `\x%02x`, r)
+		case NeedsEscape(r) && r > 0xffff:
+			fmt.Fprintf(b, `\U%08x`, r) // \u takes four hex digits only
 		case NeedsEscape(r):
 			fmt.Fprintf(b, `\u%04x`, r)
 		default:
@@ -98,7 +102,20 @@ func NeedsEscape(r rune) bool {
 		r == 0xfeff:                // zero-width no-break space (BOM)
 		return true
 	}
-	return false
+	return Invisible(r)
+}
+
+// Invisible reports whether r prints as nothing or as a blank that is not a
+// space: a format character (category Cf: the soft hyphen U+00AD, the
+// Arabic letter mark U+061C, the Mongolian vowel separator U+180E, the
+// tags U+E0000–U+E007F, …), any other default-ignorable code point (the
+// combining grapheme joiner U+034F, the Hangul fillers U+115F, U+1160,
+// U+3164 and U+FFA0, …), a variation selector, or the Braille blank
+// U+2800. Escape writes each as an escape, and a name (a user) must not
+// hold one: it would print as another name, or as nothing.
+func Invisible(r rune) bool {
+	return unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) ||
+		unicode.Is(unicode.Variation_Selector, r) || r == 0x2800
 }
 
 // EscapeControls is Escape without its backslash rule: a backslash is

@@ -30,6 +30,37 @@ var hostile = []string{
 	"*glob?",
 	"~tilde",
 	"a\x7fdel",
+	"mark\u061c soft\u00ad mvs\u180e tag\U000e0041",
+	"ali\u034fce",
+	"\u3164\u115f\u1160\uffa0",
+	"\u2800braille",
+	"emoji\ufe0f",
+}
+
+// TestEscapeInvisible: every character that prints as nothing or as a
+// blank (format characters, default-ignorable code points, variation
+// selectors, the Hangul fillers, the Braille blank) is escaped, so that
+// history's changed values and show's quoted texts print them alike; one
+// above U+FFFF takes \U and eight hex digits, which bash reads back.
+func TestEscapeInvisible(t *testing.T) {
+	for in, want := range map[string]string{
+		"a\u061cb":     `a\u061cb`,
+		"a\u00adb":     `a\u00adb`,
+		"a\u180eb":     `a\u180eb`,
+		"a\U000e0041b": `a\U000e0041b`,
+		"ali\u034fce":  `ali\u034fce`,
+		"\u3164":       `\u3164`,
+		"\u2800":       `\u2800`,
+		"x\ufe0f":      `x\ufe0f`,
+		"运动鞋 — Café ü": "运动鞋 — Café ü",
+	} {
+		if got := Escape(in); got != want {
+			t.Errorf("Escape(%q) = %s, want %s", in, got, want)
+		}
+		if got := EscapeControls(in); got != want {
+			t.Errorf("EscapeControls(%q) = %s, want %s", in, got, want)
+		}
+	}
 }
 
 func TestShellQuoteOutputIsPrintable(t *testing.T) {
