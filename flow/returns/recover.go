@@ -90,6 +90,13 @@ func (s *Service) Recover(ctx context.Context) ([]Recovered, error) {
 				continue
 			}
 			r.err = Classify(err) // with its hint: a locked file says to try again
+			var held *runs.LeaseHeldError
+			if errors.As(err, &held) {
+				// A live process took the task between the look above
+				// and this one's lease. Resume's hint offers the owner
+				// stop, which the person running recover may not be.
+				r.err = &busyRefusal{held: held, msg: fmt.Sprintf("%v: %v: another process continues it now; nothing is left to recover", held, ErrConflict)}
+			}
 			r.Error = r.err.Error()
 			failed = append(failed, r)
 		} else {
