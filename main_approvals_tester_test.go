@@ -158,6 +158,10 @@ func TestFirstApproverRetriesAndCancels(t *testing.T) {
 			if v.Status != "waiting" || len(v.Decisions) != 1 || !strings.Contains(note, "already") {
 				t.Fatalf("alice's approve again: %s, %d decisions, note %q; want waiting, 1, a note", v.Status, len(v.Decisions), note)
 			}
+			card, _, _ := run(t, dir, "--user", "alice", "--output", "text", "show", "k1")
+			if strings.Contains(card, "--action approve") || !strings.Contains(card, "another approver") || !strings.Contains(card, "--action cancel") {
+				t.Errorf("alice's card after her approve offers what she may not do, or not what she may:\n%s", card)
+			}
 			v, _ = as(t, dir, "ci-bot", 0, "show", "k1")
 			var other string
 			for _, in := range v.Interrupts {
