@@ -135,7 +135,7 @@ func (s *Store) ImportOrdersFile(ctx context.Context, f *OrdersFile, opts Import
 	}
 	defer tx.Rollback()
 	u := &upsert{ctx: ctx, q: tx, now: s.now().UTC(), write: !opts.DryRun, operator: f.opts.Operator, file: f,
-		sqlite: !s.h.Postgres(), res: ImportResult{DryRun: opts.DryRun, Changes: []OrderChange{}}}
+		res: ImportResult{DryRun: opts.DryRun, Changes: []OrderChange{}}}
 	rows, orders, err := u.run(f)
 	if err == nil {
 		err = u.writePending(true)
@@ -178,7 +178,6 @@ type upsert struct {
 	write    bool // false: a dry run, or an owner refused (nothing will be committed)
 	operator bool // the rows may be of any user (ParseOptions.Operator)
 	file     *OrdersFile
-	sqlite   bool // the store is a SQLite file (insertOrders' statement)
 	// The orders decided and not yet written: added ones (not stored),
 	// and the others (stored: updated, or replacing a teaching order).
 	added, changed []pendingOrder
@@ -600,7 +599,7 @@ func (u *upsert) writeAdded(orders []pendingOrder) ([]pendingOrder, error) {
 		if one {
 			err = u.writeOneUser(chunk)
 		} else {
-			_, err = u.writeOrders(chunk, func(n int) string { return insertOrders(n, u.sqlite) })
+			_, err = u.writeOrders(chunk, insertOrders)
 		}
 		if err != nil {
 			return orders, err
@@ -621,7 +620,7 @@ func (u *upsert) writeOneUser(orders []pendingOrder) error {
 	args = append(args, orders[0].o.User)
 	stmt := u.oneUserFull
 	if len(orders) != importBatch || stmt == "" {
-		stmt = insertOneUserText(len(orders), u.sqlite, u.operator)
+		stmt = insertOneUserText(len(orders), u.operator)
 		if len(orders) == importBatch {
 			u.oneUserFull = stmt
 		}
@@ -639,11 +638,7 @@ func (u *upsert) writeOneUser(orders []pendingOrder) error {
 // that are not stored, as insertOrders does: each order's id, item,
 // delivery and final sale flag, then the user once; shop is the same
 // for all (an operator import's orders are the shop's).
-func insertOneUserText(n int, sqlite, shop bool) string {
-	verb := "INSERT INTO"
-	if sqlite {
-		verb = "INSERT OR FAIL INTO" // SQLite's syntax: see insertOrders
-	}
+func insertOneUserText(n int, shop bool) string {
 	flag := "0"
 	if shop {
 		flag = "1"
@@ -652,7 +647,7 @@ func insertOneUserText(n int, sqlite, shop bool) string {
 	// flag's column is an integer.
 	rows := strings.TrimSuffix(strings.Repeat("(?, ?, ?, CAST(? AS INTEGER)), ", n), ", ")
 	return `WITH v (order_id, item, delivered_at, final_sale) AS (VALUES ` + rows + `)
-		` + verb + ` orders (user, order_id, item, delivered_at, final_sale, shop)
+		INSERT OR FAIL INTO orders (user, order_id, item, delivered_at, final_sale, shop)
 		SELECT ?, order_id, item, delivered_at, final_sale, ` + flag + ` FROM v`
 }
 
@@ -682,9 +677,8 @@ func (u *upsert) writeOrders(orders []pendingOrder, stmt func(n int) string) ([]
 
 // The statements that write a full batch, made once.
 var (
-	upsertFullBatch       = upsertOrdersText(importBatch)
-	insertFullBatch       = insertOrdersText(importBatch, false)
-	insertFullBatchSQLite = insertOrdersText(importBatch, true)
+	upsertFullBatch = upsertOrdersText(importBatch)
+	insertFullBatch = insertOrdersText(importBatch)
 )
 
 // upsertOrders is the statement that writes n orders, added or stored:
@@ -704,30 +698,23 @@ func upsertOrdersText(n int) string {
 }
 
 // insertOrders is the statement that writes n orders that are not stored
-// (the transaction read them and holds the write lock): a plain INSERT,
-// on SQLite INSERT OR FAIL. A SQLite statement that may fail halfway (its
+// (the transaction read them and holds the write lock): INSERT OR FAIL,
+// a plain INSERT on PostgreSQL (sqlitedb.Rewrite drops the clause). A SQLite statement that may fail halfway (its
 // default conflict rule, ABORT, and every upsert, whose UPDATE part
 // aborts) keeps a statement journal to undo its own rows: every page it
 // changes that the transaction had changed before is first copied to a
 // temporary file, about as many page writes again as the import itself
 // makes. OR FAIL keeps the statement's rows written before a failure and
 // needs none; a failure fails the import, whose transaction rolls back.
-func insertOrders(n int, sqlite bool) string {
+func insertOrders(n int) string {
 	if n == importBatch {
-		if sqlite {
-			return insertFullBatchSQLite
-		}
 		return insertFullBatch
 	}
-	return insertOrdersText(n, sqlite)
+	return insertOrdersText(n)
 }
 
-func insertOrdersText(n int, sqlite bool) string {
-	verb := "INSERT INTO"
-	if sqlite {
-		verb = "INSERT OR FAIL INTO" // SQLite's syntax: see insertOrders
-	}
-	return verb + ` orders (user, order_id, item, delivered_at, final_sale, shop) VALUES ` + placeholders(n, 6)
+func insertOrdersText(n int) string {
+	return `INSERT OR FAIL INTO orders (user, order_id, item, delivered_at, final_sale, shop) VALUES ` + placeholders(n, 6)
 }
 
 // inFlight returns the tasks in flight for an order (at most ten).

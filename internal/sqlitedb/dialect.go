@@ -136,8 +136,11 @@ func (d *pgDialect) sync(context.Context, *sql.DB, string) error { return nil }
 // parameter becomes `$n` (n one above the highest number so far, as
 // SQLite numbers them), `?N` becomes `$N`, and the identifier user (a
 // reserved word in PostgreSQL, which would read it as current_user)
-// becomes "user". String literals ('…'), quoted identifiers ("…") and
-// comments (-- and /* */) are copied unchanged.
+// becomes "user", and SQLite's conflict clause INSERT OR FAIL becomes a
+// plain INSERT (which fails the same way: PostgreSQL keeps no statement
+// journal to spare, see business's insertOrders). String literals ('…'),
+// quoted identifiers ("…") and comments (-- and /* */) are copied
+// unchanged.
 func Rewrite(q string) string {
 	var b strings.Builder
 	b.Grow(len(q) + 16)
@@ -182,9 +185,13 @@ func Rewrite(q string) string {
 			for j < len(q) && isIdentPart(q[j]) {
 				j++
 			}
-			if strings.EqualFold(q[i:j], "user") {
+			switch {
+			case strings.EqualFold(q[i:j], "user"):
 				b.WriteString(`"user"`)
-			} else {
+			case strings.EqualFold(q[i:j], "insert"):
+				b.WriteString(q[i:j])
+				j += orFail(q[j:])
+			default:
 				b.WriteString(q[i:j])
 			}
 			i = j
@@ -194,6 +201,24 @@ func Rewrite(q string) string {
 		}
 	}
 	return b.String()
+}
+
+// orFail returns the length of the conflict clause " OR FAIL" (any
+// case, any blanks before each word) at the start of q, or 0.
+func orFail(q string) int {
+	n := 0
+	for _, word := range []string{"or", "fail"} {
+		k := n
+		for k < len(q) && (q[k] == ' ' || q[k] == '\t' || q[k] == '\n' || q[k] == '\r') {
+			k++
+		}
+		if k == n || len(q) < k+len(word) || !strings.EqualFold(q[k:k+len(word)], word) ||
+			(len(q) > k+len(word) && isIdentPart(q[k+len(word)])) {
+			return 0
+		}
+		n = k + len(word)
+	}
+	return n
 }
 
 // quotedEnd returns the index after the literal or quoted identifier that

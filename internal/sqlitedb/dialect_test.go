@@ -27,6 +27,12 @@ func TestRewrite(t *testing.T) {
 		{"UserInStringKept", `SELECT 'demo-user', 'user' FROM t`, `SELECT 'demo-user', 'user' FROM t`},
 		{"UnterminatedString", `SELECT 'abc ?`, `SELECT 'abc ?`},
 		{"Idempotent", `SELECT "user" FROM t WHERE a = $1`, `SELECT "user" FROM t WHERE a = $1`},
+		{"InsertOrFail", `INSERT OR FAIL INTO orders (user) VALUES (?)`, `INSERT INTO orders ("user") VALUES ($1)`},
+		{"InsertOrFailAnyCaseAndBlanks", "WITH v AS (SELECT 1) insert  or\n\tfail into t SELECT * FROM v", "WITH v AS (SELECT 1) insert into t SELECT * FROM v"},
+		{"InsertOrOtherKept", `INSERT OR REPLACE INTO t VALUES (1)`, `INSERT OR REPLACE INTO t VALUES (1)`},
+		{"InsertOrFailureKept", `INSERT OR failure`, `INSERT OR failure`},
+		{"OrFailAloneKept", `SELECT a OR fail FROM t`, `SELECT a OR fail FROM t`},
+		{"PlainInsertKept", `INSERT INTO t VALUES (?)`, `INSERT INTO t VALUES ($1)`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := sqlitedb.Rewrite(tc.in); got != tc.want {
