@@ -45,8 +45,8 @@ func (r *runner) busyFor(ctx context.Context, t runs.TaskRecord, snap *flow.Snap
 		if d, ok := r.answeredSince(ctx, t.ID, snap); ok {
 			return &busyRefusal{msg: raceLost(t.ID, d, held.Lease).Error(), held: held}
 		}
-		return &busyRefusal{held: held, msg: fmt.Sprintf("%v: %v: another process took the task at the same moment; this answer changes nothing: "+
-			"wait for it, then see where the task went with `assistant show %s` and answer its next question if it asks one", held, ErrConflict, task)}
+		return &busyRefusal{held: held, msg: fmt.Sprintf("%v: %v; that process is running the task now (it took it at the same moment); this answer changes nothing: "+
+			"wait for it, then see where the task went with `assistant show %s`, and answer its next question if it asks one", held, ErrConflict, task)}
 	case o.User != t.User:
 		return &busyRefusal{held: held, msg: fmt.Sprintf("%v: %v; wait for it to finish, and see where it is with `assistant show %s`", held, ErrConflict, task)}
 	}
