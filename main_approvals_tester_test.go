@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -311,4 +312,43 @@ func TestHistoryEscapesAsShowDoes(t *testing.T) {
 			t.Errorf("%v does not escape the comment as \\u061c … \\U000e0041:\n%s", cmd, out)
 		}
 	}
+}
+
+// TestListEndedAfterCrashByStatus: a task whose run ended (its last
+// checkpoint written) but whose holder was killed before it let go is
+// recorded running; list --status done shows it as show does, beside the
+// tasks recorded done, in creation order, and --status running and
+// --status cancelled do not, list writing nothing.
+func TestListEndedAfterCrashByStatus(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustRun(t, dir, "start", "e1", "A3001", "--reason", "damaged")
+	mustRun(t, dir, "start", "e2", "A3002", "--reason", "damaged")
+	mustRun(t, dir, "start", "e3", "A3004", "--reason", "damaged")
+	mustRun(t, dir, "resume", "e2", "--action", "cancel")
+	mustRun(t, dir, "resume", "e3", "--action", "approve")
+	if _, code, _ := faultRun(t, dir, "after-checkpoint:submit", []string{"resume", "e1", "--action", "approve"}); code != 137 {
+		t.Fatalf("approve killed after submit's checkpoint: exit %d, want 137", code)
+	}
+	if got := record(t, dir, "e1", "status"); got != "running" {
+		t.Fatalf("e1 recorded %s, want running (its holder killed before it let go)", got)
+	}
+	// The first command after the crash merges the -wal the killed
+	// process left into the files (docs/storage.md): show does here.
+	if v := mustRun(t, dir, "show", "e1"); v["status"] != "done" {
+		t.Fatalf("show e1 after the crash: %v, want done", v["status"])
+	}
+	before := fileSums(t, dir)
+	for _, c := range []struct{ status, want string }{
+		{"done", "e1=done e3=done"},
+		{"cancelled", "e2=cancelled"},
+		{"running", ""},
+	} {
+		if got := listed(t, dir, "--status", c.status); got != c.want {
+			t.Errorf("list --status %s = %q, want %q", c.status, got, c.want)
+		}
+	}
+	if got := listed(t, dir); got != "e1=done e2=cancelled e3=done" {
+		t.Errorf("list = %q, want every task as show says", got)
+	}
+	sameFiles(t, dir, before, "list")
 }

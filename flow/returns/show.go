@@ -192,13 +192,7 @@ func (s *Service) ListTasks(ctx context.Context, o ListOptions) ([]TaskSummary, 
 			return nil, err
 		}
 	}
-	status := ""
-	if len(o.Statuses) == 1 && (o.Statuses[0] == StatusRunning || o.Statuses[0] == StatusInterrupted) {
-		// One record status that no other record shows as (asShown): let
-		// the store filter.
-		status = o.Statuses[0]
-	}
-	tasks, err := s.runs.ListTasks(ctx, o.User, status)
+	tasks, err := s.listRecords(ctx, o)
 	if err != nil {
 		return nil, err
 	}
@@ -222,6 +216,42 @@ func (s *Service) ListTasks(ctx context.Context, o ListOptions) ([]TaskSummary, 
 		}
 	}
 	return out, nil
+}
+
+// listRecords reads the task records a list may show, in the store's
+// order (created_at, task_id): with one status asked for that a record
+// holds as it is shown, the store filters: running and interrupted are
+// shown only for records that say so; done, cancelled and failed also for
+// records left running by a process that is gone (asShown), so those are
+// read too and merged in order. Other filters (waiting, expired: read
+// from drafts and heads too; several statuses) read every record of the
+// user.
+func (s *Service) listRecords(ctx context.Context, o ListOptions) ([]runs.TaskRecord, error) {
+	if len(o.Statuses) != 1 {
+		return s.runs.ListTasks(ctx, o.User, "")
+	}
+	switch st := o.Statuses[0]; st {
+	case StatusRunning, StatusInterrupted:
+		return s.runs.ListTasks(ctx, o.User, st)
+	case StatusDone, StatusCancelled, StatusFailed:
+		ended, err := s.runs.ListTasks(ctx, o.User, st)
+		if err != nil {
+			return nil, err
+		}
+		running, err := s.runs.ListTasks(ctx, o.User, StatusRunning)
+		if err != nil {
+			return nil, err
+		}
+		all := append(ended, running...)
+		slices.SortStableFunc(all, func(a, b runs.TaskRecord) int {
+			if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+				return c
+			}
+			return strings.Compare(a.ID, b.ID)
+		})
+		return all, nil
+	}
+	return s.runs.ListTasks(ctx, o.User, "")
 }
 
 // listStatus is the status List shows for t: its record's, or expired for
