@@ -106,9 +106,10 @@ func TestOrdersHostileInput(t *testing.T) {
 		t.Errorf("/dev/zero took %s", d)
 	}
 	bad := writeShop(t, "\"C\n1\",demo-user,Pen,,false", "C\x1b2,demo-user,Pen,,false", "C\u200b3,demo-user,Pen,,false",
-		strings.Repeat("C", 300)+",demo-user,Pen,,false", "C\xff5,demo-user,Pen,,false", "C6,demo-user,"+strings.Repeat("i", 300)+",,false")
+		strings.Repeat("C", 300)+",demo-user,Pen,,false", "C\xff5,demo-user,Pen,,false", "C6,demo-user,"+strings.Repeat("i", 300)+",,false",
+		"C\u31647,demo-user,Pen,,false", "C\u28008,demo-user,Pen,,false")
 	_, errOut, code = run(t, dir, "orders", "import", bad)
-	for _, want := range []string{"line 2:", "line 4:", "line 5:", "line 6:", "line 7:", "line 8: item is 300 bytes"} {
+	for _, want := range []string{"line 2:", "line 4:", "line 5:", "line 6:", "line 7:", "line 8: item is 300 bytes", "line 9:", "line 10:"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr %q lacks %q", errOut, want)
 		}

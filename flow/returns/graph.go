@@ -12,6 +12,7 @@ import (
 
 	"assistant/business"
 	"assistant/flow"
+	"assistant/internal/termtext"
 )
 
 // Limits of the return flow. DefaultDraftTTL comes from business (300 s).
@@ -584,8 +585,10 @@ func ValidReason(r string) error {
 }
 
 // ValidTaskID returns nil when id may name a task: 1 to 128 bytes of valid
-// UTF-8 with no white space, no control or invisible format characters
-// (zero-width space, bidi overrides), no '/' or '\', not
+// UTF-8 with no white space, no control or invisible characters
+// (termtext.Invisible: zero-width space, bidi overrides, Hangul fillers,
+// the Braille blank, …: an id that prints as another, or as nothing), no
+// '/' or '\', not
 // "." or "..", and not starting with '-'. Task ids appear in file-like
 // places (logs, shell commands), hence the rule: a printed next command
 // with an id that starts with '-' would be read as a flag when pasted.
@@ -603,9 +606,9 @@ func ValidTaskID(id string) error {
 	case id == "." || id == "..":
 		return fmt.Errorf("task id %q is not allowed", id)
 	case strings.ContainsFunc(id, func(r rune) bool {
-		return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '/' || r == '\\'
+		return unicode.IsSpace(r) || unicode.IsControl(r) || termtext.Invisible(r) || r == '/' || r == '\\'
 	}):
-		return fmt.Errorf("task id %q must not contain spaces, control or invisible format characters, '/' or '\\'", id)
+		return fmt.Errorf("task id %q must not contain spaces, control or invisible characters, '/' or '\\'", id)
 	}
 	return nil
 }

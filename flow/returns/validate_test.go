@@ -27,6 +27,19 @@ func TestValidTaskID(t *testing.T) {
 		{".", false},
 		{"..", false},
 		{"\xff", false},
+		// Characters that print as nothing or as a blank (termtext.Invisible):
+		// such an id would read as another id, or as none.
+		{"a\u200bb", false},     // zero-width space (Cf)
+		{"a\u202eb", false},     // bidi override (Cf)
+		{"a\u3164b", false},     // Hangul filler
+		{"\u115f", false},       // Hangul choseong filler
+		{"a\uffa0b", false},     // halfwidth Hangul filler
+		{"a\u2800b", false},     // Braille blank
+		{"ali\u034fce", false},  // combining grapheme joiner
+		{"a\ufe0fb", false},     // variation selector
+		{"a\U000e0041b", false}, // tag character
+		{"한글-1", true},
+		{"⠁-1", true}, // a Braille letter prints
 	}
 	for _, tt := range tests {
 		if err := returns.ValidTaskID(tt.id); (err == nil) != tt.ok {
