@@ -124,3 +124,55 @@ func TestStalledInputSignals(t *testing.T) {
 		}
 	}
 }
+
+// TestImportSignalAfterCommit: a signal that reaches `orders import` after
+// its transaction committed (held there by the fault point
+// import:after-commit@pause) stops nothing: the orders are stored and made
+// durable, the report is printed, and the exit is the signal's (130, 143)
+// with a note that says the import was committed and nothing is to run
+// again, not that nothing was done (before: "interrupted … before it was
+// done … run the command again", the orders stored all the same).
+func TestImportSignalAfterCommit(t *testing.T) {
+	for _, sig := range []struct {
+		sig  syscall.Signal
+		code int
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+		t.Run(sig.sig.String(), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			file := writeShop(t, "S1,demo-user,Pen,,false", "S2,demo-user,Ink,,false")
+			c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "orders", "import", file)
+			c.Env = append(os.Environ(), "ASSISTANT_FAULT=import:after-commit@pause")
+			var out, errb strings.Builder
+			c.Stdout, c.Stderr = &out, &errb
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer c.Process.Kill()
+			eventually(t, "the import stops after its commit", func() bool {
+				stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.Process.Pid))
+				// The state follows the command name in parentheses.
+				i := strings.LastIndexByte(string(stat), ')')
+				return err == nil && i > 0 && i+2 < len(stat) && stat[i+2] == 'T'
+			})
+			if err := c.Process.Signal(sig.sig); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Process.Signal(syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+			if code := exitOf(t, c.Wait()); code != sig.code {
+				t.Fatalf("exit %d, want %d; stderr %q", code, sig.code, errb.String())
+			}
+			if !strings.Contains(out.String(), `"added": 2`) {
+				t.Errorf("no report of the committed import on stdout:\n%s", out.String())
+			}
+			if e := errb.String(); !strings.Contains(e, "the import was committed") || strings.Contains(e, "run the command again") {
+				t.Errorf("stderr %q: want a note that the import was committed, not to run it again", e)
+			}
+			if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM orders WHERE order_id IN ('S1', 'S2')`); got != "2" {
+				t.Errorf("%s of the two orders stored, want both", got)
+			}
+			verifyClean(t, dir)
+		})
+	}
+}

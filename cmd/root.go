@@ -72,6 +72,10 @@ type app struct {
 	// shown is the view the command printed (finish), to name its task
 	// when a signal ended the command.
 	shown *returns.View
+	// done says what a command that is not a run had finished when a
+	// signal came too late to stop it ("the import was committed: …"),
+	// for the signal's note.
+	done string
 	globals
 }
 
@@ -106,7 +110,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, seed []by
 	if ctx.Err() != nil && (err == nil || errors.As(err, &oe)) {
 		// A signal ended the command's own run, which saved what it did
 		// and printed the task: the signal's code, whatever the outcome.
-		a.note(a.signalNote(ctx, a.shown))
+		note := a.signalNote(ctx, a.shown)
+		if a.done != "" {
+			note += " after " + a.done
+		}
+		a.note(note)
 		return signalExit(ctx)
 	}
 	if err == nil {

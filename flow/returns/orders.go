@@ -55,7 +55,11 @@ func (s *Service) ImportOrdersFile(ctx context.Context, f *business.OrdersFile, 
 	if opts.DryRun {
 		return res, nil
 	}
-	return res, s.desk.Sync(ctx)
+	Fault("import:after-commit")
+	// Committed: the orders are stored whatever ends ctx now (a signal
+	// that came too late to stop the import), and they are made durable
+	// all the same.
+	return res, s.desk.Sync(context.WithoutCancel(ctx))
 }
 
 // importError makes a bad file (*business.ImportError,
