@@ -42,7 +42,6 @@ type aheadReader struct {
 	out   chan *rowBatch // batches read, in file order; closed after the last
 	spare chan *rowBatch // batches given back (free), for reuse
 	quit  chan struct{}  // closed by stop: the reader ends at its next batch
-	done  chan struct{}  // closed when the reader has ended
 	ended bool           // next saw the batch with the end
 }
 
@@ -50,15 +49,13 @@ type aheadReader struct {
 // own, ahead of the caller, who takes them in file order with next and
 // gives each batch back with free: splitting lines into fields and
 // checking them as text take one core, checking each record (the orders'
-// rules) the other, and a large file is read in about half the time. The
-// caller must call stop when done. t is read by the goroutine only, until
-// stop returns.
+// rules) the other. The caller must call stop when done. t is read by the
+// goroutine only.
 func readAhead(ctx context.Context, t *Table) *aheadReader {
 	a := &aheadReader{ctx: ctx, out: make(chan *rowBatch, aheadQueue), spare: make(chan *rowBatch, aheadQueue+2),
-		quit: make(chan struct{}), done: make(chan struct{})}
+		quit: make(chan struct{})}
 	width := len(t.spec.Columns)
 	go func() {
-		defer close(a.done)
 		defer close(a.out)
 		for {
 			var b *rowBatch
@@ -134,13 +131,11 @@ func (a *aheadReader) free(b *rowBatch) {
 	}
 }
 
-// stop ends the reader and waits for it, unless ctx has ended (the reader
-// may then be blocked reading its input: it ends at its next batch, and
-// the process is ending anyway).
+// stop tells the reader to end, and does not wait for it: it ends at its
+// next hand-over, or, blocked reading its input (a pipe whose writer
+// stalled, after the caller stopped for a bad file or a limit), when that
+// read returns, with the process at the latest. Nothing it reads is used:
+// the caller keeps nothing of t, and may close its input.
 func (a *aheadReader) stop() {
 	close(a.quit)
-	select {
-	case <-a.done:
-	case <-a.ctx.Done():
-	}
 }
