@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 )
 
 // csvSteps reads text with encoding/csv alone, as records.read is to
@@ -116,4 +117,41 @@ func FuzzRecords(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text []byte, d uint8) {
 		checkRecordsLikeCSV(t, text, []rune{',', ';', '\t'}[d%3])
 	})
+}
+
+// TestRecordsStalledWriter: the records of whole lines a pipe has sent
+// are read while its writer stalls with the next line unsent or half
+// sent: the reader does not wait to fill its whole buffer. (It did: on a
+// stalled pipe, a row past a limit was not seen until the writer sent
+// about 64 KiB more or closed.)
+func TestRecordsStalledWriter(t *testing.T) {
+	for _, tail := range []string{"", "3,half-a-li"} {
+		t.Run(fmt.Sprintf("tail%q", tail), func(t *testing.T) {
+			pr, pw := io.Pipe()
+			defer pw.Close()
+			go pw.Write([]byte("a,b\n1,2\n2,3\n" + tail)) // then nothing, never closed
+			recs := newRecords(bufio.NewReaderSize(pr, 64<<10), ',')
+			got := make(chan string, 3)
+			go func() {
+				for {
+					line, rec, err := recs.read()
+					if err != nil {
+						got <- "error " + err.Error()
+						return
+					}
+					got <- fmt.Sprintf("%d: %q", line, rec)
+				}
+			}()
+			for _, want := range []string{`1: ["a" "b"]`, `2: ["1" "2"]`, `3: ["2" "3"]`} {
+				select {
+				case g := <-got:
+					if g != want {
+						t.Fatalf("read %s, want %s", g, want)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("record %s not read within 10 s while the writer stalls after it", want)
+				}
+			}
+		})
+	}
 }

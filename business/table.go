@@ -536,15 +536,27 @@ func (r *records) readFast() (line int, rec []string, ok bool, err error) {
 	for {
 		buf, _ := r.br.Peek(r.br.Buffered())
 		end := bytes.IndexByte(buf, '\n')
-		if end < 0 {
-			// Fill the buffer. The reader below fails at most once: its
-			// error is kept, not read again.
-			buf, err = r.br.Peek(r.br.Size())
+		for end < 0 {
+			// Read on until a line break is buffered, one read of the
+			// reader below at a time: a pipe whose writer stalls after a
+			// whole line still has that line read (filling the buffer
+			// whole would wait for bytes that may never come). A line
+			// longer than the buffer, or the last one without a break,
+			// goes to encoding/csv. The reader below fails at most once:
+			// its error is kept, not read again.
+			n := len(buf)
+			if n >= r.br.Size() {
+				return 0, nil, false, nil
+			}
+			buf, err = r.br.Peek(n + 1)
 			if err != nil && !errors.Is(err, io.EOF) {
 				return 0, nil, false, err
 			}
-			if end = bytes.IndexByte(buf, '\n'); end < 0 {
-				return 0, nil, false, nil
+			if len(buf) <= n {
+				return 0, nil, false, nil // the end of the text
+			}
+			if end = bytes.IndexByte(buf[n:], '\n'); end >= 0 {
+				end += n
 			}
 		}
 		b := buf[:end]
