@@ -326,18 +326,31 @@ func (s *SQLite) moveHead(ctx context.Context, tx *sql.Tx, threadID, parentID, i
 // thread's fence above fence (*flow.FencedError), else a head other than
 // parentID (*flow.ConflictError), read in tx.
 func (s *SQLite) whyNotMoved(ctx context.Context, tx *sql.Tx, threadID, parentID string, fence int64) error {
-	var headID sql.NullString
-	var headSeq, cur sql.NullInt64
-	if err := s.stmts.Tx(tx).QueryRowContext(ctx, sqlHeadAndFence, threadID).Scan(&headID, &headSeq, &cur); err != nil {
+	if _, err := s.headAt(ctx, tx, threadID, parentID, fence); err != nil {
 		return err
-	}
-	if cur.Int64 > fence {
-		return &flow.FencedError{ThreadID: threadID, Epoch: fence, Fence: cur.Int64}
 	}
 	// The head is parentID only if another writer changed it between the
 	// statements, which the transaction's write lock rules out: a conflict
 	// all the same, never a fork.
-	return &flow.ConflictError{ThreadID: threadID, Want: parentID, Head: headID.String}
+	return &flow.ConflictError{ThreadID: threadID, Want: parentID, Head: parentID}
+}
+
+// headAt reads the thread's head and fence in tx and returns the head's
+// seq when the head is want and no fence is above fence; else a
+// *flow.FencedError (the fence first) or a *flow.ConflictError.
+func (s *SQLite) headAt(ctx context.Context, tx *sql.Tx, threadID, want string, fence int64) (int64, error) {
+	var headID sql.NullString
+	var headSeq, cur sql.NullInt64
+	if err := s.stmts.Tx(tx).QueryRowContext(ctx, sqlHeadAndFence, threadID).Scan(&headID, &headSeq, &cur); err != nil {
+		return 0, err
+	}
+	if cur.Int64 > fence {
+		return 0, &flow.FencedError{ThreadID: threadID, Epoch: fence, Fence: cur.Int64}
+	}
+	if headID.String != want {
+		return 0, &flow.ConflictError{ThreadID: threadID, Want: want, Head: headID.String}
+	}
+	return headSeq.Int64, nil
 }
 
 // insertCheckpoint inserts cp (encoded as row) at seq in tx; the head was
@@ -531,19 +544,12 @@ func (s *SQLite) putWritesTx(ctx context.Context, threadID, checkpointID string,
 // thread above fence is a *flow.FencedError (noFence: not checked). tx
 // began with BEGIN IMMEDIATE: the head cannot move before the commit.
 func (s *SQLite) putWritesAtHead(ctx context.Context, tx *sql.Tx, threadID, checkpointID string, writes []flow.Write, fence int64) error {
-	var headID sql.NullString
-	var headSeq, cur sql.NullInt64
-	if err := s.stmts.Tx(tx).QueryRowContext(ctx, sqlHeadAndFence, threadID).Scan(&headID, &headSeq, &cur); err != nil {
+	// The head's seq is the thread's head_seq (moveHead).
+	seq, err := s.headAt(ctx, tx, threadID, checkpointID, fence)
+	if err != nil {
 		return err
 	}
-	if cur.Int64 > fence {
-		return &flow.FencedError{ThreadID: threadID, Epoch: fence, Fence: cur.Int64}
-	}
-	if headID.String != checkpointID {
-		return &flow.ConflictError{ThreadID: threadID, Want: checkpointID, Head: headID.String}
-	}
-	// The head's seq is the thread's head_seq (moveHead).
-	return s.upsertWrites(ctx, tx, threadID, headSeq.Int64, writes)
+	return s.upsertWrites(ctx, tx, threadID, seq, writes)
 }
 
 // putWrites saves writes in tx against the checkpoint with id checkpointID,
