@@ -465,6 +465,7 @@ func (f *OrdersFile) scan(ctx context.Context, r io.Reader, newGroup func() *gro
 	}
 	ahead := readAhead(ctx, t)
 	defer ahead.stop()
+	width := len(ordersSpec.Columns)
 	for {
 		b, err := ahead.next()
 		if err != nil {
@@ -473,14 +474,12 @@ func (f *OrdersFile) scan(ctx context.Context, r io.Reader, newGroup func() *gro
 		if b == nil {
 			break
 		}
-		width := len(ordersSpec.Columns)
 		for i, line := range b.lines {
+			rows++
 			if err := b.errs[i]; err != nil {
 				bad.add(line, err)
-				rows++
 				continue
 			}
-			rows++
 			if rows > MaxOrdersRows {
 				return 0, 0, fmt.Errorf("orders file has more than %d rows: %w; split it into several files (nothing was imported)", MaxOrdersRows, ErrTooLarge)
 			}

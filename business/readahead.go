@@ -8,9 +8,8 @@ import (
 
 // A rowBatch of readAhead holds at most aheadRows records, and ends
 // after the record that brings its fields to aheadBytes; the reader hands
-// each batch over as the consumer takes it (aheadQueue batches may wait
-// between them: none). So two batches are alive, the one read and the one
-// checked: a few hundred kilobytes of fields for rows of usual size, or,
+// each batch over as the consumer takes it, none waiting between them.
+// So two batches are alive, the one read and the one checked: a few hundred kilobytes of fields for rows of usual size, or,
 // for a file of huge quoted fields (a record may span many lines), two
 // records, where reading one record at a time held one (a 60 MB file of
 // 1 MB fields: 23–27 MiB of RSS, as before; with four batches queued,
@@ -18,7 +17,6 @@ import (
 const (
 	aheadRows  = 512
 	aheadBytes = 64 << 10
-	aheadQueue = 0
 )
 
 // rowBatch is consecutive records of a Table, read ahead (readAhead).
@@ -42,7 +40,6 @@ type aheadReader struct {
 	out   chan *rowBatch // batches read, in file order; closed after the last
 	spare chan *rowBatch // batches given back (free), for reuse
 	quit  chan struct{}  // closed by stop: the reader ends at its next batch
-	ended bool           // next saw the batch with the end
 }
 
 // readAhead reads the records of t (Table.Next) in a goroutine of its
@@ -52,8 +49,7 @@ type aheadReader struct {
 // rules) the other. The caller must call stop when done. t is read by the
 // goroutine only.
 func readAhead(ctx context.Context, t *Table) *aheadReader {
-	a := &aheadReader{ctx: ctx, out: make(chan *rowBatch, aheadQueue), spare: make(chan *rowBatch, aheadQueue+2),
-		quit: make(chan struct{})}
+	a := &aheadReader{ctx: ctx, out: make(chan *rowBatch), spare: make(chan *rowBatch, 2), quit: make(chan struct{})}
 	width := len(t.spec.Columns)
 	go func() {
 		defer close(a.out)
@@ -107,15 +103,8 @@ func (a *aheadReader) next() (*rowBatch, error) {
 	if err := a.ctx.Err(); err != nil {
 		return nil, fmt.Errorf("read orders file: %w", err)
 	}
-	if a.ended {
-		return nil, nil
-	}
 	select {
-	case b := <-a.out:
-		if b == nil {
-			return nil, nil
-		}
-		a.ended = b.end != nil
+	case b := <-a.out: // nil once the reader has sent the batch with the end
 		return b, nil
 	case <-a.ctx.Done():
 		return nil, fmt.Errorf("read orders file: %w", a.ctx.Err())
