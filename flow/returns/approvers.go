@@ -7,10 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"assistant/business"
-	"assistant/internal/termtext"
 	"assistant/runs"
 )
 
@@ -172,19 +170,13 @@ func NoApprovers(user string) *Approvers {
 // ValidUser returns nil when name may name a user (--user,
 // ASSISTANT_USER, an approver, an owner): the rule of task ids
 // (ValidTaskID), as a user name is printed in commands and cards as a
-// task id is, and without a character that prints as nothing or as a
-// blank (termtext.Invisible: a default-ignorable code point such as the
-// combining grapheme joiner, a variation selector, a Hangul filler, the
-// Braille blank): such a name would print as another, or as nothing. Case
-// is kept: Alice and alice are two users. The error names the rule, with
+// task id is; it refuses, among others, a character that prints as
+// nothing or as a blank (termtext.Invisible): such a name would print as
+// another, or as nothing. Case is kept: Alice and alice are two users. The error names the rule, with
 // name Go-quoted.
 func ValidUser(name string) error {
 	if err := ValidTaskID(name); err != nil {
 		return errors.New(strings.Replace(err.Error(), "task id", "user name", 1))
-	}
-	if i := strings.IndexFunc(name, termtext.Invisible); i >= 0 {
-		r, _ := utf8.DecodeRuneInString(name[i:])
-		return fmt.Errorf("user name %q holds U+%04X, a character that prints as nothing or as a blank: it would read as another name", name, r)
 	}
 	return nil
 }
@@ -270,17 +262,13 @@ func (s *Service) awaitingMe(ctx context.Context, o ListOptions) ([]TaskSummary,
 	now := s.now()
 	var out []TaskSummary
 	for _, owner := range owners {
-		tasks, err := s.runs.ListTasks(ctx, owner, StatusWaiting)
-		if err != nil {
-			return nil, err
-		}
 		// A task recorded running whose process is gone may wait for an
 		// answer all the same (asShown), as show says.
-		gone, err := s.runs.ListTasks(ctx, owner, StatusRunning)
+		tasks, err := s.recordsShownAs(ctx, owner, StatusWaiting)
 		if err != nil {
 			return nil, err
 		}
-		for _, t := range append(tasks, gone...) {
+		for _, t := range tasks {
 			if t = s.asShown(ctx, t); t.Kind != runs.KindReturn || t.Status != StatusWaiting {
 				continue
 			}

@@ -222,10 +222,9 @@ func (s *Service) ListTasks(ctx context.Context, o ListOptions) ([]TaskSummary, 
 // order (created_at, task_id): with one status asked for that a record
 // holds as it is shown, the store filters: running and interrupted are
 // shown only for records that say so; done, cancelled and failed also for
-// records left running by a process that is gone (asShown), so those are
-// read too and merged in order. Other filters (waiting, expired: read
-// from drafts and heads too; several statuses) read every record of the
-// user.
+// records left running by a process that is gone (recordsShownAs). Other
+// filters (waiting, expired: read from drafts and heads too; several
+// statuses) read every record of the user.
 func (s *Service) listRecords(ctx context.Context, o ListOptions) ([]runs.TaskRecord, error) {
 	if len(o.Statuses) != 1 {
 		return s.runs.ListTasks(ctx, o.User, "")
@@ -234,24 +233,32 @@ func (s *Service) listRecords(ctx context.Context, o ListOptions) ([]runs.TaskRe
 	case StatusRunning, StatusInterrupted:
 		return s.runs.ListTasks(ctx, o.User, st)
 	case StatusDone, StatusCancelled, StatusFailed:
-		ended, err := s.runs.ListTasks(ctx, o.User, st)
-		if err != nil {
-			return nil, err
-		}
-		running, err := s.runs.ListTasks(ctx, o.User, StatusRunning)
-		if err != nil {
-			return nil, err
-		}
-		all := append(ended, running...)
-		slices.SortStableFunc(all, func(a, b runs.TaskRecord) int {
-			if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-				return c
-			}
-			return strings.Compare(a.ID, b.ID)
-		})
-		return all, nil
+		return s.recordsShownAs(ctx, o.User, st)
 	}
 	return s.runs.ListTasks(ctx, o.User, "")
+}
+
+// recordsShownAs reads user's task records that may be shown with status
+// (asShown): those recorded with it and those recorded running, whose
+// process may be gone, merged in the store's order (created_at,
+// task_id). The caller applies asShown.
+func (s *Service) recordsShownAs(ctx context.Context, user, status string) ([]runs.TaskRecord, error) {
+	recorded, err := s.runs.ListTasks(ctx, user, status)
+	if err != nil {
+		return nil, err
+	}
+	running, err := s.runs.ListTasks(ctx, user, StatusRunning)
+	if err != nil {
+		return nil, err
+	}
+	all := append(recorded, running...)
+	slices.SortStableFunc(all, func(a, b runs.TaskRecord) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return all, nil
 }
 
 // listStatus is the status List shows for t: its record's, or expired for
