@@ -99,9 +99,13 @@ Without it, 0 when the command did its work: read "status".`,
 			}
 			// The rows' report is read even when a signal ended the run: the
 			// run saved them, and the command prints where it stopped. It is
-			// streamed, a page of rows at a time, never held whole.
+			// streamed, a page of rows at a time, never held whole. A row's
+			// error quotes its commands pasteable, as resume prints them.
 			each := func(fn func(returns.RowReport) error) error {
-				_, err := svc.EachRow(context.WithoutCancel(c.Context()), v.Task, a.user, fn)
+				_, err := svc.EachRow(context.WithoutCancel(c.Context()), v.Task, a.user, func(r returns.RowReport) error {
+					r.Error = a.pasteable(r.Error)
+					return fn(r)
+				})
 				return err
 			}
 			// With --exit-status a decide run exits by its outcome, as a
@@ -223,12 +227,7 @@ func (a *app) finishDecide(v *returns.View, each rowSource, exitStatus bool) err
 	if err != nil && !errors.As(err, &oe) {
 		return err
 	}
-	refused, rerr := refusedRows(func(fn func(returns.RowReport) error) error {
-		return each(func(r returns.RowReport) error {
-			r.Error = a.pasteable(r.Error)
-			return fn(r)
-		})
-	}, a.nextCommandPrefix(), v.Task)
+	refused, rerr := refusedRows(each, a.nextCommandPrefix(), v.Task)
 	if rerr != nil {
 		return ran(rerr)
 	}
@@ -273,7 +272,6 @@ func (a *app) writeDecideJSON(v *returns.View, each rowSource) error {
 	n := 0
 	var compact, indented bytes.Buffer
 	err := each(func(r returns.RowReport) error {
-		r.Error = a.pasteable(r.Error)
 		tree, err := toTree(reflect.ValueOf(r))
 		if err != nil {
 			return err
