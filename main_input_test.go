@@ -91,15 +91,7 @@ func TestStalledInputSignals(t *testing.T) {
 					// The command reads the FIFO once its descriptor shows
 					// (its signal handlers are set before then), and is
 					// blocked in a read of it soon after.
-					eventually(t, "the command opens the file", func() bool {
-						fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", c.Process.Pid))
-						for _, fd := range fds {
-							if to, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", c.Process.Pid, fd.Name())); to == fifo {
-								return true
-							}
-						}
-						return false
-					})
+					eventually(t, "the command opens the file", func() bool { return hasOpen(c.Process.Pid, filepath.Base(fifo)) })
 					time.Sleep(300 * time.Millisecond)
 					if err := c.Process.Signal(sig.sig); err != nil {
 						t.Fatal(err)
@@ -148,12 +140,7 @@ func TestImportSignalAfterCommit(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Process.Kill()
-			eventually(t, "the import stops after its commit", func() bool {
-				stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.Process.Pid))
-				// The state follows the command name in parentheses.
-				i := strings.LastIndexByte(string(stat), ')')
-				return err == nil && i > 0 && i+2 < len(stat) && stat[i+2] == 'T'
-			})
+			eventually(t, "the import stops after its commit", func() bool { return stopped(c.Process.Pid) })
 			if err := c.Process.Signal(sig.sig); err != nil {
 				t.Fatal(err)
 			}
