@@ -342,7 +342,7 @@ func (n nodes) prepare(ctx context.Context, s State) (State, error) {
 	if version > 1 {
 		if f, err := n.recheck(ctx, s); err != nil || f != nil {
 			if f != nil {
-				return State{Stage: StageFailed, Error: f}, nil
+				return n.refused(ctx, s, f) // the task's own application ends it submitted
 			}
 			return State{}, err
 		}

@@ -2,6 +2,7 @@ package returns
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -211,4 +212,111 @@ func (s *Service) inconsistentOrders(ctx context.Context, user string, orders ma
 		}
 	}
 	return bad, nil
+}
+
+// CodeRecordedEnd is the error code of a task that business.sqlite
+// records as failed while its checkpoints are older than that end (an
+// older checkpoints.sqlite put back, or a power loss that took its last
+// checkpoints): the business file says how it ended, not why.
+const CodeRecordedEnd = "recorded_end"
+
+// truth returns the head snap of task t as the business file, the truth for
+// side effects, has it. It first checks the head against the business file
+// (reconcile: a head that claims more than the business file holds is
+// *InconsistentError). A head that has not ended while the business file
+// records an end (recordedEnd) is returned ended that way: no node due, no
+// question asked, so every answer is judged as on a task that ended
+// (endedAnswer), and show, wait and list report the recorded end. Nothing
+// is written. snap nil passes.
+func (r *runner) truth(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[State]) (*flow.Snapshot[State], error) {
+	if err := r.reconcile(ctx, t.ID, snap); err != nil {
+		return nil, err
+	}
+	if snap == nil || snap.Done() {
+		return snap, nil
+	}
+	st, ended, err := r.recordedEnd(ctx, t, snap)
+	if err != nil || !ended {
+		return snap, err
+	}
+	out := *snap
+	out.Values = st
+	out.Next, out.Tasks, out.Interrupts, out.Breakpoint = nil, nil, nil, ""
+	return &out, nil
+}
+
+// recordedEnd returns the state of a task whose head snap has not ended as
+// the business file says it ended, and true; false when the business file
+// records no end. In this order:
+//
+//   - the task's application, when the head asks a question or the record
+//     ended: the request ended submitted with it, reused (an approve whose
+//     checkpoints were lost; nothing more may be decided);
+//   - the record's status done, cancelled or failed (the end a command
+//     released the task with, durably, after its last checkpoint);
+//   - a cancel in the decision trail that the head neither holds nor has
+//     saved to replay (the answer's checkpoint was lost).
+//
+// A record that says done without an application is *InconsistentError.
+// Reads: the application by the task's unique draft index, and the trail
+// only when the first two say nothing.
+func (r *runner) recordedEnd(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[State]) (State, bool, error) {
+	st := snap.Values
+	recordEnded := t.Status == StatusDone || t.Status == StatusCancelled || t.Status == StatusFailed
+	if snap.Waiting() || recordEnded {
+		// A head part-way to a node runs on to it, and submit, cancel and
+		// a refused lookup look the application up themselves.
+		upd, err := nodes{Deps{Desk: r.desk}}.submitted(ctx, st)
+		if err != nil {
+			return st, false, fmt.Errorf("reconcile %s: %w", t.ID, err)
+		}
+		if upd.Stage != "" {
+			upd.Decision = ActionApprove
+			return Reduce(st, upd), true, nil
+		}
+	}
+	switch t.Status {
+	case StatusDone:
+		return st, false, &InconsistentError{Task: t.ID, Checkpoints: "its run has not ended", Business: "records it done but holds no application of it"}
+	case StatusCancelled:
+		return Reduce(st, State{Stage: StageCancelled, Decision: ActionCancel}), true, nil
+	case StatusFailed:
+		if st.Error == nil {
+			st.Error = &Failure{Code: CodeRecordedEnd, Message: fmt.Sprintf(
+				"task %s ended failed, as business.sqlite records; checkpoints.sqlite is older than that end and does not say why; nothing was submitted", t.ID)}
+		}
+		return Reduce(st, State{Stage: StageFailed}), true, nil
+	}
+	ds, err := r.desk.Decisions(ctx, t.ID)
+	if err != nil {
+		return st, false, fmt.Errorf("reconcile %s: %w", t.ID, err)
+	}
+	known := decisionIDs(snap)
+	for _, d := range ds {
+		if d.Action == ActionCancel && !known[d.ID] {
+			return Reduce(st, State{Stage: StageCancelled, Decision: ActionCancel}), true, nil
+		}
+	}
+	return st, false, nil
+}
+
+// decisionIDs returns the ids of the decisions the head snap holds: those
+// of its state, and those of the answers saved at it that a continued run
+// replays.
+func decisionIDs(snap *flow.Snapshot[State]) map[string]bool {
+	ids := map[string]bool{}
+	for _, d := range snap.Values.Decisions {
+		ids[d.ID] = true
+	}
+	for _, ts := range snap.Tasks {
+		for _, raw := range ts.Answers {
+			var a struct {
+				ID string `json:"decision_id"`
+			}
+			if json.Unmarshal(raw, &a) == nil && a.ID != "" {
+				ids[a.ID] = true
+			}
+		}
+	}
+	return ids
 }

@@ -125,16 +125,26 @@ func (r *runner) resume(ctx context.Context, t runs.TaskRecord, o ResumeOptions)
 	case err != nil:
 		return nil, fmt.Errorf("resume %s: %w", t.ID, err)
 	}
-	if err := r.reconcile(ctx, t.ID, snap); err != nil {
+	head := snap
+	if snap, err = r.truth(ctx, t, snap); err != nil {
 		return nil, err
 	}
-	if snap.Done() {
+	// The task's own application ends a request whose head has not ended
+	// submitted with it, whatever the answer (docs/recovery.md "A business
+	// file ahead of its checkpoints"); any other recorded end is answered
+	// as the same end would be with the files in step.
+	applied := !head.Done() && snap.Done() && snap.Values.Result != nil
+	if snap.Done() && !applied {
 		if err := r.endedAnswer(ctx, t, snap, o); err != nil {
 			return nil, err
 		}
 	}
 	if snap.Done() || (snap.Waiting() && !o.answering() && t.Status != StatusWaiting) {
-		return r.settled(ctx, t, snap, o)
+		v, err := r.settled(ctx, t, snap, o)
+		if err == nil && applied && o.answering() && o.Action != ActionApprove {
+			v.Note = fmt.Sprintf("business.sqlite holds the task's application %s: the request ended submitted with it, and the answer changes nothing", v.Result.ApplicationID)
+		}
+		return v, err
 	}
 	if err := r.checkAnswer(ctx, t, snap, o); errors.Is(err, errAnswerSaved) {
 		// The same answer again, saved by a command that was killed or
@@ -217,6 +227,9 @@ func (r *runner) answer(ctx context.Context, t runs.TaskRecord, head *flow.Snaps
 			// read and the lease: read it again.
 			cur, err := g.State(ctx, t.ID)
 			if err != nil {
+				return nil, err
+			}
+			if cur, err = r.truth(ctx, t, cur); err != nil {
 				return nil, err
 			}
 			if cur.Done() {

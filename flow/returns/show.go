@@ -32,7 +32,7 @@ func (s *Service) Show(ctx context.Context, task, user string) (*View, error) {
 		if err != nil {
 			return nil, fmt.Errorf("show %s: %w", t.ID, err)
 		}
-		if err := s.cmd.reconcile(ctx, t.ID, snap); err != nil {
+		if snap, err = s.cmd.truth(ctx, t, snap); err != nil {
 			return nil, err
 		}
 		if v, err = s.withTrail(ctx, view(t, snap)); err != nil {

@@ -229,7 +229,7 @@ func (r *runner) restart(ctx context.Context, t runs.TaskRecord, o StartOptions)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", t.ID, err)
 	}
-	if err := r.reconcile(ctx, t.ID, snap); err != nil {
+	if snap, err = r.truth(ctx, t, snap); err != nil {
 		return nil, err
 	}
 	if snap.Done() || snap.Waiting() {
