@@ -119,6 +119,17 @@ type Acquired struct {
 // returns a *LeaseHeldError (ErrBusy). Errors: ErrNotFound, ErrBusy,
 // ErrConflict (the lease changed between read and write).
 func (s *Store) AcquireLease(ctx context.Context, taskID string, me Lease, now time.Time, check func(Lease) Liveness) (Acquired, error) {
+	return s.AcquireLeaseIf(ctx, taskID, me, now, check, "")
+}
+
+// AcquireLeaseIf is AcquireLease of a task that must be in status (""
+// takes it in any status), checked in the same guarded transaction as the
+// lease: what recover takes, a task left running, so that a stop written
+// after recover chose the task is never turned back into running (the
+// task stays interrupted, docs/design.md "Run status"). A task in another
+// status is ErrStopped when it is interrupted, else ErrConflict, each
+// naming the status; nothing is written then.
+func (s *Store) AcquireLeaseIf(ctx context.Context, taskID string, me Lease, now time.Time, check func(Lease) Liveness, status string) (Acquired, error) {
 	tx, err := s.h.Begin(ctx)
 	if err != nil {
 		return Acquired{}, fmt.Errorf("acquire lease of task %s: %w", taskID, err)
@@ -139,6 +150,13 @@ func (s *Store) AcquireLease(ctx context.Context, taskID string, me Lease, now t
 	if err != nil {
 		return Acquired{}, fmt.Errorf("acquire lease of task %s: %w", taskID, err)
 	}
+	if status != "" && a.PrevStatus != status {
+		why := ErrConflict
+		if a.PrevStatus == "interrupted" {
+			why = ErrStopped
+		}
+		return Acquired{}, fmt.Errorf("task %s is %s, not %s: %w", taskID, a.PrevStatus, status, why)
+	}
 	if owner.Valid && owner.String != me.Owner {
 		held := Lease{Owner: owner.String, PID: pid, Host: host, Epoch: a.Epoch}
 		if held.Until, err = parseTime(until); err != nil {
@@ -149,11 +167,12 @@ func (s *Store) AcquireLease(ctx context.Context, taskID string, me Lease, now t
 		}
 		a.TookOver = true
 	}
-	// Guarded by the owner read above: a concurrent taker makes this 0 rows.
+	// Guarded by the owner and status read above: a concurrent taker, or a
+	// stop written meanwhile, makes this 0 rows.
 	res, err := tx.ExecContext(ctx,
 		`UPDATE tasks SET lease_owner = ?, lease_pid = ?, lease_host = ?, lease_until = ?, lease_epoch = lease_epoch + 1, status = 'running', updated_at = ?
-		 WHERE task_id = ? AND lease_owner IS NOT DISTINCT FROM ?`, // null-safe =, on both databases
-		me.Owner, me.PID, me.Host, formatTime(me.Until), formatTime(now), taskID, owner)
+		 WHERE task_id = ? AND lease_owner IS NOT DISTINCT FROM ? AND status = ?`, // null-safe =, on both databases
+		me.Owner, me.PID, me.Host, formatTime(me.Until), formatTime(now), taskID, owner, a.PrevStatus)
 	if err := rowsChanged(res, err); err != nil {
 		return Acquired{}, fmt.Errorf("acquire lease of task %s: %w", taskID, err)
 	}

@@ -150,7 +150,9 @@ func (r *runner) lease() runs.Lease {
 // acquire takes the task's lease, marking steps that a dead or stopped
 // holder left running as failed, and sets t.Status and t.Lease to what the
 // record now holds (running; this process, with the new fencing epoch). A
-// live holder is ErrConflict (busy).
+// live holder is ErrConflict (busy). Under recover (recovering) the task
+// must still be running when the lease is taken: one an operator stopped
+// meanwhile is a *stoppedMeanwhile (ErrConflict), and nothing is written.
 func (r *runner) acquire(ctx context.Context, t *runs.TaskRecord) error {
 	now := r.svc.now().UTC()
 	l := r.lease()
@@ -158,9 +160,18 @@ func (r *runner) acquire(ctx context.Context, t *runs.TaskRecord) error {
 	if err != nil {
 		return err
 	}
-	got, err := r.takeLease(ctx, *t, l, now)
+	var got runs.Acquired
+	if recovering(ctx, t.ID) {
+		got, err = r.runs.AcquireLeaseIf(ctx, t.ID, l, now, r.svc.liveness, StatusRunning)
+	} else {
+		got, err = r.takeLease(ctx, *t, l, now)
+	}
 	var held *runs.LeaseHeldError
 	switch {
+	case errors.Is(err, runs.ErrStopped):
+		// Recover chose the task while it ran; an operator stopped it
+		// before recover's lease: the stop stands.
+		return &stoppedMeanwhile{task: t.ID, err: err}
 	case errors.As(err, &held):
 		if t.Status != StatusRunning && t.Status != StatusInterrupted {
 			// Another process took the task at the same moment: an answer,

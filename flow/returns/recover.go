@@ -56,7 +56,9 @@ func (e *RecoverError) Unwrap() []error {
 
 // Recover resumes every running task whose lease holder is gone, through the
 // same path as Resume without an answer, and reports each, with what the
-// recovery cost; then it ends every task (any user's) still waiting for
+// recovery cost; a task an operator stops between recover's look and its
+// lease stays interrupted and is reported so (no error): recover takes only
+// a task that is still running under its lease (recoverOnly); then it ends every task (any user's) still waiting for
 // approval of a draft that has expired, failed with draft_expired
 // (endExpired), and reports each with Ended set. A task it cannot recover
 // (busy, a file locked, a storage error) is reported with its error and the
@@ -77,8 +79,20 @@ func (s *Service) Recover(ctx context.Context) ([]Recovered, error) {
 		if err != nil || cur.Status != StatusRunning {
 			continue
 		}
-		v, err := s.Resume(ctx, ResumeOptions{Task: t.ID, User: t.User})
+		Fault("recover:before-lease") // a stop may land here (docs/recovery.md)
+		v, err := s.Resume(recoverOnly(ctx, t.ID), ResumeOptions{Task: t.ID, User: t.User})
 		r := Recovered{Task: t.ID, User: t.User}
+		var stopped *stoppedMeanwhile
+		if errors.As(err, &stopped) {
+			// An operator stopped it after the look above: the stop
+			// stands, and recover leaves the task to a person.
+			r.Status, r.Stage = StatusInterrupted, cur.Stage
+			if now, rerr := s.runs.Task(ctx, t.ID); rerr == nil {
+				r.Stage = now.Stage
+			}
+			out = append(out, r)
+			continue
+		}
 		if err != nil {
 			// Another process (a resume, another recover) may have
 			// continued it between the look above and this one's lease:
@@ -187,3 +201,37 @@ func (r *runner) expire(ctx context.Context, t runs.TaskRecord) (*View, error) {
 		}}, NodeGiveUp)
 	})
 }
+
+// recoverKey is the context key of recoverOnly.
+type recoverKey struct{}
+
+// recoverOnly is ctx for recover's continuation of task: acquire then
+// takes that task's lease only while the task is still recorded running
+// (runs.AcquireLeaseIf), so a stop written after recover chose the task
+// stands. The tasks the run drives on its own (a batch's rows) are not
+// affected.
+func recoverOnly(ctx context.Context, task string) context.Context {
+	return context.WithValue(ctx, recoverKey{}, task)
+}
+
+// recovering reports whether ctx is recover's continuation of task
+// (recoverOnly).
+func recovering(ctx context.Context, task string) bool {
+	id, ok := ctx.Value(recoverKey{}).(string)
+	return ok && id == task
+}
+
+// stoppedMeanwhile is acquire's refusal, under recover, of a task an
+// operator stopped after recover chose it (ErrConflict): the stop stands.
+type stoppedMeanwhile struct {
+	task string
+	err  error
+}
+
+// Error says the task was stopped and how to continue it on purpose.
+func (e *stoppedMeanwhile) Error() string {
+	return fmt.Sprintf("task %s was stopped by an operator before recover took it: %v; it stays stopped (continue it on purpose with `assistant resume %s`)", e.task, e.err, ShellQuote(e.task))
+}
+
+// Unwrap returns ErrConflict and the store's refusal.
+func (e *stoppedMeanwhile) Unwrap() []error { return []error{ErrConflict, e.err} }
