@@ -259,7 +259,7 @@ func TestTruthOlderCheckpointsFile(t *testing.T) {
 // names the task; restoring both files from one backup sets it right.
 func TestTruthOlderBusinessFile(t *testing.T) {
 	// The hints carry --data, which these runs give (docs/cli.md "Conventions").
-	says := []string{"task t is inconsistent", "checkpoints.sqlite says it was submitted as application app_", "business.sqlite has no application", "`assistant --data ", " verify`", " backup`"}
+	says := []string{"task t is inconsistent", "checkpoints.sqlite says it was submitted as application app_", "business.sqlite has no application", "`assistant --data ", " verify`", " backup DIR`"}
 	t.Run("Restored", func(t *testing.T) {
 		dir := t.TempDir()
 		mustRun(t, dir, "start", "t", "A3003", "--reason", "too small")

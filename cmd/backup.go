@@ -41,7 +41,7 @@ not agree with the other.`,
 			if err != nil {
 				return ran(err)
 			}
-			if res.Verify, err = verifyDir(c.Context(), args[0], a.host); err != nil {
+			if res.Verify, err = verifyDir(c.Context(), args[0], a.host, nil); err != nil {
 				return ran(fmt.Errorf("verify the backup in %s: %w", args[0], err))
 			}
 			if err := a.renderBackup(res); err != nil {

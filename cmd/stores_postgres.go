@@ -316,5 +316,5 @@ func (a *app) verifyServer(ctx context.Context) (*returns.VerifyReport, error) {
 		Scan(&v.CheckpointsVersion, &v.BusinessVersion, &v.CheckpointsDataDirID, &v.BusinessDataDirID); err != nil {
 		return nil, fmt.Errorf("look at %s: %w", srv.where, err)
 	}
-	return returns.Verify(ctx, returns.VerifyOptions{DataDir: redactURL(a.store), Checkpoints: cps, Host: a.host, Server: &v})
+	return returns.Verify(ctx, returns.VerifyOptions{DataDir: redactURL(a.store), Checkpoints: cps, Host: a.host, Server: &v, Command: a.fixCommand})
 }

@@ -59,12 +59,28 @@ func (a *app) verify(ctx context.Context) (*returns.VerifyReport, error) {
 	if a.store != "" {
 		return a.verifyServer(ctx)
 	}
-	return verifyDir(ctx, a.data, a.host)
+	return verifyDir(ctx, a.data, a.host, a.fixCommand)
+}
+
+// fixCommand is the prefix of a command verify's fixes quote for a task of
+// user ("" for none): this command's --data or --store, and --user unless
+// both user and the user of this command are the default
+// (returns.VerifyOptions.Command).
+func (a *app) fixCommand(user string) string {
+	prefix := a.nextCommandPrefix()
+	if a.user != DefaultUser {
+		prefix = strings.TrimSuffix(prefix, " --user "+shellQuote(a.user))
+	}
+	if user != "" && (user != DefaultUser || a.user != DefaultUser) {
+		prefix += " --user " + shellQuote(user)
+	}
+	return prefix
 }
 
 // verifyDir checks the data dir dir read-only (returns.Verify); host names
-// this machine in leases (returns.Config.Host).
-func verifyDir(ctx context.Context, dir, host string) (*returns.VerifyReport, error) {
+// this machine in leases (returns.Config.Host); command, if set, makes the
+// fixes' commands pasteable (returns.VerifyOptions.Command).
+func verifyDir(ctx context.Context, dir, host string, command func(user string) string) (*returns.VerifyReport, error) {
 	if err := returns.PrepareDataDir(dir, false); err != nil {
 		return nil, err
 	}
@@ -73,7 +89,7 @@ func verifyDir(ctx context.Context, dir, host string) (*returns.VerifyReport, er
 		return nil, err
 	}
 	defer closeCps()
-	return returns.Verify(ctx, returns.VerifyOptions{DataDir: dir, CheckpointsFile: check, Checkpoints: cps, Host: host})
+	return returns.Verify(ctx, returns.VerifyOptions{DataDir: dir, CheckpointsFile: check, Checkpoints: cps, Host: host, Command: command})
 }
 
 // renderVerify prints a verify report as JSON, or as text for a person.

@@ -18,7 +18,8 @@ import (
 // data dirs. Nothing was written (exit 1, error code "inconsistent"). The
 // business file is the truth for side effects, so the flow never goes on
 // from such a checkpoint; `assistant verify` lists every such task and
-// restoring both files from one `assistant backup` sets them right.
+// restoring both files from one backup (`assistant backup DIR`) sets them
+// right.
 var ErrInconsistent = errors.New("inconsistent")
 
 // CodeInconsistent is the error code of ErrInconsistent in the JSON output,
@@ -43,7 +44,7 @@ type InconsistentError struct {
 // naming the task, what each file says and what to do.
 func (e *InconsistentError) Error() string {
 	return fmt.Sprintf("task %s is inconsistent: checkpoints.sqlite says %s, but business.sqlite %s; "+
-		"nothing was written (run `assistant verify` to list every such task, then restore both files from one `assistant backup`; see docs/recovery.md \"Restoring a backup\")",
+		"nothing was written (run `assistant verify` to list every such task, then restore both files from one backup, which `assistant backup DIR` makes; see docs/recovery.md \"Restoring a backup\")",
 		e.Task, e.Checkpoints, e.Business)
 }
 
@@ -227,12 +228,23 @@ const CodeRecordedEnd = "recorded_end"
 // records an end (recordedEnd) is returned ended that way: no node due, no
 // question asked, so every answer is judged as on a task that ended
 // (endedAnswer), and show, wait and list report the recorded end. Nothing
-// is written. snap nil passes.
+// is written. snap nil (no run in the checkpoint file) passes, unless the
+// record ended: then the record's end is returned, as above.
 func (r *runner) truth(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[State]) (*flow.Snapshot[State], error) {
 	if err := r.reconcile(ctx, t.ID, snap); err != nil {
 		return nil, err
 	}
-	if snap == nil || snap.Done() {
+	if snap == nil {
+		if !recordEnded(t) || t.Kind == runs.KindBatch {
+			return nil, nil
+		}
+		// A checkpoint file older than the task: its run is gone, its
+		// record ended. The run is not made again; the record says how it
+		// ended.
+		snap = &flow.Snapshot[State]{ThreadID: t.ID, Next: []string{NodeLookup},
+			Values: State{Task: t.ID, User: t.User, Order: t.OrderID, Reason: t.Reason}}
+	}
+	if snap.Done() {
 		return snap, nil
 	}
 	st, ended, err := r.recordedEnd(ctx, t, snap)
@@ -262,8 +274,7 @@ func (r *runner) truth(ctx context.Context, t runs.TaskRecord, snap *flow.Snapsh
 // only when the first two say nothing.
 func (r *runner) recordedEnd(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[State]) (State, bool, error) {
 	st := snap.Values
-	recordEnded := t.Status == StatusDone || t.Status == StatusCancelled || t.Status == StatusFailed
-	if snap.Waiting() || recordEnded {
+	if snap.Waiting() || recordEnded(t) {
 		// A head part-way to a node runs on to it, and submit, cancel and
 		// a refused lookup look the application up themselves.
 		upd, err := nodes{Deps{Desk: r.desk}}.submitted(ctx, st)
@@ -298,6 +309,12 @@ func (r *runner) recordedEnd(ctx context.Context, t runs.TaskRecord, snap *flow.
 		}
 	}
 	return st, false, nil
+}
+
+// recordEnded reports whether task record t says its run ended: done,
+// cancelled or failed. No status changes after that.
+func recordEnded(t runs.TaskRecord) bool {
+	return t.Status == StatusDone || t.Status == StatusCancelled || t.Status == StatusFailed
 }
 
 // decisionIDs returns the ids of the decisions the head snap holds: those

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"assistant/business"
@@ -37,6 +38,10 @@ type Finding struct {
 	File     string `json:"file,omitempty"`
 	Problem  string `json:"problem"`
 	Fix      string `json:"fix"`
+	// owner is the user of the finding's task ("" for a file, or a run
+	// without a record): a command Fix quotes for the task runs as them
+	// (VerifyOptions.Command).
+	owner string
 }
 
 // FileReport is what Verify found about one file of the data dir.
@@ -99,6 +104,12 @@ type VerifyOptions struct {
 	// Checkpoints. DataDir is then only the name the report gives the
 	// store (a URL without its password).
 	Server *ServerVerify
+	// Command, when set, gives the command prefix a fix quotes for a
+	// command run as user ("" for a command of no user's, such as backup):
+	// "assistant" and the global flags that make it pasteable as it is
+	// (docs/cli.md "Conventions": --data or --store, and --user where it
+	// differs). nil quotes plain "assistant".
+	Command func(user string) string
 }
 
 // ServerVerify is what Verify reads on a database server: the business
@@ -133,7 +144,7 @@ type threadLister interface {
 }
 
 // fixRestore is what to do about a contradiction between the two files.
-const fixRestore = "restore both files from one `assistant backup` taken before the damage (docs/recovery.md \"Restoring a backup\")"
+const fixRestore = "restore both files from one backup taken before the damage (`assistant backup DIR` makes one; docs/recovery.md \"Restoring a backup\")"
 
 // Verify checks the data dir without writing anything, while other
 // processes may use it: both files' PRAGMA integrity_check, schema and
@@ -176,8 +187,21 @@ func Verify(ctx context.Context, o VerifyOptions) (*VerifyReport, error) {
 			return nil, err
 		}
 	}
+	rep.quoteCommands(o.Command)
 	rep.Clean = rep.Errors() == 0
 	return rep, nil
+}
+
+// quoteCommands gives every command the findings' fixes quote
+// (`assistant …`) the prefix command returns for the finding's task owner,
+// so that it pastes as it is; command nil leaves them plain.
+func (r *VerifyReport) quoteCommands(command func(user string) string) {
+	if command == nil {
+		return
+	}
+	for i, f := range r.Findings {
+		r.Findings[i].Fix = strings.ReplaceAll(f.Fix, "`assistant ", "`"+command(f.owner)+" ")
+	}
 }
 
 // crossCheck runs the cross-store checks of o's checkpoints against desk
@@ -213,6 +237,7 @@ func verifyServer(ctx context.Context, o VerifyOptions, now func() time.Time, re
 	if err := crossCheck(ctx, o, o.Server.Desk, now, rep); err != nil {
 		return nil, err
 	}
+	rep.quoteCommands(o.Command)
 	rep.Clean = rep.Errors() == 0
 	return rep, nil
 }
@@ -229,7 +254,7 @@ func (r *VerifyReport) addFile(name string, c business.FileCheck) {
 	}
 	for _, p := range c.Problems {
 		r.Findings = append(r.Findings, Finding{Severity: SeverityError, File: name, Problem: p,
-			Fix: "restore the data dir from an `assistant backup` (docs/recovery.md \"Restoring a backup\"), or move the file aside"})
+			Fix: "restore the data dir from a backup (`assistant backup DIR` makes one; docs/recovery.md \"Restoring a backup\"), or move the file aside"})
 	}
 	if c.Older {
 		r.Findings = append(r.Findings, Finding{Severity: SeverityWarning, File: name,
@@ -252,7 +277,7 @@ func (r *VerifyReport) addPairing(cps, desk business.FileCheck) {
 		}
 		r.Findings = append(r.Findings, Finding{Severity: SeverityWarning, File: lost,
 			Problem: fmt.Sprintf("%s is missing or empty while %s is there", lost, other),
-			Fix:     "if tasks were run in this data dir, restore both files from one `assistant backup`; a new data dir's first command makes it"})
+			Fix:     "if tasks were run in this data dir, restore both files from one backup (`assistant backup DIR` makes one); a new data dir's first command makes it"})
 	case cps.DataDirID != "" && desk.DataDirID != "" && cps.DataDirID != desk.DataDirID:
 		r.Findings = append(r.Findings, Finding{Severity: SeverityError, File: BusinessFile,
 			Problem: fmt.Sprintf("the files belong to different data dirs: %s carries %s, %s carries %s", CheckpointsFile, cps.DataDirID, BusinessFile, desk.DataDirID),
@@ -360,7 +385,7 @@ func (v *verifier) checkRun(ctx context.Context, rep *VerifyReport, rs runsRead,
 		v.orphanRun(rep, id, rs.heads[id])
 	case t.Kind == runs.KindBatch:
 	case rs.undecodable[id] != nil:
-		rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: id, Problem: rs.undecodable[id].Error(),
+		rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: id, owner: t.User, Problem: rs.undecodable[id].Error(),
 			Fix: fmt.Sprintf("`assistant history %s` shows the stored state; a build that knows its format can go on with it", ShellQuote(id))})
 	default:
 		return v.task(ctx, rep, t, rs.heads[id])
@@ -402,10 +427,13 @@ func (v *verifier) recordWithoutRun(rep *VerifyReport, t runs.TaskRecord) {
 		return // a live process is running it now
 	}
 	fix := fmt.Sprintf("`assistant resume %s` runs it again from its recorded input and reuses its draft and application", ShellQuote(t.ID))
-	if t.Kind == runs.KindBatch {
+	switch {
+	case t.Kind == runs.KindBatch:
 		fix = fmt.Sprintf("`assistant resume %s` runs the batch again; rows already handled are skipped", ShellQuote(t.ID))
+	case recordEnded(t):
+		fix = recordedEndFix(t)
 	}
-	rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: t.ID,
+	rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: t.ID, owner: t.User,
 		Problem: fmt.Sprintf("%s records it (%s, stage %q), %s holds no run of it", BusinessFile, t.Status, t.Stage, CheckpointsFile),
 		Fix:     fix})
 }
@@ -414,7 +442,7 @@ func (v *verifier) recordWithoutRun(rep *VerifyReport, t runs.TaskRecord) {
 func (v *verifier) task(ctx context.Context, rep *VerifyReport, t runs.TaskRecord, snap *flow.Snapshot[State]) error {
 	st := snap.Values
 	if st.User != t.User || st.Order != t.OrderID {
-		rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, Task: t.ID,
+		rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, Task: t.ID, owner: t.User,
 			Problem: fmt.Sprintf("%s holds a run of user %s for order %s, %s a task of user %s for order %s", CheckpointsFile, st.User, st.Order, BusinessFile, t.User, t.OrderID),
 			Fix:     fixRestore})
 		return nil
@@ -422,7 +450,7 @@ func (v *verifier) task(ctx context.Context, rep *VerifyReport, t runs.TaskRecor
 	err := v.r.reconcile(ctx, t.ID, snap)
 	var ie *InconsistentError
 	if errors.As(err, &ie) {
-		rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, Task: t.ID,
+		rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, Task: t.ID, owner: t.User,
 			Problem: fmt.Sprintf("%s says %s, but %s %s", CheckpointsFile, ie.Checkpoints, BusinessFile, ie.Business), Fix: fixRestore})
 		return nil
 	}
@@ -432,7 +460,7 @@ func (v *verifier) task(ctx context.Context, rep *VerifyReport, t runs.TaskRecor
 	if t.Stage == StageSubmitted || (t.Status == StatusDone && t.Kind != runs.KindBatch) {
 		_, err := v.desk.ApplicationByTask(ctx, t.ID)
 		if errors.Is(err, business.ErrNotFound) {
-			rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, Task: t.ID,
+			rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, Task: t.ID, owner: t.User,
 				Problem: fmt.Sprintf("its record in %s says %s/%s, but %s holds no application of it", BusinessFile, t.Status, t.Stage, BusinessFile),
 				Fix:     fixRestore})
 			return nil
@@ -456,10 +484,20 @@ func (v *verifier) recordAndRun(rep *VerifyReport, t runs.TaskRecord, head *View
 		return
 	}
 	fix := fmt.Sprintf("`assistant resume %s` sets the record right", ShellQuote(t.ID))
-	if head.Status == StatusWaiting {
+	switch {
+	case recordEnded(t) && !head.done():
+		fix = recordedEndFix(t)
+	case head.Status == StatusWaiting:
 		fix = fmt.Sprintf("answer its question (`assistant show %s`): the answer is checked against %s, which keeps what it holds", ShellQuote(t.ID), BusinessFile)
 	}
-	rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: t.ID,
+	rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: t.ID, owner: t.User,
 		Problem: fmt.Sprintf("its record says %s, its run %s (stage %s)", t.Status, head.Status, head.Stage),
 		Fix:     fix})
+}
+
+// recordedEndFix is the fix of a task whose record ended while its run in
+// the checkpoint file did not (an older checkpoints.sqlite): nothing to
+// do, every command reports the recorded end and runs nothing (truth).
+func recordedEndFix(t runs.TaskRecord) string {
+	return fmt.Sprintf("nothing to do: %s is the truth, so every command reports the task %s and none runs it again (`assistant show %s`)", BusinessFile, t.Status, ShellQuote(t.ID))
 }
