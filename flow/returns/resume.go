@@ -118,8 +118,10 @@ func (r *runner) resume(ctx context.Context, t runs.TaskRecord, o ResumeOptions)
 	snap, err := r.graph.State(ctx, t.ID)
 	var de *flow.StateDecodeError
 	switch {
-	case errors.Is(err, flow.ErrThreadNotFound):
+	case errors.Is(err, flow.ErrThreadNotFound) && !recordEnded(t):
 		return r.resumeWithoutRun(ctx, t, o)
+	case errors.Is(err, flow.ErrThreadNotFound):
+		snap = nil // ended, as its record says (truth); not run again
 	case errors.As(err, &de) && t.Status == StatusRunning && !o.answering():
 		return nil, r.undecodable(ctx, t, err)
 	case err != nil:
@@ -133,7 +135,7 @@ func (r *runner) resume(ctx context.Context, t runs.TaskRecord, o ResumeOptions)
 	// submitted with it, whatever the answer (docs/recovery.md "A business
 	// file ahead of its checkpoints"); any other recorded end is answered
 	// as the same end would be with the files in step.
-	applied := !head.Done() && snap.Done() && snap.Values.Result != nil
+	applied := (head == nil || !head.Done()) && snap.Done() && snap.Values.Result != nil
 	if snap.Done() && !applied {
 		if err := r.endedAnswer(ctx, t, snap, o); err != nil {
 			return nil, err

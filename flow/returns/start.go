@@ -217,7 +217,9 @@ func (r *runner) restart(ctx context.Context, t runs.TaskRecord, o StartOptions)
 		return nil, fmt.Errorf("task %s already exists with other input (order, reason, --draft-ttl or --approvals): %w (choose another task id, or run `assistant show %s`)", o.Task, ErrConflict, ShellQuote(o.Task))
 	}
 	snap, err := r.graph.State(ctx, t.ID)
-	if errors.Is(err, flow.ErrThreadNotFound) {
+	if errors.Is(err, flow.ErrThreadNotFound) && recordEnded(t) && t.Kind != runs.KindBatch {
+		snap, err = nil, nil // ended, as its record says (truth); not run again
+	} else if errors.Is(err, flow.ErrThreadNotFound) {
 		// The task record was written but the process died before the
 		// first checkpoint: run it now.
 		if err := r.acquire(ctx, &t); err != nil {
