@@ -3,6 +3,7 @@ package business
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -129,31 +130,39 @@ func (s *Store) ImportOrders(ctx context.Context, r io.Reader, opts ParseOptions
 // a second time, in batches of importBatch orders; ctx ends it at the next
 // batch and nothing is written (its error).
 func (s *Store) ImportOrdersFile(ctx context.Context, f *OrdersFile, opts ImportOptions) (ImportResult, error) {
-	tx, err := s.h.Begin(ctx)
+	var res ImportResult
+	// The transaction commits durably (sqlitedb.Handle.Durable: at
+	// synchronous=FULL), so that nothing after the commit, such as a Sync
+	// waiting for the write lock another import holds, can fail an import
+	// that is stored.
+	err := s.h.Durable(ctx, func(tx sqlitedb.Querier) error {
+		u := &upsert{ctx: ctx, q: tx, now: s.now().UTC(), write: !opts.DryRun, operator: f.opts.Operator, file: f,
+			res: ImportResult{DryRun: opts.DryRun, Changes: []OrderChange{}}}
+		rows, orders, err := u.run(f)
+		if err == nil {
+			err = u.writePending(true)
+		}
+		if err != nil {
+			return err
+		}
+		u.res.Rows, u.res.Orders = rows, orders
+		res = u.res
+		if u.res.Refused > 0 && !opts.DryRun {
+			return &OwnerError{Lines: u.refused.lines, More: u.refused.more}
+		}
+		if opts.DryRun {
+			return sqlitedb.ErrNothingWritten
+		}
+		return nil
+	})
+	var oe *OwnerError
+	if errors.As(err, &oe) {
+		return res, err
+	}
 	if err != nil {
 		return ImportResult{}, fmt.Errorf("import orders: %w", err)
 	}
-	defer tx.Rollback()
-	u := &upsert{ctx: ctx, q: tx, now: s.now().UTC(), write: !opts.DryRun, operator: f.opts.Operator, file: f,
-		res: ImportResult{DryRun: opts.DryRun, Changes: []OrderChange{}}}
-	rows, orders, err := u.run(f)
-	if err == nil {
-		err = u.writePending(true)
-	}
-	if err != nil {
-		return ImportResult{}, fmt.Errorf("import orders: %w", err)
-	}
-	u.res.Rows, u.res.Orders = rows, orders
-	if u.res.Refused > 0 && !opts.DryRun {
-		return u.res, &OwnerError{Lines: u.refused.lines, More: u.refused.more}
-	}
-	if opts.DryRun {
-		return u.res, nil
-	}
-	if err := tx.Commit(); err != nil {
-		return ImportResult{}, fmt.Errorf("import orders: %w", err)
-	}
-	return u.res, nil
+	return res, nil
 }
 
 // storedOrder is an order as stored, with whether it is the shop's (its
