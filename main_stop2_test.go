@@ -2,11 +2,16 @@ package main
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // backgroundEnv is background with env (KEY=VALUE items) added to the
@@ -83,5 +88,99 @@ func TestRecoverLeavesAStopThatCameAfterItsLook(t *testing.T) {
 	}
 	if v := mustRun(t, dir, "resume", "t1"); v["status"] != "done" {
 		t.Errorf("a deliberate resume: %v, want done", v["status"])
+	}
+}
+
+// runIn is run with env (KEY=VALUE items) added to the environment.
+func runIn(tb testing.TB, dir string, env []string, args ...string) (string, string, int) {
+	tb.Helper()
+	return runEnv(tb, "", env, append([]string{"--data", dir, "--output", "json"}, args...)...)
+}
+
+// holdOn sets the lease of task in data dir dir to last ttl from now,
+// keeping its holder: a paused holder renews nothing, and the test must
+// not depend on how fast it runs before the lease would lapse.
+func holdOn(t *testing.T, dir, task string, ttl time.Duration) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "business.sqlite")+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE tasks SET lease_until = ? WHERE task_id = ?`, time.Now().UTC().Add(ttl).Format(time.RFC3339Nano), task); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStoppedButHeldHintsOnlyWhatWorks: a task is stopped while the
+// process that runs it is paused (on this host, or on another host before
+// its lease lapses), so that process still holds it. Every hint offers
+// only what works now: resume is refused (exit 3) saying the task is
+// stopped and who still holds it until when, offering resume for later and
+// never stop; a second stop says the same (exit 3), and so does show's
+// card. Once the holder has let go, the resume offered works.
+func TestStoppedButHeldHintsOnlyWhatWorks(t *testing.T) {
+	tests := []struct {
+		name         string
+		holder, rest []string // environments of the holder and of the other commands
+		until        string   // how the hint says when the hold ends
+	}{
+		{"SameHost", nil, nil, "or exits"},
+		{"OtherHost", []string{"ASSISTANT_HOST=ha"}, []string{"ASSISTANT_HOST=hb"}, "its lease lapses at"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			mustRun(t, dir, "start", "t1", "A3003", "--reason", "size")
+			holder, _, _ := backgroundEnv(t, dir, append([]string{"ASSISTANT_FAULT=before:submit@pause"}, tt.holder...), "resume", "t1", "--action", "approve")
+			eventually(t, "the approving process pauses before submit", func() bool { return stopped(holder.Process.Pid) })
+			// The paused holder renews nothing; keep its lease from lapsing
+			// while the test runs, as a holder that is merely slow.
+			holdOn(t, dir, "t1", time.Hour)
+			if out, errOut, code := runIn(t, dir, tt.rest, "stop", "t1", "--wait", "100ms"); code != 0 || !strings.Contains(out, `"interrupted"`) {
+				t.Fatalf("stop: exit %d, %s%s", code, out, errOut)
+			}
+			// check: text says the task is stopped, who holds it and
+			// until when (until "" for the card, which gives the lease's
+			// expiry), and offers resume for later, never stop.
+			check := func(what, text, until string) {
+				t.Helper()
+				for _, want := range []string{"stopped", fmt.Sprintf("pid %d", holder.Process.Pid), "still holds it", until, "resume t1"} {
+					if !strings.Contains(strings.ToLower(text), want) {
+						t.Errorf("%s: %q does not say %q", what, text, want)
+					}
+				}
+				if strings.Contains(text, "stop t1`") || strings.Contains(text, "stop t1\n") {
+					t.Errorf("%s: %q offers stop again", what, text)
+				}
+			}
+			_, errOut, code := runIn(t, dir, tt.rest, "resume", "t1")
+			if code != 3 {
+				t.Errorf("resume while held: exit %d, want 3", code)
+			}
+			check("resume", errOut, tt.until)
+			_, errOut, code = runIn(t, dir, tt.rest, "stop", "t1")
+			if code != 3 || !strings.Contains(errOut, "already stopped") {
+				t.Errorf("second stop: exit %d %q, want 3 already stopped", code, errOut)
+			}
+			check("second stop", errOut, tt.until)
+			out, _, code := runIn(t, dir, tt.rest, "show", "t1", "--output", "text")
+			if code != 0 {
+				t.Fatalf("show: exit %d", code)
+			}
+			check("show's card", out, "lease until")
+			if strings.Contains(out, "Continue it: ") {
+				t.Errorf("show's card offers a resume now: %q", out)
+			}
+			// The holder goes on, sees the stop and lets go; then the
+			// resume offered works.
+			_ = holder.Process.Signal(syscall.SIGCONT)
+			if code := wait(t, holder); code != 0 {
+				t.Fatalf("the stopped approve: exit %d", code)
+			}
+			if out, errOut, code := runIn(t, dir, tt.rest, "resume", "t1"); code != 0 || !strings.Contains(out, `"done"`) {
+				t.Errorf("resume after the holder let go: exit %d, %s%s", code, out, errOut)
+			}
+		})
 	}
 }

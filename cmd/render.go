@@ -218,6 +218,11 @@ func cardRun(b *strings.Builder, v *returns.View, prog, task string, owner bool)
 		next = " (next: " + strings.Join(v.Next, ", ") + ")"
 	}
 	switch {
+	case v.Status == returns.StatusInterrupted && v.Holder != nil && v.Holder.Alive:
+		// The process that ran it has not let go yet: a resume now is
+		// refused, and so is another stop.
+		fmt.Fprintf(b, "Stopped (by `assistant stop` or a signal)%s, but its process (pid %d on %s) still holds it until it lets go of it (lease until %s).\n", next, v.Holder.PID, termSafe(v.Holder.Host), v.Holder.Until.UTC().Format(time.RFC3339))
+		fmt.Fprintf(b, "Then continue it: %s resume %s\n", prog, task)
 	case v.Status == returns.StatusInterrupted:
 		fmt.Fprintf(b, "Stopped (by `assistant stop` or a signal)%s. Continue it: %s resume %s\n", next, prog, task)
 	case v.Status == returns.StatusRunning && v.Holder != nil && v.Holder.Alive && owner:

@@ -31,6 +31,8 @@ func (e *busyRefusal) Unwrap() []error { return []error{ErrConflict, e.held} }
 // as the business trail holds it (one recorded after the head the answer
 // was checked against, snap; nil when it had none), or, when the winner
 // has not recorded one yet, says to wait and see where the task went. A
+// task stopped while its former process still holds it keeps acquire's
+// refusal, which says so and offers resume for when it lets go. A
 // plain resume by an approver is told to wait: `stop` is its owner's
 // alone (docs/cli.md "approvers"). The owner's plain resume keeps
 // acquire's hint, which offers stop.
@@ -41,6 +43,10 @@ func (r *runner) busyFor(ctx context.Context, t runs.TaskRecord, snap *flow.Snap
 	}
 	task := ShellQuote(t.ID)
 	switch {
+	case t.Status == StatusInterrupted:
+		// Stopped, its former process not gone yet: acquire's refusal
+		// says so and when a resume will work; no process took it.
+		return err
 	case o.answering():
 		if d, ok := r.answeredSince(ctx, t.ID, snap); ok {
 			return &busyRefusal{msg: raceLost(t.ID, d, held.Lease).Error(), held: held}

@@ -141,6 +141,18 @@ func (s *Service) holderAlive(l runs.Lease) bool {
 	return false
 }
 
+// stillHolds says, of a stopped task whose lease l a live process still
+// holds, who holds it and until when: on this host until that process
+// lets go or exits (a paused one holds it until it runs again or is
+// killed), on another host until it lets go or its lease lapses at
+// l.Until (UTC, RFC 3339).
+func (s *Service) stillHolds(l runs.Lease) string {
+	if s.liveness(l) == runs.HolderAlive {
+		return fmt.Sprintf("its process (pid %d on %s) still holds it until that process lets go of it or exits", l.PID, l.Host)
+	}
+	return fmt.Sprintf("its process (pid %d on %s) still holds it until that process lets go of it or its lease lapses at %s", l.PID, l.Host, l.Until.UTC().Format(time.RFC3339))
+}
+
 // lease is the lease r takes: this process, for r.policy.leaseTTL from now.
 func (r *runner) lease() runs.Lease {
 	me := r.svc.me
@@ -172,6 +184,12 @@ func (r *runner) acquire(ctx context.Context, t *runs.TaskRecord) error {
 		// Recover chose the task while it ran; an operator stopped it
 		// before recover's lease: the stop stands.
 		return &stoppedMeanwhile{task: t.ID, err: err}
+	case errors.As(err, &held) && t.Status == StatusInterrupted:
+		// Stopped, and the process that ran it has not let go yet: a
+		// stop again is refused (already stopped), so offer only what
+		// works once it lets go.
+		return &busyRefusal{held: held, msg: fmt.Sprintf("task %s is stopped, but %s: %v; nothing was done: once it has, continue it with `assistant resume %s`",
+			t.ID, r.svc.stillHolds(held.Lease), ErrConflict, ShellQuote(t.ID))}
 	case errors.As(err, &held):
 		if t.Status != StatusRunning && t.Status != StatusInterrupted {
 			// Another process took the task at the same moment: an answer,

@@ -46,6 +46,11 @@ func (s *Service) notRunning(ctx context.Context, t runs.TaskRecord) error {
 		what = fmt.Sprintf("it is not running: it waits for a person's answer, and nothing runs until one comes; see the question with `assistant show %s`", ShellQuote(t.ID))
 	case StatusInterrupted:
 		what = fmt.Sprintf("it is already stopped; continue it with `assistant resume %s`", ShellQuote(t.ID))
+		if s.holderAlive(t.Lease) {
+			// The process that ran it has not let go yet: a resume now
+			// is refused too.
+			what = fmt.Sprintf("it is already stopped, but %s; once it has, continue it with `assistant resume %s`", s.stillHolds(t.Lease), ShellQuote(t.ID))
+		}
 	case StatusDone, StatusCancelled, StatusFailed:
 		what = fmt.Sprintf("it already ended (%s); there is nothing to stop", t.Status)
 	default:
