@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"time"
 
@@ -69,9 +68,9 @@ A progress bar is drawn on stderr when stderr is a terminal.`,
 			if err := returns.ValidDraftTTL(ttl); err != nil {
 				return err
 			}
-			f, err := os.Open(args[1])
+			f, err := openInput(c.Context(), "batch file", args[1])
 			if err != nil {
-				return usageErr("batch file: %v", err)
+				return err
 			}
 			rows, fp, err := returns.ParseBatch(interruptible(c.Context(), f))
 			f.Close()

@@ -139,9 +139,9 @@ func openDecisions(ctx context.Context, stdin io.Reader, arg string) (*returns.D
 	)
 	if arg == "-" {
 		f, cleanup, err = spool(interruptible(ctx, stdin), "stdin")
-	} else if f, err = os.Open(arg); err != nil {
-		err = usageErr("decide file: %v", err)
-	} else if st, serr := f.Stat(); serr == nil && !st.Mode().IsRegular() && !st.IsDir() {
+	} else if f, err = openInput(ctx, "decide file", arg); err != nil {
+		// err is ErrInvalid in one line, or ctx's (a signal)
+	} else if st, serr := f.Stat(); serr == nil && !st.Mode().IsRegular() {
 		in := f
 		f, cleanup, err = spool(interruptible(ctx, in), "decide file")
 		in.Close()

@@ -3,7 +3,6 @@ package cmd
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -89,9 +88,9 @@ func (a *app) importOrders(c *cobra.Command, path string, fl importFlags) error 
 		}
 		opts.Location = loc
 	}
-	in, err := os.Open(path)
+	in, err := openInput(c.Context(), "orders file", path)
 	if err != nil {
-		return usageErr("orders file: %v", err)
+		return err
 	}
 	defer in.Close()
 	// A bad file is refused before the data dir is opened or made.
