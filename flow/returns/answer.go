@@ -74,13 +74,13 @@ func recordedAnswer(task string, snap *flow.Snapshot[State], o ResumeOptions) (b
 // the application it asks for exists.
 func (r *runner) endedAnswer(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[State], o ResumeOptions) error {
 	st := snap.Values
-	if err := r.boundToEnded(ctx, t.ID, st.Draft, o); err != nil {
+	v := view(t, snap)
+	if err := r.boundToEnded(ctx, t.ID, st.Draft, endedAs(v), o); err != nil {
 		return err
 	}
 	if !o.answering() {
 		return nil
 	}
-	v := view(t, snap)
 	action, _ := savedAnswers(snap)
 	var same bool
 	answer := o.Action
@@ -99,11 +99,13 @@ func (r *runner) endedAnswer(ctx context.Context, t runs.TaskRecord, snap *flow.
 }
 
 // boundToEnded checks --draft and --version of o against last, the draft
-// of a task whose run has ended (nil: it ended with none), as boundTo
-// does on a waiting task: the last draft (or no --draft or --version)
-// passes; an older version of the task's draft is ErrConflict (stale);
-// any other draft or version, which the task never had, is ErrInvalid.
-func (r *runner) boundToEnded(ctx context.Context, task string, last *DraftRef, o ResumeOptions) error {
+// of a task whose run has ended as ended (nil: it ended with none), as
+// boundTo does on a waiting task: the last draft (or no --draft or
+// --version) passes; an older version of the task's draft is ErrConflict
+// (stale, saying how the task ended: no version can be answered any
+// more); any other draft or version, which the task never had, is
+// ErrInvalid.
+func (r *runner) boundToEnded(ctx context.Context, task string, last *DraftRef, ended string, o ResumeOptions) error {
 	if o.DraftID == "" && o.Version == 0 {
 		return nil
 	}
@@ -116,8 +118,11 @@ func (r *runner) boundToEnded(ctx context.Context, task string, last *DraftRef, 
 	}
 	q := ApprovalQuestion{DraftID: last.ID, Version: VersionOf(last)}
 	err := r.boundTo(ctx, task, q, o)
-	if errors.Is(err, ErrInvalid) {
+	switch {
+	case errors.Is(err, ErrInvalid):
 		return fmt.Errorf("%w: %s is not the draft of task %s, nor one it had: it ended with version %d (%s); run `assistant show %s`", ErrInvalid, given, task, q.Version, q.DraftID, ShellQuote(task))
+	case errors.Is(err, ErrConflict):
+		return fmt.Errorf("task %s: %s, superseded by version %d (%s): the answer is stale and changes nothing, and the task ended as %s, so no version can be answered any more: %w", task, given, q.Version, q.DraftID, ended, ErrConflict)
 	}
 	return err
 }

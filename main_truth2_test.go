@@ -1,0 +1,291 @@
+package main
+
+// The business record is the truth, end to end (a tester's findings after
+// issue 14): a checkpoints.sqlite older than business.sqlite, the state a
+// power loss or a restore of one file leaves, never changes a status the
+// business file records as ended and never submits for it; verify's fixes
+// and the refusals' hints quote commands that work as pasted.
+
+import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// runAs runs the binary on dir as user, with json output; stdout, stderr
+// and the exit code.
+func runAs(tb testing.TB, dir, user string, args ...string) (string, string, int) {
+	tb.Helper()
+	return run(tb, dir, append([]string{"--user", user}, args...)...)
+}
+
+// recordOf is task's record in dir's business file, as "status/stage".
+func recordOf(tb testing.TB, dir, task string) string {
+	tb.Helper()
+	return query(tb, dir, "business.sqlite", `SELECT status || '/' || stage FROM tasks WHERE task_id = ?`, task)
+}
+
+// wantConflictSays checks that args exit 3 and say each of says on stderr.
+func wantConflictSays(tb testing.TB, dir string, says []string, args ...string) {
+	tb.Helper()
+	wantRefused(tb, dir, 3, "conflict", says, args...)
+}
+
+// olderCheckpoints is the tester's case: c1 cancelled and s1 submitted
+// after a backup, then only checkpoints.sqlite put back from it (their
+// runs wait for approval again). It returns the data dir and s1's
+// application.
+func olderCheckpoints(t *testing.T) (string, any) {
+	t.Helper()
+	dir := t.TempDir()
+	mustRun(t, dir, "start", "c1", "A3001", "--reason", "size")
+	mustRun(t, dir, "start", "s1", "A3002", "--reason", "size")
+	bk := filepath.Join(t.TempDir(), "bk")
+	mustRun(t, dir, "backup", bk)
+	mustRun(t, dir, "resume", "c1", "--action", "cancel")
+	done := mustRun(t, dir, "resume", "s1", "--action", "approve")
+	copyTo(t, bk, dir, "checkpoints.sqlite")
+	return dir, done["result"].(map[string]any)["application_id"]
+}
+
+// wantList checks list's status of each task named in want.
+func wantList(t *testing.T, dir string, want map[string]string) {
+	t.Helper()
+	var list struct {
+		Tasks []struct{ Task, Status string }
+	}
+	out, _, _ := run(t, dir, "list")
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range list.Tasks {
+		if w, ok := want[l.Task]; ok && l.Status != w {
+			t.Errorf("list: %s %s, want %s", l.Task, l.Status, w)
+		}
+	}
+}
+
+// Every answer to the cancelled c1 is refused as on consistent files and
+// submits nothing; the record stays cancelled; show, wait and list say so.
+func TestTruth2OlderCheckpointsKeepCancelled(t *testing.T) {
+	dir, _ := olderCheckpoints(t)
+	for _, args := range [][]string{
+		{"resume", "c1", "--action", "approve"},
+		{"resume", "c1", "--action", "edit", "--reason", "other"},
+		{"resume", "c1", "--action", "revise", "--comment", "x"},
+	} {
+		wantConflictSays(t, dir, []string{"task c1 ended as cancelled", "changes nothing"}, args...)
+	}
+	if n := appsOf(t, dir, "c1"); n != "0" {
+		t.Errorf("c1: %s applications after the refused answers, want 0", n)
+	}
+	if v := mustRun(t, dir, "resume", "c1", "--action", "cancel"); v["status"] != "cancelled" {
+		t.Errorf("cancel of c1 again: status %v, want cancelled", v["status"])
+	}
+	if v := mustRun(t, dir, "show", "c1"); v["status"] != "cancelled" || len(v["interrupts"].([]any)) != 0 {
+		t.Errorf("show c1: status %v, interrupts %v; want cancelled, none", v["status"], v["interrupts"])
+	}
+	if _, _, code := run(t, dir, "wait", "c1"); code != 5 {
+		t.Errorf("wait c1: exit %d, want 5 (cancelled)", code)
+	}
+	if rec := recordOf(t, dir, "c1"); rec != "cancelled/cancelled" {
+		t.Errorf("record of c1: %s, want cancelled/cancelled (an ended status never changes)", rec)
+	}
+	wantList(t, dir, map[string]string{"c1": "cancelled"})
+	verifyClean(t, dir)
+}
+
+// Every answer to the submitted s1 reports its application (recovery.md:
+// the task's own application ends it submitted, whatever the answer);
+// nothing marks it failed, and verify stays clean.
+func TestTruth2OlderCheckpointsKeepSubmitted(t *testing.T) {
+	dir, app := olderCheckpoints(t)
+	for _, args := range [][]string{
+		{"resume", "s1", "--action", "edit", "--reason", "other"},
+		{"resume", "s1", "--action", "revise", "--comment", "x"},
+		{"resume", "s1", "--reason", "newr"},
+		{"resume", "s1", "--action", "cancel"},
+		{"resume", "s1", "--action", "approve"},
+		{"show", "s1"},
+	} {
+		v := mustRun(t, dir, args...)
+		result, _ := v["result"].(map[string]any)
+		if v["status"] != "done" || v["stage"] != "submitted" || result == nil || result["application_id"] != app || v["error"] != nil {
+			t.Errorf("%s: status %v, stage %v, result %v, error %v; want done, submitted with %v", strings.Join(args, " "), v["status"], v["stage"], v["result"], v["error"], app)
+		}
+	}
+	if n := appsOf(t, dir, "s1"); n != "1" {
+		t.Errorf("s1: %s applications, want 1", n)
+	}
+	if rec := recordOf(t, dir, "s1"); rec != "done/submitted" {
+		t.Errorf("record of s1: %s, want done/submitted", rec)
+	}
+	wantList(t, dir, map[string]string{"s1": "done"})
+	verifyClean(t, dir)
+}
+
+// A power loss in a cancel: its trail entry and its checkpoint were
+// written, the checkpoint and the release were lost (the process killed
+// after the cancel's checkpoint, then the checkpoints file as it was
+// before the cancel put back; business.sqlite and its -wal kept whole).
+// The head asks for approval again, but the trail says cancelled: an
+// approve is refused and submits nothing.
+func TestTruth2CancelLostByPowerLoss(t *testing.T) {
+	dir := t.TempDir()
+	mustRun(t, dir, "start", "t", "A3003", "--reason", "size")
+	before := snapshotFiles(t, dir)
+	killedAt(t, dir, "after-checkpoint:cancel", "resume", "t", "--action", "cancel")
+	copyTo(t, before, dir, "checkpoints.sqlite")
+
+	wantConflictSays(t, dir, []string{"task t ended as cancelled"}, "resume", "t", "--action", "approve")
+	if n := appsOf(t, dir, "t"); n != "0" {
+		t.Fatalf("%s applications after an approve of a cancelled task, want 0", n)
+	}
+	if v := mustRun(t, dir, "show", "t"); v["status"] != "cancelled" {
+		t.Errorf("show t: status %v, want cancelled", v["status"])
+	}
+	if v := mustRun(t, dir, "resume", "t"); v["status"] != "cancelled" {
+		t.Errorf("resume t: status %v, want cancelled", v["status"])
+	}
+	if rec := recordOf(t, dir, "t"); rec != "cancelled/cancelled" {
+		t.Errorf("record %s, want cancelled/cancelled", rec)
+	}
+	verifyClean(t, dir)
+}
+
+// A task whose record ended failed (its draft expired: the approve ran
+// with the clock an hour ahead) beside its older run, which waits for
+// approval: an edit would make a new draft and wait again; it is refused
+// and the record stays failed.
+func TestTruth2FailedRecordIsNotReopened(t *testing.T) {
+	dir := t.TempDir()
+	mustRun(t, dir, "start", "t", "A3003", "--reason", "size")
+	before := snapshotFiles(t, dir)
+	out, code, _ := faultRun(t, dir, "clock:+1h", []string{"resume", "t", "--action", "approve"})
+	if code != 0 || !strings.Contains(out, "draft_expired") {
+		t.Fatalf("approve an hour later: exit %d, want 0 with draft_expired\n%s", code, out)
+	}
+	copyTo(t, before, dir, "checkpoints.sqlite")
+
+	wantConflictSays(t, dir, []string{"task t ended as failed"}, "resume", "t", "--action", "edit", "--reason", "other")
+	wantConflictSays(t, dir, []string{"task t ended as failed"}, "resume", "t", "--action", "approve")
+	if v := mustRun(t, dir, "show", "t"); v["status"] != "failed" || v["error"] == nil {
+		t.Errorf("show t: status %v, error %v; want failed with an error", v["status"], v["error"])
+	}
+	if rec := recordOf(t, dir, "t"); rec != "failed/failed" {
+		t.Errorf("record %s, want failed/failed", rec)
+	}
+	if n := query(t, dir, "business.sqlite", `SELECT count(*) FROM drafts WHERE task_id = 't'`); n != "1" {
+		t.Errorf("%s drafts, want 1 (no new version)", n)
+	}
+	verifyClean(t, dir)
+}
+
+// A checkpoints.sqlite older than the task (no run of it at all) beside a
+// record that ended cancelled: show says cancelled, and neither resume nor
+// start runs the task again.
+func TestTruth2OlderCheckpointsThanTheTask(t *testing.T) {
+	dir := t.TempDir()
+	mustRun(t, dir, "start", "other", "A3001", "--reason", "size")
+	before := snapshotFiles(t, dir)
+	mustRun(t, dir, "start", "c1", "A3003", "--reason", "size")
+	mustRun(t, dir, "resume", "c1", "--action", "cancel")
+	copyTo(t, before, dir, "checkpoints.sqlite")
+
+	for _, args := range [][]string{{"show", "c1"}, {"resume", "c1"}, {"start", "c1", "A3003", "--reason", "size"}} {
+		if v := mustRun(t, dir, args...); v["status"] != "cancelled" {
+			t.Errorf("%s: status %v, want cancelled", strings.Join(args, " "), v["status"])
+		}
+	}
+	wantConflictSays(t, dir, []string{"task c1 ended as cancelled"}, "resume", "c1", "--action", "approve")
+	if rec := recordOf(t, dir, "c1"); rec != "cancelled/cancelled" {
+		t.Errorf("record %s, want cancelled/cancelled", rec)
+	}
+	verifyClean(t, dir)
+}
+
+// fixCommandRE finds the commands a fix quotes.
+var fixCommandRE = regexp.MustCompile("`(assistant [^`]*)`")
+
+// verify's fixes quote commands that run as pasted: with --data, and with
+// --user naming the task's owner when verify runs as someone else.
+func TestTruth2VerifyFixesArePasteable(t *testing.T) {
+	dir := t.TempDir()
+	mustRun(t, dir, "start", "t1", "A3001", "--reason", "size")
+	bk := filepath.Join(t.TempDir(), "bk")
+	mustRun(t, dir, "backup", bk)
+	mustRun(t, dir, "resume", "t1", "--action", "cancel")
+	copyTo(t, bk, dir, "checkpoints.sqlite") // t1: record cancelled, run waiting
+	mustRun(t, dir, "start", "t3", "A3003", "--reason", "size")
+	killedAt(t, dir, "after-checkpoint:cancel", "resume", "t3", "--action", "cancel") // t3: record behind its run
+
+	// Both reports first: a pasted resume sets t3's record right.
+	reports := map[string]verifyReport{}
+	for _, user := range []string{"demo-user", "bob"} {
+		out, errOut, code := runAs(t, dir, user, "verify")
+		var rep verifyReport
+		if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
+			t.Fatalf("verify as %s: exit %d, %v\n%s%s", user, code, err, out, errOut)
+		}
+		reports[user] = rep
+	}
+	for user, rep := range reports {
+		seen := map[string]bool{}
+		for _, f := range rep.Findings {
+			for _, m := range fixCommandRE.FindAllStringSubmatch(f.Fix, -1) {
+				words := strings.Fields(m[1])
+				if len(words) < 3 || words[1] != "--data" || words[2] != dir {
+					t.Errorf("verify as %s: fix of %s quotes %q, without --data %s", user, f.Task, m[1], dir)
+					continue
+				}
+				if hasUser := strings.Contains(m[1], " --user demo-user "); hasUser != (user != "demo-user") {
+					t.Errorf("verify as %s: fix of %s quotes %q: --user demo-user %v, want %v", user, f.Task, m[1], hasUser, user != "demo-user")
+				}
+				if strings.Contains(m[1], "DIR") {
+					continue // backup DIR: the person names the directory
+				}
+				c := exec.Command(assistantBin(), append(words[1:], "--output", "json")...)
+				if b, err := c.CombinedOutput(); err != nil {
+					t.Errorf("verify as %s: the fix of %s, %s, fails as pasted: %v\n%s", user, f.Task, m[1], err, b)
+				}
+				seen[f.Task] = true
+			}
+		}
+		if !seen["t1"] || !seen["t3"] {
+			t.Errorf("verify as %s: pasted fixes for %v, want t1 and t3: %+v", user, seen, rep.Findings)
+		}
+	}
+	verifyClean(t, dir)
+}
+
+// The hints of refusals offer commands that work: the inconsistent error
+// names `backup DIR`; a stale --version of a task that ended
+// too_many_revisions says it ended instead of naming a version to answer.
+func TestTruth2HintsOfferWhatWorks(t *testing.T) {
+	t.Run("InconsistentNamesBackupDir", func(t *testing.T) {
+		dir := t.TempDir()
+		mustRun(t, dir, "start", "t", "A3003", "--reason", "size")
+		older := snapshotFiles(t, dir)
+		mustRun(t, dir, "resume", "t", "--action", "approve")
+		copyTo(t, older, dir, "business.sqlite")
+		wantRefused(t, dir, 1, "inconsistent", []string{"`assistant --data " + dir + " backup DIR`"}, "show", "t")
+	})
+	t.Run("StaleVersionOfAnEndedTask", func(t *testing.T) {
+		dir := t.TempDir()
+		mustRun(t, dir, "start", "t", "A3003", "--reason", "size")
+		var v map[string]any
+		for i := 0; i < 5; i++ {
+			v = mustRun(t, dir, "resume", "t", "--action", "edit", "--reason", "reason "+string(rune('a'+i)))
+		}
+		if e, _ := v["error"].(map[string]any); v["status"] != "failed" || e["code"] != "too_many_revisions" {
+			t.Fatalf("fifth edit: status %v, error %v; want failed, too_many_revisions", v["status"], v["error"])
+		}
+		_, errOut, code := run(t, dir, "resume", "t", "--action", "approve", "--version", "3")
+		if code != 3 || !strings.Contains(errOut, "ended as failed (too_many_revisions)") || strings.Contains(errOut, "answer version") {
+			t.Errorf("stale --version 3 of an ended task: exit %d, %s; want 3 saying it ended, offering no version to answer", code, errOut)
+		}
+	})
+}
