@@ -184,3 +184,81 @@ func TestStoppedButHeldHintsOnlyWhatWorks(t *testing.T) {
 		})
 	}
 }
+
+// listStatus is the status `list` shows for task.
+func listStatus(t *testing.T, dir, task string) string {
+	t.Helper()
+	out, errOut, code := run(t, dir, "list")
+	var got struct {
+		Tasks []struct{ Task, Status string }
+	}
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil {
+		t.Fatalf("list: exit %d %v, %s", code, err, errOut)
+	}
+	for _, x := range got.Tasks {
+		if x.Task == task {
+			return x.Status
+		}
+	}
+	t.Fatalf("list does not show %s: %s", task, out)
+	return ""
+}
+
+// TestStopTooLate: a stop lands after the run's last step (the submit's
+// checkpoint written, the approving process not yet let go). The stop
+// stopped nothing, and says so: exit 3 "too late", naming the application,
+// never exit 0 with "done". When the holder lets go within stop's wait,
+// the record is set to done; when it lets go later, the record stays
+// interrupted until a resume, but list shows done, as show does. Either
+// way there is one application.
+func TestStopTooLate(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		wait   string
+		record string // the record's status after both commands
+	}{
+		{"HolderLetsGoWithinTheWait", "15s", "done"},
+		{"HolderLetsGoAfterTheWait", "100ms", "interrupted"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			mustRun(t, dir, "start", "t1", "A3003", "--reason", "size")
+			holder, hout, _ := backgroundEnv(t, dir, []string{"ASSISTANT_FAULT=after-checkpoint:submit@pause"}, "resume", "t1", "--action", "approve")
+			eventually(t, "the approving process pauses after submit's checkpoint", func() bool { return stopped(holder.Process.Pid) })
+			stop, sout, serr := background(t, dir, "stop", "t1", "--wait", tt.wait)
+			eventually(t, "the stop is written", func() bool { return record(t, dir, "t1", "status") == "interrupted" })
+			if tt.wait != "15s" {
+				if code := wait(t, stop); code != 3 {
+					t.Errorf("stop while the holder is paused: exit %d, want 3; %s%s", code, sout, serr)
+				}
+			}
+			_ = holder.Process.Signal(syscall.SIGCONT)
+			if code := wait(t, holder); code != 0 || !strings.Contains(hout.String(), `"done"`) {
+				t.Fatalf("approve: exit %d, %s", code, hout)
+			}
+			if tt.wait == "15s" {
+				if code := wait(t, stop); code != 3 {
+					t.Errorf("stop: exit %d, want 3; %s%s", code, sout, serr)
+				}
+			}
+			if !strings.Contains(serr.String(), "too late") || !strings.Contains(serr.String(), "application app_") {
+				t.Errorf("stop's error %q does not say it came too late, after the application", serr)
+			}
+			if strings.Contains(sout.String(), `"status": "done"`) {
+				t.Errorf("stop printed the task done: %s", sout)
+			}
+			if got := record(t, dir, "t1", "status"); got != tt.record {
+				t.Errorf("record: %s, want %s", got, tt.record)
+			}
+			if got := listStatus(t, dir, "t1"); got != "done" {
+				t.Errorf("list: %s, want done as show says", got)
+			}
+			if v := mustRun(t, dir, "show", "t1"); v["status"] != "done" {
+				t.Errorf("show: %v, want done", v["status"])
+			}
+			if n := applications(t, dir, "t1"); n != "1" {
+				t.Errorf("applications: %s, want 1", n)
+			}
+		})
+	}
+}

@@ -10,16 +10,19 @@ import (
 // show reports for it: a return task recorded running whose holder is gone
 // (killed part-way, before it let go) is what its head says, waiting when
 // the head asks a question (a first of two approvals that crashed after it
-// was recorded), done, cancelled or failed when the run ended. Its record
+// was recorded), done, cancelled or failed when the run ended; and one
+// recorded interrupted whose run had finished before it saw the stop (a
+// stop that came too late, whose holder let go after the stop's wait) is
+// what its finished head says, as show reports it. Its record
 // stays as it is until a resume or recover sets it right: list writes
 // nothing. A head that cannot be read leaves t as recorded (show then
 // reports why).
 func (s *Service) asShown(ctx context.Context, t runs.TaskRecord) runs.TaskRecord {
-	if t.Status != StatusRunning || t.Kind != runs.KindReturn || s.holderAlive(t.Lease) {
+	if (t.Status != StatusRunning && t.Status != StatusInterrupted) || t.Kind != runs.KindReturn || s.holderAlive(t.Lease) {
 		return t
 	}
 	snap, err := headOrNil(s.cmd.graph.State(ctx, t.ID))
-	if err != nil || snap == nil {
+	if err != nil || snap == nil || (t.Status == StatusInterrupted && !snap.Done()) {
 		return t
 	}
 	v := view(t, snap)

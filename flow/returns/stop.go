@@ -13,7 +13,8 @@ import (
 // "Operator stop"): the task goes running → interrupted at once, and Stop
 // waits up to wait for the driving process to notice and let go of the
 // task. Errors: ErrNotFound, ErrConflict when the task is not running (a
-// task that finished first keeps its finished status).
+// task that finished first keeps its finished status), or when its run
+// finished before it saw the stop (tooLate; the view is returned too).
 func (s *Service) Stop(ctx context.Context, task, user string, wait time.Duration) (*View, error) {
 	t, err := s.task(ctx, task, user)
 	if err != nil {
@@ -30,7 +31,42 @@ func (s *Service) Stop(ctx context.Context, task, user string, wait time.Duratio
 	if err := s.awaitRelease(ctx, t.ID, wait); err != nil {
 		return nil, err
 	}
-	return s.Show(ctx, t.ID, user)
+	v, err := s.Show(ctx, t.ID, user)
+	if err != nil {
+		return nil, err
+	}
+	return v, s.tooLate(ctx, t.ID, v)
+}
+
+// tooLate checks a stop of task once its holder let go, v being the task
+// as show reads it then: when the run had already finished (its last step,
+// a submit say, ran before it saw the stop, and its checkpoint stands),
+// the stop stopped nothing. The record, which the stop set interrupted, is
+// set to what the run ended as (taking the lease, as a resume's repair
+// does), so that list, show and the record agree, and the stop is refused
+// as too late: ErrConflict, as for a task that finished before the stop
+// was written. nil when the stop took effect, or the holder has not let go
+// yet (the run may still stop).
+func (s *Service) tooLate(ctx context.Context, task string, v *View) error {
+	if v.Status != StatusDone && v.Status != StatusCancelled && v.Status != StatusFailed {
+		return nil
+	}
+	t, err := s.runs.Task(ctx, task)
+	if err != nil {
+		return fmt.Errorf("stop %s: %w", task, err)
+	}
+	if t.Status == StatusInterrupted && !s.holderAlive(t.Lease) {
+		if err := s.cmd.repair(ctx, t, v); err != nil {
+			return fmt.Errorf("stop %s: the run had ended %s before it saw the stop; setting its record right: %w", task, v.Status, err)
+		}
+	}
+	what := v.Status
+	if v.Result != nil && v.Result.ApplicationID != "" {
+		what += ", application " + v.Result.ApplicationID + " submitted"
+	} else if v.Error != nil && v.Error.Code != "" {
+		what += " (" + v.Error.Code + ")"
+	}
+	return fmt.Errorf("stop %s: too late: its run ended (%s) before it saw the stop, so the stop changed nothing and the task keeps what it ended as; see it with `assistant show %s`: %w", task, what, ShellQuote(task), ErrConflict)
 }
 
 // notRunning is the conflict of a stop of task t that is not running: what
