@@ -289,3 +289,28 @@ func TestTruth2HintsOfferWhatWorks(t *testing.T) {
 		}
 	})
 }
+
+// An edit whose checkpoints were lost (the checkpoints file from before it
+// put back): the trail holds it, the head asks about version 1 again. An
+// approve of version 1 is refused; the same edit again carries it out,
+// recorded once, and goes on to version 2.
+func TestTruth2EditLostWithItsCheckpoints(t *testing.T) {
+	dir := t.TempDir()
+	mustRun(t, dir, "start", "t", "A3003", "--reason", "size")
+	bk := filepath.Join(t.TempDir(), "bk")
+	mustRun(t, dir, "backup", bk)
+	mustRun(t, dir, "resume", "t", "--action", "edit", "--reason", "other")
+	copyTo(t, bk, dir, "checkpoints.sqlite")
+
+	wantConflictSays(t, dir, []string{"task t was answered edit already", "give that answer again"}, "resume", "t", "--action", "approve")
+	wantConflictSays(t, dir, []string{"task t was answered edit already"}, "resume", "t", "--action", "edit", "--reason", "another")
+	if n := appsOf(t, dir, "t"); n != "0" {
+		t.Fatalf("%s applications after the refused approve, want 0", n)
+	}
+	v := mustRun(t, dir, "resume", "t", "--action", "edit", "--reason", "other")
+	draft, _ := v["draft"].(map[string]any)
+	if v["status"] != "waiting" || draft == nil || draft["version"] != float64(2) || len(v["decisions"].([]any)) != 1 {
+		t.Errorf("the edit again: status %v, draft %v, decisions %v; want waiting at version 2, the edit recorded once", v["status"], v["draft"], v["decisions"])
+	}
+	verifyClean(t, dir)
+}

@@ -515,3 +515,51 @@ func hintFor(task, kind string) string {
 	}
 	return fmt.Sprintf("run `assistant resume %s --action approve` (or cancel, edit --reason R, revise --comment C)", ShellQuote(task))
 }
+
+// trailAhead checks an answer o to the question the head snap asks against
+// the business file's decision trail: an edit, revise or reason the trail
+// holds for that question, which the head neither holds nor has saved to
+// replay (the checkpoint that applied it was lost: a power loss, an older
+// checkpoints.sqlite), was given and stands. The same answer again carries
+// it out under that decision's id, so the trail keeps it once (o's
+// DecisionID is set); any other answer is ErrConflict naming it, and
+// nothing is written. Approvals are left to the round's own checks
+// (secondAnswer), a cancel to truth, which reads it as the task's end.
+func (r *runner) trailAhead(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[State], o *ResumeOptions) error {
+	if !o.answering() || !snap.Waiting() {
+		return nil
+	}
+	ds, err := r.desk.Decisions(ctx, t.ID)
+	if err != nil {
+		return fmt.Errorf("resume %s: %w", t.ID, err)
+	}
+	known := decisionIDs(snap)
+	draft, asks := "", map[string]bool{}
+	if snap.Values.Draft != nil {
+		draft = snap.Values.Draft.ID
+	}
+	for _, in := range snap.Interrupts {
+		asks[kindOf(in.Value)] = true
+	}
+	for _, d := range ds {
+		if known[d.ID] || d.DraftID != draft {
+			continue
+		}
+		var same bool
+		switch {
+		case (d.Action == ActionEdit || d.Action == ActionRevise) && asks[KindApproval]:
+			same = o.Action == d.Action && sameWords(*o, Decision{Reason: d.Reason, Comment: d.Comment})
+		case d.Action == ActionReason && asks[KindNeedReason]:
+			same = o.reasonAnswer() && strings.TrimSpace(o.Reason) == d.Reason
+		default:
+			continue
+		}
+		if same {
+			o.DecisionID = d.ID
+			return nil
+		}
+		return fmt.Errorf("task %s was answered %s already (by %s at %s, recorded in %s; the checkpoint that applied it was lost): the answer given is refused and changes nothing; give that answer again to carry it out (`assistant show %s`): %w",
+			t.ID, d.Action, d.By, d.At.UTC().Format(time.RFC3339), BusinessFile, ShellQuote(t.ID), ErrConflict)
+	}
+	return nil
+}

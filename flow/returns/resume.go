@@ -148,6 +148,9 @@ func (r *runner) resume(ctx context.Context, t runs.TaskRecord, o ResumeOptions)
 		}
 		return v, err
 	}
+	if err := r.trailAhead(ctx, t, snap, &o); err != nil {
+		return nil, err
+	}
 	if err := r.checkAnswer(ctx, t, snap, o); errors.Is(err, errAnswerSaved) {
 		// The same answer again, saved by a command that was killed or
 		// taken already: show the task, which waits for the other approval.
