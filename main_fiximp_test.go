@@ -137,3 +137,97 @@ func inFIFOOpen(pid int) bool {
 	}
 	return false
 }
+
+// runText runs the binary with text output (the last --output wins).
+func runText(tb testing.TB, dir string, args ...string) (string, string, int) {
+	tb.Helper()
+	return run(tb, dir, append([]string{"--output", "text"}, args...)...)
+}
+
+// TestOwnImportReplacingATeachingOrderIsTheUsersOwn: a user's own import
+// (no --operator) that replaces an unused teaching order stores the
+// user's own order (shop 0), and says "replaced by your own", not "the
+// shop's"; the shop's later import of that id for another customer is
+// added (orders.md "Who may import": a user's own order does not hold an
+// id against the shop). Before: the replacement stayed the shop's (the
+// teaching order's shop 1), and the operator's import was refused, exit 3.
+func TestOwnImportReplacingATeachingOrderIsTheUsersOwn(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	day := time.Now().UTC().AddDate(0, 0, -2).Format(time.RFC3339)
+	out, errOut, code := runText(t, dir, "orders", "import", writeShop(t, "A3001,demo-user,Own kettle,"+day+",false"))
+	if code != 0 {
+		t.Fatalf("own import: exit %d, stderr %q", code, errOut)
+	}
+	if !strings.Contains(out, "1 teaching orders replaced by your own.") || strings.Contains(out, "the shop's") {
+		t.Errorf("own import report:\n%s\nwant \"replaced by your own\", not the shop's", out)
+	}
+	if got := query(t, dir, "business.sqlite", `SELECT shop FROM orders WHERE user = 'demo-user' AND order_id = 'A3001'`); got != "0" {
+		t.Errorf("demo-user's A3001: shop %s, want 0 (the user's own)", got)
+	}
+	rep := mustRun(t, dir, "orders", "import", "--operator", writeShop(t, "A3001,zed,Shop kettle,"+day+",false"))
+	if rep["added"] != 1.0 {
+		t.Fatalf("the shop's A3001 of zed: %v, want added", rep)
+	}
+	out, _, _ = runText(t, dir, "orders", "import", "--operator", writeShop(t, "A3002,zed,Shop thing,"+day+",false"))
+	if !strings.Contains(out, "1 teaching orders replaced by the shop's.") {
+		t.Errorf("operator import report:\n%s\nwant \"replaced by the shop's\"", out)
+	}
+}
+
+// TestImportRefusesATeachingOrderATaskUses: a real import of a teaching
+// order that a task uses (the seeded application of A3009; a task in
+// flight on A3002), of the same user, with or without --operator, is
+// refused: exit 3, the line named, nothing written; the teaching order
+// stays. Before: it was updated and stayed open_application forever
+// under the teaching application.
+func TestImportRefusesATeachingOrderATaskUses(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	day := time.Now().UTC().AddDate(0, 0, -2).Format(time.RFC3339)
+	makeDataDir(t, dir)
+	mustRun(t, dir, "start", "t-a3002", "A3002", "--reason", "broken")
+	for _, tc := range []struct {
+		name string
+		args []string
+		row  string
+	}{
+		{"seeded application", nil, "A3009,demo-user,Real speaker," + day + ",false"},
+		{"seeded application, operator", []string{"--operator"}, "A3009,demo-user,Real speaker," + day + ",false"},
+		{"task in flight", nil, "A3002,demo-user,Real thing," + day + ",false"},
+		{"task in flight, operator", []string{"--operator"}, "A3002,demo-user,Real thing," + day + ",false"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := sums(t, dir, "business.sqlite")
+			args := append(append([]string{"orders", "import"}, tc.args...), writeShop(t, "B1,demo-user,Pen,,false", tc.row))
+			_, errOut, code := run(t, dir, args...)
+			id := tc.row[:5]
+			if code != 3 || !strings.Contains(errOut, "line 3: order "+id+" is a teaching order that a task uses") {
+				t.Fatalf("exit %d, stderr %q; want 3 naming line 3", code, errOut)
+			}
+			sameSums(t, dir, before, "a refused import")
+			if got := query(t, dir, "business.sqlite", `SELECT teaching FROM orders WHERE user = 'demo-user' AND order_id = ?`, id); got != "1" {
+				t.Errorf("%s: teaching %s, want the teaching order kept", id, got)
+			}
+		})
+	}
+}
+
+// TestOwnImportKeepsTheShopsOrder: a customer's own import (no
+// --operator) does not change the shop's order of theirs (one an
+// --operator import wrote): the row is refused, exit 3, the line named,
+// nothing written; the same order unchanged is fine. Before: it was
+// updated (final_sale true → false: returnable).
+func TestOwnImportKeepsTheShopsOrder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	day := time.Now().UTC().AddDate(0, 0, -2).Format(time.RFC3339)
+	mustRun(t, dir, "orders", "import", "--operator", writeShop(t, "Z1,bob,Coat,"+day+",true"))
+	before := sums(t, dir, "business.sqlite")
+	_, errOut, code := run(t, dir, "--user", "bob", "orders", "import", writeShop(t, "Z1,bob,Coat,"+day+",false"))
+	if code != 3 || !strings.Contains(errOut, "line 2: order Z1 is the shop's order") {
+		t.Fatalf("exit %d, stderr %q; want 3 naming line 2", code, errOut)
+	}
+	sameSums(t, dir, before, "a refused import")
+	rep := mustRun(t, dir, "--user", "bob", "orders", "import", writeShop(t, "Z1,bob,Coat,"+day+",true"))
+	if rep["unchanged"] != 1.0 {
+		t.Fatalf("bob's import of the shop's Z1 as it is: %v, want unchanged", rep)
+	}
+}

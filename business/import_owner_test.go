@@ -136,9 +136,18 @@ func testImportOrdersShopIDs(t *testing.T, kind storeKind) {
 	if !errors.Is(err, ErrConflict) {
 		t.Fatalf("err = %v, want C72 now the shop's", err)
 	}
-	// carol's own import of it again (an update) keeps it the shop's.
-	if res, err = importAs(t, s, h+"C72,carol,Red pen,,false\n", ParseOptions{User: "carol"}, false); err != nil || res.Updated != 1 {
-		t.Fatalf("carol's update of the shop's C72: %+v, %v", res, err)
+	// carol's own import may not change the shop's order (orders.md "Who
+	// may import"): refused by line, exit 3, nothing written; the same
+	// order again is unchanged.
+	_, err = importAs(t, s, h+"C72,carol,Red pen,,false\n", ParseOptions{User: "carol"}, false)
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "line 2: order C72 is the shop's order") {
+		t.Fatalf("carol's update of the shop's C72: %v, want it refused", err)
+	}
+	if o, err := s.Order(ctx, "C72", "carol"); err != nil || o.Item != "Pen" {
+		t.Fatalf("the shop's C72 after carol's refused import: %+v, %v; want Pen", o, err)
+	}
+	if res, err = importAs(t, s, h+"C72,carol,Pen,,false\n", ParseOptions{User: "carol"}, false); err != nil || res.Unchanged != 1 {
+		t.Fatalf("carol's import of the shop's C72 as it is: %+v, %v; want unchanged", res, err)
 	}
 	_, err = importAs(t, s, h+"C72,dave,Pen,,false\n", operator, false)
 	if !errors.Is(err, ErrConflict) {
@@ -156,16 +165,19 @@ func TestImportOrdersReturnableAsEligibility(t *testing.T) {
 	const h = "order_id,user,item,delivered_at,final_sale\n"
 	ctx := context.Background()
 	s, _ := newSeeded(t)
-	d := mustPrepare(t, s, "t4", "A3004", time.Hour, t0)
+	delivered := t0.Add(-48 * time.Hour).Format(time.RFC3339Nano)
+	if _, err := importAs(t, s, h+"R3004,demo-user,Headphones,"+delivered+",false\n", ParseOptions{User: "demo-user"}, false); err != nil {
+		t.Fatal(err)
+	}
+	d := mustPrepare(t, s, "t4", "R3004", time.Hour, t0)
 	if _, _, err := s.Submit(ctx, d.ID, "demo-user", t0); err != nil {
 		t.Fatal(err)
 	}
-	o, err := s.Order(ctx, "A3004", "demo-user")
+	o, err := s.Order(ctx, "R3004", "demo-user")
 	if err != nil {
 		t.Fatal(err)
 	}
-	delivered := o.DeliveredAt.Format(time.RFC3339Nano)
-	res, err := importAs(t, s, h+"A3004,demo-user,New headphones,"+delivered+",false\n", ParseOptions{User: "demo-user"}, true)
+	res, err := importAs(t, s, h+"R3004,demo-user,New headphones,"+delivered+",false\n", ParseOptions{User: "demo-user"}, true)
 	if err != nil || len(res.Changes) != 1 {
 		t.Fatalf("%+v, %v", res, err)
 	}

@@ -75,8 +75,10 @@ type OrderChange struct {
 	NotReturnableNow string `json:"not_returnable_now"`
 }
 
-// OwnerError refuses an import that would give orders another owner: the
-// owner of an order never changes. Lines names the first of them. It
+// OwnerError refuses an import that would change stored orders it may not
+// change: give an order another owner (the owner of an order never
+// changes), replace a teaching order that a task uses, or change the
+// shop's order without --operator. Lines names the first of them. It
 // matches ErrConflict. It does not say who owns an order.
 type OwnerError struct {
 	Lines []string
@@ -89,7 +91,7 @@ func (e *OwnerError) Error() string {
 	if e.More > 0 {
 		more = fmt.Sprintf(" (and %d more)", e.More)
 	}
-	return fmt.Sprintf("orders file would change the owner of stored orders, which never changes; none was imported: %s%s", strings.Join(e.Lines, "; "), more)
+	return fmt.Sprintf("orders file would change stored orders that this import may not change; nothing was imported: %s%s", strings.Join(e.Lines, "; "), more)
 }
 
 // Is makes errors.Is match ErrConflict.
@@ -288,7 +290,7 @@ func (u *upsert) decideOne(g *group, mine map[[2]string]storedOrder, shop map[st
 	if other, found := shop[o.ID]; found && other.User != o.User {
 		// The shop gave this id to another customer.
 		if !other.Teaching {
-			u.refuse(g, "")
+			u.refuse(g, "is stored with another owner; the owner of an order never changes")
 			return nil
 		}
 		used, err := u.used(other.Order)
@@ -296,7 +298,7 @@ func (u *upsert) decideOne(g *group, mine map[[2]string]storedOrder, shop map[st
 			return err
 		}
 		if used {
-			u.refuse(g, " (a teaching order that a task uses)")
+			u.refuse(g, "is stored with another owner (a teaching order that a task uses); the owner of an order never changes")
 			return nil
 		}
 		// An unused teaching order gives way to the shop's order.
@@ -319,17 +321,24 @@ func (u *upsert) decideOne(g *group, mine map[[2]string]storedOrder, shop map[st
 		}
 		u.note(OrderChange{Line: g.line, OrderID: o.ID, Action: ActionAdded}, false)
 	case old.Teaching:
+		// A teaching order a task, draft or batch row uses stays as it is:
+		// its tasks were made against it (an application of the teaching
+		// seed included), and a real order under them would stay open.
 		used, err := u.used(old.Order)
 		if err != nil {
 			return err
 		}
-		action := ActionReplacedTeaching
 		if used {
-			action = ActionUpdated
+			u.refuse(g, "is a teaching order that a task uses; it is not replaced")
+			return nil
 		}
-		return u.replace(g, old, action, "")
+		return u.replace(g, old, ActionReplacedTeaching, "")
 	case sameOrder(old.Order, o) && (old.shop || !u.operator):
 		u.res.Unchanged++
+	case old.shop && !u.operator:
+		// The shop's order (an --operator import's) is changed by the
+		// shop only: a user's own import keeps every field of it.
+		u.refuse(g, "is the shop's order (imported with --operator); only an --operator import changes it")
 	default:
 		return u.replace(g, old, ActionUpdated, "")
 	}
@@ -343,13 +352,14 @@ func (u *upsert) queue(o Order) {
 	}
 }
 
-// refuse records an order whose owner would change. The message names
-// neither the owner nor anything else of the stored order.
-func (u *upsert) refuse(g *group, note string) {
+// refuse records an order the import may not change (why: what follows
+// "order X " in its line). The message names neither the owner nor
+// anything else of the stored order.
+func (u *upsert) refuse(g *group, why string) {
 	u.res.Refused++
 	u.write = false
 	u.added, u.changed = u.added[:0], u.changed[:0]
-	u.refused.add(g.line, fmt.Errorf("order %s is stored with another owner%s; the owner of an order never changes", g.order.ID, note))
+	u.refused.add(g.line, fmt.Errorf("order %s %s", g.order.ID, why))
 	u.note(OrderChange{Line: g.line, OrderID: g.order.ID, Action: ActionRefused}, true)
 }
 
@@ -567,8 +577,9 @@ func (u *upsert) storedShop(batch []*group) (map[string]storedOrder, error) {
 // of them wait, or all of them when final: importBatch at a time with one
 // statement each (a full batch's statement is prepared once), and the
 // rest with one more. Added orders are written by insertOrders, the others
-// by upsertOrders. A user's own order stays theirs, an operator import
-// makes it the shop's; a written order is no teaching order. (One JSON
+// by upsertOrders. A written order is the shop's when an operator import
+// writes it, else the user's own (a teaching order it replaces included);
+// a written order is no teaching order. (One JSON
 // argument per batch, read with json_each, took twice the time of binding
 // each value; numbered parameters, to bind a batch's one user once, cost
 // the driver a string per parameter.)
@@ -702,8 +713,7 @@ func upsertOrders(n int) string {
 func upsertOrdersText(n int) string {
 	return `INSERT INTO orders (user, order_id, item, delivered_at, final_sale, shop) VALUES ` + placeholders(n, 6) + `
 		ON CONFLICT (user, order_id) DO UPDATE SET item = excluded.item, delivered_at = excluded.delivered_at,
-			final_sale = excluded.final_sale, teaching = 0,
-			shop = CASE WHEN excluded.shop > orders.shop THEN excluded.shop ELSE orders.shop END`
+			final_sale = excluded.final_sale, teaching = 0, shop = excluded.shop`
 }
 
 // insertOrders is the statement that writes n orders that are not stored

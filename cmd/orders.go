@@ -37,9 +37,10 @@ a file with any bad row is refused whole (exit 2, the bad lines named).
 An import is an upsert: new orders are added; a stored order's item,
 delivery and final sale flag are updated (tasks in flight for it are
 reported); an equal one is unchanged; a teaching order no task uses is
-replaced. An order is its owner's and its id: without --operator an
-import reads and writes --user's orders only (rows of other users are
-refused by line, exit 2). --operator imports the shop's orders, of any
+replaced (one a task uses is refused, exit 3). An order is its owner's
+and its id: without --operator an import reads and writes --user's
+orders only (rows of other users are refused by line, exit 2; a change
+to the shop's order of --user is refused, exit 3). --operator imports the shop's orders, of any
 user; the shop's order ids are unique, so one that would go to another
 customer refuses the whole file (exit 3). Dates and times without a zone
 need --timezone. All of it is one transaction; --dry-run writes nothing
@@ -115,12 +116,14 @@ func (a *app) importOrders(c *cobra.Command, path string, fl importFlags) error 
 	if a.output == "json" {
 		return writeJSON(a.stdout, res)
 	}
-	return renderImport(a.stdout, path, res)
+	return renderImport(a.stdout, path, res, fl.operator)
 }
 
 // renderImport prints an import report for a person (docs/orders.md
-// "Report"); every text from the file goes through termSafe.
-func renderImport(w io.Writer, path string, res business.ImportResult) error {
+// "Report"); every text from the file goes through termSafe. operator
+// says whose orders replaced teaching orders: the shop's (--operator) or
+// the user's own.
+func renderImport(w io.Writer, path string, res business.ImportResult, operator bool) error {
 	verb := "Imported"
 	if res.DryRun {
 		verb = "Dry run, nothing written; would import"
@@ -128,7 +131,11 @@ func renderImport(w io.Writer, path string, res business.ImportResult) error {
 	fmt.Fprintf(w, "%s %s: %d rows, %d orders: %d added, %d updated, %d unchanged, %d refused.\n",
 		verb, termSafe(path), res.Rows, res.Orders, res.Added, res.Updated, res.Unchanged, res.Refused)
 	if res.TeachingReplaced > 0 {
-		fmt.Fprintf(w, "%d teaching orders replaced by the shop's.\n", res.TeachingReplaced)
+		whose := "your own"
+		if operator {
+			whose = "the shop's"
+		}
+		fmt.Fprintf(w, "%d teaching orders replaced by %s.\n", res.TeachingReplaced, whose)
 	}
 	if res.InFlight > 0 {
 		fmt.Fprintf(w, "%d updated orders have tasks in flight; their next submit checks the order again.\n", res.InFlight)
