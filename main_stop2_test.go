@@ -185,10 +185,11 @@ func TestStoppedButHeldHintsOnlyWhatWorks(t *testing.T) {
 	}
 }
 
-// listStatus is the status `list` shows for task.
-func listStatus(t *testing.T, dir, task string) string {
+// listStatus is the status `list` (with args) shows for task; "" when it
+// does not show it.
+func listStatus(t *testing.T, dir, task string, args ...string) string {
 	t.Helper()
-	out, errOut, code := run(t, dir, "list")
+	out, errOut, code := run(t, dir, append([]string{"list"}, args...)...)
 	var got struct {
 		Tasks []struct{ Task, Status string }
 	}
@@ -200,7 +201,6 @@ func listStatus(t *testing.T, dir, task string) string {
 			return x.Status
 		}
 	}
-	t.Fatalf("list does not show %s: %s", task, out)
 	return ""
 }
 
@@ -251,7 +251,13 @@ func TestStopTooLate(t *testing.T) {
 				t.Errorf("record: %s, want %s", got, tt.record)
 			}
 			if got := listStatus(t, dir, "t1"); got != "done" {
-				t.Errorf("list: %s, want done as show says", got)
+				t.Errorf("list: %q, want done as show says", got)
+			}
+			if got := listStatus(t, dir, "t1", "--status", "done"); got != "done" {
+				t.Errorf("list --status done: %q, want done", got)
+			}
+			if got := listStatus(t, dir, "t1", "--status", "interrupted"); got != "" {
+				t.Errorf("list --status interrupted: %q, want t1 left out", got)
 			}
 			if v := mustRun(t, dir, "show", "t1"); v["status"] != "done" {
 				t.Errorf("show: %v, want done", v["status"])

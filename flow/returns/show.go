@@ -222,7 +222,8 @@ func (s *Service) ListTasks(ctx context.Context, o ListOptions) ([]TaskSummary, 
 // order (created_at, task_id): with one status asked for that a record
 // holds as it is shown, the store filters: running and interrupted are
 // shown only for records that say so; done, cancelled and failed also for
-// records left running by a process that is gone (recordsShownAs). Other
+// records left running by a process that is gone, or interrupted by a stop
+// that came too late (recordsShownAs). Other
 // filters (waiting, expired: read from drafts and heads too; several
 // statuses) read every record of the user.
 func (s *Service) listRecords(ctx context.Context, o ListOptions) ([]runs.TaskRecord, error) {
@@ -240,7 +241,8 @@ func (s *Service) listRecords(ctx context.Context, o ListOptions) ([]runs.TaskRe
 
 // recordsShownAs reads user's task records that may be shown with status
 // (asShown): those recorded with it and those recorded running, whose
-// process may be gone, merged in the store's order (created_at,
+// process may be gone, and, for an ended status, those recorded
+// interrupted (a stop too late), merged in the store's order (created_at,
 // task_id). The caller applies asShown.
 func (s *Service) recordsShownAs(ctx context.Context, user, status string) ([]runs.TaskRecord, error) {
 	recorded, err := s.runs.ListTasks(ctx, user, status)
@@ -252,6 +254,15 @@ func (s *Service) recordsShownAs(ctx context.Context, user, status string) ([]ru
 		return nil, err
 	}
 	all := append(recorded, running...)
+	if status != StatusWaiting {
+		// A stop that came too late leaves a record interrupted whose
+		// run ended (asShown).
+		stopped, err := s.runs.ListTasks(ctx, user, StatusInterrupted)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, stopped...)
+	}
 	slices.SortStableFunc(all, func(a, b runs.TaskRecord) int {
 		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 			return c
