@@ -262,7 +262,7 @@ func TestTruth2VerifyFixesArePasteable(t *testing.T) {
 }
 
 // The hints of refusals offer commands that work: the inconsistent error
-// names `backup DIR`; a stale --version of a task that ended
+// names `backup DIR`, and stop of an inconsistent task offers verify; a stale --version of a task that ended
 // too_many_revisions says it ended instead of naming a version to answer.
 func TestTruth2HintsOfferWhatWorks(t *testing.T) {
 	t.Run("InconsistentNamesBackupDir", func(t *testing.T) {
@@ -272,6 +272,11 @@ func TestTruth2HintsOfferWhatWorks(t *testing.T) {
 		mustRun(t, dir, "resume", "t", "--action", "approve")
 		copyTo(t, older, dir, "business.sqlite")
 		wantRefused(t, dir, 1, "inconsistent", []string{"`assistant --data " + dir + " backup DIR`"}, "show", "t")
+		// stop of it offers verify, not show (which exits 1 on it).
+		_, errOut, code := run(t, dir, "stop", "t")
+		if code != 3 || !strings.Contains(errOut, "`assistant --data "+dir+" verify`") || strings.Contains(errOut, " show t") {
+			t.Errorf("stop of an inconsistent task: exit %d, %s; want 3 offering verify, not show", code, errOut)
+		}
 	})
 	t.Run("StaleVersionOfAnEndedTask", func(t *testing.T) {
 		dir := t.TempDir()

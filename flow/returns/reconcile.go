@@ -337,3 +337,23 @@ func decisionIDs(snap *flow.Snapshot[State]) map[string]bool {
 	}
 	return ids
 }
+
+// disagreement is what a refusal of task t says instead of pointing at
+// `show`, which refuses an inconsistent task: that its two files disagree,
+// and the command that lists and explains it (verify). "" when the head
+// agrees with the business file, t is a batch, or a read fails (the
+// caller's hint stands then).
+func (s *Service) disagreement(ctx context.Context, t runs.TaskRecord) string {
+	if t.Kind == runs.KindBatch {
+		return ""
+	}
+	snap, err := headOrNil(s.cmd.graph.State(ctx, t.ID))
+	if err != nil {
+		return ""
+	}
+	var ie *InconsistentError
+	if !errors.As(s.cmd.reconcile(ctx, t.ID, snap), &ie) {
+		return ""
+	}
+	return fmt.Sprintf("its two files disagree: checkpoints.sqlite says %s, but business.sqlite %s; `assistant verify` lists every such task and what to do", ie.Checkpoints, ie.Business)
+}

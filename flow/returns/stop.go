@@ -80,6 +80,9 @@ func (s *Service) notRunning(ctx context.Context, t runs.TaskRecord) error {
 	switch t.Status {
 	case StatusWaiting:
 		what = fmt.Sprintf("it is not running: it waits for a person's answer, and nothing runs until one comes; see the question with `assistant show %s`", ShellQuote(t.ID))
+		if d := s.disagreement(ctx, t); d != "" {
+			what = "it is not running, and " + d
+		}
 	case StatusInterrupted:
 		what = fmt.Sprintf("it is already stopped; continue it with `assistant resume %s`", ShellQuote(t.ID))
 		if s.holderAlive(t.Lease) {
