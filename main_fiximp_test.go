@@ -231,3 +231,34 @@ func TestOwnImportKeepsTheShopsOrder(t *testing.T) {
 		t.Fatalf("bob's import of the shop's Z1 as it is: %v, want unchanged", rep)
 	}
 }
+
+// TestImportUserColumnFollowsTheUserRule: the orders file's user column
+// follows the --user rule (returns.ValidUser), with or without
+// --operator: an empty user, one with a space or '/', one starting with
+// '-', or ".." is refused, exit 2, each line named, no data dir made.
+// Before: --operator imported all five (no --user could reach them), and
+// without --operator an empty user on the first row was reported as
+// another user's row that needs --operator.
+func TestImportUserColumnFollowsTheUserRule(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	file := writeShop(t, "U1,,Pen,,false", "U2,a b,Pen,,false", "U3,a/b,Pen,,false", "U4,-x,Pen,,false", "U5,..,Pen,,false")
+	_, errOut, code := run(t, dir, "orders", "import", "--operator", file)
+	if code != 2 {
+		t.Fatalf("--operator: exit %d, want 2; stderr %q", code, errOut)
+	}
+	for _, want := range []string{"line 2: user name must not be empty", `line 3: user name "a b"`, `line 4: user name "a/b"`, `line 5: user name "-x"`, `line 6: user name ".."`} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("--operator: stderr %q lacks %q", errOut, want)
+		}
+	}
+	if strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+		t.Errorf("stderr has more than one line: %q", errOut)
+	}
+	_, errOut, code = run(t, dir, "orders", "import", writeShop(t, "U1,,Pen,,false"))
+	if code != 2 || !strings.Contains(errOut, "line 2: user name must not be empty") {
+		t.Errorf("without --operator: exit %d, stderr %q; want 2, the user must not be empty", code, errOut)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("data dir after refused imports: %v, want none", err)
+	}
+}

@@ -246,22 +246,24 @@ func TestOrdersNoOracleForOtherUsers(t *testing.T) {
 // and an odd-length UTF-16 file are refused by line, exit 2, nothing made.
 func TestOrdersImportAgreesWithList(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	v := mustRun(t, dir, "start", "t4", "A3004", "--reason", "size")
+	// A real order: a teaching order that a task uses is not replaced.
+	mustRun(t, dir, "orders", "import", writeShop(t, "R3004,demo-user,Headphones,"+time.Now().UTC().AddDate(0, 0, -2).Format(time.RFC3339)+",false"))
+	v := mustRun(t, dir, "start", "t4", "R3004", "--reason", "size")
 	if v["status"] != "waiting" {
-		t.Fatalf("start t4 A3004: %v", v)
+		t.Fatalf("start t4 R3004: %v", v)
 	}
 	mustRun(t, dir, "resume", "t4", "--action", "approve")
 	list := mustRun(t, dir, "orders", "list")
-	var a3004 map[string]any
+	var r3004 map[string]any
 	for _, o := range list["orders"].([]any) {
-		if m := o.(map[string]any); m["order_id"] == "A3004" {
-			a3004 = m
+		if m := o.(map[string]any); m["order_id"] == "R3004" {
+			r3004 = m
 		}
 	}
-	if a3004 == nil || a3004["not_returnable_because"] != "open_application" {
-		t.Fatalf("orders list A3004: %v, want open_application", a3004)
+	if r3004 == nil || r3004["not_returnable_because"] != "open_application" {
+		t.Fatalf("orders list R3004: %v, want open_application", r3004)
 	}
-	file := writeShop(t, "A3004,demo-user,New headphones,"+a3004["delivered_at"].(string)+",false")
+	file := writeShop(t, "R3004,demo-user,New headphones,"+r3004["delivered_at"].(string)+",false")
 	rep := mustRun(t, dir, "orders", "import", "--dry-run", file)
 	changes := rep["changes"].([]any)
 	if len(changes) != 1 || changes[0].(map[string]any)["not_returnable_now"] != "open_application" {

@@ -13,10 +13,12 @@ import (
 // ParseOrders reads and checks a shop's orders export without opening any
 // store (business.ParseOrders; docs/orders.md), so that a bad file changes
 // no file, not even by making the data dir. Order ids follow the task id
-// rule (ValidTaskID). A bad file is ErrInvalid naming the lines; ctx
-// ended is its error. Close the result.
+// rule (ValidTaskID), users the --user rule (ValidUser), with or without
+// --operator. A bad file is ErrInvalid naming the lines; ctx ended is its
+// error. Close the result.
 func ParseOrders(ctx context.Context, r io.Reader, opts business.ParseOptions) (*business.OrdersFile, error) {
 	opts.CheckID = ValidOrderID
+	opts.CheckUser = ValidUser
 	f, err := business.ParseOrders(ctx, r, opts)
 	return f, importError(err)
 }
