@@ -115,7 +115,7 @@ func holdOn(t *testing.T, dir, task string, ttl time.Duration) {
 // TestStoppedButHeldHintsOnlyWhatWorks: a task is stopped while the
 // process that runs it is paused (on this host, or on another host before
 // its lease lapses), so that process still holds it. Every hint offers
-// only what works now: resume is refused (exit 3) saying the task is
+// only what works now: resume, or an answer, is refused (exit 3) saying the task is
 // stopped and who still holds it until when, offering resume for later and
 // never stop; a second stop says the same (exit 3), and so does show's
 // card. Once the holder has let go, the resume offered works.
@@ -159,6 +159,11 @@ func TestStoppedButHeldHintsOnlyWhatWorks(t *testing.T) {
 				t.Errorf("resume while held: exit %d, want 3", code)
 			}
 			check("resume", errOut, tt.until)
+			_, errOut, code = runIn(t, dir, tt.rest, "resume", "t1", "--action", "approve")
+			if code != 3 || strings.Contains(errOut, "running it now") {
+				t.Errorf("approve while held: exit %d %q, want 3, not running", code, errOut)
+			}
+			check("approve", errOut, tt.until)
 			_, errOut, code = runIn(t, dir, tt.rest, "stop", "t1")
 			if code != 3 || !strings.Contains(errOut, "already stopped") {
 				t.Errorf("second stop: exit %d %q, want 3 already stopped", code, errOut)

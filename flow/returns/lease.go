@@ -153,6 +153,14 @@ func (s *Service) stillHolds(l runs.Lease) string {
 	return fmt.Sprintf("its process (pid %d on %s) still holds it until that process lets go of it or its lease lapses at %s", l.PID, l.Host, l.Until.UTC().Format(time.RFC3339))
 }
 
+// stoppedHeld is the refusal (ErrConflict, and runs.ErrBusy through held)
+// of a resume or an answer of a stopped task whose former process, held,
+// has not let go yet: it says so, and offers resume for once it has.
+func (s *Service) stoppedHeld(held *runs.LeaseHeldError) error {
+	return &busyRefusal{held: held, msg: fmt.Sprintf("task %s is stopped, but %s: %v; nothing was done: once it has, continue it with `assistant resume %s`",
+		held.Task, s.stillHolds(held.Lease), ErrConflict, ShellQuote(held.Task))}
+}
+
 // lease is the lease r takes: this process, for r.policy.leaseTTL from now.
 func (r *runner) lease() runs.Lease {
 	me := r.svc.me
@@ -188,8 +196,7 @@ func (r *runner) acquire(ctx context.Context, t *runs.TaskRecord) error {
 		// Stopped, and the process that ran it has not let go yet: a
 		// stop again is refused (already stopped), so offer only what
 		// works once it lets go.
-		return &busyRefusal{held: held, msg: fmt.Sprintf("task %s is stopped, but %s: %v; nothing was done: once it has, continue it with `assistant resume %s`",
-			t.ID, r.svc.stillHolds(held.Lease), ErrConflict, ShellQuote(t.ID))}
+		return r.svc.stoppedHeld(held)
 	case errors.As(err, &held):
 		if t.Status != StatusRunning && t.Status != StatusInterrupted {
 			// Another process took the task at the same moment: an answer,

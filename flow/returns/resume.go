@@ -188,6 +188,9 @@ func (r *runner) resume(ctx context.Context, t runs.TaskRecord, o ResumeOptions)
 func (r *runner) checkAnswer(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[State], o ResumeOptions) error {
 	if o.answering() && len(snap.Interrupts) == 0 {
 		if l, _, err := r.runs.TaskLease(ctx, t.ID); err == nil && r.svc.holderAlive(l) {
+			if t.Status == StatusInterrupted {
+				return r.svc.stoppedHeld(&runs.LeaseHeldError{Task: t.ID, Lease: l})
+			}
 			if err := r.answeredMeanwhile(ctx, t, snap, l); err != nil {
 				return err
 			}
