@@ -262,3 +262,45 @@ func TestImportUserColumnFollowsTheUserRule(t *testing.T) {
 		t.Fatalf("data dir after refused imports: %v, want none", err)
 	}
 }
+
+// TestHugeFieldRefusedInOneShortLine: one quoted field that runs on over
+// many lines past the line limit (1 MiB), in an orders, batch or decide
+// file, is refused while it is read: exit 2, one short line on stderr
+// naming the record's first line, no data dir. A decide file's long bad
+// draft id on one line is quoted cut. Before: the field was read whole
+// (60 MB: 250–610 MB of memory) and a bad one echoed whole to stderr.
+func TestHugeFieldRefusedInOneShortLine(t *testing.T) {
+	field := `"` + strings.Repeat(strings.Repeat("x", 99)+"\n", 20_000) + `"`
+	for _, tc := range []struct {
+		name, content string
+		args          []string
+		want          string
+	}{
+		{"orders item", "order_id,user,item,delivered_at,final_sale\nO1,demo-user," + field + ",,false\n", []string{"orders", "import", "FILE"}, "the record from line 2 on is longer than"},
+		{"batch reason", "task,order,reason\nt1,A3001," + field + "\n", []string{"batch", "BX", "FILE"}, "the record from line 2 on is longer than"},
+		{"decide draft", "task,action,draft\nt1,approve," + field + "\n", []string{"decide", "FILE"}, "the record from line 2 on is longer than"},
+		{"decide draft one line", "task,action,draft\nt1,approve," + strings.Repeat("d ", 400_000) + "\n", []string{"decide", "FILE"}, `draft id "d d d`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "in.csv")
+			if err := os.WriteFile(file, []byte(tc.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(t.TempDir(), "data")
+			args := make([]string, len(tc.args))
+			for i, a := range tc.args {
+				args[i] = strings.ReplaceAll(a, "FILE", file)
+			}
+			_, errOut, code := run(t, dir, args...)
+			if code != 2 || !strings.Contains(errOut, tc.want) {
+				t.Fatalf("exit %d, stderr %.300q; want 2 and %q", code, errOut, tc.want)
+			}
+			if len(errOut) > 1000 || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+				t.Errorf("stderr is %d bytes, want one short line: %.300q", len(errOut), errOut)
+			}
+			if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("data dir after a refused file: %v, want none", err)
+			}
+		})
+	}
+}

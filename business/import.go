@@ -532,7 +532,7 @@ func (f *OrdersFile) scan(ctx context.Context, r io.Reader, newGroup func() *gro
 func disagree(a, b Order) string {
 	switch {
 	case a.User != b.User:
-		return fmt.Sprintf("user %q here, %q", b.User, a.User)
+		return fmt.Sprintf("user %s here, %s", termtext.Quote(b.User), termtext.Quote(a.User))
 	case !sameTime(a.DeliveredAt, b.DeliveredAt):
 		return fmt.Sprintf("delivered_at %s here, %s", timeText(b.DeliveredAt), timeText(a.DeliveredAt))
 	case a.FinalSale != b.FinalSale:
@@ -584,7 +584,7 @@ func (f *OrdersFile) row(rec []string) (Order, string, error) {
 		f.lastUser, f.userChecked = o.User, true
 	}
 	if !f.opts.Operator && o.User != f.opts.User {
-		return o, "", fmt.Errorf("order %s is of user %q: importing orders of other users than --user %q needs --operator", o.ID, o.User, f.opts.User)
+		return o, "", fmt.Errorf("order %s is of user %s: importing orders of other users than --user %s needs --operator", o.ID, termtext.Quote(o.User), termtext.Quote(f.opts.User))
 	}
 	switch {
 	case item == "":
@@ -616,9 +616,9 @@ func checkLabel(what, s string, max int) error {
 		return fmt.Errorf("%s is %d bytes; at most %d are allowed", what, len(s), max)
 	case strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || termtext.Invisible(r) }):
 		// The rule of a user name everywhere else (returns.ValidUser).
-		return fmt.Errorf("%s %q holds control or invisible characters (or a blank that is not a space)", what, s)
+		return fmt.Errorf("%s %s holds control or invisible characters (or a blank that is not a space)", what, termtext.Quote(s))
 	case unicode.IsSpace(first) || unicode.IsSpace(last):
-		return fmt.Errorf("%s %q starts or ends with a space character", what, s)
+		return fmt.Errorf("%s %s starts or ends with a space character", what, termtext.Quote(s))
 	}
 	return nil
 }
@@ -632,7 +632,7 @@ func parseFlag(name, v string) (bool, error) {
 	case "false", "no", "0", "":
 		return false, nil
 	}
-	return false, fmt.Errorf("%s %q must be true or false", name, v)
+	return false, fmt.Errorf("%s %s must be true or false", name, termtext.Quote(v))
 }
 
 // Delivery time layouts (docs/orders.md "Dates"): with a zone, and without
@@ -659,7 +659,7 @@ func (f *OrdersFile) delivered(at, daysAgo string) (*time.Time, error) {
 	if daysAgo != "" {
 		d, err := strconv.Atoi(daysAgo)
 		if err != nil || d < 0 || d > 36500 {
-			return nil, fmt.Errorf("delivered_days_ago %q: want empty or a whole number of days >= 0", daysAgo)
+			return nil, fmt.Errorf("delivered_days_ago %s: want empty or a whole number of days >= 0", termtext.Quote(daysAgo))
 		}
 		t := storedTime(f.opts.Now.Add(-time.Duration(d) * 24 * time.Hour))
 		if t.Before(MinDeliveredAt) {
@@ -679,9 +679,9 @@ func (f *OrdersFile) delivered(at, daysAgo string) (*time.Time, error) {
 	}
 	switch {
 	case t.Before(MinDeliveredAt):
-		return nil, fmt.Errorf("delivered_at %q is before %s; a delivery time must be from %s on", at, MinDeliveredAt.Format(time.DateOnly), MinDeliveredAt.Format(time.DateOnly))
+		return nil, fmt.Errorf("delivered_at %s is before %s; a delivery time must be from %s on", termtext.Quote(at), MinDeliveredAt.Format(time.DateOnly), MinDeliveredAt.Format(time.DateOnly))
 	case t.After(f.opts.Now.Add(MaxDeliveredAhead)):
-		return nil, fmt.Errorf("delivered_at %q is more than %s after now (%s); a delivery cannot be in the future", at, MaxDeliveredAhead, f.opts.Now.UTC().Format(time.RFC3339))
+		return nil, fmt.Errorf("delivered_at %s is more than %s after now (%s); a delivery cannot be in the future", termtext.Quote(at), MaxDeliveredAhead, f.opts.Now.UTC().Format(time.RFC3339))
 	}
 	f.lastAt, f.lastTime = at, &t
 	return &t, nil
@@ -731,9 +731,9 @@ func parseDate(s string, loc *time.Location) (time.Time, error) {
 // noZone is the error of a date or time without a zone read without
 // --timezone.
 func noZone(s string) error {
-	return fmt.Errorf("delivered_at %q has no time zone; say which with --timezone (an IANA name such as Europe/Berlin)", s)
+	return fmt.Errorf("delivered_at %s has no time zone; say which with --timezone (an IANA name such as Europe/Berlin)", termtext.Quote(s))
 }
 
 func badTime(s string) error {
-	return fmt.Errorf("delivered_at %q is not a date YYYY-MM-DD, an RFC 3339 time or YYYY-MM-DD HH:MM:SS [±hhmm]", s)
+	return fmt.Errorf("delivered_at %s is not a date YYYY-MM-DD, an RFC 3339 time or YYYY-MM-DD HH:MM:SS [±hhmm]", termtext.Quote(s))
 }

@@ -12,6 +12,8 @@ import (
 
 	"golang.org/x/text/encoding/unicode"
 	"golang.org/x/text/transform"
+
+	"assistant/internal/termtext"
 )
 
 // MaxLineBytes is the longest line (after decoding to UTF-8) a CSV table
@@ -155,7 +157,9 @@ func OpenTable(r io.Reader, spec TableSpec, maxBytes int64) (*Table, error) {
 	if err != nil {
 		return nil, readFailure(spec, err)
 	}
-	t := &Table{spec: spec, recs: newRecords(dec, delim), lines: lc, delim: delim, utf16: utf16}
+	recs := newRecords(dec, delim)
+	recs.cap = lc
+	t := &Table{spec: spec, recs: recs, lines: lc, delim: delim, utf16: utf16}
 	_, header, err := t.recs.read()
 	if errors.Is(err, io.EOF) {
 		return nil, &HeaderError{What: spec.What, Missing: t.required(), Delim: delim}
@@ -324,10 +328,10 @@ func (t *Table) Next() (int, []string, error) {
 func (t *Table) checkText(line int, fields []string) error {
 	for _, f := range fields {
 		if !utf8.ValidString(f) {
-			return &RowError{Line: line, Err: fmt.Errorf("%q is not valid UTF-8; save the file as UTF-8 or UTF-16", f)}
+			return &RowError{Line: line, Err: fmt.Errorf("%s is not valid UTF-8; save the file as UTF-8 or UTF-16", termtext.Quote(f))}
 		}
 		if t.utf16 && strings.ContainsRune(f, utf8.RuneError) {
-			return &RowError{Line: line, Err: fmt.Errorf("%q is not valid UTF-16 (an unpaired surrogate)", f)}
+			return &RowError{Line: line, Err: fmt.Errorf("%s is not valid UTF-16 (an unpaired surrogate, shown as \\ufffd)", termtext.Quote(f))}
 		}
 	}
 	return nil
@@ -353,15 +357,19 @@ func isSyntaxErr(err error) bool {
 }
 
 // readFailure is the error of a table that cannot be read on: over its
-// size limit or MaxLineBytes (an *ImportError naming the line), or a read
-// failure.
+// size limit, a line or record over MaxLineBytes or a header that is not
+// CSV (an *ImportError naming the line), or a read failure.
 func readFailure(spec TableSpec, err error) error {
-	var le *lineTooLongError
+	var pe *csv.ParseError
 	switch {
 	case errors.Is(err, ErrTooLarge):
 		return fmt.Errorf("%s is %w; split it into several files (%s)", spec.What, err, spec.Refused)
-	case errors.As(err, &le):
-		return &ImportError{What: spec.What, Lines: []string{le.Error()}, Refused: spec.Refused}
+	case errors.Is(err, errLineTooLong):
+		return &ImportError{What: spec.What, Lines: []string{err.Error()}, Refused: spec.Refused}
+	case errors.As(err, &pe) && isSyntaxErr(pe.Err):
+		// The header line's CSV syntax (a bad quote): the usual shape,
+		// "line N: …", not encoding/csv's "parse error on line …".
+		return &ImportError{What: spec.What, Lines: []string{(&RowError{Line: pe.StartLine, Err: pe.Err}).Error()}, Refused: spec.Refused}
 	case errors.Is(err, errOddUTF16):
 		return &ImportError{What: spec.What, Lines: []string{err.Error()}, Refused: spec.Refused}
 	}
@@ -417,12 +425,31 @@ func (e *lineTooLongError) Error() string {
 
 func (e *lineTooLongError) Unwrap() error { return errLineTooLong }
 
+// recordTooLongError names the record (its first line) that runs past
+// MaxLineBytes over several lines: a quoted field that holds line breaks.
+type recordTooLongError struct{ line int }
+
+func (e *recordTooLongError) Error() string {
+	return fmt.Sprintf("the record from line %d on is longer than %d bytes (%d MiB) (a quoted field that runs on over many lines): not a CSV export", e.line, MaxLineBytes, MaxLineBytes>>20)
+}
+
+func (e *recordTooLongError) Unwrap() error { return errLineTooLong }
+
 // lineCap passes text through and fails as soon as one line grows past
-// MaxLineBytes, so that no reader above it buffers more than that.
+// MaxLineBytes, or the record being read (which may span lines: a quoted
+// field with line breaks) past MaxLineBytes and the buffer above, so that
+// no reader above it buffers more than that.
 type lineCap struct {
 	r    io.Reader
 	line int // the line being read, from 1
 	run  int // bytes of it so far
+	// total counts the bytes passed up; recStart is total where the
+	// record being read starts (records.read sets it, and recLine, its
+	// first line), so total-recStart is at most the record's bytes so far
+	// plus what the buffer above holds of the records after it.
+	total, recStart int64
+	recLine         int
+	slack           int64 // the buffer above's size
 }
 
 // Read reads from the reader below, failing on a line over MaxLineBytes.
@@ -431,6 +458,10 @@ type lineCap struct {
 // read, and the one that runs on past this one, are counted.
 func (l *lineCap) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
+	l.total += int64(n)
+	if l.recLine > 0 && l.total-l.recStart > MaxLineBytes+l.slack {
+		return 0, &recordTooLongError{line: l.recLine}
+	}
 	b := p[:n]
 	first := bytes.IndexByte(b, '\n')
 	if first < 0 {
@@ -468,6 +499,7 @@ type records struct {
 	csv, fast int
 	fields    []string // the fast path's record, reused
 	err       error    // a failure of the reader below, returned again
+	cap       *lineCap // the reader below br, told where each record starts; nil: none
 	// valid says that the last record's line is valid UTF-8 (checked
 	// whole by the fast path), so each of its fields is.
 	valid bool
@@ -494,6 +526,13 @@ func (r *records) read() (int, []string, error) {
 	r.valid = false
 	if r.err != nil {
 		return 0, nil, r.err
+	}
+	if r.cap != nil {
+		// The record starts where br's reader has read to, less what br
+		// holds unread.
+		r.cap.recStart = r.cap.total - int64(r.br.Buffered())
+		r.cap.recLine = r.csv + r.fast + 1
+		r.cap.slack = int64(r.br.Size())
 	}
 	line, rec, ok, err := r.readFast()
 	if err != nil {
@@ -523,6 +562,18 @@ func (r *records) read() (int, []string, error) {
 	first, _ := r.cr.FieldPos(0)
 	last, _ := r.cr.FieldPos(len(rec) - 1)
 	r.csv = last + strings.Count(rec[len(rec)-1], "\n")
+	if r.cap != nil {
+		// Within MaxLineBytes and the buffer: the record is held to
+		// MaxLineBytes exactly, its fields and delimiters counted.
+		n := len(rec) - 1
+		for _, f := range rec {
+			n += len(f)
+		}
+		if n > MaxLineBytes {
+			r.err = &recordTooLongError{line: first + r.fast}
+			return 0, nil, r.err
+		}
+	}
 	return first + r.fast, rec, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"assistant/business"
+	"assistant/internal/termtext"
 	"assistant/runs"
 )
 
@@ -188,8 +189,8 @@ func onlyKnownColumns(spec business.TableSpec, header []string) error {
 	}
 	for _, h := range header {
 		if n := business.NormalizeHeader(h); n != "" && !known[n] {
-			return fmt.Errorf("%w: %s has a column it does not read, %q: its columns are %s (the draft column names the draft version a decision is for, by its draft id, as `assistant list --output csv` prints it); %s",
-				ErrInvalid, spec.What, h, strings.Join(names, ", "), spec.Refused)
+			return fmt.Errorf("%w: %s has a column it does not read, %s: its columns are %s (the draft column names the draft version a decision is for, by its draft id, as `assistant list --output csv` prints it); %s",
+				ErrInvalid, spec.What, termtext.Quote(h), strings.Join(names, ", "), spec.Refused)
 		}
 	}
 	return nil

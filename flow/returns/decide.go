@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"assistant/business"
+	"assistant/internal/termtext"
 	"assistant/runs"
 )
 
@@ -168,9 +169,9 @@ func checkDecision(row runs.BatchRow) error {
 	case row.Action == "":
 		return fmt.Errorf("task %s: the action is empty; write approve or cancel", row.TaskID)
 	case row.Action != ActionApprove && row.Action != ActionCancel:
-		return fmt.Errorf("task %s: the action must be approve or cancel, not %q", row.TaskID, row.Action)
+		return fmt.Errorf("task %s: the action must be approve or cancel, not %s", row.TaskID, termtext.Quote(row.Action))
 	case row.DraftID != "" && ValidTaskID(row.DraftID) != nil:
-		return fmt.Errorf("task %s: draft id %q is not one (no spaces, control characters, '/' or '\\', at most %d bytes)", row.TaskID, row.DraftID, MaxTaskIDBytes)
+		return fmt.Errorf("task %s: draft id %s is not one (no spaces, control characters, '/' or '\\', at most %d bytes)", row.TaskID, termtext.Quote(row.DraftID), MaxTaskIDBytes)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ package termtext
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -168,4 +169,27 @@ func Command(args ...string) string {
 		q[i] = ShellQuote(a)
 	}
 	return strings.Join(q, " ")
+}
+
+// MaxQuoted is how many bytes of a value Quote prints: a message that
+// names a value from a file names it, and stays one short line however
+// long the value is.
+const MaxQuoted = 64
+
+// Quote returns s Go-quoted (strconv.Quote: controls, invalid UTF-8 and
+// every character that does not print as itself escaped) for a message,
+// cut to its first MaxQuoted bytes (at a character boundary) with "…"
+// after the closing quote when it is longer. U+FFFD, which a decoder
+// puts for what it could not read, is written \ufffd, so that it is not
+// taken for a character of the file.
+func Quote(s string) string {
+	cut := ""
+	if len(s) > MaxQuoted {
+		n := MaxQuoted
+		for n > MaxQuoted-utf8.UTFMax && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s, cut = s[:n], "…"
+	}
+	return strings.ReplaceAll(strconv.Quote(s), "\uFFFD", `\ufffd`) + cut
 }

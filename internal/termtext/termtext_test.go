@@ -155,3 +155,23 @@ func TestEscapeControls(t *testing.T) {
 		}
 	}
 }
+
+func TestQuote(t *testing.T) {
+	long := strings.Repeat("a", MaxQuoted+10)
+	tests := []struct{ in, want string }{
+		{"plain", `"plain"`},
+		{"", `""`},
+		{"bidi\u202eevil", `"bidi\u202eevil"`},
+		{"\x9b\xff", `"\x9b\xff"`},
+		{"\u009b", `"\u009b"`},
+		{"a\ufffdb", `"a\ufffdb"`},
+		{long, `"` + long[:MaxQuoted] + `"…`},
+		// A cut inside a character goes back to its start.
+		{strings.Repeat("a", MaxQuoted-1) + "é", `"` + strings.Repeat("a", MaxQuoted-1) + `"…`},
+	}
+	for _, tt := range tests {
+		if got := Quote(tt.in); got != tt.want {
+			t.Errorf("Quote(%q) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package business
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+// countingReader counts the bytes read from it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// multiLineField returns a file: the header, then one row whose quoted
+// item holds lines lines of 99 bytes each and a line break, then rest.
+func multiLineField(header, before string, lines int, after string) io.Reader {
+	line := strings.Repeat("x", 99) + "\n"
+	return io.MultiReader(
+		strings.NewReader(header+"\n"+before+`"`),
+		&repeatReader{s: line, n: lines},
+		strings.NewReader(`"`+after+"\n"),
+	)
+}
+
+// repeatReader reads s n times without holding it n times.
+type repeatReader struct {
+	s   string
+	n   int
+	off int
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	if r.n == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.s[r.off:])
+	r.off += n
+	if r.off == len(r.s) {
+		r.off, r.n = 0, r.n-1
+	}
+	return n, nil
+}
+
+// A record that runs on over many lines (a quoted field with line breaks)
+// is held to MaxLineBytes as it is read, whole or in its lines: refused
+// with its first line, the rest of the file never read (before: a 60 MB
+// quoted item was read whole, 250 MB of memory). One just under the limit
+// is read (and refused as a row for its item's length, not the record's).
+func TestRecordCapAcrossLines(t *testing.T) {
+	const header = "order_id,user,item,delivered_at,final_sale"
+	tests := []struct {
+		name    string
+		lines   int
+		wantCap bool
+	}{
+		{"60MB", 600_000, true},
+		{"JustOver", MaxLineBytes/100 + 1, true},
+		{"Under", MaxLineBytes/100 - 100, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := &countingReader{r: multiLineField(header, "O1,u,", tt.lines, ",2025-01-01T00:00:00Z,false")}
+			f, err := ParseOrders(context.Background(), in, ParseOptions{Operator: true})
+			if f != nil {
+				f.Close()
+			}
+			var ie *ImportError
+			if !errors.As(err, &ie) {
+				t.Fatalf("err = %v, want an *ImportError", err)
+			}
+			capped := strings.Contains(err.Error(), "the record from line 2 on is longer than")
+			if capped != tt.wantCap {
+				t.Fatalf("err = %.300v; record cap %v, want %v", err, capped, tt.wantCap)
+			}
+			if in.n > MaxLineBytes+4<<20 {
+				t.Errorf("read %d bytes of the file, want at most MaxLineBytes and the buffers", in.n)
+			}
+		})
+	}
+}
+
+// Every value a message quotes is cut to termtext.MaxQuoted bytes and
+// escaped, so a bad file gives one short line however long its values:
+// rows of 1 MB of invalid UTF-8, a 1 MB bad date, a 1 MB bad flag.
+// Before: a 40 MB message for 12 rows of \xff, 3 MB for three bad dates.
+func TestMessagesCutLongValues(t *testing.T) {
+	const header = "order_id,user,item,delivered_at,final_sale\n"
+	big := func(s string) string { return strings.Repeat(s, (MaxLineBytes-100)/len(s)) }
+	rows := func(n int, row string) string { return header + strings.Repeat(row+"\n", n) }
+	tests := []struct {
+		name, file, want string
+	}{
+		{"InvalidUTF8", rows(12, "O1,u,"+big("\xff")+",,false"), `"\xff\xff`},
+		{"BadDate", rows(3, "O1,u,Pen,"+big("9")+",false"), `delivered_at "9999`},
+		{"BadFlag", rows(3, "O1,u,Pen,,"+big("x")), `final_sale "xxxx`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseOrders(context.Background(), strings.NewReader(tt.file), ParseOptions{Operator: true})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			msg := err.Error()
+			if len(msg) > 5000 || strings.Contains(msg, "\n") || !strings.Contains(msg, tt.want) || !strings.Contains(msg, `"…`) {
+				t.Fatalf("message of %d bytes, want one line under 5000 bytes with %s cut (…): %.300s", len(msg), tt.want, msg)
+			}
+		})
+	}
+}
