@@ -147,6 +147,10 @@ func TestTruth2CancelLostByPowerLoss(t *testing.T) {
 	if v := mustRun(t, dir, "show", "t"); v["status"] != "cancelled" {
 		t.Errorf("show t: status %v, want cancelled", v["status"])
 	}
+	if _, _, code := run(t, dir, "wait", "t"); code != 5 {
+		t.Errorf("wait t: exit %d, want 5 (cancelled)", code)
+	}
+	wantList(t, dir, map[string]string{"t": "cancelled"}) // the record says running, its holder gone
 	if v := mustRun(t, dir, "resume", "t"); v["status"] != "cancelled" {
 		t.Errorf("resume t: status %v, want cancelled", v["status"])
 	}

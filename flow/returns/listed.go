@@ -22,6 +22,9 @@ func (s *Service) asShown(ctx context.Context, t runs.TaskRecord) runs.TaskRecor
 		return t
 	}
 	snap, err := headOrNil(s.cmd.graph.State(ctx, t.ID))
+	if err == nil {
+		snap, err = s.cmd.truth(ctx, t, snap) // an end the business file holds, as show reads it
+	}
 	if err != nil || snap == nil || (t.Status == StatusInterrupted && !snap.Done()) {
 		return t
 	}
