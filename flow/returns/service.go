@@ -303,6 +303,9 @@ type SchemaFound struct {
 	Version int
 	// Known is the newest version this build knows of that store.
 	Known int
+	// Empty: its schema_version table exists (with a version column)
+	// but holds no row, so Version is 0.
+	Empty bool
 }
 
 // refusal is the refusal of schema name found as f in where: another
@@ -313,8 +316,12 @@ func (f SchemaFound) refusal(name, where string, foreign, newer []error) error {
 	case !f.Exists:
 		return nil
 	case f.Version == 0:
-		return &schemaRefusal{matches: foreign, msg: fmt.Sprintf("%s: the schema %s exists but was not made by assistant (it has no %s.schema_version); "+
-			"use another database, or drop that schema if nothing in it is needed (nothing was changed)", where, name, name)}
+		why := fmt.Sprintf("it has no %s.schema_version", name)
+		if f.Empty {
+			why = fmt.Sprintf("its %s.schema_version is empty", name)
+		}
+		return &schemaRefusal{matches: foreign, msg: fmt.Sprintf("%s: the schema %s exists but was not made by assistant (%s); "+
+			"use another database, or drop that schema if nothing in it is needed (nothing was changed)", where, name, why)}
 	case f.Version > f.Known:
 		return &schemaRefusal{matches: newer, msg: fmt.Sprintf("%s: the schema %s is at version %d, this build knows %d: written by a newer version of assistant; "+
 			"upgrade assistant (nothing was changed)", where, name, f.Version, f.Known)}
