@@ -14,6 +14,7 @@ import (
 	"assistant/business"
 	"assistant/checkpoints/postgres"
 	"assistant/flow/returns"
+	"assistant/internal/sqlitedb"
 )
 
 // This file opens the two stores on a PostgreSQL server (--store URL): the
@@ -32,25 +33,44 @@ type server struct {
 	now func() time.Time
 }
 
-// connectServer parses the URL and connects to it. Errors: ErrInvalid for
-// a URL that does not parse; an unreachable server is one line naming its
-// host, port, database and user, never the password.
+// connectServer parses the URL and connects to it, within the URL's
+// connect_timeout or sqlitedb.PGConnectTimeout (the connection and its
+// first query); its session has the lock_timeout of every session
+// (sqlitedb.PGLockTimeout). Errors: ErrInvalid for a URL that does not
+// parse or names an unknown sslmode, without the URL; an unreachable or
+// silent server is one line naming its host, port, database and user,
+// never the password.
 func connectServer(ctx context.Context, rawURL string) (*server, error) {
-	cfg, err := pgx.ParseConfig(rawURL) // its errors hide the password
+	// Its errors never repeat the URL; it sets the connect timeout and
+	// the lock_timeout every connection of the program has.
+	cfg, err := sqlitedb.ParsePGConfig(rawURL)
 	if err != nil {
-		return nil, usageErr("--store: %v", scrub(err.Error(), rawURL))
+		return nil, usageErr("--store: %v", scrub(strings.TrimPrefix(err.Error(), sqlitedb.ErrPGURL.Error()+": "), rawURL))
 	}
 	where := fmt.Sprintf("database %s on %s", cfg.Database, hostPort(cfg.Host, cfg.Port))
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		// scrubbed keeps err's chain: a signal while connecting is still
 		// context.Canceled (exit 130), not a storage failure.
-		return nil, &scrubbed{err: err, msg: fmt.Sprintf("cannot reach the PostgreSQL server for %s as user %s: %s", where, cfg.User, scrub(connectCause(err), rawURL))}
+		cause := connectCause(err)
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			cause = fmt.Sprintf("no answer within %s (connect_timeout)", cfg.ConnectTimeout)
+		}
+		return nil, &scrubbed{err: err, msg: fmt.Sprintf("cannot reach the PostgreSQL server for %s as user %s: %s", where, cfg.User, scrub(cause, rawURL))}
 	}
 	srv := &server{url: rawURL, where: where, conn: conn}
-	if srv.now, err = serverClock(ctx, conn, returns.WallClock); err != nil {
+	// The first query has the connect timeout too: a server that took
+	// the handshake and then goes silent does not hang the command.
+	qctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+	srv.now, err = serverClock(qctx, conn, returns.WallClock)
+	cancel()
+	if err != nil {
 		conn.Close(context.Background())
-		return nil, &scrubbed{err: err, msg: fmt.Sprintf("read the clock of %s: %s", where, scrub(connectCause(err), rawURL))}
+		cause := connectCause(err)
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			cause = fmt.Sprintf("the server took the connection but did not answer a query within %s (connect_timeout)", cfg.ConnectTimeout)
+		}
+		return nil, &scrubbed{err: err, msg: fmt.Sprintf("read the clock of %s: %s", where, scrub(cause, rawURL))}
 	}
 	return srv, nil
 }
@@ -191,7 +211,9 @@ func (s *server) schemaFound(ctx context.Context, name string, known int) (retur
 	if !versioned {
 		return f, nil
 	}
-	err := s.conn.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+pgx.Identifier{name, "schema_version"}.Sanitize()).Scan(&f.Version)
+	var rows int
+	err := s.conn.QueryRow(ctx, `SELECT coalesce(max(version), 0), count(*) FROM `+pgx.Identifier{name, "schema_version"}.Sanitize()).Scan(&f.Version, &rows)
+	f.Empty = err == nil && rows == 0
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && (pgErr.Code == "42703" || pgErr.Code == "42883") {
 		// undefined_column, undefined_function: a schema_version without

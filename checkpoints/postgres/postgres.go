@@ -50,6 +50,7 @@ import (
 
 	"assistant/checkpoints"
 	"assistant/flow"
+	"assistant/internal/sqlitedb"
 )
 
 // Schema is the PostgreSQL schema that holds the store's tables.
@@ -105,8 +106,13 @@ type Store struct {
 // keyword/value string, as libpq takes them), migrates the schema
 // checkpoints to the newest version and returns the store. It refuses,
 // changing nothing, a schema migrated by a newer build (ErrNewerSchema) or
-// one it did not make (ErrForeignSchema). Errors are wrapped as "open
-// checkpoints on postgres: …" and never repeat the password.
+// one it did not make (ErrForeignSchema). Every connection has a connect
+// timeout and every session a lock_timeout (sqlitedb.PGConnectTimeout and
+// PGLockTimeout unless the URL sets its own): a statement that waits
+// longer for a lock fails with lock_not_available (sqlitedb.IsBusy). A URL
+// that does not parse or names an unknown sslmode matches
+// sqlitedb.ErrPGURL. Errors are wrapped as "open checkpoints on postgres:
+// …" and never repeat the password.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	s, err := open(ctx, url, opts)
 	if err != nil {
@@ -116,10 +122,20 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 }
 
 func open(ctx context.Context, url string, opts Options) (*Store, error) {
-	cfg, err := pgxpool.ParseConfig(url) // its errors hide the password
-	if err != nil {
+	// The URL is checked as every connection of the program checks it
+	// (its errors never repeat it); pgxpool parses it again for its own
+	// pool_ parameters.
+	if err := sqlitedb.CheckPGURL(url); err != nil {
 		return nil, err
 	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("%w: it does not parse", sqlitedb.ErrPGURL)
+	}
+	// A connect timeout and a lock_timeout, unless the URL sets its own:
+	// no statement waits for a lock, and no connection for a silent
+	// server, for ever (docs/postgres.md "Busy").
+	sqlitedb.SetPGLimits(cfg.ConnConfig)
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}

@@ -6,12 +6,15 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	neturl "net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
@@ -37,6 +40,127 @@ const (
 	// idle timeout (half this). docs/postgres.md "A frozen holder".
 	PGIdleInTxTimeout = 5 * time.Second
 )
+
+// Limits every connection the program opens on a PostgreSQL server has
+// (ParsePGConfig), so no command waits for a server for ever.
+const (
+	// PGConnectTimeout is the default connect timeout: how long opening
+	// a connection (TCP, TLS, the startup handshake and authentication)
+	// may take before it fails. A URL's own connect_timeout (seconds,
+	// above 0) wins; libpq's default is to wait for ever.
+	PGConnectTimeout = 10 * time.Second
+	// PGLockTimeout is every session's default lock_timeout: a statement
+	// that waits longer for a lock (a table another session locked, the
+	// write or migration advisory lock, a row) fails with
+	// lock_not_available, which IsBusy reports. It is the busy timeout
+	// of the SQLite files (DefaultBusyTimeout). A lock_timeout the URL
+	// sets (?lock_timeout=MS, or in options) wins.
+	PGLockTimeout = DefaultBusyTimeout
+)
+
+// ErrPGURL marks a PostgreSQL URL ParsePGConfig refuses: one that does
+// not parse, or whose sslmode the driver does not know.
+var ErrPGURL = errors.New("bad PostgreSQL URL")
+
+// pgSSLModes are the sslmode values libpq and pgx know.
+var pgSSLModes = map[string]bool{"disable": true, "allow": true, "prefer": true, "require": true, "verify-ca": true, "verify-full": true}
+
+// ParsePGConfig parses url (a postgres:// URL or a keyword/value string)
+// as pgx.ParseConfig does and sets the limits of PGConnectTimeout and
+// PGLockTimeout unless the URL sets its own. Errors match ErrPGURL and
+// never repeat the URL (so never its password): a URL that does not
+// parse, and an sslmode (in the URL or PGSSLMODE) outside disable,
+// allow, prefer, require, verify-ca and verify-full, which pgx checks
+// only for a TCP address and lets pass on a Unix socket.
+func ParsePGConfig(url string) (*pgx.ConnConfig, error) {
+	if err := checkSSLMode(url); err != nil {
+		return nil, err
+	}
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrPGURL, pgParseCause(err))
+	}
+	SetPGLimits(cfg)
+	return cfg, nil
+}
+
+// SetPGLimits sets cfg's connect timeout to PGConnectTimeout when it has
+// none and its sessions' lock_timeout to PGLockTimeout when its runtime
+// parameters set none. For a config parsed some other way (pgxpool's);
+// ParsePGConfig calls it.
+func SetPGLimits(cfg *pgx.ConnConfig) {
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = PGConnectTimeout
+	}
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	if cfg.RuntimeParams["lock_timeout"] == "" && !strings.Contains(cfg.RuntimeParams["options"], "lock_timeout") {
+		cfg.RuntimeParams["lock_timeout"] = strconv.FormatInt(PGLockTimeout.Milliseconds(), 10)
+	}
+}
+
+// CheckPGURL refuses what ParsePGConfig refuses, without keeping the
+// config: for a caller that parses url another way (pgxpool.ParseConfig).
+func CheckPGURL(url string) error {
+	_, err := ParsePGConfig(url)
+	return err
+}
+
+// checkSSLMode refuses an sslmode the driver does not know, from the URL
+// (?sslmode=, or sslmode= of a keyword/value string) or else PGSSLMODE.
+func checkSSLMode(raw string) error {
+	var modes []string
+	if strings.HasPrefix(raw, "postgres://") || strings.HasPrefix(raw, "postgresql://") {
+		if u, err := neturl.Parse(raw); err == nil {
+			modes = u.Query()["sslmode"]
+		}
+	} else {
+		for _, f := range strings.Fields(raw) {
+			if k, v, ok := strings.Cut(f, "="); ok && strings.TrimSpace(k) == "sslmode" {
+				modes = append(modes, strings.Trim(v, "'"))
+			}
+		}
+	}
+	if len(modes) == 0 {
+		if env, ok := os.LookupEnv("PGSSLMODE"); ok && env != "" {
+			modes = []string{env}
+		}
+	}
+	for _, m := range modes {
+		if !pgSSLModes[m] {
+			return fmt.Errorf("%w: sslmode %q is not one of disable, allow, prefer, require, verify-ca, verify-full", ErrPGURL, m)
+		}
+	}
+	return nil
+}
+
+// pgParseCause is why pgx could not parse a URL, without the URL, which
+// pgx's message repeats (with the password only masked).
+func pgParseCause(err error) string {
+	var pe *pgconn.ParseConfigError
+	if !errors.As(err, &pe) {
+		return "it does not parse"
+	}
+	text := pe.Error()
+	inner := pe.Unwrap()
+	if inner != nil {
+		text = strings.TrimSuffix(text, " ("+inner.Error()+")")
+	}
+	if i := strings.LastIndex(text, "`: "); i >= 0 {
+		text = text[i+3:]
+	} else {
+		text = "it does not parse"
+	}
+	var ue *neturl.Error
+	if errors.As(inner, &ue) {
+		inner = ue.Err // url.Error repeats the URL
+	}
+	if inner != nil && !strings.Contains(inner.Error(), "://") {
+		text += " (" + inner.Error() + ")"
+	}
+	return text
+}
 
 // PGSpec says what OpenPostgres opens: a store's schema in a PostgreSQL
 // database, with the same runner rules as Spec's SQLite files.
@@ -66,7 +190,8 @@ type PGSpec struct {
 	// BusyTimeout is the sessions' lock_timeout: how long a statement
 	// waits for a lock (the write lock of NewPostgresHandle, a row another
 	// transaction holds) before it fails with lock_not_available, which
-	// IsBusy reports, as SQLite's busy timeout does. 0 waits for ever.
+	// IsBusy reports, as SQLite's busy timeout does. 0 takes the URL's
+	// lock_timeout, else PGLockTimeout (ParsePGConfig).
 	BusyTimeout time.Duration
 }
 
@@ -102,7 +227,7 @@ func (r *pgRefusal) Is(target error) bool { return target == r.twin }
 // it, so processes opening one database at once apply each migration
 // once. Errors never repeat the password.
 func OpenPostgres(ctx context.Context, url string, spec PGSpec) (*sql.DB, error) {
-	cfg, err := pgx.ParseConfig(url) // its errors hide the password
+	cfg, err := ParsePGConfig(url)
 	if err != nil {
 		return nil, err
 	}
@@ -150,11 +275,15 @@ func pgSchemaVersion(ctx context.Context, q Querier, spec PGSpec) (int, error) {
 	if !table {
 		return 0, foreign
 	}
-	var v int
-	if err := q.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM `+pgx.Identifier{spec.Schema, "schema_version"}.Sanitize()).Scan(&v); err != nil {
+	var v, rows int
+	if err := q.QueryRowContext(ctx, `SELECT coalesce(max(version), 0), count(*) FROM `+pgx.Identifier{spec.Schema, "schema_version"}.Sanitize()).Scan(&v, &rows); err != nil {
 		return 0, err
 	}
 	switch {
+	case v == 0 && rows == 0:
+		foreign.msg = "schema " + spec.Schema + " exists but was not made by assistant (its " + spec.Schema +
+			".schema_version is empty); use another database (the database is left unchanged)"
+		return 0, foreign
 	case v == 0:
 		return 0, foreign
 	case v > len(spec.Migrations):
