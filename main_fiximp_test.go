@@ -304,3 +304,43 @@ func TestHugeFieldRefusedInOneShortLine(t *testing.T) {
 		})
 	}
 }
+
+// TestInputMessageShapes: bad input files give the usual one line, exit 2:
+// a header with a bad quote is "invalid input: orders file: … line 1: …"
+// (before: "read orders file: parse error on line 1, column …"); a
+// directory says so (before: "read adir: is a directory"); bad rows and
+// orders whose rows do not follow each other are named together, in line
+// order (before: the scattered order only when no row was bad); every
+// orders file refusal says "nothing was imported".
+func TestInputMessageShapes(t *testing.T) {
+	tmp := t.TempDir()
+	badHeader := filepath.Join(tmp, "badheader.csv")
+	if err := os.WriteFile(badHeader, []byte("order_id,us\"er,item\nA,b,c\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	scattered := writeShop(t, "X1,demo-user,A,,false", "X2,demo-user,B,,false", "X1,demo-user,C,,false", "X3,demo-user,,,false")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"bad quote in the header", []string{"orders", "import", badHeader}, []string{"invalid input: orders file has bad rows, nothing was imported: line 1: "}},
+		{"a directory", []string{"orders", "import", tmp}, []string{"orders file: " + tmp + " is a directory, not a file"}},
+		{"a directory for batch", []string{"batch", "BX", tmp}, []string{"batch file: " + tmp + " is a directory, not a file"}},
+		{"a directory for decide", []string{"decide", tmp}, []string{"decide file: " + tmp + " is a directory, not a file"}},
+		{"scattered and bad rows", []string{"orders", "import", scattered}, []string{"nothing was imported: line 4: order X1 is also on line 2", "; line 5: item must not be empty"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			_, errOut, code := runText(t, dir, tc.args...)
+			if code != 2 || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+				t.Fatalf("exit %d, stderr %q; want 2 and one line", code, errOut)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr %q lacks %q", errOut, w)
+				}
+			}
+		})
+	}
+}

@@ -130,22 +130,54 @@ func (e *ImportError) Error() string {
 // badLines collects the bad lines of a file, keeping the first few.
 type badLines struct {
 	lines []string
+	nums  []int // the line number of each of lines
 	more  int
 }
 
 func (b *badLines) add(line int, err error) {
 	if len(b.lines) < maxBadLines {
 		b.lines = append(b.lines, fmt.Sprintf("line %d: %v", line, err))
+		b.nums = append(b.nums, line)
 		return
 	}
 	b.more++
 }
 
-func (b *badLines) err(what string) error {
+// merge returns the bad lines of a and b together, the first maxBadLines
+// by line number (each keeps its first ones in file order) and how many
+// more there are.
+func (b badLines) merge(o badLines) badLines {
+	var m badLines
+	i, j := 0, 0
+	for i < len(b.lines) || j < len(o.lines) {
+		if j >= len(o.lines) || (i < len(b.lines) && b.nums[i] <= o.nums[j]) {
+			m.push(b.nums[i], b.lines[i])
+			i++
+		} else {
+			m.push(o.nums[j], o.lines[j])
+			j++
+		}
+	}
+	m.more += b.more + o.more
+	return m
+}
+
+// push adds a line already made, as add does.
+func (b *badLines) push(num int, line string) {
+	if len(b.lines) < maxBadLines {
+		b.lines, b.nums = append(b.lines, line), append(b.nums, num)
+		return
+	}
+	b.more++
+}
+
+// err is the *ImportError of the lines of a file (spec: its name and what
+// a refusal does), nil when none is bad.
+func (b *badLines) err(spec TableSpec) error {
 	if len(b.lines) == 0 {
 		return nil
 	}
-	return &ImportError{What: what, Lines: b.lines, More: b.more}
+	return &ImportError{What: spec.What, Lines: b.lines, More: b.more, Refused: spec.Refused}
 }
 
 // ParseOptions says how ParseOrders reads a file and whose rows it takes.
@@ -283,7 +315,7 @@ func (f *OrdersFile) check(ctx context.Context, r io.Reader) error {
 		one = group{}
 		return &one
 	}
-	rows, orders, err := f.scan(ctx, r, next, func(g *group) error {
+	rows, orders, bad, err := f.scan(ctx, r, next, func(g *group) error {
 		ids.add(g.order.ID)
 		f.spool.add(g)
 		return nil
@@ -298,18 +330,23 @@ func (f *OrdersFile) check(ctx context.Context, r io.Reader) error {
 		return err
 	}
 	f.rows, f.orders = rows, orders
-	rep, overflow := ids.repeats(maxScattered)
-	if len(rep) == 0 {
-		return nil
+	// The good orders were spooled even when some rows are bad, so that
+	// orders whose rows do not follow each other are named beside them.
+	if rep, overflow := ids.repeats(maxScattered); len(rep) > 0 {
+		scattered, err := f.scatterCheck(ctx, ids, rep, overflow)
+		if err != nil {
+			return err
+		}
+		bad = bad.merge(scattered)
 	}
-	return f.scatterCheck(ctx, ids, rep, overflow)
+	return bad.err(ordersSpec)
 }
 
 // scatterCheck reads the file's orders again (from the spool) for the
 // order ids whose hash check saw more than once and refuses an order whose
 // rows do not follow each other, naming both lines. overflow says that more ids than maxScattered
 // came back: the file is refused as one to sort first.
-func (f *OrdersFile) scatterCheck(ctx context.Context, ids *idHashes, rep map[uint64]bool, overflow bool) error {
+func (f *OrdersFile) scatterCheck(ctx context.Context, ids *idHashes, rep map[uint64]bool, overflow bool) (badLines, error) {
 	var bad badLines
 	first := map[string]int{}
 	err := f.replay(ctx, func(g *group) error {
@@ -325,12 +362,14 @@ func (f *OrdersFile) scatterCheck(ctx context.Context, ids *idHashes, rep map[ui
 		return nil
 	})
 	if err != nil {
-		return err
+		return badLines{}, err
 	}
 	if overflow && len(bad.lines) > 0 {
+		// After the lines named, whatever their number: the last word.
 		bad.lines = append(bad.lines[:len(bad.lines):len(bad.lines)], fmt.Sprintf("more than %d order ids come back after other orders", maxScattered))
+		bad.nums = append(bad.nums[:len(bad.nums):len(bad.nums)], int(^uint(0)>>1))
 	}
-	return bad.err(ordersSpec.What)
+	return bad, nil
 }
 
 // group is one order of the file: its consecutive rows merged.
@@ -432,30 +471,29 @@ func JoinItems(items []string, more int) string {
 }
 
 // scan reads the CSV file r and calls emit for each order (its
-// consecutive rows merged, in a group of newGroup), in file order, while
-// no row was bad. It
-// returns the number of rows and orders, or an error: a bad header or row
-// (all bad rows of the file are read and the first ones named), the file
-// over a limit, ctx ended, or emit's error.
-func (f *OrdersFile) scan(ctx context.Context, r io.Reader, newGroup func() *group, emit func(*group) error) (rows, orders int, err error) {
+// consecutive rows merged, in a group of newGroup), in file order, bad
+// rows left out. It returns the number of rows and orders and the bad
+// rows (all rows of the file are read and the first bad ones named), or
+// an error: a bad header, the file over a limit, ctx ended, or emit's
+// error.
+func (f *OrdersFile) scan(ctx context.Context, r io.Reader, newGroup func() *group, emit func(*group) error) (rows, orders int, bad badLines, err error) {
 	if err := ctx.Err(); err != nil {
-		return 0, 0, fmt.Errorf("read orders file: %w", err)
+		return 0, 0, bad, fmt.Errorf("read orders file: %w", err)
 	}
 	t, err := OpenTable(r, ordersSpec, MaxOrdersFileBytes)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, bad, err
 	}
 	if t.Has(colDeliveredAt) && t.Has(colDeliveredDaysAgo) {
-		return 0, 0, &ImportError{What: ordersSpec.What, Lines: []string{fmt.Sprintf(
+		return 0, 0, bad, &ImportError{What: ordersSpec.What, Lines: []string{fmt.Sprintf(
 			"line 1: both %s and %s say when an order was delivered; keep one", t.ColumnName(colDeliveredAt), t.ColumnName(colDeliveredDaysAgo))}}
 	}
 	if !t.Has(colDeliveredAt) && !t.Has(colDeliveredDaysAgo) {
-		return 0, 0, &HeaderError{What: ordersSpec.What, Missing: []string{"delivered_at"}, Found: t.Header, Delim: t.Delimiter()}
+		return 0, 0, bad, &HeaderError{What: ordersSpec.What, Missing: []string{"delivered_at"}, Found: t.Header, Delim: t.Delimiter()}
 	}
-	var (
-		bad badLines
-		cur *group
-	)
+	var cur *group
+	// Every good order is handed on, even once a row was bad: check
+	// looks for scattered orders among them too.
 	flush := func() error {
 		if cur == nil {
 			return nil
@@ -463,9 +501,6 @@ func (f *OrdersFile) scan(ctx context.Context, r io.Reader, newGroup func() *gro
 		g := cur
 		cur = nil
 		orders++
-		if len(bad.lines) > 0 {
-			return nil // the file is refused: nothing more to hand on
-		}
 		g.finish()
 		return emit(g)
 	}
@@ -475,7 +510,7 @@ func (f *OrdersFile) scan(ctx context.Context, r io.Reader, newGroup func() *gro
 	for {
 		b, err := ahead.next()
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, bad, err
 		}
 		if b == nil {
 			break
@@ -487,7 +522,7 @@ func (f *OrdersFile) scan(ctx context.Context, r io.Reader, newGroup func() *gro
 				continue
 			}
 			if rows > MaxOrdersRows {
-				return 0, 0, fmt.Errorf("orders file has more than %d rows: %w; split it into several files (nothing was imported)", MaxOrdersRows, ErrTooLarge)
+				return 0, 0, bad, fmt.Errorf("orders file has more than %d rows: %w; split it into several files (nothing was imported)", MaxOrdersRows, ErrTooLarge)
 			}
 			o, item, err := f.row(b.fields[i*width : (i+1)*width])
 			if err != nil {
@@ -507,24 +542,21 @@ func (f *OrdersFile) scan(ctx context.Context, r io.Reader, newGroup func() *gro
 				continue
 			}
 			if err := flush(); err != nil {
-				return 0, 0, err
+				return 0, 0, bad, err
 			}
 			cur = newGroup()
 			cur.order, cur.line, cur.last = o, line, line
 			cur.addItem(item) // the first item fits: row checked it
 		}
 		if b.end != nil && !errors.Is(b.end, io.EOF) {
-			return 0, 0, b.end
+			return 0, 0, bad, b.end
 		}
 		ahead.free(b)
 	}
 	if err := flush(); err != nil {
-		return 0, 0, err
+		return 0, 0, bad, err
 	}
-	if err := bad.err(ordersSpec.What); err != nil {
-		return 0, 0, err
-	}
-	return rows, orders, nil
+	return rows, orders, bad, nil
 }
 
 // disagree says how order b (a later row of the same order) differs from a

@@ -116,3 +116,51 @@ func TestMessagesCutLongValues(t *testing.T) {
 		})
 	}
 }
+
+// Orders whose rows do not follow each other are named beside other bad
+// rows, in line order, in one run (before: only when no other row was
+// bad: X1, X2, X1 again on line 4 and an empty item on line 5 named line
+// 5 only).
+func TestScatteredOrdersNamedBesideBadRows(t *testing.T) {
+	const header = "order_id,user,item,delivered_at,final_sale\n"
+	tests := []struct {
+		name, rows string
+		want       []string
+	}{
+		{"ScatteredThenBad", "X1,u,A,,false\nX2,u,B,,false\nX1,u,C,,false\nX3,u,,,false\n",
+			[]string{"line 4: order X1 is also on line 2", "line 5: item must not be empty"}},
+		{"BadThenScattered", "X0,u,,,false\nX1,u,A,,false\nX2,u,B,,false\nX1,u,C,,false\n",
+			[]string{"line 2: item must not be empty", "line 5: order X1 is also on line 3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseOrders(context.Background(), strings.NewReader(header+tt.rows), ParseOptions{Operator: true})
+			var ie *ImportError
+			if !errors.As(err, &ie) {
+				t.Fatalf("err = %v, want an *ImportError", err)
+			}
+			if len(ie.Lines) != len(tt.want) {
+				t.Fatalf("lines %q, want %q", ie.Lines, tt.want)
+			}
+			for i, w := range tt.want {
+				if !strings.HasPrefix(ie.Lines[i], w) {
+					t.Errorf("line %d of the message: %q, want it to start %q", i, ie.Lines[i], w)
+				}
+			}
+		})
+	}
+}
+
+// More than ten bad lines of both kinds: the first ten by line number,
+// then how many more.
+func TestBadLinesMerge(t *testing.T) {
+	var a, b badLines
+	for i := 1; i <= 12; i++ {
+		a.add(2*i, errors.New("row"))
+		b.add(2*i+1, errors.New("scattered"))
+	}
+	m := a.merge(b)
+	if len(m.lines) != maxBadLines || m.nums[0] != 2 || m.nums[1] != 3 || m.nums[maxBadLines-1] != 11 || m.more != 24-maxBadLines {
+		t.Fatalf("merged %v (%d more)", m.nums, m.more)
+	}
+}
