@@ -724,27 +724,70 @@ func (f *OrdersFile) delivered(at, daysAgo string) (*time.Time, error) {
 // ("YYYY-MM-DD HH:MM[:SS]", with a space or 'T') in loc, or a date
 // "YYYY-MM-DD" (its midnight in loc). A time or a date without a zone and a
 // nil loc is an error that asks for --timezone: its meaning is not
-// guessed. It does not check the range (see MinDeliveredAt).
+// guessed; nor is a wall time loc's clocks skip or show twice (an error
+// each), nor an offset beyond ±14:00. RFC 3339's lower-case t and z are
+// read. It does not check the range (see MinDeliveredAt).
 func ParseDeliveryTime(s string, loc *time.Location) (time.Time, error) {
 	if len(s) == len(time.DateOnly) {
 		return parseDate(s, loc)
 	}
+	// RFC 3339 allows a lower-case t and z (section 5.6); Go reads only
+	// upper case.
+	norm := s
+	if len(norm) > 10 && norm[10] == 't' {
+		norm = norm[:10] + "T" + norm[11:]
+	}
+	if strings.HasSuffix(norm, "z") {
+		norm = norm[:len(norm)-1] + "Z"
+	}
 	for _, l := range zonedLayouts {
-		if t, err := time.Parse(l, s); err == nil {
+		if t, err := time.Parse(l, norm); err == nil {
+			if _, off := t.Zone(); off > maxOffset || off < -maxOffset {
+				return time.Time{}, fmt.Errorf("delivered_at %s has the offset %s; offsets go from -14:00 to +14:00", termtext.Quote(s), t.Format("-07:00"))
+			}
 			return storedTime(t), nil
 		}
 	}
 	for _, l := range localLayouts {
-		if _, err := time.Parse(l, s); err != nil {
+		wall, err := time.Parse(l, norm)
+		if err != nil {
 			continue
 		}
 		if loc == nil {
 			return time.Time{}, noZone(s)
 		}
-		t, _ := time.ParseInLocation(l, s, loc)
-		return storedTime(t), nil
+		return inLocation(s, wall, loc)
 	}
 	return time.Time{}, badTime(s)
+}
+
+// maxOffset is the largest offset from UTC of a time zone in use (Kiribati,
+// +14:00; the lowest is -12:00): a larger one is a typo, not a zone.
+const maxOffset = 14 * 3600
+
+// inLocation returns the instant at which the clocks of loc show wall
+// (its fields read as UTC): s, as the file has it, names it in errors. A
+// wall time the clocks skip (a change to summer time) or show twice (back
+// to winter time) is refused, not guessed: the file must say the offset.
+func inLocation(s string, wall time.Time, loc *time.Location) (time.Time, error) {
+	// The offsets in force a day before and a day after: a zone changes
+	// its offset at most once within two days.
+	var found []time.Time
+	for _, at := range []time.Time{wall.Add(-24 * time.Hour), wall.Add(24 * time.Hour)} {
+		_, off := at.In(loc).Zone()
+		c := wall.Add(-time.Duration(off) * time.Second)
+		if _, o := c.In(loc).Zone(); o == off && (len(found) == 0 || !found[0].Equal(c)) {
+			found = append(found, c)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return time.Time{}, fmt.Errorf("delivered_at %s does not exist in %s (the clocks skip it); write it with its offset", termtext.Quote(s), loc)
+	case 2:
+		a, b := found[0].In(loc), found[1].In(loc)
+		return time.Time{}, fmt.Errorf("delivered_at %s occurs twice in %s (%s and %s: the clocks go back); write it with its offset", termtext.Quote(s), loc, a.Format("-07:00"), b.Format("-07:00"))
+	}
+	return storedTime(found[0]), nil
 }
 
 // parseDate reads a date YYYY-MM-DD: its midnight in loc, which must be
@@ -756,8 +799,8 @@ func parseDate(s string, loc *time.Location) (time.Time, error) {
 	if loc == nil {
 		return time.Time{}, noZone(s)
 	}
-	t, _ := time.ParseInLocation(time.DateOnly, s, loc)
-	return storedTime(t), nil
+	wall, _ := time.Parse(time.DateOnly, s)
+	return inLocation(s, wall, loc)
 }
 
 // noZone is the error of a date or time without a zone read without

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 // countingReader counts the bytes read from it.
@@ -162,5 +163,46 @@ func TestBadLinesMerge(t *testing.T) {
 	m := a.merge(b)
 	if len(m.lines) != maxBadLines || m.nums[0] != 2 || m.nums[1] != 3 || m.nums[maxBadLines-1] != 11 || m.more != 24-maxBadLines {
 		t.Fatalf("merged %v (%d more)", m.nums, m.more)
+	}
+}
+
+// Delivery times are not guessed: a wall time the clocks skip or show
+// twice in --timezone is refused, as is an offset beyond ±14:00; RFC
+// 3339's lower-case t and z are read. Before: 02:30 on the spring-forward
+// day was stored as 01:30Z, the autumn one taken as CET, +24:00 stored a
+// day earlier, and "z" refused.
+func TestParseDeliveryTimeNotGuessed(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Skip(err)
+	}
+	tests := []struct {
+		in      string
+		loc     *time.Location
+		want    string // RFC 3339 in UTC, or "" for an error
+		wantErr string
+	}{
+		{"2026-03-29 02:30:00", berlin, "", "does not exist in Europe/Berlin"},
+		{"2026-10-25 02:30:00", berlin, "", "occurs twice in Europe/Berlin (+02:00 and +01:00"},
+		{"2026-03-29 03:30:00", berlin, "2026-03-29T01:30:00Z", ""},
+		{"2026-10-25 03:30:00", berlin, "2026-10-25T02:30:00Z", ""},
+		{"2026-10-25 01:30:00", berlin, "2026-10-24T23:30:00Z", ""},
+		{"2026-07-01", berlin, "2026-06-30T22:00:00Z", ""},
+		{"2026-11-20T10:00:00+24:00", nil, "", "offsets go from -14:00 to +14:00"},
+		{"2026-11-20 10:00:00 -1500", nil, "", "offsets go from -14:00 to +14:00"},
+		{"2026-11-20T10:00:00+14:00", nil, "2026-11-19T20:00:00Z", ""},
+		{"2026-11-20t10:00:00z", nil, "2026-11-20T10:00:00Z", ""},
+		{"2026-11-20T10:00:00z", nil, "2026-11-20T10:00:00Z", ""},
+	}
+	for _, tt := range tests {
+		got, err := ParseDeliveryTime(tt.in, tt.loc)
+		switch {
+		case tt.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%q: %v, %v; want an error with %q", tt.in, got, err, tt.wantErr)
+			}
+		case err != nil || got.Format(time.RFC3339) != tt.want:
+			t.Errorf("%q: %v, %v; want %s", tt.in, got, err, tt.want)
+		}
 	}
 }
