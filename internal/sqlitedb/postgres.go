@@ -53,8 +53,7 @@ const (
 	// that waits longer for a lock (a table another session locked, the
 	// write or migration advisory lock, a row) fails with
 	// lock_not_available, which IsBusy reports. It is the busy timeout
-	// of the SQLite files (DefaultBusyTimeout). A lock_timeout the URL
-	// sets (?lock_timeout=MS, or in options) wins.
+	// of the SQLite files (DefaultBusyTimeout), whatever the URL says.
 	PGLockTimeout = DefaultBusyTimeout
 )
 
@@ -66,8 +65,8 @@ var ErrPGURL = errors.New("bad PostgreSQL URL")
 var pgSSLModes = map[string]bool{"disable": true, "allow": true, "prefer": true, "require": true, "verify-ca": true, "verify-full": true}
 
 // ParsePGConfig parses url (a postgres:// URL or a keyword/value string)
-// as pgx.ParseConfig does and sets the limits of PGConnectTimeout and
-// PGLockTimeout unless the URL sets its own. Errors match ErrPGURL and
+// as pgx.ParseConfig does and sets the limits of PGConnectTimeout (unless
+// the URL sets a connect_timeout above 0) and PGLockTimeout. Errors match ErrPGURL and
 // never repeat the URL (so never its password): a URL that does not
 // parse, and an sslmode (in the URL or PGSSLMODE) outside disable,
 // allow, prefer, require, verify-ca and verify-full, which pgx checks
@@ -85,8 +84,7 @@ func ParsePGConfig(url string) (*pgx.ConnConfig, error) {
 }
 
 // SetPGLimits sets cfg's connect timeout to PGConnectTimeout when it has
-// none and its sessions' lock_timeout to PGLockTimeout when its runtime
-// parameters set none. For a config parsed some other way (pgxpool's);
+// none and its sessions' lock_timeout to PGLockTimeout. For a config parsed some other way (pgxpool's);
 // ParsePGConfig calls it.
 func SetPGLimits(cfg *pgx.ConnConfig) {
 	if cfg.ConnectTimeout <= 0 {
@@ -95,9 +93,7 @@ func SetPGLimits(cfg *pgx.ConnConfig) {
 	if cfg.RuntimeParams == nil {
 		cfg.RuntimeParams = map[string]string{}
 	}
-	if cfg.RuntimeParams["lock_timeout"] == "" && !strings.Contains(cfg.RuntimeParams["options"], "lock_timeout") {
-		cfg.RuntimeParams["lock_timeout"] = strconv.FormatInt(PGLockTimeout.Milliseconds(), 10)
-	}
+	cfg.RuntimeParams["lock_timeout"] = strconv.FormatInt(PGLockTimeout.Milliseconds(), 10)
 }
 
 // CheckPGURL refuses what ParsePGConfig refuses, without keeping the
@@ -190,8 +186,8 @@ type PGSpec struct {
 	// BusyTimeout is the sessions' lock_timeout: how long a statement
 	// waits for a lock (the write lock of NewPostgresHandle, a row another
 	// transaction holds) before it fails with lock_not_available, which
-	// IsBusy reports, as SQLite's busy timeout does. 0 takes the URL's
-	// lock_timeout, else PGLockTimeout (ParsePGConfig).
+	// IsBusy reports, as SQLite's busy timeout does. 0 takes
+	// PGLockTimeout (ParsePGConfig).
 	BusyTimeout time.Duration
 }
 
