@@ -344,3 +344,29 @@ func TestInputMessageShapes(t *testing.T) {
 		})
 	}
 }
+
+// TestDeliveryTimeStoredAsShown: a delivery time with more digits than a
+// millisecond is stored to the millisecond, as JSON output shows it, so
+// importing the shown value again is unchanged (before: stored to the
+// nanosecond, shown .123Z, and the shown value reported updated:
+// delivered_at with no visible change).
+func TestDeliveryTimeStoredAsShown(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustRun(t, dir, "orders", "import", writeShop(t, "P1,demo-user,Pen,2026-11-20T10:00:00.123456789Z,false"))
+	if got := query(t, dir, "business.sqlite", `SELECT delivered_at FROM orders WHERE order_id = 'P1'`); !strings.HasPrefix(got, "2026-11-20T10:00:00.123000000") {
+		t.Errorf("stored %s, want 2026-11-20T10:00:00.123", got)
+	}
+	var shown string
+	for _, o := range mustRun(t, dir, "orders", "list")["orders"].([]any) {
+		if m := o.(map[string]any); m["order_id"] == "P1" {
+			shown = m["delivered_at"].(string)
+		}
+	}
+	if shown != "2026-11-20T10:00:00.123Z" {
+		t.Fatalf("shown %q", shown)
+	}
+	rep := mustRun(t, dir, "orders", "import", writeShop(t, "P1,demo-user,Pen,"+shown+",false"))
+	if rep["unchanged"] != 1.0 || rep["updated"] != 0.0 {
+		t.Fatalf("the shown value imported again: %v, want unchanged", rep)
+	}
+}

@@ -693,7 +693,7 @@ func (f *OrdersFile) delivered(at, daysAgo string) (*time.Time, error) {
 		if err != nil || d < 0 || d > 36500 {
 			return nil, fmt.Errorf("delivered_days_ago %s: want empty or a whole number of days >= 0", termtext.Quote(daysAgo))
 		}
-		t := storedTime(f.opts.Now.Add(-time.Duration(d) * 24 * time.Hour))
+		t := storedTime(f.opts.Now.Add(-time.Duration(d) * 24 * time.Hour)).Truncate(DeliveryPrecision)
 		if t.Before(MinDeliveredAt) {
 			return nil, fmt.Errorf("delivered_days_ago %s is before %s; a delivery time must be from %s on", daysAgo, MinDeliveredAt.Format(time.DateOnly), MinDeliveredAt.Format(time.DateOnly))
 		}
@@ -709,6 +709,7 @@ func (f *OrdersFile) delivered(at, daysAgo string) (*time.Time, error) {
 	if err != nil {
 		return nil, err
 	}
+	t = t.Truncate(DeliveryPrecision)
 	switch {
 	case t.Before(MinDeliveredAt):
 		return nil, fmt.Errorf("delivered_at %s is before %s; a delivery time must be from %s on", termtext.Quote(at), MinDeliveredAt.Format(time.DateOnly), MinDeliveredAt.Format(time.DateOnly))
@@ -718,6 +719,12 @@ func (f *OrdersFile) delivered(at, daysAgo string) (*time.Time, error) {
 	f.lastAt, f.lastTime = at, &t
 	return &t, nil
 }
+
+// DeliveryPrecision is what an import keeps of a delivery time: the
+// millisecond, as JSON output shows every time (cmd.JSONTimeLayout), so
+// that a time shown and imported again is the one stored (finer digits of
+// a file are dropped, not rounded).
+const DeliveryPrecision = time.Millisecond
 
 // ParseDeliveryTime reads a delivery time of an orders file, in UTC:
 // RFC 3339, "YYYY-MM-DD HH:MM:SS ±hhmm" (Shopify's), a time without a zone
