@@ -370,3 +370,56 @@ func TestDeliveryTimeStoredAsShown(t *testing.T) {
 		t.Fatalf("the shown value imported again: %v, want unchanged", rep)
 	}
 }
+
+// TestImportSignalDuringWriteLeavesWhatDocsSay: a signal that reaches an
+// import into a new data dir once its file is checked and the data dir
+// made (held at import:before-write) ends it, exit 130 or 143, and leaves
+// what orders.md "Limits" says: the data dir the import made, its two
+// files and the teaching orders, and no order of the file (before: the
+// docs said no data dir was made).
+func TestImportSignalDuringWriteLeavesWhatDocsSay(t *testing.T) {
+	for _, sig := range []struct {
+		sig  syscall.Signal
+		code int
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+		t.Run(sig.sig.String(), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			// Enough orders for many batches: the import ends at the
+			// first batch after the signal, long before its commit.
+			rows := []string{"W1,demo-user,Pen,,false", "W2,demo-user,Ink,,false"}
+			for i := range 50_000 {
+				rows = append(rows, fmt.Sprintf("W%06d,demo-user,Item,,false", i))
+			}
+			file := writeShop(t, rows...)
+			c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "orders", "import", file)
+			c.Env = append(os.Environ(), "ASSISTANT_FAULT=import:before-write@pause")
+			var errb strings.Builder
+			c.Stderr = &errb
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer c.Process.Kill()
+			eventually(t, "the import stops before it writes", func() bool { return stopped(c.Process.Pid) })
+			if err := c.Process.Signal(sig.sig); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Process.Signal(syscall.SIGCONT); err != nil {
+				t.Fatal(err)
+			}
+			if code := exitOf(t, c.Wait()); code != sig.code {
+				t.Fatalf("exit %d, want %d; stderr %q", code, sig.code, errb.String())
+			}
+			for _, f := range []string{"business.sqlite", "checkpoints.sqlite"} {
+				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+					t.Errorf("%s: %v; want the data dir the import made", f, err)
+				}
+			}
+			if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM orders WHERE order_id LIKE 'W%'`); got != "0" {
+				t.Errorf("%s orders of the file stored, want none", got)
+			}
+			if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM orders WHERE teaching = 1`); got == "0" {
+				t.Errorf("no teaching orders, want the new data dir's")
+			}
+		})
+	}
+}

@@ -50,6 +50,9 @@ func (s *Service) ImportOrders(ctx context.Context, r io.Reader) (business.Impor
 // naming the lines, and nothing is imported; with opts.DryRun nothing is
 // written and the report says what would be.
 func (s *Service) ImportOrdersFile(ctx context.Context, f *business.OrdersFile, opts business.ImportOptions) (business.ImportResult, error) {
+	if !opts.DryRun {
+		Fault("import:before-write")
+	}
 	res, err := s.desk.ImportOrdersFile(ctx, f, opts)
 	if err != nil {
 		return res, importError(err)
