@@ -103,7 +103,7 @@ type ImportError struct {
 	More  int      // bad lines not listed
 	Empty bool     // the file has a header and no rows
 	// Refused says what a refused file leaves ("nothing was created" for
-	// a batch file; "" reads as "none was imported").
+	// a batch file; "" reads as "nothing was imported").
 	Refused string
 }
 
@@ -115,7 +115,7 @@ func (e *ImportError) Error() string {
 	}
 	refused := e.Refused
 	if refused == "" {
-		refused = "none was imported"
+		refused = "nothing was imported"
 	}
 	if e.Empty {
 		return fmt.Sprintf("no orders in the %s: it holds a header and no rows; %s", what, refused)
