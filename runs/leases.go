@@ -350,9 +350,15 @@ const releaseLeaseSQL = `UPDATE tasks SET status = ` + keepInterrupted + `, stag
 // RequestStop moves a running task to interrupted (an operator stop). The
 // process driving it sees that at its next heartbeat and cancels the node
 // that runs. A task in any other status is ErrConflict, naming the status:
-// a task that finished first keeps its finished status.
+// a task that finished first keeps its finished status. The stop is
+// durable against power loss when RequestStop returns nil: it commits at
+// synchronous=FULL itself (Handle.Durable), so no Sync has to follow it,
+// and a writer that takes the file's lock right after the commit cannot
+// make a stop that is written report a failure.
 func (s *Store) RequestStop(ctx context.Context, taskID string) error {
-	return s.SetProgressStatus(ctx, taskID, "running", "interrupted")
+	return s.h.Durable(ctx, func(q sqlitedb.Querier) error {
+		return s.setProgressStatus(ctx, q, taskID, "running", "interrupted")
+	})
 }
 
 // SetProgressStatus moves a task from status from to status to, keeping its
@@ -363,12 +369,20 @@ func (s *Store) SetProgressStatus(ctx context.Context, taskID, from, to string) 
 		return fmt.Errorf("set status of task %s: %w", taskID, err)
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx,
+	if err := s.setProgressStatus(ctx, tx, taskID, from, to); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// setProgressStatus is SetProgressStatus's update, in q's transaction.
+func (s *Store) setProgressStatus(ctx context.Context, q sqlitedb.Querier, taskID, from, to string) error {
+	res, err := q.ExecContext(ctx,
 		`UPDATE tasks SET status = ?, updated_at = ? WHERE task_id = ? AND status = ?`,
 		to, formatTime(s.now()), taskID, from)
 	if err := rowsChanged(res, err); errors.Is(err, ErrConflict) {
 		var current string
-		if err := tx.QueryRowContext(ctx, `SELECT status FROM tasks WHERE task_id = ?`, taskID).Scan(&current); errors.Is(err, sql.ErrNoRows) {
+		if err := q.QueryRowContext(ctx, `SELECT status FROM tasks WHERE task_id = ?`, taskID).Scan(&current); errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("task %s: %w", taskID, ErrNotFound)
 		} else if err != nil {
 			return fmt.Errorf("set status of task %s: %w", taskID, err)
@@ -377,7 +391,7 @@ func (s *Store) SetProgressStatus(ctx context.Context, taskID, from, to string) 
 	} else if err != nil {
 		return fmt.Errorf("set status of task %s: %w", taskID, err)
 	}
-	return tx.Commit()
+	return nil
 }
 
 // SetKind records the kind of a task (KindReturn or KindBatch).

@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"assistant/internal/sqlitedb"
 	"assistant/internal/testkit"
 
 	"context"
@@ -941,5 +942,28 @@ func testClosedFile(t *testing.T, kind storeKind) {
 				}
 			}
 		})
+	}
+}
+
+// TestRequestStopIsDurable: a stop is durable when RequestStop returns
+// (one durable commit of its own), so Service.Stop needs no Sync after
+// it, which a writer taking the lock right after the commit could make
+// fail for a stop that is written.
+func TestRequestStopIsDurable(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newSeeded(t)
+	mustCreateLeased(t, s, "return-25", holder)
+	if err := s.RecordProgress(ctx, "return-25", "o1", "running", "prepare"); err != nil {
+		t.Fatal(err)
+	}
+	before := sqlitedb.Syncs()
+	if err := s.RequestStop(ctx, "return-25"); err != nil {
+		t.Fatal(err)
+	}
+	if got := sqlitedb.Syncs() - before; got != 1 {
+		t.Errorf("RequestStop made %d durable commits, want 1", got)
+	}
+	if got := mustTask(t, s, "return-25"); got.Status != "interrupted" {
+		t.Errorf("status %s, want interrupted", got.Status)
 	}
 }

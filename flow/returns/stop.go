@@ -25,9 +25,8 @@ func (s *Service) Stop(ctx context.Context, task, user string, wait time.Duratio
 	} else if err != nil {
 		return nil, fmt.Errorf("stop %s: %w", t.ID, err)
 	}
-	if err := s.runs.Sync(ctx); err != nil {
-		return nil, fmt.Errorf("stop %s: %w", t.ID, err)
-	}
+	// RequestStop's commit is durable: no Sync follows it, which another
+	// writer holding the lock could make fail after the stop was written.
 	if err := s.awaitRelease(ctx, t.ID, wait); err != nil {
 		return nil, err
 	}
