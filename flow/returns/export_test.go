@@ -1,7 +1,19 @@
 package returns
 
+import (
+	"context"
+
+	"assistant/runs"
+)
+
 // Fingerprint is the fingerprint Start records for a request, for tests
 // (package returns_test) that write a task record the way Start would.
 func Fingerprint(user, order, reason string) string {
 	return fingerprint(StartOptions{User: user, Order: order, Reason: reason})
+}
+
+// Repair is the runner's repair of a record that lags behind its head
+// (v read with the record t), for tests.
+func (s *Service) Repair(ctx context.Context, t runs.TaskRecord, v *View) error {
+	return s.cmd.repair(ctx, t, v)
 }

@@ -181,13 +181,19 @@ func (r *runner) acquire(ctx context.Context, t *runs.TaskRecord) error {
 		return err
 	}
 	var got runs.Acquired
-	if recovering(ctx, t.ID) {
+	status, repair := repairing(ctx, t.ID)
+	switch {
+	case recovering(ctx, t.ID):
 		got, err = r.runs.AcquireLeaseIf(ctx, t.ID, l, now, r.svc.liveness, StatusRunning)
-	} else {
+	case repair:
+		got, err = r.runs.AcquireLeaseIf(ctx, t.ID, l, now, r.svc.liveness, status)
+	default:
 		got, err = r.takeLease(ctx, *t, l, now)
 	}
 	var held *runs.LeaseHeldError
 	switch {
+	case repair && (errors.Is(err, runs.ErrStopped) || errors.Is(err, runs.ErrConflict)):
+		return fmt.Errorf("%w: %w", errRecordMoved, err)
 	case errors.Is(err, runs.ErrStopped):
 		// Recover chose the task while it ran; an operator stopped it
 		// before recover's lease: the stop stands.
@@ -370,14 +376,42 @@ func (r *runner) heartbeat(ctx context.Context, task string, done <-chan struct{
 }
 
 // repair records v's status on a task record that lags behind its head,
-// taking the lease so that a live process is never overruled.
+// taking the lease so that a live process is never overruled. v was read
+// with the record t: the lease is taken only while the record's status is
+// still t's (runs.AcquireLeaseIf), so a repair never writes a view that
+// another process made stale meanwhile (an answer that ran and was
+// stopped, a stop, a run that ended): that process's record is newer, and
+// the repair writes nothing (nil).
 func (r *runner) repair(ctx context.Context, t runs.TaskRecord, v *View) error {
 	if t.Status == v.Status && t.Stage == v.Stage {
 		return nil
 	}
-	if err := r.acquire(ctx, &t); err != nil {
+	err := r.acquire(context.WithValue(ctx, repairKey{}, repairOf{task: t.ID, status: t.Status}), &t)
+	if errors.Is(err, errRecordMoved) {
+		return nil
+	}
+	if err != nil {
 		return err
 	}
 	r.recoveries.Delete(t.ID) // a repair runs nothing
 	return r.runs.ReleaseLeaseSync(ctx, t.ID, r.svc.me.owner, v.Status, v.Stage)
 }
+
+// repairKey marks the context of a repair's acquire (repairOf): the lease
+// is taken only while the record's status is the one the repair read.
+type repairKey struct{}
+
+// repairOf is the task a repair sets right and the record status its view
+// was read with.
+type repairOf struct{ task, status string }
+
+// repairing returns the status a repair of task read its record with, if
+// ctx is a repair's of task.
+func repairing(ctx context.Context, task string) (string, bool) {
+	r, ok := ctx.Value(repairKey{}).(repairOf)
+	return r.status, ok && r.task == task
+}
+
+// errRecordMoved is acquire's refusal, under a repair, of a task whose
+// record another process changed since the repair read it.
+var errRecordMoved = errors.New("the task's record changed since it was read")
