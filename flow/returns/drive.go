@@ -49,6 +49,7 @@ func (r *runner) drive(ctx context.Context, t runs.TaskRecord, d driven) (*View,
 	r.holds.Store(t.ID, t.Lease)
 	defer r.holds.Delete(t.ID)
 	rec, recovering := r.recoveries.LoadAndDelete(t.ID)
+	_, wasStopped := r.resumedStopped.LoadAndDelete(t.ID)
 	cause, runErr := r.runWithHeartbeat(ctx, t.ID, d.do)
 	// The ends of the run's last steps, for its last commit to record.
 	ended := r.steps.take(t.ID)
@@ -75,7 +76,13 @@ func (r *runner) drive(ctx context.Context, t runs.TaskRecord, d driven) (*View,
 	}
 	// On a failed run (storage, a conflict, an answer that no longer fits)
 	// the status is what the head shows, so resume or recover can continue
-	// a run left part-way.
+	// a run left part-way; but a stopped task whose answer was refused
+	// under the lease (another answer was saved meanwhile) stays stopped:
+	// nothing of this run moved it, and the stop stands until a resume
+	// that runs (docs/design.md "A stop is final").
+	if wasStopped && v.Status == StatusRunning && (errors.Is(runErr, ErrInvalid) || errors.Is(runErr, ErrConflict)) {
+		v.Status = StatusInterrupted
+	}
 	if err := r.release(bg, t.ID, v, ended); err != nil && runErr == nil {
 		return nil, fmt.Errorf("record progress of %s: %w", t.ID, err)
 	}

@@ -222,6 +222,9 @@ func (r *runner) acquire(ctx context.Context, t *runs.TaskRecord) error {
 		head, _ = r.cps.Get(ctx, t.ID, "")
 	}
 	r.beginRecovery(ctx, *t, got.PrevStatus, head, now)
+	if got.PrevStatus == StatusInterrupted {
+		r.resumedStopped.Store(t.ID, struct{}{})
+	}
 	l.Epoch = got.Epoch
 	t.Status, t.Lease = StatusRunning, l
 	if got.TookOver && got.Epoch != fenced {
@@ -394,6 +397,7 @@ func (r *runner) repair(ctx context.Context, t runs.TaskRecord, v *View) error {
 		return err
 	}
 	r.recoveries.Delete(t.ID) // a repair runs nothing
+	r.resumedStopped.Delete(t.ID)
 	return r.runs.ReleaseLeaseSync(ctx, t.ID, r.svc.me.owner, v.Status, v.Stage)
 }
 

@@ -171,6 +171,7 @@ func (r *runner) resume(ctx context.Context, t runs.TaskRecord, o ResumeOptions)
 	// before this process did (the fencing epoch rose by exactly one):
 	// every writer of a thread holds its task's lease.
 	free, epoch := t.Lease.Owner == "", t.Lease.Epoch
+	Fault("resume:before-lease")
 	if err := r.acquire(ctx, &t); err != nil {
 		return nil, r.busyFor(ctx, t, snap, o, err)
 	}

@@ -34,6 +34,11 @@ type runner struct {
 	// recoveries maps the thread of a crashed run this runner took over to
 	// what the recovery started from (beginRecovery), until drive reports it.
 	recoveries *sync.Map
+	// resumedStopped holds the threads this runner took from an
+	// interrupted record (a stopped task that an answer or resume
+	// continues on purpose), until drive ends the run: an answer refused
+	// under the lease leaves the stop standing.
+	resumedStopped *sync.Map
 	// known holds the records of a chunk's tasks, read for all of them in
 	// one statement (nil: the task does not exist), each used once by the
 	// row that runs it (runner.mayDecide, runner.knownTask); nil outside a
@@ -94,7 +99,7 @@ var (
 // with policy p. A chunk runner buffers its timeline (stepLog); the others
 // write each step as it starts and ends.
 func (s *Service) newRunner(desk *business.Store, rs *runs.Store, cps flow.Checkpointer, p policy) (*runner, error) {
-	r := &runner{svc: s, desk: desk, runs: rs, cps: cps, policy: p, steps: newDirectSteps(rs, s.now), holds: &sync.Map{}, recoveries: &sync.Map{}}
+	r := &runner{svc: s, desk: desk, runs: rs, cps: cps, policy: p, steps: newDirectSteps(rs, s.now), holds: &sync.Map{}, recoveries: &sync.Map{}, resumedStopped: &sync.Map{}}
 	if p.release == keepLease {
 		r.steps = newStepLog(rs, s.now)
 	}
