@@ -328,6 +328,11 @@ func (u *upsert) decideOne(g *group, mine map[[2]string]storedOrder, shop map[st
 		if err != nil {
 			return err
 		}
+		if used && sameFields(old.Order, o) {
+			// The file says what is stored: nothing to replace.
+			u.res.Unchanged++
+			return nil
+		}
 		if used {
 			u.refuse(g, "is a teaching order that a task uses; it is not replaced")
 			return nil
@@ -794,6 +799,13 @@ func (u *upsert) deliveredArg(o Order) any {
 
 // sameOrder reports whether a stored order equals the file's: same owner,
 // item, delivery and final sale flag, and not a teaching order.
+// sameFields reports whether b says of an order what a says, its
+// teaching mark aside: a file's row is never a teaching order.
+func sameFields(a, b Order) bool {
+	a.Teaching, b.Teaching = false, false
+	return sameOrder(a, b)
+}
+
 func sameOrder(a, b Order) bool {
 	return a.ID == b.ID && a.User == b.User && a.Item == b.Item && a.FinalSale == b.FinalSale &&
 		a.Teaching == b.Teaching && sameTime(a.DeliveredAt, b.DeliveredAt)

@@ -598,17 +598,17 @@ func ValidTaskID(id string) error {
 	case id == "":
 		return errors.New("task id must not be empty")
 	case strings.HasPrefix(id, "-"):
-		return fmt.Errorf("task id %q must not start with '-': a command line would read it as a flag", id)
+		return fmt.Errorf("task id %s must not start with '-': a command line would read it as a flag", termtext.Quote(id))
 	case len(id) > MaxTaskIDBytes:
 		return fmt.Errorf("task id is %d bytes; at most %d are allowed", len(id), MaxTaskIDBytes)
 	case !utf8.ValidString(id):
 		return errors.New("task id is not valid UTF-8")
 	case id == "." || id == "..":
-		return fmt.Errorf("task id %q is not allowed", id)
+		return fmt.Errorf("task id %s is not allowed", termtext.Quote(id))
 	case strings.ContainsFunc(id, func(r rune) bool {
 		return unicode.IsSpace(r) || unicode.IsControl(r) || termtext.Invisible(r) || r == '/' || r == '\\'
 	}):
-		return fmt.Errorf("task id %q must not contain spaces, control or invisible characters, '/' or '\\'", id)
+		return fmt.Errorf("task id %s must not contain spaces, control or invisible characters, '/' or '\\'", termtext.Quote(id))
 	}
 	return nil
 }

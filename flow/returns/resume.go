@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"assistant/flow"
+	"assistant/internal/termtext"
 	"assistant/runs"
 )
 
@@ -53,7 +54,7 @@ func CheckResume(o ResumeOptions) error { return checkResume(o) }
 // input.
 func checkResume(o ResumeOptions) error {
 	if o.Action != "" && !slices.Contains(Actions, o.Action) {
-		return fmt.Errorf("%w: --action must be one of %s, not %q", ErrInvalid, strings.Join(Actions, ", "), o.Action)
+		return fmt.Errorf("%w: --action must be one of %s, not %s", ErrInvalid, strings.Join(Actions, ", "), termtext.Quote(o.Action))
 	}
 	if o.HasReason && o.Action != "" && o.Action != ActionEdit {
 		return fmt.Errorf("%w: give --reason or --action, not both (only --action edit takes --reason, the new draft's reason)", ErrInvalid)
