@@ -55,3 +55,76 @@ func TestRefusedAnswerLeavesTheStop(t *testing.T) {
 		t.Errorf("after recover, list says %s; want the stop to stand", got)
 	}
 }
+
+// TestStopAfterTheBusinessCommit: an approve killed after submit's
+// business commit, before its checkpoint, left the task running with its
+// application in business.sqlite. A stop then came too late: exit 3
+// naming the application, and the record, show, list and wait say done
+// submitted; a second stop and a cancel are refused as on a task that
+// ended. Before, the stop exited 0 and the task read as interrupted with
+// no application (docs/cli.md "The business file is the truth").
+func TestStopAfterTheBusinessCommit(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustRun(t, dir, "start", "t", "A3001", "--reason", "x")
+	if _, code, _ := faultRun(t, dir, "submit:after-business-commit", []string{"resume", "t", "--action", "approve"}); code != 137 {
+		t.Fatalf("approve killed after the business commit: exit %d", code)
+	}
+	out, stderr, code := run(t, dir, "stop", "t")
+	if code != 3 || !strings.Contains(stderr, "too late") || !strings.Contains(stderr, "application app_") {
+		t.Fatalf("stop: exit %d, %q%q; want exit 3, too late, naming the application", code, out, stderr)
+	}
+	if got := record(t, dir, "t", "status"); got != "done" {
+		t.Errorf("record: %s, want done", got)
+	}
+	if v := mustRun(t, dir, "show", "t"); v["status"] != "done" || v["stage"] != "submitted" {
+		t.Errorf("show: %v %v, want done submitted", v["status"], v["stage"])
+	}
+	if got := listed(t, dir); got != "t=done" {
+		t.Errorf("list: %s, want t=done", got)
+	}
+	if _, stderr, code := run(t, dir, "wait", "t"); code != 0 {
+		t.Errorf("wait: exit %d, %s; want 0 (done)", code, stderr)
+	}
+	if _, stderr, code := run(t, dir, "stop", "t"); code != 3 || strings.Contains(stderr, "already stopped") {
+		t.Errorf("second stop: exit %d, %s; want exit 3, not 'already stopped'", code, stderr)
+	}
+	if n := applications(t, dir, "t"); n != "1" {
+		t.Errorf("applications: %s, want 1", n)
+	}
+}
+
+// TestSecondStopAfterALateStop: an approve paused inside submit after its
+// business commit is stopped: too late already (exit 3, the application
+// is in business.sqlite), though its process still holds the task and the
+// record stays interrupted. The approve then goes on and ends done
+// submitted. A second stop is too late too, exit 3 naming the
+// application, and sets the record done. Before, the first stop exited 0
+// and the second said "it is already stopped; continue it with …
+// resume" while the record stayed interrupted and show and list said done.
+func TestSecondStopAfterALateStop(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustRun(t, dir, "start", "t", "A3001", "--reason", "x")
+	holder, hout, _ := backgroundEnv(t, dir, []string{"ASSISTANT_FAULT=submit:after-business-commit@pause"}, "resume", "t", "--action", "approve")
+	eventually(t, "the approve pauses after submit's business commit", func() bool { return stopped(holder.Process.Pid) })
+	for i, stop := range []string{"while the approve is paused", "after the approve ended"} {
+		if i == 1 {
+			_ = holder.Process.Signal(syscall.SIGCONT)
+			if code := wait(t, holder); code != 0 || !strings.Contains(hout.String(), `"done"`) {
+				t.Fatalf("approve: exit %d, %s", code, hout)
+			}
+		}
+		_, stderr, code := run(t, dir, "stop", "t", "--wait", "1s")
+		if code != 3 || !strings.Contains(stderr, "too late") || !strings.Contains(stderr, "application app_") {
+			t.Errorf("stop %s: exit %d, %q; want exit 3, too late, naming the application", stop, code, stderr)
+		}
+	}
+	if got := record(t, dir, "t", "status"); got != "done" {
+		t.Errorf("record: %s, want done", got)
+	}
+	if got := listed(t, dir); got != "t=done" {
+		t.Errorf("list: %s, want t=done", got)
+	}
+	if n := applications(t, dir, "t"); n != "1" {
+		t.Errorf("applications: %s, want 1", n)
+	}
+}

@@ -261,9 +261,10 @@ func (r *runner) truth(ctx context.Context, t runs.TaskRecord, snap *flow.Snapsh
 // the business file says it ended, and true; false when the business file
 // records no end. In this order:
 //
-//   - the task's application, when the head asks a question or the record
-//     ended: the request ended submitted with it, reused (an approve whose
-//     checkpoints were lost; nothing more may be decided);
+//   - the task's application, when the head asks a question, the record
+//     ended or it is interrupted: the request ended submitted with it,
+//     reused (an approve whose checkpoints were lost, or that a stop
+//     reached after its business commit; nothing more may be decided);
 //   - the record's status done, cancelled or failed (the end a command
 //     released the task with, durably, after its last checkpoint);
 //   - a cancel in the decision trail that the head neither holds nor has
@@ -274,9 +275,11 @@ func (r *runner) truth(ctx context.Context, t runs.TaskRecord, snap *flow.Snapsh
 // only when the first two say nothing.
 func (r *runner) recordedEnd(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[State]) (State, bool, error) {
 	st := snap.Values
-	if snap.Waiting() || recordEnded(t) {
+	if snap.Waiting() || recordEnded(t) || t.Status == StatusInterrupted {
 		// A head part-way to a node runs on to it, and submit, cancel and
-		// a refused lookup look the application up themselves.
+		// a refused lookup look the application up themselves; but not
+		// one an operator stopped: a stop that came after the submit's
+		// business commit came too late (docs/recovery.md "Operator stop").
 		upd, err := nodes{Deps{Desk: r.desk}}.submitted(ctx, st)
 		if err != nil {
 			return st, false, fmt.Errorf("reconcile %s: %w", t.ID, err)

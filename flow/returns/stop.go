@@ -83,6 +83,14 @@ func (s *Service) notRunning(ctx context.Context, t runs.TaskRecord) error {
 			what = "it is not running, and " + d
 		}
 	case StatusInterrupted:
+		if !s.holderAlive(t.Lease) {
+			// A stop that came too late, whose holder let go after the
+			// stop's wait: its run ended, and this stop says so too
+			// (tooLate sets the record right).
+			if v, err := s.Show(ctx, t.ID, t.User); err == nil && v.done() {
+				return s.tooLate(ctx, t.ID, v)
+			}
+		}
 		what = fmt.Sprintf("it is already stopped; continue it with `assistant resume %s`", ShellQuote(t.ID))
 		if s.holderAlive(t.Lease) {
 			// The process that ran it has not let go yet: a resume now
