@@ -311,7 +311,7 @@ func TestTruth2EditLostWithItsCheckpoints(t *testing.T) {
 	mustRun(t, dir, "resume", "t", "--action", "edit", "--reason", "other")
 	copyTo(t, bk, dir, "checkpoints.sqlite")
 
-	wantConflictSays(t, dir, []string{"task t was answered edit already", "give that answer again"}, "resume", "t", "--action", "approve")
+	wantConflictSays(t, dir, []string{"task t was answered edit already", "only it carries the task on: `assistant --data " + dir + " resume t --action edit --reason other`"}, "resume", "t", "--action", "approve")
 	wantConflictSays(t, dir, []string{"task t was answered edit already"}, "resume", "t", "--action", "edit", "--reason", "another")
 	if n := appsOf(t, dir, "t"); n != "0" {
 		t.Fatalf("%s applications after the refused approve, want 0", n)
@@ -322,4 +322,68 @@ func TestTruth2EditLostWithItsCheckpoints(t *testing.T) {
 		t.Errorf("the edit again: status %v, draft %v, decisions %v; want waiting at version 2, the edit recorded once", v["status"], v["draft"], v["decisions"])
 	}
 	verifyClean(t, dir)
+}
+
+// An edit, revise or reason the decision trail holds whose checkpoint was
+// lost (tester BRK6): show offers exactly that answer's command (the text
+// card's one Next, the JSON's stands), list and show agree on the stage
+// (the question the head asks), every other answer is refused naming that
+// command, verify warns with it as the fix (exit 0), and giving it carries
+// the task on.
+func TestTruth2LostAnswerStands(t *testing.T) {
+	for _, tc := range []struct {
+		name, stage   string
+		start, answer []string
+		next          string // the card's Next after --data DIR
+		other         []string
+	}{
+		{"revise", "draft_ready", []string{"--reason", "too big"}, []string{"--action", "revise", "--comment", "why"},
+			"resume t --action revise --comment why", []string{"--action", "edit", "--reason", "smaller please"}},
+		{"edit", "draft_ready", []string{"--reason", "too big"}, []string{"--action", "edit", "--reason", "smaller please"},
+			"resume t --action edit --reason 'smaller please'", []string{"--action", "revise", "--comment", "why"}},
+		{"reason", "need_reason", nil, []string{"--reason", "it broke"},
+			"resume t --reason 'it broke'", []string{"--reason", "another"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			mustRun(t, dir, append([]string{"start", "t", "A3001"}, tc.start...)...)
+			bk := filepath.Join(t.TempDir(), "bk")
+			mustRun(t, dir, "backup", bk)
+			mustRun(t, dir, append([]string{"resume", "t"}, tc.answer...)...)
+			copyTo(t, bk, dir, "checkpoints.sqlite")
+			cmd := "assistant --data " + dir + " " + tc.next
+
+			card, errOut, code := run(t, dir, "show", "t", "--output", "text")
+			if code != 0 || strings.Count(card, "Next:") != 1 || strings.Contains(card, "or:") || !strings.Contains(card, "Next:     "+cmd+"   (") {
+				t.Errorf("show's card (exit %d) offers other than %q:\n%s%s", code, cmd, card, errOut)
+			}
+			v := mustRun(t, dir, "show", "t")
+			stands, _ := v["stands"].(map[string]any)
+			if stands == nil || stands["action"] != tc.name || v["stage"] != tc.stage {
+				t.Errorf("show: stage %v, stands %v; want stage %s, stands %s", v["stage"], v["stands"], tc.stage, tc.name)
+			}
+			var list struct{ Tasks []struct{ Stage string } }
+			out, _, _ := run(t, dir, "list")
+			if err := json.Unmarshal([]byte(out), &list); err != nil || len(list.Tasks) != 1 || list.Tasks[0].Stage != tc.stage {
+				t.Errorf("list: %s; want stage %s as show says", out, tc.stage)
+			}
+
+			wantConflictSays(t, dir, []string{"answered " + tc.name + " already", "only it carries the task on: `" + cmd + "`"}, append([]string{"resume", "t"}, tc.other...)...)
+
+			rep, code, vout := verify(t, dir)
+			found := false
+			for _, f := range rep.Findings {
+				found = found || (f.Severity == "warning" && f.Task == "t" && strings.Contains(f.Fix, "`"+cmd+"`"))
+			}
+			if code != 0 || !rep.Clean || !found {
+				t.Errorf("verify: exit %d, clean %v, no warning with the fix %q:\n%s", code, rep.Clean, cmd, vout)
+			}
+
+			mustRun(t, dir, append([]string{"resume", "t"}, tc.answer...)...)
+			rep, _, vout = verify(t, dir)
+			if !rep.Clean || len(rep.Findings) != 0 {
+				t.Errorf("verify after the answer carried out: %s", vout)
+			}
+		})
+	}
 }

@@ -44,7 +44,7 @@ func writeCard(w io.Writer, v *returns.View, prog, viewer string) error {
 	} else {
 		first := true
 		for _, in := range v.Interrupts {
-			cardQuestion(&b, in, prog, task, cardAsk{first: first, approvedBy: approvedDraft(v, viewer)})
+			cardQuestion(&b, in, prog, task, cardAsk{first: first, approvedBy: approvedDraft(v, viewer), stands: v.Stands, standsCmd: standsCommand(v)})
 			first = first && in.Kind != returns.KindApproval
 		}
 	}
@@ -109,9 +109,23 @@ func cardDecisions(b *strings.Builder, ds []returns.DecisionView) {
 // answer every approval question at once go under it), and approvedBy is
 // the version of the draft the viewer approved already (0: none), so that
 // the card offers them no second approval.
+// stands is the answer the decision trail holds for the question (its
+// checkpoint lost): only it carries the task on, so it is the one command
+// offered.
 type cardAsk struct {
 	first      bool
 	approvedBy int
+	stands     *returns.DecisionView
+	standsCmd  string
+}
+
+// standsCommand is the command that carries out v's standing answer,
+// without its program name; "" when none stands.
+func standsCommand(v *returns.View) string {
+	if v.Stands == nil {
+		return ""
+	}
+	return strings.TrimPrefix(returns.StandingCommand(v.Task, *v.Stands), "assistant ")
 }
 
 // approvedDraft is the version of v's current draft that viewer approved
@@ -126,6 +140,19 @@ func approvedDraft(v *returns.View, viewer string) int {
 		}
 	}
 	return 0
+}
+
+// cardStands writes the question in and the one command, cmd (without its
+// program name), that carries on a task whose answer action the decision
+// trail holds (its checkpoint lost): that answer given again, word for
+// word.
+func cardStands(b *strings.Builder, in returns.InterruptView, prompt, effect, prog, cmd, action string) {
+	if in.Kind == returns.KindApproval {
+		fmt.Fprintf(b, "Question: approve this return request? %s\n", termSafe(effect))
+	} else {
+		fmt.Fprintf(b, "Question: %s\n", termSafe(prompt))
+	}
+	fmt.Fprintf(b, "Next:     %s %s   (the %s %s holds stands: its checkpoint was lost; only it carries the task on)\n", prog, termSafe(cmd), termSafe(action), returns.BusinessFile)
 }
 
 // cardQuestion writes a pending question and the commands that answer it.
@@ -143,6 +170,12 @@ func cardQuestion(b *strings.Builder, in returns.InterruptView, prog, task strin
 	_ = json.Unmarshal(in.Value, &q)
 	if q.Problem != "" {
 		fmt.Fprintf(b, "Previous answer refused: %s\n", termSafe(q.Problem))
+	}
+	if ask.stands != nil {
+		if ask.first {
+			cardStands(b, in, q.Prompt, q.Effect, prog, ask.standsCmd, ask.stands.Action)
+		}
+		return
 	}
 	switch in.Kind {
 	case returns.KindNeedReason:

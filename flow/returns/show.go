@@ -38,6 +38,13 @@ func (s *Service) Show(ctx context.Context, task, user string) (*View, error) {
 		if v, err = s.withTrail(ctx, view(t, snap)); err != nil {
 			return nil, fmt.Errorf("show %s: %w", t.ID, err)
 		}
+		d, err := standing(ctx, s.desk, t.ID, snap)
+		if err != nil {
+			return nil, fmt.Errorf("show %s: %w", t.ID, err)
+		}
+		if d != nil {
+			v.Stands = standingView(d)
+		}
 	}
 	s.addHolder(v, t.Lease)
 	return v.markExpired(s.now()), nil
@@ -203,6 +210,7 @@ func (s *Service) ListTasks(ctx context.Context, o ListOptions) ([]TaskSummary, 
 			continue
 		}
 		t = s.asShown(ctx, t)
+		t = s.asAsked(ctx, t)
 		st, err := s.listStatus(ctx, t, now)
 		if err != nil {
 			return nil, err
@@ -270,6 +278,28 @@ func (s *Service) recordsShownAs(ctx context.Context, user, status string) ([]ru
 		return strings.Compare(a.ID, b.ID)
 	})
 	return all, nil
+}
+
+// asAsked is t, a return task recorded waiting, with the stage of the
+// question its head asks, as show reports it: the record is written after
+// an answer's run, so an answer whose checkpoint was lost (an edit,
+// revise or reason the decision trail holds, which stands until given
+// again) leaves a record a question ahead of its head (need_reason after
+// a revise, while the head still asks for approval). A head that cannot
+// be read, asks nothing, or a live holder leaves t as recorded. Writes
+// nothing; reads the task's head.
+func (s *Service) asAsked(ctx context.Context, t runs.TaskRecord) runs.TaskRecord {
+	if t.Status != StatusWaiting || t.Kind != runs.KindReturn || s.holderAlive(t.Lease) {
+		return t
+	}
+	snap, err := headOrNil(s.cmd.graph.State(ctx, t.ID))
+	if err != nil || snap == nil || !snap.Waiting() {
+		return t
+	}
+	if v := view(t, snap); v.Status == StatusWaiting {
+		t.Stage = v.Stage
+	}
+	return t
 }
 
 // listStatus is the status List shows for t: its record's, or expired for

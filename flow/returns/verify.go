@@ -470,6 +470,24 @@ func (v *verifier) task(ctx context.Context, rep *VerifyReport, t runs.TaskRecor
 		}
 	}
 	v.recordAndRun(rep, t, view(t, snap))
+	return v.standing(ctx, rep, t, snap)
+}
+
+// standing reports an answer the decision trail holds for the question
+// the head snap asks, whose checkpoint was lost (an edit, revise or
+// reason: standing): the task waits for that answer given again, the fix.
+// Errors: storage errors.
+func (v *verifier) standing(ctx context.Context, rep *VerifyReport, t runs.TaskRecord, snap *flow.Snapshot[State]) error {
+	if v.svc.holderAlive(t.Lease) {
+		return nil
+	}
+	d, err := standing(ctx, v.desk, t.ID, snap)
+	if err != nil || d == nil {
+		return err
+	}
+	rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: t.ID, owner: t.User,
+		Problem: fmt.Sprintf("%s holds the answer %s by %s at %s that its run in %s lacks (its checkpoint was lost)", BusinessFile, d.Action, d.By, d.At.UTC().Format(time.RFC3339), CheckpointsFile),
+		Fix:     fmt.Sprintf("`%s` carries it out (the answer stands; any other is refused)", StandingCommand(t.ID, *standingView(d)))})
 	return nil
 }
 

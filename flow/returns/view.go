@@ -27,8 +27,12 @@ type View struct {
 	// ([] when none): from the business file where the command read it
 	// (Service.withTrail), else from the state.
 	Decisions []DecisionView `json:"decisions"`
-	Result    *Result        `json:"result"`
-	Error     *Failure       `json:"error"`
+	// Stands is the answer the decision trail holds for the question
+	// asked whose checkpoint was lost: it stands, and only it given again
+	// (StandingCommand) carries the task on; omitted otherwise.
+	Stands *DecisionView `json:"stands,omitempty"`
+	Result *Result       `json:"result"`
+	Error  *Failure      `json:"error"`
 	// Holder is the process driving a running or interrupted task, if any;
 	// omitted otherwise. Alive false means it is gone: run `assistant
 	// recover` or `assistant resume TASK` to continue the run.
