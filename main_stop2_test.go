@@ -223,7 +223,9 @@ func TestStopTooLate(t *testing.T) {
 		record string // the record's status after both commands
 	}{
 		{"HolderLetsGoWithinTheWait", "15s", "done"},
-		{"HolderLetsGoAfterTheWait", "100ms", "interrupted"},
+		// The approve's own release sets the record done (it ended after
+		// a stop it saw too late).
+		{"HolderLetsGoAfterTheWait", "100ms", "done"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()

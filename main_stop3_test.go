@@ -94,37 +94,63 @@ func TestStopAfterTheBusinessCommit(t *testing.T) {
 }
 
 // TestSecondStopAfterALateStop: an approve paused inside submit after its
-// business commit is stopped: too late already (exit 3, the application
-// is in business.sqlite), though its process still holds the task and the
-// record stays interrupted. The approve then goes on and ends done
-// submitted. A second stop is too late too, exit 3 naming the
-// application, and sets the record done. Before, the first stop exited 0
-// and the second said "it is already stopped; continue it with …
-// resume" while the record stayed interrupted and show and list said done.
+// business commit (or after submit's checkpoint) is stopped: too late
+// already (exit 3, the application is in business.sqlite), though its
+// process still holds the task and the record stays interrupted. Then:
+//
+//   - the approve goes on and ends done submitted: its own release sets
+//     the record done, and a second stop says it ended;
+//   - the approve is killed before it lets go: a second stop is too late,
+//     names the application, and sets the record done.
+//
+// Before, the first stop exited 0, the record stayed interrupted while
+// show and list said done, and the second stop said "it is already
+// stopped; continue it with … resume".
 func TestSecondStopAfterALateStop(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
-	mustRun(t, dir, "start", "t", "A3001", "--reason", "x")
-	holder, hout, _ := backgroundEnv(t, dir, []string{"ASSISTANT_FAULT=submit:after-business-commit@pause"}, "resume", "t", "--action", "approve")
-	eventually(t, "the approve pauses after submit's business commit", func() bool { return stopped(holder.Process.Pid) })
-	for i, stop := range []string{"while the approve is paused", "after the approve ended"} {
-		if i == 1 {
-			_ = holder.Process.Signal(syscall.SIGCONT)
-			if code := wait(t, holder); code != 0 || !strings.Contains(hout.String(), `"done"`) {
-				t.Fatalf("approve: exit %d, %s", code, hout)
+	for _, tt := range []struct {
+		point string
+		kill  bool // kill the approve instead of letting it go on
+	}{
+		{"submit:after-business-commit@pause", false},
+		{"after-checkpoint:submit@pause", true},
+	} {
+		t.Run(tt.point, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			mustRun(t, dir, "start", "t", "A3001", "--reason", "x")
+			holder, hout, _ := backgroundEnv(t, dir, []string{"ASSISTANT_FAULT=" + tt.point}, "resume", "t", "--action", "approve")
+			eventually(t, "the approve pauses in submit", func() bool { return stopped(holder.Process.Pid) })
+			_, stderr, code := run(t, dir, "stop", "t", "--wait", "100ms")
+			if code != 3 || !strings.Contains(stderr, "too late") || !strings.Contains(stderr, "application app_") {
+				t.Errorf("stop while the approve is paused: exit %d, %q; want exit 3, too late, naming the application", code, stderr)
 			}
-		}
-		_, stderr, code := run(t, dir, "stop", "t", "--wait", "1s")
-		if code != 3 || !strings.Contains(stderr, "too late") || !strings.Contains(stderr, "application app_") {
-			t.Errorf("stop %s: exit %d, %q; want exit 3, too late, naming the application", stop, code, stderr)
-		}
-	}
-	if got := record(t, dir, "t", "status"); got != "done" {
-		t.Errorf("record: %s, want done", got)
-	}
-	if got := listed(t, dir); got != "t=done" {
-		t.Errorf("list: %s, want t=done", got)
-	}
-	if n := applications(t, dir, "t"); n != "1" {
-		t.Errorf("applications: %s, want 1", n)
+			if tt.kill {
+				_ = holder.Process.Kill()
+				_ = holder.Wait()
+			} else {
+				_ = holder.Process.Signal(syscall.SIGCONT)
+				if code := wait(t, holder); code != 0 || !strings.Contains(hout.String(), `"done"`) {
+					t.Fatalf("approve: exit %d, %s", code, hout)
+				}
+				if got := record(t, dir, "t", "status"); got != "done" {
+					t.Errorf("record after the approve ended: %s, want done", got)
+				}
+			}
+			_, stderr, code = run(t, dir, "stop", "t")
+			if code != 3 || strings.Contains(stderr, "already stopped") {
+				t.Errorf("second stop: exit %d, %q; want exit 3, not 'already stopped'", code, stderr)
+			}
+			if tt.kill && (!strings.Contains(stderr, "too late") || !strings.Contains(stderr, "application app_")) {
+				t.Errorf("second stop: %q; want too late, naming the application", stderr)
+			}
+			if got := record(t, dir, "t", "status"); got != "done" {
+				t.Errorf("record: %s, want done", got)
+			}
+			if got := listed(t, dir); got != "t=done" {
+				t.Errorf("list: %s, want t=done", got)
+			}
+			if n := applications(t, dir, "t"); n != "1" {
+				t.Errorf("applications: %s, want 1", n)
+			}
+		})
 	}
 }

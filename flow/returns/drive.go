@@ -86,10 +86,27 @@ func (r *runner) drive(ctx context.Context, t runs.TaskRecord, d driven) (*View,
 	if err := r.release(bg, t.ID, v, ended); err != nil && runErr == nil {
 		return nil, fmt.Errorf("record progress of %s: %w", t.ID, err)
 	}
+	if runErr == nil && r.policy.release == releaseDurable && (v.Status == StatusDone || v.Status == StatusCancelled) {
+		r.endedAfterStop(bg, t.ID, v)
+	}
 	if recovering {
 		v.Recovery = rec.(*recovery).report(r.svc.now())
 	}
 	return runResult(t.ID, v, runErr)
+}
+
+// endedAfterStop sets the record of task, whose run just ended as v (done
+// or cancelled: its last step committed) and was released, to v when a
+// stop written while that step ran left it interrupted: the stop came too
+// late and stopped nothing (docs/recovery.md "Operator stop"), so the
+// record follows the run, as a later stop's repair (tooLate) would set it.
+// Best effort: a failure leaves the record interrupted for that repair.
+func (r *runner) endedAfterStop(ctx context.Context, task string, v *View) {
+	t, err := r.runs.Task(ctx, task)
+	if err != nil || t.Status != StatusInterrupted || r.svc.holderAlive(t.Lease) {
+		return
+	}
+	_ = r.repair(ctx, t, v)
 }
 
 // stopped reports whether a run that ended with cause (why its context
