@@ -13,9 +13,10 @@ import (
 // was recorded), done, cancelled or failed when the run ended; and one
 // recorded interrupted whose run had finished before it saw the stop (a
 // stop that came too late, whose holder let go after the stop's wait) is
-// what its finished head says, as show reports it. Its record
-// stays as it is until a resume or recover sets it right: list writes
-// nothing. A head that cannot be read leaves t as recorded (show then
+// what its finished head says, as show reports it (a head part-way to
+// submit whose application business.sqlite holds is done: truth). Its
+// record stays as it is until a stop, resume or recover sets it right:
+// list writes nothing. A head that cannot be read leaves t as recorded (show then
 // reports why).
 func (s *Service) asShown(ctx context.Context, t runs.TaskRecord) runs.TaskRecord {
 	if (t.Status != StatusRunning && t.Status != StatusInterrupted) || t.Kind != runs.KindReturn || s.holderAlive(t.Lease) {
