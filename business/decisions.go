@@ -139,3 +139,28 @@ func (s *Store) Decisions(ctx context.Context, taskID string) ([]Decision, error
 	}
 	return out, nil
 }
+
+// DecidedWaiting returns the ids of user's tasks recorded waiting that
+// have at least one answer in the trail (a task no answer reached cannot
+// have lost one): one query, for a list to read the heads of those only.
+func (s *Store) DecidedWaiting(ctx context.Context, user string) (map[string]bool, error) {
+	rows, err := s.h.Q().QueryContext(ctx,
+		`SELECT DISTINCT d.task_id FROM decisions d JOIN tasks t ON t.task_id = d.task_id
+		 WHERE t.user = ? AND t.status = 'waiting'`, user)
+	if err != nil {
+		return nil, fmt.Errorf("decided waiting tasks of %s: %w", user, err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("decided waiting tasks of %s: %w", user, err)
+		}
+		out[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("decided waiting tasks of %s: %w", user, err)
+	}
+	return out, nil
+}

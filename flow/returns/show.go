@@ -203,6 +203,10 @@ func (s *Service) ListTasks(ctx context.Context, o ListOptions) ([]TaskSummary, 
 	if err != nil {
 		return nil, err
 	}
+	decided, err := s.desk.DecidedWaiting(ctx, o.User)
+	if err != nil {
+		return nil, fmt.Errorf("list: %w", err)
+	}
 	now := s.now()
 	out := make([]TaskSummary, 0, len(tasks))
 	for _, t := range tasks {
@@ -210,7 +214,9 @@ func (s *Service) ListTasks(ctx context.Context, o ListOptions) ([]TaskSummary, 
 			continue
 		}
 		t = s.asShown(ctx, t)
-		t = s.asAsked(ctx, t)
+		if decided[t.ID] {
+			t = s.asAsked(ctx, t)
+		}
 		st, err := s.listStatus(ctx, t, now)
 		if err != nil {
 			return nil, err
@@ -287,7 +293,8 @@ func (s *Service) recordsShownAs(ctx context.Context, user, status string) ([]ru
 // again) leaves a record a question ahead of its head (need_reason after
 // a revise, while the head still asks for approval). A head that cannot
 // be read, asks nothing, or a live holder leaves t as recorded. Writes
-// nothing; reads the task's head.
+// nothing; reads the task's head, so List calls it only for a task the
+// trail holds an answer of (business.Store.DecidedWaiting).
 func (s *Service) asAsked(ctx context.Context, t runs.TaskRecord) runs.TaskRecord {
 	if t.Status != StatusWaiting || t.Kind != runs.KindReturn || s.holderAlive(t.Lease) {
 		return t
