@@ -268,9 +268,18 @@ func (s *Service) awaitingMe(ctx context.Context, o ListOptions) ([]TaskSummary,
 		if err != nil {
 			return nil, err
 		}
+		// An answer the trail holds whose checkpoint was lost leaves the
+		// record a question ahead of the head (asAsked), as in ListTasks.
+		decided, err := s.desk.DecidedWaiting(ctx, owner)
+		if err != nil {
+			return nil, fmt.Errorf("list: %w", err)
+		}
 		for _, t := range tasks {
 			if t = s.asShown(ctx, t); t.Kind != runs.KindReturn || t.Status != StatusWaiting {
 				continue
+			}
+			if decided[t.ID] {
+				t = s.asAsked(ctx, t)
 			}
 			ok, err := s.mayAnswerNow(ctx, t, o.User, now)
 			if err != nil {
@@ -324,7 +333,7 @@ func (s *Service) mayAnswerNow(ctx context.Context, t runs.TaskRecord, user stri
 		return false, fmt.Errorf("list: %w", err)
 	}
 	for _, dec := range ds {
-		if dec.DraftID == d.ID && dec.By == user && dec.Action != ActionReason {
+		if dec.DraftID == d.ID && dec.By == user && dec.Action == ActionApprove { // their first of two approvals; a lost edit or revise stands (asAsked)
 			return false, nil
 		}
 	}

@@ -57,6 +57,11 @@ func TestLostAnswerStands(t *testing.T) {
 			if err != nil || len(list) != 1 || list[0].Stage != shown.Stage || list[0].Status != shown.Status {
 				t.Errorf("list = %+v, %v; want %s/%s as show says", list, err, shown.Status, shown.Stage)
 			}
+			// The one who gave the answer is the one to give it again.
+			mine, err := svc.ListTasks(b.ctx, returns.ListOptions{User: user, AwaitingMe: true})
+			if err != nil || len(mine) != 1 || mine[0].Stage != shown.Stage {
+				t.Errorf("list --awaiting-me = %+v, %v; want t at %s", mine, err, shown.Stage)
+			}
 		})
 	}
 }
