@@ -316,9 +316,7 @@ func (r *runner) recordedEnd(ctx context.Context, t runs.TaskRecord, snap *flow.
 
 // recordEnded reports whether task record t says its run ended: done,
 // cancelled or failed. No status changes after that.
-func recordEnded(t runs.TaskRecord) bool {
-	return t.Status == StatusDone || t.Status == StatusCancelled || t.Status == StatusFailed
-}
+func recordEnded(t runs.TaskRecord) bool { return endedStatus(t.Status) }
 
 // decisionIDs returns the ids of the decisions the head snap holds: those
 // of its state, and those of the answers saved at it that a continued run

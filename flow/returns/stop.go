@@ -47,7 +47,7 @@ func (s *Service) Stop(ctx context.Context, task, user string, wait time.Duratio
 // was written. nil when the stop took effect, or the holder has not let go
 // yet (the run may still stop).
 func (s *Service) tooLate(ctx context.Context, task string, v *View) error {
-	if v.Status != StatusDone && v.Status != StatusCancelled && v.Status != StatusFailed {
+	if !v.done() {
 		return nil
 	}
 	t, err := s.runs.Task(ctx, task)

@@ -221,6 +221,10 @@ func approvalView(stored json.RawMessage, st State) json.RawMessage {
 }
 
 // done reports whether v is a finished run's (done, cancelled, failed).
-func (v *View) done() bool {
-	return v.Status == StatusDone || v.Status == StatusCancelled || v.Status == StatusFailed
+func (v *View) done() bool { return endedStatus(v.Status) }
+
+// endedStatus reports whether status is one a run ends with: done,
+// cancelled or failed. No status changes after it.
+func endedStatus(status string) bool {
+	return status == StatusDone || status == StatusCancelled || status == StatusFailed
 }
