@@ -50,6 +50,7 @@ func TestRunExitStatus(t *testing.T) {
 		{name: "wait_unknown", setup: [][]string{startR1}, args: []string{"wait", "nope"}, code: ExitNotFound, stderr: "not found"},
 		{name: "wait_other_user", setup: [][]string{startR1}, args: []string{"--user", "other-user", "wait", "r1"}, code: ExitNotFound, stderr: "not found"},
 		{name: "wait_no_data_dir", args: []string{"wait", "r1"}, code: ExitNotFound, stderr: "does not exist"},
+		{name: "stop_negative_wait", setup: [][]string{startR1}, args: []string{"stop", "r1", "--wait", "-1s"}, code: ExitUsage, stderr: "--wait must not be negative"},
 		{name: "wait_negative_timeout", setup: [][]string{startR1}, args: []string{"wait", "r1", "--timeout", "-1s"}, code: ExitUsage, stderr: "--timeout must not be negative"},
 		{name: "wait_bad_timeout", setup: [][]string{startR1}, args: []string{"wait", "r1", "--timeout", "soon"}, code: ExitUsage, stderr: "invalid duration"},
 		{name: "wait_no_task", args: []string{"wait"}, code: ExitUsage, stderr: "wait needs TASK"},

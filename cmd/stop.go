@@ -22,6 +22,9 @@ task that finished first keeps its finished status.`,
   assistant resume batch-7`,
 		Args: exactArgs(1, "stop needs TASK"),
 		RunE: func(c *cobra.Command, args []string) error {
+			if wait < 0 {
+				return usageErr("--wait must not be negative, not %s", wait)
+			}
 			svc, err := a.service(c.Context(), false)
 			if err != nil {
 				return ran(err)

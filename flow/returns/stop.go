@@ -14,8 +14,12 @@ import (
 // waits up to wait for the driving process to notice and let go of the
 // task. Errors: ErrNotFound, ErrConflict when the task is not running (a
 // task that finished first keeps its finished status), or when its run
-// finished before it saw the stop (tooLate; the view is returned too).
+// finished before it saw the stop (tooLate; the view is returned too);
+// ErrInvalid for a negative wait, before anything is written.
 func (s *Service) Stop(ctx context.Context, task, user string, wait time.Duration) (*View, error) {
+	if wait < 0 {
+		return nil, fmt.Errorf("%w: --wait must not be negative, not %s", ErrInvalid, wait)
+	}
 	t, err := s.task(ctx, task, user)
 	if err != nil {
 		return nil, err

@@ -20,6 +20,14 @@ func TestStop(t *testing.T) {
 		wantRecord(t, svc, "r1", returns.StatusWaiting, returns.StageDraftReady)
 	})
 
+	t.Run("NegativeWaitIsInvalidAndStopsNothing", func(t *testing.T) {
+		svc, b := setup(t)
+		b.leftRunning(t, svc, b.liveLease(), "r1", "A3003", "size", returns.NodePrepare)
+		_, err := svc.Stop(b.ctx, "r1", user, -time.Second)
+		wantErr(t, err, returns.ErrInvalid)
+		wantRecord(t, svc, "r1", returns.StatusRunning, "")
+	})
+
 	t.Run("UnknownTaskIsNotFound", func(t *testing.T) {
 		svc, b := setup(t)
 		_, err := svc.Stop(b.ctx, "nope", user, 0)
