@@ -165,8 +165,8 @@ func redactURL(rawURL string) string {
 
 // schemas looks at which of the two schemas exist, whether each is ours
 // and not newer than this build (returns.ServerSchemas.Check refuses
-// either before a store opens), and how many runs and task records they
-// hold, changing nothing.
+// either before a store opens), and, when one of the two is missing, how
+// many runs or task records the other holds, changing nothing.
 func (s *server) schemas(ctx context.Context) (returns.ServerSchemas, error) {
 	found := returns.ServerSchemas{Where: s.where}
 	var err error
@@ -184,12 +184,15 @@ func (s *server) schemas(ctx context.Context) (returns.ServerSchemas, error) {
 	if err != nil {
 		return found, fmt.Errorf("look at %s: %w", s.where, err)
 	}
-	if found.Checkpoints {
+	// The counts matter only when one schema is missing (Check's lost
+	// runs or tasks); with both there, counting would read every run and
+	// task record at the start of every command.
+	if found.Checkpoints && !found.Business {
 		if err := s.conn.QueryRow(ctx, `SELECT count(*) FROM checkpoints.threads`).Scan(&found.Threads); err != nil {
 			return found, fmt.Errorf("look at %s: %w", s.where, err)
 		}
 	}
-	if found.Business {
+	if found.Business && !found.Checkpoints {
 		if err := s.conn.QueryRow(ctx, `SELECT count(*) FROM business.tasks`).Scan(&found.Tasks); err != nil {
 			return found, fmt.Errorf("look at %s: %w", s.where, err)
 		}

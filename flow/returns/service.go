@@ -285,7 +285,8 @@ type ServerSchemas struct {
 	// Checkpoints and Business: the schema exists.
 	Checkpoints, Business bool
 	// Threads and Tasks count the runs in the checkpoint schema and the
-	// task records in the business schema (0 when it is missing).
+	// task records in the business schema. They are read only when the
+	// other schema is missing (the one case Check uses them); 0 otherwise.
 	Threads, Tasks int
 	// CheckpointsFound and BusinessFound tell, for a schema of that name
 	// that exists, whether it is this program's and not newer than this
