@@ -379,3 +379,49 @@ func TestOpenPostgresSeed(t *testing.T) {
 		}
 	})
 }
+
+// TestImportOnPostgresRefreshesStatistics: an import that adds at least
+// analyzeAfter orders leaves the table analyzed (pg_class.reltuples set),
+// so that the next batch's lookups by id go by the primary key; a small
+// one leaves the statistics to autovacuum.
+func TestImportOnPostgresRefreshesStatistics(t *testing.T) {
+	tests := []struct {
+		name     string
+		orders   int
+		analyzed bool
+	}{
+		{"Large", analyzeAfter, true},
+		{"Small", analyzeAfter - 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			url := pgtest.Database(t)
+			s, err := OpenPostgres(context.Background(), url, Options{Seed: seedCSV(t), Now: fixedClock(t0)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			var csv strings.Builder
+			csv.WriteString("order_id,user,item,delivered_at,final_sale\n")
+			for i := range tt.orders {
+				fmt.Fprintf(&csv, "S%05d,demo-user,item %d,2026-11-20,false\n", i, i)
+			}
+			res, err := s.ImportOrders(context.Background(), strings.NewReader(csv.String()), ParseOptions{User: "demo-user", Location: time.UTC})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Added != tt.orders {
+				t.Fatalf("added %d, want %d", res.Added, tt.orders)
+			}
+			conn := pgtest.Connect(t, url)
+			var tuples float64
+			if err := conn.QueryRow(context.Background(), `SELECT reltuples FROM pg_class WHERE oid = 'business.orders'::regclass`).Scan(&tuples); err != nil {
+				t.Fatal(err)
+			}
+			// reltuples is -1 until the table is first vacuumed or analyzed.
+			if got := tuples >= float64(tt.orders); got != tt.analyzed {
+				t.Fatalf("reltuples %v after importing %d orders: analyzed %v, want %v", tuples, tt.orders, got, tt.analyzed)
+			}
+		})
+	}
+}

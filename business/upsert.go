@@ -164,7 +164,31 @@ func (s *Store) ImportOrdersFile(ctx context.Context, f *OrdersFile, opts Import
 	if err != nil {
 		return ImportResult{}, fmt.Errorf("import orders: %w", err)
 	}
+	if s.h.Postgres() && res.Added+res.Updated >= analyzeAfter {
+		// The import is stored: new statistics are for the planner only,
+		// so a failure here (a lock, a cancel) does not fail it.
+		s.analyzeOrders(ctx)
+	}
 	return res, nil
+}
+
+// analyzeAfter is how many orders an import on PostgreSQL adds or
+// updates before it refreshes the table's planner statistics.
+const analyzeAfter = 1000
+
+// analyzeOrders refreshes PostgreSQL's statistics of the orders table
+// after a large import, as PostgreSQL's "Populating a Database" advises
+// after a bulk load, instead of leaving them to autovacuum's next round
+// (up to a minute later). With statistics from before the import the
+// planner took a user's orders to be few, and read every one of them
+// for a batch chunk's lookup of 100 orders by id (a bitmap scan of the
+// user, then the ids as a filter): 19 ms a chunk at 5,000 orders and
+// growing with the table, against 0.4 ms by the primary key afterwards.
+// ANALYZE reads a sample (30,000 rows at the default statistics
+// target), not the table, and takes no lock that blocks reads or
+// writes. Its error is dropped: the import it follows is committed.
+func (s *Store) analyzeOrders(ctx context.Context) {
+	_, _ = s.h.Q().ExecContext(ctx, `ANALYZE orders`)
 }
 
 // storedOrder is an order as stored, with whether it is the shop's (its
