@@ -172,7 +172,9 @@ scripts/bench-decide.sh "$A" "${BENCH_DECIDE_BASE:-}"
 # the same file again (every order unchanged: the daily re-import). With
 # BENCH_IMPORT_BASE=PATH (a binary built from an older commit) each run of
 # the binary alternates with one of PATH on the same file, 3 pairs, and the
-# medians and their ratio are printed: the machine is shared and its load
+# medians and their ratio are printed (without it, 3 runs of this binary
+# and their medians: the machine's speed moves by a third within minutes,
+# and one run says little): the machine is shared and its load
 # drifts, so before and after are only compared within one run. Beside the
 # wall-time rates it prints the CPU (user + sys) seconds per 1,000,000 rows,
 # less noisy on a shared machine, and the load average before and after. The
@@ -200,7 +202,6 @@ import_pairs() {
       echo "$b fresh $(import_once "$b" "$work/import")"
       echo "$b again $(import_once "$b" "$work/import")"
     done
-    [ -n "${BENCH_IMPORT_BASE:-}" ] || break
   done
 }
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
