@@ -274,27 +274,6 @@ func (e *IneligibleError) Is(target error) bool {
 	return target == ErrIneligible || (target == ErrOpenApplication && e.Code == ReasonOpenApplication)
 }
 
-// Orders returns the user's orders by order id, in one query.
-func (s *Store) Orders(ctx context.Context, user string) ([]Order, error) {
-	rows, err := s.h.Q().QueryContext(ctx, `SELECT `+orderColumns+` FROM orders WHERE user = ? ORDER BY order_id`, user)
-	if err != nil {
-		return nil, fmt.Errorf("list orders: %w", err)
-	}
-	defer rows.Close()
-	var out []Order
-	for rows.Next() {
-		o, err := scanOrder(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list orders: %w", err)
-		}
-		out = append(out, o)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list orders: %w", err)
-	}
-	return out, nil
-}
-
 // orderTx reads the order id of user inside tx (an order is identified by
 // its owner and its id: migration 0008).
 func orderTx(ctx context.Context, tx sqlitedb.Querier, id, user string) (Order, error) {

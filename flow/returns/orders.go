@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"assistant/business"
+	"assistant/runs"
 )
 
 // ParseOrders reads and checks a shop's orders export without opening any
@@ -97,33 +98,97 @@ type OrderLine struct {
 	Returnable string `json:"not_returnable_because"`
 }
 
-// ListOrders returns the user's orders with their eligibility at now.
+// ListOrders returns the user's orders with their eligibility at now, as
+// EachOrder gives them, in one slice: for callers that want them all
+// (tests, small data dirs). A listing of any size streams with EachOrder.
 func (s *Service) ListOrders(ctx context.Context, user string) ([]OrderLine, error) {
-	orders, err := s.desk.Orders(ctx, user)
+	out := []OrderLine{}
+	err := s.EachOrder(ctx, user, func(l OrderLine) error {
+		out = append(out, l)
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	now := s.now().UTC()
-	out := make([]OrderLine, 0, len(orders))
-	returnable := map[string]bool{}
-	for _, o := range orders {
-		code, err := s.desk.Eligibility(ctx, o, now)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, OrderLine{Order: o, Returnable: code})
-		returnable[o.ID] = code == ""
-	}
-	// The business file alone would call an order returnable whose
-	// application it lost while a task's checkpoint reports it submitted.
-	bad, err := s.inconsistentOrders(ctx, user, returnable)
-	if err != nil {
-		return nil, err
-	}
-	for i := range out {
-		if bad[out[i].ID] {
-			out[i].Returnable = CodeInconsistent
-		}
 	}
 	return out, nil
+}
+
+// EachOrder calls fn with each of the user's orders, by order id, with
+// its eligibility at now (OrderLine.Returnable), until fn returns an
+// error, which EachOrder returns. Memory and queries do not grow with
+// the orders one by one: they are read a page at a time
+// (business.Store.EachOrderPage, business.OrdersPageSize orders a
+// query, eligibility included).
+//
+// The inconsistent rule: an order the business file alone calls
+// returnable is CodeInconsistent when a task of it (not a batch) has a
+// head checkpoint the business file contradicts (reconcile: a submission
+// recorded in the checkpoints whose application the business file lost,
+// say). The user's tasks are read first, once, into their order ids
+// (memory bounded by the tasks, not the orders); a page's returnable
+// orders that have tasks are then checked, task by task in the order of
+// the task list, stopping at the first inconsistent one, so no order
+// without a task costs a read. Nothing is written. Errors: the stores'
+// (a read error part-way ends the listing after the orders given to fn
+// so far), fn's.
+func (s *Service) EachOrder(ctx context.Context, user string, fn func(OrderLine) error) error {
+	tasks, err := s.tasksByOrder(ctx, user)
+	if err != nil {
+		return err
+	}
+	now := s.now().UTC()
+	return s.desk.EachOrderPage(ctx, user, now, func(page []business.EligibleOrder) error {
+		for _, o := range page {
+			code := o.Code
+			if code == "" && len(tasks[o.ID]) > 0 {
+				bad, err := s.inconsistentOrder(ctx, tasks[o.ID])
+				if err != nil {
+					return err
+				}
+				if bad {
+					code = CodeInconsistent
+				}
+			}
+			if err := fn(OrderLine{Order: o.Order, Returnable: code}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// tasksByOrder returns the ids of the user's tasks (not batches) by
+// their order id, each list in the order of runs.Store.ListTasks.
+func (s *Service) tasksByOrder(ctx context.Context, user string) (map[string][]string, error) {
+	tasks, err := s.runs.ListTasks(ctx, user, "")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, t := range tasks {
+		if t.Kind == runs.KindBatch {
+			continue
+		}
+		out[t.OrderID] = append(out[t.OrderID], t.ID)
+	}
+	return out, nil
+}
+
+// inconsistentOrder reports whether one of tasks (of one order) has a
+// head checkpoint the business file contradicts (reconcile). Errors: the
+// stores', other than ErrInconsistent.
+func (s *Service) inconsistentOrder(ctx context.Context, tasks []string) (bool, error) {
+	for _, id := range tasks {
+		snap, err := headOrNil(s.cmd.graph.State(ctx, id))
+		if err != nil {
+			return false, err
+		}
+		err = s.cmd.reconcile(ctx, id, snap)
+		if errors.Is(err, ErrInconsistent) {
+			return true, nil
+		} else if err != nil {
+			return false, err
+		}
+	}
+	return false, nil
 }

@@ -182,39 +182,6 @@ func (r *runner) orphanRun(ctx context.Context, task, user string) error {
 	return &InconsistentError{Task: task, Checkpoints: "it holds the task's run (stage " + stage + ")", Business: "has no record of the task"}
 }
 
-// inconsistentOrders returns, of the orders marked true, those the user's tasks make
-// inconsistent: a task of the order whose head the business file
-// contradicts (reconcile). `orders list` shows such an order as not
-// returnable ("inconsistent") instead of trusting the business file's
-// view that nothing was submitted. Only the tasks of the orders given are
-// read.
-func (s *Service) inconsistentOrders(ctx context.Context, user string, orders map[string]bool) (map[string]bool, error) {
-	if len(orders) == 0 {
-		return nil, nil
-	}
-	tasks, err := s.runs.ListTasks(ctx, user, "")
-	if err != nil {
-		return nil, err
-	}
-	bad := map[string]bool{}
-	for _, t := range tasks {
-		if !orders[t.OrderID] || bad[t.OrderID] || t.Kind == runs.KindBatch {
-			continue
-		}
-		snap, err := headOrNil(s.cmd.graph.State(ctx, t.ID))
-		if err != nil {
-			return nil, err
-		}
-		err = s.cmd.reconcile(ctx, t.ID, snap)
-		if errors.Is(err, ErrInconsistent) {
-			bad[t.OrderID] = true
-		} else if err != nil {
-			return nil, err
-		}
-	}
-	return bad, nil
-}
-
 // CodeRecordedEnd is the error code of a task that business.sqlite
 // records as failed while its checkpoints are older than that end (an
 // older checkpoints.sqlite put back, or a power loss that took its last
