@@ -258,7 +258,7 @@ func (s *Service) startRows(ctx context.Context, o rowsTask) (*View, error) {
 	t, err := s.runs.Task(ctx, o.id)
 	if err == nil {
 		if t.User != o.user || t.Fingerprint != o.fingerprint {
-			return nil, fmt.Errorf("task %s already exists with other input: %w (choose another %s, or run `assistant show %s`)", o.id, ErrConflict, o.idName, ShellQuote(o.id))
+			return nil, idTaken(ctx, s.desk, t, o.user, o.idName, "")
 		}
 		return s.continueRows(ctx, t)
 	}

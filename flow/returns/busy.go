@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"assistant/business"
 	"assistant/flow"
 	"assistant/runs"
 )
@@ -85,4 +86,28 @@ func raceLost(task string, d Decision, l runs.Lease) error {
 	return fmt.Errorf("task %s was answered (%s by %s at %s) and process %d on %s is running it now: %w; this answer changes nothing: "+
 		"see where the task went with `assistant show %s`, and answer its next question if it asks one",
 		task, d.Action, d.By, d.At.UTC().Format(time.RFC3339), l.PID, l.Host, ErrConflict, ShellQuote(task))
+}
+
+// idTaken is the refusal (ErrConflict, nothing written) of making a task
+// of id t.ID for user when t, the task that has that id, is not the one
+// asked for: another user's, or user's own with other input (input names
+// what differs, "" to name nothing). what names the id for the person:
+// "task id", "batch id", "--id". start, batch and decide refuse alike
+// with it. Task ids are global: another user's task is said to be taken,
+// and nothing about whose; `assistant show` is offered only to a user
+// who may see the task (its owner, or an approver its owner granted, for
+// a return task: mayDecideRecord), so that the command offered works.
+// A grant that cannot be read offers no show.
+func idTaken(ctx context.Context, desk *business.Store, t runs.TaskRecord, user, what, input string) error {
+	task := ShellQuote(t.ID)
+	if t.User == user {
+		if input != "" {
+			input = " (" + input + ")"
+		}
+		return fmt.Errorf("task %s already exists with other input%s: %w (choose another %s, or run `assistant show %s`)", t.ID, input, ErrConflict, what, task)
+	}
+	if _, visible, err := mayDecideRecord(ctx, desk, t, user); err == nil && visible {
+		return fmt.Errorf("task id %s is already taken: %w (choose another %s, or see that task with `assistant show %s`)", t.ID, ErrConflict, what, task)
+	}
+	return fmt.Errorf("task id %s is already taken: %w (choose another %s)", t.ID, ErrConflict, what)
 }

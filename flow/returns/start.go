@@ -208,13 +208,12 @@ func (r *runner) invoke(ctx context.Context, t runs.TaskRecord, ttl time.Duratio
 // restart answers a Start of a task that exists.
 func (r *runner) restart(ctx context.Context, t runs.TaskRecord, o StartOptions) (*View, error) {
 	if t.User != o.User {
-		// Task ids are global: say it is taken, and nothing about whose.
-		return nil, fmt.Errorf("task id %s is already taken: %w (choose another task id)", o.Task, ErrConflict)
+		return nil, idTaken(ctx, r.desk, t, o.User, "task id", "")
 	}
 	if same, err := r.sameInput(ctx, t, o); err != nil {
 		return nil, err
 	} else if !same {
-		return nil, fmt.Errorf("task %s already exists with other input (order, reason, --draft-ttl or --approvals): %w (choose another task id, or run `assistant show %s`)", o.Task, ErrConflict, ShellQuote(o.Task))
+		return nil, idTaken(ctx, r.desk, t, o.User, "task id", "order, reason, --draft-ttl or --approvals")
 	}
 	snap, err := r.graph.State(ctx, t.ID)
 	if errors.Is(err, flow.ErrThreadNotFound) && recordEnded(t) && t.Kind != runs.KindBatch {
