@@ -128,24 +128,38 @@ func (a *app) applyEnv(c *cobra.Command) {
 
 // jsonShape is what a command prints as JSON: a sample of it, to check a
 // --json selection against before the command runs, and the key of its list
-// when --json selects fields of each element of a list.
+// when --json selects fields of each element of a list. The sample is of
+// what the command prints with its flags and arguments, as parsed (c,
+// args): show prints a rows report with --rows and a task's view without.
 type jsonShape struct {
-	sample func(args []string) any
+	sample func(c *cobra.Command, args []string) any
 	list   string
 }
 
-func shapeOf(v any) jsonShape { return jsonShape{sample: func([]string) any { return v }} }
+func shapeOf(v any) jsonShape {
+	return jsonShape{sample: func(*cobra.Command, []string) any { return v }}
+}
 
 func listShape(key string, items any) jsonShape {
-	return jsonShape{sample: func([]string) any { return map[string]any{key: items} }, list: key}
+	return jsonShape{sample: func(*cobra.Command, []string) any { return map[string]any{key: items} }, list: key}
 }
+
+// showShape is show's output: the rows report of a batch or a decide run
+// with --rows (showRows), else the task's view (a batch's and a decide
+// run's too).
+var showShape = jsonShape{sample: func(c *cobra.Command, _ []string) any {
+	if rows, err := c.Flags().GetBool("rows"); err == nil && rows {
+		return returns.RowsView{}
+	}
+	return returns.View{}
+}}
 
 // jsonShapes are the JSON outputs of the commands (docs/json.md), by
 // command path under the root. A command that prints JSON and is not here
 // has its --json fields checked when it prints.
 var jsonShapes = map[string]jsonShape{
 	"start":            shapeOf(returns.View{}),
-	"show":             shapeOf(returns.View{}),
+	"show":             showShape,
 	"resume":           shapeOf(returns.View{}),
 	"wait":             shapeOf(returns.View{}),
 	"stop":             shapeOf(returns.View{}),
@@ -162,7 +176,7 @@ var jsonShapes = map[string]jsonShape{
 	"approvers grant":  shapeOf(returns.GrantResult{}),
 	"approvers revoke": shapeOf(returns.GrantResult{}),
 	"approvers list":   shapeOf(returns.Approvers{}),
-	"variants": {sample: func(args []string) any {
+	"variants": {sample: func(_ *cobra.Command, args []string) any {
 		if len(args) > 0 && args[0] == "parallel" {
 			return variants.ParallelResult{}
 		}
@@ -198,7 +212,7 @@ func selectionFor(c *cobra.Command, args []string, spec string) (*jsonSelection,
 		return sel, nil // checked against what the command prints
 	}
 	sel.list = shape.list
-	sample := shape.sample(args)
+	sample := shape.sample(c, args)
 	if len(sel.fields) == 0 {
 		have, _ := jsonFieldsOf(sample, sel.list)
 		return nil, usageErr("--json needs comma-separated field names; available: %s", strings.Join(have, ", "))

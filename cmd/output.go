@@ -222,8 +222,19 @@ func (s *jsonSelection) apply(obj *object) *object {
 
 // jsonFieldsOf lists the JSON fields of v's type: of each element of its
 // list key when list is not "" (and v holds that list), else its top-level
-// ones. It returns the list key it used.
+// ones, schema_version first, which every object printed has
+// (withSchemaVersion). It returns the list key it used.
 func jsonFieldsOf(v any, list string) ([]string, string) {
+	fields, used := jsonFieldsOfType(v, list)
+	if used == "" && !slices.Contains(fields, "schema_version") {
+		fields = append([]string{"schema_version"}, fields...)
+	}
+	return fields, used
+}
+
+// jsonFieldsOfType is jsonFieldsOf without the schema_version that
+// printing adds.
+func jsonFieldsOfType(v any, list string) ([]string, string) {
 	rv := reflect.ValueOf(v)
 	for rv.Kind() == reflect.Pointer || rv.Kind() == reflect.Interface {
 		rv = rv.Elem()
