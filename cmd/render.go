@@ -40,7 +40,7 @@ func writeCard(w io.Writer, v *returns.View, prog, viewer string) error {
 	cardHeader(&b, v)
 	task := shellQuote(v.Task)
 	if v.DraftExpired() {
-		cardExpired(&b, v, prog)
+		cardExpired(&b, v, prog, viewer == v.User)
 	} else {
 		first := true
 		for _, in := range v.Interrupts {
@@ -210,9 +210,15 @@ func cardQuestion(b *strings.Builder, in returns.InterruptView, prog, task strin
 // that has expired, that no answer can submit it, and the commands that
 // go on: a new request under a task id of the person's choosing (task ids
 // are never reused), or recover, which ends this one failed
-// (draft_expired).
-func cardExpired(b *strings.Builder, v *returns.View, prog string) {
+// (draft_expired). A new request is offered to the owner only (owner):
+// the order is theirs, so an approver's start would be refused; an
+// approver is told the owner may start one.
+func cardExpired(b *strings.Builder, v *returns.View, prog string, owner bool) {
 	fmt.Fprintf(b, "The draft expired before it was approved: approving it can no longer submit anything.\n")
+	if !owner {
+		fmt.Fprintf(b, "Next:     %s recover   (ends this task failed: draft_expired; only its owner %s can start a new request for order %s)\n", prog, termSafe(v.User), termSafe(v.Order))
+		return
+	}
 	reason := ""
 	if v.Draft.Reason != "" {
 		reason = " --reason " + shellQuote(v.Draft.Reason)

@@ -230,6 +230,13 @@ func taskID(parent, node string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// InterruptID returns the id of question idx (a node's call order, as
+// PendingInterrupt.Idx and Write.Idx hold it) of task taskID: the id
+// PendingInterrupt.ID carries while the question is open. A caller that
+// reads a checkpoint's pending writes can name a question already
+// answered by it.
+func InterruptID(taskID string, idx int) string { return interruptID(taskID, idx) }
+
 func interruptID(task string, idx int) string {
 	sum := sha256.Sum256([]byte(task + "\x00" + strconv.Itoa(idx)))
 	return hex.EncodeToString(sum[:8])

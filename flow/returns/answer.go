@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -222,6 +223,14 @@ func (r *runner) plan(ctx context.Context, t runs.TaskRecord, snap *flow.Snapsho
 			return flow.Command{}, "", err
 		}
 	}
+	if o.InterruptID != "" && !slices.ContainsFunc(snap.Interrupts, func(in flow.PendingInterrupt) bool { return in.ID == o.InterruptID }) {
+		// A question no longer open: answered already (a retry of a
+		// command whose reply was lost, or someone else's answer), or
+		// unknown (pick's ErrInvalid below).
+		if err := r.answeredQuestion(ctx, t.ID, snap, o); err != nil {
+			return flow.Command{}, "", err
+		}
+	}
 	var in flow.PendingInterrupt
 	var err error
 	if o.InterruptID == "" && o.Action != "" && len(approvals) > 1 {
@@ -240,7 +249,24 @@ func (r *runner) plan(ctx context.Context, t runs.TaskRecord, snap *flow.Snapsho
 	if !ok || snap.Values.Approvals < 2 {
 		return cmd, "", nil
 	}
-	if err := r.secondAnswer(ctx, t.ID, a.DraftID, o); err != nil {
+	var ahead []business.Decision
+	if a.Action == ActionApprove {
+		if ahead, err = r.aheadApprovals(ctx, snap); err != nil {
+			return flow.Command{}, "", fmt.Errorf("resume %s: %w", t.ID, err)
+		}
+	}
+	carried := ""
+	if i := slices.IndexFunc(ahead, func(d business.Decision) bool { return d.By == o.User }); i >= 0 {
+		// o.User's approval the trail holds and the head lacks (its
+		// command was killed after recording it, before saving it):
+		// this approve carries it out, under its own decision id, so
+		// the trail keeps it once.
+		d := ahead[i]
+		ahead = slices.Delete(ahead, i, i+1)
+		a = carriedAnswer(d)
+		cmd.ResumeMap[in.ID] = a
+		carried = fmt.Sprintf(" (the approval %s gave at %s, recorded in %s)", d.By, d.At.UTC().Format(time.RFC3339), BusinessFile)
+	} else if err := r.secondAnswer(ctx, t.ID, a.DraftID, o); err != nil {
 		return flow.Command{}, "", err
 	}
 	if a.Action != ActionApprove {
@@ -252,7 +278,212 @@ func (r *runner) plan(ctx context.Context, t runs.TaskRecord, snap *flow.Snapsho
 		return cmd, fmt.Sprintf("%s answers every open approval question of draft %s", a.Action, a.DraftID), nil
 	}
 	asked := approvalSlot(in.Value)
-	return cmd, fmt.Sprintf("approved as approver %d of %d (interrupt %s)", asked.Approver, asked.Approvals, in.ID), nil
+	note := fmt.Sprintf("approved as approver %d of %d (interrupt %s)%s", asked.Approver, asked.Approvals, in.ID, carried)
+	// Another person's approval the trail holds and the head lacks counts
+	// as given: it answers another open question now.
+	for _, q := range approvals {
+		if len(ahead) == 0 {
+			break
+		}
+		if _, answered := cmd.ResumeMap[q.ID]; answered {
+			continue
+		}
+		d := ahead[0]
+		ahead = ahead[1:]
+		cmd.ResumeMap[q.ID] = carriedAnswer(d)
+		note += fmt.Sprintf("; %s's approval of %s, recorded in %s, counts as approver %d (interrupt %s)", d.By, d.At.UTC().Format(time.RFC3339), BusinessFile, approvalSlot(q.Value).Approver, q.ID)
+	}
+	return cmd, note, nil
+}
+
+// carriedAnswer is the approval answer that carries out d, an approval the
+// decision trail holds: under d's own id, by d's approver, at d's time.
+func carriedAnswer(d business.Decision) ApprovalAnswer {
+	return ApprovalAnswer{Action: ActionApprove, DraftID: d.DraftID, By: d.By, At: d.At, DecisionID: d.ID}
+}
+
+// roundAnswer is an answer saved at a head to one of its approval
+// questions: the question's id, the answer, and whether its task has run
+// with it (done: its update waits for the other approval).
+type roundAnswer struct {
+	interrupt string
+	answer    ApprovalAnswer
+	done      bool
+}
+
+// roundAnswers returns the answers saved at the head snap to the approval
+// questions of the superstep due (review, review_2), those its tasks ran
+// with included (the snapshot carries only the answers not used yet), in
+// the order they were saved. It reads the head checkpoint once. Errors:
+// storage errors.
+func (r *runner) roundAnswers(ctx context.Context, snap *flow.Snapshot[State]) ([]roundAnswer, error) {
+	done := map[string]bool{}
+	for _, ts := range snap.Tasks {
+		if ts.Node == NodeReview || ts.Node == NodeReview2 {
+			done[ts.ID] = ts.Done
+		}
+	}
+	if len(done) == 0 {
+		return nil, nil
+	}
+	cp, err := r.cps.Get(ctx, snap.ThreadID, snap.CheckpointID)
+	if err != nil || cp == nil {
+		return nil, err
+	}
+	var out []roundAnswer
+	for _, w := range cp.PendingWrites {
+		d, ok := done[w.TaskID]
+		if !ok || w.Kind != flow.WriteResume {
+			continue
+		}
+		var a ApprovalAnswer
+		if json.Unmarshal(w.Value, &a) != nil {
+			continue
+		}
+		out = append(out, roundAnswer{interrupt: flow.InterruptID(w.TaskID, w.Idx), answer: a, done: d})
+	}
+	return out, nil
+}
+
+// answeredQuestion checks o, whose --interrupt names a question the head
+// snap no longer has open, against the answer saved to it in this round
+// (roundAnswers): o.User's own answer given again, the same action, is a
+// retry of a command whose reply was lost (a *savedAnswer: it changes
+// nothing, exit 0); any other answer to it is ErrConflict naming who
+// answered it and how. nil when no answer of the round was given to
+// that question (an unknown id: the caller refuses it as ErrInvalid).
+func (r *runner) answeredQuestion(ctx context.Context, task string, snap *flow.Snapshot[State], o ResumeOptions) error {
+	ras, err := r.roundAnswers(ctx, snap)
+	if err != nil {
+		return fmt.Errorf("resume %s: %w", task, err)
+	}
+	for _, ra := range ras {
+		if ra.interrupt != o.InterruptID {
+			continue
+		}
+		a := ra.answer
+		when := ""
+		if !a.At.IsZero() {
+			when = " at " + a.At.UTC().Format(time.RFC3339)
+		}
+		if a.By == o.User && a.Action == o.Action && sameWords(o, Decision{Reason: a.Reason, Comment: a.Comment}) {
+			return &savedAnswer{note: fmt.Sprintf("%s answered %s to interrupt %s already%s; that answer stands and counts once", o.User, a.Action, o.InterruptID, when)}
+		}
+		by := a.By
+		if by == "" {
+			by = "someone"
+		}
+		hint := fmt.Sprintf("run `assistant show %s` to see what is still asked", ShellQuote(task))
+		if o.Action != ActionApprove {
+			hint = fmt.Sprintf("a %s answers every open approval question: give it without --interrupt", o.Action)
+		}
+		return fmt.Errorf("task %s: interrupt %s was answered already (%s by %s%s); the answer %s changes nothing; %s: %w", task, o.InterruptID, a.Action, by, when, o.Action, hint, ErrConflict)
+	}
+	return nil
+}
+
+// aheadApprovals returns the approvals of the draft the head snap asks
+// about (a task that needs two) that the business file's decision trail
+// holds and the head neither holds nor has saved: recorded by a command
+// killed after it recorded the answer and before it saved it (the trail
+// is written first, recordAnswers), or whose checkpoint was lost. Each
+// counts as given and is carried out by the next approve (plan). One per
+// person, oldest first. Reads the trail, and the head checkpoint only
+// when the trail holds an approval the snapshot does not show. Errors:
+// storage errors.
+func (r *runner) aheadApprovals(ctx context.Context, snap *flow.Snapshot[State]) ([]business.Decision, error) {
+	st := snap.Values
+	if st.Approvals < 2 || st.Draft == nil {
+		return nil, nil
+	}
+	ds, err := r.desk.Decisions(ctx, snap.ThreadID)
+	if err != nil {
+		return nil, err
+	}
+	known := decisionIDs(snap)
+	var ahead []business.Decision
+	for _, d := range ds {
+		if d.Action == ActionApprove && d.DraftID == st.Draft.ID && !known[d.ID] {
+			ahead = append(ahead, d)
+		}
+	}
+	if len(ahead) == 0 {
+		return nil, nil
+	}
+	ras, err := r.roundAnswers(ctx, snap)
+	if err != nil {
+		return nil, err
+	}
+	for _, ra := range ras {
+		known[ra.answer.DecisionID] = true
+	}
+	out, by := ahead[:0], map[string]bool{}
+	for _, d := range ahead {
+		if !known[d.ID] && !by[d.By] {
+			by[d.By] = true
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// recordAnswers adds to the business file's decision trail, durably, each
+// answer cmd gives that the node asked takes (trailOf), before the
+// command saves cmd at the head: an answer saved at a head is in the trail
+// already, whatever kills the command after, so show, history, list and
+// the card count it as the run does. The node records it again under the
+// same decision id, which the trail keeps once. The approval of a task
+// that needs one is left to submit, which records it in the commit that
+// makes the application (docs/performance.md). Errors: storage errors.
+func (r *runner) recordAnswers(ctx context.Context, task string, st State, cmd flow.Command) error {
+	seen := map[string]bool{}
+	for _, id := range slices.Sorted(maps.Keys(cmd.ResumeMap)) {
+		d, ok := trailOf(st, cmd.ResumeMap[id])
+		if !ok || seen[d.ID] {
+			continue
+		}
+		seen[d.ID] = true
+		if err := r.desk.RecordDecision(ctx, trailEntry(task, normalized(d))); err != nil {
+			return fmt.Errorf("resume %s: %w", task, err)
+		}
+	}
+	return nil
+}
+
+// trailOf is the decision the node asked with v (a ReasonAnswer or
+// ApprovalAnswer), in state st, records when it takes it, as askReason
+// and decided build it; false when the node would not record it: an
+// answer it refuses (a blank reason, an edit without a valid reason, a
+// draft not the state's), one that names nobody, or the approval of a
+// task that needs one (submit records it).
+func trailOf(st State, v any) (Decision, bool) {
+	switch a := v.(type) {
+	case ReasonAnswer:
+		r := strings.TrimSpace(a.Reason)
+		if a.By == "" || a.DecisionID == "" || ValidReason(r) != nil {
+			return Decision{}, false
+		}
+		d := Decision{ID: a.DecisionID, By: a.By, Action: ActionReason, At: a.At, Reason: r}
+		if st.Draft != nil {
+			d.DraftID, d.Version = st.Draft.ID, VersionOf(st.Draft)
+		}
+		return d, true
+	case ApprovalAnswer:
+		if a.By == "" || a.DecisionID == "" || st.Draft == nil || a.DraftID != st.Draft.ID || !slices.Contains(Actions, a.Action) ||
+			(a.Action == ActionApprove && st.Approvals < 2) ||
+			(a.Action == ActionEdit && ValidReason(strings.TrimSpace(a.Reason)) != nil) {
+			return Decision{}, false
+		}
+		d := Decision{ID: a.DecisionID, By: a.By, Action: a.Action, DraftID: st.Draft.ID, Version: VersionOf(st.Draft), At: a.At}
+		switch a.Action {
+		case ActionEdit:
+			d.Reason = strings.TrimSpace(a.Reason)
+		case ActionRevise:
+			d.Comment = strings.TrimSpace(a.Comment)
+		}
+		return d, true
+	}
+	return Decision{}, false
 }
 
 // errAnswerSaved: the answer given is one this user gave already, saved at

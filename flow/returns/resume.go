@@ -261,6 +261,12 @@ func (r *runner) answer(ctx context.Context, t runs.TaskRecord, head *flow.Snaps
 			return nil, err
 		}
 		note = n
+		// The trail first: an answer saved at the head is in it already,
+		// however the command ends after (recordAnswers).
+		if err := r.recordAnswers(ctx, t.ID, head.Values, cmd); err != nil {
+			return nil, err
+		}
+		Fault("answer:after-trail")
 		return g.ResumeAt(ctx, head, cmd)
 	})
 	if err == nil {
