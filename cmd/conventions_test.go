@@ -60,6 +60,14 @@ func TestConventionsJSONFields(t *testing.T) {
 			keys: []string{"schema_version", "result", "holder"}},
 		{name: "ListSelectsInEachTask", setup: [][]string{startR1, startR2}, args: []string{"list", "--json", "status,task"},
 			keys: []string{"schema_version", "tasks"}, items: []string{"task", "status"}},
+		// DESIGN.md: --json selects top-level fields; a list command's top
+		// level is its list, printed whole.
+		{name: "ListTopLevel", setup: [][]string{startR1}, args: []string{"list", "--json", "tasks"},
+			keys: []string{"schema_version", "tasks"}, items: []string{"task", "order", "status", "stage", "created_at", "updated_at", "owner"}},
+		{name: "RecoverTopLevel", args: []string{"recover", "--json", "recovered"},
+			keys: []string{"schema_version", "recovered"}},
+		{name: "OrdersListTopLevel", setup: [][]string{startR1}, args: []string{"orders", "list", "--json", "orders,schema_version"},
+			keys: []string{"schema_version", "orders"}},
 		{name: "OrdersListSelectsInEachOrder", setup: [][]string{startR1}, args: []string{"orders", "list", "--json", "order_id"},
 			keys: []string{"schema_version", "orders"}, items: []string{"order_id"}},
 		{name: "HistoryTopLevel", setup: [][]string{startR1}, args: []string{"history", "r1", "--json", "steps"},
@@ -109,8 +117,8 @@ func TestConventionsJSONFieldsRefused(t *testing.T) {
 		// Checked before the command runs: nothing is created or changed.
 		{name: "UnknownFieldOfStart", args: slices.Concat(startR1, []string{"--json", "status,bogus"}),
 			stderr: `--json: unknown field "bogus"; available: schema_version, task, user, order, status, stage`},
-		{name: "UnknownFieldOfList", args: []string{"list", "--json", "tasks"},
-			stderr: `--json: unknown field of each of tasks "tasks"; available: task, order, status`},
+		{name: "UnknownFieldOfList", args: []string{"list", "--json", "tasks,status"},
+			stderr: `--json: unknown field of each of tasks "tasks"; available: task, order, status, stage, created_at, updated_at, owner (or the top-level fields: schema_version, tasks)`},
 		{name: "UnknownFieldOfResume", setup: [][]string{startR1}, args: []string{"resume", "r1", "--action", "approve", "--json", "nope"},
 			stderr: `unknown field "nope"`},
 		{name: "NoField", setup: [][]string{startR1}, args: []string{"show", "r1", "--json", ","},

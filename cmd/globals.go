@@ -41,7 +41,7 @@ type globals struct {
 // addGlobalFlags adds --json and --version to root and makes the unknown
 // command error one fail can print on one line.
 func (a *app) addGlobalFlags(root *cobra.Command) {
-	root.PersistentFlags().StringVar(&a.jsonFields, "json", "", "print JSON with only these comma-separated top-level fields (of each element, for list, orders list and recover); implies --output json")
+	root.PersistentFlags().StringVar(&a.jsonFields, "json", "", "print JSON with only these comma-separated top-level fields (for list, orders list and recover: the list whole, or fields of each element); implies --output json")
 	// --version is root's own flag, run by root's RunE rather than by
 	// cobra's version template: that way the global flags are checked
 	// first (--version --json bogus is exit 2: applyGlobals refuses --json
@@ -216,6 +216,17 @@ func selectionFor(c *cobra.Command, args []string, spec string) (*jsonSelection,
 	if len(sel.fields) == 0 {
 		have, _ := jsonFieldsOf(sample, sel.list)
 		return nil, usageErr("--json needs comma-separated field names; available: %s", strings.Join(have, ", "))
+	}
+	if sel.list != "" {
+		// DESIGN.md: --json selects top-level fields. A list command's
+		// top level is its list (and schema_version): naming only those
+		// selects them whole; other names select fields of each element.
+		top, _ := jsonFieldsOf(sample, "")
+		if !slices.ContainsFunc(sel.fields, func(f string) bool { return !slices.Contains(top, f) }) {
+			sel.list = ""
+		} else if err := sel.check(sample); err != nil {
+			return nil, fmt.Errorf("%w (or the top-level fields: %s)", err, strings.Join(top, ", "))
+		}
 	}
 	if err := sel.check(sample); err != nil {
 		return nil, err
