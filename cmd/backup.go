@@ -29,6 +29,11 @@ not agree with the other.`,
   assistant --data backups/2026-11-30 verify`,
 		Args: exactArgs(1, "backup needs DIR"),
 		RunE: func(c *cobra.Command, args []string) error {
+			if strings.TrimSpace(args[0]) == "" {
+				// Before the data dir is looked at: an empty DIR is a
+				// script's unset variable, never a place to copy to.
+				return usageErr("backup needs DIR: the directory to copy into must not be empty or blank")
+			}
 			if a.store != "" {
 				// The server's data is not a pair of files: its own tools
 				// copy it consistently (docs/postgres.md "Backup").

@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"assistant/flow/returns"
-	"assistant/internal/termtext"
 )
 
 func (a *app) newResume() *cobra.Command {
@@ -68,7 +67,9 @@ a submitted task again returns the same application with reused: true.`,
 				return ran(err)
 			}
 			if v.Note != "" {
-				fmt.Fprintf(a.stderr, "resume %s: %s\n", termSafe(v.Task), termtext.EscapeControls(v.Note))
+				// An informational line, as every line on stderr:
+				// "assistant: " first (docs/cli.md "Errors").
+				a.note(fmt.Sprintf("resume %s: %s", v.Task, v.Note))
 			}
 			return a.finish(v, exitStatus)
 		},

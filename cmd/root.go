@@ -165,10 +165,15 @@ database that many machines share.`,
 	root.PersistentFlags().StringVar(&a.data, "data", DefaultDataDir, "data directory holding checkpoints.sqlite and business.sqlite")
 	root.PersistentFlags().StringVar(&a.store, "store", "", "PostgreSQL URL (postgres://…) holding both stores instead of --data (env "+EnvStore+")")
 	root.PersistentFlags().StringVar(&a.user, "user", DefaultUser, "user the tasks belong to (an identity label, not authentication)")
-	root.PersistentFlags().StringVar(&a.output, "output", "", "output format: json or text (default: json when stdout is not a terminal)")
+	root.PersistentFlags().StringVar(&a.output, "output", "", "output format: json, text, or csv for list and show --rows (default: json when stdout is not a terminal)")
 	root.PersistentFlags().IntVar(&a.maxAttempts, "max-attempts", returns.DefaultMaxAttempts, "how often a node of a task may fail in a row (crash, error) before its run ends failed (attempts_exhausted)")
 	a.addGlobalFlags(root)
 	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
+		// An empty or blank flag value is refused before anything else
+		// (docs/cli.md "Conventions"), --data "" included.
+		if err := refuseEmptyFlags(c); err != nil {
+			return err
+		}
 		if err := a.applyGlobals(c, args); err != nil {
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 	"assistant/checkpoints/postgres"
 	"assistant/flow/returns"
 	"assistant/internal/sqlitedb"
+	"assistant/runs"
 )
 
 // This file opens the two stores on a PostgreSQL server (--store URL): the
@@ -327,19 +328,84 @@ func (a *app) serverService(ctx context.Context, create bool) (*returns.Service,
 }
 
 // verifyServer checks the stores on the server of --store (returns.Verify
-// over the two schemas).
+// over the two schemas). A pair every other command refuses (a schema lost
+// while the other holds runs or task records, or two schemas of different
+// identities) is reported as an error finding, as on a data dir; a
+// database without either schema is ErrNotFound.
 func (a *app) verifyServer(ctx context.Context) (*returns.VerifyReport, error) {
-	srv, cps, desk, err := a.serverStores(ctx, false)
+	srv, err := connectServer(ctx, a.store)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { desk.Close(); cps.Close(); srv.close() }()
-	var v returns.ServerVerify
-	v.Desk = desk
-	if err := srv.conn.QueryRow(ctx, `SELECT (SELECT max(version) FROM checkpoints.schema_version), (SELECT max(version) FROM business.schema_version),
-		coalesce((SELECT id FROM checkpoints.data_dir WHERE one = 1), ''), coalesce((SELECT id FROM business.data_dir WHERE one = 1), '')`).
-		Scan(&v.CheckpointsVersion, &v.BusinessVersion, &v.CheckpointsDataDirID, &v.BusinessDataDirID); err != nil {
-		return nil, fmt.Errorf("look at %s: %w", srv.where, err)
+	defer srv.close()
+	found, err := srv.schemas(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v := returns.ServerVerify{}
+	err = found.Check(false)
+	if errors.Is(err, runs.ErrLostCheckpoints) || errors.Is(err, returns.ErrLostBusiness) {
+		// Nothing to open: the report says which schema is lost.
+		v.Lost = found.Lost()
+		if err := srv.schemaFacts(ctx, &v, v.Lost.File != returns.CheckpointsSchema, v.Lost.File != returns.BusinessSchema); err != nil {
+			return nil, err
+		}
+		return returns.Verify(ctx, returns.VerifyOptions{DataDir: redactURL(a.store), Host: a.host, Server: &v, Command: a.fixCommand})
+	}
+	if err != nil {
+		return nil, err
+	}
+	cps, err := postgres.Open(ctx, a.store, postgres.Options{})
+	if err != nil {
+		return nil, a.storeErr(srv, err)
+	}
+	defer cps.Close()
+	id, err := cps.DataDirID(ctx)
+	if err != nil {
+		return nil, a.storeErr(srv, err)
+	}
+	desk, err := business.OpenPostgres(ctx, a.store, business.Options{Now: srv.now, DataDirID: id})
+	switch {
+	case errors.Is(err, business.ErrPairMismatch):
+		// Reported from the identities read below; no cross-store check.
+	case err != nil:
+		return nil, a.storeErr(srv, err)
+	default:
+		defer desk.Close()
+		v.Desk = desk
+	}
+	if err := srv.schemaFacts(ctx, &v, true, true); err != nil {
+		return nil, err
 	}
 	return returns.Verify(ctx, returns.VerifyOptions{DataDir: redactURL(a.store), Checkpoints: cps, Host: a.host, Server: &v, Command: a.fixCommand})
+}
+
+// schemaFacts reads into v the schema version and the data dir identity
+// of the checkpoint schema (cps) and the business schema (desk), of those
+// asked for (a lost schema has none to read).
+func (s *server) schemaFacts(ctx context.Context, v *returns.ServerVerify, cps, desk bool) error {
+	read := func(schema string, version *int64, id *string) error {
+		var paired bool
+		q := `SELECT coalesce((SELECT max(version) FROM ` + pgx.Identifier{schema, "schema_version"}.Sanitize() + `), 0), to_regclass($1) IS NOT NULL`
+		if err := s.conn.QueryRow(ctx, q, pgx.Identifier{schema, "data_dir"}.Sanitize()).Scan(version, &paired); err != nil {
+			return fmt.Errorf("look at %s: %w", s.where, err)
+		}
+		if !paired {
+			return nil // a schema older than the pairing: no identity
+		}
+		q = `SELECT coalesce((SELECT id FROM ` + pgx.Identifier{schema, "data_dir"}.Sanitize() + ` WHERE one = 1), '')`
+		if err := s.conn.QueryRow(ctx, q).Scan(id); err != nil {
+			return fmt.Errorf("look at %s: %w", s.where, err)
+		}
+		return nil
+	}
+	if cps {
+		if err := read(returns.CheckpointsSchema, &v.CheckpointsVersion, &v.CheckpointsDataDirID); err != nil {
+			return err
+		}
+	}
+	if desk {
+		return read(returns.BusinessSchema, &v.BusinessVersion, &v.BusinessDataDirID)
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"assistant/checkpoints"
 	"assistant/flow/returns"
 	"assistant/internal/termtext"
 )
@@ -89,7 +90,8 @@ func verifyDir(ctx context.Context, dir, host string, command func(user string) 
 		return nil, err
 	}
 	defer closeCps()
-	return returns.Verify(ctx, returns.VerifyOptions{DataDir: dir, CheckpointsFile: check, Checkpoints: cps, Host: host, Command: command})
+	return returns.Verify(ctx, returns.VerifyOptions{DataDir: dir, CheckpointsFile: check, Checkpoints: cps, Host: host, Command: command,
+		CountThreads: checkpoints.CountThreadsReadOnly})
 }
 
 // renderVerify prints a verify report as JSON, or as text for a person.

@@ -213,37 +213,67 @@ func PrepareDataDir(dir string, create bool) error {
 // applications and task records (business.sqlite lost) are gone.
 // countThreads counts the threads of a checkpoint file read-only (the
 // checkpoint store's, given by the caller that opens it). Call it before
-// opening either store; it changes no file. Errors: runs.ErrLostCheckpoints,
+// opening either store; it changes no file. Verify reports the same state
+// as an error finding (LostFile). Errors: runs.ErrLostCheckpoints,
 // ErrLostBusiness, file errors.
 func CheckPair(ctx context.Context, dir string, countThreads func(context.Context, string) (int, error)) error {
+	lost, err := LostFile(ctx, dir, countThreads)
+	if err != nil || lost == nil {
+		return err
+	}
+	path := filepath.Join(dir, lost.File)
+	if lost.File == CheckpointsFile {
+		return fmt.Errorf("open checkpoints %s: %s records %d task(s): %w", path, BusinessFile, lost.Count, runs.ErrLostCheckpoints)
+	}
+	return fmt.Errorf("open business %s: %s holds %d run(s): %w", path, CheckpointsFile, lost.Count, ErrLostBusiness)
+}
+
+// Lost is a file of a data dir's pair (or a schema of a server's) that is
+// missing or empty while the other holds runs or task records: the state
+// CheckPair (or ServerSchemas.Check) refuses.
+type Lost struct {
+	// File is the lost one: CheckpointsFile or BusinessFile (on a server
+	// CheckpointsSchema or BusinessSchema).
+	File string
+	// Count is how many task records (checkpoints lost) or runs (business
+	// lost) the other one holds; at least 1.
+	Count int
+}
+
+// LostFile looks, read-only, for the state CheckPair refuses in data dir
+// dir: one file missing or empty while the other holds task records or
+// runs (countThreads counts a checkpoint file's threads). nil when there is
+// none: both files there, both missing, or the one there holding nothing.
+// Errors: file errors, reading the count.
+func LostFile(ctx context.Context, dir string, countThreads func(context.Context, string) (int, error)) (*Lost, error) {
 	cpsPath, deskPath := filepath.Join(dir, CheckpointsFile), filepath.Join(dir, BusinessFile)
 	cpsEmpty, err := missingOrEmpty(cpsPath)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	deskEmpty, err := missingOrEmpty(deskPath)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	switch {
 	case cpsEmpty && !deskEmpty:
 		n, err := runs.CountTasksReadOnly(ctx, deskPath)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if n > 0 {
-			return fmt.Errorf("open checkpoints %s: business.sqlite records %d task(s): %w", cpsPath, n, runs.ErrLostCheckpoints)
+			return &Lost{File: CheckpointsFile, Count: n}, nil
 		}
 	case deskEmpty && !cpsEmpty:
 		n, err := countThreads(ctx, cpsPath)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if n > 0 {
-			return fmt.Errorf("open business %s: checkpoints.sqlite holds %d run(s): %w", deskPath, n, ErrLostBusiness)
+			return &Lost{File: BusinessFile, Count: n}, nil
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 func missingOrEmpty(path string) (bool, error) {
@@ -361,6 +391,18 @@ var (
 	ErrNewerSchema   = errors.New("written by a newer version of assistant")
 )
 
+// Lost is the schema of the pair that is missing while the other holds
+// task records or runs (Check refuses that, Verify reports it), or nil.
+func (s ServerSchemas) Lost() *Lost {
+	switch {
+	case !s.Checkpoints && s.Business && s.Tasks > 0:
+		return &Lost{File: CheckpointsSchema, Count: s.Tasks}
+	case !s.Business && s.Checkpoints && s.Threads > 0:
+		return &Lost{File: BusinessSchema, Count: s.Threads}
+	}
+	return nil
+}
+
 // Check refuses, before anything is made, what PrepareDataDir and
 // CheckPair refuse in a data dir: without create, a database where either
 // schema is missing (a read command never makes one: ErrNotFound, "no task
@@ -378,13 +420,14 @@ func (s ServerSchemas) Check(create bool) error {
 		[]error{ErrNewerSchema, business.ErrNewerSchema}); err != nil {
 		return err
 	}
+	lost := s.Lost()
 	switch {
-	case !s.Checkpoints && s.Business && s.Tasks > 0:
+	case lost != nil && lost.File == CheckpointsSchema:
 		return &schemaRefusal{matches: []error{runs.ErrLostCheckpoints}, msg: fmt.Sprintf("open checkpoints in %s: the schema %s is missing while %s records %d task(s), so their runs are lost; %s",
-			s.Where, CheckpointsSchema, BusinessSchema, s.Tasks, fixLostSchema)}
-	case !s.Business && s.Checkpoints && s.Threads > 0:
+			s.Where, CheckpointsSchema, BusinessSchema, lost.Count, fixLostSchema)}
+	case lost != nil:
 		return &schemaRefusal{matches: []error{ErrLostBusiness}, msg: fmt.Sprintf("open business in %s: the schema %s is missing while %s holds %d run(s), so their tasks, drafts and applications are lost; %s",
-			s.Where, BusinessSchema, CheckpointsSchema, s.Threads, fixLostSchema)}
+			s.Where, BusinessSchema, CheckpointsSchema, lost.Count, fixLostSchema)}
 	case !create && (!s.Checkpoints || !s.Business):
 		return fmt.Errorf("no task has been started in %s (it holds no schemas %s and %s): %w", s.Where, CheckpointsSchema, BusinessSchema, ErrNotFound)
 	}

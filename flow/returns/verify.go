@@ -94,6 +94,11 @@ type VerifyOptions struct {
 	DataDir         string
 	CheckpointsFile FileCheck
 	Checkpoints     flow.Checkpointer
+	// CountThreads counts the threads of a checkpoint file read-only
+	// (the checkpoint store's, as for CheckPair): a business file missing
+	// beside a checkpoint file that holds runs is an error finding, the
+	// state every other command refuses. nil leaves that a warning.
+	CountThreads func(ctx context.Context, path string) (int, error)
 	// Now is the wall clock (a lease's expiry); nil means time.Now.
 	Now func() time.Time
 	// Host is how leases name this machine (Config.Host); "" means
@@ -116,7 +121,14 @@ type VerifyOptions struct {
 // store and the schema versions found, both opened by the caller (who
 // knows the store packages).
 type ServerVerify struct {
+	// Desk is the business store; nil when it cannot be opened, because
+	// its schema is lost (Lost) or carries another identity than the
+	// checkpoint schema's: the report then says so, and the cross-store
+	// checks do not run.
 	Desk *business.Store
+	// Lost, when set, is the schema missing while the other holds task
+	// records or runs (ServerSchemas.Lost): an error finding.
+	Lost *Lost
 	// CheckpointsVersion and BusinessVersion are the schema versions the
 	// two schemas hold.
 	CheckpointsVersion, BusinessVersion int64
@@ -176,7 +188,11 @@ func Verify(ctx context.Context, o VerifyOptions) (*VerifyReport, error) {
 	}
 	rep.addFile(CheckpointsFile, o.CheckpointsFile)
 	rep.addFile(BusinessFile, deskCheck)
-	rep.addPairing(o.CheckpointsFile, deskCheck)
+	lost, err := lostFile(ctx, o, deskCheck)
+	if err != nil {
+		return nil, fmt.Errorf("verify %s: %w", o.DataDir, err)
+	}
+	rep.addPairing(o.CheckpointsFile, deskCheck, lost)
 	if o.CheckpointsFile.Usable() && deskCheck.Usable() && o.Checkpoints != nil {
 		desk, err := business.OpenReadOnly(ctx, deskPath)
 		if err != nil {
@@ -230,12 +246,24 @@ func idOrNull(id string) *string {
 // database server. There is no file to check: the report lists the two
 // schemas with their versions and integrity "server".
 func verifyServer(ctx context.Context, o VerifyOptions, now func() time.Time, rep *VerifyReport) (*VerifyReport, error) {
+	sv := o.Server
 	rep.Files = []FileReport{
-		{File: CheckpointsSchema, Exists: true, SchemaVersion: o.Server.CheckpointsVersion, Integrity: IntegrityServer, DataDirID: idOrNull(o.Server.CheckpointsDataDirID)},
-		{File: BusinessSchema, Exists: true, SchemaVersion: o.Server.BusinessVersion, Integrity: IntegrityServer, DataDirID: idOrNull(o.Server.BusinessDataDirID)},
+		{File: CheckpointsSchema, Exists: sv.Lost == nil || sv.Lost.File != CheckpointsSchema, SchemaVersion: sv.CheckpointsVersion, Integrity: IntegrityServer, DataDirID: idOrNull(sv.CheckpointsDataDirID)},
+		{File: BusinessSchema, Exists: sv.Lost == nil || sv.Lost.File != BusinessSchema, SchemaVersion: sv.BusinessVersion, Integrity: IntegrityServer, DataDirID: idOrNull(sv.BusinessDataDirID)},
 	}
-	if err := crossCheck(ctx, o, o.Server.Desk, now, rep); err != nil {
-		return nil, err
+	switch {
+	case sv.Lost != nil:
+		rep.Findings = append(rep.Findings, lostFinding(sv.Lost, func(name string) string { return "the schema " + name }, fixLostSchema))
+	case sv.CheckpointsDataDirID != "" && sv.BusinessDataDirID != "" && sv.CheckpointsDataDirID != sv.BusinessDataDirID:
+		rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, File: BusinessSchema,
+			Problem: fmt.Sprintf("the schemas belong to different data dirs: %s carries %s, %s carries %s; every other command refuses this store until it is restored",
+				CheckpointsSchema, sv.CheckpointsDataDirID, BusinessSchema, sv.BusinessDataDirID),
+			Fix: "restore both schemas from one pg_dump with pg_restore (docs/postgres.md \"Backup\"), or drop both to start afresh"})
+	}
+	if sv.Desk != nil {
+		if err := crossCheck(ctx, o, sv.Desk, now, rep); err != nil {
+			return nil, err
+		}
 	}
 	rep.quoteCommands(o.Command)
 	rep.Clean = rep.Errors() == 0
@@ -264,19 +292,63 @@ func (r *VerifyReport) addFile(name string, c business.FileCheck) {
 	r.Files = append(r.Files, f)
 }
 
-// addPairing checks that the two files carry one data dir identity, and
-// that neither is lost while the other holds data.
-func (r *VerifyReport) addPairing(cps, desk business.FileCheck) {
+// lostFile is the file of o's data dir that CheckPair finds lost (missing
+// or empty while the other holds task records or runs), read as CheckPair
+// reads it; nil when none is, or when the file there cannot be counted
+// (its own findings say why: a damaged file, or an older schema).
+func lostFile(ctx context.Context, o VerifyOptions, desk business.FileCheck) (*Lost, error) {
+	cps := o.CheckpointsFile
 	switch {
+	case cps.Exists == desk.Exists:
+		return nil, nil
+	case desk.Exists && !desk.Usable(), cps.Exists && (!cps.Usable() || o.CountThreads == nil):
+		return nil, nil
+	}
+	return LostFile(ctx, o.DataDir, o.CountThreads)
+}
+
+// fixLostFile is what to do about a file of the pair that is lost.
+const fixLostFile = "restore both files from one backup taken before the loss (`assistant backup DIR` makes one; docs/recovery.md \"Restoring a backup\"), " +
+	"or move both files away to start afresh"
+
+// lostFinding is the error finding of a file (or schema) of the pair lost
+// while the other holds task records or runs: every other command refuses
+// the store then (CheckPair, ServerSchemas.Check). of names the two
+// ("checkpoints.sqlite", or "the schema checkpoints").
+func lostFinding(lost *Lost, of func(name string) string, fix string) Finding {
+	other, what := CheckpointsFile, "run(s), so the tasks, drafts and applications of those runs are lost"
+	if lost.File == CheckpointsFile || lost.File == CheckpointsSchema {
+		other, what = BusinessFile, "task record(s), so their runs are lost"
+	}
+	if lost.File == CheckpointsSchema {
+		other = BusinessSchema
+	} else if lost.File == BusinessSchema {
+		other = CheckpointsSchema
+	}
+	return Finding{Severity: SeverityError, File: lost.File,
+		Problem: fmt.Sprintf("%s is missing or empty while %s holds %d %s; every other command refuses this store until it is restored",
+			of(lost.File), of(other), lost.Count, what),
+		Fix: fix}
+}
+
+// addPairing checks that the two files carry one data dir identity, and
+// that neither is lost while the other holds data: lost, when set, is the
+// file CheckPair refuses the data dir for (an error); a file missing
+// beside one that holds nothing is a warning (a new data dir's first
+// command makes it).
+func (r *VerifyReport) addPairing(cps, desk business.FileCheck, lost *Lost) {
+	switch {
+	case lost != nil:
+		r.Findings = append(r.Findings, lostFinding(lost, func(name string) string { return name }, fixLostFile))
 	case !cps.Exists && !desk.Exists:
 		return
 	case !cps.Exists || !desk.Exists:
-		lost, other := CheckpointsFile, BusinessFile
+		missing, other := CheckpointsFile, BusinessFile
 		if !desk.Exists {
-			lost, other = BusinessFile, CheckpointsFile
+			missing, other = BusinessFile, CheckpointsFile
 		}
-		r.Findings = append(r.Findings, Finding{Severity: SeverityWarning, File: lost,
-			Problem: fmt.Sprintf("%s is missing or empty while %s is there", lost, other),
+		r.Findings = append(r.Findings, Finding{Severity: SeverityWarning, File: missing,
+			Problem: fmt.Sprintf("%s is missing or empty while %s is there", missing, other),
 			Fix:     "if tasks were run in this data dir, restore both files from one backup (`assistant backup DIR` makes one); a new data dir's first command makes it"})
 	case cps.DataDirID != "" && desk.DataDirID != "" && cps.DataDirID != desk.DataDirID:
 		r.Findings = append(r.Findings, Finding{Severity: SeverityError, File: BusinessFile,
