@@ -44,11 +44,8 @@ a submitted task again returns the same application with reused: true.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Task, opts.User = args[0], a.user
 			opts.HasReason = c.Flags().Changed("reason")
-			for _, f := range []string{"draft", "interrupt", "action", "comment"} {
-				if c.Flags().Changed(f) && c.Flags().Lookup(f).Value.String() == "" {
-					return usageErr("--%s must not be empty", f)
-				}
-			}
+			// An empty --draft, --interrupt, --action, --comment or
+			// --reason was refused before (refuseEmptyFlags).
 			if err := returns.ValidTaskID(opts.Task); err != nil {
 				return usageErr("%v", err)
 			}
