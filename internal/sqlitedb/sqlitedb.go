@@ -258,10 +258,53 @@ func newOpening(path string, spec Spec) (*opening, error) {
 		return nil, fmt.Errorf("inspect: %w", err)
 	}
 	o.inWAL = o.hdr != nil && o.hdr[18] == 2 && o.hdr[19] == 2
-	if err := o.planChecks(fileLeftState(path)); err != nil {
+	left := fileLeftState(path)
+	if err := o.refuseByHeader(left); err != nil {
+		return nil, err
+	}
+	if err := o.planChecks(left); err != nil {
 		return nil, err
 	}
 	return o, nil
+}
+
+// soundHeader reports whether hdr, a file's first 100 bytes, holds what
+// every SQLite database header holds (sqlite.org/fileformat.html "The
+// Database Header"): a page size that is a power of two from 512 to
+// 65536 (1 standing for 65536), file format versions 1 or 2, and the
+// payload fractions 64, 32 and 32. A header that fails is no database's
+// word on its application or schema.
+func soundHeader(hdr []byte) bool {
+	size := int(binary.BigEndian.Uint16(hdr[16:18]))
+	if size == 1 {
+		size = 65536
+	}
+	return size >= 512 && size <= 65536 && size&(size-1) == 0 &&
+		hdr[18] >= 1 && hdr[18] <= 2 && hdr[19] >= 1 && hdr[19] <= 2 &&
+		hdr[21] == 64 && hdr[22] == 32 && hdr[23] == 32
+}
+
+// refuseByHeader refuses, from the file's first 100 bytes alone, a file
+// of another application or of a newer schema, before SQLite opens it:
+// an open, even a read-only one, would make the -wal and -shm files
+// beside a WAL-mode file that has none (docs/storage.md "Refusals": a
+// refused file is left as it was). The header is the file's own word
+// only while no -wal holds frames (a newer page 1 may be among them);
+// with frames, inspect decides, through SQLite. Errors: ErrForeignFile,
+// ErrNewerSchema, with the same words as fileHeader.check.
+func (o *opening) refuseByHeader(left leftState) error {
+	if o.hdr == nil || left.walFrames || !soundHeader(o.hdr) {
+		return nil // SQLite decides: a damaged header is ErrCorrupt
+	}
+	h := fileHeader{
+		appID:   int64(binary.BigEndian.Uint32(o.hdr[68:72])),
+		version: int64(binary.BigEndian.Uint32(o.hdr[60:64])),
+	}
+	newest := o.spec.Migrations[len(o.spec.Migrations)-1].Version
+	if (h.appID == o.spec.ApplicationID && h.version > newest) || (h.appID != 0 && h.appID != o.spec.ApplicationID) {
+		return fmt.Errorf("inspect: %w", h.check(o.spec))
+	}
+	return nil
 }
 
 // optionsOf checks spec and fills in its defaults.

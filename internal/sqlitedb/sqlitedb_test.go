@@ -217,3 +217,57 @@ func TestOpenWhileWriterHoldsLock(t *testing.T) {
 		t.Errorf("rows seen: %d (%v), want the 1 committed", n, err)
 	}
 }
+
+// TestOpenRefusesByHeaderMakingNoFiles: a WAL-mode file closed cleanly by
+// another program (no -wal, no -shm beside it) that is another
+// application's or of a newer schema is refused from its header alone:
+// the refusing open makes no -wal or -shm beside it, and the file is
+// left byte for byte as it was.
+func TestOpenRefusesByHeaderMakingNoFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		appID int64
+		ver   int64
+		want  error
+	}{
+		{"another program's", 0x0BADF00D, 1, sqlitedb.ErrForeignFile},
+		{"a newer schema", 0x12345678, 9, sqlitedb.ErrNewerSchema},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "x.sqlite")
+			w, err := sql.Open("sqlite", "file:"+path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.SetMaxOpenConns(1)
+			for _, q := range []string{
+				`PRAGMA journal_mode = WAL`,
+				fmt.Sprintf(`PRAGMA application_id = %d`, tc.appID), fmt.Sprintf(`PRAGMA user_version = %d`, tc.ver),
+				`CREATE TABLE t (x)`, `INSERT INTO t VALUES (1)`,
+			} {
+				if _, err := w.Exec(q); err != nil {
+					t.Fatalf("%s: %v", q, err)
+				}
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			names := []string{"x.sqlite", "x.sqlite-wal", "x.sqlite-shm"}
+			before := fileSums(t, dir, names...)
+			if before["x.sqlite-wal"] != "missing" || before["x.sqlite-shm"] != "missing" {
+				t.Fatalf("the test needs a file closed cleanly, without -wal and -shm: %v", before)
+			}
+			_, err = sqlitedb.Open(context.Background(), path, sqlitedb.Spec{
+				ApplicationID: 0x12345678,
+				Migrations:    []sqlitedb.Migration{{Version: 1, Name: "0001_t.sql", SQL: "CREATE TABLE t (x)"}},
+			})
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Open: %v, want %v", err, tc.want)
+			}
+			if after := fileSums(t, dir, names...); !maps.Equal(before, after) {
+				t.Errorf("the refusing open changed the files:\nbefore %v\nafter  %v", before, after)
+			}
+		})
+	}
+}
