@@ -42,7 +42,8 @@ func cmdGolden(t *testing.T, name string) string {
 // TestOrdersListAsBefore: orders list, which now streams, prints through
 // the binary exactly what it printed before for a small data dir: the
 // JSON and text goldens of cmd's tests (written by the whole-list code),
-// and with --json FIELDS each element's fields as writeJSON selected them.
+// with --json FIELDS each element's fields as writeJSON selected them, and
+// the top-level fields (the list, schema_version) as it selects them.
 func TestOrdersListAsBefore(t *testing.T) {
 	t.Run("JSON", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "data")
@@ -80,6 +81,13 @@ func TestOrdersListAsBefore(t *testing.T) {
 		want.WriteString("\n  ]\n}\n")
 		if sel != want.String() || len(picked.Orders) != 10 {
 			t.Fatalf("orders list --json not_returnable_because,order_id:\n%s\nwant:\n%s", sel, want.String())
+		}
+		// The top-level fields select the list whole, or leave it out.
+		for fields, want := range map[string]string{"orders": out, "schema_version,orders": out, "schema_version": "{\n  \"schema_version\": 1\n}\n"} {
+			got, stderr, code := run(t, dir, "orders", "list", "--json", fields)
+			if code != 0 || stderr != "" || got != want {
+				t.Errorf("orders list --json %s: exit %d, %s\n%s\nwant:\n%s", fields, code, stderr, got, want)
+			}
 		}
 	})
 	t.Run("Text", func(t *testing.T) {

@@ -297,6 +297,9 @@ type ordersJSON struct {
 	// head is the document up to the list's "[", tail what follows its
 	// "]" (writeJSON's output for an empty list, cut at its "[]").
 	head, tail string
+	// noList: the --json selection leaves the list out (schema_version
+	// alone); tail is then the whole document and no order is printed.
+	noList bool
 	// keep says which of orderLineFields are printed (all without --json).
 	keep [len(orderLineFields)]bool
 	// fast: OrderLine's JSON fields are orderLineFields.
@@ -328,12 +331,16 @@ func newOrdersJSON(w io.Writer) (*ordersJSON, error) {
 	if err := writeJSON(into, map[string]any{"orders": []returns.OrderLine{}}); err != nil {
 		return nil, err
 	}
+	j := &ordersJSON{out: bufio.NewWriterSize(plainWriter(w), 64<<10), sel: sel,
+		fast: slices.Equal(fieldNames(reflect.TypeFor[returns.OrderLine]()), orderLineFields[:])}
 	head, tail, ok := strings.Cut(empty.String(), "[]")
 	if !ok {
-		return nil, fmt.Errorf("orders list: unexpected JSON shape %q", empty.String())
+		// --json schema_version: the document holds no list, whatever
+		// the orders; it is printed at the end, as writeJSON printed it.
+		j.noList, j.tail = true, empty.String()
+		return j, nil
 	}
-	j := &ordersJSON{out: bufio.NewWriterSize(plainWriter(w), 64<<10), sel: sel, head: head + "[", tail: "]" + tail,
-		fast: slices.Equal(fieldNames(reflect.TypeFor[returns.OrderLine]()), orderLineFields[:])}
+	j.head, j.tail = head+"[", "]"+tail
 	for i, f := range orderLineFields {
 		j.keep[i] = sel == nil || sel.list != "orders" || slices.Contains(sel.fields, f)
 	}
@@ -343,6 +350,9 @@ func newOrdersJSON(w io.Writer) (*ordersJSON, error) {
 }
 
 func (j *ordersJSON) line(o returns.OrderLine) error {
+	if j.noList {
+		return nil
+	}
 	if j.n == 0 {
 		j.out.WriteString(j.head)
 	} else {
@@ -452,6 +462,10 @@ func (j *ordersJSON) slowLine(o returns.OrderLine) error {
 }
 
 func (j *ordersJSON) end() error {
+	if j.noList {
+		j.out.WriteString(j.tail)
+		return j.out.Flush()
+	}
 	if j.n == 0 {
 		j.out.WriteString(j.head)
 	} else {

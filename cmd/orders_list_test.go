@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"text/tabwriter"
@@ -64,7 +65,8 @@ func sourceOf(lines []returns.OrderLine, fail error) orderSource {
 // a --json selection (fields given in another order than the struct's),
 // by the fast writer and by the generic one.
 func TestOrdersListJSONIsWriteJSONs(t *testing.T) {
-	selections := []string{"", "order_id", "not_returnable_because,order_id", "item,delivered_at,teaching,user", "order_id,user,item,delivered_at,final_sale,teaching,not_returnable_because"}
+	selections := []string{"", "order_id", "not_returnable_because,order_id", "item,delivered_at,teaching,user", "order_id,user,item,delivered_at,final_sale,teaching,not_returnable_because",
+		"orders", "schema_version", "orders,schema_version"}
 	for _, n := range []int{0, 1, 3, 2500} {
 		lines := orderLines(n)
 		for _, fields := range selections {
@@ -74,7 +76,7 @@ func TestOrdersListJSONIsWriteJSONs(t *testing.T) {
 					wrap := func(b *bytes.Buffer) *app {
 						a := &app{output: "json", stdout: b}
 						if fields != "" {
-							a.stdout = &selectingWriter{Writer: b, sel: &jsonSelection{fields: strings.Split(fields, ","), list: "orders", checked: true}}
+							a.stdout = &selectingWriter{Writer: b, sel: ordersSelection(t, fields)}
 						}
 						return a
 					}
@@ -111,6 +113,22 @@ func TestOrdersListJSONIsWriteJSONs(t *testing.T) {
 			}
 		}
 	}
+}
+
+// ordersSelection is --json fields of orders list, as the command
+// makes it (selectionFor).
+func ordersSelection(t *testing.T, fields string) *jsonSelection {
+	t.Helper()
+	root := (&app{stdout: io.Discard, stderr: io.Discard}).newRoot()
+	c, _, err := root.Find([]string{"orders", "list"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel, err := selectionFor(c, nil, fields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sel
 }
 
 // head is the start of s, for a failure message.
