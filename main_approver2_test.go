@@ -205,3 +205,32 @@ func TestExpiredCardOffersAGranteeWhatWorks(t *testing.T) {
 		t.Errorf("alice's recover, as her card offers: exit %d\n%s", code, out)
 	}
 }
+
+// TestKilledSingleApprovalIsShown: the approval of a task that needs one
+// is recorded in the trail by submit; killed before that (its answer
+// saved before review ran, or in the state after it), show lists it all
+// the same, as it counts (recover submits it), and once submitted the
+// trail holds it once.
+func TestKilledSingleApprovalIsShown(t *testing.T) {
+	for _, point := range []string{"before:review", "after-checkpoint:review"} {
+		t.Run(point, func(t *testing.T) {
+			dir := t.TempDir()
+			ciBotOrders(t, dir)
+			as(t, dir, "ci-bot", 0, "approvers", "grant", "alice")
+			as(t, dir, "ci-bot", 0, "start", "s1", "C1", "--reason", "size")
+			if _, code, _ := faultRun(t, dir, point, []string{"--user", "alice", "resume", "s1", "--action", "approve"}); code != 137 {
+				t.Fatalf("alice's approve killed at %s: exit %d, want 137", point, code)
+			}
+			v, _ := as(t, dir, "ci-bot", 0, "show", "s1")
+			if got := trailOfView(v); got != "alice approve" {
+				t.Errorf("show s1 after the kill: decisions %q, want alice's approve", got)
+			}
+			as(t, dir, "ci-bot", 0, "recover")
+			v, _ = as(t, dir, "ci-bot", 0, "show", "s1")
+			if v.Status != "done" || trailOfView(v) != "alice approve" || decisionsOf(t, dir, "s1") != "alice approve" {
+				t.Errorf("after recover: %s, decisions %q, trail %q; want done, alice's approve once", v.Status, trailOfView(v), decisionsOf(t, dir, "s1"))
+			}
+			verifyClean(t, dir)
+		})
+	}
+}

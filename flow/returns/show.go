@@ -38,6 +38,7 @@ func (s *Service) Show(ctx context.Context, task, user string) (*View, error) {
 		if v, err = s.withTrail(ctx, view(t, snap)); err != nil {
 			return nil, fmt.Errorf("show %s: %w", t.ID, err)
 		}
+		v = withHeld(v, snap)
 		d, err := standing(ctx, s.desk, t.ID, snap)
 		if err != nil {
 			return nil, fmt.Errorf("show %s: %w", t.ID, err)
