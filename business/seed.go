@@ -162,3 +162,15 @@ func loadSeed(ctx context.Context, q sqlitedb.Querier, orders []seedOrder, now t
 	}
 	return nil
 }
+
+// SeedHasOrder reports whether the teaching orders seed (the CSV of
+// Options.Seed; nil or empty: none) gives user an order with id orderID:
+// whether a business file made now with that seed would hold it. Errors:
+// the seed's own (a line that does not parse).
+func SeedHasOrder(seed []byte, user, orderID string) (bool, error) {
+	orders, err := parseSeed(seed)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(orders, func(o seedOrder) bool { return o.user == user && o.orderID == orderID }), nil
+}

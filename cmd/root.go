@@ -64,6 +64,10 @@ type app struct {
 	seed   []byte
 	// closers close what service opened, when the command has returned.
 	closers []func()
+	// beforeCreate, when set, runs before service makes the stores (a
+	// data dir whose two files are both missing, a database without
+	// either schema); its error ends the command with nothing made.
+	beforeCreate func() error
 	// maxAttempts is --max-attempts (returns.Config.MaxAttempts).
 	maxAttempts int
 	// reported is set by a command whose output already names its error

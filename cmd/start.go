@@ -43,6 +43,10 @@ with other input it is refused (exit 3).`,
 			if err := returns.ValidateStart(opts); err != nil {
 				return err
 			}
+			// Stores this start would make hold the teaching orders
+			// alone: an order not among them is exit 4 with nothing
+			// made (a mistyped --data makes no data dir).
+			a.beforeCreate = func() error { return returns.OrderInNewStores(a.seed, opts) }
 			svc, err := a.service(c.Context(), true)
 			if err != nil {
 				return ran(err)

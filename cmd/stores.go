@@ -29,6 +29,11 @@ func (a *app) service(ctx context.Context, create bool) (*returns.Service, error
 	if a.store != "" {
 		return a.serverService(ctx, create)
 	}
+	if create && a.beforeCreate != nil && !exists(filepath.Join(a.data, returns.BusinessFile)) && !exists(filepath.Join(a.data, returns.CheckpointsFile)) {
+		if err := a.beforeCreate(); err != nil {
+			return nil, err
+		}
+	}
 	if err := returns.PrepareDataDir(a.data, create); err != nil {
 		return nil, err
 	}
@@ -129,4 +134,11 @@ func (a *app) withTeachingOrders(root *cobra.Command, next func(*cobra.Command, 
 		}
 		return nil
 	}
+}
+
+// exists reports whether something is at path (a file that cannot be
+// looked at counts as there: opening it says why).
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return !errors.Is(err, fs.ErrNotExist)
 }

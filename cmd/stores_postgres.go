@@ -258,6 +258,9 @@ func (a *app) serverStores(ctx context.Context, create bool) (*server, *postgres
 	if err == nil {
 		err = found.Check(create)
 	}
+	if err == nil && create && a.beforeCreate != nil && !found.Checkpoints && !found.Business {
+		err = a.beforeCreate()
+	}
 	if err != nil {
 		srv.close()
 		return nil, nil, nil, err

@@ -250,3 +250,20 @@ func (r *runner) restart(ctx context.Context, t runs.TaskRecord, o StartOptions)
 	}
 	return r.resume(ctx, t, ResumeOptions{Task: t.ID, User: t.User})
 }
+
+// OrderInNewStores returns the error Start gives for an unknown order
+// (ErrNotFound) when stores made now with the teaching orders seed
+// (business.Options.Seed; nil: none) would not hold o.User's order
+// o.Order, so that a start on stores not made yet refuses it before
+// making them; nil when they would. Errors: ErrNotFound, or the seed's
+// own (a line that does not parse).
+func OrderInNewStores(seed []byte, o StartOptions) error {
+	ok, err := business.SeedHasOrder(seed, o.User, o.Order)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("order %s: %w for user %s", o.Order, ErrNotFound, o.User)
+	}
+	return nil
+}
