@@ -139,7 +139,7 @@ func TestOrdersListMemoryIsFlat(t *testing.T) {
 				t.Fatalf("orders list --output %s: %v", output, err)
 			}
 			rss[i] = c.ProcessState.SysUsage().(*syscall.Rusage).Maxrss // KiB on Linux
-			want := n + 10 + 1 // the teaching orders; the header
+			want := n + 10 + 1                                          // the teaching orders; the header
 			if output == "json" {
 				want = (n+10)*9 + 5 // nine lines an order; the document's five
 			}
