@@ -389,9 +389,11 @@ func TestImportOnPostgresRefreshesStatistics(t *testing.T) {
 		name     string
 		orders   int
 		analyzed bool
+		dryRun   bool
 	}{
-		{"Large", analyzeAfter, true},
-		{"Small", analyzeAfter - 1, false},
+		{"Large", analyzeAfter, true, false},
+		{"Small", analyzeAfter - 1, false, false},
+		{"DryRun", analyzeAfter, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -406,7 +408,12 @@ func TestImportOnPostgresRefreshesStatistics(t *testing.T) {
 			for i := range tt.orders {
 				fmt.Fprintf(&csv, "S%05d,demo-user,item %d,2026-11-20,false\n", i, i)
 			}
-			res, err := s.ImportOrders(context.Background(), strings.NewReader(csv.String()), ParseOptions{User: "demo-user", Location: time.UTC})
+			f, err := ParseOrders(context.Background(), strings.NewReader(csv.String()), ParseOptions{User: "demo-user", Location: time.UTC})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			res, err := s.ImportOrdersFile(context.Background(), f, ImportOptions{DryRun: tt.dryRun})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -164,7 +164,7 @@ func (s *Store) ImportOrdersFile(ctx context.Context, f *OrdersFile, opts Import
 	if err != nil {
 		return ImportResult{}, fmt.Errorf("import orders: %w", err)
 	}
-	if s.h.Postgres() && res.Added+res.Updated >= analyzeAfter {
+	if s.h.Postgres() && !opts.DryRun && res.Added+res.Updated >= analyzeAfter {
 		// The import is stored: new statistics are for the planner only,
 		// so a failure here (a lock, a cancel) does not fail it.
 		s.analyzeOrders(ctx)
@@ -173,7 +173,8 @@ func (s *Store) ImportOrdersFile(ctx context.Context, f *OrdersFile, opts Import
 }
 
 // analyzeAfter is how many orders an import on PostgreSQL adds or
-// updates before it refreshes the table's planner statistics.
+// updates before it refreshes the table's planner statistics (a dry run,
+// which writes nothing, never does).
 const analyzeAfter = 1000
 
 // analyzeOrders refreshes PostgreSQL's statistics of the orders table
