@@ -68,6 +68,8 @@ func TestConventionsJSONFields(t *testing.T) {
 			keys: []string{"schema_version", "recovered"}},
 		{name: "OrdersListTopLevel", setup: [][]string{startR1}, args: []string{"orders", "list", "--json", "orders,schema_version"},
 			keys: []string{"schema_version", "orders"}},
+		{name: "ListSchemaVersionBesideElementFields", setup: [][]string{startR1}, args: []string{"list", "--json", "task,schema_version"},
+			keys: []string{"schema_version", "tasks"}, items: []string{"task"}},
 		{name: "OrdersListSelectsInEachOrder", setup: [][]string{startR1}, args: []string{"orders", "list", "--json", "order_id"},
 			keys: []string{"schema_version", "orders"}, items: []string{"order_id"}},
 		{name: "HistoryTopLevel", setup: [][]string{startR1}, args: []string{"history", "r1", "--json", "steps"},

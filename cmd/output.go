@@ -176,6 +176,9 @@ func encodeJSON(w io.Writer, v any, indent string, sel *jsonSelection) error {
 func (s *jsonSelection) check(v any) error {
 	have, list := jsonFieldsOf(v, s.list)
 	for _, f := range s.fields {
+		if list != "" && f == "schema_version" {
+			continue // printed at the top of every object, may be named beside the elements' fields
+		}
 		if !slices.Contains(have, f) {
 			what := "field"
 			if list != "" {
