@@ -453,6 +453,33 @@ func TestConventionsEnvironment(t *testing.T) {
 	}
 }
 
+// TestBlankDataEnvRefused: ASSISTANT_DATA set to blanks is exit 2 with one
+// line and makes no directory, as --data " " is; --data or --store given
+// sets it aside; set but empty it counts as unset.
+func TestBlankDataEnvRefused(t *testing.T) {
+	seed, err := os.ReadFile(seedFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	t.Chdir(dir)
+	t.Setenv(EnvData, " ")
+	t.Setenv(EnvStore, "")
+	var stdout, stderr strings.Builder
+	code := Run(context.Background(), []string{"start", "e1", "A3001", "--reason", "x"}, &stdout, &stderr, seed)
+	if code != ExitUsage || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), EnvData+" must not be blank") {
+		t.Fatalf("exit %d, stderr %q; want %d and one line saying %s must not be blank", code, stderr.String(), ExitUsage, EnvData)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 0 {
+		t.Fatalf("the command made %v (%v), want nothing", entries, err)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if code := Run(context.Background(), []string{"--data", filepath.Join(dir, "d"), "start", "e1", "A3001", "--reason", "x"}, &stdout, &stderr, seed); code != ExitOK {
+		t.Fatalf("--data beside a blank %s: exit %d, %s", EnvData, code, stderr.String())
+	}
+}
+
 // TestConventionsEveryCommandHasAShape: each command is in jsonShapes (its
 // --json fields are checked before it runs) or in noJSON.
 func TestConventionsEveryCommandHasAShape(t *testing.T) {

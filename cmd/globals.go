@@ -92,6 +92,11 @@ func refuseUnknownSubcommands(root *cobra.Command) {
 // --json for command c, before it runs. Errors: ErrInvalid.
 func (a *app) applyGlobals(c *cobra.Command, args []string) error {
 	a.applyEnv(c)
+	if v := os.Getenv(EnvData); v != "" && a.data == v && strings.TrimSpace(v) == "" {
+		// As --data " " is (refuseEmptyFlags): a blank directory name is
+		// a mistake, not a directory to make. Set but empty stays unset.
+		return usageErr("%s must not be blank: give it a directory, or unset it", EnvData)
+	}
 	if !c.Flags().Changed("json") {
 		return nil
 	}
