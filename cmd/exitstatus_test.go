@@ -7,6 +7,7 @@ package cmd
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -148,5 +149,35 @@ func TestSignalNote(t *testing.T) {
 		if got := a.signalNote(ctx, tc.v); got != tc.want {
 			t.Errorf("signalNote(%+v) = %q, want %q", tc.v, got, tc.want)
 		}
+	}
+}
+
+// TestStdoutWriteFailureIsExit1: a command whose output cannot be written
+// (stdout on a full disk) is exit 1, an internal failure, whichever way it
+// prints (a view, a list, a streamed list, a history); it was exit 2, a
+// usage error, for all but orders list.
+func TestStdoutWriteFailureIsExit1(t *testing.T) {
+	for _, args := range [][]string{
+		{"show", "r1"},
+		{"list"},
+		{"history", "r1"},
+		{"orders", "list"},
+		{"orders", "list", "--output", "text"},
+		{"show", "r1", "--output", "text"},
+	} {
+		t.Run(strings.Join(args, "_"), func(t *testing.T) {
+			c := newCLI(t)
+			c.mustRun(startR1...)
+			full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+			if err != nil {
+				t.Skipf("no /dev/full here: %v", err)
+			}
+			defer full.Close()
+			var stderr strings.Builder
+			code := Run(context.Background(), append([]string{"--data", c.data}, args...), full, &stderr, c.seed)
+			if code != ExitInternal || strings.Count(stderr.String(), "\n") != 1 {
+				t.Errorf("exit %d, stderr %q; want %d and one line", code, stderr.String(), ExitInternal)
+			}
+		})
 	}
 }

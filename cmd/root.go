@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -259,7 +260,9 @@ func exitCode(err error) int {
 		return ExitNotFound
 	case errors.Is(err, returns.ErrConflict):
 		return ExitConflict
-	case errors.As(err, &re):
+	case errors.As(err, &re), errors.As(err, new(*fs.PathError)):
+		// The command's work, or a file it read or wrote (stdout on a full
+		// disk: a command that printed through render, not ran, was exit 2).
 		return ExitInternal
 	}
 	return ExitUsage // cobra's own errors: unknown command, wrong argument count
