@@ -82,6 +82,9 @@ func (r *runner) endedAnswer(ctx context.Context, t runs.TaskRecord, snap *flow.
 	if !o.answering() {
 		return nil
 	}
+	if err := r.endedInterrupt(ctx, t.ID, snap, o); err != nil {
+		return err
+	}
 	action, _ := savedAnswers(snap)
 	var same bool
 	answer := o.Action
@@ -97,6 +100,98 @@ func (r *runner) endedAnswer(ctx context.Context, t runs.TaskRecord, snap *flow.
 		return nil
 	}
 	return fmt.Errorf("task %s ended as %s; the answer %s changes nothing: %w", t.ID, endedAs(v), answer, ErrConflict)
+}
+
+// endedInterrupt checks the --interrupt of o, an answer to a task whose
+// run has ended (any end: done, cancelled, failed), against the questions
+// its run asked and the answers saved to them, from every checkpoint of
+// the thread (or the head snap's, when the history holds none): a
+// question someone else answered, or that o.User answered otherwise, is
+// ErrConflict saying who answered it and how; an id the task never asked
+// is ErrInvalid. nil without --interrupt, for o.User's own answer given
+// again (a retry: the caller's rule of an ended task applies), and for a
+// question the run asked and nobody answered. Nothing is written.
+// Errors: those, and storage errors.
+func (r *runner) endedInterrupt(ctx context.Context, task string, snap *flow.Snapshot[State], o ResumeOptions) error {
+	if o.InterruptID == "" {
+		return nil
+	}
+	asked, answers, err := r.askedAnswered(ctx, task, snap)
+	if err != nil {
+		return fmt.Errorf("resume %s: %w", task, err)
+	}
+	a, answered := answers[o.InterruptID]
+	if !answered && !asked[o.InterruptID] {
+		return fmt.Errorf("%w: task %s never asked interrupt %q; run `assistant history %s` to see its questions", ErrInvalid, task, o.InterruptID, ShellQuote(task))
+	}
+	if !answered || a.Action == "" {
+		return nil // unanswered, or a reason question: the caller's rule
+	}
+	if a.By == o.User && a.Action == o.Action && sameWords(o, Decision{Reason: a.Reason, Comment: a.Comment}) {
+		return nil
+	}
+	by, when := a.By, ""
+	if by == "" {
+		by = "someone"
+	}
+	if !a.At.IsZero() {
+		when = " at " + a.At.UTC().Format(time.RFC3339)
+	}
+	given := o.Action
+	if given == "" {
+		given = fmt.Sprintf("--reason %q", o.Reason)
+	}
+	return fmt.Errorf("task %s: interrupt %s was answered already (%s by %s%s); the answer %s changes nothing; run `assistant show %s` to see how the task ended: %w", task, o.InterruptID, a.Action, by, when, given, ShellQuote(task), ErrConflict)
+}
+
+// askedAnswered returns the ids of the questions the run of task asked
+// and the approval answers saved to them (by interrupt id), read from the
+// pending writes of every checkpoint of its thread; a thread whose
+// checkpoints are gone (pruned, or lost) gives the questions snap still
+// shows. Errors: storage errors.
+func (r *runner) askedAnswered(ctx context.Context, task string, snap *flow.Snapshot[State]) (map[string]bool, map[string]ApprovalAnswer, error) {
+	asked, answers := map[string]bool{}, map[string]ApprovalAnswer{}
+	if snap != nil {
+		for _, in := range snap.Interrupts {
+			asked[in.ID] = true
+		}
+	}
+	cps, err := r.cps.List(ctx, task, flow.ListOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, c := range cps {
+		cp, err := r.cps.Get(ctx, task, c.ID)
+		if err != nil {
+			return nil, nil, err
+		}
+		if cp == nil {
+			continue
+		}
+		for _, w := range cp.PendingWrites {
+			id := flow.InterruptID(w.TaskID, w.Idx)
+			switch w.Kind {
+			case flow.WriteInterrupt, flow.WriteSubgraphInterrupt:
+				asked[id] = true
+			case flow.WriteResume:
+				asked[id] = true
+				var a ApprovalAnswer
+				if json.Unmarshal(w.Value, &a) == nil {
+					answers[id] = a
+				}
+			}
+		}
+	}
+	return asked, answers, nil
+}
+
+// businessName names the business store in a message to a person: the
+// file business.sqlite, or on PostgreSQL the schema business.
+func (r *runner) businessName() string {
+	if r.desk != nil && r.desk.Handle().Postgres() {
+		return "the schema " + BusinessSchema
+	}
+	return BusinessFile
 }
 
 // boundToEnded checks --draft and --version of o against last, the draft
@@ -265,7 +360,7 @@ func (r *runner) plan(ctx context.Context, t runs.TaskRecord, snap *flow.Snapsho
 		ahead = slices.Delete(ahead, i, i+1)
 		a = carriedAnswer(d)
 		cmd.ResumeMap[in.ID] = a
-		carried = fmt.Sprintf(" (the approval %s gave at %s, recorded in %s)", d.By, d.At.UTC().Format(time.RFC3339), BusinessFile)
+		carried = fmt.Sprintf(" (the approval %s gave at %s, recorded in %s)", d.By, d.At.UTC().Format(time.RFC3339), r.businessName())
 	} else if err := r.secondAnswer(ctx, t.ID, a.DraftID, o); err != nil {
 		return flow.Command{}, "", err
 	}
@@ -291,7 +386,7 @@ func (r *runner) plan(ctx context.Context, t runs.TaskRecord, snap *flow.Snapsho
 		d := ahead[0]
 		ahead = ahead[1:]
 		cmd.ResumeMap[q.ID] = carriedAnswer(d)
-		note += fmt.Sprintf("; %s's approval of %s, recorded in %s, counts as approver %d (interrupt %s)", d.By, d.At.UTC().Format(time.RFC3339), BusinessFile, approvalSlot(q.Value).Approver, q.ID)
+		note += fmt.Sprintf("; %s's approval of %s, recorded in %s, counts as approver %d (interrupt %s)", d.By, d.At.UTC().Format(time.RFC3339), r.businessName(), approvalSlot(q.Value).Approver, q.ID)
 	}
 	return cmd, note, nil
 }
@@ -833,5 +928,5 @@ func (r *runner) trailAhead(ctx context.Context, t runs.TaskRecord, snap *flow.S
 		return nil
 	}
 	return fmt.Errorf("task %s was answered %s already (by %s at %s, recorded in %s; the checkpoint that applied it was lost): the answer given is refused and changes nothing; that answer stands and only it carries the task on: `%s`: %w",
-		t.ID, d.Action, d.By, d.At.UTC().Format(time.RFC3339), BusinessFile, StandingCommand(t.ID, *standingView(d)), ErrConflict)
+		t.ID, d.Action, d.By, d.At.UTC().Format(time.RFC3339), r.businessName(), StandingCommand(t.ID, *standingView(d)), ErrConflict)
 }

@@ -353,7 +353,12 @@ func (r *runner) batchRow(ctx context.Context, b BatchState, row runs.BatchRow) 
 			return runs.RowOutcome{RowNo: row.RowNo, Outcome: CodeNotFound, ErrorCode: CodeNotFound,
 				Error: fmt.Sprintf("order %s not found for user %s; no task was made", row.OrderID, b.User)}, nil
 		case errors.Is(err, ErrConflict):
-			return taken(row), nil
+			// Made meanwhile by another command: whose it is decides
+			// the words, as below.
+			if t, rerr := r.runs.Task(ctx, row.TaskID); rerr == nil {
+				return r.taken(ctx, row, &t, b.User), nil
+			}
+			return r.taken(ctx, row, nil, b.User), nil
 		case err != nil:
 			return runs.RowOutcome{}, err
 		}
@@ -363,7 +368,7 @@ func (r *runner) batchRow(ctx context.Context, b BatchState, row runs.BatchRow) 
 		return runs.RowOutcome{}, err
 	}
 	if t.User != b.User || t.Fingerprint != fingerprint(o) {
-		return taken(row), nil
+		return r.taken(ctx, row, &t, b.User), nil
 	}
 	return r.existingRow(ctx, row.RowNo, t)
 }
@@ -383,10 +388,29 @@ func (r *runner) knownTask(ctx context.Context, id string) (runs.TaskRecord, err
 	return *t, nil
 }
 
-// taken is the outcome of a batch row whose task id is another task's.
-func taken(row runs.BatchRow) runs.RowOutcome {
-	return runs.RowOutcome{RowNo: row.RowNo, Outcome: CodeConflict, ErrorCode: CodeConflict,
-		Error: fmt.Sprintf("task %s already exists with other input (order, reason or --draft-ttl); the row was not run", row.TaskID)}
+// taken is the outcome of a batch row of user whose task id is another
+// task's, t (nil when its record cannot be read), in the words start's
+// idTaken uses: user's own task "already exists with other input";
+// another user's id "is already taken", naming `assistant show` only to
+// a person who may see that task, and saying nothing of its input.
+func (r *runner) taken(ctx context.Context, row runs.BatchRow, t *runs.TaskRecord, user string) runs.RowOutcome {
+	out := runs.RowOutcome{RowNo: row.RowNo, Outcome: CodeConflict, ErrorCode: CodeConflict}
+	switch {
+	case t != nil && t.User == user:
+		out.Error = fmt.Sprintf("task %s already exists with other input (order, reason or --draft-ttl); the row was not run", row.TaskID)
+	case t != nil && r.visible(ctx, *t, user):
+		out.Error = fmt.Sprintf("task id %s is already taken (choose another task id, or see that task with `assistant show %s`); the row was not run", row.TaskID, ShellQuote(row.TaskID))
+	default:
+		out.Error = fmt.Sprintf("task id %s is already taken (choose another task id); the row was not run", row.TaskID)
+	}
+	return out
+}
+
+// visible reports whether user may see task t (mayDecideRecord); a store
+// error counts as not.
+func (r *runner) visible(ctx context.Context, t runs.TaskRecord, user string) bool {
+	_, ok, err := mayDecideRecord(ctx, r.desk, t, user)
+	return err == nil && ok
 }
 
 // stageOutcome is the outcome of a row whose task reached stage, with

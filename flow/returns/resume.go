@@ -142,10 +142,15 @@ func (r *runner) resume(ctx context.Context, t runs.TaskRecord, o ResumeOptions)
 			return nil, err
 		}
 	}
+	if applied {
+		if err := r.endedInterrupt(ctx, t.ID, head, o); err != nil {
+			return nil, err
+		}
+	}
 	if snap.Done() || (snap.Waiting() && !o.answering() && t.Status != StatusWaiting) {
 		v, err := r.settled(ctx, t, snap, o)
 		if err == nil && applied && o.answering() && o.Action != ActionApprove {
-			v.Note = fmt.Sprintf("business.sqlite holds the task's application %s: the request ended submitted with it, and the answer changes nothing", v.Result.ApplicationID)
+			v.Note = fmt.Sprintf("%s holds the task's application %s: the request ended submitted with it, and the answer changes nothing", r.businessName(), v.Result.ApplicationID)
 		}
 		return v, err
 	}
