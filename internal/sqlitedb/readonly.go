@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"strconv"
@@ -30,6 +31,9 @@ func OpenReadOnly(ctx context.Context, path string, spec Spec) (*sql.DB, error) 
 	}
 	if hdr == nil {
 		return nil, fmt.Errorf("empty file: %w", ErrCorrupt)
+	}
+	if err := headerRefusal(hdr, fileLeftState(path), spec); err != nil {
+		return nil, err // before SQLite would make a -wal and -shm beside it
 	}
 	connector, err := openConnector(path, "mode=ro", "_pragma=busy_timeout("+strconv.FormatInt(DefaultBusyTimeout.Milliseconds(), 10)+")")
 	if err != nil {
@@ -98,7 +102,14 @@ func CheckFile(ctx context.Context, path string, spec Spec) (FileCheck, error) {
 		return c, nil
 	}
 	c.Exists = true
-	if _, err := readFileHeader(path); err != nil {
+	hdr, err := readFileHeader(path)
+	if err != nil {
+		c.Problems = append(c.Problems, err.Error())
+		return c, nil
+	}
+	if err := headerRefusal(hdr, fileLeftState(path), spec); err != nil {
+		// Before SQLite would make a -wal and -shm beside it.
+		c.Version = int64(binary.BigEndian.Uint32(hdr[60:64]))
 		c.Problems = append(c.Problems, err.Error())
 		return c, nil
 	}

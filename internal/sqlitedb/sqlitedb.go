@@ -285,24 +285,36 @@ func soundHeader(hdr []byte) bool {
 }
 
 // refuseByHeader refuses, from the file's first 100 bytes alone, a file
-// of another application or of a newer schema, before SQLite opens it:
-// an open, even a read-only one, would make the -wal and -shm files
-// beside a WAL-mode file that has none (docs/storage.md "Refusals": a
-// refused file is left as it was). The header is the file's own word
-// only while no -wal holds frames (a newer page 1 may be among them);
-// with frames, inspect decides, through SQLite. Errors: ErrForeignFile,
-// ErrNewerSchema, with the same words as fileHeader.check.
+// of another application or of a newer schema, before SQLite opens it
+// (headerRefusal), with the words inspect gives. Errors: ErrForeignFile,
+// ErrNewerSchema.
 func (o *opening) refuseByHeader(left leftState) error {
-	if o.hdr == nil || left.walFrames || !soundHeader(o.hdr) {
-		return nil // SQLite decides: a damaged header is ErrCorrupt
+	if err := headerRefusal(o.hdr, left, o.spec); err != nil {
+		return fmt.Errorf("inspect: %w", err)
+	}
+	return nil
+}
+
+// headerRefusal is the refusal of a file of another application or of a
+// newer schema that its header alone (hdr, the first 100 bytes; nil for
+// an empty file) tells, without SQLite: an open, even a read-only one,
+// would make the -wal and -shm files beside a WAL-mode file that has
+// none (docs/storage.md "Refusals": a refused file is left as it was).
+// The header is the file's own word only while no -wal holds frames (a
+// newer page 1 may be among them) and when it is sound (soundHeader);
+// otherwise, and for a file with no application id, nil: SQLite decides.
+// Errors: ErrForeignFile, ErrNewerSchema, in fileHeader.check's words.
+func headerRefusal(hdr []byte, left leftState, spec Spec) error {
+	if hdr == nil || left.walFrames || !soundHeader(hdr) {
+		return nil
 	}
 	h := fileHeader{
-		appID:   int64(binary.BigEndian.Uint32(o.hdr[68:72])),
-		version: int64(binary.BigEndian.Uint32(o.hdr[60:64])),
+		appID:   int64(binary.BigEndian.Uint32(hdr[68:72])),
+		version: int64(binary.BigEndian.Uint32(hdr[60:64])),
 	}
-	newest := o.spec.Migrations[len(o.spec.Migrations)-1].Version
-	if (h.appID == o.spec.ApplicationID && h.version > newest) || (h.appID != 0 && h.appID != o.spec.ApplicationID) {
-		return fmt.Errorf("inspect: %w", h.check(o.spec))
+	newest := spec.Migrations[len(spec.Migrations)-1].Version
+	if (h.appID == spec.ApplicationID && h.version > newest) || (h.appID != 0 && h.appID != spec.ApplicationID) {
+		return h.check(spec)
 	}
 	return nil
 }

@@ -258,15 +258,31 @@ func TestOpenRefusesByHeaderMakingNoFiles(t *testing.T) {
 			if before["x.sqlite-wal"] != "missing" || before["x.sqlite-shm"] != "missing" {
 				t.Fatalf("the test needs a file closed cleanly, without -wal and -shm: %v", before)
 			}
-			_, err = sqlitedb.Open(context.Background(), path, sqlitedb.Spec{
+			spec := sqlitedb.Spec{
 				ApplicationID: 0x12345678,
 				Migrations:    []sqlitedb.Migration{{Version: 1, Name: "0001_t.sql", SQL: "CREATE TABLE t (x)"}},
-			})
+			}
+			_, err = sqlitedb.Open(context.Background(), path, spec)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Open: %v, want %v", err, tc.want)
 			}
 			if after := fileSums(t, dir, names...); !maps.Equal(before, after) {
 				t.Errorf("the refusing open changed the files:\nbefore %v\nafter  %v", before, after)
+			}
+			// backup's read-only open and verify's check refuse it alike.
+			db, err := sqlitedb.OpenReadOnly(context.Background(), path, spec)
+			if !errors.Is(err, tc.want) {
+				if db != nil {
+					db.Close()
+				}
+				t.Fatalf("OpenReadOnly: %v, want %v", err, tc.want)
+			}
+			fc, err := sqlitedb.CheckFile(context.Background(), path, spec)
+			if err != nil || len(fc.Problems) == 0 {
+				t.Fatalf("CheckFile: %+v, %v; want a problem", fc, err)
+			}
+			if after := fileSums(t, dir, names...); !maps.Equal(before, after) {
+				t.Errorf("the read-only open or the check changed the files:\nbefore %v\nafter  %v", before, after)
 			}
 		})
 	}
