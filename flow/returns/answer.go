@@ -188,7 +188,7 @@ func (r *runner) askedAnswered(ctx context.Context, task string, snap *flow.Snap
 // businessName names the business store in a message to a person: the
 // file business.sqlite, or on PostgreSQL the schema business.
 func (r *runner) businessName() string {
-	if r.desk != nil && r.desk.Handle().Postgres() {
+	if r.onServer() {
 		return "the schema " + BusinessSchema
 	}
 	return BusinessFile

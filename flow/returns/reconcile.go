@@ -38,14 +38,36 @@ type InconsistentError struct {
 	// Business is what business.sqlite says, e.g. "has no application
 	// app_…".
 	Business string
+	// Server is set when the two stores are the schemas checkpoints and
+	// business of a PostgreSQL database (--store), not a data dir's files:
+	// the message names them and pg_restore instead.
+	Server bool
 }
 
 // Error implements the error interface for *InconsistentError: one line
-// naming the task, what each file says and what to do.
+// naming the task, what each file (or schema) says and what to do.
 func (e *InconsistentError) Error() string {
+	if e.Server {
+		return fmt.Sprintf("task %s is inconsistent: the schema %s says %s, but the schema %s %s; "+
+			"nothing was written (run `assistant verify` to list every such task, then restore both schemas from one pg_dump with pg_restore; see docs/postgres.md \"Backup\")",
+			e.Task, CheckpointsSchema, e.Checkpoints, BusinessSchema, e.Business)
+	}
 	return fmt.Sprintf("task %s is inconsistent: checkpoints.sqlite says %s, but business.sqlite %s; "+
 		"nothing was written (run `assistant verify` to list every such task, then restore both files from one backup, which `assistant backup DIR` makes; see docs/recovery.md \"Restoring a backup\")",
 		e.Task, e.Checkpoints, e.Business)
+}
+
+// onServer reports whether the runner's stores are on PostgreSQL.
+func (r *runner) onServer() bool { return r.desk != nil && r.desk.Handle().Postgres() }
+
+// checkpointsName names the checkpoint store in a message to a person:
+// the file checkpoints.sqlite, or on PostgreSQL the schema checkpoints
+// (businessName is the business store's).
+func (r *runner) checkpointsName() string {
+	if r.onServer() {
+		return "the schema " + CheckpointsSchema
+	}
+	return CheckpointsFile
 }
 
 // Is makes errors.Is match ErrInconsistent.
@@ -93,18 +115,18 @@ func (r *runner) rowsHeld(ctx context.Context, task string, st State) error {
 	if st.Draft != nil {
 		switch {
 		case !h.DraftFound:
-			return &InconsistentError{Task: task, Checkpoints: "its draft is " + draftID, Business: "has no draft " + draftID}
+			return &InconsistentError{Server: r.onServer(), Task: task, Checkpoints: "its draft is " + draftID, Business: "has no draft " + draftID}
 		case h.DraftTask != task || h.DraftUser != st.User:
-			return &InconsistentError{Task: task, Checkpoints: "its draft is " + draftID, Business: fmt.Sprintf("holds draft %s for task %s", draftID, h.DraftTask)}
+			return &InconsistentError{Server: r.onServer(), Task: task, Checkpoints: "its draft is " + draftID, Business: fmt.Sprintf("holds draft %s for task %s", draftID, h.DraftTask)}
 		}
 	}
 	if st.Result != nil {
 		claim := "it was submitted as application " + appID
 		switch {
 		case !h.ApplicationFound:
-			return &InconsistentError{Task: task, Checkpoints: claim, Business: "has no application " + appID}
+			return &InconsistentError{Server: r.onServer(), Task: task, Checkpoints: claim, Business: "has no application " + appID}
 		case st.Draft == nil || h.ApplicationDraft != draftID || h.ApplicationUser != st.User:
-			return &InconsistentError{Task: task, Checkpoints: claim, Business: fmt.Sprintf("holds %s for draft %s", appID, h.ApplicationDraft)}
+			return &InconsistentError{Server: r.onServer(), Task: task, Checkpoints: claim, Business: fmt.Sprintf("holds %s for draft %s", appID, h.ApplicationDraft)}
 		}
 	}
 	return nil
@@ -142,7 +164,7 @@ func (r *runner) noApplication(ctx context.Context, task string, st State) error
 	case err != nil:
 		return fmt.Errorf("reconcile %s: %w", task, err)
 	}
-	return &InconsistentError{Task: task, Checkpoints: "it ended " + st.Stage + " without an application",
+	return &InconsistentError{Server: r.onServer(), Task: task, Checkpoints: "it ended " + st.Stage + " without an application",
 		Business: fmt.Sprintf("holds its application %s (%s)", a.ID, a.ReviewStatus)}
 }
 
@@ -179,7 +201,7 @@ func (r *runner) orphanRun(ctx context.Context, task, user string) error {
 	if stage == "" {
 		stage = "running"
 	}
-	return &InconsistentError{Task: task, Checkpoints: "it holds the task's run (stage " + stage + ")", Business: "has no record of the task"}
+	return &InconsistentError{Server: r.onServer(), Task: task, Checkpoints: "it holds the task's run (stage " + stage + ")", Business: "has no record of the task"}
 }
 
 // CodeRecordedEnd is the error code of a task that business.sqlite
@@ -258,13 +280,13 @@ func (r *runner) recordedEnd(ctx context.Context, t runs.TaskRecord, snap *flow.
 	}
 	switch t.Status {
 	case StatusDone:
-		return st, false, &InconsistentError{Task: t.ID, Checkpoints: "its run has not ended", Business: "records it done but holds no application of it"}
+		return st, false, &InconsistentError{Server: r.onServer(), Task: t.ID, Checkpoints: "its run has not ended", Business: "records it done but holds no application of it"}
 	case StatusCancelled:
 		return Reduce(st, State{Stage: StageCancelled, Decision: ActionCancel}), true, nil
 	case StatusFailed:
 		if st.Error == nil {
 			st.Error = &Failure{Code: CodeRecordedEnd, Message: fmt.Sprintf(
-				"task %s ended failed, as business.sqlite records; checkpoints.sqlite is older than that end and does not say why; nothing was submitted", t.ID)}
+				"task %s ended failed, as %s records; %s is older than that end and does not say why; nothing was submitted", t.ID, r.businessName(), r.checkpointsName())}
 		}
 		return Reduce(st, State{Stage: StageFailed}), true, nil
 	}
@@ -322,6 +344,9 @@ func (s *Service) disagreement(ctx context.Context, t runs.TaskRecord) string {
 	var ie *InconsistentError
 	if !errors.As(s.cmd.reconcile(ctx, t.ID, snap), &ie) {
 		return ""
+	}
+	if ie.Server {
+		return fmt.Sprintf("its two schemas disagree: the schema %s says %s, but the schema %s %s; `assistant verify` lists every such task and what to do", CheckpointsSchema, ie.Checkpoints, BusinessSchema, ie.Business)
 	}
 	return fmt.Sprintf("its two files disagree: checkpoints.sqlite says %s, but business.sqlite %s; `assistant verify` lists every such task and what to do", ie.Checkpoints, ie.Business)
 }
