@@ -164,6 +164,8 @@ func TestStdoutWriteFailureIsExit1(t *testing.T) {
 		{"orders", "list"},
 		{"orders", "list", "--output", "text"},
 		{"show", "r1", "--output", "text"},
+		{"recover", "--output", "text"},
+		{"recover"},
 	} {
 		t.Run(strings.Join(args, "_"), func(t *testing.T) {
 			c := newCLI(t)

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -61,27 +62,31 @@ boot").`,
 }
 
 // printRecovered prints recover's report as JSON or one line per task.
+// The text is written in one piece, and a failed write is the error (a
+// full disk: exit 1), as every command's output is.
 func (a *app) printRecovered(got []returns.Recovered) error {
 	if a.output == "json" {
 		return writeJSON(a.stdout, map[string]any{"recovered": got})
 	}
+	var b bytes.Buffer
 	if len(got) == 0 {
-		fmt.Fprintln(a.stdout, "Nothing to recover: no running task has lost its process, and no waiting draft has expired.")
+		fmt.Fprintln(&b, "Nothing to recover: no running task has lost its process, and no waiting draft has expired.")
 	}
 	for _, r := range got {
 		if r.Error != "" {
-			fmt.Fprintf(a.stdout, "%s: not recovered: %s\n", termSafe(r.Task), termtext.EscapeControls(r.Error))
+			fmt.Fprintf(&b, "%s: not recovered: %s\n", termSafe(r.Task), termtext.EscapeControls(r.Error))
 			continue
 		}
 		if r.Ended != "" {
-			fmt.Fprintf(a.stdout, "%s: %s (%s): its draft expired before anyone approved it; nothing was submitted\n", termSafe(r.Task), r.Status, r.Ended)
+			fmt.Fprintf(&b, "%s: %s (%s): its draft expired before anyone approved it; nothing was submitted\n", termSafe(r.Task), r.Status, r.Ended)
 			continue
 		}
-		fmt.Fprintf(a.stdout, "%s: %s (stage %s)", termSafe(r.Task), r.Status, orDash(r.Stage))
+		fmt.Fprintf(&b, "%s: %s (stage %s)", termSafe(r.Task), r.Status, orDash(r.Stage))
 		if rc := r.Recovery; rc != nil {
-			fmt.Fprintf(a.stdout, " · %d ms, %d steps kept, %d redone, %d interrupted", rc.RecoveryMS, rc.StepsKept, rc.StepsRedone, rc.StepsInterrupted)
+			fmt.Fprintf(&b, " · %d ms, %d steps kept, %d redone, %d interrupted", rc.RecoveryMS, rc.StepsKept, rc.StepsRedone, rc.StepsInterrupted)
 		}
-		fmt.Fprintln(a.stdout)
+		fmt.Fprintln(&b)
 	}
-	return nil
+	_, err := a.stdout.Write(b.Bytes())
+	return err
 }
