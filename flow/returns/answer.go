@@ -295,6 +295,11 @@ func (r *runner) plan(ctx context.Context, t runs.TaskRecord, snap *flow.Snapsho
 		// as a pending write by the process that died): it can only be
 		// re-affirmed. Any other answer would answer a question nobody saw.
 		if o.answering() {
+			// Who gave the answer first: another person's answer, or
+			// another answer, is refused saying who answered what.
+			if err := r.carriedBy(ctx, t.ID, o); err != nil {
+				return flow.Command{}, "", err
+			}
 			recorded, err := recordedAnswer(t.ID, snap, o)
 			if err != nil {
 				return flow.Command{}, "", err
@@ -929,4 +934,113 @@ func (r *runner) trailAhead(ctx context.Context, t runs.TaskRecord, snap *flow.S
 	}
 	return fmt.Errorf("task %s was answered %s already (by %s at %s, recorded in %s; the checkpoint that applied it was lost): the answer given is refused and changes nothing; that answer stands and only it carries the task on: `%s`: %w",
 		t.ID, d.Action, d.By, d.At.UTC().Format(time.RFC3339), r.businessName(), StandingCommand(t.ID, *standingView(d)), ErrConflict)
+}
+
+// carriedBy checks o, an answer to task's run that stopped part-way with
+// no question pending and whose action (or reason) is the one the run
+// carries, against who gave it: the answers saved to the questions of the
+// newest checkpoint that has any (one round: both approvals of a draft,
+// or the cancel that answered them, or a reason). The answer is a retry
+// (nil: the run is continued) only from a person who gave one of them,
+// the same answer, and, with --interrupt, to the question they answered.
+// From anyone else, or to another person's question, it is ErrConflict,
+// one line saying who answered what and offering `assistant resume T`,
+// which anyone who may decide the task may run (the caller checked that
+// o.User may). nil too when the checkpoints name no answerer (pruned, or
+// answers saved without one): the action check of recordedAnswer stands.
+// Nothing is written. Errors: those, and storage errors.
+func (r *runner) carriedBy(ctx context.Context, task string, o ResumeOptions) error {
+	ids, answers, err := r.lastAnswers(ctx, task)
+	if err != nil {
+		return fmt.Errorf("resume %s: %w", task, err)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	for _, id := range ids {
+		if answers[id].By == "" {
+			return nil // an answer saved without its answerer: not judged
+		}
+	}
+	mine := func(id string) bool {
+		a := answers[id]
+		if a.By != o.User {
+			return false
+		}
+		if o.Action == "" {
+			return a.Action == "" && strings.TrimSpace(o.Reason) == strings.TrimSpace(a.Reason)
+		}
+		return a.Action == o.Action && sameWords(o, Decision{Reason: a.Reason, Comment: a.Comment})
+	}
+	if o.InterruptID != "" {
+		if _, ok := answers[o.InterruptID]; ok && mine(o.InterruptID) {
+			return nil
+		}
+	} else if slices.ContainsFunc(ids, mine) {
+		return nil
+	}
+	said := func(id string) string {
+		a := answers[id]
+		what := a.Action
+		if what == "" {
+			what = fmt.Sprintf("reason %q", a.Reason)
+		}
+		line := what + " by " + a.By
+		if !a.At.IsZero() {
+			line += " at " + a.At.UTC().Format(time.RFC3339)
+		}
+		return line
+	}
+	given := o.Action
+	if given == "" {
+		given = fmt.Sprintf("--reason %q", o.Reason)
+	}
+	if _, ok := answers[o.InterruptID]; ok {
+		return fmt.Errorf("task %s: interrupt %s was answered already (%s), and its run stopped part-way with no question pending; the answer %s by %s changes nothing; run `assistant resume %s` to continue it: %w", task, o.InterruptID, said(o.InterruptID), given, o.User, ShellQuote(task), ErrConflict)
+	}
+	var who []string
+	for _, id := range ids {
+		who = append(who, fmt.Sprintf("interrupt %s: %s", id, said(id)))
+	}
+	return fmt.Errorf("task %s has no question pending: its run stopped part-way after its questions were answered (%s); the answer %s by %s changes nothing; run `assistant resume %s` to continue it: %w", task, strings.Join(who, "; "), given, o.User, ShellQuote(task), ErrConflict)
+}
+
+// lastAnswers returns the answers saved to the questions of task's newest
+// checkpoint that holds any (by interrupt id, and the ids in the order
+// saved): the round of answers its run carries. None when no checkpoint
+// holds one. Errors: storage errors.
+func (r *runner) lastAnswers(ctx context.Context, task string) ([]string, map[string]ApprovalAnswer, error) {
+	cps, err := r.cps.List(ctx, task, flow.ListOptions{}) // newest first
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, c := range cps {
+		cp, err := r.cps.Get(ctx, task, c.ID)
+		if err != nil {
+			return nil, nil, err
+		}
+		if cp == nil {
+			continue
+		}
+		var ids []string
+		answers := map[string]ApprovalAnswer{}
+		for _, w := range cp.PendingWrites {
+			if w.Kind != flow.WriteResume {
+				continue
+			}
+			var a ApprovalAnswer
+			if json.Unmarshal(w.Value, &a) != nil {
+				continue
+			}
+			id := flow.InterruptID(w.TaskID, w.Idx)
+			if _, seen := answers[id]; !seen {
+				ids = append(ids, id)
+			}
+			answers[id] = a
+		}
+		if len(ids) > 0 {
+			return ids, answers, nil
+		}
+	}
+	return nil, nil, nil
 }
