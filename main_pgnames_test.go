@@ -34,3 +34,27 @@ func TestPostgresInconsistentNamesSchemas(t *testing.T) {
 		}
 	}
 }
+
+// TestPostgresStandingAnswerNamesNoFile: a revise the decision trail holds
+// while the head lost it (killed at answer:after-trail) is shown and
+// verified on --store in words that name no SQLite file: the card speaks
+// of the decision trail, verify of the schemas business and checkpoints.
+func TestPostgresStandingAnswerNamesNoFile(t *testing.T) {
+	t.Parallel()
+	pg := newPGStore(t)
+	pg.must(t, nil, "start", "k3", "A3003", "--reason", "size")
+	if _, stderr, code := pg.run(t, []string{"ASSISTANT_FAULT=answer:after-trail"}, "resume", "k3", "--action", "revise", "--comment", "why"); code == 0 {
+		t.Fatalf("the revise killed after the trail exited 0 (%s)", stderr)
+	}
+	card, stderr, code := pg.run(t, nil, "show", "k3", "--output", "text")
+	if code != 0 {
+		t.Fatalf("show: exit %d, %s", code, stderr)
+	}
+	if !strings.Contains(card, "the decision trail holds stands") || strings.Contains(card, ".sqlite") {
+		t.Errorf("card:\n%s\nwant the standing revise told as the decision trail's, no file named", card)
+	}
+	report, stderr, _ := pg.run(t, nil, "verify", "--output", "text")
+	if !strings.Contains(report, "the schema business holds the answer revise") || strings.Contains(report, ".sqlite") {
+		t.Errorf("verify:\n%s%s\nwant the schema business named, no file", report, stderr)
+	}
+}

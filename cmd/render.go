@@ -152,7 +152,9 @@ func cardStands(b *strings.Builder, in returns.InterruptView, prompt, effect, pr
 	} else {
 		fmt.Fprintf(b, "Question: %s\n", termSafe(prompt))
 	}
-	fmt.Fprintf(b, "Next:     %s %s   (the %s %s holds stands: its checkpoint was lost; only it carries the task on)\n", prog, termSafe(cmd), termSafe(action), returns.BusinessFile)
+	// "The decision trail", not a file's name: on --store the trail is
+	// in the schema business, not in business.sqlite.
+	fmt.Fprintf(b, "Next:     %s %s   (the %s the decision trail holds stands: its checkpoint was lost; only it carries the task on)\n", prog, termSafe(cmd), termSafe(action))
 }
 
 // cardQuestion writes a pending question and the commands that answer it.

@@ -503,7 +503,7 @@ func (v *verifier) recordWithoutRun(rep *VerifyReport, t runs.TaskRecord) {
 	case t.Kind == runs.KindBatch:
 		fix = fmt.Sprintf("`assistant resume %s` runs the batch again; rows already handled are skipped", ShellQuote(t.ID))
 	case recordEnded(t):
-		fix = recordedEndFix(t)
+		fix = recordedEndFix(t, v.r.businessName())
 	}
 	rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: t.ID, owner: t.User,
 		Problem: fmt.Sprintf("%s records it (%s, stage %q), %s holds no run of it", BusinessFile, t.Status, t.Stage, CheckpointsFile),
@@ -558,7 +558,7 @@ func (v *verifier) standing(ctx context.Context, rep *VerifyReport, t runs.TaskR
 		return err
 	}
 	rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: t.ID, owner: t.User,
-		Problem: fmt.Sprintf("%s holds the answer %s by %s at %s that its run in %s lacks (its checkpoint was lost)", BusinessFile, d.Action, d.By, d.At.UTC().Format(time.RFC3339), CheckpointsFile),
+		Problem: fmt.Sprintf("%s holds the answer %s by %s at %s that its run in %s lacks (its checkpoint was lost)", v.r.businessName(), d.Action, d.By, d.At.UTC().Format(time.RFC3339), v.r.checkpointsName()),
 		Fix:     fmt.Sprintf("`%s` carries it out (the answer stands; any other is refused)", StandingCommand(t.ID, *standingView(d)))})
 	return nil
 }
@@ -576,9 +576,9 @@ func (v *verifier) recordAndRun(rep *VerifyReport, t runs.TaskRecord, head *View
 	fix := fmt.Sprintf("`assistant resume %s` sets the record right", ShellQuote(t.ID))
 	switch {
 	case recordEnded(t) && !head.done():
-		fix = recordedEndFix(t)
+		fix = recordedEndFix(t, v.r.businessName())
 	case head.Status == StatusWaiting:
-		fix = fmt.Sprintf("answer its question (`assistant show %s`): the answer is checked against %s, which keeps what it holds", ShellQuote(t.ID), BusinessFile)
+		fix = fmt.Sprintf("answer its question (`assistant show %s`): the answer is checked against %s, which keeps what it holds", ShellQuote(t.ID), v.r.businessName())
 	}
 	rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: t.ID, owner: t.User,
 		Problem: fmt.Sprintf("its record says %s, its run %s (stage %s)", t.Status, head.Status, head.Stage),
@@ -588,6 +588,7 @@ func (v *verifier) recordAndRun(rep *VerifyReport, t runs.TaskRecord, head *View
 // recordedEndFix is the fix of a task whose record ended while its run in
 // the checkpoint file did not (an older checkpoints.sqlite): nothing to
 // do, every command reports the recorded end and runs nothing (truth).
-func recordedEndFix(t runs.TaskRecord) string {
-	return fmt.Sprintf("nothing to do: %s is the truth, so every command reports the task %s and none runs it again (`assistant show %s`)", BusinessFile, t.Status, ShellQuote(t.ID))
+// business names the business store (runner.businessName).
+func recordedEndFix(t runs.TaskRecord, business string) string {
+	return fmt.Sprintf("nothing to do: %s is the truth, so every command reports the task %s and none runs it again (`assistant show %s`)", business, t.Status, ShellQuote(t.ID))
 }
