@@ -478,6 +478,12 @@ func TestBlankDataEnvRefused(t *testing.T) {
 	if code := Run(context.Background(), []string{"--data", filepath.Join(dir, "d"), "start", "e1", "A3001", "--reason", "x"}, &stdout, &stderr, seed); code != ExitOK {
 		t.Fatalf("--data beside a blank %s: exit %d, %s", EnvData, code, stderr.String())
 	}
+	// A command that uses no data dir does not care.
+	stdout.Reset()
+	stderr.Reset()
+	if code := Run(context.Background(), []string{"completion", "bash"}, &stdout, &stderr, seed); code != ExitOK {
+		t.Fatalf("completion bash beside a blank %s: exit %d, %s", EnvData, code, stderr.String())
+	}
 }
 
 // TestConventionsEveryCommandHasAShape: each command is in jsonShapes (its

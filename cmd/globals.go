@@ -92,7 +92,9 @@ func refuseUnknownSubcommands(root *cobra.Command) {
 // --json for command c, before it runs. Errors: ErrInvalid.
 func (a *app) applyGlobals(c *cobra.Command, args []string) error {
 	a.applyEnv(c)
-	if v := os.Getenv(EnvData); v != "" && a.data == v && strings.TrimSpace(v) == "" {
+	path := strings.TrimSpace(strings.TrimPrefix(c.CommandPath(), c.Root().Name()))
+	usesData := path != "help" && path != "completion" && !strings.HasPrefix(path, "completion ")
+	if v := os.Getenv(EnvData); usesData && v != "" && a.data == v && strings.TrimSpace(v) == "" {
 		// As --data " " is (refuseEmptyFlags): a blank directory name is
 		// a mistake, not a directory to make. Set but empty stays unset.
 		return usageErr("%s must not be blank: give it a directory, or unset it", EnvData)
