@@ -937,18 +937,18 @@ func (r *runner) trailAhead(ctx context.Context, t runs.TaskRecord, snap *flow.S
 }
 
 // carriedBy checks o, an answer to task's run that stopped part-way with
-// no question pending and whose action (or reason) is the one the run
-// carries, against who gave it: the answers saved to the questions of the
-// newest checkpoint that has any (one round: both approvals of a draft,
-// or the cancel that answered them, or a reason). The answer is a retry
-// (nil: the run is continued) only from a person who gave one of them,
-// the same answer, and, with --interrupt, to the question they answered.
-// From anyone else, or to another person's question, it is ErrConflict,
-// one line saying who answered what and offering `assistant resume T`,
-// which anyone who may decide the task may run (the caller checked that
-// o.User may). nil too when the checkpoints name no answerer (pruned, or
-// answers saved without one): the action check of recordedAnswer stands.
-// Nothing is written. Errors: those, and storage errors.
+// no question pending, against who gave the answers the run carries: those
+// saved to the questions of the newest checkpoint that has any (one round:
+// both approvals of a draft, the cancel that answered them, a reason).
+// nil (the caller's rule goes on: recordedAnswer continues the run for
+// the same answer and refuses another) when o.User gave one of them and,
+// with --interrupt naming one of them, that one. From anyone else, or
+// naming another person's question, it is ErrConflict: one line saying
+// who answered what and offering `assistant resume T`, which anyone who
+// may decide the task may run (the caller checked that o.User may). nil
+// too when the checkpoints hold no answer or one saved without its
+// answerer (pruned, or older). Nothing is written. Errors: those, and
+// storage errors.
 func (r *runner) carriedBy(ctx context.Context, task string, o ResumeOptions) error {
 	ids, answers, err := r.lastAnswers(ctx, task)
 	if err != nil {
@@ -962,18 +962,11 @@ func (r *runner) carriedBy(ctx context.Context, task string, o ResumeOptions) er
 			return nil // an answer saved without its answerer: not judged
 		}
 	}
-	mine := func(id string) bool {
-		a := answers[id]
-		if a.By != o.User {
-			return false
-		}
-		if o.Action == "" {
-			return a.Action == "" && strings.TrimSpace(o.Reason) == strings.TrimSpace(a.Reason)
-		}
-		return a.Action == o.Action && sameWords(o, Decision{Reason: a.Reason, Comment: a.Comment})
-	}
-	if o.InterruptID != "" {
-		if _, ok := answers[o.InterruptID]; ok && mine(o.InterruptID) {
+	// o.User's own answer: the same one is a retry; another one is
+	// refused by recordedAnswer as before, naming the answer recorded.
+	mine := func(id string) bool { return answers[id].By == o.User }
+	if _, named := answers[o.InterruptID]; named {
+		if mine(o.InterruptID) {
 			return nil
 		}
 	} else if slices.ContainsFunc(ids, mine) {
