@@ -156,33 +156,50 @@ func (r *runner) askedAnswered(ctx context.Context, task string, snap *flow.Snap
 			asked[in.ID] = true
 		}
 	}
-	cps, err := r.cps.List(ctx, task, flow.ListOptions{})
+	err := r.eachCheckpointWrites(ctx, task, func(writes []flow.Write) bool {
+		for _, w := range writes {
+			switch w.Kind {
+			case flow.WriteInterrupt, flow.WriteSubgraphInterrupt, flow.WriteResume:
+				asked[flow.InterruptID(w.TaskID, w.Idx)] = true
+			}
+			if id, a, ok := resumeAnswer(w); ok {
+				answers[id] = a
+			}
+		}
+		return false
+	})
 	if err != nil {
 		return nil, nil, err
+	}
+	return asked, answers, nil
+}
+
+// eachCheckpointWrites calls fn with the pending writes of each of task's
+// checkpoints, newest first, until fn returns true. Errors: storage errors.
+func (r *runner) eachCheckpointWrites(ctx context.Context, task string, fn func([]flow.Write) bool) error {
+	cps, err := r.cps.List(ctx, task, flow.ListOptions{}) // newest first
+	if err != nil {
+		return err
 	}
 	for _, c := range cps {
 		cp, err := r.cps.Get(ctx, task, c.ID)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
-		if cp == nil {
-			continue
-		}
-		for _, w := range cp.PendingWrites {
-			id := flow.InterruptID(w.TaskID, w.Idx)
-			switch w.Kind {
-			case flow.WriteInterrupt, flow.WriteSubgraphInterrupt:
-				asked[id] = true
-			case flow.WriteResume:
-				asked[id] = true
-				var a ApprovalAnswer
-				if json.Unmarshal(w.Value, &a) == nil {
-					answers[id] = a
-				}
-			}
+		if cp != nil && fn(cp.PendingWrites) {
+			return nil
 		}
 	}
-	return asked, answers, nil
+	return nil
+}
+
+// resumeAnswer is the answer w saves, when w is a resume write that decodes
+// as one: its question's interrupt id and the answer; ok false otherwise.
+func resumeAnswer(w flow.Write) (id string, a ApprovalAnswer, ok bool) {
+	if w.Kind != flow.WriteResume || json.Unmarshal(w.Value, &a) != nil {
+		return "", ApprovalAnswer{}, false
+	}
+	return flow.InterruptID(w.TaskID, w.Idx), a, true
 }
 
 // businessName names the business store in a message to a person: the
@@ -433,14 +450,11 @@ func (r *runner) roundAnswers(ctx context.Context, snap *flow.Snapshot[State]) (
 	var out []roundAnswer
 	for _, w := range cp.PendingWrites {
 		d, ok := done[w.TaskID]
-		if !ok || w.Kind != flow.WriteResume {
+		id, a, saved := resumeAnswer(w)
+		if !ok || !saved {
 			continue
 		}
-		var a ApprovalAnswer
-		if json.Unmarshal(w.Value, &a) != nil {
-			continue
-		}
-		out = append(out, roundAnswer{interrupt: flow.InterruptID(w.TaskID, w.Idx), answer: a, done: d})
+		out = append(out, roundAnswer{interrupt: id, answer: a, done: d})
 	}
 	return out, nil
 }
@@ -1003,37 +1017,24 @@ func (r *runner) carriedBy(ctx context.Context, task string, o ResumeOptions) er
 // saved): the round of answers its run carries. None when no checkpoint
 // holds one. Errors: storage errors.
 func (r *runner) lastAnswers(ctx context.Context, task string) ([]string, map[string]ApprovalAnswer, error) {
-	cps, err := r.cps.List(ctx, task, flow.ListOptions{}) // newest first
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, c := range cps {
-		cp, err := r.cps.Get(ctx, task, c.ID)
-		if err != nil {
-			return nil, nil, err
-		}
-		if cp == nil {
-			continue
-		}
-		var ids []string
-		answers := map[string]ApprovalAnswer{}
-		for _, w := range cp.PendingWrites {
-			if w.Kind != flow.WriteResume {
+	var ids []string
+	var answers map[string]ApprovalAnswer
+	err := r.eachCheckpointWrites(ctx, task, func(writes []flow.Write) bool {
+		ids, answers = nil, map[string]ApprovalAnswer{}
+		for _, w := range writes {
+			id, a, ok := resumeAnswer(w)
+			if !ok {
 				continue
 			}
-			var a ApprovalAnswer
-			if json.Unmarshal(w.Value, &a) != nil {
-				continue
-			}
-			id := flow.InterruptID(w.TaskID, w.Idx)
 			if _, seen := answers[id]; !seen {
 				ids = append(ids, id)
 			}
 			answers[id] = a
 		}
-		if len(ids) > 0 {
-			return ids, answers, nil
-		}
+		return len(ids) > 0
+	})
+	if err != nil || len(ids) == 0 {
+		return nil, nil, err
 	}
-	return nil, nil, nil
+	return ids, answers, nil
 }
