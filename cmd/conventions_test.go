@@ -60,7 +60,7 @@ func TestConventionsJSONFields(t *testing.T) {
 			keys: []string{"schema_version", "result", "holder"}},
 		{name: "ListSelectsInEachTask", setup: [][]string{startR1, startR2}, args: []string{"list", "--json", "status,task"},
 			keys: []string{"schema_version", "tasks"}, items: []string{"task", "status"}},
-		// DESIGN.md: --json selects top-level fields; a list command's top
+		// --json selects top-level fields (docs/json.md); a list command's top
 		// level is its list, printed whole.
 		{name: "ListTopLevel", setup: [][]string{startR1}, args: []string{"list", "--json", "tasks"},
 			keys: []string{"schema_version", "tasks"}, items: []string{"task", "order", "status", "stage", "created_at", "updated_at", "owner"}},

@@ -225,9 +225,10 @@ func selectionFor(c *cobra.Command, args []string, spec string) (*jsonSelection,
 		return nil, usageErr("--json needs comma-separated field names; available: %s", strings.Join(have, ", "))
 	}
 	if sel.list != "" {
-		// DESIGN.md: --json selects top-level fields. A list command's
-		// top level is its list (and schema_version): naming only those
-		// selects them whole; other names select fields of each element.
+		// --json selects top-level fields (docs/json.md "--json
+		// FIELDS"). A list command's top level is its list (and
+		// schema_version): naming only those selects them whole; other
+		// names select fields of each element.
 		top, _ := jsonFieldsOf(sample, "")
 		if !slices.ContainsFunc(sel.fields, func(f string) bool { return !slices.Contains(top, f) }) {
 			sel.list = ""
