@@ -92,7 +92,7 @@ func refuseUnknownSubcommands(root *cobra.Command) {
 // --json for command c, before it runs. Errors: ErrInvalid.
 func (a *app) applyGlobals(c *cobra.Command, args []string) error {
 	a.applyEnv(c)
-	path := strings.TrimSpace(strings.TrimPrefix(c.CommandPath(), c.Root().Name()))
+	path := commandPath(c)
 	usesData := path != "help" && path != "completion" && !strings.HasPrefix(path, "completion ")
 	if v := os.Getenv(EnvData); usesData && v != "" && a.data == v && strings.TrimSpace(v) == "" {
 		// As --data " " is (refuseEmptyFlags): a blank directory name is
@@ -194,11 +194,17 @@ var jsonShapes = map[string]jsonShape{
 // noJSON are the commands that print no JSON (cobra's own among them).
 var noJSON = []string{"", "orders", "approvers", "help", "completion", "completion bash", "completion zsh", "completion fish", "completion powershell"}
 
+// commandPath is c's path under the root ("orders import"; "" for the
+// root itself), the key of jsonShapes and noJSON.
+func commandPath(c *cobra.Command) string {
+	return strings.TrimSpace(strings.TrimPrefix(c.CommandPath(), c.Root().Name()))
+}
+
 // selectionFor parses --json FIELDS for command c and checks the fields
 // against the command's shape. Errors: ErrInvalid (no field, an unknown
 // one, a command that prints no JSON).
 func selectionFor(c *cobra.Command, args []string, spec string) (*jsonSelection, error) {
-	path := strings.TrimSpace(strings.TrimPrefix(c.CommandPath(), c.Root().Name()))
+	path := commandPath(c)
 	sel := &jsonSelection{}
 	for f := range strings.SplitSeq(spec, ",") {
 		if f = strings.TrimSpace(f); f != "" && !slices.Contains(sel.fields, f) {
