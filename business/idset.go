@@ -5,49 +5,58 @@ import (
 	"slices"
 )
 
-// idChunk is how many hashes one chunk of an idHashes holds (512 KiB):
-// the list grows a chunk at a time, never by copying what it holds.
+// idChunk is how many hashes one chunk of an idHashes holds (512 KiB of
+// 64-bit hashes, 256 KiB of 32-bit ones): the list grows a chunk at a
+// time, never by copying what it holds.
 const idChunk = 64 << 10
 
+// hashWord is the width of the hashes an idHashes keeps.
+type hashWord interface{ ~uint32 | ~uint64 }
+
 // idHashes finds the strings (order ids) that occur more than once in a
-// file, in 8 bytes per string and one reading: it keeps a 64-bit hash of
-// each, and repeats sorts them and returns the hashes seen twice or more.
-// Two different ids share a hash with a chance of about n²/2⁶⁵ (3·10⁻⁸
-// for a million ids), so a repeated hash almost always is a repeated id;
-// the caller checks those exactly. ParseOrders uses it to find orders
-// whose rows come back after other orders without a second reading of a
-// good file.
-type idHashes struct {
+// file, in 8 (uint64) or 4 (uint32) bytes per string and one reading: it
+// keeps a hash of each, and repeats sorts them and returns the hashes seen
+// twice or more. Two different ids share a 64-bit hash with a chance of
+// about n²/2⁶⁵ (3·10⁻⁸ for a million ids), so a repeated hash almost always
+// is a repeated id; 32-bit hashes of a million ids share about 116 hashes,
+// so a repeated hash is often not. The caller checks the ids of every
+// repeated hash exactly either way (scatterCheck), so the width costs a
+// second reading of the spool, never a wrong answer; with at most
+// MaxOrdersRows ids, the chance collisions fill maxScattered is nil.
+// ParseOrders uses 64-bit hashes, to find orders whose rows come back
+// after other orders without a second reading of a good file;
+// ImportOrdersStream 32-bit ones, whose 4 MB live beside the writer's.
+type idHashes[T hashWord] struct {
 	seed   maphash.Seed
-	chunks [][]uint64
+	chunks [][]T
 }
 
-func newIDHashes() *idHashes { return &idHashes{seed: maphash.MakeSeed()} }
+func newIDHashes[T hashWord]() *idHashes[T] { return &idHashes[T]{seed: maphash.MakeSeed()} }
 
-// hash is the hash add keeps for s.
-func (h *idHashes) hash(s string) uint64 { return maphash.String(h.seed, s) }
+// hash is the hash add keeps for s, widened to 64 bits.
+func (h *idHashes[T]) hash(s string) uint64 { return uint64(T(maphash.String(h.seed, s))) }
 
 // add keeps the hash of s.
-func (h *idHashes) add(s string) {
+func (h *idHashes[T]) add(s string) {
 	n := len(h.chunks)
 	if n == 0 || len(h.chunks[n-1]) == idChunk {
-		h.chunks = append(h.chunks, allocHashes(idChunk))
+		h.chunks = append(h.chunks, allocHashes[T](idChunk))
 		n++
 	}
-	h.chunks[n-1] = append(h.chunks[n-1], h.hash(s))
+	h.chunks[n-1] = append(h.chunks[n-1], T(maphash.String(h.seed, s)))
 }
 
 // release returns the chunks' memory.
-func (h *idHashes) release() {
+func (h *idHashes[T]) release() {
 	for _, c := range h.chunks {
 		freeHashes(c)
 	}
 	h.chunks = nil
 }
 
-// repeats returns the hashes added more than once, at most max of them
-// (over: more were), and drops what it kept.
-func (h *idHashes) repeats(max int) (rep map[uint64]bool, over bool) {
+// repeats returns the hashes added more than once (widened to 64 bits),
+// at most max of them (over: more were), and drops what it kept.
+func (h *idHashes[T]) repeats(max int) (rep map[uint64]bool, over bool) {
 	rep = map[uint64]bool{}
 	for _, c := range h.chunks {
 		slices.Sort(c)
@@ -56,7 +65,7 @@ func (h *idHashes) repeats(max int) (rep map[uint64]bool, over bool) {
 	// the repeats. A file holds at most 16 chunks, so the smallest head
 	// is found by looking at each.
 	pos := make([]int, len(h.chunks))
-	var last uint64
+	var last T
 	first := true
 	for {
 		min := -1
@@ -70,12 +79,12 @@ func (h *idHashes) repeats(max int) (rep map[uint64]bool, over bool) {
 		}
 		v := h.chunks[min][pos[min]]
 		pos[min]++
-		if !first && v == last && !rep[v] {
+		if !first && v == last && !rep[uint64(v)] {
 			if len(rep) == max {
 				over = true
 				break
 			}
-			rep[v] = true
+			rep[uint64(v)] = true
 		}
 		last, first = v, false
 	}

@@ -3,7 +3,7 @@
 package business
 
 // allocHashes returns an empty slice of capacity n.
-func allocHashes(n int) []uint64 { return make([]uint64, 0, n) }
+func allocHashes[T hashWord](n int) []T { return make([]T, 0, n) }
 
 // freeHashes leaves s to the garbage collector.
-func freeHashes(s []uint64) {}
+func freeHashes[T hashWord](s []T) {}

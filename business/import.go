@@ -282,6 +282,20 @@ func (f *OrdersFile) replay(ctx context.Context, emit func(*group) error) error 
 // through a reader that ctx ends). r is read once. Close the result when
 // done.
 func ParseOrders(ctx context.Context, r io.Reader, opts ParseOptions) (*OrdersFile, error) {
+	f, err := newOrdersFile(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFile[uint64](ctx, f, r, nil); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// newOrdersFile returns an OrdersFile with an empty spool, for checkFile
+// to fill.
+func newOrdersFile(opts ParseOptions) (*OrdersFile, error) {
 	if opts.Now.IsZero() {
 		opts.Now = time.Now()
 	}
@@ -289,25 +303,36 @@ func ParseOrders(ctx context.Context, r io.Reader, opts ParseOptions) (*OrdersFi
 	if err != nil {
 		return nil, err
 	}
-	f := &OrdersFile{spool: sp, opts: opts, pool: make(chan *group, groupPool)}
-	if err := f.check(ctx, r); err != nil {
-		sp.close()
-		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
-			// The read failed because ctx ended (a stalled pipe's read
-			// ended by the caller, say): ctx's error, not the read's.
-			err = fmt.Errorf("read orders file: %w", ctx.Err())
-		}
-		return nil, err
-	}
-	return f, nil
+	return &OrdersFile{spool: sp, opts: opts, pool: make(chan *group, groupPool)}, nil
 }
 
-// check is ParseOrders' reading of the file: every row, and whether the
-// rows of one order follow each other; each order goes to the spool. The
-// file is read once; when an order id comes back (or, rarely, two ids
-// share a hash), the spool is read for those ids (scatterCheck).
-func (f *OrdersFile) check(ctx context.Context, r io.Reader) error {
-	ids := newIDHashes()
+// checkFile is ParseOrders' reading of the file: every row, and whether
+// the rows of one order follow each other; each order goes to the spool
+// and, when tee is set, to tee too (which keeps nothing of the group)
+// while no row has been found bad. The file is read once; when an order
+// id comes back (or two ids share a hash of width T), the spool is read
+// for those ids (scatterCheck). Its errors are ParseOrders', and tee's.
+func checkFile[T hashWord](ctx context.Context, f *OrdersFile, r io.Reader, tee func(*group) error) error {
+	err := f.check(ctx, r, newIDHashes[T](), tee)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		// The read failed because ctx ended (a stalled pipe's read
+		// ended by the caller, say): ctx's error, not the read's.
+		err = fmt.Errorf("read orders file: %w", ctx.Err())
+	}
+	return err
+}
+
+// hashSet is what check keeps of each order id to find the ones that
+// come back: an *idHashes of either width.
+type hashSet interface {
+	add(string)
+	hash(string) uint64
+	repeats(max int) (map[uint64]bool, bool)
+	release()
+}
+
+// check reads the file for checkFile, keeping the order ids in ids.
+func (f *OrdersFile) check(ctx context.Context, r io.Reader, ids hashSet, tee func(*group) error) error {
 	defer ids.release()
 	// One group serves every order: emit keeps nothing of it.
 	var one group
@@ -315,9 +340,12 @@ func (f *OrdersFile) check(ctx context.Context, r io.Reader) error {
 		one = group{}
 		return &one
 	}
-	rows, orders, bad, err := f.scan(ctx, r, next, func(g *group) error {
+	rows, orders, bad, err := f.scan(ctx, r, next, func(g *group, clean bool) error {
 		ids.add(g.order.ID)
 		f.spool.add(g)
+		if tee != nil && clean {
+			return tee(g)
+		}
 		return nil
 	})
 	if err != nil {
@@ -333,7 +361,7 @@ func (f *OrdersFile) check(ctx context.Context, r io.Reader) error {
 	// The good orders were spooled even when some rows are bad, so that
 	// orders whose rows do not follow each other are named beside them.
 	if rep, overflow := ids.repeats(maxScattered); len(rep) > 0 {
-		scattered, err := f.scatterCheck(ctx, ids, rep, overflow)
+		scattered, err := f.scatterCheck(ctx, ids.hash, rep, overflow)
 		if err != nil {
 			return err
 		}
@@ -343,15 +371,16 @@ func (f *OrdersFile) check(ctx context.Context, r io.Reader) error {
 }
 
 // scatterCheck reads the file's orders again (from the spool) for the
-// order ids whose hash check saw more than once and refuses an order whose
-// rows do not follow each other, naming both lines. overflow says that more ids than maxScattered
-// came back: the file is refused as one to sort first.
-func (f *OrdersFile) scatterCheck(ctx context.Context, ids *idHashes, rep map[uint64]bool, overflow bool) (badLines, error) {
+// order ids whose hash (by hash) check saw more than once and refuses an
+// order whose rows do not follow each other, naming both lines. overflow
+// says that more ids than maxScattered came back: the file is refused as
+// one to sort first.
+func (f *OrdersFile) scatterCheck(ctx context.Context, hash func(string) uint64, rep map[uint64]bool, overflow bool) (badLines, error) {
 	var bad badLines
 	first := map[string]int{}
 	err := f.replay(ctx, func(g *group) error {
 		defer f.freeGroup(g)
-		if !rep[ids.hash(g.order.ID)] {
+		if !rep[hash(g.order.ID)] {
 			return nil
 		}
 		if line, ok := first[g.order.ID]; ok {
@@ -472,11 +501,12 @@ func JoinItems(items []string, more int) string {
 
 // scan reads the CSV file r and calls emit for each order (its
 // consecutive rows merged, in a group of newGroup), in file order, bad
-// rows left out. It returns the number of rows and orders and the bad
+// rows left out; clean says that no row before the order's was bad. It
+// returns the number of rows and orders and the bad
 // rows (all rows of the file are read and the first bad ones named), or
 // an error: a bad header, the file over a limit, ctx ended, or emit's
 // error.
-func (f *OrdersFile) scan(ctx context.Context, r io.Reader, newGroup func() *group, emit func(*group) error) (rows, orders int, bad badLines, err error) {
+func (f *OrdersFile) scan(ctx context.Context, r io.Reader, newGroup func() *group, emit func(g *group, clean bool) error) (rows, orders int, bad badLines, err error) {
 	if err := ctx.Err(); err != nil {
 		return 0, 0, bad, fmt.Errorf("read orders file: %w", err)
 	}
@@ -502,7 +532,7 @@ func (f *OrdersFile) scan(ctx context.Context, r io.Reader, newGroup func() *gro
 		cur = nil
 		orders++
 		g.finish()
-		return emit(g)
+		return emit(g, len(bad.lines) == 0)
 	}
 	ahead := readAhead(ctx, t)
 	defer ahead.stop()
