@@ -60,6 +60,10 @@ var faults = sync.OnceValue(func() map[string]syscall.Signal {
 	return m
 })
 
+// faultResumeWait is how long a point paused by FaultPause waits, once
+// continued, for the signals that came while it was stopped.
+const faultResumeWait = 50 * time.Millisecond
+
 // Fault kills the process with SIGKILL when point is switched on by
 // ASSISTANT_FAULT; otherwise it costs one map lookup. SIGKILL, not exit:
 // no deferred function, no flush, exactly what a crash leaves behind. A
@@ -78,5 +82,12 @@ func Fault(point string) {
 		runtime.LockOSThread()
 		_ = syscall.Tgkill(os.Getpid(), syscall.Gettid(), syscall.SIGSTOP)
 		runtime.UnlockOSThread()
+		// A SIGINT or SIGTERM sent while the process was stopped is
+		// delivered with SIGCONT, and Go hands it to its handler on
+		// another thread: a moment for that, so that the point goes on
+		// as a process that got the signal just then would, its context
+		// cancelled (a command whose last step is quick would else end
+		// before it, and exit 0).
+		time.Sleep(faultResumeWait)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"assistant/business"
@@ -66,6 +67,23 @@ func (s *Service) ImportOrdersFile(ctx context.Context, f *business.OrdersFile, 
 	// no Sync follows that could wait for another writer's lock and
 	// report a stored import as failed.
 	return res, nil
+}
+
+// ImportOrdersNew imports the orders file r into the data dir dir, which
+// NewDataDirAside made and Open gave its two files, since closed: the file
+// is checked while its orders are written (business.ImportOrdersNew, with
+// ParseOrders' id and user rules and errors, and ImportOrdersFile's). It
+// returns the file, its orders spooled, whenever the check found it good,
+// so that the caller can import it into another data dir
+// (ImportOrdersFile) if dir cannot take its name; the caller closes it.
+// The fault point import:before-write is reached before the first write;
+// import:after-commit is the caller's, once the data dir has its name.
+func ImportOrdersNew(ctx context.Context, dir string, r io.Reader, opts business.ParseOptions) (business.ImportResult, *business.OrdersFile, error) {
+	opts.CheckID = ValidOrderID
+	opts.CheckUser = ValidUser
+	Fault("import:before-write")
+	res, f, err := business.ImportOrdersNew(ctx, filepath.Join(dir, BusinessFile), WallClock(), r, opts)
+	return res, f, importError(err)
 }
 
 // importError makes a bad file (*business.ImportError,
