@@ -141,12 +141,19 @@ func TestTempDirFailure(t *testing.T) {
 
 	data := filepath.Join(t.TempDir(), "data")
 	runTMPDIR(t, tmp, false, "", "--data", data, "orders", "import", writeShop(t, "C50,demo-user,Kettle,,false"))
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Fatalf("orders import with a bad TMPDIR made the data dir (%v)", err)
+	}
+	// A TMPDIR that fills up, into a data dir that exists: the file-size
+	// limit that stands for a full disk here would stop a new data dir's
+	// own files first.
+	makeDataDir(t, data)
 	rows := make([]string, 1000)
 	for i := range rows {
 		rows[i] = fmt.Sprintf("C%d,demo-user,Kettle,,false", i)
 	}
 	runTMPDIR(t, t.TempDir(), true, "", "--data", data, "orders", "import", writeShop(t, rows...))
-	if _, err := os.Stat(data); !os.IsNotExist(err) {
-		t.Fatalf("orders import with a bad TMPDIR made the data dir (%v)", err)
+	if got := query(t, data, "business.sqlite", `SELECT count(*) FROM orders WHERE order_id LIKE 'C%'`); got != "0" {
+		t.Fatalf("orders import with a full TMPDIR stored %s orders, want none", got)
 	}
 }

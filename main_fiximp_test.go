@@ -372,54 +372,77 @@ func TestDeliveryTimeStoredAsShown(t *testing.T) {
 }
 
 // TestImportSignalDuringWriteLeavesWhatDocsSay: a signal that reaches an
-// import into a new data dir once its file is checked and the data dir
-// made (held at import:before-write) ends it, exit 130 or 143, and leaves
-// what orders.md "Limits" says: the data dir the import made, its two
-// files and the teaching orders, and no order of the file (before: the
-// docs said no data dir was made).
+// import once its data dir is open and before its orders are committed
+// (held at import:before-write) ends it, exit 130 or 143, and leaves what
+// orders.md "Limits" says: a data dir that existed keeps its orders and
+// gets none of the file's; a new one, made aside for the first import
+// ("The first import"), is not left at all, nor is its temporary
+// directory (before the first import was made aside, the new data dir
+// stayed, with its two files and the teaching orders).
 func TestImportSignalDuringWriteLeavesWhatDocsSay(t *testing.T) {
 	for _, sig := range []struct {
 		sig  syscall.Signal
 		code int
 	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
-		t.Run(sig.sig.String(), func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "data")
-			// Enough orders for many batches: the import ends at the
-			// first batch after the signal, long before its commit.
-			rows := []string{"W1,demo-user,Pen,,false", "W2,demo-user,Ink,,false"}
-			for i := range 50_000 {
-				rows = append(rows, fmt.Sprintf("W%06d,demo-user,Item,,false", i))
-			}
-			file := writeShop(t, rows...)
-			c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "orders", "import", file)
-			c.Env = append(os.Environ(), "ASSISTANT_FAULT=import:before-write@pause")
-			var errb strings.Builder
-			c.Stderr = &errb
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer c.Process.Kill()
-			eventually(t, "the import stops before it writes", func() bool { return stopped(c.Process.Pid) })
-			if err := c.Process.Signal(sig.sig); err != nil {
-				t.Fatal(err)
-			}
-			if err := c.Process.Signal(syscall.SIGCONT); err != nil {
-				t.Fatal(err)
-			}
-			if code := exitOf(t, c.Wait()); code != sig.code {
-				t.Fatalf("exit %d, want %d; stderr %q", code, sig.code, errb.String())
-			}
-			for _, f := range []string{"business.sqlite", "checkpoints.sqlite"} {
-				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-					t.Errorf("%s: %v; want the data dir the import made", f, err)
+		for _, existing := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/existing=%v", sig.sig, existing), func(t *testing.T) {
+				parent := t.TempDir()
+				dir := filepath.Join(parent, "data")
+				if existing {
+					makeDataDir(t, dir)
 				}
-			}
-			if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM orders WHERE order_id LIKE 'W%'`); got != "0" {
-				t.Errorf("%s orders of the file stored, want none", got)
-			}
-			if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM orders WHERE teaching = 1`); got == "0" {
-				t.Errorf("no teaching orders, want the new data dir's")
-			}
-		})
+				// Enough orders for many batches: the import ends at the
+				// first batch after the signal, long before its commit.
+				rows := []string{"W1,demo-user,Pen,,false", "W2,demo-user,Ink,,false"}
+				for i := range 50_000 {
+					rows = append(rows, fmt.Sprintf("W%06d,demo-user,Item,,false", i))
+				}
+				file := writeShop(t, rows...)
+				c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "orders", "import", file)
+				c.Env = append(os.Environ(), "ASSISTANT_FAULT=import:before-write@pause")
+				var errb strings.Builder
+				c.Stderr = &errb
+				if err := c.Start(); err != nil {
+					t.Fatal(err)
+				}
+				defer c.Process.Kill()
+				eventually(t, "the import stops before it writes", func() bool { return stopped(c.Process.Pid) })
+				if err := c.Process.Signal(sig.sig); err != nil {
+					t.Fatal(err)
+				}
+				if err := c.Process.Signal(syscall.SIGCONT); err != nil {
+					t.Fatal(err)
+				}
+				if code := exitOf(t, c.Wait()); code != sig.code {
+					t.Fatalf("exit %d, want %d; stderr %q", code, sig.code, errb.String())
+				}
+				if !existing {
+					if names := dirNames(t, parent); len(names) != 0 {
+						t.Fatalf("left in the data dir's parent: %v, want nothing", names)
+					}
+					return
+				}
+				if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM orders WHERE order_id LIKE 'W%'`); got != "0" {
+					t.Errorf("%s orders of the file stored, want none", got)
+				}
+				if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM orders WHERE order_id = 'INIT0'`); got != "1" {
+					t.Errorf("the data dir's own order: %s, want kept", got)
+				}
+			})
+		}
 	}
+}
+
+// dirNames returns the names in directory dir.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
 }

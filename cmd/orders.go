@@ -95,6 +95,9 @@ func (a *app) importOrders(c *cobra.Command, path string, fl importFlags) error 
 		return err
 	}
 	defer in.Close()
+	if !fl.dryRun && a.store == "" && !exists(a.data) {
+		return a.importOrdersNewDir(c, path, in, opts)
+	}
 	// A bad file is refused before the data dir is opened or made.
 	file, err := returns.ParseOrders(c.Context(), interruptible(c.Context(), in), opts)
 	if err != nil {
@@ -109,15 +112,26 @@ func (a *app) importOrders(c *cobra.Command, path string, fl importFlags) error 
 	if err != nil {
 		return ran(err)
 	}
-	if !fl.dryRun {
-		// A signal from here on came after the commit: the report
-		// holds, and the signal's note says so (Run).
-		a.done = "the import was committed: every order of the report is stored; nothing to run again"
+	if res.DryRun {
+		return a.renderImportResult(path, res, fl.operator)
 	}
+	return a.reportImport(path, res, fl.operator)
+}
+
+// reportImport prints the report of an import that has committed. A
+// signal from here on came after the commit: the report holds, and the
+// signal's note says so (Run).
+func (a *app) reportImport(path string, res business.ImportResult, operator bool) error {
+	a.done = "the import was committed: every order of the report is stored; nothing to run again"
+	return a.renderImportResult(path, res, operator)
+}
+
+// renderImportResult prints an import's report as --output asks.
+func (a *app) renderImportResult(path string, res business.ImportResult, operator bool) error {
 	if a.output == "json" {
 		return writeJSON(a.stdout, res)
 	}
-	return renderImport(a.stdout, path, res, fl.operator)
+	return renderImport(a.stdout, path, res, operator)
 }
 
 // renderImport prints an import report for a person (docs/orders.md

@@ -1,0 +1,75 @@
+package cmd
+
+import (
+	"errors"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"assistant/business"
+	"assistant/flow/returns"
+)
+
+// importOrdersNewDir runs `orders import` into a data dir that does not
+// exist (docs/orders.md "The first import"): the data dir is made aside
+// under a temporary name (returns.NewDataDirAside), the file is checked
+// while its orders are written (Service.ImportOrdersStream), and the data
+// dir gets its name once the import has committed (PlaceDataDir). A bad
+// file, a signal or a failure leave no data dir. When another process
+// made the data dir meanwhile, the checked orders are imported into that
+// one instead, as into any data dir that exists.
+func (a *app) importOrdersNewDir(c *cobra.Command, path string, in io.Reader, opts business.ParseOptions) error {
+	ctx := c.Context()
+	dir := a.data
+	tmp, discard, err := returns.NewDataDirAside(dir)
+	if err != nil {
+		return ran(err)
+	}
+	placed := false
+	defer func() {
+		if !placed {
+			discard()
+		}
+	}()
+	// The two files, made (schemas, teaching orders) and closed: the
+	// import writes the business file on a connection of its own.
+	n := len(a.closers)
+	a.data = tmp
+	_, err = a.service(ctx, true)
+	a.data = dir
+	for _, closeStores := range a.closers[n:] {
+		closeStores()
+	}
+	a.closers = a.closers[:n]
+	if err != nil {
+		return ran(err)
+	}
+	res, file, err := returns.ImportOrdersNew(ctx, tmp, interruptible(ctx, in), opts)
+	if file == nil {
+		// The file is bad (or $TMPDIR failed): as ParseOrders says it.
+		return tempFailure(err)
+	}
+	defer file.Close()
+	if err != nil {
+		return ran(err)
+	}
+	switch err := returns.PlaceDataDir(tmp, dir); {
+	case errors.Is(err, returns.ErrDataDirTaken):
+		// Another process made the data dir first: import into it.
+		discard()
+		placed = true
+		svc, err := a.service(ctx, true)
+		if err != nil {
+			return ran(err)
+		}
+		if res, err = svc.ImportOrdersFile(ctx, file, business.ImportOptions{}); err != nil {
+			return ran(err)
+		}
+	case err != nil:
+		return ran(err)
+	default:
+		placed = true
+		returns.Fault("import:after-commit")
+	}
+	return a.reportImport(path, res, opts.Operator)
+}
