@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"assistant/flow/returns"
+	"assistant/internal/termtext"
 )
 
 func (a *app) newApprovers() *cobra.Command {
@@ -117,7 +117,7 @@ const approversTime = "2006-01-02 15:04:05"
 // writeApproversText prints ap for a person: the grants in force, then
 // every recorded change of them, oldest first, as the JSON carries them.
 func writeApproversText(out io.Writer, ap *returns.Approvers) error {
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	tw := termtext.NewTable(out)
 	fmt.Fprintln(tw, "OWNER\tAPPROVER\tGRANTED BY\tGRANTED (UTC)")
 	for _, g := range ap.Grants {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", termSafe(g.Owner), termSafe(g.Grantee), termSafe(g.GrantedBy), g.GrantedAt.UTC().Format(approversTime))
@@ -130,7 +130,7 @@ func writeApproversText(out io.Writer, ap *returns.Approvers) error {
 		return err
 	}
 	fmt.Fprintln(out, "\nChanges:")
-	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	tw = termtext.NewTable(out)
 	fmt.Fprintln(tw, "AT (UTC)\tCHANGE\tOWNER\tAPPROVER\tBY")
 	for _, c := range ap.Changes {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.At.UTC().Format(approversTime), termSafe(c.Change), termSafe(c.Owner), termSafe(c.Grantee), termSafe(c.By))

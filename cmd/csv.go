@@ -7,11 +7,11 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"assistant/flow/returns"
+	"assistant/internal/termtext"
 )
 
 // outputCSV is the --output value that prints CSV: list's tasks as a
@@ -131,7 +131,7 @@ func spreadsheetSafe(field string) string {
 // writeRowsText prints a rows report as a table for a person.
 func writeRowsText(out io.Writer, rep *returns.RowsView) error {
 	fmt.Fprintf(out, "%s %s · %s · %d rows\n", map[bool]string{true: "Decide run", false: "Batch"}[rep.Of == returns.RowsOfDecisions], termSafe(rep.Task), rep.Status, len(rep.Rows))
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	tw := termtext.NewTable(out)
 	cols := rowColumns(rep.Of)
 	for i, c := range cols {
 		if i > 0 {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -60,9 +59,9 @@ func writeHistory(w io.Writer, h *returns.History) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Task %s (%s) · %s, newest first\n\n", termSafe(h.Task), termSafe(h.Kind), count(len(h.Checkpoints), "checkpoint"))
 	// The rows are aligned first, then each is followed by its diff lines:
-	// lines without cells would break tabwriter's columns.
+	// lines without cells would break the table's columns.
 	var rows strings.Builder
-	tw := tabwriter.NewWriter(&rows, 0, 4, 2, ' ', 0)
+	tw := termtext.NewTable(&rows)
 	fmt.Fprintln(tw, "SEQ\tCHECKPOINT\tSTEP\tSOURCE\tNEXT\tTIME (UTC)")
 	for _, cp := range h.Checkpoints {
 		next := strings.Join(cp.Next, ",")
@@ -95,7 +94,7 @@ func writeHistory(w io.Writer, h *returns.History) error {
 	fmt.Fprintf(&b, "\nDecisions · %s\n", count(len(h.Decisions), "decision"))
 	if len(h.Decisions) > 0 {
 		b.WriteString("\n")
-		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		tw = termtext.NewTable(&b)
 		fmt.Fprintln(tw, "TIME (UTC)\tBY\tACTION\tVERSION\tDRAFT")
 		for _, d := range h.Decisions {
 			version, draft := "-", "-"
@@ -112,7 +111,7 @@ func writeHistory(w io.Writer, h *returns.History) error {
 		}
 	}
 	fmt.Fprintf(&b, "\nTimeline · %s\n\n", count(len(h.Steps), "step"))
-	tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	tw = termtext.NewTable(&b)
 	fmt.Fprintln(tw, "SEQ\tNODE\tATTEMPT\tSTATUS\tSTARTED (UTC)\tENDED (UTC)\tERROR")
 	for _, st := range h.Steps {
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t%s\n", st.Seq, termSafe(st.Node), st.Attempt, termSafe(st.Status),

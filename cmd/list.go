@@ -3,11 +3,11 @@ package cmd
 import (
 	"errors"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"assistant/flow/returns"
+	"assistant/internal/termtext"
 )
 
 func (a *app) newList() *cobra.Command {
@@ -68,7 +68,7 @@ two approvals); another owner's task shows its owner.`,
 			if a.output == "json" {
 				return writeJSON(a.stdout, map[string]any{"tasks": tasks})
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			tw := termtext.NewTable(a.stdout)
 			if o.AwaitingMe {
 				fmt.Fprintln(tw, "TASK\tOWNER\tORDER\tSTATUS\tSTAGE\tUPDATED (UTC)")
 				for _, t := range tasks {

@@ -10,13 +10,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"assistant/business"
 	"assistant/flow/returns"
+	"assistant/internal/termtext"
 )
 
 // importFlags are the flags of `orders import`.
@@ -158,7 +158,7 @@ func renderImport(w io.Writer, path string, res business.ImportResult, operator 
 	if len(res.Changes) == 0 {
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := termtext.NewTable(w)
 	fmt.Fprintln(tw, "LINE\tORDER\tCHANGE\tTASKS IN FLIGHT\tRETURNABLE NOW")
 	for _, ch := range res.Changes {
 		what := ch.Action
@@ -238,7 +238,7 @@ type ordersWriter interface {
 }
 
 // ordersBlock is how many rows of orders list's text table are aligned
-// together: its tabwriter is flushed after each block, so a column is as
+// together: its table is flushed after each block, so a column is as
 // wide as its widest cell of the block (docs/cli.md "orders list").
 const ordersBlock = 1000
 
@@ -246,13 +246,13 @@ const ordersBlock = 1000
 // order, its id and item through termSafe, aligned by block.
 type ordersText struct {
 	out *bufio.Writer
-	tw  *tabwriter.Writer
+	tw  *termtext.Table
 	n   int
 }
 
 func newOrdersText(w io.Writer) *ordersText {
 	out := bufio.NewWriterSize(w, 64<<10)
-	return &ordersText{out: out, tw: tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)}
+	return &ordersText{out: out, tw: termtext.NewTable(out)}
 }
 
 func (t *ordersText) line(o returns.OrderLine) error {

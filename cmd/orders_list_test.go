@@ -9,11 +9,11 @@ import (
 	"io"
 	"strings"
 	"testing"
-	"text/tabwriter"
 	"time"
 
 	"assistant/business"
 	"assistant/flow/returns"
+	"assistant/internal/termtext"
 )
 
 // orderLines returns n order lines that differ in every field: ids of
@@ -146,7 +146,7 @@ func head(s string) string {
 func TestOrdersListTextBlocks(t *testing.T) {
 	table := func(header bool, lines []returns.OrderLine) string {
 		var b bytes.Buffer
-		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		tw := termtext.NewTable(&b)
 		if header {
 			fmt.Fprintln(tw, "ORDER\tITEM\tDELIVERED\tFINAL SALE\tRETURNABLE")
 		}
