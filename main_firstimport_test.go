@@ -238,3 +238,55 @@ func TestFirstImportDataDirTakenMeanwhile(t *testing.T) {
 	}
 	verifyClean(t, dir)
 }
+
+// TestFirstImportAsideImpossible: when the data dir cannot be made aside
+// (a name too long for its temporary one, a parent that cannot be made),
+// the import runs as into any data dir: a bad file is refused for itself,
+// exit 2 with its message, before anything is made (before: exit 1,
+// "create data dir … .data.import-…"), and a good one is imported where
+// the data dir can be made.
+func TestFirstImportAsideImpossible(t *testing.T) {
+	bad := writeShop(t, "K1,demo-user,Pen,yesterday,false")
+	good := writeShop(t, "K2,demo-user,Pen,,false")
+	long := strings.Repeat("d", 245) // its temporary name is over 255 bytes
+	tests := []struct {
+		name string
+		dir  func(t *testing.T) string
+		file string
+		code int
+		want string
+	}{
+		{"LongNameBadFile", func(t *testing.T) string { return filepath.Join(t.TempDir(), long) }, bad, 2, "line 2: delivered_at"},
+		{"LongNameGoodFile", func(t *testing.T) string { return filepath.Join(t.TempDir(), long) }, good, 0, ""},
+		{"DanglingParentBadFile", func(t *testing.T) string {
+			p := filepath.Join(t.TempDir(), "gone")
+			if err := os.Symlink("nowhere", p); err != nil {
+				t.Fatal(err)
+			}
+			return filepath.Join(p, "data")
+		}, bad, 2, "line 2: delivered_at"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := tt.dir(t)
+			_, errOut, code := run(t, dir, "orders", "import", tt.file)
+			if code != tt.code || !strings.Contains(errOut, tt.want) {
+				t.Fatalf("exit %d, stderr %q; want %d naming %q", code, errOut, tt.code, tt.want)
+			}
+			if tt.code != 0 {
+				if _, err := os.Lstat(dir); !os.IsNotExist(err) {
+					t.Errorf("data dir after a refused file: %v, want none", err)
+				}
+				if _, err := os.Stat(filepath.Dir(dir)); err == nil {
+					if aside := asideDirs(t, filepath.Dir(dir)); len(aside) != 0 {
+						t.Errorf("temporary data dirs left: %v", aside)
+					}
+				}
+				return
+			}
+			if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM orders WHERE order_id = 'K2'`); got != "1" {
+				t.Errorf("K2 stored %s times, want once", got)
+			}
+		})
+	}
+}

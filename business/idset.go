@@ -3,6 +3,7 @@ package business
 import (
 	"hash/maphash"
 	"slices"
+	"unsafe"
 )
 
 // idChunk is how many hashes one chunk of an idHashes holds (512 KiB of
@@ -32,6 +33,18 @@ type idHashes[T hashWord] struct {
 }
 
 func newIDHashes[T hashWord]() *idHashes[T] { return &idHashes[T]{seed: maphash.MakeSeed()} }
+
+// chanceRepeats is how many more hashes than the ids it looks for a
+// caller of repeats should take from an idHashes of width T: the hashes
+// that repeat by chance alone, with room to spare (about 116 for
+// MaxOrdersRows 32-bit hashes, a chance of 3·10⁻⁸ for 64-bit ones), so
+// that they never take the place of an id that does come back.
+func (h *idHashes[T]) chanceRepeats() int {
+	if unsafe.Sizeof(T(0)) < 8 {
+		return 4096
+	}
+	return 0
+}
 
 // hash is the hash add keeps for s, widened to 64 bits.
 func (h *idHashes[T]) hash(s string) uint64 { return uint64(T(maphash.String(h.seed, s))) }

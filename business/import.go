@@ -328,6 +328,7 @@ type hashSet interface {
 	add(string)
 	hash(string) uint64
 	repeats(max int) (map[uint64]bool, bool)
+	chanceRepeats() int
 	release()
 }
 
@@ -360,7 +361,10 @@ func (f *OrdersFile) check(ctx context.Context, r io.Reader, ids hashSet, tee fu
 	f.rows, f.orders = rows, orders
 	// The good orders were spooled even when some rows are bad, so that
 	// orders whose rows do not follow each other are named beside them.
-	if rep, overflow := ids.repeats(maxScattered); len(rep) > 0 {
+	// The hashes that repeat by chance are taken too, and dropped by
+	// the exact check: only ids that come back count towards
+	// maxScattered, whatever the hashes' width.
+	if rep, overflow := ids.repeats(maxScattered + ids.chanceRepeats()); len(rep) > 0 {
 		scattered, err := f.scatterCheck(ctx, ids.hash, rep, overflow)
 		if err != nil {
 			return err

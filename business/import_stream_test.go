@@ -122,3 +122,62 @@ func TestImportOrdersNewCancelled(t *testing.T) {
 		t.Fatalf("%d orders committed, want none", n)
 	}
 }
+
+// collidingHashes is a hashSet whose hash gives each pair of ids of
+// collide the same small value (sorted before every real hash), standing
+// for the 32-bit hashes that ids share by chance; the rest as idHashes.
+type collidingHashes struct {
+	real    *idHashes[uint64]
+	collide map[string]uint64
+	all     []uint64
+}
+
+func (c *collidingHashes) hash(s string) uint64 {
+	if v, ok := c.collide[s]; ok {
+		return v
+	}
+	return c.real.hash(s) | 1<<63
+}
+func (c *collidingHashes) add(s string)        { c.all = append(c.all, c.hash(s)) }
+func (c *collidingHashes) chanceRepeats() int { return 4096 }
+func (c *collidingHashes) release()           { c.all = nil }
+func (c *collidingHashes) repeats(max int) (map[uint64]bool, bool) {
+	h := newIDHashes[uint64]()
+	h.chunks = [][]uint64{c.all}
+	return h.repeats(max)
+}
+
+// Ids that share a hash by chance never take the place of ids that do
+// come back: a file with 49,990 orders that come back after others
+// (under maxScattered) is refused with the same lines and the same count
+// whether its hashes collide or not (before: each chance collision took
+// one of maxScattered's places, and the count fell short by as many).
+func TestScatterCheckChanceCollisions(t *testing.T) {
+	const distinct, back = 60_000, 49_990
+	var b strings.Builder
+	b.WriteString("order_id,user,item,delivered_at,final_sale\n")
+	for i := range distinct {
+		fmt.Fprintf(&b, "C%06d,demo-user,Item,2025-03-01T10:00:00Z,false\n", i)
+	}
+	for i := range back {
+		fmt.Fprintf(&b, "C%06d,demo-user,Item,2025-03-01T10:00:00Z,false\n", i)
+	}
+	opts := ParseOptions{User: "demo-user", Now: t0}
+	_, want := ParseOrders(context.Background(), strings.NewReader(b.String()), opts)
+	if want == nil {
+		t.Fatal("ParseOrders took a file whose orders come back")
+	}
+	c := &collidingHashes{real: newIDHashes[uint64](), collide: map[string]uint64{}}
+	for i := range 600 { // 300 pairs of ids that do not come back
+		c.collide[fmt.Sprintf("C%06d", distinct-1-i)] = uint64(i/2 + 1)
+	}
+	f, err := newOrdersFile(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got := f.check(context.Background(), strings.NewReader(b.String()), c, nil)
+	if got == nil || got.Error() != want.Error() {
+		t.Fatalf("with chance collisions:\n%.300v\nwant:\n%.300v", got, want)
+	}
+}

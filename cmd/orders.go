@@ -96,7 +96,9 @@ func (a *app) importOrders(c *cobra.Command, path string, fl importFlags) error 
 	}
 	defer in.Close()
 	if !fl.dryRun && a.store == "" && !exists(a.data) {
-		return a.importOrdersNewDir(c, path, in, opts)
+		if handled, err := a.importOrdersNewDir(c, path, in, opts); handled {
+			return err
+		}
 	}
 	// A bad file is refused before the data dir is opened or made.
 	file, err := returns.ParseOrders(c.Context(), interruptible(c.Context(), in), opts)

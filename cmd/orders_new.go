@@ -13,17 +13,22 @@ import (
 // importOrdersNewDir runs `orders import` into a data dir that does not
 // exist (docs/orders.md "The first import"): the data dir is made aside
 // under a temporary name (returns.NewDataDirAside), the file is checked
-// while its orders are written (Service.ImportOrdersStream), and the data
+// while its orders are written (returns.ImportOrdersNew), and the data
 // dir gets its name once the import has committed (PlaceDataDir). A bad
 // file, a signal or a failure leave no data dir. When another process
-// made the data dir meanwhile, the checked orders are imported into that
-// one instead, as into any data dir that exists.
-func (a *app) importOrdersNewDir(c *cobra.Command, path string, in io.Reader, opts business.ParseOptions) error {
+// made the data dir meanwhile, or the directory cannot be renamed (a file
+// system without RENAME_NOREPLACE), the checked orders are imported into
+// the data dir at its name, as into any data dir that exists. handled is
+// false, with nothing read from in and nothing left, when the data dir
+// cannot be made aside (a parent that cannot be written, a name too long
+// for its temporary one): the caller imports as into any data dir, the
+// file checked first, so that a bad file is still refused for itself.
+func (a *app) importOrdersNewDir(c *cobra.Command, path string, in io.Reader, opts business.ParseOptions) (handled bool, err error) {
 	ctx := c.Context()
 	dir := a.data
 	tmp, discard, err := returns.NewDataDirAside(dir)
 	if err != nil {
-		return ran(err)
+		return false, nil
 	}
 	placed := false
 	defer func() {
@@ -42,34 +47,36 @@ func (a *app) importOrdersNewDir(c *cobra.Command, path string, in io.Reader, op
 	}
 	a.closers = a.closers[:n]
 	if err != nil {
-		return ran(err)
+		return false, nil
 	}
 	res, file, err := returns.ImportOrdersNew(ctx, tmp, interruptible(ctx, in), opts)
 	if file == nil {
 		// The file is bad (or $TMPDIR failed): as ParseOrders says it.
-		return tempFailure(err)
+		return true, tempFailure(err)
 	}
 	defer file.Close()
 	if err != nil {
-		return ran(err)
+		return true, ran(err)
 	}
 	switch err := returns.PlaceDataDir(tmp, dir); {
-	case errors.Is(err, returns.ErrDataDirTaken):
-		// Another process made the data dir first: import into it.
+	case errors.Is(err, returns.ErrDataDirTaken), errors.Is(err, returns.ErrNotPlaced):
+		// Import the checked orders into the data dir at its name.
 		discard()
 		placed = true
 		svc, err := a.service(ctx, true)
 		if err != nil {
-			return ran(err)
+			return true, ran(err)
 		}
 		if res, err = svc.ImportOrdersFile(ctx, file, business.ImportOptions{}); err != nil {
-			return ran(err)
+			return true, ran(err)
 		}
 	case err != nil:
-		return ran(err)
+		// Renamed, and the rename perhaps not yet on disk.
+		placed = true
+		return true, ran(err)
 	default:
 		placed = true
 		returns.Fault("import:after-commit")
 	}
-	return a.reportImport(path, res, opts.Operator)
+	return true, a.reportImport(path, res, opts.Operator)
 }

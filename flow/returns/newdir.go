@@ -75,7 +75,8 @@ func NewDataDirAside(dir string) (tmp string, discard func(), err error) {
 // tmp to dir unless something is at dir by now (the rename never replaces
 // it), and flushes dir's parent, so that a crash afterwards finds the data
 // dir whole under its name. Errors: something took dir's name meanwhile
-// (ErrDataDirTaken; tmp is left as it was), or the file system's.
+// (ErrDataDirTaken; tmp is left as it was), tmp could not be renamed
+// (ErrNotPlaced; tmp left as it was), or the file system's once renamed.
 func PlaceDataDir(tmp, dir string) error {
 	dir = filepath.Clean(dir)
 	if err := syncDir(tmp); err != nil {
@@ -85,7 +86,7 @@ func PlaceDataDir(tmp, dir string) error {
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("data dir %s: %w", dir, ErrDataDirTaken)
 		}
-		return fmt.Errorf("data dir %s: rename %s: %w", dir, tmp, err)
+		return fmt.Errorf("data dir %s: rename %s: %w (%v)", dir, tmp, ErrNotPlaced, err)
 	}
 	if err := syncDir(filepath.Dir(dir)); err != nil {
 		return fmt.Errorf("data dir %s: %w", dir, err)
@@ -96,6 +97,13 @@ func PlaceDataDir(tmp, dir string) error {
 // ErrDataDirTaken: another process made the data dir while this one was
 // making it aside (PlaceDataDir). The caller uses the one that is there.
 var ErrDataDirTaken = errors.New("made by another process meanwhile")
+
+// ErrNotPlaced: the data dir made aside could not be renamed, and nothing
+// is at the data dir's name because of it (PlaceDataDir): a file system
+// without RENAME_NOREPLACE (EINVAL on some network file systems), a
+// parent that was made read-only meanwhile. The caller makes the data
+// dir at its name instead.
+var ErrNotPlaced = errors.New("could not be renamed into place")
 
 // syncDir flushes directory dir's entries to disk (fsync of the
 // directory), where new names live until then.
