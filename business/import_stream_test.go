@@ -138,7 +138,7 @@ func (c *collidingHashes) hash(s string) uint64 {
 	}
 	return c.real.hash(s) | 1<<63
 }
-func (c *collidingHashes) add(s string)        { c.all = append(c.all, c.hash(s)) }
+func (c *collidingHashes) add(s string)       { c.all = append(c.all, c.hash(s)) }
 func (c *collidingHashes) chanceRepeats() int { return 4096 }
 func (c *collidingHashes) release()           { c.all = nil }
 func (c *collidingHashes) repeats(max int) (map[uint64]bool, bool) {
