@@ -258,6 +258,12 @@ func TestFirstImportAsideImpossible(t *testing.T) {
 	}{
 		{"LongNameBadFile", func(t *testing.T) string { return filepath.Join(t.TempDir(), long) }, bad, 2, "line 2: delivered_at"},
 		{"LongNameGoodFile", func(t *testing.T) string { return filepath.Join(t.TempDir(), long) }, good, 0, ""},
+		{"DotDotGoodFile", func(t *testing.T) string {
+			// "nope/../data": the kernel goes through nope, which the
+			// import makes; made aside, the data dir landed beside nope
+			// and the same --data then found nothing.
+			return filepath.Join(t.TempDir(), "nope") + "/../data"
+		}, good, 0, ""},
 		{"DanglingParentBadFile", func(t *testing.T) string {
 			p := filepath.Join(t.TempDir(), "gone")
 			if err := os.Symlink("nowhere", p); err != nil {
@@ -286,6 +292,9 @@ func TestFirstImportAsideImpossible(t *testing.T) {
 			}
 			if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM orders WHERE order_id = 'K2'`); got != "1" {
 				t.Errorf("K2 stored %s times, want once", got)
+			}
+			if _, errOut, code := run(t, dir, "orders", "list"); code != 0 {
+				t.Errorf("orders list with the same --data: exit %d, stderr %q", code, errOut)
 			}
 		})
 	}

@@ -382,16 +382,28 @@ func (f *OrdersFile) check(ctx context.Context, r io.Reader, ids hashSet, tee fu
 func (f *OrdersFile) scatterCheck(ctx context.Context, hash func(string) uint64, rep map[uint64]bool, overflow bool) (badLines, error) {
 	var bad badLines
 	first := map[string]int{}
+	back := map[string]bool{} // the ids found to come back, at most maxScattered
 	err := f.replay(ctx, func(g *group) error {
 		defer f.freeGroup(g)
 		if !rep[hash(g.order.ID)] {
 			return nil
 		}
-		if line, ok := first[g.order.ID]; ok {
-			bad.add(g.line, fmt.Errorf("order %s is also on line %d; the rows of one order must follow each other (sort the file by order id)", g.order.ID, line))
-		} else {
+		line, ok := first[g.order.ID]
+		if !ok {
 			first[g.order.ID] = g.line
+			return nil
 		}
+		if !back[g.order.ID] {
+			if len(back) == maxScattered {
+				// As many as hashes of 64 bits find, whatever the
+				// width: the ones that share a hash by chance
+				// (chanceRepeats) are never counted.
+				overflow = true
+				return nil
+			}
+			back[g.order.ID] = true
+		}
+		bad.add(g.line, fmt.Errorf("order %s is also on line %d; the rows of one order must follow each other (sort the file by order id)", g.order.ID, line))
 		return nil
 	})
 	if err != nil {

@@ -28,6 +28,11 @@ import (
 // refused. The check's hashes are 32-bit (4 MB for MaxOrdersRows), beside
 // the writer's memory.
 //
+// When the business file cannot be written at all (a full disk before
+// the first write, say), r is not read and the error wraps
+// ErrImportNotStarted, with no file: the caller may still check r and
+// import it the ordinary way, which tells a bad file from a full disk.
+//
 // It returns the file too whenever the check found it good (nil else),
 // its orders spooled: a caller whose new data dir cannot take its name
 // after all imports them into the one that has it (ImportOrdersFile)
@@ -40,7 +45,9 @@ func ImportOrdersNew(ctx context.Context, path string, now time.Time, r io.Reade
 	}
 	var res ImportResult
 	var checkErr error
+	started := false
 	err = sqlitedb.BulkLoad(ctx, path, func(q sqlitedb.Querier) error {
+		started = true
 		u := &upsert{ctx: ctx, q: q, now: now.UTC(), write: true, operator: opts.Operator, file: f,
 			res: ImportResult{Changes: []OrderChange{}}}
 		var writeErr error
@@ -66,6 +73,11 @@ func ImportOrdersNew(ctx context.Context, path string, now time.Time, r io.Reade
 		f.Close()
 		return ImportResult{}, nil, checkErr
 	}
+	if !started {
+		// The file was not read: the caller may import it otherwise.
+		f.Close()
+		return ImportResult{}, nil, fmt.Errorf("import orders: %w: %w", ErrImportNotStarted, err)
+	}
 	var oe *OwnerError
 	if errors.As(err, &oe) {
 		return res, f, err
@@ -75,6 +87,10 @@ func ImportOrdersNew(ctx context.Context, path string, now time.Time, r io.Reade
 	}
 	return res, f, nil
 }
+
+// ErrImportNotStarted: ImportOrdersNew could not begin its transaction on
+// the new business file, and read nothing of the orders file.
+var ErrImportNotStarted = errors.New("the import could not start")
 
 // stream runs the check of r (checkFile, 32-bit hashes) in a goroutine and
 // decides and queues the orders it hands over here, in batches of

@@ -181,3 +181,57 @@ func TestScatterCheckChanceCollisions(t *testing.T) {
 		t.Fatalf("with chance collisions:\n%.300v\nwant:\n%.300v", got, want)
 	}
 }
+
+// readCounter counts the reads of a reader.
+type readCounter struct {
+	r     *strings.Reader
+	reads int
+}
+
+func (c *readCounter) Read(p []byte) (int, error) {
+	c.reads++
+	return c.r.Read(p)
+}
+
+// ImportOrdersNew that cannot begin its transaction (the file held open
+// elsewhere here; a full disk in the field) reads nothing of the orders
+// file and says so (ErrImportNotStarted, no file), so that the caller can
+// still check it and tell a bad file from a failing disk.
+func TestImportOrdersNewNotStarted(t *testing.T) {
+	path := newClosedSeeded(t)
+	other := mustOpen(t, path, Options{}) // keeps the file open: it stays in WAL
+	_ = other
+	in := &readCounter{r: strings.NewReader(shopRows(10, "bad,demo-user,x,tomorrow,false"))}
+	_, f, err := ImportOrdersNew(context.Background(), path, t0, in, ParseOptions{User: "demo-user", Now: t0})
+	if !errors.Is(err, ErrImportNotStarted) || f != nil || in.reads != 0 {
+		t.Fatalf("err %v, file %v, %d reads; want ErrImportNotStarted, no file, nothing read", err, f != nil, in.reads)
+	}
+}
+
+// Past maxScattered orders that come back, a check with hashes that
+// collide by chance counts as many bad lines as one without (before: up
+// to chanceRepeats more ids were checked, and the count was larger).
+func TestScatterCheckOverflowCount(t *testing.T) {
+	const distinct, back = 60_000, 50_500
+	var b strings.Builder
+	b.WriteString("order_id,user,item,delivered_at,final_sale\n")
+	for i := range distinct {
+		fmt.Fprintf(&b, "C%06d,demo-user,Item,2025-03-01T10:00:00Z,false\n", i)
+	}
+	for i := range back {
+		fmt.Fprintf(&b, "C%06d,demo-user,Item,2025-03-01T10:00:00Z,false\n", i)
+	}
+	opts := ParseOptions{User: "demo-user", Now: t0}
+	_, want := ParseOrders(context.Background(), strings.NewReader(b.String()), opts)
+	c := &collidingHashes{real: newIDHashes[uint64](), collide: map[string]uint64{}}
+	f, err := newOrdersFile(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got := f.check(context.Background(), strings.NewReader(b.String()), c, nil)
+	var wi, gi *ImportError
+	if !errors.As(want, &wi) || !errors.As(got, &gi) || gi.More != wi.More || len(gi.Lines) != len(wi.Lines) {
+		t.Fatalf("with chance repeats taken: %v\nwithout: %v; want as many lines", got, want)
+	}
+}

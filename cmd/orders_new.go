@@ -50,6 +50,9 @@ func (a *app) importOrdersNewDir(c *cobra.Command, path string, in io.Reader, op
 		return false, nil
 	}
 	res, file, err := returns.ImportOrdersNew(ctx, tmp, interruptible(ctx, in), opts)
+	if errors.Is(err, business.ErrImportNotStarted) {
+		return false, nil // nothing read: the ordinary import tells a bad file from a full disk
+	}
 	if file == nil {
 		// The file is bad (or $TMPDIR failed): as ParseOrders says it.
 		return true, tempFailure(err)

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 )
 
 // A data dir made aside: the first `orders import` into a data dir that
@@ -30,8 +32,15 @@ const (
 // directory's path and discard, which removes it and whatever it holds
 // and the ancestors it made (those still empty): call discard unless
 // PlaceDataDir has given the directory dir's name. Errors: dir exists
-// (fs.ErrExist), the parent cannot be made or written.
+// (fs.ErrExist), dir has a ".." element, the parent cannot be made or
+// written.
 func NewDataDirAside(dir string) (tmp string, discard func(), err error) {
+	if slices.Contains(strings.Split(filepath.ToSlash(dir), "/"), "..") {
+		// The kernel resolves "a/../b" through a, which must exist;
+		// the path as text says b. Made aside and renamed, the data
+		// dir would not be where the path leads.
+		return "", nil, fmt.Errorf("data dir %s: %w", dir, errDotDot)
+	}
 	dir = filepath.Clean(dir)
 	if _, err := os.Lstat(dir); err == nil {
 		return "", nil, fmt.Errorf("data dir %s: %w", dir, fs.ErrExist)
@@ -93,6 +102,9 @@ func PlaceDataDir(tmp, dir string) error {
 	}
 	return nil
 }
+
+// errDotDot: a data dir path with a ".." element is not made aside.
+var errDotDot = errors.New(`a path with ".." is made where it leads, not aside`)
 
 // ErrDataDirTaken: another process made the data dir while this one was
 // making it aside (PlaceDataDir). The caller uses the one that is there.
