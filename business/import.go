@@ -102,6 +102,10 @@ type ImportError struct {
 	Lines []string // "line 3: …", in file order, at most maxBadLines
 	More  int      // bad lines not listed
 	Empty bool     // the file has a header and no rows
+	// Note follows the count when it is not the whole story: more than
+	// maxScattered orders come back after other orders, and only that
+	// many were checked.
+	Note string
 	// Refused says what a refused file leaves ("nothing was created" for
 	// a batch file; "" reads as "nothing was imported").
 	Refused string
@@ -123,6 +127,9 @@ func (e *ImportError) Error() string {
 	more := ""
 	if e.More > 0 {
 		more = fmt.Sprintf(" (and %d more)", e.More)
+	}
+	if e.Note != "" {
+		more += "; " + e.Note
 	}
 	return fmt.Sprintf("%s has bad rows, %s: %s%s", what, refused, strings.Join(e.Lines, "; "), more)
 }
@@ -365,11 +372,18 @@ func (f *OrdersFile) check(ctx context.Context, r io.Reader, ids hashSet, tee fu
 	// the exact check: only ids that come back count towards
 	// maxScattered, whatever the hashes' width.
 	if rep, overflow := ids.repeats(maxScattered + ids.chanceRepeats()); len(rep) > 0 {
-		scattered, err := f.scatterCheck(ctx, ids.hash, rep, overflow)
+		scattered, over, err := f.scatterCheck(ctx, ids.hash, rep, overflow)
 		if err != nil {
 			return err
 		}
 		bad = bad.merge(scattered)
+		if over {
+			// Said after the count, whatever the lines named: each
+			// of them comes first in the file.
+			ie, _ := bad.err(ordersSpec).(*ImportError)
+			ie.Note = fmt.Sprintf("more than %d order ids come back after other orders: the lines counted are those of %d of them; sort the file by order id", maxScattered, maxScattered)
+			return ie
+		}
 	}
 	return bad.err(ordersSpec)
 }
@@ -377,9 +391,10 @@ func (f *OrdersFile) check(ctx context.Context, r io.Reader, ids hashSet, tee fu
 // scatterCheck reads the file's orders again (from the spool) for the
 // order ids whose hash (by hash) check saw more than once and refuses an
 // order whose rows do not follow each other, naming both lines. overflow
-// says that more ids than maxScattered came back: the file is refused as
-// one to sort first.
-func (f *OrdersFile) scatterCheck(ctx context.Context, hash func(string) uint64, rep map[uint64]bool, overflow bool) (badLines, error) {
+// says that more hashes than were asked for came back; the second result
+// says that lines were found and that more ids than maxScattered came
+// back, of which maxScattered were checked (ImportError.Note says so).
+func (f *OrdersFile) scatterCheck(ctx context.Context, hash func(string) uint64, rep map[uint64]bool, overflow bool) (badLines, bool, error) {
 	var bad badLines
 	first := map[string]int{}
 	back := map[string]bool{} // the ids found to come back, at most maxScattered
@@ -407,14 +422,9 @@ func (f *OrdersFile) scatterCheck(ctx context.Context, hash func(string) uint64,
 		return nil
 	})
 	if err != nil {
-		return badLines{}, err
+		return badLines{}, false, err
 	}
-	if overflow && len(bad.lines) > 0 {
-		// After the lines named, whatever their number: the last word.
-		bad.lines = append(bad.lines[:len(bad.lines):len(bad.lines)], fmt.Sprintf("more than %d order ids come back after other orders", maxScattered))
-		bad.nums = append(bad.nums[:len(bad.nums):len(bad.nums)], int(^uint(0)>>1))
-	}
-	return bad, nil
+	return bad, overflow && len(bad.lines) > 0, nil
 }
 
 // group is one order of the file: its consecutive rows merged.

@@ -235,3 +235,26 @@ func TestScatterCheckOverflowCount(t *testing.T) {
 		t.Fatalf("with chance repeats taken: %v\nwithout: %v; want as many lines", got, want)
 	}
 }
+
+// Past maxScattered orders that come back, the refusal says so after the
+// count, however many lines it names (before: the word was an eleventh
+// line, never shown, and the count looked like the whole story).
+func TestScatterCheckOverflowSaid(t *testing.T) {
+	const distinct, back = 60_000, 50_500
+	var b strings.Builder
+	b.WriteString("order_id,user,item,delivered_at,final_sale\n")
+	for i := range distinct {
+		fmt.Fprintf(&b, "C%06d,demo-user,Item,2025-03-01T10:00:00Z,false\n", i)
+	}
+	for i := range back {
+		fmt.Fprintf(&b, "C%06d,demo-user,Item,2025-03-01T10:00:00Z,false\n", i)
+	}
+	_, err := ParseOrders(context.Background(), strings.NewReader(b.String()), ParseOptions{User: "demo-user", Now: t0})
+	var ie *ImportError
+	if !errors.As(err, &ie) {
+		t.Fatalf("err %v, want an *ImportError", err)
+	}
+	if !strings.HasSuffix(err.Error(), "more than 50000 order ids come back after other orders: the lines counted are those of 50000 of them; sort the file by order id") || ie.More != 50_000-maxBadLines {
+		t.Fatalf("err %.200v … %d more; want the count of 50,000 ids' lines and the note after it", err, ie.More)
+	}
+}
