@@ -169,15 +169,11 @@ func TestFirstImportKilledLeavesOnlyAside(t *testing.T) {
 	file := writeShop(t, bigShop(3000)...)
 	c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "orders", "import", file)
 	c.Env = append(os.Environ(), "ASSISTANT_FAULT=import:before-write@pause")
-	if err := c.Start(); err != nil {
+	p := startPaused(t, c, "import:before-write")
+	if err := p.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	defer c.Process.Kill()
-	eventually(t, "the import stops before it writes", func() bool { return stopped(c.Process.Pid) })
-	if err := c.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.Wait()
+	exitWithin(t, p.done, 30*time.Second)
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("data dir after the kill: %v, want none", err)
 	}
@@ -206,25 +202,18 @@ func TestFirstImportDataDirTakenMeanwhile(t *testing.T) {
 	file := writeShop(t, bigShop(2000)...)
 	c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "orders", "import", file)
 	c.Env = append(os.Environ(), "ASSISTANT_FAULT=import:before-write@pause")
-	var out, errb strings.Builder
-	c.Stdout, c.Stderr = &out, &errb
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Process.Kill()
-	eventually(t, "the first import stops before it writes", func() bool { return stopped(c.Process.Pid) })
+	var out strings.Builder
+	c.Stdout = &out
+	p := startPaused(t, c, "import:before-write")
 	mustRun(t, dir, "orders", "import", writeShop(t, "OTHER1,demo-user,Vase,,false"))
-	if err := c.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := p.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	// It reaches import:before-write again before it writes into the
 	// data dir that is there.
-	eventually(t, "the first import stops before it writes again", func() bool { return stopped(c.Process.Pid) })
-	if err := c.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	if code := exitOf(t, c.Wait()); code != 0 {
-		t.Fatalf("first import: exit %d, stderr %q; want 0 into the data dir that is there", code, errb.String())
+	eventually(t, "the first import stops before it writes again", func() bool { return stopped(p.Process.Pid) })
+	if code := p.goOn(t); code != 0 {
+		t.Fatalf("first import: exit %d, stderr %q; want 0 into the data dir that is there", code, p.stderr.String())
 	}
 	var rep map[string]any
 	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil || rep["added"] != float64(2000) {

@@ -400,21 +400,12 @@ func TestImportSignalDuringWriteLeavesWhatDocsSay(t *testing.T) {
 				file := writeShop(t, rows...)
 				c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "orders", "import", file)
 				c.Env = append(os.Environ(), "ASSISTANT_FAULT=import:before-write@pause")
-				var errb strings.Builder
-				c.Stderr = &errb
-				if err := c.Start(); err != nil {
+				p := startPaused(t, c, "import:before-write")
+				if err := p.Process.Signal(sig.sig); err != nil {
 					t.Fatal(err)
 				}
-				defer c.Process.Kill()
-				eventually(t, "the import stops before it writes", func() bool { return stopped(c.Process.Pid) })
-				if err := c.Process.Signal(sig.sig); err != nil {
-					t.Fatal(err)
-				}
-				if err := c.Process.Signal(syscall.SIGCONT); err != nil {
-					t.Fatal(err)
-				}
-				if code := exitOf(t, c.Wait()); code != sig.code {
-					t.Fatalf("exit %d, want %d; stderr %q", code, sig.code, errb.String())
+				if code := p.goOn(t); code != sig.code {
+					t.Fatalf("exit %d, want %d; stderr %q", code, sig.code, p.stderr.String())
 				}
 				if !existing {
 					if names := dirNames(t, parent); len(names) != 0 {

@@ -102,24 +102,15 @@ func (u *upsert) stream(ctx context.Context, f *OrdersFile, r io.Reader) (checkE
 	batches := make(chan []*group, importQueue)
 	go func() {
 		defer close(batches)
-		batch := make([]*group, 0, importBatch)
+		out := batcher{ctx: ctx, ch: batches}
 		checkErr = checkFile[uint32](ctx, f, r, func(g *group) error {
 			// The check reuses g: the writer gets a copy.
 			c := f.newGroup()
 			c.order, c.line, c.last = g.order, g.line, g.last
-			if batch = append(batch, c); len(batch) < importBatch {
-				return nil
-			}
-			select {
-			case batches <- batch:
-				batch = make([]*group, 0, importBatch)
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+			return out.add(c)
 		})
-		if checkErr == nil && len(batch) > 0 {
-			batches <- batch // the writer drains the channel to its end
+		if checkErr == nil {
+			checkErr = out.flush()
 		}
 	}()
 	for b := range batches {

@@ -123,6 +123,19 @@ func TestImportOrdersNewCancelled(t *testing.T) {
 	}
 }
 
+// comeBack returns an orders file of distinct orders C000000… and then
+// the first back of them again, each coming back after other orders.
+func comeBack(distinct, back int) string {
+	var b strings.Builder
+	b.WriteString("order_id,user,item,delivered_at,final_sale\n")
+	for _, n := range []int{distinct, back} {
+		for i := range n {
+			fmt.Fprintf(&b, "C%06d,demo-user,Item,2025-03-01T10:00:00Z,false\n", i)
+		}
+	}
+	return b.String()
+}
+
 // collidingHashes is a hashSet whose hash gives each pair of ids of
 // collide the same small value (sorted before every real hash), standing
 // for the 32-bit hashes that ids share by chance; the rest as idHashes.
@@ -154,16 +167,9 @@ func (c *collidingHashes) repeats(max int) (map[uint64]bool, bool) {
 // one of maxScattered's places, and the count fell short by as many).
 func TestScatterCheckChanceCollisions(t *testing.T) {
 	const distinct, back = 60_000, 49_990
-	var b strings.Builder
-	b.WriteString("order_id,user,item,delivered_at,final_sale\n")
-	for i := range distinct {
-		fmt.Fprintf(&b, "C%06d,demo-user,Item,2025-03-01T10:00:00Z,false\n", i)
-	}
-	for i := range back {
-		fmt.Fprintf(&b, "C%06d,demo-user,Item,2025-03-01T10:00:00Z,false\n", i)
-	}
+	file := comeBack(distinct, back)
 	opts := ParseOptions{User: "demo-user", Now: t0}
-	_, want := ParseOrders(context.Background(), strings.NewReader(b.String()), opts)
+	_, want := ParseOrders(context.Background(), strings.NewReader(file), opts)
 	if want == nil {
 		t.Fatal("ParseOrders took a file whose orders come back")
 	}
@@ -176,7 +182,7 @@ func TestScatterCheckChanceCollisions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	got := f.check(context.Background(), strings.NewReader(b.String()), c, nil)
+	got := f.check(context.Background(), strings.NewReader(file), c, nil)
 	if got == nil || got.Error() != want.Error() {
 		t.Fatalf("with chance collisions:\n%.300v\nwant:\n%.300v", got, want)
 	}
@@ -213,23 +219,16 @@ func TestImportOrdersNewNotStarted(t *testing.T) {
 // to chanceRepeats more ids were checked, and the count was larger).
 func TestScatterCheckOverflowCount(t *testing.T) {
 	const distinct, back = 60_000, 50_500
-	var b strings.Builder
-	b.WriteString("order_id,user,item,delivered_at,final_sale\n")
-	for i := range distinct {
-		fmt.Fprintf(&b, "C%06d,demo-user,Item,2025-03-01T10:00:00Z,false\n", i)
-	}
-	for i := range back {
-		fmt.Fprintf(&b, "C%06d,demo-user,Item,2025-03-01T10:00:00Z,false\n", i)
-	}
+	file := comeBack(distinct, back)
 	opts := ParseOptions{User: "demo-user", Now: t0}
-	_, want := ParseOrders(context.Background(), strings.NewReader(b.String()), opts)
+	_, want := ParseOrders(context.Background(), strings.NewReader(file), opts)
 	c := &collidingHashes{real: newIDHashes[uint64](), collide: map[string]uint64{}}
 	f, err := newOrdersFile(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	got := f.check(context.Background(), strings.NewReader(b.String()), c, nil)
+	got := f.check(context.Background(), strings.NewReader(file), c, nil)
 	var wi, gi *ImportError
 	if !errors.As(want, &wi) || !errors.As(got, &gi) || gi.More != wi.More || len(gi.Lines) != len(wi.Lines) {
 		t.Fatalf("with chance repeats taken: %v\nwithout: %v; want as many lines", got, want)
@@ -241,15 +240,8 @@ func TestScatterCheckOverflowCount(t *testing.T) {
 // line, never shown, and the count looked like the whole story).
 func TestScatterCheckOverflowSaid(t *testing.T) {
 	const distinct, back = 60_000, 50_500
-	var b strings.Builder
-	b.WriteString("order_id,user,item,delivered_at,final_sale\n")
-	for i := range distinct {
-		fmt.Fprintf(&b, "C%06d,demo-user,Item,2025-03-01T10:00:00Z,false\n", i)
-	}
-	for i := range back {
-		fmt.Fprintf(&b, "C%06d,demo-user,Item,2025-03-01T10:00:00Z,false\n", i)
-	}
-	_, err := ParseOrders(context.Background(), strings.NewReader(b.String()), ParseOptions{User: "demo-user", Now: t0})
+	file := comeBack(distinct, back)
+	_, err := ParseOrders(context.Background(), strings.NewReader(file), ParseOptions{User: "demo-user", Now: t0})
 	var ie *ImportError
 	if !errors.As(err, &ie) {
 		t.Fatalf("err %v, want an *ImportError", err)

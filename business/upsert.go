@@ -244,24 +244,10 @@ func (u *upsert) run(f *OrdersFile) (rows, orders int, err error) {
 	var scanErr error
 	go func() {
 		defer close(batches)
-		batch := make([]*group, 0, importBatch)
-		send := func() error {
-			select {
-			case batches <- batch:
-				batch = make([]*group, 0, importBatch)
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		scanErr = f.replay(ctx, func(g *group) error {
-			if batch = append(batch, g); len(batch) < importBatch {
-				return nil
-			}
-			return send()
-		})
-		if scanErr == nil && len(batch) > 0 {
-			scanErr = send()
+		out := batcher{ctx: ctx, ch: batches}
+		scanErr = f.replay(ctx, out.add)
+		if scanErr == nil {
+			scanErr = out.flush()
 		}
 	}()
 	for b := range batches {
@@ -278,6 +264,39 @@ func (u *upsert) run(f *OrdersFile) (rows, orders int, err error) {
 		return 0, 0, scanErr
 	}
 	return f.rows, f.orders, nil
+}
+
+// batcher gathers a file's orders into batches of importBatch and sends
+// each on ch, for the writer; ctx ends a send that waits (its error).
+type batcher struct {
+	ctx   context.Context
+	ch    chan<- []*group
+	batch []*group
+}
+
+// add adds g, sending the batch once it is full.
+func (b *batcher) add(g *group) error {
+	if b.batch == nil {
+		b.batch = make([]*group, 0, importBatch)
+	}
+	if b.batch = append(b.batch, g); len(b.batch) < importBatch {
+		return nil
+	}
+	return b.flush()
+}
+
+// flush sends the batch under way, if any.
+func (b *batcher) flush() error {
+	if len(b.batch) == 0 {
+		return nil
+	}
+	select {
+	case b.ch <- b.batch:
+		b.batch = nil
+		return nil
+	case <-b.ctx.Done():
+		return b.ctx.Err()
+	}
 }
 
 // decide reads the stored orders of a batch (one statement; an operator
