@@ -387,3 +387,45 @@ func TestTruth2LostAnswerStands(t *testing.T) {
 		})
 	}
 }
+
+// A submit whose business commit lands and whose checkpoint never does,
+// attempt after attempt (killed at submit:after-business-commit each
+// time), until the attempts run out: the task holds its application, so
+// the guard stop ends it submitted with it, reused, not failed
+// attempts_exhausted (docs/cli.md "A recorded end": nothing marks such a
+// task failed). Both ways the attempts run out: --max-attempts 1 after one
+// kill, and the default 5 after five.
+func TestTruth2GiveUpWithApplicationEndsSubmitted(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		kills int
+		flags []string
+	}{
+		{"max-attempts 1", 1, []string{"--max-attempts", "1"}},
+		{"default attempts", 5, nil},
+	} {
+		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+			dir := t.TempDir()
+			mustRun(t, dir, "start", "t", "A3001", "--reason", "size")
+			killedAt(t, dir, "submit:after-business-commit", "resume", "t", "--action", "approve")
+			for i := 1; i < tc.kills; i++ {
+				killedAt(t, dir, "submit:after-business-commit", "resume", "t")
+			}
+			v := mustRun(t, dir, append(tc.flags, "resume", "t")...)
+			res, _ := v["result"].(map[string]any)
+			if v["status"] != "done" || v["stage"] != "submitted" || v["error"] != nil || res == nil || res["reused"] != true {
+				t.Fatalf("resume after the attempts ran out: status %v, stage %v, error %v, result %v; want done, submitted, reused", v["status"], v["stage"], v["error"], v["result"])
+			}
+			if n := appsOf(t, dir, "t"); n != "1" {
+				t.Errorf("%s applications, want 1", n)
+			}
+			if rec := recordOf(t, dir, "t"); rec != "done/submitted" {
+				t.Errorf("record %s, want done/submitted", rec)
+			}
+			if _, _, code := run(t, dir, "wait", "t"); code != 0 {
+				t.Errorf("wait t: exit %d, want 0 (submitted)", code)
+			}
+			verifyClean(t, dir)
+		})
+	}
+}

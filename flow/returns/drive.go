@@ -278,13 +278,38 @@ func (r *runner) driveReturn(ctx context.Context, t runs.TaskRecord, fn func(ctx
 			return view(t, snap), nil
 		},
 		fail: func(ctx context.Context, f Failure) error {
-			snap, err := g.UpdateState(ctx, t.ID, State{Stage: StageFailed, Error: &f}, NodeGiveUp)
+			upd, err := r.endOfGiveUp(ctx, g, t.ID, f)
+			if err != nil {
+				return err
+			}
+			snap, err := g.UpdateState(ctx, t.ID, upd, NodeGiveUp)
 			if err == nil {
 				head = snap
 			}
 			return err
 		},
 	})
+}
+
+// endOfGiveUp is the update that ends task's run at a guard stop with the
+// failure f: failed, unless the business file holds the task's
+// application, which ends it submitted with it, reused, whatever failed
+// since (docs/cli.md "A recorded end": nothing marks such a task failed).
+// That is a submit whose business commit landed while its checkpoint did
+// not, attempt after attempt (killed at submit:after-business-commit until
+// the attempts ran out, a tester's finding). Errors: storage errors.
+func (r *runner) endOfGiveUp(ctx context.Context, g *flow.Runnable[State], task string, f Failure) (State, error) {
+	failed := State{Stage: StageFailed, Error: &f}
+	head, err := headOrNil(g.State(ctx, task))
+	if err != nil || head == nil {
+		return failed, err
+	}
+	done, err := nodes{Deps{Desk: r.desk}}.submitted(ctx, head.Values)
+	if err != nil || done.Stage == "" {
+		return failed, err
+	}
+	done.Decision = ActionApprove
+	return done, nil
 }
 
 // headOrNil passes a thread's head snapshot on, with a thread that has no
