@@ -34,6 +34,7 @@ func (s *Store) RecordDecision(ctx context.Context, d Decision) error {
 	if err := checkDecision(d); err != nil {
 		return err
 	}
+	s.rows.forgetTrail(d.TaskID)
 	err := s.h.Durable(ctx, func(tx sqlitedb.Querier) error {
 		wrote, err := insertDecision(ctx, tx, d)
 		if err == nil && !wrote {
@@ -61,7 +62,11 @@ func (s *Store) SubmitDecided(ctx context.Context, d Decision, draftID, user str
 	if err := checkDecision(d); err != nil {
 		return Application{}, false, err
 	}
+	if s.h.InTxn() {
+		return s.submitDecidedInTx(ctx, d, draftID, user, now)
+	}
 	var subErr error
+	s.rows.forgetTrail(d.TaskID)
 	err = s.h.Durable(ctx, func(tx sqlitedb.Querier) error {
 		wrote, err := insertDecision(ctx, tx, d)
 		if err != nil {
@@ -90,6 +95,40 @@ func (s *Store) SubmitDecided(ctx context.Context, d Decision, draftID, user str
 	return a, reused, nil
 }
 
+// submitDecidedInTx is SubmitDecided inside a caller's transaction (a
+// decide chunk's, which commits durably), without a savepoint of its own
+// (two statements; on PostgreSQL two round trips), with the same outcomes.
+// Submit's checks run first and write nothing, so what they refuse for
+// good (an unknown or another user's draft, a superseded version) or fail
+// on leaves nothing written, as the savepoint's rollback did. Then at most
+// two statements write: the decision, and the application. A statement
+// that fails writes nothing (on PostgreSQL it aborts the transaction); an
+// application that fails after its decision was written comes back as the
+// database's error, which no caller takes for a refusal (not ErrConflict,
+// ErrNotFound or ErrInvalid), so the caller's transaction is rolled back
+// whole. The transaction holds the write lock, so nothing can come
+// between the checks and the writes.
+func (s *Store) submitDecidedInTx(ctx context.Context, d Decision, draftID, user string, now time.Time) (Application, bool, error) {
+	q := s.h.Q()
+	a, reused, draft, subErr := s.submitCheck(ctx, q, draftID, user, now)
+	var ie *IneligibleError
+	if subErr != nil && !errors.Is(subErr, ErrDraftExpired) && !errors.As(subErr, &ie) {
+		return Application{}, false, subErr
+	}
+	s.rows.forgetTrail(d.TaskID)
+	if _, err := insertDecision(ctx, q, d); err != nil {
+		return Application{}, false, fmt.Errorf("record decision %s of task %s: %w", d.ID, d.TaskID, err)
+	}
+	if subErr != nil || reused {
+		return a, reused, subErr // refused or reused: the decision alone is written
+	}
+	a, err := s.insertApplication(ctx, q, draft, now)
+	if err != nil {
+		return Application{}, false, fmt.Errorf("submit draft %s after its decision %s: %w", draftID, d.ID, err)
+	}
+	return a, false, nil
+}
+
 // checkDecision refuses a decision without its keys.
 func checkDecision(d Decision) error {
 	if d.ID == "" || d.TaskID == "" {
@@ -112,29 +151,32 @@ func insertDecision(ctx context.Context, tx sqlitedb.Querier, d Decision) (bool,
 	return n > 0, err
 }
 
+// decisionColumns are the columns scanDecision reads.
+const decisionColumns = `decision_id, task_id, by_user, action, draft_id, version, at, comment, reason`
+
+// scanDecision reads one row of decisionColumns.
+func scanDecision(sc scanner) (Decision, error) {
+	var d Decision
+	var at string
+	if err := sc.Scan(&d.ID, &d.TaskID, &d.By, &d.Action, &d.DraftID, &d.Version, &at, &d.Comment, &d.Reason); err != nil {
+		return Decision{}, err
+	}
+	var err error
+	d.At, err = parseTime(at)
+	return d, err
+}
+
 // Decisions returns the trail of task taskID in the order the answers were
-// given; empty (not nil) when there is none.
+// given; empty (not nil) when there is none. Inside InTx, a task that
+// PreloadTasks read is answered from memory.
 func (s *Store) Decisions(ctx context.Context, taskID string) ([]Decision, error) {
-	rows, err := s.h.Q().QueryContext(ctx,
-		`SELECT decision_id, task_id, by_user, action, draft_id, version, at, comment, reason
-		 FROM decisions WHERE task_id = ? ORDER BY at, rowid`, taskID)
-	if err != nil {
-		return nil, fmt.Errorf("decisions of task %s: %w", taskID, err)
+	if ds, ok := s.rows.trail(taskID); ok {
+		return ds, nil
 	}
-	defer rows.Close()
 	out := []Decision{}
-	for rows.Next() {
-		var d Decision
-		var at string
-		if err := rows.Scan(&d.ID, &d.TaskID, &d.By, &d.Action, &d.DraftID, &d.Version, &at, &d.Comment, &d.Reason); err != nil {
-			return nil, fmt.Errorf("decisions of task %s: %w", taskID, err)
-		}
-		if d.At, err = parseTime(at); err != nil {
-			return nil, fmt.Errorf("decisions of task %s: %w", taskID, err)
-		}
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
+	err := scanEach(ctx, s, `SELECT `+decisionColumns+` FROM decisions WHERE task_id = ? ORDER BY at, rowid`, []any{taskID},
+		scanDecision, func(d Decision) { out = append(out, d) })
+	if err != nil {
 		return nil, fmt.Errorf("decisions of task %s: %w", taskID, err)
 	}
 	return out, nil

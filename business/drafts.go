@@ -121,6 +121,7 @@ func (s *Store) PrepareDraftVersion(ctx context.Context, taskID string, version 
 }
 
 func (s *Store) prepareDraftTx(ctx context.Context, tx sqlitedb.Querier, taskID string, version int, orderID, user, reason string, ttl time.Duration, now time.Time) (d Draft, reused bool, err error) {
+	s.rows.forget(taskID) // it may write a draft of the task
 	if version == 1 {
 		// The usual case in one statement: no draft yet and the user's
 		// order. Nothing inserted means one of them is not so, and the
@@ -344,64 +345,11 @@ func (s *Store) Submit(ctx context.Context, draftID, user string, now time.Time)
 // (goroutines or processes) queue and the later ones see the first one's
 // application.
 func (s *Store) SubmitTx(ctx context.Context, tx sqlitedb.Querier, draftID, user string, now time.Time) (Application, bool, error) {
-	a, err := applicationWhere(ctx, tx, "draft_id", draftID)
-	switch {
-	case err == nil:
-		if a.User != user {
-			return Application{}, false, fmt.Errorf("submit draft %s: %w", draftID, ErrNotFound)
-		}
-		return a, true, nil
-	case !errors.Is(err, ErrNotFound):
-		return Application{}, false, fmt.Errorf("submit draft %s: %w", draftID, err)
+	a, reused, d, err := s.submitCheck(ctx, tx, draftID, user, now)
+	if err != nil || reused {
+		return a, reused, err
 	}
-
-	d, err := draftWhere(ctx, tx, "draft_id", draftID)
-	if err != nil {
-		return Application{}, false, fmt.Errorf("submit draft %s: %w", draftID, err)
-	}
-	if d.User != user {
-		return Application{}, false, fmt.Errorf("submit draft %s: %w", draftID, ErrNotFound)
-	}
-	if d.Superseded {
-		return Application{}, false, fmt.Errorf("submit draft %s: version %d was superseded by a newer version: %w", draftID, d.Version, ErrConflict)
-	}
-	if !now.Before(d.ExpiresAt) {
-		return Application{}, false, fmt.Errorf("submit draft %s: expired at %s: %w",
-			draftID, d.ExpiresAt.Format(time.RFC3339), ErrDraftExpired)
-	}
-
-	// The order is checked again, in this transaction: the draft may have
-	// waited for approval long enough for the return window to close, and
-	// one open application per order means a second task started for the
-	// same order before the first submitted must not make a second one.
-	o, err := orderTx(ctx, tx, d.OrderID, d.User)
-	if err != nil {
-		return Application{}, false, fmt.Errorf("submit draft %s: order %s: %w", draftID, d.OrderID, err)
-	}
-	code, err := eligibility(ctx, tx, o, now)
-	if err != nil {
-		return Application{}, false, fmt.Errorf("submit draft %s: %w", draftID, err)
-	}
-	if code != "" {
-		return Application{}, false, fmt.Errorf("submit draft %s: %w", draftID, &IneligibleError{Order: d.OrderID, Code: code})
-	}
-
-	id, err := newID("app_")
-	if err != nil {
-		return Application{}, false, fmt.Errorf("submit draft %s: %w", draftID, err)
-	}
-	a = Application{
-		ID:           id,
-		DraftID:      d.ID,
-		OrderID:      d.OrderID,
-		User:         d.User,
-		ReviewStatus: ReviewPending,
-		CreatedAt:    storedTime(now),
-	}
-	s.orders.forgetOpen(a.OrderID, a.User) // PreloadOrders' is no longer true
-	_, err = tx.ExecContext(ctx,
-		`INSERT INTO applications (`+applicationColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
-		a.ID, a.DraftID, a.OrderID, a.User, a.ReviewStatus, formatTime(a.CreatedAt))
+	a, err = s.insertApplication(ctx, tx, d, now)
 	if sqlitedb.IsUniqueViolation(err) {
 		// Only reachable from a caller's DEFERRED transaction that read before
 		// another one committed; the caller retries in a new transaction and
@@ -412,6 +360,95 @@ func (s *Store) SubmitTx(ctx context.Context, tx sqlitedb.Querier, draftID, user
 		return Application{}, false, fmt.Errorf("submit draft %s: %w", draftID, err)
 	}
 	return a, false, nil
+}
+
+// submitCheck is SubmitTx's reads, which write nothing: the draft's
+// application when it has one (reused true), or the draft to submit, or
+// SubmitTx's refusals and errors.
+func (s *Store) submitCheck(ctx context.Context, tx sqlitedb.Querier, draftID, user string, now time.Time) (a Application, reused bool, d Draft, err error) {
+	a, err = s.applicationOfDraft(ctx, tx, draftID)
+	switch {
+	case err == nil:
+		if a.User != user {
+			return Application{}, false, Draft{}, fmt.Errorf("submit draft %s: %w", draftID, ErrNotFound)
+		}
+		return a, true, Draft{}, nil
+	case !errors.Is(err, ErrNotFound):
+		return Application{}, false, Draft{}, fmt.Errorf("submit draft %s: %w", draftID, err)
+	}
+
+	d, ok := s.rows.draft(draftID)
+	if !ok {
+		if d, err = draftWhere(ctx, tx, "draft_id", draftID); err != nil {
+			return Application{}, false, Draft{}, fmt.Errorf("submit draft %s: %w", draftID, err)
+		}
+	}
+	if d.User != user {
+		return Application{}, false, Draft{}, fmt.Errorf("submit draft %s: %w", draftID, ErrNotFound)
+	}
+	if d.Superseded {
+		return Application{}, false, Draft{}, fmt.Errorf("submit draft %s: version %d was superseded by a newer version: %w", draftID, d.Version, ErrConflict)
+	}
+	if !now.Before(d.ExpiresAt) {
+		return Application{}, false, Draft{}, fmt.Errorf("submit draft %s: expired at %s: %w",
+			draftID, d.ExpiresAt.Format(time.RFC3339), ErrDraftExpired)
+	}
+
+	// The order is checked again, in this transaction: the draft may have
+	// waited for approval long enough for the return window to close, and
+	// one open application per order means a second task started for the
+	// same order before the first submitted must not make a second one.
+	o, err := s.orderIn(ctx, tx, d.OrderID, d.User)
+	if err != nil {
+		return Application{}, false, Draft{}, fmt.Errorf("submit draft %s: order %s: %w", draftID, d.OrderID, err)
+	}
+	code, err := s.eligibilityTx(ctx, tx, o, now)
+	if err != nil {
+		return Application{}, false, Draft{}, fmt.Errorf("submit draft %s: %w", draftID, err)
+	}
+	if code != "" {
+		return Application{}, false, Draft{}, fmt.Errorf("submit draft %s: %w", draftID, &IneligibleError{Order: d.OrderID, Code: code})
+	}
+
+	return Application{}, false, d, nil
+}
+
+// insertApplication inserts the pending application of draft d, made at
+// now, in tx, in one statement; the error is the database's, unwrapped.
+func (s *Store) insertApplication(ctx context.Context, tx sqlitedb.Querier, d Draft, now time.Time) (Application, error) {
+	id, err := newID("app_")
+	if err != nil {
+		return Application{}, err
+	}
+	a := Application{
+		ID:           id,
+		DraftID:      d.ID,
+		OrderID:      d.OrderID,
+		User:         d.User,
+		ReviewStatus: ReviewPending,
+		CreatedAt:    storedTime(now),
+	}
+	s.orders.forgetOpen(a.OrderID, a.User) // PreloadOrders' is no longer true
+	s.rows.forget(d.TaskID)                // nor PreloadTasks'
+	_, err = tx.ExecContext(ctx,
+		`INSERT INTO applications (`+applicationColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
+		a.ID, a.DraftID, a.OrderID, a.User, a.ReviewStatus, formatTime(a.CreatedAt))
+	if err != nil {
+		return Application{}, err
+	}
+	return a, nil
+}
+
+// applicationOfDraft is applicationWhere by draft id in tx, answered from
+// PreloadTasks' rows when the draft is among them.
+func (s *Store) applicationOfDraft(ctx context.Context, tx sqlitedb.Querier, draftID string) (Application, error) {
+	if a, known, found := s.rows.application(draftID); known {
+		if !found {
+			return Application{}, ErrNotFound
+		}
+		return a, nil
+	}
+	return applicationWhere(ctx, tx, "draft_id", draftID)
 }
 
 // ApplicationByDraft returns the application of draft draftID, or
@@ -431,6 +468,12 @@ func (s *Store) ApplicationByDraft(ctx context.Context, draftID string) (Applica
 // applications.draft_id). It does not check the user; the caller compares
 // Application.User.
 func (s *Store) ApplicationByTask(ctx context.Context, taskID string) (Application, error) {
+	if a, known, found := s.rows.applicationOfTask(taskID); known {
+		if !found {
+			return Application{}, fmt.Errorf("application of task %s: %w", taskID, ErrNotFound)
+		}
+		return a, nil
+	}
 	a, err := scanApplication(s.h.Q().QueryRowContext(ctx,
 		`SELECT `+qualifiedApplicationColumns+` FROM drafts d JOIN applications a ON a.draft_id = d.draft_id
 		 WHERE d.task_id = ?`, taskID))
@@ -524,6 +567,9 @@ func (s *Store) Held(ctx context.Context, draftID, applicationID string) (HeldRo
 	var err error
 	switch {
 	case applicationID == "":
+		if d, ok := s.rows.draft(draftID); ok {
+			return HeldRows{DraftFound: true, DraftTask: d.TaskID, DraftUser: d.User}, nil
+		}
 		err = s.h.Q().QueryRowContext(ctx, `SELECT task_id, user FROM drafts WHERE draft_id = ?`, draftID).
 			Scan(&h.DraftTask, &h.DraftUser)
 		h.DraftFound = err == nil

@@ -46,18 +46,10 @@ type Order struct {
 // order, say) can change it meanwhile, and a batch chunk reads the same
 // orders again for every row.
 func (s *Store) Order(ctx context.Context, orderID, user string) (Order, error) {
-	if o, ok := s.orders.get(orderID, user); ok {
-		return o, nil
-	}
-	o, err := scanOrder(s.h.Q().QueryRowContext(ctx,
-		`SELECT `+orderColumns+` FROM orders WHERE user = ? AND order_id = ?`, user, orderID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return Order{}, fmt.Errorf("order %s: %w", orderID, ErrNotFound)
-	}
+	o, err := s.orderIn(ctx, s.h.Q(), orderID, user)
 	if err != nil {
 		return Order{}, fmt.Errorf("order %s: %w", orderID, err)
 	}
-	s.orders.put(o, user)
 	return o, nil
 }
 
@@ -207,16 +199,7 @@ func scanOrder(sc scanner) (Order, error) {
 // reads the file. It is the one rule of returnability: start, submit,
 // orders list and an import's report (not_returnable_now) all use it.
 func (s *Store) Eligibility(ctx context.Context, o Order, now time.Time) (string, error) {
-	if open, ok := s.orders.getOpen(o.ID, o.User); ok { // PreloadOrders
-		if code := orderRule(o, now); code != "" {
-			return code, nil
-		}
-		if open {
-			return ReasonOpenApplication, nil
-		}
-		return "", nil
-	}
-	return eligibility(ctx, s.h.Q(), o, now)
+	return s.eligibilityTx(ctx, s.h.Q(), o, now)
 }
 
 // eligibility is Eligibility on q: the pool, or a transaction that must see
@@ -236,6 +219,22 @@ func eligibility(ctx context.Context, q queryer, o Order, now time.Time) (string
 		return ReasonOpenApplication, nil
 	}
 	return "", nil
+}
+
+// eligibilityTx is eligibility on tx (the pool, or the caller's
+// transaction), with whether o has a pending application answered by
+// PreloadOrders' rows when they hold o.
+func (s *Store) eligibilityTx(ctx context.Context, tx queryer, o Order, now time.Time) (string, error) {
+	if code := orderRule(o, now); code != "" {
+		return code, nil
+	}
+	if open, ok := s.orders.getOpen(o.ID, o.User); ok {
+		if open {
+			return ReasonOpenApplication, nil
+		}
+		return "", nil
+	}
+	return eligibility(ctx, tx, o, now)
 }
 
 // orderRule returns the first rule of Eligibility that the order itself
@@ -274,12 +273,21 @@ func (e *IneligibleError) Is(target error) bool {
 	return target == ErrIneligible || (target == ErrOpenApplication && e.Code == ReasonOpenApplication)
 }
 
-// orderTx reads the order id of user inside tx (an order is identified by
-// its owner and its id: migration 0008).
-func orderTx(ctx context.Context, tx sqlitedb.Querier, id, user string) (Order, error) {
-	o, err := scanOrder(tx.QueryRowContext(ctx, `SELECT `+orderColumns+` FROM orders WHERE user = ? AND order_id = ?`, user, id))
+// orderIn reads the order id of user on q, the pool or the caller's
+// transaction (an order is identified by its owner and its id: migration
+// 0008): inside InTx from the orders kept for the transaction when it is
+// among them, and kept once read. No such order is ErrNotFound.
+func (s *Store) orderIn(ctx context.Context, q sqlitedb.Querier, id, user string) (Order, error) {
+	if o, ok := s.orders.get(id, user); ok {
+		return o, nil
+	}
+	o, err := scanOrder(q.QueryRowContext(ctx, `SELECT `+orderColumns+` FROM orders WHERE user = ? AND order_id = ?`, user, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Order{}, ErrNotFound
 	}
-	return o, err
+	if err != nil {
+		return Order{}, err
+	}
+	s.orders.put(o, user)
+	return o, nil
 }

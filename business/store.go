@@ -130,6 +130,7 @@ type Options struct {
 type Store struct {
 	h      *sqlitedb.Handle
 	orders *orderMemo // orders read inside InTx; nil outside
+	rows   *rowMemo   // decisions, drafts, applications read inside InTx; nil outside
 	now    func() time.Time
 }
 
@@ -247,7 +248,8 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
 		return fn(s)
 	}
 	err := s.h.InTx(ctx, func(h *sqlitedb.Handle) error {
-		return fn(&Store{h: h, now: s.now, orders: &orderMemo{m: map[[2]string]Order{}}})
+		return fn(&Store{h: h, now: s.now, orders: &orderMemo{m: map[[2]string]Order{}},
+			rows: &rowMemo{tasks: map[string]*taskRows{}, drafts: map[string]string{}}})
 	})
 	if err != nil {
 		return fmt.Errorf("business transaction: %w", err)

@@ -52,3 +52,39 @@ func TestChunkStatementsPerRow(t *testing.T) {
 		t.Errorf("a batch row cost %.2f statements, want at most %d (+1 for the batch's own)", got, chunkStatementsPerRow)
 	}
 }
+
+// decideStatementsPerRow is the budget of SQL statements an approval
+// costs in a decide chunk over both files. The business store's 3: the
+// row's lease (one guarded update), and submit's decision and application
+// (no savepoint in a chunk: business.submitDecidedInTx); the chunk reads the tasks' records,
+// timelines, decisions, drafts, applications and orders up front
+// (prepareDecisions: business.PreloadTasks and PreloadOrders) and writes
+// their status and stage in one statement (runs.RecordProgressAll). The
+// checkpoint buffer's 4: two checkpoints, the head moved once, and the
+// answer's pending write against the head the checkpoints follow (no read
+// of that head: the head's move checks it). Before these a row cost 21.
+const decideStatementsPerRow = 7
+
+// TestDecideStatementsPerRow parks a batch of tasks at approval, approves
+// them all in one decide chunk and counts the statements per row of both
+// stores (sqlitedb.Statements), against decideStatementsPerRow.
+func TestDecideStatementsPerRow(t *testing.T) {
+	ctx := context.Background()
+	const n = 50
+	svc, _ := openService(t, n)
+	parkTasks(t, svc, "s", n, n)
+	drows, dfp := approvals(t, "s", n)
+	before := sqlitedb.Statements()
+	v, err := svc.StartDecide(ctx, returns.DecideOptions{User: "demo-user", Rows: drows, Fingerprint: dfp, Chunk: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := float64(sqlitedb.Statements()-before) / n
+	if v.Batch.Position != n || v.Batch.Counts[returns.StageSubmitted] != n {
+		t.Fatalf("decide: position %d, counts %v; want %d rows submitted", v.Batch.Position, v.Batch.Counts, n)
+	}
+	t.Logf("%.2f statements a row", got)
+	if got > decideStatementsPerRow+1 { // +1: the run's own statements, spread over the rows
+		t.Errorf("a decision cost %.2f statements, want at most %d (+1 for the run's own)", got, decideStatementsPerRow)
+	}
+}

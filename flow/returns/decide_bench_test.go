@@ -8,6 +8,7 @@ import (
 
 	"assistant/flow/returns"
 	"assistant/internal/sqlitedb"
+	"assistant/runs"
 )
 
 // BenchmarkDecide runs one decide run of b.N approvals, each of a task a
@@ -16,24 +17,8 @@ import (
 func BenchmarkDecide(b *testing.B) {
 	ctx := context.Background()
 	svc, _ := openService(b, b.N)
-	var rowsCSV, decisions strings.Builder
-	rowsCSV.WriteString("task,order,reason\n")
-	decisions.WriteString("task,action\n")
-	for i := range b.N {
-		fmt.Fprintf(&rowsCSV, "d%d,P%d,reason %d\n", i, i, i)
-		fmt.Fprintf(&decisions, "d%d,approve\n", i)
-	}
-	rows, fp, err := returns.ParseBatch(strings.NewReader(rowsCSV.String()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := svc.StartBatch(ctx, returns.BatchOptions{Batch: "parked", User: "demo-user", Rows: rows, Fingerprint: fp}); err != nil {
-		b.Fatal(err)
-	}
-	drows, dfp, err := returns.ParseDecisions(strings.NewReader(decisions.String()))
-	if err != nil {
-		b.Fatal(err)
-	}
+	parkTasks(b, svc, "d", b.N, 0)
+	drows, dfp := approvals(b, "d", b.N)
 	syncsBefore := sqlitedb.Syncs()
 	b.ResetTimer()
 	v, err := svc.StartDecide(ctx, returns.DecideOptions{User: "demo-user", Rows: drows, Fingerprint: dfp})
@@ -46,4 +31,39 @@ func BenchmarkDecide(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
 	b.ReportMetric(float64(sqlitedb.Syncs()-syncsBefore)/float64(b.N), "fsyncs/decision")
+}
+
+// parkTasks parks n tasks, prefix0 … prefix(n-1), each on its own order
+// P0 … P(n-1) of the ones openService made, at approval, with a batch
+// named "parked" of chunk rows a commit (0: the default).
+func parkTasks(tb testing.TB, svc *returns.Service, prefix string, n, chunk int) {
+	tb.Helper()
+	var b strings.Builder
+	b.WriteString("task,order,reason\n")
+	for i := range n {
+		fmt.Fprintf(&b, "%s%d,P%d,reason %d\n", prefix, i, i, i)
+	}
+	rows, fp, err := returns.ParseBatch(strings.NewReader(b.String()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := svc.StartBatch(context.Background(), returns.BatchOptions{Batch: "parked", User: "demo-user", Rows: rows, Fingerprint: fp, Chunk: chunk}); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// approvals returns decide's rows approving the n tasks parkTasks parked
+// with prefix, and their fingerprint.
+func approvals(tb testing.TB, prefix string, n int) ([]runs.BatchRow, string) {
+	tb.Helper()
+	var b strings.Builder
+	b.WriteString("task,action\n")
+	for i := range n {
+		fmt.Fprintf(&b, "%s%d,approve\n", prefix, i)
+	}
+	rows, fp, err := returns.ParseDecisions(strings.NewReader(b.String()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return rows, fp
 }

@@ -51,7 +51,8 @@ type runner struct {
 	// deferProgress makes release keep a row's status and stage in
 	// progress instead of writing it, for the chunk to record all of them
 	// in one statement (runs.RecordProgressAll) before it commits: set for
-	// a batch's chunk, whose rows read no task record after their run.
+	// a batch's or a decide run's chunk, whose rows read no task record
+	// after their run.
 	deferProgress bool
 	progress      []runs.Progress
 }
