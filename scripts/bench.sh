@@ -108,18 +108,41 @@ echo "resume_approve_ms $ms ms"; ratios resume_approve "$ms" "$fl" "$r"; echo "r
 scripts/bench-pg.sh "$A"
 [ -n "${BENCH_PG_ONLY:-}" ] && exit 0
 
-# In one process: start+approve cycles, durable commits, checkpoint storage.
-go test -run '^$' -bench 'BenchmarkStartApprove$' -benchtime 2000x ./flow/returns/ > "$work/bench.txt"
+# In one process: start+approve cycles, durable commits, checkpoint storage,
+# and next to them, in the same run, the cycle's floor (BenchmarkCycleFloor:
+# the six durable commits a cycle must make and nothing else, the most
+# cycles/s any build of this design could reach here) and, for decide, the
+# same pair (BenchmarkDecideFloor: the least SQL a decision must write, on a
+# parked batch's own files). Each pair runs twice, alternating, and the
+# medians and the ratio to the floor are printed (docs/performance.md
+# "Floors").
+go test -run '^$' -bench 'BenchmarkStartApprove$|BenchmarkCycleFloor$' -benchtime 2000x -count 2 ./flow/returns/ > "$work/bench.txt"
+go test -run '^$' -bench 'BenchmarkDecide$|BenchmarkDecideFloor$' -benchtime 5000x -count 2 ./flow/returns/ >> "$work/bench.txt"
 python3 - "$work/bench.txt" <<'PY'
-import sys
+import statistics, sys
+found = {}
 for line in open(sys.argv[1]):
-    if line.startswith("BenchmarkStartApprove"):
-        f = line.split()
-        vals = {f[i+1]: float(f[i]) for i in range(2, len(f)-1, 2)}
-        print("cycles_per_s %.0f cycles/s" % (1e9/vals["ns/op"]))
-        for k, name in (("fsyncs/task", "fsyncs_per_task"), ("commits/task", "commits_per_task"), ("ckpt_bytes/task", "checkpoint_bytes_per_task"), ("ckpt_rows/task", "checkpoint_rows_per_task")):
-            if k in vals:
-                print("%s %.1f %s" % (name, vals[k], k.split("/")[0]))
+    f = line.split()
+    if not f or not f[0].startswith("Benchmark"):
+        continue
+    name = f[0].split("-")[0]
+    found.setdefault(name, []).append({f[i+1]: float(f[i]) for i in range(2, len(f)-1, 2)})
+def med(name, key):
+    if name not in found:
+        sys.exit(f"{name}: no result in {sys.argv[1]}")
+    return statistics.median(v[key] for v in found[name])
+cycles, floor = 1e9 / med("BenchmarkStartApprove", "ns/op"), 1e9 / med("BenchmarkCycleFloor", "ns/op")
+print("cycles_per_s %.0f cycles/s" % cycles)
+print("cycle_floor_per_s %.0f cycles/s" % floor)
+print("cycles_over_floor %.2f x_floor" % (cycles / floor))
+vals = found["BenchmarkStartApprove"][0]
+for k, name in (("fsyncs/task", "fsyncs_per_task"), ("commits/task", "commits_per_task"), ("ckpt_bytes/task", "checkpoint_bytes_per_task"), ("ckpt_rows/task", "checkpoint_rows_per_task")):
+    if k in vals:
+        print("%s %.1f %s" % (name, vals[k], k.split("/")[0]))
+decide, dfloor = med("BenchmarkDecide", "decisions/s"), med("BenchmarkDecideFloor", "decisions/s")
+print("decide_in_process_per_s %.0f decisions/s" % decide)
+print("decide_floor_per_s %.0f decisions/s" % dfloor)
+print("decide_over_floor %.2f x_floor" % (decide / dfloor))
 PY
 
 # One superstep of the engine in one process (flow's BenchmarkSuperstep:
