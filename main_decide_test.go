@@ -228,6 +228,92 @@ func TestDecideRowsRefused(t *testing.T) {
 	verifyClean(t, dir)
 }
 
+// TestDecideInconsistentTaskIsARowRefusal: a task whose two files
+// disagree (an older business.sqlite restored under a checkpoint that
+// says submitted) is one row's refusal, code inconsistent, with resume's
+// message; it does not end the run (it ended it with exit 1, left running
+// at position 0, the other rows' outcomes unreported). The task is left
+// as it was, the other rows are decided once, and the row's code is the
+// one resume exits with for the same answer (1).
+func TestDecideInconsistentTaskIsARowRefusal(t *testing.T) {
+	for _, chunk := range []string{"100", "1"} {
+		t.Run("chunk"+chunk, func(t *testing.T) {
+			dir := t.TempDir()
+			file := parked(t, dir, 5)
+			older := snapshotFiles(t, dir)
+			mustRun(t, dir, "resume", "row-0002", "--action", "approve")
+			copyTo(t, older, dir, "business.sqlite")
+
+			rep, stderr, code := decide(t, dir, file, nil, "-", "--chunk", chunk)
+			if code != 0 {
+				t.Fatalf("decide: exit %d, want 0 with the row refused: %s", code, stderr)
+			}
+			if rep.Status != "done" || rep.Batch.Position != 5 || rep.Batch.Counts["submitted"] != 4 || rep.Batch.Counts["inconsistent"] != 1 {
+				t.Fatalf("decide: %s at %d, counts %v; want done at 5, 4 submitted, 1 inconsistent", rep.Status, rep.Batch.Position, rep.Batch.Counts)
+			}
+			for _, r := range rep.Rows {
+				want := "submitted"
+				if r.Task == "row-0002" {
+					want = "inconsistent"
+					if r.ErrorCode != "inconsistent" || !strings.Contains(r.Error, "task row-0002 is inconsistent") || !strings.Contains(r.Error, "nothing was written") {
+						t.Errorf("row-0002: code %q, error %q; want inconsistent with resume's message", r.ErrorCode, r.Error)
+					}
+				}
+				if r.Outcome != want {
+					t.Errorf("line %d (%s): %s, want %s", r.Line, r.Task, r.Outcome, want)
+				}
+			}
+			if got := record(t, dir, "row-0002", "status"); got != "waiting" {
+				t.Errorf("row-0002's record is %s, want waiting (never rewritten)", got)
+			}
+			if got := applications(t, dir, "row-0002"); got != "0" {
+				t.Errorf("row-0002 has %s applications, want 0", got)
+			}
+			for _, task := range []string{"row-0000", "row-0001", "row-0003", "row-0004"} {
+				if got := applications(t, dir, task); got != "1" {
+					t.Errorf("%s has %s applications, want 1", task, got)
+				}
+			}
+			if _, _, code := run(t, dir, "resume", "row-0002", "--action", "approve"); code != 1 {
+				t.Errorf("resume row-0002: exit %d, want 1 (the row's code must be the command's)", code)
+			}
+			if again, _, code := decide(t, dir, file, nil, "-", "--chunk", chunk); code != 0 || again.Task != rep.Task || again.Batch.Counts["inconsistent"] != 1 {
+				t.Errorf("the same file again: exit %d, %s, counts %v; want the same run's report", code, again.Task, again.Batch.Counts)
+			}
+		})
+	}
+}
+
+// TestBatchInconsistentTaskIsARowRefusal: the same for a batch row whose
+// task the checkpoint file holds while the business file (restored from
+// before the task was started) has no record of it: the row is
+// inconsistent, the other rows run, the batch ends done (it failed the
+// batch with exit 1).
+func TestBatchInconsistentTaskIsARowRefusal(t *testing.T) {
+	dir := t.TempDir()
+	mustRun(t, dir, "start", "t0", "A3003", "--reason", "x")
+	older := snapshotFiles(t, dir)
+	mustRun(t, dir, "start", "r2", "A3002", "--reason", "wrong color")
+	copyTo(t, older, dir, "business.sqlite")
+	file := filepath.Join(t.TempDir(), "b.csv")
+	if err := os.WriteFile(file, []byte("task,order,reason\nr1,A3001,too big\nr2,A3002,wrong color\nr3,A3004,broken\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v := mustRun(t, dir, "batch", "b1", file)
+	b, _ := v["batch"].(map[string]any)
+	counts, _ := b["counts"].(map[string]any)
+	if v["status"] != "done" || counts["draft_ready"] != 2.0 || counts["inconsistent"] != 1.0 {
+		t.Fatalf("batch: %v, counts %v; want done, 2 draft_ready, 1 inconsistent", v["status"], counts)
+	}
+	out, _, code := run(t, dir, "--output", "csv", "show", "b1", "--rows")
+	if code != 0 || !strings.Contains(out, "3,r2,A3002,inconsistent,inconsistent,\"task r2 is inconsistent") {
+		t.Errorf("show b1 --rows: exit %d\n%s\nwant line 3 inconsistent with resume's message", code, out)
+	}
+	if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM tasks WHERE task_id = 'r2'`); got != "0" {
+		t.Errorf("r2 has %s records, want none (nothing written)", got)
+	}
+}
+
 // decideFaultPoints are the points a decide run passes: its graph's node
 // (rows), the points of its chunk, and those of the return flow its rows
 // run (review, submit).

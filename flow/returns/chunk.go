@@ -116,7 +116,10 @@ func (s *Service) oneByOne(ctx, stop context.Context, b BatchState, kind rowKind
 		if !done {
 			var err error
 			out, err = s.rowWhenFree(ctx, stop, func() (runs.RowOutcome, error) { return kind.run(ctx, r, b, row) })
-			if errors.Is(err, runs.ErrBusy) && kind.refuseBusy {
+			if (errors.Is(err, runs.ErrBusy) && kind.refuseBusy) || errors.Is(err, ErrInconsistent) {
+				// A task whose two files disagree is refused before
+				// anything of it is written, as resume refuses it: the
+				// row reports it and the other rows go on.
 				out, err = refusal(row.RowNo, err), nil
 			}
 			if err != nil {

@@ -227,7 +227,7 @@ func (s *Service) StartDecide(ctx context.Context, o DecideOptions) (*View, erro
 
 // Refusals are the outcomes of a decide row that was not applied as
 // asked: the codes of refusal and the duplicates ParseDecisions marks.
-var Refusals = []string{CodeInvalidInput, CodeConflict, CodeNotFound, OutcomeDuplicateTask}
+var Refusals = []string{CodeInvalidInput, CodeConflict, CodeNotFound, CodeInconsistent, OutcomeDuplicateTask}
 
 // RanBefore returns the line that tells a person that decide run id of
 // user (with fingerprint fp, ParseDecisions') finished before this command
@@ -305,10 +305,13 @@ func isRefusal(err error) bool {
 }
 
 // ErrorCode is the code of the JSON error object for err (docs/json.md
-// "Errors"): invalid_input, conflict, not_found, or internal for anything
-// else (a storage failure).
+// "Errors"): invalid_input, conflict, not_found, inconsistent (the data
+// dir's two files disagree on the task: ErrInconsistent), or internal for
+// anything else (a storage failure).
 func ErrorCode(err error) string {
 	switch {
+	case errors.Is(err, ErrInconsistent):
+		return CodeInconsistent
 	case errors.Is(err, ErrInvalid):
 		return CodeInvalidInput
 	case errors.Is(err, ErrNotFound):
