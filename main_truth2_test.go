@@ -8,11 +8,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // runAs runs the binary on dir as user, with json output; stdout, stderr
@@ -428,4 +431,65 @@ func TestTruth2GiveUpWithApplicationEndsSubmitted(t *testing.T) {
 			verifyClean(t, dir)
 		})
 	}
+}
+
+// A task that ended failed keeps why in its business record (schema 9):
+// when the checkpoint that said why is lost, the task is reported with
+// its own failure (draft_expired here), not recorded_end, and the same
+// answer again is what it is with the files in step: the end reported
+// again, exit 0 (it was exit 3, "ended as failed (recorded_end)"). Two
+// ways to lose it: a decide chunk killed between its business and its
+// checkpoint commits, and an older checkpoints.sqlite put back.
+func TestTruth2FailedRecordKeepsWhy(t *testing.T) {
+	wantWhy := func(t *testing.T, dir, task string) {
+		t.Helper()
+		v := mustRun(t, dir, "show", task)
+		e, _ := v["error"].(map[string]any)
+		if v["status"] != "failed" || e == nil || e["code"] != "draft_expired" || !strings.Contains(fmt.Sprint(e["message"]), "expired at") {
+			t.Fatalf("show %s: %v, error %v; want failed, draft_expired", task, v["status"], v["error"])
+		}
+		again := mustRun(t, dir, "resume", task, "--action", "approve")
+		if e, _ := again["error"].(map[string]any); again["status"] != "failed" || e == nil || e["code"] != "draft_expired" {
+			t.Fatalf("the same approve again: %v, error %v; want failed, draft_expired, exit 0", again["status"], again["error"])
+		}
+		if _, _, code := run(t, dir, "resume", task, "--action", "cancel"); code != 3 {
+			t.Fatalf("cancel: exit %d, want 3 (ended failed)", code)
+		}
+		if n := appsOf(t, dir, task); n != "0" {
+			t.Fatalf("%s has %s applications, want 0", task, n)
+		}
+	}
+	t.Run("DecideKilledBetweenCommits", func(t *testing.T) {
+		dir := t.TempDir()
+		mustRun(t, dir, "batch", "parked", batchFile(t, dir, 3), "--draft-ttl", "1s")
+		time.Sleep(1100 * time.Millisecond)
+		file := "task,action\nrow-0000,approve\nrow-0001,approve\nrow-0002,approve\n"
+		path := filepath.Join(t.TempDir(), "dec.csv")
+		if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		killedAt(t, dir, "decide:between-commits", "decide", path)
+		rep, stderr, code := decide(t, dir, "", nil, path)
+		if code != 0 || rep.Batch.Counts["failed"] != 3 {
+			t.Fatalf("decide again: exit %d, counts %v, %s; want 3 failed", code, rep.Batch.Counts, stderr)
+		}
+		for _, r := range rep.Rows {
+			if r.Outcome != "failed" || r.ErrorCode != "draft_expired" {
+				t.Errorf("line %d (%s): %s, %s; want failed, draft_expired", r.Line, r.Task, r.Outcome, r.ErrorCode)
+			}
+		}
+		wantWhy(t, dir, "row-0001")
+		verifyClean(t, dir)
+	})
+	t.Run("OlderCheckpointsPutBack", func(t *testing.T) {
+		dir := t.TempDir()
+		mustRun(t, dir, "start", "t", "A3003", "--reason", "size", "--draft-ttl", "1s")
+		older := snapshotFiles(t, dir)
+		time.Sleep(1100 * time.Millisecond)
+		if v := mustRun(t, dir, "resume", "t", "--action", "approve"); v["status"] != "failed" {
+			t.Fatalf("approve of an expired draft: %v, want failed", v["status"])
+		}
+		copyTo(t, older, dir, "checkpoints.sqlite")
+		wantWhy(t, dir, "t")
+	})
 }

@@ -176,7 +176,9 @@ func (s *Store) AddSteps(ctx context.Context, steps []TimelineStep) error {
 // keeps the lease (RecordProgress), at At.
 type Progress struct {
 	Task, Status, Stage string
-	At                  time.Time
+	// ErrorCode and Error are as Release's: why a failed task failed.
+	ErrorCode, Error string
+	At               time.Time
 }
 
 // RecordProgressAll records, as RecordProgress does for one task, the
@@ -190,17 +192,17 @@ func (s *Store) RecordProgressAll(ctx context.Context, owner string, ps []Progre
 	for len(ps) > 0 {
 		n := min(len(ps), outcomesPerUpdate)
 		var q strings.Builder
-		q.WriteString(`UPDATE tasks SET status = CASE tasks.status WHEN 'interrupted' THEN tasks.status ELSE v.column2 END, stage = v.column3, updated_at = v.column4 FROM (VALUES `)
-		args := make([]any, 0, 1+4*n)
+		q.WriteString(`UPDATE tasks SET status = CASE tasks.status WHEN 'interrupted' THEN tasks.status ELSE v.column2 END, stage = v.column3, updated_at = v.column4, error_code = v.column5, error = v.column6 FROM (VALUES `)
+		args := make([]any, 0, 1+6*n)
 		args = append(args, owner)
 		distinct := make(map[string]bool, n)
 		for i, p := range ps[:n] {
 			if i > 0 {
 				q.WriteString(", ")
 			}
-			k := 2 + 4*i // ?1 is the owner
-			fmt.Fprintf(&q, "(?%d, ?%d, ?%d, ?%d)", k, k+1, k+2, k+3)
-			args = append(args, p.Task, p.Status, p.Stage, formatTime(p.At))
+			k := 2 + 6*i // ?1 is the owner
+			fmt.Fprintf(&q, "(?%d, ?%d, ?%d, ?%d, ?%d, ?%d)", k, k+1, k+2, k+3, k+4, k+5)
+			args = append(args, p.Task, p.Status, p.Stage, formatTime(p.At), p.ErrorCode, p.Error)
 			distinct[p.Task] = true
 		}
 		q.WriteString(`) AS v WHERE tasks.task_id = v.column1 AND tasks.lease_owner = ?1`)

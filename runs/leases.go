@@ -235,6 +235,11 @@ type Release struct {
 	// final for the run it stopped; see releaseLeaseSQL); its stage still
 	// follows the head.
 	Status, Stage string
+	// ErrorCode and Error are the failure's code and message when Status
+	// is failed, written with it ("" otherwise: the record keeps why a
+	// task failed, docs/recovery.md "A business file ahead of its
+	// checkpoints").
+	ErrorCode, Error string
 	// Ended are the run's steps whose ends were kept for this commit
 	// (StepEnd).
 	Ended []StepEnd
@@ -252,7 +257,7 @@ type Release struct {
 // r.Owner holds the lease. ErrConflict: the owner lost the lease; nothing
 // is written then.
 func (s *Store) Release(ctx context.Context, taskID string, r Release) error {
-	query, args := releaseLeaseSQL, []any{r.Status, r.Stage, formatTime(s.now()), taskID, r.Owner}
+	query, args := releaseLeaseSQL, []any{r.Status, r.Stage, r.ErrorCode, r.Error, formatTime(s.now()), taskID, r.Owner}
 	if r.Keep {
 		query = recordProgressSQL
 	}
@@ -309,7 +314,7 @@ func (s *Store) RecordProgress(ctx context.Context, taskID, owner, status, stage
 
 // recordProgressSQL records the run's status and stage while its holder
 // keeps the lease; the arguments are releaseLeaseSQL's.
-const recordProgressSQL = `UPDATE tasks SET status = ` + keepInterrupted + `, stage = ?, updated_at = ? WHERE task_id = ? AND lease_owner = ?`
+const recordProgressSQL = `UPDATE tasks SET status = ` + keepInterrupted + `, stage = ?, error_code = ?, error = ?, updated_at = ? WHERE task_id = ? AND lease_owner = ?`
 
 // ReleaseLeases gives up owner's leases of the tasks taskIDs, in one
 // statement, keeping their status; tasks owner does not hold are left as
@@ -343,7 +348,7 @@ const keepInterrupted = `CASE status WHEN 'interrupted' THEN status ELSE ? END`
 // up. A task an operator stopped stays interrupted (docs/design.md "Run
 // status"): once interrupted is written, the stopped run changes no status
 // again; only its stage follows the head.
-const releaseLeaseSQL = `UPDATE tasks SET status = ` + keepInterrupted + `, stage = ?,
+const releaseLeaseSQL = `UPDATE tasks SET status = ` + keepInterrupted + `, stage = ?, error_code = ?, error = ?,
 	lease_owner = NULL, lease_pid = 0, lease_host = '', lease_until = '', updated_at = ?
 	WHERE task_id = ? AND lease_owner = ?`
 

@@ -34,6 +34,12 @@ type TaskRecord struct {
 	// Lease is the process that drives the task now (Owner "" when nobody
 	// does), as read with the record; not written by CreateTask.
 	Lease Lease `json:"-"`
+	// ErrorCode and Error are why a task that ended failed failed (its
+	// failure's code and message, written with the status: Release,
+	// Progress); "" for any other status, and for a task that failed
+	// before business schema 9. Read back with the record.
+	ErrorCode string `json:"error_code,omitempty"`
+	Error     string `json:"error,omitempty"`
 	// Approvals is how many people must approve a return task's draft (1
 	// or 2; 0 means 1): written by CreateLeasedTask, read back by
 	// Store.Approvals, not with the record.
@@ -44,7 +50,7 @@ type TaskRecord struct {
 // TaskRecord reads back.
 const (
 	taskColumns   = `task_id, user, order_id, reason, fingerprint, status, stage, created_at, updated_at`
-	recordColumns = taskColumns + `, kind, lease_owner, lease_pid, lease_host, lease_until, lease_epoch`
+	recordColumns = taskColumns + `, kind, lease_owner, lease_pid, lease_host, lease_until, lease_epoch, error_code, error`
 )
 
 // CreateTask records task t. An empty Status becomes DefaultTaskStatus, a
@@ -205,7 +211,7 @@ func scanTask(sc scanner) (TaskRecord, error) {
 		owner                   sql.NullString
 	)
 	if err := sc.Scan(&t.ID, &t.User, &t.OrderID, &t.Reason, &t.Fingerprint, &t.Status, &t.Stage, &created, &updated,
-		&t.Kind, &owner, &t.Lease.PID, &t.Lease.Host, &until, &t.Lease.Epoch); err != nil {
+		&t.Kind, &owner, &t.Lease.PID, &t.Lease.Host, &until, &t.Lease.Epoch, &t.ErrorCode, &t.Error); err != nil {
 		return TaskRecord{}, err
 	}
 	t.Lease.Owner = owner.String

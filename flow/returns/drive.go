@@ -204,11 +204,12 @@ func (r *runner) recordInterrupted(ctx context.Context, task string, v *View, en
 // reports to nobody: its chunk commits durably once, and the batch when it
 // ends.
 func (r *runner) release(ctx context.Context, task string, v *View, ended []runs.StepEnd) error {
-	rel := runs.Release{Owner: r.svc.me.owner, Status: v.Status, Stage: v.Stage, Ended: ended}
+	code, msg := failureOf(v)
+	rel := runs.Release{Owner: r.svc.me.owner, Status: v.Status, Stage: v.Stage, ErrorCode: code, Error: msg, Ended: ended}
 	switch r.policy.release {
 	case keepLease:
 		if r.deferProgress && len(ended) == 0 { // recorded by the chunk
-			r.progress = append(r.progress, runs.Progress{Task: task, Status: v.Status, Stage: v.Stage, At: r.svc.now()})
+			r.progress = append(r.progress, runs.Progress{Task: task, Status: v.Status, Stage: v.Stage, ErrorCode: code, Error: msg, At: r.svc.now()})
 			r.held = append(r.held, task)
 			return nil
 		}
@@ -224,6 +225,15 @@ func (r *runner) release(ctx context.Context, task string, v *View, ended []runs
 		_ = r.runs.Sync(ctx) // the lease was lost: still sync what this run wrote
 	}
 	return err
+}
+
+// failureOf is the code and message the task record keeps of view v: its
+// failure's when it failed, "" otherwise (runs.Release.ErrorCode).
+func failureOf(v *View) (code, msg string) {
+	if v.Status != StatusFailed || v.Error == nil {
+		return "", ""
+	}
+	return v.Error.Code, v.Error.Message
 }
 
 // runResult is what drive returns for a run that ended with runErr: the

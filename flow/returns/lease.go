@@ -398,7 +398,8 @@ func (r *runner) repair(ctx context.Context, t runs.TaskRecord, v *View) error {
 	}
 	r.recoveries.Delete(t.ID) // a repair runs nothing
 	r.resumedStopped.Delete(t.ID)
-	return r.runs.ReleaseLeaseSync(ctx, t.ID, r.svc.me.owner, v.Status, v.Stage)
+	code, msg := failureOf(v)
+	return r.runs.Release(ctx, t.ID, runs.Release{Owner: r.svc.me.owner, Status: v.Status, Stage: v.Stage, ErrorCode: code, Error: msg, Durable: true})
 }
 
 // repairKey marks the context of a repair's acquire (repairOf): the lease

@@ -284,9 +284,18 @@ func (r *runner) recordedEnd(ctx context.Context, t runs.TaskRecord, snap *flow.
 	case StatusCancelled:
 		return Reduce(st, State{Stage: StageCancelled, Decision: ActionCancel}), true, nil
 	case StatusFailed:
-		if st.Error == nil {
+		switch {
+		case st.Error != nil:
+		case t.ErrorCode != "":
+			// The record keeps why (business schema 9), as the lost
+			// checkpoint said it.
+			st.Error = &Failure{Code: t.ErrorCode, Message: t.Error}
+		default:
 			st.Error = &Failure{Code: CodeRecordedEnd, Message: fmt.Sprintf(
 				"task %s ended failed, as %s records; %s is older than that end and does not say why; nothing was submitted", t.ID, r.businessName(), r.checkpointsName())}
+		}
+		if err := r.lostAnswers(ctx, t.ID, snap, &st); err != nil {
+			return st, false, err
 		}
 		return Reduce(st, State{Stage: StageFailed}), true, nil
 	}
@@ -306,6 +315,33 @@ func (r *runner) recordedEnd(ctx context.Context, t runs.TaskRecord, snap *flow.
 // recordEnded reports whether task record t says its run ended: done,
 // cancelled or failed. No status changes after that.
 func recordEnded(t runs.TaskRecord) bool { return endedStatus(t.Status) }
+
+// lostAnswers adds to st, the state of task's head snap as its record
+// says the task ended, the answers the decision trail holds for the
+// draft the head asks about that the head does not hold: those of the
+// round that ended the task, whose checkpoint was lost (a decide chunk
+// killed between its two commits, a power loss). So the same answer given
+// again is known as the one that ended it (endedAnswer: no refusal, the
+// end reported again), as it is with the files in step. Reads the trail
+// once, only for a head that asks a question. Errors: storage errors.
+func (r *runner) lostAnswers(ctx context.Context, task string, snap *flow.Snapshot[State], st *State) error {
+	if !snap.Waiting() || st.Draft == nil {
+		return nil
+	}
+	ds, err := r.desk.Decisions(ctx, task)
+	if err != nil {
+		return fmt.Errorf("reconcile %s: %w", task, err)
+	}
+	known := decisionIDs(snap)
+	for _, d := range ds {
+		if known[d.ID] || d.DraftID != st.Draft.ID {
+			continue
+		}
+		st.Decisions = append(st.Decisions, Decision{ID: d.ID, By: d.By, Action: d.Action, DraftID: d.DraftID, Version: d.Version, At: d.At, Comment: d.Comment, Reason: d.Reason})
+		st.Decision = d.Action
+	}
+	return nil
+}
 
 // decisionIDs returns the ids of the decisions the head snap holds: those
 // of its state, and those of the answers saved at it that a continued run
