@@ -83,7 +83,7 @@ func ImportOrdersNew(ctx context.Context, path string, now time.Time, r io.Reade
 		return res, f, err
 	}
 	if err != nil {
-		return ImportResult{}, f, fmt.Errorf("import orders: %w", err)
+		return ImportResult{}, f, fmt.Errorf("import orders: %w", endedBy(ctx, err))
 	}
 	return res, f, nil
 }

@@ -3,6 +3,7 @@ package business
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -375,6 +376,43 @@ func TestImportOrdersWritesWhatWasChecked(t *testing.T) {
 			}
 			if _, err := s.Order(ctx, "C3", "demo-user"); !errors.Is(err, ErrNotFound) {
 				t.Fatalf("C3: %v, want not found (never checked)", err)
+			}
+		})
+	}
+}
+
+// TestEndedBy: an import's error once its context ended is the context's
+// error (exit 130/143 for a signal), with the statement's error kept in
+// the text; otherwise it is left as it is.
+func TestEndedBy(t *testing.T) {
+	live := context.Background()
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	closed := errors.New("sql: statement is closed")
+	for _, tc := range []struct {
+		name     string
+		ctx      context.Context
+		err      error
+		canceled bool
+	}{
+		{"nil", ended, nil, false},
+		{"live context", live, closed, false},
+		{"ended context", ended, closed, true},
+		{"ended, already the context's", ended, fmt.Errorf("write: %w", context.Canceled), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := endedBy(tc.ctx, tc.err)
+			if tc.err == nil {
+				if got != nil {
+					t.Fatalf("endedBy(nil) = %v", got)
+				}
+				return
+			}
+			if errors.Is(got, context.Canceled) != tc.canceled {
+				t.Fatalf("endedBy = %v: context.Canceled %v, want %v", got, !tc.canceled, tc.canceled)
+			}
+			if !strings.Contains(got.Error(), strings.TrimPrefix(tc.err.Error(), "write: ")) {
+				t.Fatalf("endedBy = %q, lost %q", got, tc.err)
 			}
 		})
 	}

@@ -162,7 +162,7 @@ func (s *Store) ImportOrdersFile(ctx context.Context, f *OrdersFile, opts Import
 		return res, err
 	}
 	if err != nil {
-		return ImportResult{}, fmt.Errorf("import orders: %w", err)
+		return ImportResult{}, fmt.Errorf("import orders: %w", endedBy(ctx, err))
 	}
 	if s.h.Postgres() && !opts.DryRun && res.Added+res.Updated >= analyzeAfter {
 		// The import is stored: new statistics are for the planner only,
@@ -170,6 +170,20 @@ func (s *Store) ImportOrdersFile(ctx context.Context, f *OrdersFile, opts Import
 		s.analyzeOrders(ctx)
 	}
 	return res, nil
+}
+
+// endedBy is err, the error of an import's transaction, as ctx's error
+// when ctx ended first: database/sql rolls a transaction back and closes
+// its statements once its context ends, so the statement that runs then
+// fails with "sql: statement is closed" or sql.ErrTxDone instead of the
+// context's error, and a SIGTERM read as a storage failure (exit 1, not
+// 143: a tester's finding). Nothing was committed either way. err is kept
+// in the text.
+func endedBy(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {
+		return err
+	}
+	return fmt.Errorf("%w (then: %v)", ctx.Err(), err)
 }
 
 // analyzeAfter is how many orders an import on PostgreSQL adds or
