@@ -239,24 +239,28 @@ func TestDecideInconsistentTaskIsARowRefusal(t *testing.T) {
 	for _, chunk := range []string{"100", "1"} {
 		t.Run("chunk"+chunk, func(t *testing.T) {
 			dir := t.TempDir()
-			file := parked(t, dir, 5)
+			file := parked(t, dir, 5) + "late,approve\n"
 			older := snapshotFiles(t, dir)
 			mustRun(t, dir, "resume", "row-0002", "--action", "approve")
+			// A task the older business file has no record of, whose run
+			// the checkpoint file holds: resume says inconsistent too (it
+			// was reported not_found).
+			mustRun(t, dir, "start", "late", "A3001", "--reason", "size")
 			copyTo(t, older, dir, "business.sqlite")
 
 			rep, stderr, code := decide(t, dir, file, nil, "-", "--chunk", chunk)
 			if code != 0 {
 				t.Fatalf("decide: exit %d, want 0 with the row refused: %s", code, stderr)
 			}
-			if rep.Status != "done" || rep.Batch.Position != 5 || rep.Batch.Counts["submitted"] != 4 || rep.Batch.Counts["inconsistent"] != 1 {
-				t.Fatalf("decide: %s at %d, counts %v; want done at 5, 4 submitted, 1 inconsistent", rep.Status, rep.Batch.Position, rep.Batch.Counts)
+			if rep.Status != "done" || rep.Batch.Position != 6 || rep.Batch.Counts["submitted"] != 4 || rep.Batch.Counts["inconsistent"] != 2 {
+				t.Fatalf("decide: %s at %d, counts %v; want done at 6, 4 submitted, 2 inconsistent", rep.Status, rep.Batch.Position, rep.Batch.Counts)
 			}
 			for _, r := range rep.Rows {
 				want := "submitted"
-				if r.Task == "row-0002" {
+				if r.Task == "row-0002" || r.Task == "late" {
 					want = "inconsistent"
-					if r.ErrorCode != "inconsistent" || !strings.Contains(r.Error, "task row-0002 is inconsistent") || !strings.Contains(r.Error, "nothing was written") {
-						t.Errorf("row-0002: code %q, error %q; want inconsistent with resume's message", r.ErrorCode, r.Error)
+					if r.ErrorCode != "inconsistent" || !strings.Contains(r.Error, "task "+r.Task+" is inconsistent") || !strings.Contains(r.Error, "nothing was written") {
+						t.Errorf("%s: code %q, error %q; want inconsistent with resume's message", r.Task, r.ErrorCode, r.Error)
 					}
 				}
 				if r.Outcome != want {
@@ -274,40 +278,50 @@ func TestDecideInconsistentTaskIsARowRefusal(t *testing.T) {
 					t.Errorf("%s has %s applications, want 1", task, got)
 				}
 			}
-			if _, _, code := run(t, dir, "resume", "row-0002", "--action", "approve"); code != 1 {
-				t.Errorf("resume row-0002: exit %d, want 1 (the row's code must be the command's)", code)
+			for _, task := range []string{"row-0002", "late"} {
+				if _, _, code := run(t, dir, "resume", task, "--action", "approve"); code != 1 {
+					t.Errorf("resume %s: exit %d, want 1 (the row's code must be the command's)", task, code)
+				}
 			}
-			if again, _, code := decide(t, dir, file, nil, "-", "--chunk", chunk); code != 0 || again.Task != rep.Task || again.Batch.Counts["inconsistent"] != 1 {
+			if again, _, code := decide(t, dir, file, nil, "-", "--chunk", chunk); code != 0 || again.Task != rep.Task || again.Batch.Counts["inconsistent"] != 2 {
 				t.Errorf("the same file again: exit %d, %s, counts %v; want the same run's report", code, again.Task, again.Batch.Counts)
 			}
 		})
 	}
 }
 
-// TestBatchInconsistentTaskIsARowRefusal: the same for a batch row whose
-// task the checkpoint file holds while the business file (restored from
-// before the task was started) has no record of it: the row is
-// inconsistent, the other rows run, the batch ends done (it failed the
-// batch with exit 1).
+// TestBatchInconsistentTaskIsARowRefusal: the same for batch rows whose
+// tasks the two files disagree on, the business file restored from
+// before: r2's run the checkpoint file holds while the business file has
+// no record of it (it failed the batch with exit 1), r4's submitted while
+// its record waits (it was reported draft_ready). Each row is
+// inconsistent, with start's message; the other rows run, the batch ends
+// done.
 func TestBatchInconsistentTaskIsARowRefusal(t *testing.T) {
 	dir := t.TempDir()
-	mustRun(t, dir, "start", "t0", "A3003", "--reason", "x")
+	mustRun(t, dir, "start", "r4", "A3004", "--reason", "broken")
 	older := snapshotFiles(t, dir)
 	mustRun(t, dir, "start", "r2", "A3002", "--reason", "wrong color")
+	mustRun(t, dir, "resume", "r4", "--action", "approve")
 	copyTo(t, older, dir, "business.sqlite")
 	file := filepath.Join(t.TempDir(), "b.csv")
-	if err := os.WriteFile(file, []byte("task,order,reason\nr1,A3001,too big\nr2,A3002,wrong color\nr3,A3004,broken\n"), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte("task,order,reason\nr1,A3001,too big\nr2,A3002,wrong color\nr4,A3004,broken\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	v := mustRun(t, dir, "batch", "b1", file)
 	b, _ := v["batch"].(map[string]any)
 	counts, _ := b["counts"].(map[string]any)
-	if v["status"] != "done" || counts["draft_ready"] != 2.0 || counts["inconsistent"] != 1.0 {
-		t.Fatalf("batch: %v, counts %v; want done, 2 draft_ready, 1 inconsistent", v["status"], counts)
+	if v["status"] != "done" || counts["draft_ready"] != 1.0 || counts["inconsistent"] != 2.0 {
+		t.Fatalf("batch: %v, counts %v; want done, 1 draft_ready, 2 inconsistent", v["status"], counts)
 	}
 	out, _, code := run(t, dir, "--output", "csv", "show", "b1", "--rows")
-	if code != 0 || !strings.Contains(out, "3,r2,A3002,inconsistent,inconsistent,\"task r2 is inconsistent") {
-		t.Errorf("show b1 --rows: exit %d\n%s\nwant line 3 inconsistent with resume's message", code, out)
+	for _, want := range []string{"3,r2,A3002,inconsistent,inconsistent,\"task r2 is inconsistent", "4,r4,A3004,inconsistent,inconsistent,\"task r4 is inconsistent"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("show b1 --rows: exit %d\n%s\nwant %s… (start's message)", code, out, want)
+		}
+	}
+	if _, _, code := run(t, dir, "start", "r4", "A3004", "--reason", "broken"); code != 1 {
+		t.Errorf("start r4: exit %d, want 1 (the row's code must be the command's)", code)
 	}
 	if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM tasks WHERE task_id = 'r2'`); got != "0" {
 		t.Errorf("r2 has %s records, want none (nothing written)", got)

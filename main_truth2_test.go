@@ -166,7 +166,8 @@ func TestTruth2CancelLostByPowerLoss(t *testing.T) {
 // A task whose record ended failed (its draft expired: the approve ran
 // with the clock an hour ahead) beside its older run, which waits for
 // approval: an edit would make a new draft and wait again; it is refused
-// and the record stays failed.
+// and the record stays failed. The approve that ended it, given again,
+// reports that end (exit 0, draft_expired), as with the files in step.
 func TestTruth2FailedRecordIsNotReopened(t *testing.T) {
 	dir := t.TempDir()
 	mustRun(t, dir, "start", "t", "A3003", "--reason", "size")
@@ -178,7 +179,10 @@ func TestTruth2FailedRecordIsNotReopened(t *testing.T) {
 	copyTo(t, before, dir, "checkpoints.sqlite")
 
 	wantConflictSays(t, dir, []string{"task t ended as failed"}, "resume", "t", "--action", "edit", "--reason", "other")
-	wantConflictSays(t, dir, []string{"task t ended as failed"}, "resume", "t", "--action", "approve")
+	if v := mustRun(t, dir, "resume", "t", "--action", "approve"); v["status"] != "failed" || !strings.Contains(fmt.Sprint(v["error"]), "draft_expired") {
+		t.Errorf("the same approve again: status %v, error %v; want failed, draft_expired", v["status"], v["error"])
+	}
+	wantConflictSays(t, dir, []string{"task t ended as failed"}, "resume", "t", "--action", "cancel")
 	if v := mustRun(t, dir, "show", "t"); v["status"] != "failed" || v["error"] == nil {
 		t.Errorf("show t: status %v, error %v; want failed with an error", v["status"], v["error"])
 	}
@@ -492,4 +496,45 @@ func TestTruth2FailedRecordKeepsWhy(t *testing.T) {
 		copyTo(t, older, dir, "checkpoints.sqlite")
 		wantWhy(t, dir, "t")
 	})
+	t.Run("NoRunAtAll", func(t *testing.T) {
+		// The checkpoint file put back is older than the task: it holds
+		// no run of it (truth makes a head of the record).
+		dir := t.TempDir()
+		mustRun(t, dir, "start", "t0", "A3001", "--reason", "size")
+		older := snapshotFiles(t, dir)
+		mustRun(t, dir, "start", "t", "A3003", "--reason", "size", "--draft-ttl", "1s")
+		time.Sleep(1100 * time.Millisecond)
+		mustRun(t, dir, "resume", "t", "--action", "approve")
+		copyTo(t, older, dir, "checkpoints.sqlite")
+		wantWhy(t, dir, "t")
+	})
+}
+
+// A task that ended failed at its sixth draft version (too many
+// revisions), then an older checkpoints.sqlite put back, whose head asks
+// about the fifth: verify says there is nothing to do (a recorded end)
+// and offers no edit to carry out (it said both: the edit "stands").
+func TestTruth2VerifyRecordedEndHasNoStandingAnswer(t *testing.T) {
+	dir := t.TempDir()
+	mustRun(t, dir, "start", "t", "A3003", "--reason", "size")
+	for i := 2; i <= 5; i++ {
+		mustRun(t, dir, "resume", "t", "--action", "edit", "--reason", fmt.Sprintf("r%d", i))
+	}
+	older := snapshotFiles(t, dir)
+	if v := mustRun(t, dir, "resume", "t", "--action", "edit", "--reason", "r6"); v["status"] != "failed" {
+		t.Fatalf("sixth version: %v, want failed (too_many_revisions)", v["status"])
+	}
+	copyTo(t, older, dir, "checkpoints.sqlite")
+	rep, code, out := verify(t, dir)
+	if code != 0 {
+		t.Fatalf("verify: exit %d, want 0 (warnings only)\n%s", code, out)
+	}
+	for _, f := range rep.Findings {
+		if strings.Contains(f.Fix, "stands") || strings.Contains(f.Fix, "--action edit") {
+			t.Errorf("verify offers an answer to carry out for a task that ended: %+v", f)
+		}
+	}
+	if len(rep.Findings) == 0 {
+		t.Errorf("verify found nothing, want the recorded end's warning\n%s", out)
+	}
 }

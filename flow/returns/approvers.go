@@ -84,6 +84,13 @@ func (r *runner) answerOnly(ctx context.Context, o ResumeOptions) (*View, error)
 		// as resume refuses it (invalid_input), not as an unknown task.
 		return nil, answerToBatch(t.ID)
 	}
+	if errors.Is(err, runs.ErrNotFound) {
+		// A run of the user's that the business file has no record of is
+		// inconsistent, as resume says (Service.unknownTask).
+		if err := r.orphanRun(ctx, o.Task, o.User); err != nil {
+			return nil, err
+		}
+	}
 	if errors.Is(err, runs.ErrNotFound) || (err == nil && (!ok || t.Kind != runs.KindReturn)) {
 		return nil, fmt.Errorf("task %s: %w for user %s (run `assistant list` to see your tasks)", o.Task, ErrNotFound, o.User)
 	}

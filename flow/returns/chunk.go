@@ -464,8 +464,17 @@ func (r *runner) existingRow(ctx context.Context, rowNo int, t runs.TaskRecord) 
 	if t.Status != StatusRunning && t.Status != StatusInterrupted {
 		// A chunk whose business commit landed and whose checkpoint commit
 		// did not (a crash between them) left records without a run.
-		if _, err := r.graph.State(ctx, t.ID); errors.Is(err, flow.ErrThreadNotFound) {
+		snap, err := r.graph.State(ctx, t.ID)
+		switch {
+		case errors.Is(err, flow.ErrThreadNotFound):
 			t.Status = StatusRunning
+		case err == nil:
+			// A run that claims more than the business file holds (an
+			// older business.sqlite put back) is inconsistent, as start
+			// reports it, not the record's stage.
+			if err := r.reconcile(ctx, t.ID, snap); err != nil {
+				return runs.RowOutcome{}, err
+			}
 		}
 	}
 	if t.Status == StatusRunning || t.Status == StatusInterrupted {

@@ -317,24 +317,24 @@ func (r *runner) recordedEnd(ctx context.Context, t runs.TaskRecord, snap *flow.
 func recordEnded(t runs.TaskRecord) bool { return endedStatus(t.Status) }
 
 // lostAnswers adds to st, the state of task's head snap as its record
-// says the task ended, the answers the decision trail holds for the
-// draft the head asks about that the head does not hold: those of the
-// round that ended the task, whose checkpoint was lost (a decide chunk
-// killed between its two commits, a power loss). So the same answer given
-// again is known as the one that ended it (endedAnswer: no refusal, the
-// end reported again), as it is with the files in step. Reads the trail
-// once, only for a head that asks a question. Errors: storage errors.
+// says the task ended, the answers the decision trail holds that the head
+// does not: those of the round that ended the task, whose checkpoint was
+// lost (a decide chunk killed between its two commits, a power loss, an
+// older checkpoints.sqlite put back), given for the head's draft version
+// or a later one (an edit whose checkpoint was lost too), or any of the
+// trail's when the head holds no draft (the checkpoint file holds no run
+// of the task at all: truth makes a head of the record). So the
+// same answer given again is known as the one that ended it (endedAnswer:
+// no refusal, the end reported again), as it is with the files in step.
+// Reads the trail once. Errors: storage errors.
 func (r *runner) lostAnswers(ctx context.Context, task string, snap *flow.Snapshot[State], st *State) error {
-	if !snap.Waiting() || st.Draft == nil {
-		return nil
-	}
 	ds, err := r.desk.Decisions(ctx, task)
 	if err != nil {
 		return fmt.Errorf("reconcile %s: %w", task, err)
 	}
 	known := decisionIDs(snap)
 	for _, d := range ds {
-		if known[d.ID] || d.DraftID != st.Draft.ID {
+		if known[d.ID] || (st.Draft != nil && d.Version < VersionOf(st.Draft)) {
 			continue
 		}
 		st.Decisions = append(st.Decisions, Decision{ID: d.ID, By: d.By, Action: d.Action, DraftID: d.DraftID, Version: d.Version, At: d.At, Comment: d.Comment, Reason: d.Reason})

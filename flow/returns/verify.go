@@ -550,7 +550,9 @@ func (v *verifier) task(ctx context.Context, rep *VerifyReport, t runs.TaskRecor
 // reason: standing): the task waits for that answer given again, the fix.
 // Errors: storage errors.
 func (v *verifier) standing(ctx context.Context, rep *VerifyReport, t runs.TaskRecord, snap *flow.Snapshot[State]) error {
-	if v.svc.holderAlive(t.Lease) {
+	if v.svc.holderAlive(t.Lease) || recordEnded(t) {
+		// A task whose record ended has no answer left to carry out:
+		// recordAndRun says so (nothing to do).
 		return nil
 	}
 	d, err := standing(ctx, v.desk, t.ID, snap)
