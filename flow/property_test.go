@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -277,7 +278,15 @@ func TestDurableEquivalence(t *testing.T) {
 		if err != nil {
 			t.Fatalf("compile %v: %v", rg.description, err)
 		}
-		path := filepath.Join(dir, fmt.Sprintf("case%d.sqlite", cases))
+		// A directory per case: opening a new file reads the identity of the
+		// other *.sqlite files beside it (a data dir's second file adopts the
+		// first's), so one shared directory would make each open read every
+		// earlier case's file.
+		caseDir := filepath.Join(dir, fmt.Sprintf("case%d", cases))
+		if err := os.Mkdir(caseDir, 0o700); err != nil {
+			t.Fatalf("mkdir: %v", err)
+		}
+		path := filepath.Join(caseDir, "checkpoints.sqlite")
 		// durable runs one call in a fresh store and engine over path.
 		durable := func(call func(r *flow.Runnable[PS]) (*flow.Snapshot[PS], error)) (*flow.Snapshot[PS], error) {
 			cp, err := checkpoints.OpenSQLite(ctx, path, checkpoints.SQLiteOptions{Create: true, Synchronous: "NORMAL"})
