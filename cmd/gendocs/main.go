@@ -8,7 +8,10 @@
 //
 // The files are generated, never edited: change a command's help text in
 // cmd/ and run gendocs again. TestCLIReferenceIsCurrent fails while
-// docs/cli differs from what gendocs writes, so a stale file fails CI.
+// docs/cli differs from what gendocs writes, so a stale file fails CI. The
+// package's other tests keep the hand-written docs honest: every relative
+// link of README.md and docs/ resolves inside the repository
+// (TestDocsLinksResolve), and no doc tells history (TestDocsTellNoHistory).
 package main
 
 import (
