@@ -149,6 +149,14 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, seed []by
 	return code
 }
 
+// NewRootCmd returns the command tree Run executes, printing to stdout and
+// stderr, for tools that read the tree rather than run it (cmd/gendocs
+// writes docs/cli from it). Run, not Execute on this tree, maps errors to
+// exit codes and closes the stores.
+func NewRootCmd(stdout, stderr io.Writer, seed []byte) *cobra.Command {
+	return (&app{stdout: stdout, stderr: stderr, seed: seed}).newRoot()
+}
+
 func (a *app) newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "assistant",
