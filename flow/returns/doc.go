@@ -5,24 +5,41 @@
 // What it holds, file by file:
 //
 //   - graph.go, state.go, format.go: the return graph (lookup → ask_reason →
-//     prepare → review → submit | cancel), its state and the state's
-//     stored formats;
+//     prepare → review → submit | cancel) and its routing, its state and
+//     the state's stored formats;
+//   - questions.go: the questions the graph asks (need_reason, approval)
+//     and the answers that resume them;
+//   - nodes.go, nodes_review.go: the nodes' work: lookup, ask_reason and
+//     prepare; review, submit and cancel;
+//   - validate.go: the limits on a reason, a task id and a draft's TTL;
 //   - service.go: Open, the Service and the data dir's two files;
 //   - runner.go: how runs are driven (a runner and its policy);
-//   - start.go, resume.go, answer.go, show.go, stop.go, recover.go: the
-//     operations of the same names; answer.go checks an answer against the
-//     question it answers;
+//   - start.go, resume.go, show.go, stop.go, recover.go: the operations of
+//     the same names;
+//   - answer.go: an answer checked against the question it answers (its
+//     kind, its draft and version);
+//   - answer_recorded.go, answer_ended.go: an answer checked against the
+//     answers the task has recorded or saved already, and against a run
+//     that has ended;
+//   - plan.go: the command that answers or continues a run (plan);
+//   - rounds.go: the two approvals of a four-eyes task, given in one round;
+//   - trail.go: the business file's decision trail, written before an
+//     answer is saved;
+//   - standing.go: an answer the trail holds that the checkpoints lost,
+//     which stands and alone carries the task on;
 //   - lease.go, drive.go, timeline.go: the lease and its heartbeat, driving
 //     one run under its lease, and recording the timeline;
-//   - batch.go, batchfile.go, chunk.go: the batch flow, its input file and
-//     its chunks of rows;
+//   - batch.go, batchfile.go, chunk.go, batch_row.go: the batch flow, its
+//     input file, its chunks of rows, and one row's run;
 //   - view.go, history.go, prune.go, orders.go: what is printed, a task's
 //     history, pruning, orders;
 //   - errors.go, fault.go: the sentinels that choose exit codes, and fault
 //     injection;
-//   - reconcile.go, verify.go, backup.go: a head checked against the
-//     business file before it is used (ErrInconsistent), the read-only
-//     check of a data dir, and its consistent copy.
+//   - reconcile.go: a head checked against the business file before it is
+//     used (ErrInconsistent);
+//   - verify.go, verify_report.go, verify_runs.go: the read-only check of a
+//     data dir, its report, and its cross-check of runs against records;
+//     backup.go: the data dir's consistent copy.
 //
 // How a command passes through it, e.g. `assistant resume T --action
 // approve`: cmd opens the checkpoint store and calls Open, which opens the
