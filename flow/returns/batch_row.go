@@ -79,14 +79,13 @@ func (r *runner) batchRow(ctx context.Context, b BatchState, row runs.BatchRow) 
 }
 
 // knownTask returns the record of task id, from what the chunk read
-// already (runner.known) once, else from the store. Errors: the store's;
+// ahead (runner.ahead) once, else from the store. Errors: the store's;
 // runs.ErrNotFound for an unknown task.
 func (r *runner) knownTask(ctx context.Context, id string) (runs.TaskRecord, error) {
-	t, read := r.known[id]
+	t, read := r.ahead.take(id)
 	if !read {
 		return r.runs.Task(ctx, id)
 	}
-	delete(r.known, id) // the row changes it: read once
 	if t == nil {
 		return runs.TaskRecord{}, fmt.Errorf("task %s: %w", id, runs.ErrNotFound)
 	}

@@ -212,12 +212,11 @@ func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b Batch
 }
 
 // prepareOrderRows reads, for the chunk runner r, the records of the
-// tasks that a batch's rows start (runner.known: most are new), what the
+// tasks that a batch's rows start (runner.ahead: most are new), what the
 // timelines of those that exist hold (stepLog.preload) and the rows'
 // orders with whether each has an open application (the business store's
 // PreloadOrders): four statements or fewer for the chunk instead of four a
-// row. Rows refused before they run are left out. It also has the rows'
-// status and stage recorded for the whole chunk (runner.deferProgress).
+// row. Rows refused before they run are left out.
 func prepareOrderRows(ctx context.Context, r *runner, b BatchState, rows []runs.BatchRow) error {
 	orders := make([]string, 0, len(rows))
 	seen := make(map[string]bool, len(rows))
@@ -230,28 +229,25 @@ func prepareOrderRows(ctx context.Context, r *runner, b BatchState, rows []runs.
 	if err := r.desk.PreloadOrders(ctx, b.User, orders); err != nil {
 		return err
 	}
-	r.deferProgress = true
 	return prepareTasks(ctx, r, rows)
 }
 
 // prepareDecisions reads, for the chunk runner r, the records of the
-// tasks that rows decide (runner.known), what their timelines hold
+// tasks that rows decide (runner.ahead), what their timelines hold
 // (stepLog.preload), their decisions, drafts and applications (the
 // business store's PreloadTasks) and their orders with whether each has an
 // open application (PreloadOrders, per owner): nine statements or so for
-// the chunk instead of about twelve a row. Their status and stage are
-// recorded for the whole chunk (runner.deferProgress): a row reads no
-// task record after its run. Rows refused before they run are left out.
+// the chunk instead of about twelve a row. Rows refused before they run
+// are left out.
 func prepareDecisions(ctx context.Context, r *runner, _ BatchState, rows []runs.BatchRow) error {
 	if err := prepareTasks(ctx, r, rows); err != nil {
 		return err
 	}
-	r.deferProgress = true
-	ids := make([]string, 0, len(r.known))
+	ids := make([]string, 0, len(r.ahead))
 	orders := map[string][]string{} // owner → order ids, each once
 	seen := map[[2]string]bool{}
 	for _, row := range rows {
-		rec := r.known[row.TaskID]
+		rec := r.ahead[row.TaskID]
 		if rec == nil || rec.Kind != runs.KindReturn {
 			continue
 		}
@@ -272,7 +268,7 @@ func prepareDecisions(ctx context.Context, r *runner, _ BatchState, rows []runs.
 	return nil
 }
 
-// prepareTasks reads the records of the tasks of rows (runner.known) and
+// prepareTasks reads the records of the tasks of rows (runner.ahead) and
 // what the timelines of the return tasks among them hold
 // (stepLog.preload). Rows refused before they run are left out.
 func prepareTasks(ctx context.Context, r *runner, rows []runs.BatchRow) error {
@@ -286,15 +282,15 @@ func prepareTasks(ctx context.Context, r *runner, rows []runs.BatchRow) error {
 	if err != nil {
 		return err
 	}
-	r.known = make(map[string]*runs.TaskRecord, len(ids))
+	r.ahead = make(readAhead, len(ids))
 	returns := make([]string, 0, len(recs))
 	for _, id := range ids {
 		rec, ok := recs[id]
 		if !ok {
-			r.known[id] = nil
+			r.ahead[id] = nil
 			continue
 		}
-		r.known[id] = &rec
+		r.ahead[id] = &rec
 		if rec.Kind == runs.KindReturn {
 			returns = append(returns, id)
 		}

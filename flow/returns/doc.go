@@ -27,8 +27,9 @@
 //     answer is saved;
 //   - standing.go: an answer the trail holds that the checkpoints lost,
 //     which stands and alone carries the task on;
-//   - lease.go, drive.go, timeline.go: the lease and its heartbeat, driving
-//     one run under its lease, and recording the timeline;
+//   - lease.go, acquire.go, drive.go, timeline.go: the lease and its
+//     heartbeat, taking a task's lease in the mode the caller names,
+//     driving one run under its lease, and recording the timeline;
 //   - batch.go, batchfile.go, chunk.go, batch_row.go: the batch flow, its
 //     input file, its chunks of rows, and one row's run;
 //   - view.go, history.go, prune.go, orders.go: what is printed, a task's
@@ -58,8 +59,13 @@
 // The mode of a run is a value, never a nil check: the runner of a lone
 // command (commandPolicy) has a heartbeat and releases its lease durably; a
 // batch's row runner (rowPolicy) and chunk runner (chunkPolicy) have none,
-// and the chunk runner buffers its timeline and keeps its rows' leases until
-// the chunk's checkpoints are committed.
+// and the chunk runner buffers its timeline, reads its rows' records ahead,
+// records their status in one statement and keeps their leases until the
+// chunk's checkpoints are committed. How a runner takes a lease is its
+// policy's acquireMode: acquireFresh, acquireChunk (the records read under
+// the chunk's write lock), acquireRecover (recover's runner, recoverPolicy:
+// only a task still recorded running), and a repair's acquireRepair (only
+// while the record is as it was read).
 //
 // Rules it keeps (docs/design.md, docs/recovery.md): a node may run more
 // than once, so every side effect is keyed (one draft per task and
