@@ -12,7 +12,10 @@
 //   - nodes.go, nodes_review.go: the nodes' work: lookup, ask_reason and
 //     prepare; review, submit and cancel;
 //   - validate.go: the limits on a reason, a task id and a draft's TTL;
-//   - service.go: Open, the Service and the data dir's two files;
+//   - service.go: Open and the Service; location.go: where the business
+//     store is (a DataDir or a ServerStore) and whether opening it may
+//     make what is missing (OpenMode); pair.go: the two stores checked as
+//     one pair (a data dir's two files, a server's two schemas);
 //   - runner.go: how runs are driven (a runner and its policy);
 //   - start.go, resume.go, show.go, stop.go, recover.go: the operations of
 //     the same names;

@@ -106,7 +106,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*VerifyReport, error) {
 	if o.Server != nil {
 		return verifyServer(ctx, o, now, rep)
 	}
-	if err := PrepareDataDir(o.DataDir, false); err != nil {
+	if err := PrepareDataDir(o.DataDir, OpenExisting); err != nil {
 		return nil, err
 	}
 	deskPath := filepath.Join(o.DataDir, BusinessFile)
