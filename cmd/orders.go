@@ -95,7 +95,7 @@ func (a *app) importOrders(c *cobra.Command, path string, fl importFlags) error 
 		return err
 	}
 	defer in.Close()
-	if !fl.dryRun && a.store == "" && !exists(a.data) {
+	if !fl.dryRun && !a.onServer() && !exists(a.data) {
 		if handled, err := a.importOrdersNewDir(c, path, in, opts); handled {
 			return err
 		}

@@ -21,12 +21,16 @@ import (
 // of a PostgreSQL database (--store), and hand them to the application
 // layer.
 
+// onServer reports whether the command's stores are on a database server
+// (--store) rather than in the data dir (--data).
+func (a *app) onServer() bool { return a.store != "" }
+
 // service opens both stores of the data dir, or of --store's database, for
 // the command that runs; Run closes them when the command returns. Under
 // returns.OpenExisting a missing data dir or file (schema) is ErrNotFound
 // and nothing is created.
 func (a *app) service(ctx context.Context, mode returns.OpenMode) (*returns.Service, error) {
-	if a.store != "" {
+	if a.onServer() {
 		return a.serverService(ctx, mode)
 	}
 	if mode.Creates() && a.beforeCreate != nil && !exists(filepath.Join(a.data, returns.BusinessFile)) && !exists(filepath.Join(a.data, returns.CheckpointsFile)) {

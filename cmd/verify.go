@@ -57,7 +57,7 @@ no error, 1 otherwise.`,
 // verify checks the data dir, or the stores on --store's server
 // (returns.Verify).
 func (a *app) verify(ctx context.Context) (*returns.VerifyReport, error) {
-	if a.store != "" {
+	if a.onServer() {
 		return a.verifyServer(ctx)
 	}
 	return verifyDir(ctx, a.data, a.host, a.fixCommand)
