@@ -54,7 +54,7 @@ func (a *app) newApproverChange(change string) *cobra.Command {
 			}
 			// Only start, batch and orders import make a data dir: a grant
 			// or revoke on a missing one is exit 4 and creates nothing.
-			svc, err := a.service(c.Context(), false)
+			svc, err := a.service(c.Context(), returns.OpenExisting)
 			if err != nil {
 				return ran(err)
 			}
@@ -91,7 +91,7 @@ func (a *app) newApproversList() *cobra.Command {
 		Short: "List the approver grants you gave or hold, and their changes",
 		Args:  exactArgs(0, "approvers list takes no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
-			svc, err := a.service(c.Context(), false)
+			svc, err := a.service(c.Context(), returns.OpenExisting)
 			var ap *returns.Approvers
 			switch {
 			case errors.Is(err, returns.ErrNotFound):

@@ -34,7 +34,7 @@ not agree with the other.`,
 				// script's unset variable, never a place to copy to.
 				return usageErr("backup needs DIR: the directory to copy into must not be empty or blank")
 			}
-			if a.store != "" {
+			if a.onServer() {
 				// The server's data is not a pair of files: its own tools
 				// copy it consistently (docs/postgres.md "Backup").
 				return usageErr("backup copies a data dir; on a PostgreSQL server back up the two schemas with `pg_dump -n checkpoints -n business` (or the server's base backups); docs/postgres.md \"Backup\"")

@@ -77,7 +77,7 @@ A progress bar is drawn on stderr when stderr is a terminal.`,
 			if err != nil {
 				return err
 			}
-			svc, err := a.service(c.Context(), true)
+			svc, err := a.service(c.Context(), returns.CreateIfMissing)
 			if err != nil {
 				return ran(err)
 			}

@@ -91,7 +91,7 @@ func (a *app) completeTaskIDs(c *cobra.Command, args []string, typed string) ([]
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	svc, err := a.service(ctx, false)
+	svc, err := a.service(ctx, returns.OpenExisting)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

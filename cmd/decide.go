@@ -81,7 +81,7 @@ Without it, 0 when the command did its work: read "status".`,
 			defer closeFile()
 			// decide answers tasks; it never makes a data dir (a typo in
 			// --data is exit 4, not a fresh dir of nothing found).
-			svc, err := a.service(c.Context(), false)
+			svc, err := a.service(c.Context(), returns.OpenExisting)
 			if err != nil {
 				return ran(err)
 			}

@@ -48,7 +48,7 @@ two approvals); another owner's task shows its owner.`,
 				return err
 			}
 			var tasks []returns.TaskSummary
-			svc, err := a.service(c.Context(), false)
+			svc, err := a.service(c.Context(), returns.OpenExisting)
 			switch {
 			case errors.Is(err, returns.ErrNotFound) && o.Batch == "":
 				// No data dir yet: no task, and nothing is created.

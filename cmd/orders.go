@@ -66,7 +66,7 @@ and says what would change. See docs/orders.md.`,
 		Args:  exactArgs(0, "orders list takes no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			// Read-only: a missing data dir is exit 4, never made.
-			svc, err := a.service(c.Context(), false)
+			svc, err := a.service(c.Context(), returns.OpenExisting)
 			if err != nil {
 				return ran(err)
 			}
@@ -95,7 +95,7 @@ func (a *app) importOrders(c *cobra.Command, path string, fl importFlags) error 
 		return err
 	}
 	defer in.Close()
-	if !fl.dryRun && a.store == "" && !exists(a.data) {
+	if !fl.dryRun && !a.onServer() && !exists(a.data) {
 		if handled, err := a.importOrdersNewDir(c, path, in, opts); handled {
 			return err
 		}
@@ -106,7 +106,11 @@ func (a *app) importOrders(c *cobra.Command, path string, fl importFlags) error 
 		return tempFailure(err) // a failing $TMPDIR is exit 1, not bad input
 	}
 	defer file.Close()
-	svc, err := a.service(c.Context(), !fl.dryRun)
+	mode := returns.CreateIfMissing // a dry run makes nothing
+	if fl.dryRun {
+		mode = returns.OpenExisting
+	}
+	svc, err := a.service(c.Context(), mode)
 	if err != nil {
 		return ran(err)
 	}

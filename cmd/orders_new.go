@@ -40,7 +40,7 @@ func (a *app) importOrdersNewDir(c *cobra.Command, path string, in io.Reader, op
 	// import writes the business file on a connection of its own.
 	n := len(a.closers)
 	a.data = tmp
-	_, err = a.service(ctx, true)
+	_, err = a.service(ctx, returns.CreateIfMissing)
 	a.data = dir
 	for _, closeStores := range a.closers[n:] {
 		closeStores()
@@ -66,7 +66,7 @@ func (a *app) importOrdersNewDir(c *cobra.Command, path string, in io.Reader, op
 		// Import the checked orders into the data dir at its name.
 		discard()
 		placed = true
-		svc, err := a.service(ctx, true)
+		svc, err := a.service(ctx, returns.CreateIfMissing)
 		if err != nil {
 			return true, ran(err)
 		}

@@ -36,7 +36,7 @@ JSON; the file keeps its size (SQLite reuses the freed pages).
 			if o.Keep < 1 {
 				return usageErr("--keep must be at least 1, not %d", o.Keep)
 			}
-			svc, err := a.service(c.Context(), false)
+			svc, err := a.service(c.Context(), returns.OpenExisting)
 			if err != nil {
 				return ran(err)
 			}

@@ -37,7 +37,7 @@ boot").`,
 		RunE: func(c *cobra.Command, _ []string) error {
 			got := []returns.Recovered{}
 			var failed error // a *returns.RecoverError: some tasks not recovered
-			svc, err := a.service(c.Context(), false)
+			svc, err := a.service(c.Context(), returns.OpenExisting)
 			switch {
 			case errors.Is(err, returns.ErrNotFound):
 				// No data dir yet (a boot-time recover): nothing to recover.

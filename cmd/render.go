@@ -16,10 +16,10 @@ import (
 func (a *app) nextCommandPrefix() string {
 	parts := []string{"assistant"}
 	switch {
-	case a.store != "" && a.storeFromFlag:
+	case a.onServer() && a.storeFromFlag:
 		// Without its password: pgx reads it from PGPASSWORD or ~/.pgpass.
 		parts = append(parts, "--store", shellQuote(redactURL(a.store)))
-	case a.store != "":
+	case a.onServer():
 		// ASSISTANT_STORE names it in the environment the command is
 		// pasted into.
 	case a.data != DefaultDataDir:

@@ -55,7 +55,7 @@ a submitted task again returns the same application with reused: true.`,
 			if err := returns.CheckResume(opts); err != nil {
 				return err
 			}
-			svc, err := a.service(c.Context(), false)
+			svc, err := a.service(c.Context(), returns.OpenExisting)
 			if err != nil {
 				return ran(err)
 			}

@@ -21,7 +21,7 @@ ended. It changes nothing.`,
 			if err := returns.ValidTaskID(args[0]); err != nil {
 				return usageErr("%v", err)
 			}
-			svc, err := a.service(c.Context(), false)
+			svc, err := a.service(c.Context(), returns.OpenExisting)
 			if err != nil {
 				return ran(err)
 			}

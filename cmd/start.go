@@ -47,7 +47,7 @@ with other input it is refused (exit 3).`,
 			// alone: an order not among them is exit 4 with nothing
 			// made (a mistyped --data makes no data dir).
 			a.beforeCreate = func() error { return returns.OrderInNewStores(a.seed, opts) }
-			svc, err := a.service(c.Context(), true)
+			svc, err := a.service(c.Context(), returns.CreateIfMissing)
 			if err != nil {
 				return ran(err)
 			}

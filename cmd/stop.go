@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"assistant/flow/returns"
 )
 
 func (a *app) newStop() *cobra.Command {
@@ -25,7 +27,7 @@ task that finished first keeps its finished status.`,
 			if wait < 0 {
 				return usageErr("--wait must not be negative, not %s", wait)
 			}
-			svc, err := a.service(c.Context(), false)
+			svc, err := a.service(c.Context(), returns.OpenExisting)
 			if err != nil {
 				return ran(err)
 			}

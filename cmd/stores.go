@@ -21,27 +21,31 @@ import (
 // of a PostgreSQL database (--store), and hand them to the application
 // layer.
 
+// onServer reports whether the command's stores are on a database server
+// (--store) rather than in the data dir (--data).
+func (a *app) onServer() bool { return a.store != "" }
+
 // service opens both stores of the data dir, or of --store's database, for
-// the command that runs; Run closes them when the command returns. With
-// create false a missing data dir or file (schema) is ErrNotFound and
-// nothing is created.
-func (a *app) service(ctx context.Context, create bool) (*returns.Service, error) {
-	if a.store != "" {
-		return a.serverService(ctx, create)
+// the command that runs; Run closes them when the command returns. Under
+// returns.OpenExisting a missing data dir or file (schema) is ErrNotFound
+// and nothing is created.
+func (a *app) service(ctx context.Context, mode returns.OpenMode) (*returns.Service, error) {
+	if a.onServer() {
+		return a.serverService(ctx, mode)
 	}
-	if create && a.beforeCreate != nil && !exists(filepath.Join(a.data, returns.BusinessFile)) && !exists(filepath.Join(a.data, returns.CheckpointsFile)) {
+	if mode.Creates() && a.beforeCreate != nil && !exists(filepath.Join(a.data, returns.BusinessFile)) && !exists(filepath.Join(a.data, returns.CheckpointsFile)) {
 		if err := a.beforeCreate(); err != nil {
 			return nil, err
 		}
 	}
-	if err := returns.PrepareDataDir(a.data, create); err != nil {
+	if err := returns.PrepareDataDir(a.data, mode); err != nil {
 		return nil, err
 	}
 	if err := returns.CheckPair(ctx, a.data, checkpoints.CountThreadsReadOnly); err != nil {
 		return nil, err
 	}
 	path := filepath.Join(a.data, returns.CheckpointsFile)
-	cps, err := checkpoints.OpenSQLite(ctx, path, checkpoints.SQLiteOptions{Create: create})
+	cps, err := checkpoints.OpenSQLite(ctx, path, checkpoints.SQLiteOptions{Create: mode.Creates()})
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w (no task has been started in %s)", path, returns.ErrNotFound, a.data)
 	}
@@ -56,7 +60,7 @@ func (a *app) service(ctx context.Context, create bool) (*returns.Service, error
 		cps.Close()
 		return nil, err
 	}
-	svc, err := returns.Open(ctx, returns.Config{DataDir: a.data, Create: create, Seed: a.seed, Checkpoints: cps, MaxAttempts: a.maxAttempts, DataDirID: id, Host: a.host})
+	svc, err := returns.Open(ctx, returns.Config{Business: returns.DataDir{Dir: a.data, Mode: mode, Seed: a.seed, ID: id}, Checkpoints: cps, MaxAttempts: a.maxAttempts, Host: a.host})
 	if err != nil {
 		cps.Close()
 		return nil, err

@@ -246,19 +246,19 @@ func (s *server) gone(ctx context.Context) error {
 
 func (s *server) close() { s.conn.Close(context.Background()) }
 
-// serverStores opens both stores on the server of --store. With create
-// false a database without them is ErrNotFound, and nothing is made.
-// close closes what it opened.
-func (a *app) serverStores(ctx context.Context, create bool) (*server, *postgres.Store, *business.Store, error) {
+// serverStores opens both stores on the server of --store. Under
+// returns.OpenExisting a database without them is ErrNotFound, and nothing
+// is made. close closes what it opened.
+func (a *app) serverStores(ctx context.Context, mode returns.OpenMode) (*server, *postgres.Store, *business.Store, error) {
 	srv, err := connectServer(ctx, a.store)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	found, err := srv.schemas(ctx)
 	if err == nil {
-		err = found.Check(create)
+		err = found.Check(mode)
 	}
-	if err == nil && create && a.beforeCreate != nil && !found.Checkpoints && !found.Business {
+	if err == nil && mode.Creates() && a.beforeCreate != nil && !found.Checkpoints && !found.Business {
 		err = a.beforeCreate()
 	}
 	if err != nil {
@@ -280,7 +280,7 @@ func (a *app) serverStores(ctx context.Context, create bool) (*server, *postgres
 		srv.close()
 		return nil, nil, nil, a.storeErr(srv, err)
 	}
-	desk, err := business.OpenPostgres(ctx, a.store, business.Options{Create: create, Seed: a.seed, Now: srv.now, DataDirID: id})
+	desk, err := business.OpenPostgres(ctx, a.store, business.Options{Create: mode.Creates(), Seed: a.seed, Now: srv.now, DataDirID: id})
 	if err != nil {
 		cps.Close()
 		srv.close()
@@ -313,13 +313,13 @@ func (e *scrubbed) Error() string { return e.msg }
 func (e *scrubbed) Unwrap() error { return e.err }
 
 // serverService is service on the server of --store.
-func (a *app) serverService(ctx context.Context, create bool) (*returns.Service, error) {
-	srv, cps, desk, err := a.serverStores(ctx, create)
+func (a *app) serverService(ctx context.Context, mode returns.OpenMode) (*returns.Service, error) {
+	srv, cps, desk, err := a.serverStores(ctx, mode)
 	if err != nil {
 		return nil, err
 	}
-	svc, err := returns.Open(ctx, returns.Config{Checkpoints: cps, MaxAttempts: a.maxAttempts, Host: a.host, Now: srv.now,
-		Store: &returns.ServerStore{Desk: desk, Gone: srv.gone}})
+	svc, err := returns.Open(ctx, returns.Config{Business: &returns.ServerStore{Desk: desk, Gone: srv.gone},
+		Checkpoints: cps, MaxAttempts: a.maxAttempts, Host: a.host, Now: srv.now})
 	if err != nil {
 		desk.Close()
 		cps.Close()
@@ -346,7 +346,7 @@ func (a *app) verifyServer(ctx context.Context) (*returns.VerifyReport, error) {
 		return nil, err
 	}
 	v := returns.ServerVerify{}
-	err = found.Check(false)
+	err = found.Check(returns.OpenExisting)
 	if errors.Is(err, runs.ErrLostCheckpoints) || errors.Is(err, returns.ErrLostBusiness) {
 		// Nothing to open: the report says which schema is lost.
 		v.Lost = found.Lost()

@@ -57,7 +57,7 @@ no error, 1 otherwise.`,
 // verify checks the data dir, or the stores on --store's server
 // (returns.Verify).
 func (a *app) verify(ctx context.Context) (*returns.VerifyReport, error) {
-	if a.store != "" {
+	if a.onServer() {
 		return a.verifyServer(ctx)
 	}
 	return verifyDir(ctx, a.data, a.host, a.fixCommand)
@@ -82,7 +82,7 @@ func (a *app) fixCommand(user string) string {
 // this machine in leases (returns.Config.Host); command, if set, makes the
 // fixes' commands pasteable (returns.VerifyOptions.Command).
 func verifyDir(ctx context.Context, dir, host string, command func(user string) string) (*returns.VerifyReport, error) {
-	if err := returns.PrepareDataDir(dir, false); err != nil {
+	if err := returns.PrepareDataDir(dir, returns.OpenExisting); err != nil {
 		return nil, err
 	}
 	check, cps, closeCps, err := checkpointsForReading(ctx, dir)

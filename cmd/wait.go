@@ -34,7 +34,7 @@ exit 4 at once; start the task before waiting for it.`,
 			if timeout < 0 {
 				return usageErr("--timeout must not be negative, not %s", timeout)
 			}
-			svc, err := a.service(c.Context(), false)
+			svc, err := a.service(c.Context(), returns.OpenExisting)
 			if err != nil {
 				return ran(err)
 			}

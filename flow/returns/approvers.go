@@ -102,13 +102,12 @@ func (r *runner) answerOnly(ctx context.Context, o ResumeOptions) (*View, error)
 }
 
 // mayDecide is mayDecide over r's stores, with the record of a task the
-// chunk read already (runner.known) taken from there, once.
+// chunk read ahead (runner.ahead) taken from there, once.
 func (r *runner) mayDecide(ctx context.Context, id, user string) (runs.TaskRecord, bool, error) {
-	t, read := r.known[id]
+	t, read := r.ahead.take(id)
 	if !read {
 		return mayDecide(ctx, r.runs, r.desk, id, user)
 	}
-	delete(r.known, id) // the row changes it: read once
 	if t == nil {
 		return runs.TaskRecord{}, false, fmt.Errorf("task %s: %w", id, runs.ErrNotFound)
 	}

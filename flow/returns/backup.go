@@ -90,7 +90,7 @@ func Backup(ctx context.Context, o BackupOptions) (*BackupResult, error) {
 	if err := CheckBackupDir(o.DataDir, o.Dir); err != nil {
 		return nil, err
 	}
-	if err := PrepareDataDir(o.DataDir, false); err != nil {
+	if err := PrepareDataDir(o.DataDir, OpenExisting); err != nil {
 		return nil, err
 	}
 	for _, f := range []string{CheckpointsFile, BusinessFile} {

@@ -281,7 +281,7 @@ func (s *Service) startRows(ctx context.Context, o rowsTask) (*View, error) {
 		chunk = DefaultBatchChunk
 	}
 	in := BatchState{Batch: t.ID, User: t.User, Total: o.total, Chunk: chunk, Of: o.of, TTLSeconds: int64(ttl / time.Second)}
-	return s.driveBatch(ctx, t, func(ctx context.Context, g *flow.Runnable[BatchState]) error {
+	return s.driveBatch(ctx, s.cmd, t, func(ctx context.Context, g *flow.Runnable[BatchState]) error {
 		_, err := g.Invoke(ctx, t.ID, in)
 		if errors.Is(err, flow.ErrThreadExists) {
 			_, err = g.Resume(ctx, t.ID, flow.Command{})
@@ -307,7 +307,7 @@ func (s *Service) continueRows(ctx context.Context, t runs.TaskRecord) (*View, e
 			return nil, rowsBusy(t.ID, l)
 		}
 	}
-	v, err := s.resumeBatch(ctx, t, ResumeOptions{Task: t.ID, User: t.User})
+	v, err := s.resumeBatch(ctx, s.cmd, t, ResumeOptions{Task: t.ID, User: t.User})
 	var held *runs.LeaseHeldError
 	if errors.As(err, &held) {
 		return nil, rowsBusy(t.ID, held.Lease)
@@ -347,9 +347,9 @@ func answerToBatch(id string) error {
 	return fmt.Errorf("%w: %s is a batch; it asks no question (run `assistant resume %s` to continue it)", ErrInvalid, id, ShellQuote(id))
 }
 
-// resumeBatch continues a batch; a batch asks no question, so an answer is
-// ErrInvalid.
-func (s *Service) resumeBatch(ctx context.Context, t runs.TaskRecord, o ResumeOptions) (*View, error) {
+// resumeBatch continues a batch with the runner r; a batch asks no
+// question, so an answer is ErrInvalid.
+func (s *Service) resumeBatch(ctx context.Context, r *runner, t runs.TaskRecord, o ResumeOptions) (*View, error) {
 	if o.HasReason || o.Action != "" || o.DraftID != "" || o.InterruptID != "" {
 		return nil, answerToBatch(t.ID)
 	}
@@ -358,15 +358,15 @@ func (s *Service) resumeBatch(ctx context.Context, t runs.TaskRecord, o ResumeOp
 		// A process killed after the batch's last checkpoint and before it
 		// let go of the task leaves the record running: set it right.
 		v := s.batchView(ctx, t, snap)
-		if err := s.cmd.repair(ctx, t, v); err != nil {
+		if err := r.repair(ctx, t, v); err != nil {
 			return nil, err
 		}
 		return v, nil
 	}
-	if err := s.cmd.acquire(ctx, &t); err != nil {
+	if err := r.acquire(ctx, &t); err != nil {
 		return nil, err
 	}
-	return s.driveBatch(ctx, t, func(ctx context.Context, g *flow.Runnable[BatchState]) error {
+	return s.driveBatch(ctx, r, t, func(ctx context.Context, g *flow.Runnable[BatchState]) error {
 		_, err := g.Resume(ctx, t.ID, flow.Command{})
 		if errors.Is(err, flow.ErrThreadNotFound) {
 			// Created, then killed before its first checkpoint.
@@ -380,11 +380,11 @@ func (s *Service) resumeBatch(ctx context.Context, t runs.TaskRecord, o ResumeOp
 	})
 }
 
-// driveBatch drives a batch's run with the command runner's policy and
-// views its head. fn runs the batch graph g (fenced, as graphFor).
-func (s *Service) driveBatch(ctx context.Context, t runs.TaskRecord, fn func(ctx context.Context, g *flow.Runnable[BatchState]) error) (*View, error) {
+// driveBatch drives a batch's run with r (the command runner, or
+// recover's), views its head; fn runs the batch graph g (fenced).
+func (s *Service) driveBatch(ctx context.Context, r *runner, t runs.TaskRecord, fn func(ctx context.Context, g *flow.Runnable[BatchState]) error) (*View, error) {
 	g := fencedGraph(s.batch, s.cps, t)
-	return s.cmd.drive(ctx, t, driven{
+	return r.drive(ctx, t, driven{
 		do: func(ctx context.Context) error {
 			// The graph runs on a context a stop does not cancel: the node
 			// sees the stop (stopOf) between rows and ends its chunk with

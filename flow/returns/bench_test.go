@@ -56,7 +56,7 @@ func openService(tb testing.TB, n int) (*returns.Service, string) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { cps.Close() })
-	svc, err := returns.Open(ctx, returns.Config{DataDir: dir, Create: true, Seed: seed, Checkpoints: cps})
+	svc, err := returns.Open(ctx, returns.Config{Business: returns.DataDir{Dir: dir, Mode: returns.CreateIfMissing, Seed: seed}, Checkpoints: cps})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -5,24 +5,45 @@
 // What it holds, file by file:
 //
 //   - graph.go, state.go, format.go: the return graph (lookup → ask_reason →
-//     prepare → review → submit | cancel), its state and the state's
-//     stored formats;
-//   - service.go: Open, the Service and the data dir's two files;
+//     prepare → review → submit | cancel) and its routing, its state and
+//     the state's stored formats;
+//   - questions.go: the questions the graph asks (need_reason, approval)
+//     and the answers that resume them;
+//   - nodes.go, nodes_review.go: the nodes' work: lookup, ask_reason and
+//     prepare; review, submit and cancel;
+//   - validate.go: the limits on a reason, a task id and a draft's TTL;
+//   - service.go: Open and the Service; location.go: where the business
+//     store is (a DataDir or a ServerStore) and whether opening it may
+//     make what is missing (OpenMode); pair.go: the two stores checked as
+//     one pair (a data dir's two files, a server's two schemas);
 //   - runner.go: how runs are driven (a runner and its policy);
-//   - start.go, resume.go, answer.go, show.go, stop.go, recover.go: the
-//     operations of the same names; answer.go checks an answer against the
-//     question it answers;
-//   - lease.go, drive.go, timeline.go: the lease and its heartbeat, driving
-//     one run under its lease, and recording the timeline;
-//   - batch.go, batchfile.go, chunk.go: the batch flow, its input file and
-//     its chunks of rows;
+//   - start.go, resume.go, show.go, stop.go, recover.go: the operations of
+//     the same names;
+//   - answer.go: an answer checked against the question it answers (its
+//     kind, its draft and version);
+//   - answer_recorded.go, answer_ended.go: an answer checked against the
+//     answers the task has recorded or saved already, and against a run
+//     that has ended;
+//   - plan.go: the command that answers or continues a run (plan);
+//   - rounds.go: the two approvals of a four-eyes task, given in one round;
+//   - trail.go: the business file's decision trail, written before an
+//     answer is saved;
+//   - standing.go: an answer the trail holds that the checkpoints lost,
+//     which stands and alone carries the task on;
+//   - lease.go, acquire.go, drive.go, timeline.go: the lease and its
+//     heartbeat, taking a task's lease in the mode the caller names,
+//     driving one run under its lease, and recording the timeline;
+//   - batch.go, batchfile.go, chunk.go, batch_row.go: the batch flow, its
+//     input file, its chunks of rows, and one row's run;
 //   - view.go, history.go, prune.go, orders.go: what is printed, a task's
 //     history, pruning, orders;
 //   - errors.go, fault.go: the sentinels that choose exit codes, and fault
 //     injection;
-//   - reconcile.go, verify.go, backup.go: a head checked against the
-//     business file before it is used (ErrInconsistent), the read-only
-//     check of a data dir, and its consistent copy.
+//   - reconcile.go: a head checked against the business file before it is
+//     used (ErrInconsistent);
+//   - verify.go, verify_report.go, verify_runs.go: the read-only check of a
+//     data dir, its report, and its cross-check of runs against records;
+//     backup.go: the data dir's consistent copy.
 //
 // How a command passes through it, e.g. `assistant resume T --action
 // approve`: cmd opens the checkpoint store and calls Open, which opens the
@@ -41,8 +62,13 @@
 // The mode of a run is a value, never a nil check: the runner of a lone
 // command (commandPolicy) has a heartbeat and releases its lease durably; a
 // batch's row runner (rowPolicy) and chunk runner (chunkPolicy) have none,
-// and the chunk runner buffers its timeline and keeps its rows' leases until
-// the chunk's checkpoints are committed.
+// and the chunk runner buffers its timeline, reads its rows' records ahead,
+// records their status in one statement and keeps their leases until the
+// chunk's checkpoints are committed. How a runner takes a lease is its
+// policy's acquireMode: acquireFresh, acquireChunk (the records read under
+// the chunk's write lock), acquireRecover (recover's runner, recoverPolicy:
+// only a task still recorded running), and a repair's acquireRepair (only
+// while the record is as it was read).
 //
 // Rules it keeps (docs/design.md, docs/recovery.md): a node may run more
 // than once, so every side effect is keyed (one draft per task and

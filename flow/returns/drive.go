@@ -208,7 +208,7 @@ func (r *runner) release(ctx context.Context, task string, v *View, ended []runs
 	rel := runs.Release{Owner: r.svc.me.owner, Status: v.Status, Stage: v.Stage, ErrorCode: code, Error: msg, Ended: ended}
 	switch r.policy.release {
 	case keepLease:
-		if r.deferProgress && len(ended) == 0 { // recorded by the chunk
+		if len(ended) == 0 { // recorded by the chunk
 			r.progress = append(r.progress, runs.Progress{Task: task, Status: v.Status, Stage: v.Stage, ErrorCode: code, Error: msg, At: r.svc.now()})
 			r.held = append(r.held, task)
 			return nil

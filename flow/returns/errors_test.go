@@ -100,8 +100,8 @@ func busyError(tb testing.TB) error {
 }
 
 func TestOpen(t *testing.T) {
-	open := func(dir string, create bool) error {
-		svc, err := returns.Open(context.Background(), returns.Config{DataDir: dir, Create: create, Checkpoints: checkpoints.NewMemory()})
+	open := func(dir string, mode returns.OpenMode) error {
+		svc, err := returns.Open(context.Background(), returns.Config{Business: returns.DataDir{Dir: dir, Mode: mode}, Checkpoints: checkpoints.NewMemory()})
 		if err == nil {
 			svc.Close()
 		}
@@ -110,14 +110,14 @@ func TestOpen(t *testing.T) {
 
 	t.Run("MissingDataDirIsNotFound", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "missing")
-		wantErr(t, open(dir, false), returns.ErrNotFound)
+		wantErr(t, open(dir, returns.OpenExisting), returns.ErrNotFound)
 		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("data dir made by a read: %v", err)
 		}
 	})
 
 	t.Run("DataDirWithoutBusinessFileIsNotFound", func(t *testing.T) {
-		wantErr(t, open(t.TempDir(), false), returns.ErrNotFound)
+		wantErr(t, open(t.TempDir(), returns.OpenExisting), returns.ErrNotFound)
 	})
 
 	t.Run("DataDirThatIsAFileIsInvalid", func(t *testing.T) {
@@ -125,20 +125,20 @@ func TestOpen(t *testing.T) {
 		if err := os.WriteFile(file, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		wantErr(t, open(file, true), returns.ErrInvalid)
-		wantErr(t, returns.PrepareDataDir(file, false), returns.ErrInvalid)
+		wantErr(t, open(file, returns.CreateIfMissing), returns.ErrInvalid)
+		wantErr(t, returns.PrepareDataDir(file, returns.OpenExisting), returns.ErrInvalid)
 	})
 
 	t.Run("CreatedDirOpensAgain", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "data")
-		if err := open(dir, true); err != nil {
+		if err := open(dir, returns.CreateIfMissing); err != nil {
 			t.Fatal(err)
 		}
 		st, err := os.Stat(dir)
 		if err != nil || st.Mode().Perm() != 0o700 {
 			t.Fatalf("data dir %v (%v), want mode 0700", st, err)
 		}
-		if err := open(dir, false); err != nil {
+		if err := open(dir, returns.OpenExisting); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -70,6 +70,15 @@ func (r *runner) checkpointsName() string {
 	return CheckpointsFile
 }
 
+// businessName names the business store in a message to a person: the
+// file business.sqlite, or on PostgreSQL the schema business.
+func (r *runner) businessName() string {
+	if r.onServer() {
+		return "the schema " + BusinessSchema
+	}
+	return BusinessFile
+}
+
 // Is makes errors.Is match ErrInconsistent.
 func (e *InconsistentError) Is(target error) bool { return target == ErrInconsistent }
 

@@ -58,7 +58,7 @@ func (e *RecoverError) Unwrap() []error {
 // same path as Resume without an answer, and reports each, with what the
 // recovery cost; a task an operator stops between recover's look and its
 // lease stays interrupted and is reported so (no error): recover takes only
-// a task that is still running under its lease (recoverOnly); then it ends every task (any user's) still waiting for
+// a task that is still running under its lease (recoverRunner); then it ends every task (any user's) still waiting for
 // approval of a draft that has expired, failed with draft_expired
 // (endExpired), and reports each with Ended set. A task it cannot recover
 // (busy, a file locked, a storage error) is reported with its error and the
@@ -80,7 +80,7 @@ func (s *Service) Recover(ctx context.Context) ([]Recovered, error) {
 			continue
 		}
 		Fault("recover:before-lease") // a stop may land here (docs/recovery.md)
-		v, err := s.Resume(recoverOnly(ctx, t.ID), ResumeOptions{Task: t.ID, User: t.User})
+		v, err := s.resumeWith(ctx, s.recoverRunner(), ResumeOptions{Task: t.ID, User: t.User})
 		r := Recovered{Task: t.ID, User: t.User}
 		var stopped *stoppedMeanwhile
 		if errors.As(err, &stopped) {
@@ -200,25 +200,6 @@ func (r *runner) expire(ctx context.Context, t runs.TaskRecord) (*View, error) {
 			Message: fmt.Sprintf("draft %s expired at %s before it was approved; nothing was submitted (ended by recover)", d.ID, d.ExpiresAt.UTC().Format(time.RFC3339)),
 		}}, NodeGiveUp)
 	})
-}
-
-// recoverKey is the context key of recoverOnly.
-type recoverKey struct{}
-
-// recoverOnly is ctx for recover's continuation of task: acquire then
-// takes that task's lease only while the task is still recorded running
-// (runs.AcquireLeaseIf), so a stop written after recover chose the task
-// stands. The tasks the run drives on its own (a batch's rows) are not
-// affected.
-func recoverOnly(ctx context.Context, task string) context.Context {
-	return context.WithValue(ctx, recoverKey{}, task)
-}
-
-// recovering reports whether ctx is recover's continuation of task
-// (recoverOnly).
-func recovering(ctx context.Context, task string) bool {
-	id, ok := ctx.Value(recoverKey{}).(string)
-	return ok && id == task
 }
 
 // stoppedMeanwhile is acquire's refusal, under recover, of a task an

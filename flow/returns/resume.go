@@ -96,6 +96,12 @@ func checkResume(o ResumeOptions) error {
 // advanced the task, the answer contradicts the decision already recorded,
 // or the task ended otherwise).
 func (s *Service) Resume(ctx context.Context, o ResumeOptions) (*View, error) {
+	return s.resumeWith(ctx, s.cmd, o)
+}
+
+// resumeWith is Resume with the runner r: the command runner, or recover's
+// (recoverRunner).
+func (s *Service) resumeWith(ctx context.Context, r *runner, o ResumeOptions) (*View, error) {
 	if err := checkResume(o); err != nil {
 		return nil, err
 	}
@@ -104,9 +110,9 @@ func (s *Service) Resume(ctx context.Context, o ResumeOptions) (*View, error) {
 		return nil, err
 	}
 	if t.Kind == runs.KindBatch {
-		return s.resumeBatch(ctx, t, o)
+		return s.resumeBatch(ctx, r, t, o)
 	}
-	v, err := s.cmd.resume(ctx, t, o)
+	v, err := r.resume(ctx, t, o)
 	v = v.markExpired(s.now())
 	if err != nil {
 		return v, err

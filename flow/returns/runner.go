@@ -15,7 +15,9 @@ import (
 // says. Three runners exist, each chosen by name where it is made:
 //
 //   - the command runner (Service.cmd, commandPolicy): a lone command
-//     (start, resume, recover) over the data dir's stores;
+//     (start, resume, stop) over the data dir's stores, and its copy for
+//     recover's continuation of a crashed run (Service.recoverRunner,
+//     recoverPolicy);
 //   - the row runner (Service.rowRunner, rowPolicy): a batch's rows run one
 //     by one over the same stores, when the checkpoint store cannot buffer;
 //   - a chunk runner (Service.chunkRunner, chunkPolicy): a batch's rows
@@ -39,22 +41,32 @@ type runner struct {
 	// continues on purpose), until drive ends the run: an answer refused
 	// under the lease leaves the stop standing.
 	resumedStopped *sync.Map
-	// known holds the records of a chunk's tasks, read for all of them in
-	// one statement (nil: the task does not exist), each used once by the
-	// row that runs it (runner.mayDecide, runner.knownTask); nil outside a
-	// chunk.
-	known map[string]*runs.TaskRecord
+	// ahead holds the records of a chunk's tasks, read for all of them in
+	// one statement by the chunk's prepare (prepareTasks), each used once
+	// by the row that runs it (runner.mayDecide, runner.knownTask). Other
+	// runners read none ahead: it is empty, and every record is read from
+	// the store.
+	ahead readAhead
 	// held lists the row tasks whose leases a chunk runner kept after their
 	// runs (policy.release == keepLease); the chunk lets go of them once
 	// its checkpoints are committed.
 	held []string
-	// deferProgress makes release keep a row's status and stage in
-	// progress instead of writing it, for the chunk to record all of them
-	// in one statement (runs.RecordProgressAll) before it commits: set for
-	// a batch's or a decide run's chunk, whose rows read no task record
-	// after their run.
-	deferProgress bool
-	progress      []runs.Progress
+	// progress holds the status and stage of each row a chunk runner ran
+	// (policy.release == keepLease), for the chunk to record all of them
+	// in one statement (runs.RecordProgressAll) before it commits.
+	progress []runs.Progress
+}
+
+// readAhead maps the id of each task whose record a chunk read ahead to
+// that record (nil: the task does not exist).
+type readAhead map[string]*runs.TaskRecord
+
+// take returns the record of task id read ahead, once: the row changes
+// it, so a later read goes to the store. ok false when none was read.
+func (a readAhead) take(id string) (t *runs.TaskRecord, ok bool) {
+	t, ok = a[id]
+	delete(a, id)
+	return t, ok
 }
 
 // policy says how a runner drives a run.
@@ -69,6 +81,8 @@ type policy struct {
 	release releaseMode
 	// leaseTTL is how long the lease the runner takes lasts unless renewed.
 	leaseTTL time.Duration
+	// acquire is how the runner takes a task's lease (acquireWith).
+	acquire acquireMode
 }
 
 // releaseMode is how a run ends its hold on a task.
@@ -81,19 +95,25 @@ const (
 	// releaseLazy gives the lease up in a plain commit: a batch syncs once
 	// per chunk, before the checkpoint that counts the row.
 	releaseLazy
-	// keepLease records the status and keeps the lease (runner.held): until
-	// a chunk's checkpoints are committed the record shows a question whose
+	// keepLease keeps the lease (runner.held), and leaves the status to
+	// the chunk, which records every row's in one statement
+	// (runner.progress; a run that ended steps records its own with
+	// them): a chunk's row reads no task record after its run. Until a
+	// chunk's checkpoints are committed the record shows a question whose
 	// run is not stored yet, and an answer from another process must wait.
 	keepLease
 )
 
 var (
-	commandPolicy = policy{name: "command", heartbeat: true, release: releaseDurable, leaseTTL: DefaultLeaseTTL}
-	rowPolicy     = policy{name: "batch row", release: releaseLazy, leaseTTL: DefaultLeaseTTL}
+	commandPolicy = policy{name: "command", heartbeat: true, release: releaseDurable, leaseTTL: DefaultLeaseTTL, acquire: acquireFresh}
+	// recover continues a crashed run as a lone command does, but takes
+	// the task only while it is still recorded running (acquireRecover).
+	recoverPolicy = policy{name: "recover", heartbeat: true, release: releaseDurable, leaseTTL: DefaultLeaseTTL, acquire: acquireRecover}
+	rowPolicy     = policy{name: "batch row", release: releaseLazy, leaseTTL: DefaultLeaseTTL, acquire: acquireFresh}
 	// A chunk's row keeps its lease, without a heartbeat, until the chunk's
 	// checkpoints are committed: the chunk runs at most MaxChunkTime, and
 	// that commit may wait the busy timeout.
-	chunkPolicy = policy{name: "chunk row", release: keepLease, leaseTTL: DefaultLeaseTTL + MaxChunkTime + business.DefaultBusyTimeout}
+	chunkPolicy = policy{name: "chunk row", release: keepLease, leaseTTL: DefaultLeaseTTL + MaxChunkTime + business.DefaultBusyTimeout, acquire: acquireChunk}
 )
 
 // newRunner compiles the return graph over the given stores for a runner
@@ -125,24 +145,19 @@ func (s *Service) rowRunner() *runner {
 	return &r
 }
 
+// recoverRunner is the command runner's stores and graph with
+// recoverPolicy, for recover's continuation of one crashed run: the
+// batch rows that run continues run with their own runners.
+func (s *Service) recoverRunner() *runner {
+	r := *s.cmd
+	r.policy = recoverPolicy
+	return &r
+}
+
 // chunkRunner returns a runner with chunkPolicy over a chunk's business
 // transaction (desk, from business.Store.InTx) and checkpoint buffer.
 func (s *Service) chunkRunner(desk *business.Store, cps flow.Checkpointer) (*runner, error) {
 	return s.newRunner(desk, runs.New(desk.Handle(), s.now), cps, chunkPolicy)
-}
-
-// takeLease takes the lease of task t for l (acquire): in a decide chunk
-// (r.known set, its records read under the chunk's write lock) with one
-// guarded statement while the record read shows the lease free and is
-// still current (runs.AcquireRead), else with runs.AcquireLease, which
-// reads the lease again and may take over a lapsed one.
-func (r *runner) takeLease(ctx context.Context, t runs.TaskRecord, l runs.Lease, now time.Time) (runs.Acquired, error) {
-	if r.known != nil {
-		if got, ok, err := r.runs.AcquireRead(ctx, t, l, now); err != nil || ok {
-			return got, err
-		}
-	}
-	return r.runs.AcquireLease(ctx, t.ID, l, now, r.svc.liveness)
 }
 
 // beforeStep is the check before each superstep of a run (flow.Options.

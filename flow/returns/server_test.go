@@ -21,30 +21,30 @@ func TestServerSchemasCheck(t *testing.T) {
 		newer   = returns.SchemaFound{Exists: true, Version: 3, Known: 2}
 	)
 	for _, tc := range []struct {
-		name   string
-		found  returns.ServerSchemas
-		create bool
-		want   error // nil: passes
+		name  string
+		found returns.ServerSchemas
+		mode  returns.OpenMode
+		want  error // nil: passes
 	}{
-		{"EmptyDatabaseReadIsNotFound", returns.ServerSchemas{}, false, returns.ErrNotFound},
-		{"EmptyDatabaseWritePasses", returns.ServerSchemas{}, true, nil},
-		{"BothSchemasPass", returns.ServerSchemas{Checkpoints: true, Business: true, Threads: 3, Tasks: 3}, false, nil},
-		{"OnlyEmptyCheckpointsReadIsNotFound", returns.ServerSchemas{Checkpoints: true}, false, returns.ErrNotFound},
-		{"OnlyEmptyCheckpointsWritePasses", returns.ServerSchemas{Checkpoints: true}, true, nil},
-		{"CheckpointsLostRead", returns.ServerSchemas{Business: true, Tasks: 2}, false, runs.ErrLostCheckpoints},
-		{"CheckpointsLostWrite", returns.ServerSchemas{Business: true, Tasks: 2}, true, runs.ErrLostCheckpoints},
-		{"BusinessLostWrite", returns.ServerSchemas{Checkpoints: true, Threads: 1}, true, returns.ErrLostBusiness},
-		{"ForeignBusinessRefusedFirst", returns.ServerSchemas{BusinessFound: foreign}, true, business.ErrForeignFile},
-		{"ForeignBusinessBesideCheckpoints", returns.ServerSchemas{Checkpoints: true, CheckpointsFound: ours, BusinessFound: foreign}, true, returns.ErrForeignSchema},
-		{"ForeignCheckpointsBesideNoBusiness", returns.ServerSchemas{CheckpointsFound: foreign}, true, returns.ErrForeignSchema},
-		{"ForeignCheckpointsRead", returns.ServerSchemas{CheckpointsFound: foreign}, false, returns.ErrForeignSchema},
-		{"NewerBusiness", returns.ServerSchemas{Checkpoints: true, CheckpointsFound: ours, Business: true, BusinessFound: newer}, true, business.ErrNewerSchema},
-		{"NewerCheckpointsBesideNoBusiness", returns.ServerSchemas{Checkpoints: true, CheckpointsFound: newer}, true, returns.ErrNewerSchema},
-		{"OursAtTheKnownVersionPasses", returns.ServerSchemas{Checkpoints: true, CheckpointsFound: ours, Business: true, BusinessFound: ours}, true, nil},
+		{"EmptyDatabaseReadIsNotFound", returns.ServerSchemas{}, returns.OpenExisting, returns.ErrNotFound},
+		{"EmptyDatabaseWritePasses", returns.ServerSchemas{}, returns.CreateIfMissing, nil},
+		{"BothSchemasPass", returns.ServerSchemas{Checkpoints: true, Business: true, Threads: 3, Tasks: 3}, returns.OpenExisting, nil},
+		{"OnlyEmptyCheckpointsReadIsNotFound", returns.ServerSchemas{Checkpoints: true}, returns.OpenExisting, returns.ErrNotFound},
+		{"OnlyEmptyCheckpointsWritePasses", returns.ServerSchemas{Checkpoints: true}, returns.CreateIfMissing, nil},
+		{"CheckpointsLostRead", returns.ServerSchemas{Business: true, Tasks: 2}, returns.OpenExisting, runs.ErrLostCheckpoints},
+		{"CheckpointsLostWrite", returns.ServerSchemas{Business: true, Tasks: 2}, returns.CreateIfMissing, runs.ErrLostCheckpoints},
+		{"BusinessLostWrite", returns.ServerSchemas{Checkpoints: true, Threads: 1}, returns.CreateIfMissing, returns.ErrLostBusiness},
+		{"ForeignBusinessRefusedFirst", returns.ServerSchemas{BusinessFound: foreign}, returns.CreateIfMissing, business.ErrForeignFile},
+		{"ForeignBusinessBesideCheckpoints", returns.ServerSchemas{Checkpoints: true, CheckpointsFound: ours, BusinessFound: foreign}, returns.CreateIfMissing, returns.ErrForeignSchema},
+		{"ForeignCheckpointsBesideNoBusiness", returns.ServerSchemas{CheckpointsFound: foreign}, returns.CreateIfMissing, returns.ErrForeignSchema},
+		{"ForeignCheckpointsRead", returns.ServerSchemas{CheckpointsFound: foreign}, returns.OpenExisting, returns.ErrForeignSchema},
+		{"NewerBusiness", returns.ServerSchemas{Checkpoints: true, CheckpointsFound: ours, Business: true, BusinessFound: newer}, returns.CreateIfMissing, business.ErrNewerSchema},
+		{"NewerCheckpointsBesideNoBusiness", returns.ServerSchemas{Checkpoints: true, CheckpointsFound: newer}, returns.CreateIfMissing, returns.ErrNewerSchema},
+		{"OursAtTheKnownVersionPasses", returns.ServerSchemas{Checkpoints: true, CheckpointsFound: ours, Business: true, BusinessFound: ours}, returns.CreateIfMissing, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.found.Where = "database db on host:5432"
-			err := tc.found.Check(tc.create)
+			err := tc.found.Check(tc.mode)
 			switch {
 			case tc.want == nil && err != nil:
 				t.Fatalf("Check: %v, want nil", err)
@@ -115,7 +115,7 @@ func TestHostIdentityDecidesLiveness(t *testing.T) {
 			dir := t.TempDir()
 			b := &bundle{ctx: context.Background(), dir: dir, cps: checkpoints.NewMemory(),
 				clock: &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}, host: "machine-b"}
-			svc, err := returns.Open(b.ctx, returns.Config{DataDir: dir, Create: true, Seed: mustReadSeed(t), Checkpoints: b.cps, Now: b.clock.Now, Host: "machine-b"})
+			svc, err := returns.Open(b.ctx, returns.Config{Business: returns.DataDir{Dir: dir, Mode: returns.CreateIfMissing, Seed: mustReadSeed(t)}, Checkpoints: b.cps, Now: b.clock.Now, Host: "machine-b"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -89,7 +89,7 @@ func setupWith(tb testing.TB, dir string, cps flow.Checkpointer) (*returns.Servi
 		clock: &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)},
 		host:  host,
 	}
-	svc, err := returns.Open(b.ctx, returns.Config{DataDir: dir, Create: true, Seed: mustReadSeed(tb), Checkpoints: cps, Now: b.clock.Now})
+	svc, err := returns.Open(b.ctx, returns.Config{Business: returns.DataDir{Dir: dir, Mode: returns.CreateIfMissing, Seed: mustReadSeed(tb)}, Checkpoints: cps, Now: b.clock.Now})
 	if err != nil {
 		tb.Fatal(err)
 	}

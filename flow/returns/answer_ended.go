@@ -1,0 +1,184 @@
+package returns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"assistant/flow"
+	"assistant/runs"
+)
+
+// endedAnswer checks o against a task whose run has ended (snap.Done()),
+// by the rule of a waiting task: --draft and --version must name the
+// task's last draft (boundToEnded: a superseded one is ErrConflict, stale;
+// one the task never had ErrInvalid). Then a plain resume, or the answer
+// the run recorded (the same decision, with the same reason for an edit
+// and the same comment for a revise: a retry of a command whose reply was
+// lost), shows the outcome; any other answer is ErrConflict with a line
+// saying what the task ended as. Approve on a submitted task stands too:
+// the application it asks for exists.
+func (r *runner) endedAnswer(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[State], o ResumeOptions) error {
+	st := snap.Values
+	v := view(t, snap)
+	if err := r.boundToEnded(ctx, t.ID, st.Draft, endedAs(v), o); err != nil {
+		return err
+	}
+	if !o.answering() {
+		return nil
+	}
+	if err := r.endedInterrupt(ctx, t.ID, snap, o); err != nil {
+		return err
+	}
+	action, _ := savedAnswers(snap)
+	var same bool
+	answer := o.Action
+	switch {
+	case o.Action != "":
+		same = o.Action == action && sameWords(o, lastOf(st.Decisions, action))
+		same = same || (o.Action == ActionApprove && v.Status == StatusDone && v.Result != nil)
+	default:
+		answer = fmt.Sprintf("--reason %q", o.Reason)
+		same = strings.TrimSpace(o.Reason) != "" && strings.TrimSpace(o.Reason) == st.Reason
+	}
+	if same {
+		return nil
+	}
+	return fmt.Errorf("task %s ended as %s; the answer %s changes nothing: %w", t.ID, endedAs(v), answer, ErrConflict)
+}
+
+// endedInterrupt checks the --interrupt of o, an answer to a task whose
+// run has ended (any end: done, cancelled, failed), against the questions
+// its run asked and the answers saved to them, from every checkpoint of
+// the thread (or the head snap's, when the history holds none): a
+// question someone else answered, or that o.User answered otherwise, is
+// ErrConflict saying who answered it and how; an id the task never asked
+// is ErrInvalid. nil without --interrupt, for o.User's own answer given
+// again (a retry: the caller's rule of an ended task applies), and for a
+// question the run asked and nobody answered. Nothing is written.
+// Errors: those, and storage errors.
+func (r *runner) endedInterrupt(ctx context.Context, task string, snap *flow.Snapshot[State], o ResumeOptions) error {
+	if o.InterruptID == "" {
+		return nil
+	}
+	asked, answers, err := r.askedAnswered(ctx, task, snap)
+	if err != nil {
+		return fmt.Errorf("resume %s: %w", task, err)
+	}
+	a, answered := answers[o.InterruptID]
+	if !answered && !asked[o.InterruptID] {
+		return fmt.Errorf("%w: task %s never asked interrupt %q; run `assistant history %s` to see its questions", ErrInvalid, task, o.InterruptID, ShellQuote(task))
+	}
+	if !answered || a.Action == "" {
+		return nil // unanswered, or a reason question: the caller's rule
+	}
+	if a.By == o.User && a.Action == o.Action && sameWords(o, Decision{Reason: a.Reason, Comment: a.Comment}) {
+		return nil
+	}
+	by, when := a.By, ""
+	if by == "" {
+		by = "someone"
+	}
+	if !a.At.IsZero() {
+		when = " at " + a.At.UTC().Format(time.RFC3339)
+	}
+	given := o.Action
+	if given == "" {
+		given = fmt.Sprintf("--reason %q", o.Reason)
+	}
+	return fmt.Errorf("task %s: interrupt %s was answered already (%s by %s%s); the answer %s changes nothing; run `assistant show %s` to see how the task ended: %w", task, o.InterruptID, a.Action, by, when, given, ShellQuote(task), ErrConflict)
+}
+
+// askedAnswered returns the ids of the questions the run of task asked
+// and the approval answers saved to them (by interrupt id), read from the
+// pending writes of every checkpoint of its thread; a thread whose
+// checkpoints are gone (pruned, or lost) gives the questions snap still
+// shows. Errors: storage errors.
+func (r *runner) askedAnswered(ctx context.Context, task string, snap *flow.Snapshot[State]) (map[string]bool, map[string]ApprovalAnswer, error) {
+	asked, answers := map[string]bool{}, map[string]ApprovalAnswer{}
+	if snap != nil {
+		for _, in := range snap.Interrupts {
+			asked[in.ID] = true
+		}
+	}
+	err := r.eachCheckpointWrites(ctx, task, func(writes []flow.Write) bool {
+		for _, w := range writes {
+			switch w.Kind {
+			case flow.WriteInterrupt, flow.WriteSubgraphInterrupt, flow.WriteResume:
+				asked[flow.InterruptID(w.TaskID, w.Idx)] = true
+			}
+			if id, a, ok := resumeAnswer(w); ok {
+				answers[id] = a
+			}
+		}
+		return false
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return asked, answers, nil
+}
+
+// boundToEnded checks --draft and --version of o against last, the draft
+// of a task whose run has ended as ended (nil: it ended with none), as
+// boundTo does on a waiting task: the last draft (or no --draft or
+// --version) passes; an older version of the task's draft is ErrConflict
+// (stale, saying how the task ended: no version can be answered any
+// more); any other draft or version, which the task never had, is
+// ErrInvalid.
+func (r *runner) boundToEnded(ctx context.Context, task string, last *DraftRef, ended string, o ResumeOptions) error {
+	if o.DraftID == "" && o.Version == 0 {
+		return nil
+	}
+	given := fmt.Sprintf("--version %d", o.Version)
+	if o.DraftID != "" {
+		given = "--draft " + o.DraftID
+	}
+	if last == nil {
+		return fmt.Errorf("%w: %s is not a draft of task %s (it ended with none); run `assistant show %s`", ErrInvalid, given, task, ShellQuote(task))
+	}
+	q := ApprovalQuestion{DraftID: last.ID, Version: VersionOf(last)}
+	err := r.boundTo(ctx, task, q, o)
+	switch {
+	case errors.Is(err, ErrInvalid):
+		return fmt.Errorf("%w: %s is not the draft of task %s, nor one it had: it ended with version %d (%s); run `assistant show %s`", ErrInvalid, given, task, q.Version, q.DraftID, ShellQuote(task))
+	case errors.Is(err, ErrConflict):
+		return fmt.Errorf("task %s: %s, superseded by version %d (%s): the answer is stale and changes nothing, and the task ended as %s, so no version can be answered any more: %w", task, given, q.Version, q.DraftID, ended, ErrConflict)
+	}
+	return err
+}
+
+// lastOf returns the latest decision of the trail with action; the
+// zero Decision when there is none.
+func lastOf(trail []Decision, action string) Decision {
+	for i := len(trail) - 1; i >= 0; i-- {
+		if trail[i].Action == action {
+			return trail[i]
+		}
+	}
+	return Decision{}
+}
+
+// sameWords reports whether o carries the words decision d recorded: the
+// reason of an edit, the comment of a revise (compared trimmed, as they
+// are stored); other actions carry none.
+func sameWords(o ResumeOptions, d Decision) bool {
+	switch o.Action {
+	case ActionEdit:
+		return strings.TrimSpace(o.Reason) == d.Reason
+	case ActionRevise:
+		return strings.TrimSpace(o.Comment) == d.Comment
+	}
+	return true
+}
+
+// endedAs names how a finished run ended: its status, with the error code
+// of a failed one ("failed (draft_expired)").
+func endedAs(v *View) string {
+	if v.Status == StatusFailed && v.Error != nil && v.Error.Code != "" {
+		return fmt.Sprintf("%s (%s)", v.Status, v.Error.Code)
+	}
+	return v.Status
+}

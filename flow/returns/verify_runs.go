@@ -1,0 +1,250 @@
+package returns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"assistant/business"
+	"assistant/flow"
+	"assistant/runs"
+)
+
+// verifier holds what the cross-file checks read through.
+type verifier struct {
+	cps   flow.Checkpointer
+	desk  *business.Store
+	runs  *runs.Store
+	r     *runner // reconcile's reads, over the read-only stores
+	svc   *Service
+	graph *flow.Runnable[State]
+}
+
+func newVerifier(cps flow.Checkpointer, desk *business.Store, now func() time.Time, host string) (*verifier, error) {
+	g, err := Build(Deps{Desk: desk, Now: now}).Compile(flow.Options{Checkpointer: cps, Now: now})
+	if err != nil {
+		return nil, fmt.Errorf("compile return graph: %w", err)
+	}
+	// A Service of its own only for the liveness of leases (holderAlive):
+	// it opens nothing.
+	svc := &Service{desk: desk, now: now, me: newIdentity(host)}
+	return &verifier{cps: cps, desk: desk, runs: runs.New(desk.Handle(), now), svc: svc, graph: g,
+		r: &runner{svc: svc, desk: desk, graph: g}}, nil
+}
+
+// check runs the cross-file checks into rep.
+func (v *verifier) check(ctx context.Context, rep *VerifyReport) error {
+	// The runs first: a business row a checkpoint names is committed before
+	// the checkpoint, so rows read after the runs hold every one of them.
+	rs, err := v.readRuns(ctx)
+	if err != nil {
+		return err
+	}
+	tasks, err := v.runs.ListTasks(ctx, "", "")
+	if err != nil {
+		return err
+	}
+	records := make(map[string]runs.TaskRecord, len(tasks))
+	for _, t := range tasks {
+		records[t.ID] = t
+	}
+	for _, id := range rs.threads {
+		if err := v.checkRun(ctx, rep, rs, id, records); err != nil {
+			return err
+		}
+	}
+	rep.Tasks = len(records)
+	for _, id := range rs.threads {
+		if _, ok := records[id]; !ok {
+			rep.Tasks++
+		}
+	}
+	for _, t := range tasks {
+		if _, ok := rs.heads[t.ID]; !ok && rs.undecodable[t.ID] == nil {
+			v.recordWithoutRun(rep, t)
+		}
+	}
+	return v.checkApplications(ctx, rep)
+}
+
+// runsRead is every run of the checkpoint file: its threads, and each
+// one's head, or why it cannot be decoded.
+type runsRead struct {
+	threads     []string
+	heads       map[string]*flow.Snapshot[State]
+	undecodable map[string]error
+}
+
+// readRuns reads every thread's head.
+func (v *verifier) readRuns(ctx context.Context) (runsRead, error) {
+	rs := runsRead{heads: map[string]*flow.Snapshot[State]{}, undecodable: map[string]error{}}
+	lister, ok := v.cps.(threadLister)
+	if !ok {
+		return rs, errors.New("the checkpoint store cannot list its threads")
+	}
+	threads, err := lister.Threads(ctx)
+	if err != nil {
+		return rs, err
+	}
+	rs.threads = threads
+	for _, id := range threads {
+		snap, err := v.graph.State(ctx, id)
+		var de *flow.StateDecodeError
+		switch {
+		case errors.As(err, &de):
+			rs.undecodable[id] = err
+		case err != nil && !errors.Is(err, flow.ErrThreadNotFound):
+			return rs, err
+		default:
+			rs.heads[id] = snap
+		}
+	}
+	return rs, nil
+}
+
+// checkRun checks the run of thread id against its task record.
+func (v *verifier) checkRun(ctx context.Context, rep *VerifyReport, rs runsRead, id string, records map[string]runs.TaskRecord) error {
+	t, ok := records[id]
+	switch {
+	case !ok:
+		v.orphanRun(rep, id, rs.heads[id])
+	case t.Kind == runs.KindBatch:
+	case rs.undecodable[id] != nil:
+		rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: id, owner: t.User, Problem: rs.undecodable[id].Error(),
+			Fix: fmt.Sprintf("`assistant history %s` shows the stored state; a build that knows its format can go on with it", ShellQuote(id))})
+	default:
+		return v.task(ctx, rep, t, rs.heads[id])
+	}
+	return nil
+}
+
+// checkApplications reports every application whose draft is missing or
+// is another user's or order's.
+func (v *verifier) checkApplications(ctx context.Context, rep *VerifyReport) error {
+	apps, err := v.desk.CheckApplications(ctx)
+	if err != nil {
+		return err
+	}
+	for _, p := range apps {
+		rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, File: BusinessFile,
+			Problem: fmt.Sprintf("application %s: %s", p.Application.ID, p.Problem), Fix: fixRestore})
+	}
+	return nil
+}
+
+// orphanRun reports a run whose task the business file has no record of.
+func (v *verifier) orphanRun(rep *VerifyReport, id string, snap *flow.Snapshot[State]) {
+	stage := "unknown"
+	if snap != nil && snap.Values.Stage != "" {
+		stage = snap.Values.Stage
+	}
+	rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, Task: id,
+		Problem: fmt.Sprintf("%s holds its run (stage %s), %s has no record of the task", CheckpointsFile, stage, BusinessFile),
+		Fix:     fixRestore})
+}
+
+// recordWithoutRun reports a task record whose run the checkpoint file does
+// not hold: killed before its first checkpoint, or an older checkpoint
+// file. The flow runs it again from its recorded input, reusing what the
+// business file holds (its draft, its application).
+func (v *verifier) recordWithoutRun(rep *VerifyReport, t runs.TaskRecord) {
+	if v.svc.holderAlive(t.Lease) {
+		return // a live process is running it now
+	}
+	fix := fmt.Sprintf("`assistant resume %s` runs it again from its recorded input and reuses its draft and application", ShellQuote(t.ID))
+	switch {
+	case t.Kind == runs.KindBatch:
+		fix = fmt.Sprintf("`assistant resume %s` runs the batch again; rows already handled are skipped", ShellQuote(t.ID))
+	case recordEnded(t):
+		fix = recordedEndFix(t, v.r.businessName())
+	}
+	rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: t.ID, owner: t.User,
+		Problem: fmt.Sprintf("%s records it (%s, stage %q), %s holds no run of it", BusinessFile, t.Status, t.Stage, CheckpointsFile),
+		Fix:     fix})
+}
+
+// task checks one return task that has both a record and a run.
+func (v *verifier) task(ctx context.Context, rep *VerifyReport, t runs.TaskRecord, snap *flow.Snapshot[State]) error {
+	st := snap.Values
+	if st.User != t.User || st.Order != t.OrderID {
+		rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, Task: t.ID, owner: t.User,
+			Problem: fmt.Sprintf("%s holds a run of user %s for order %s, %s a task of user %s for order %s", CheckpointsFile, st.User, st.Order, BusinessFile, t.User, t.OrderID),
+			Fix:     fixRestore})
+		return nil
+	}
+	err := v.r.reconcile(ctx, t.ID, snap)
+	var ie *InconsistentError
+	if errors.As(err, &ie) {
+		rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, Task: t.ID, owner: t.User,
+			Problem: fmt.Sprintf("%s says %s, but %s %s", CheckpointsFile, ie.Checkpoints, BusinessFile, ie.Business), Fix: fixRestore})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if t.Stage == StageSubmitted || (t.Status == StatusDone && t.Kind != runs.KindBatch) {
+		_, err := v.desk.ApplicationByTask(ctx, t.ID)
+		if errors.Is(err, business.ErrNotFound) {
+			rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, Task: t.ID, owner: t.User,
+				Problem: fmt.Sprintf("its record in %s says %s/%s, but %s holds no application of it", BusinessFile, t.Status, t.Stage, BusinessFile),
+				Fix:     fixRestore})
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	v.recordAndRun(rep, t, view(t, snap))
+	return v.standing(ctx, rep, t, snap)
+}
+
+// standing reports an answer the decision trail holds for the question
+// the head snap asks, whose checkpoint was lost (an edit, revise or
+// reason: standing): the task waits for that answer given again, the fix.
+// Errors: storage errors.
+func (v *verifier) standing(ctx context.Context, rep *VerifyReport, t runs.TaskRecord, snap *flow.Snapshot[State]) error {
+	if v.svc.holderAlive(t.Lease) || recordEnded(t) {
+		// A task whose record ended has no answer left to carry out:
+		// recordAndRun says so (nothing to do).
+		return nil
+	}
+	d, err := standing(ctx, v.desk, t.ID, snap)
+	if err != nil || d == nil {
+		return err
+	}
+	rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: t.ID, owner: t.User,
+		Problem: fmt.Sprintf("%s holds the answer %s by %s at %s that its run in %s lacks (its checkpoint was lost)", v.r.businessName(), d.Action, d.By, d.At.UTC().Format(time.RFC3339), v.r.checkpointsName()),
+		Fix:     fmt.Sprintf("`%s` carries it out (the answer stands; any other is refused)", StandingCommand(t.ID, *standingView(d)))})
+	return nil
+}
+
+// recordAndRun reports a record whose status is not its run's, when no
+// live process holds the task: a process killed after its last checkpoint
+// (the record is behind), or a backup or power loss that kept a newer
+// business file than checkpoint file (the record is ahead). The flow sets
+// either right at the next resume of the task.
+func (v *verifier) recordAndRun(rep *VerifyReport, t runs.TaskRecord, head *View) {
+	if head.Status == t.Status || v.svc.holderAlive(t.Lease) ||
+		(t.Status == StatusInterrupted && head.Status == StatusRunning) {
+		return
+	}
+	fix := fmt.Sprintf("`assistant resume %s` sets the record right", ShellQuote(t.ID))
+	switch {
+	case recordEnded(t) && !head.done():
+		fix = recordedEndFix(t, v.r.businessName())
+	case head.Status == StatusWaiting:
+		fix = fmt.Sprintf("answer its question (`assistant show %s`): the answer is checked against %s, which keeps what it holds", ShellQuote(t.ID), v.r.businessName())
+	}
+	rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: t.ID, owner: t.User,
+		Problem: fmt.Sprintf("its record says %s, its run %s (stage %s)", t.Status, head.Status, head.Stage),
+		Fix:     fix})
+}
+
+// recordedEndFix is the fix of a task whose record ended while its run in
+// the checkpoint file did not (an older checkpoints.sqlite): nothing to
+// do, every command reports the recorded end and runs nothing (truth).
+// business names the business store (runner.businessName).
+func recordedEndFix(t runs.TaskRecord, business string) string {
+	return fmt.Sprintf("nothing to do: %s is the truth, so every command reports the task %s and none runs it again (`assistant show %s`)", business, t.Status, ShellQuote(t.ID))
+}
