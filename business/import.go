@@ -98,10 +98,21 @@ func (c *capReader) Read(p []byte) (int, error) {
 
 // ImportError lists the bad lines of an input file; nothing was imported.
 type ImportError struct {
-	What  string   // "orders file" ("" reads as that)
-	Lines []string // "line 3: …", in file order, at most maxBadLines
-	More  int      // bad lines not listed
-	Empty bool     // the file has a header and no rows
+	What string // "orders file" ("" reads as that)
+	// Lines are the message's parts: "line 3: …", in file order, at most
+	// maxBadLines; for an orders file, one a group of Groups (and the
+	// missing columns first).
+	Lines []string
+	More  int  // bad lines not listed
+	Empty bool // the file has a header and no rows
+	// Groups are the problems of an orders file by kind, in the order
+	// of their first lines: every row was checked whole, so every
+	// problem of the file is in them.
+	Groups []BadRows
+	// Header is the orders file's missing columns, when rows are bad too
+	// (a header that lacks columns and nothing else is a *HeaderError
+	// alone); errors.As finds it.
+	Header *HeaderError
 	// Note follows the count when it is not the whole story: more than
 	// maxScattered orders come back after other orders, and only that
 	// many were checked.
@@ -125,13 +136,22 @@ func (e *ImportError) Error() string {
 		return fmt.Sprintf("no orders in the %s: it holds a header and no rows; %s", what, refused)
 	}
 	more := ""
-	if e.More > 0 {
+	if e.More > 0 && len(e.Groups) == 0 {
+		// A group says how many of its rows it does not list.
 		more = fmt.Sprintf(" (and %d more)", e.More)
 	}
 	if e.Note != "" {
 		more += "; " + e.Note
 	}
 	return fmt.Sprintf("%s has bad rows, %s: %s%s", what, refused, strings.Join(e.Lines, "; "), more)
+}
+
+// Unwrap returns the missing columns (Header), if any.
+func (e *ImportError) Unwrap() error {
+	if e.Header == nil {
+		return nil
+	}
+	return e.Header
 }
 
 // badLines collects the bad lines of a file, keeping the first few.
@@ -178,15 +198,6 @@ func (b *badLines) push(num int, line string) {
 	b.more++
 }
 
-// err is the *ImportError of the lines of a file (spec: its name and what
-// a refusal does), nil when none is bad.
-func (b *badLines) err(spec TableSpec) error {
-	if len(b.lines) == 0 {
-		return nil
-	}
-	return &ImportError{What: spec.What, Lines: b.lines, More: b.more, Refused: spec.Refused}
-}
-
 // ParseOptions says how ParseOrders reads a file and whose rows it takes.
 type ParseOptions struct {
 	// User is the person importing (--user). A row of another user is
@@ -209,6 +220,9 @@ type ParseOptions struct {
 	// Now is the time delivered_days_ago counts back from (default
 	// time.Now).
 	Now time.Time
+	// Mapping reads an export whose columns have other names, that lacks
+	// a column, or whose dates are in a format of its own (nil: none).
+	Mapping *ExportMapping
 }
 
 // OrdersFile is a shop's orders export that ParseOrders found well
@@ -229,6 +243,24 @@ type OrdersFile struct {
 	lastUser    string
 	userChecked bool        // lastUser was checked (the first row's may be "")
 	pool        chan *group // groups for reuse (newGroup, freeGroup)
+	// How the file is read (ExportMapping): its table spec, the fields
+	// with a value for every row, the format of its dates (nil: those
+	// of ParseDeliveryTime).
+	spec     TableSpec
+	defaults []fieldDefault
+	pattern  *datePattern
+	// What the header holds (readHeader): each field's column (inFile),
+	// its column or a default (has), and whether rows have an order id
+	// to be merged by (keyed).
+	inFile, has [numFields]bool
+	keyed       bool
+	probs       []problem // the problems of the row being checked (row)
+}
+
+// problem is one problem of a row: its kind and its message.
+type problem struct {
+	kind problemKind
+	err  error
 }
 
 // groupPool is how many groups an OrdersFile keeps for reuse: the batches
@@ -277,10 +309,14 @@ func (f *OrdersFile) replay(ctx context.Context, emit func(*group) error) error 
 // ParseOrders reads a shop's orders export (docs/orders.md) and checks
 // every row without opening any store, so a bad file is refused before any
 // file is opened or made. Columns are found by name (OpenTable, the aliases
-// of ordersSpec); the rows of one order (a line-item export) must follow
-// each other and agree on user, delivery and final sale, and their items
-// are joined. Any bad row gives an *ImportError naming the bad lines; a
-// bad header a *HeaderError; a file over MaxOrdersFileBytes or
+// of ordersSpec, opts.Mapping's headers); the rows of one order (a
+// line-item export) must follow each other and agree on user, delivery
+// and final sale (a later row that leaves them empty takes the first
+// row's), and their items are joined. Every field of every row is
+// checked: bad rows give one *ImportError naming every problem of the
+// file by kind (ImportError.Groups), the header's missing columns first;
+// a header that lacks columns and nothing else is a *HeaderError, one
+// that cannot be read is refused at once; a file over MaxOrdersFileBytes or
 // MaxOrdersRows, or with a line over MaxLineBytes, is refused whole
 // (ErrTooLarge, *ImportError). A file without rows is an *ImportError
 // ("no orders"). The file is read as a stream, in memory that does not
@@ -310,7 +346,9 @@ func newOrdersFile(opts ParseOptions) (*OrdersFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &OrdersFile{spool: sp, opts: opts, pool: make(chan *group, groupPool)}, nil
+	f := &OrdersFile{spool: sp, opts: opts, pool: make(chan *group, groupPool)}
+	f.applyMapping(opts.Mapping)
+	return f, nil
 }
 
 // checkFile is ParseOrders' reading of the file: every row, and whether
@@ -348,7 +386,8 @@ func (f *OrdersFile) check(ctx context.Context, r io.Reader, ids hashSet, tee fu
 		one = group{}
 		return &one
 	}
-	rows, orders, bad, err := f.scan(ctx, r, next, func(g *group, clean bool) error {
+	bad := &rowProblems{}
+	rows, orders, err := f.scan(ctx, r, bad, next, func(g *group, clean bool) error {
 		ids.add(g.order.ID)
 		f.spool.add(g)
 		if tee != nil && clean {
@@ -360,6 +399,9 @@ func (f *OrdersFile) check(ctx context.Context, r io.Reader, ids hashSet, tee fu
 		return err
 	}
 	if rows == 0 {
+		if err := f.refusal(bad, ""); err != nil {
+			return err // the header's
+		}
 		return &ImportError{What: ordersSpec.What, Empty: true, Refused: ordersSpec.Refused}
 	}
 	if err := f.spool.finish(); err != nil {
@@ -376,16 +418,14 @@ func (f *OrdersFile) check(ctx context.Context, r io.Reader, ids hashSet, tee fu
 		if err != nil {
 			return err
 		}
-		bad = bad.merge(scattered)
+		bad.kinds[kindScattered] = bad.kinds[kindScattered].merge(scattered)
 		if over {
 			// Said after the count, whatever the lines named: each
 			// of them comes first in the file.
-			ie, _ := bad.err(ordersSpec).(*ImportError)
-			ie.Note = fmt.Sprintf("more than %d order ids come back after other orders: the lines counted are those of %d of them; sort the file by order id", maxScattered, maxScattered)
-			return ie
+			return f.refusal(bad, fmt.Sprintf("more than %d order ids come back after other orders: the lines counted are those of %d of them; sort the file by order id", maxScattered, maxScattered))
 		}
 	}
-	return bad.err(ordersSpec)
+	return f.refusal(bad, "")
 }
 
 // scatterCheck reads the file's orders again (from the spool) for the
@@ -527,26 +567,20 @@ func JoinItems(items []string, more int) string {
 
 // scan reads the CSV file r and calls emit for each order (its
 // consecutive rows merged, in a group of newGroup), in file order, bad
-// rows left out; clean says that no row before the order's was bad. It
-// returns the number of rows and orders and the bad
-// rows (all rows of the file are read and the first bad ones named), or
-// an error: a bad header, the file over a limit, ctx ended, or emit's
-// error.
-func (f *OrdersFile) scan(ctx context.Context, r io.Reader, newGroup func() *group, emit func(g *group, clean bool) error) (rows, orders int, bad badLines, err error) {
+// rows left out; clean says that nothing before the order's rows was bad
+// (the header included). Every row is read and checked whole, its
+// problems recorded in bad. It returns the number of rows and orders, or
+// an error: a header that cannot be read, the file over a limit, ctx
+// ended, or emit's error.
+func (f *OrdersFile) scan(ctx context.Context, r io.Reader, bad *rowProblems, newGroup func() *group, emit func(g *group, clean bool) error) (rows, orders int, err error) {
 	if err := ctx.Err(); err != nil {
-		return 0, 0, bad, fmt.Errorf("read orders file: %w", err)
+		return 0, 0, fmt.Errorf("read orders file: %w", err)
 	}
-	t, err := OpenTable(r, ordersSpec, MaxOrdersFileBytes)
+	t, err := OpenTable(r, f.spec, MaxOrdersFileBytes)
 	if err != nil {
-		return 0, 0, bad, err
+		return 0, 0, err
 	}
-	if t.Has(colDeliveredAt) && t.Has(colDeliveredDaysAgo) {
-		return 0, 0, bad, &ImportError{What: ordersSpec.What, Lines: []string{fmt.Sprintf(
-			"line 1: both %s and %s say when an order was delivered; keep one", t.ColumnName(colDeliveredAt), t.ColumnName(colDeliveredDaysAgo))}}
-	}
-	if !t.Has(colDeliveredAt) && !t.Has(colDeliveredDaysAgo) {
-		return 0, 0, bad, &HeaderError{What: ordersSpec.What, Missing: []string{"delivered_at"}, Found: t.Header, Delim: t.Delimiter()}
-	}
+	f.readHeader(t, bad)
 	var cur *group
 	// Every good order is handed on, even once a row was bad: check
 	// looks for scattered orders among them too.
@@ -558,7 +592,7 @@ func (f *OrdersFile) scan(ctx context.Context, r io.Reader, newGroup func() *gro
 		cur = nil
 		orders++
 		g.finish()
-		return emit(g, len(bad.lines) == 0)
+		return emit(g, bad.empty())
 	}
 	ahead := readAhead(ctx, t)
 	defer ahead.stop()
@@ -566,7 +600,7 @@ func (f *OrdersFile) scan(ctx context.Context, r io.Reader, newGroup func() *gro
 	for {
 		b, err := ahead.next()
 		if err != nil {
-			return 0, 0, bad, err
+			return 0, 0, err
 		}
 		if b == nil {
 			break
@@ -574,45 +608,57 @@ func (f *OrdersFile) scan(ctx context.Context, r io.Reader, newGroup func() *gro
 		for i, line := range b.lines {
 			rows++
 			if err := b.errs[i]; err != nil {
-				bad.add(line, err)
+				bad.add(rowErrorKind(err), line, err)
 				continue
 			}
 			if rows > MaxOrdersRows {
-				return 0, 0, bad, fmt.Errorf("orders file has more than %d rows: %w; split it into several files (nothing was imported)", MaxOrdersRows, ErrTooLarge)
+				return 0, 0, fmt.Errorf("orders file has more than %d rows: %w; split it into several files (nothing was imported)", MaxOrdersRows, ErrTooLarge)
 			}
-			o, item, err := f.row(b.fields[i*width : (i+1)*width])
-			if err != nil {
-				bad.add(line, err)
+			rec := b.fields[i*width : (i+1)*width]
+			blank := f.blankOrder(rec)
+			o, item, ok := f.row(rec)
+			if !ok {
+				for _, p := range f.probs {
+					bad.add(p.kind, line, p.err)
+				}
 				continue
 			}
+			if !f.keyed {
+				continue // no order ids: the rows are checked, never merged
+			}
 			if cur != nil && cur.order.ID == o.ID {
+				if blank {
+					// A later line item that leaves the order's own
+					// values to its first row (Shopify's export).
+					o.DeliveredAt, o.FinalSale = cur.order.DeliveredAt, cur.order.FinalSale
+				}
 				if why := disagree(cur.order, o); why != "" {
-					bad.add(line, fmt.Errorf("order %s: %s on line %d; the rows of one order must agree", o.ID, why, cur.line))
+					bad.add(kindDisagree, line, fmt.Errorf("order %s: %s on line %d; the rows of one order must agree", o.ID, why, cur.line))
 					continue
 				}
 				if err := cur.addItem(item); err != nil {
-					bad.add(line, err)
+					bad.add(kindTooManyItems, line, err)
 					continue
 				}
 				cur.last = line
 				continue
 			}
 			if err := flush(); err != nil {
-				return 0, 0, bad, err
+				return 0, 0, err
 			}
 			cur = newGroup()
 			cur.order, cur.line, cur.last = o, line, line
 			cur.addItem(item) // the first item fits: row checked it
 		}
 		if b.end != nil && !errors.Is(b.end, io.EOF) {
-			return 0, 0, bad, b.end
+			return 0, 0, b.end
 		}
 		ahead.free(b)
 	}
 	if err := flush(); err != nil {
-		return 0, 0, bad, err
+		return 0, 0, err
 	}
-	return rows, orders, bad, nil
+	return rows, orders, nil
 }
 
 // disagree says how order b (a later row of the same order) differs from a
@@ -644,50 +690,84 @@ func sameTime(a, b *time.Time) bool {
 	return a.Equal(*b)
 }
 
-// row checks one record of the file and returns its order (without the
-// item) and its item.
-func (f *OrdersFile) row(rec []string) (Order, string, error) {
+// row checks one record of the file whole and returns its order
+// (without the item) and its item; false when a value is bad, each
+// problem in f.probs. A field the file has no column for is not checked
+// (the header's missing columns are reported for it); a field with a
+// default takes it first (rec is changed).
+func (f *OrdersFile) row(rec []string) (Order, string, bool) {
+	f.probs = f.probs[:0]
+	for _, d := range f.defaults {
+		rec[d.col] = d.value
+	}
 	o := Order{ID: rec[colOrderID], User: rec[colUser]}
 	item := rec[colItem]
-	check := f.opts.CheckID
-	if check == nil {
-		check = func(id string) error {
-			if id == "" {
-				return errors.New("order id must not be empty")
-			}
-			return nil
+	if f.has[colOrderID] {
+		if err := f.checkID(o.ID); err != nil {
+			f.fail(kindOrderID, err)
 		}
 	}
-	if err := check(o.ID); err != nil {
-		return o, "", err
+	if f.has[colUser] {
+		f.checkUser(o)
 	}
+	if f.has[colItem] {
+		switch {
+		case item == "":
+			f.fail(kindItem, errors.New("item must not be empty"))
+		case len(item) > MaxItemBytes:
+			f.fail(kindItem, fmt.Errorf("item is %d bytes; at most %d are allowed", len(item), MaxItemBytes))
+		}
+	}
+	if f.has[colDeliveredAt] || f.has[colDeliveredDaysAgo] {
+		t, kind, err := f.delivered(rec[colDeliveredAt], rec[colDeliveredDaysAgo])
+		if err != nil {
+			f.fail(kind, err)
+		}
+		o.DeliveredAt = t
+	}
+	if f.has[colFinalSale] {
+		b, err := parseFlag("final_sale", rec[colFinalSale])
+		if err != nil {
+			f.fail(kindFinalSale, err)
+		}
+		o.FinalSale = b
+	}
+	return o, item, len(f.probs) == 0
+}
+
+// fail records a problem of the row being checked.
+func (f *OrdersFile) fail(k problemKind, err error) {
+	f.probs = append(f.probs, problem{kind: k, err: err})
+}
+
+// checkID checks an order id (ParseOptions.CheckID).
+func (f *OrdersFile) checkID(id string) error {
+	if f.opts.CheckID != nil {
+		return f.opts.CheckID(id)
+	}
+	if id == "" {
+		return errors.New("order id must not be empty")
+	}
+	return nil
+}
+
+// checkUser checks the user of a row (ParseOptions.CheckUser), and that
+// it is --user's unless the import is the operator's.
+func (f *OrdersFile) checkUser(o Order) {
 	if o.User != f.lastUser || !f.userChecked {
 		checkUser := f.opts.CheckUser
 		if checkUser == nil {
 			checkUser = func(u string) error { return checkLabel("user", u, MaxUserBytes) }
 		}
 		if err := checkUser(o.User); err != nil {
-			return o, "", err
+			f.fail(kindUser, err)
+			return
 		}
 		f.lastUser, f.userChecked = o.User, true
 	}
 	if !f.opts.Operator && o.User != f.opts.User {
-		return o, "", fmt.Errorf("order %s is of user %s: importing orders of other users than --user %s needs --operator", o.ID, termtext.Quote(o.User), termtext.Quote(f.opts.User))
+		f.fail(kindOtherUser, fmt.Errorf("order %s is of user %s: importing orders of other users than --user %s needs --operator", o.ID, termtext.Quote(o.User), termtext.Quote(f.opts.User)))
 	}
-	switch {
-	case item == "":
-		return o, "", errors.New("item must not be empty")
-	case len(item) > MaxItemBytes:
-		return o, "", fmt.Errorf("item is %d bytes; at most %d are allowed", len(item), MaxItemBytes)
-	}
-	var err error
-	if o.DeliveredAt, err = f.delivered(rec[colDeliveredAt], rec[colDeliveredDaysAgo]); err != nil {
-		return o, "", err
-	}
-	if o.FinalSale, err = parseFlag("final_sale", rec[colFinalSale]); err != nil {
-		return o, "", err
-	}
-	return o, item, nil
 }
 
 // checkLabel refuses an empty name, one over max bytes, one with control
@@ -711,18 +791,6 @@ func checkLabel(what, s string, max int) error {
 	return nil
 }
 
-// parseFlag reads a true/false column: true, yes, 1 or false, no, 0 (any
-// case); empty is false.
-func parseFlag(name, v string) (bool, error) {
-	switch strings.ToLower(v) {
-	case "true", "yes", "1":
-		return true, nil
-	case "false", "no", "0", "":
-		return false, nil
-	}
-	return false, fmt.Errorf("%s %s must be true or false", name, termtext.Quote(v))
-}
-
 // Delivery time layouts (docs/orders.md "Dates"): with a zone, and without
 // one (read in ParseOptions.Location).
 var (
@@ -739,41 +807,65 @@ var MinDeliveredAt = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 // (clocks and time zones of a shop's systems differ by hours, not days).
 const MaxDeliveredAhead = 24 * time.Hour
 
-// delivered reads the delivery of a row: delivered_at (a time or a date)
-// or delivered_days_ago (whole days before ParseOptions.Now); nil when
-// empty (not delivered). A time outside [MinDeliveredAt, Now +
-// MaxDeliveredAhead] is an error.
-func (f *OrdersFile) delivered(at, daysAgo string) (*time.Time, error) {
-	if daysAgo != "" {
-		d, err := strconv.Atoi(daysAgo)
-		if err != nil || d < 0 || d > 36500 {
-			return nil, fmt.Errorf("delivered_days_ago %s: want empty or a whole number of days >= 0", termtext.Quote(daysAgo))
+// delivered reads the delivery of a row: delivered_at (a time or a date,
+// in the mapping's date format if it has one) or delivered_days_ago
+// (whole days before ParseOptions.Now); nil when empty (not delivered).
+// A time outside [MinDeliveredAt, Now + MaxDeliveredAhead] is an error.
+// An error comes with the kind of its problem.
+func (f *OrdersFile) delivered(at, days string) (*time.Time, problemKind, error) {
+	if days != "" {
+		d, err := daysAgo(days)
+		if err != nil {
+			return nil, kindDaysAgo, err
 		}
 		t := storedTime(f.opts.Now.Add(-time.Duration(d) * 24 * time.Hour)).Truncate(DeliveryPrecision)
 		if t.Before(MinDeliveredAt) {
-			return nil, fmt.Errorf("delivered_days_ago %s is before %s; a delivery time must be from %s on", daysAgo, MinDeliveredAt.Format(time.DateOnly), MinDeliveredAt.Format(time.DateOnly))
+			return nil, kindDaysAgo, fmt.Errorf("delivered_days_ago %s is before %s; a delivery time must be from %s on", days, MinDeliveredAt.Format(time.DateOnly), MinDeliveredAt.Format(time.DateOnly))
 		}
-		return &t, nil
+		return &t, 0, nil
 	}
 	if at == "" {
-		return nil, nil
+		return nil, 0, nil
 	}
 	if at == f.lastAt && f.lastTime != nil {
-		return f.lastTime, nil // shared: nothing changes a stored order's time
+		return f.lastTime, 0, nil // shared: nothing changes a stored order's time
 	}
-	t, err := ParseDeliveryTime(at, f.opts.Location)
+	var (
+		t   time.Time
+		err error
+	)
+	if f.pattern != nil {
+		t, err = f.pattern.read(at, f.opts.Location)
+	} else {
+		t, err = ParseDeliveryTime(at, f.opts.Location)
+	}
 	if err != nil {
-		return nil, err
+		kind := kindDelivered
+		var te *timeError
+		if errors.As(err, &te) {
+			kind = te.kind
+		}
+		return nil, kind, err
 	}
 	t = t.Truncate(DeliveryPrecision)
 	switch {
 	case t.Before(MinDeliveredAt):
-		return nil, fmt.Errorf("delivered_at %s is before %s; a delivery time must be from %s on", termtext.Quote(at), MinDeliveredAt.Format(time.DateOnly), MinDeliveredAt.Format(time.DateOnly))
+		return nil, kindDeliveredRange, fmt.Errorf("delivered_at %s is before %s; a delivery time must be from %s on", termtext.Quote(at), MinDeliveredAt.Format(time.DateOnly), MinDeliveredAt.Format(time.DateOnly))
 	case t.After(f.opts.Now.Add(MaxDeliveredAhead)):
-		return nil, fmt.Errorf("delivered_at %s is more than %s after now (%s); a delivery cannot be in the future", termtext.Quote(at), MaxDeliveredAhead, f.opts.Now.UTC().Format(time.RFC3339))
+		return nil, kindDeliveredRange, fmt.Errorf("delivered_at %s is more than %s after now (%s); a delivery cannot be in the future", termtext.Quote(at), MaxDeliveredAhead, f.opts.Now.UTC().Format(time.RFC3339))
 	}
 	f.lastAt, f.lastTime = at, &t
-	return &t, nil
+	return &t, 0, nil
+}
+
+// daysAgo reads a delivered_days_ago value: a whole number of days from
+// 0 to 36500.
+func daysAgo(s string) (int, error) {
+	d, err := strconv.Atoi(s)
+	if err != nil || d < 0 || d > 36500 {
+		return 0, fmt.Errorf("delivered_days_ago %s: want empty or a whole number of days >= 0", termtext.Quote(s))
+	}
+	return d, nil
 }
 
 // DeliveryPrecision is what an import keeps of a delivery time: the
@@ -806,7 +898,7 @@ func ParseDeliveryTime(s string, loc *time.Location) (time.Time, error) {
 	for _, l := range zonedLayouts {
 		if t, err := time.Parse(l, norm); err == nil {
 			if _, off := t.Zone(); off > maxOffset || off < -maxOffset {
-				return time.Time{}, fmt.Errorf("delivered_at %s has the offset %s; offsets go from -14:00 to +14:00", termtext.Quote(s), t.Format("-07:00"))
+				return time.Time{}, &timeError{kind: kindOffset, msg: fmt.Sprintf("delivered_at %s has the offset %s; offsets go from -14:00 to +14:00", termtext.Quote(s), t.Format("-07:00"))}
 			}
 			return storedTime(t), nil
 		}
@@ -845,10 +937,10 @@ func inLocation(s string, wall time.Time, loc *time.Location) (time.Time, error)
 	}
 	switch len(found) {
 	case 0:
-		return time.Time{}, fmt.Errorf("delivered_at %s does not exist in %s (the clocks skip it); write it with its offset", termtext.Quote(s), loc)
+		return time.Time{}, &timeError{kind: kindClock, msg: fmt.Sprintf("delivered_at %s does not exist in %s (the clocks skip it); write it with its offset", termtext.Quote(s), loc)}
 	case 2:
 		a, b := found[0].In(loc), found[1].In(loc)
-		return time.Time{}, fmt.Errorf("delivered_at %s occurs twice in %s (%s and %s: the clocks go back); write it with its offset", termtext.Quote(s), loc, a.Format("-07:00"), b.Format("-07:00"))
+		return time.Time{}, &timeError{kind: kindClock, msg: fmt.Sprintf("delivered_at %s occurs twice in %s (%s and %s: the clocks go back); write it with its offset", termtext.Quote(s), loc, a.Format("-07:00"), b.Format("-07:00"))}
 	}
 	return storedTime(found[0]), nil
 }
@@ -869,9 +961,9 @@ func parseDate(s string, loc *time.Location) (time.Time, error) {
 // noZone is the error of a date or time without a zone read without
 // --timezone.
 func noZone(s string) error {
-	return fmt.Errorf("delivered_at %s has no time zone; say which with --timezone (an IANA name such as Europe/Berlin)", termtext.Quote(s))
+	return &timeError{kind: kindNoZone, msg: fmt.Sprintf("delivered_at %s has no time zone; say which with --timezone (an IANA name such as Europe/Berlin)", termtext.Quote(s))}
 }
 
 func badTime(s string) error {
-	return fmt.Errorf("delivered_at %s is not a date YYYY-MM-DD, an RFC 3339 time or YYYY-MM-DD HH:MM:SS [±hhmm]", termtext.Quote(s))
+	return &timeError{kind: kindDelivered, msg: fmt.Sprintf("delivered_at %s is not a date YYYY-MM-DD, an RFC 3339 time or YYYY-MM-DD HH:MM:SS [±hhmm]", termtext.Quote(s))}
 }

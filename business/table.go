@@ -32,6 +32,10 @@ type Column struct {
 	Aliases []string
 	// Required refuses a header without the column.
 	Required bool
+	// Header, when set, is the one header name that means the column (a
+	// mapping the caller was given): Name and Aliases are not tried, and
+	// no other column takes that header by an alias.
+	Header string
 }
 
 // TableSpec says what a Table reads: the file's name in messages ("orders
@@ -41,6 +45,10 @@ type TableSpec struct {
 	What    string
 	Columns []Column
 	Refused string
+	// CheckRows opens a header that lacks a required column all the same
+	// (Has says which it has), so that the caller can check the rows too
+	// and report the header and the rows in one pass.
+	CheckRows bool
 }
 
 // Table reads a CSV export whose columns are found by name: UTF-8 with or
@@ -73,6 +81,12 @@ type HeaderError struct {
 	// column named more than once (Missing[0] is the column): which copy
 	// holds the value is unknown, so the file is refused.
 	Repeated []string
+	// Wanted holds, for each of Missing, the header name the caller asked
+	// for it (Column.Header), or "" where its name and aliases were
+	// looked for.
+	Wanted []string
+	// Note follows the message when set: what the reader can do.
+	Note string
 }
 
 // Error implements the error interface for *HeaderError.
@@ -83,14 +97,32 @@ func (e *HeaderError) Error() string {
 	if len(e.Found) == 0 {
 		return fmt.Sprintf("%s: line 1: no header (want %s)", e.What, strings.Join(e.Missing, ","))
 	}
+	return fmt.Sprintf("%s: %s", e.What, e.detail())
+}
+
+// detail is the message of a header that lacks columns (not one with a
+// column repeated, nor none at all) without the file's name in front:
+// "line 1: missing column …; found …".
+func (e *HeaderError) detail() string {
 	found := e.Found
 	more := ""
 	if len(found) > 12 {
 		more = fmt.Sprintf(", … (%d columns)", len(found))
 		found = found[:12]
 	}
-	return fmt.Sprintf("%s: line 1: missing column %s; found %s%s; delimiter looks like %s",
-		e.What, strings.Join(e.Missing, ", "), strings.Join(found, ", "), more, delimName(e.Delim))
+	missing := make([]string, len(e.Missing))
+	for i, m := range e.Missing {
+		missing[i] = m
+		if i < len(e.Wanted) && e.Wanted[i] != "" {
+			missing[i] = fmt.Sprintf("%s (the header %s)", m, termtext.Quote(e.Wanted[i]))
+		}
+	}
+	note := ""
+	if e.Note != "" {
+		note = "; " + e.Note
+	}
+	return fmt.Sprintf("line 1: missing column %s; found %s%s; delimiter looks like %s%s",
+		strings.Join(missing, ", "), strings.Join(found, ", "), more, delimName(e.Delim), note)
 }
 
 // delimName names a delimiter in a message.
@@ -176,7 +208,10 @@ func OpenTable(r io.Reader, spec TableSpec, maxBytes int64) (*Table, error) {
 	}
 	t.width = len(header)
 	if err := t.matchHeader(); err != nil {
-		return nil, err
+		var he *HeaderError
+		if !spec.CheckRows || !errors.As(err, &he) || len(he.Repeated) > 0 {
+			return nil, err
+		}
 	}
 	t.rec = make([]string, len(spec.Columns))
 	return t, nil
@@ -193,34 +228,51 @@ func (t *Table) required() []string {
 	return out
 }
 
-// matchHeader finds each spec column in the header: by its name, else by
-// its first alias found. One name of a column given twice (order_id and
-// "Order ID" are one name) is a *HeaderError naming it: which copy holds
-// the value is unknown.
+// matchHeader finds each spec column in the header: a column with a
+// Header by that name alone, taken first; every other one by its name,
+// else by its first alias found, among the names no Header took. One
+// name of a column given twice (order_id and "Order ID" are one name) is
+// a *HeaderError naming it: which copy holds the value is unknown.
 func (t *Table) matchHeader() error {
 	pos := map[string][]int{}
 	for i, h := range t.Header {
 		pos[NormalizeHeader(h)] = append(pos[NormalizeHeader(h)], i)
 	}
 	t.idx = make([]int, len(t.spec.Columns))
-	var missing []string
+	taken := map[int]bool{}
 	for i, c := range t.spec.Columns {
 		t.idx[i] = -1
-		for _, name := range append([]string{c.Name}, c.Aliases...) {
-			ps := pos[NormalizeHeader(name)]
-			if len(ps) > 1 {
-				return &HeaderError{What: t.spec.What, Missing: []string{c.Name}, Found: t.Header, Delim: t.delim, Repeated: pick(t.Header, ps)}
-			}
-			if len(ps) == 1 && t.idx[i] < 0 {
-				t.idx[i] = ps[0] // the first name of the spec's order wins
+		if c.Header == "" {
+			continue
+		}
+		ps := pos[NormalizeHeader(c.Header)]
+		if len(ps) > 1 {
+			return &HeaderError{What: t.spec.What, Missing: []string{c.Name}, Found: t.Header, Delim: t.delim, Repeated: pick(t.Header, ps)}
+		}
+		if len(ps) == 1 {
+			t.idx[i] = ps[0]
+			taken[ps[0]] = true
+		}
+	}
+	var missing, wanted []string
+	for i, c := range t.spec.Columns {
+		if c.Header == "" {
+			for _, name := range append([]string{c.Name}, c.Aliases...) {
+				ps := pos[NormalizeHeader(name)]
+				if len(ps) > 1 {
+					return &HeaderError{What: t.spec.What, Missing: []string{c.Name}, Found: t.Header, Delim: t.delim, Repeated: pick(t.Header, ps)}
+				}
+				if len(ps) == 1 && t.idx[i] < 0 && !taken[ps[0]] {
+					t.idx[i] = ps[0] // the first name of the spec's order wins
+				}
 			}
 		}
 		if t.idx[i] < 0 && c.Required {
-			missing = append(missing, c.Name)
+			missing, wanted = append(missing, c.Name), append(wanted, c.Header)
 		}
 	}
 	if len(missing) > 0 {
-		return &HeaderError{What: t.spec.What, Missing: missing, Found: t.Header, Delim: t.delim}
+		return &HeaderError{What: t.spec.What, Missing: missing, Wanted: wanted, Found: t.Header, Delim: t.delim}
 	}
 	return nil
 }
@@ -304,7 +356,7 @@ func (t *Table) Next() (int, []string, error) {
 		return 0, nil, readFailure(t.spec, err)
 	}
 	if len(rec) != t.width {
-		return line, nil, &RowError{Line: line, Err: fmt.Errorf("%d fields, the header has %d", len(rec), t.width)}
+		return line, nil, &RowError{Line: line, Err: &fieldCountError{got: len(rec), want: t.width}}
 	}
 	for i, p := range t.idx {
 		t.rec[i] = ""
@@ -335,6 +387,14 @@ func (t *Table) checkText(line int, fields []string) error {
 		}
 	}
 	return nil
+}
+
+// fieldCountError is the cause of a record with another number of fields
+// than the header.
+type fieldCountError struct{ got, want int }
+
+func (e *fieldCountError) Error() string {
+	return fmt.Sprintf("%d fields, the header has %d", e.got, e.want)
 }
 
 // RowError is one bad record of a Table.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -21,9 +22,12 @@ import (
 
 // importFlags are the flags of `orders import`.
 type importFlags struct {
-	dryRun   bool
-	timezone string
-	operator bool
+	dryRun     bool
+	timezone   string
+	operator   bool
+	columns    []string // --column FIELD=HEADER
+	defaults   []string // --default FIELD=VALUE
+	dateFormat string
 }
 
 func (a *app) newOrders() *cobra.Command {
@@ -49,17 +53,24 @@ orders only (rows of other users are refused by line, exit 2; a change
 to the shop's order of --user is refused, exit 3). --operator imports the shop's orders, of any
 user; the shop's order ids are unique, so one that would go to another
 customer refuses the whole file (exit 3). Dates and times without a zone
-need --timezone. All of it is one transaction; --dry-run writes nothing
-and says what would change. See docs/orders.md.`,
+need --timezone. An export with other column names, without a column, or
+with dates of its own format is read with --column, --default and
+--date-format; a refused file names every problem it has, by kind. All
+of it is one transaction; --dry-run writes nothing and says what would
+change. See docs/orders.md.`,
 		Example: `  printf 'order_id,user,item,delivered_at,final_sale\nC1,demo-user,Kettle,2026-11-20T10:00:00Z,false\n' > shop.csv
   assistant orders import shop.csv
-  assistant orders import --operator --timezone Europe/Berlin --dry-run shopify-export.csv`,
+  assistant orders import --operator --timezone Europe/Berlin --dry-run shopify-export.csv
+  assistant orders import --operator --default final_sale=false shopify-orders.csv`,
 		Args: exactArgs(1, "orders import needs FILE"),
 		RunE: func(c *cobra.Command, args []string) error { return a.importOrders(c, args[0], fl) },
 	}
 	imp.Flags().BoolVar(&fl.dryRun, "dry-run", false, "say what the import would change and write nothing")
 	imp.Flags().StringVar(&fl.timezone, "timezone", "", "IANA time zone (Europe/Berlin) of delivery dates and times written without one; without it such a value is refused")
 	imp.Flags().BoolVar(&fl.operator, "operator", false, "act as the shop's operator: import the rows of every user, not only --user's (a role, not authentication)")
+	imp.Flags().StringArrayVar(&fl.columns, "column", nil, "FIELD=HEADER: the export's column HEADER holds FIELD (order_id, user, item, delivered_at, final_sale); repeatable")
+	imp.Flags().StringArrayVar(&fl.defaults, "default", nil, "FIELD=VALUE: every row's value of a FIELD the export has no column for (final_sale=false); repeatable")
+	imp.Flags().StringVar(&fl.dateFormat, "date-format", "", "the format of delivery dates, such as DD.MM.YYYY or MM/DD/YYYY hh:mm A (letters: docs/orders.md \"Date formats\")")
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List your orders and whether each can be returned now",
@@ -90,6 +101,15 @@ func (a *app) importOrders(c *cobra.Command, path string, fl importFlags) error 
 		}
 		opts.Location = loc
 	}
+	mapping, err := business.NewExportMapping(fl.columns, fl.defaults, fl.dateFormat, opts.Location)
+	var me *business.MappingError
+	switch {
+	case errors.As(err, &me):
+		return usageErr("--%s %s: %s", me.Option, termtext.Quote(me.Value), me.Reason)
+	case err != nil:
+		return err
+	}
+	opts.Mapping = mapping
 	in, err := openInput(c.Context(), "orders file", path)
 	if err != nil {
 		return err
