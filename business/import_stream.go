@@ -48,7 +48,7 @@ func ImportOrdersNew(ctx context.Context, path string, now time.Time, r io.Reade
 	started := false
 	err = sqlitedb.BulkLoad(ctx, path, func(q sqlitedb.Querier) error {
 		started = true
-		u := &upsert{ctx: ctx, q: q, now: now.UTC(), write: true, operator: opts.Operator, file: f,
+		u := &upsert{ctx: ctx, tx: q, q: sqliteQueries, now: now.UTC(), write: true, operator: opts.Operator, file: f,
 			res: ImportResult{Changes: []OrderChange{}}}
 		var writeErr error
 		checkErr, writeErr = u.stream(ctx, f, r)

@@ -90,11 +90,11 @@ func openPostgres(ctx context.Context, url string, opts Options) (*Store, error)
 		DataDirID:     opts.DataDirID,
 		BusyTimeout:   pgBusyTimeout,
 		OnCreate: func(ctx context.Context, q sqlitedb.Querier) error {
-			return loadSeed(ctx, q, seed, now(), true)
+			return loadSeed(ctx, q, postgresQueries, seed, now(), true)
 		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &Store{h: sqlitedb.NewPostgresHandle(db, "postgres schema "+PGSchema, pgWriteLock), now: now}, nil
+	return newStore(sqlitedb.NewPostgresHandle(db, "postgres schema "+PGSchema, pgWriteLock), now), nil
 }

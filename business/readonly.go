@@ -24,7 +24,7 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open business %s: %w", path, err)
 	}
-	return &Store{h: sqlitedb.NewHandle(db, path, ""), now: time.Now}, nil
+	return newStore(sqlitedb.NewHandle(db, path, ""), time.Now), nil
 }
 
 // CheckFile checks the business file at path without changing it: its
@@ -45,13 +45,7 @@ type ApplicationProblem struct {
 // belongs to another user or order (none on a sound file: foreign keys and
 // SubmitTx keep them). It reads the whole applications table.
 func (s *Store) CheckApplications(ctx context.Context) ([]ApplicationProblem, error) {
-	rows, err := s.h.Q().QueryContext(ctx, `SELECT `+qualifiedApplicationColumns+`,
-		CASE WHEN d.draft_id IS NULL THEN 'its draft ' || a.draft_id || ' is missing'
-		     WHEN d.user != a.user THEN 'its draft ' || a.draft_id || ' is user ' || d.user || '''s, the application user ' || a.user || '''s'
-		     ELSE 'its draft ' || a.draft_id || ' is for order ' || d.order_id || ', the application for ' || a.order_id END
-		FROM applications a LEFT JOIN drafts d ON d.draft_id = a.draft_id
-		WHERE d.draft_id IS NULL OR d.user != a.user OR d.order_id != a.order_id
-		ORDER BY a.application_id`)
+	rows, err := s.h.Q().QueryContext(ctx, s.q.checkApplications)
 	if err != nil {
 		return nil, fmt.Errorf("check applications: %w", err)
 	}

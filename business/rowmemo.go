@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 )
 
@@ -170,22 +169,19 @@ func (s *Store) preloadTasks(ctx context.Context, taskIDs []string) error {
 		args[i] = id
 		got[id] = &taskRows{trail: []Decision{}, trailKnown: true, apps: map[string]Application{}}
 	}
-	in := strings.TrimSuffix(strings.Repeat("?, ", len(taskIDs)), ", ")
-	// The trail in Decisions' order within each task (at, then rowid:
-	// the order of insertion).
-	err := scanEach(ctx, s, `SELECT `+decisionColumns+` FROM decisions WHERE task_id IN (`+in+`) ORDER BY at, rowid`, args,
+	// The trail in Decisions' order within each task.
+	err := scanEach(ctx, s, s.q.decisionsOf(len(taskIDs)), args,
 		scanDecision, func(d Decision) { got[d.TaskID].trail = append(got[d.TaskID].trail, d) })
 	if err != nil {
 		return fmt.Errorf("decisions of %d tasks: %w", len(taskIDs), err)
 	}
-	err = scanEach(ctx, s, `SELECT `+draftReadColumns+` FROM drafts WHERE task_id IN (`+in+`)`, args,
+	err = scanEach(ctx, s, s.q.draftsOf(len(taskIDs)), args,
 		scanDraft, func(d Draft) { got[d.TaskID].drafts = append(got[d.TaskID].drafts, d) })
 	if err != nil {
 		return fmt.Errorf("drafts of %d tasks: %w", len(taskIDs), err)
 	}
 	var task string // the task of the application scanned last
-	err = scanEach(ctx, s, `SELECT d.task_id, `+qualifiedApplicationColumns+` FROM drafts d JOIN applications a ON a.draft_id = d.draft_id
-		 WHERE d.task_id IN (`+in+`)`, args,
+	err = scanEach(ctx, s, s.q.applicationsOf(len(taskIDs)), args,
 		func(sc scanner) (Application, error) { return scanApplication(prefixed{sc, &task}) },
 		func(a Application) { got[task].apps[a.DraftID] = a })
 	if err != nil {

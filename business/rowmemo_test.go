@@ -35,7 +35,7 @@ func testPreloadTasks(t *testing.T, kind storeKind) {
 	}
 	tasks := []string{"t1", "t2", "t3"} // t3 has nothing
 	err = s.InTx(ctx, func(tx *Store) error {
-		plain := &Store{h: tx.h, now: tx.now} // reads the same transaction, no memo
+		plain := &Store{h: tx.h, q: tx.q, now: tx.now} // reads the same transaction, no memo
 		drafts := []string{d1.ID, d2.ID}
 		// same checks that every answer the memo gives is the database's.
 		same := func(when string) {

@@ -129,6 +129,7 @@ type Options struct {
 // goroutines, and several processes may open the same file at once.
 type Store struct {
 	h      *sqlitedb.Handle
+	q      *queries   // the statements of h's database
 	orders *orderMemo // orders read inside InTx; nil outside
 	rows   *rowMemo   // decisions, drafts, applications read inside InTx; nil outside
 	now    func() time.Time
@@ -172,13 +173,19 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('orders') WHERE name = 'teaching'`).Scan(&marked); err != nil {
 				return fmt.Errorf("seed orders: %w", err)
 			}
-			return loadSeed(ctx, tx, seed, now(), marked > 0)
+			return loadSeed(ctx, tx, sqliteQueries, seed, now(), marked > 0)
 		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &Store{h: sqlitedb.NewHandle(db, path, opts.Synchronous), now: now}, nil
+	return newStore(sqlitedb.NewHandle(db, path, opts.Synchronous), now), nil
+}
+
+// newStore returns the store over h, with the statements of its
+// database, reading the clock now.
+func newStore(h *sqlitedb.Handle, now func() time.Time) *Store {
+	return &Store{h: h, q: queriesFor(h), now: now}
 }
 
 // clockAndSeed returns the clock a store of opts reads (opts.Now, or
@@ -248,7 +255,7 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
 		return fn(s)
 	}
 	err := s.h.InTx(ctx, func(h *sqlitedb.Handle) error {
-		return fn(&Store{h: h, now: s.now, orders: &orderMemo{m: map[[2]string]Order{}},
+		return fn(&Store{h: h, q: s.q, now: s.now, orders: &orderMemo{m: map[[2]string]Order{}},
 			rows: &rowMemo{tasks: map[string]*taskRows{}, drafts: map[string]string{}}})
 	})
 	if err != nil {
