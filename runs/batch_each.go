@@ -15,8 +15,7 @@ import (
 // Errors: ErrTaskExists, each's, storage errors.
 func (s *Store) CreateBatchEach(ctx context.Context, t TaskRecord, l Lease, ttl time.Duration, each func(add func(BatchRow) error) error) error {
 	return s.createBatch(ctx, t, l, ttl, func(tx *sqlitedb.Txn) error {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO batch_rows (batch_id, row_no, line, task_id, order_id, reason, action, draft_id, outcome, error_code, error, duplicate_of)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		stmt, err := tx.PrepareContext(ctx, s.q.insertBatchRow)
 		if err != nil {
 			return fmt.Errorf("create batch %s: %w", t.ID, err)
 		}

@@ -46,6 +46,7 @@ var (
 // Handle, not opened on its own. It is safe for concurrent use.
 type Store struct {
 	h   *sqlitedb.Handle
+	q   *queries // the statements of h's database
 	now func() time.Time
 }
 
@@ -58,7 +59,7 @@ func New(h *sqlitedb.Handle, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{h: h, now: now}
+	return &Store{h: h, q: queriesFor(h), now: now}
 }
 
 // Sync makes every earlier commit to the file durable against power loss
