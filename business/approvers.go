@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // Grant is one approver grant: Grantee may decide Owner's tasks.
@@ -38,14 +38,14 @@ const (
 // Granting what is granted already writes nothing and returns false.
 // The caller checks who may grant (flow/returns: only the owner).
 func (s *Store) GrantApprover(ctx context.Context, owner, grantee, by string, now time.Time) (changed bool, err error) {
-	err = s.h.Durable(ctx, func(tx sqlitedb.Querier) error {
+	err = s.h.Durable(ctx, func(tx sqlstore.Querier) error {
 		res, err := tx.ExecContext(ctx, s.q.insertGrant, owner, grantee, by, formatTime(now))
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			if err == nil {
-				err = sqlitedb.ErrNothingWritten
+				err = sqlstore.ErrNothingWritten
 			}
 			return err
 		}
@@ -62,14 +62,14 @@ func (s *Store) GrantApprover(ctx context.Context, owner, grantee, by string, no
 // at now, in one durable commit. Revoking a grant that does not exist
 // writes nothing and returns false.
 func (s *Store) RevokeApprover(ctx context.Context, owner, grantee, by string, now time.Time) (changed bool, err error) {
-	err = s.h.Durable(ctx, func(tx sqlitedb.Querier) error {
+	err = s.h.Durable(ctx, func(tx sqlstore.Querier) error {
 		res, err := tx.ExecContext(ctx, s.q.deleteGrant, owner, grantee)
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			if err == nil {
-				err = sqlitedb.ErrNothingWritten
+				err = sqlstore.ErrNothingWritten
 			}
 			return err
 		}
@@ -84,7 +84,7 @@ func (s *Store) RevokeApprover(ctx context.Context, owner, grantee, by string, n
 
 // recordChange records a grant or revoke (change) of owner's tasks to
 // grantee, made by by at now, in tx.
-func (s *Store) recordChange(ctx context.Context, tx sqlitedb.Querier, owner, grantee, change, by string, now time.Time) error {
+func (s *Store) recordChange(ctx context.Context, tx sqlstore.Querier, owner, grantee, change, by string, now time.Time) error {
 	_, err := tx.ExecContext(ctx, s.q.insertGrantChange, owner, grantee, change, by, formatTime(now))
 	return err
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // Decision is one answer given to a task's question, as the trail keeps
@@ -35,10 +35,10 @@ func (s *Store) RecordDecision(ctx context.Context, d Decision) error {
 		return err
 	}
 	s.rows.forgetTrail(d.TaskID)
-	err := s.h.Durable(ctx, func(tx sqlitedb.Querier) error {
+	err := s.h.Durable(ctx, func(tx sqlstore.Querier) error {
 		wrote, err := s.insertDecision(ctx, tx, d)
 		if err == nil && !wrote {
-			return sqlitedb.ErrNothingWritten
+			return sqlstore.ErrNothingWritten
 		}
 		return err
 	})
@@ -67,7 +67,7 @@ func (s *Store) SubmitDecided(ctx context.Context, d Decision, draftID, user str
 	}
 	var subErr error
 	s.rows.forgetTrail(d.TaskID)
-	err = s.h.Durable(ctx, func(tx sqlitedb.Querier) error {
+	err = s.h.Durable(ctx, func(tx sqlstore.Querier) error {
 		wrote, err := s.insertDecision(ctx, tx, d)
 		if err != nil {
 			return fmt.Errorf("record decision %s of task %s: %w", d.ID, d.TaskID, err)
@@ -82,7 +82,7 @@ func (s *Store) SubmitDecided(ctx context.Context, d Decision, draftID, user str
 		case wrote:
 			return nil // refused or reused: the decision alone is committed
 		}
-		return sqlitedb.ErrNothingWritten
+		return sqlstore.ErrNothingWritten
 	})
 	switch {
 	case err != nil && subErr != nil && errors.Is(err, subErr):
@@ -139,7 +139,7 @@ func checkDecision(d Decision) error {
 
 // insertDecision adds d to the trail in tx and reports whether it was new
 // (false: a decision with its id is recorded already, left as it is).
-func (s *Store) insertDecision(ctx context.Context, tx sqlitedb.Querier, d Decision) (bool, error) {
+func (s *Store) insertDecision(ctx context.Context, tx sqlstore.Querier, d Decision) (bool, error) {
 	res, err := tx.ExecContext(ctx, s.q.insertDecision,
 		d.ID, d.TaskID, d.By, d.Action, d.DraftID, d.Version, formatTime(d.At), d.Comment, d.Reason)
 	if err != nil {

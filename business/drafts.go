@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // ReviewPending is the review_status of a newly submitted application. An
@@ -94,10 +94,10 @@ func (s *Store) PrepareDraftVersion(ctx context.Context, taskID string, version 
 	// Durable at commit: the checkpoint written after prepare names the
 	// draft, and no power loss may keep that checkpoint and lose the draft.
 	var txErr error
-	err = s.h.Durable(ctx, func(tx sqlitedb.Querier) error {
+	err = s.h.Durable(ctx, func(tx sqlstore.Querier) error {
 		d, reused, txErr = s.prepareDraftTx(ctx, tx, taskID, version, orderID, user, reason, ttl, now)
 		if txErr == nil && reused {
-			return sqlitedb.ErrNothingWritten
+			return sqlstore.ErrNothingWritten
 		}
 		return txErr
 	})
@@ -110,7 +110,7 @@ func (s *Store) PrepareDraftVersion(ctx context.Context, taskID string, version 
 	return d, reused, nil
 }
 
-func (s *Store) prepareDraftTx(ctx context.Context, tx sqlitedb.Querier, taskID string, version int, orderID, user, reason string, ttl time.Duration, now time.Time) (d Draft, reused bool, err error) {
+func (s *Store) prepareDraftTx(ctx context.Context, tx sqlstore.Querier, taskID string, version int, orderID, user, reason string, ttl time.Duration, now time.Time) (d Draft, reused bool, err error) {
 	s.rows.forget(taskID) // it may write a draft of the task
 	if version == 1 {
 		// The usual case in one statement: no draft yet and the user's
@@ -194,7 +194,7 @@ func newDraft(taskID, orderID, user, reason string, ttl time.Duration, now time.
 // prepareDraftTx reads first: ok is false, and nothing is written, when
 // the task has a draft of that version already or the order is not the
 // user's.
-func (s *Store) insertFirstDraft(ctx context.Context, tx sqlitedb.Querier, taskID, orderID, user, reason string, ttl time.Duration, now time.Time) (d Draft, ok bool, err error) {
+func (s *Store) insertFirstDraft(ctx context.Context, tx sqlstore.Querier, taskID, orderID, user, reason string, ttl time.Duration, now time.Time) (d Draft, ok bool, err error) {
 	d, err = newDraft(taskID, orderID, user, reason, ttl, now, 1)
 	if err != nil {
 		return Draft{}, false, err
@@ -283,10 +283,10 @@ func (s *Store) Submit(ctx context.Context, draftID, user string, now time.Time)
 	// Durable at commit: the checkpoint written after submit names the
 	// application, and no power loss may keep that and lose the application.
 	var txErr error
-	err = s.h.Durable(ctx, func(tx sqlitedb.Querier) error {
+	err = s.h.Durable(ctx, func(tx sqlstore.Querier) error {
 		a, reused, txErr = s.SubmitTx(ctx, tx, draftID, user, now)
 		if txErr == nil && reused {
-			return sqlitedb.ErrNothingWritten
+			return sqlstore.ErrNothingWritten
 		}
 		return txErr
 	})
@@ -319,13 +319,13 @@ func (s *Store) Submit(ctx context.Context, draftID, user string, now time.Time)
 // takes the write lock first, so concurrent submitters of one draft
 // (goroutines or processes) queue and the later ones see the first one's
 // application.
-func (s *Store) SubmitTx(ctx context.Context, tx sqlitedb.Querier, draftID, user string, now time.Time) (Application, bool, error) {
+func (s *Store) SubmitTx(ctx context.Context, tx sqlstore.Querier, draftID, user string, now time.Time) (Application, bool, error) {
 	a, reused, d, err := s.submitCheck(ctx, tx, draftID, user, now)
 	if err != nil || reused {
 		return a, reused, err
 	}
 	a, err = s.insertApplication(ctx, tx, d, now)
-	if sqlitedb.IsUniqueViolation(err) {
+	if s.h.IsUniqueViolation(err) {
 		// Only reachable from a caller's DEFERRED transaction that read before
 		// another one committed; the caller retries in a new transaction and
 		// then gets the existing application.
@@ -340,7 +340,7 @@ func (s *Store) SubmitTx(ctx context.Context, tx sqlitedb.Querier, draftID, user
 // submitCheck is SubmitTx's reads, which write nothing: the draft's
 // application when it has one (reused true), or the draft to submit, or
 // SubmitTx's refusals and errors.
-func (s *Store) submitCheck(ctx context.Context, tx sqlitedb.Querier, draftID, user string, now time.Time) (a Application, reused bool, d Draft, err error) {
+func (s *Store) submitCheck(ctx context.Context, tx sqlstore.Querier, draftID, user string, now time.Time) (a Application, reused bool, d Draft, err error) {
 	a, err = s.applicationOfDraft(ctx, tx, draftID)
 	switch {
 	case err == nil:
@@ -390,7 +390,7 @@ func (s *Store) submitCheck(ctx context.Context, tx sqlitedb.Querier, draftID, u
 
 // insertApplication inserts the pending application of draft d, made at
 // now, in tx, in one statement; the error is the database's, unwrapped.
-func (s *Store) insertApplication(ctx context.Context, tx sqlitedb.Querier, d Draft, now time.Time) (Application, error) {
+func (s *Store) insertApplication(ctx context.Context, tx sqlstore.Querier, d Draft, now time.Time) (Application, error) {
 	id, err := newID("app_")
 	if err != nil {
 		return Application{}, err
@@ -416,7 +416,7 @@ func (s *Store) insertApplication(ctx context.Context, tx sqlitedb.Querier, d Dr
 // applicationOfDraft reads the application of draft draftID in tx,
 // answered from PreloadTasks' rows when the draft is among them; none is
 // ErrNotFound.
-func (s *Store) applicationOfDraft(ctx context.Context, tx sqlitedb.Querier, draftID string) (Application, error) {
+func (s *Store) applicationOfDraft(ctx context.Context, tx sqlstore.Querier, draftID string) (Application, error) {
 	if a, known, found := s.rows.application(draftID); known {
 		if !found {
 			return Application{}, ErrNotFound

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // Eligibility reason codes, returned by Store.Eligibility. They are stable
@@ -270,7 +270,7 @@ func (e *IneligibleError) Is(target error) bool {
 // transaction (an order is identified by its owner and its id: migration
 // 0008): inside InTx from the orders kept for the transaction when it is
 // among them, and kept once read. No such order is ErrNotFound.
-func (s *Store) orderIn(ctx context.Context, q sqlitedb.Querier, id, user string) (Order, error) {
+func (s *Store) orderIn(ctx context.Context, q sqlstore.Querier, id, user string) (Order, error) {
 	if o, ok := s.orders.get(id, user); ok {
 		return o, nil
 	}

@@ -1,7 +1,5 @@
 package business
 
-import "assistant/internal/sqlitedb"
-
 // queries are the statements of the business store, written once for each
 // database it runs on: sqliteQueries (queries_sqlite.go) and
 // postgresQueries (queries_postgres.go). A store takes one set when it is
@@ -158,14 +156,6 @@ type queries struct {
 	// orderUsed reads whether a task, draft or batch row of user (1)
 	// names order (2); the pair is given three times.
 	orderUsed string
-}
-
-// queriesFor returns the statements of the database h runs on.
-func queriesFor(h *sqlitedb.Handle) *queries {
-	if h.Postgres() {
-		return postgresQueries
-	}
-	return sqliteQueries
 }
 
 // flag is a flag argument as its INTEGER column holds it: 1 or 0.

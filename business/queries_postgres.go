@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // The business store's statements on PostgreSQL (see queries): $n
@@ -61,10 +61,10 @@ var postgresQueries = &queries{
 
 	order: `SELECT ` + pgOrderColumns + ` FROM orders WHERE "user" = $1 AND order_id = $2`,
 	ordersOf: func(n int) string {
-		return `SELECT ` + pgOrderColumns + ` FROM orders WHERE "user" = $1 AND order_id IN (` + sqlitedb.PostgresParams(2, n) + `)`
+		return `SELECT ` + pgOrderColumns + ` FROM orders WHERE "user" = $1 AND order_id IN (` + sqlstore.PostgresParams(2, n) + `)`
 	},
 	openApplicationsOf: func(n int) string {
-		return `SELECT DISTINCT order_id FROM applications WHERE "user" = $1 AND review_status = $2 AND order_id IN (` + sqlitedb.PostgresParams(3, n) + `)`
+		return `SELECT DISTINCT order_id FROM applications WHERE "user" = $1 AND review_status = $2 AND order_id IN (` + sqlstore.PostgresParams(3, n) + `)`
 	},
 	openApplication: `SELECT EXISTS (SELECT 1 FROM applications WHERE "user" = $1 AND order_id = $2 AND review_status = $3)`,
 	// Order ids compare as bytes: the column's collation is "C".
@@ -90,14 +90,14 @@ var postgresQueries = &queries{
 	// given at one time.
 	decisions: `SELECT ` + pgDecisionColumns + ` FROM decisions WHERE task_id = $1 ORDER BY at, rowid`,
 	decisionsOf: func(n int) string {
-		return `SELECT ` + pgDecisionColumns + ` FROM decisions WHERE task_id IN (` + sqlitedb.PostgresParams(1, n) + `) ORDER BY at, rowid`
+		return `SELECT ` + pgDecisionColumns + ` FROM decisions WHERE task_id IN (` + sqlstore.PostgresParams(1, n) + `) ORDER BY at, rowid`
 	},
 	draftsOf: func(n int) string {
-		return `SELECT ` + pgDraftReadColumns + ` FROM drafts WHERE task_id IN (` + sqlitedb.PostgresParams(1, n) + `)`
+		return `SELECT ` + pgDraftReadColumns + ` FROM drafts WHERE task_id IN (` + sqlstore.PostgresParams(1, n) + `)`
 	},
 	applicationsOf: func(n int) string {
 		return `SELECT d.task_id, ` + pgQualifiedAppColumns + ` FROM drafts d JOIN applications a ON a.draft_id = d.draft_id
-		 WHERE d.task_id IN (` + sqlitedb.PostgresParams(1, n) + `)`
+		 WHERE d.task_id IN (` + sqlstore.PostgresParams(1, n) + `)`
 	},
 	decidedWaiting: `SELECT DISTINCT d.task_id FROM decisions d JOIN tasks t ON t.task_id = d.task_id
 		 WHERE t."user" = $1 AND t.status = 'waiting'`,
@@ -105,9 +105,9 @@ var postgresQueries = &queries{
 	deleteTeachingOrder: `DELETE FROM orders WHERE "user" = $1 AND order_id = $2 AND teaching = 1`,
 	storedRange: `SELECT ` + pgStoredOrderColumns + ` FROM orders o
 		WHERE o."user" = $1 AND o.order_id BETWEEN $2 AND $3 ORDER BY o.order_id LIMIT $4`,
-	storedPairs: `WITH b ("user", order_id) AS (VALUES ` + sqlitedb.PostgresRows(1, importBatch, 2) + `)
+	storedPairs: `WITH b ("user", order_id) AS (VALUES ` + sqlstore.PostgresRows(1, importBatch, 2) + `)
 		SELECT ` + pgStoredOrderColumns + ` FROM b JOIN orders o ON o."user" = b."user" AND o.order_id = b.order_id`,
-	storedShop: `SELECT ` + pgStoredOrderColumns + ` FROM orders o WHERE o.shop = 1 AND o.order_id IN (` + sqlitedb.PostgresParams(1, importBatch) + `)`,
+	storedShop: `SELECT ` + pgStoredOrderColumns + ` FROM orders o WHERE o.shop = 1 AND o.order_id IN (` + sqlstore.PostgresParams(1, importBatch) + `)`,
 	// CAST: PostgreSQL types a parameter of VALUES as text, and the
 	// flag's column is an integer.
 	insertOneUser: func(n int, shop bool) string {
@@ -126,10 +126,10 @@ var postgresQueries = &queries{
 	// A plain INSERT: a failed statement writes nothing (PostgreSQL keeps
 	// no statement journal to spare), and fails the import.
 	insertOrders: fullBatch(func(n int) string {
-		return `INSERT INTO orders ("user", order_id, item, delivered_at, final_sale, shop) VALUES ` + sqlitedb.PostgresRows(1, n, 6)
+		return `INSERT INTO orders ("user", order_id, item, delivered_at, final_sale, shop) VALUES ` + sqlstore.PostgresRows(1, n, 6)
 	}),
 	upsertOrders: fullBatch(func(n int) string {
-		return `INSERT INTO orders ("user", order_id, item, delivered_at, final_sale, shop) VALUES ` + sqlitedb.PostgresRows(1, n, 6) + `
+		return `INSERT INTO orders ("user", order_id, item, delivered_at, final_sale, shop) VALUES ` + sqlstore.PostgresRows(1, n, 6) + `
 		ON CONFLICT ("user", order_id) DO UPDATE SET item = excluded.item, delivered_at = excluded.delivered_at,
 			final_sale = excluded.final_sale, teaching = 0, shop = excluded.shop`
 	}),

@@ -3,7 +3,7 @@ package business
 import (
 	"strings"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // The business store's statements on SQLite (see queries): ? parameters,
@@ -64,10 +64,10 @@ var sqliteQueries = &queries{
 
 	order: `SELECT ` + sqliteOrderColumns + ` FROM orders WHERE user = ? AND order_id = ?`,
 	ordersOf: func(n int) string {
-		return `SELECT ` + sqliteOrderColumns + ` FROM orders WHERE user = ?1 AND order_id IN (` + sqlitedb.SQLiteParams(n) + `)`
+		return `SELECT ` + sqliteOrderColumns + ` FROM orders WHERE user = ?1 AND order_id IN (` + sqlstore.SQLiteParams(n) + `)`
 	},
 	openApplicationsOf: func(n int) string {
-		return `SELECT DISTINCT order_id FROM applications WHERE user = ?1 AND review_status = ?2 AND order_id IN (` + sqlitedb.SQLiteParams(n) + `)`
+		return `SELECT DISTINCT order_id FROM applications WHERE user = ?1 AND review_status = ?2 AND order_id IN (` + sqlstore.SQLiteParams(n) + `)`
 	},
 	openApplication: `SELECT EXISTS (SELECT 1 FROM applications WHERE user = ? AND order_id = ? AND review_status = ?)`,
 	ordersPage: `SELECT o.order_id, o.user, o.item, o.delivered_at, o.final_sale, o.teaching,
@@ -91,14 +91,14 @@ var sqliteQueries = &queries{
 	// rowid: the order of insertion, among decisions given at one time.
 	decisions: `SELECT ` + sqliteDecisionColumns + ` FROM decisions WHERE task_id = ? ORDER BY at, rowid`,
 	decisionsOf: func(n int) string {
-		return `SELECT ` + sqliteDecisionColumns + ` FROM decisions WHERE task_id IN (` + sqlitedb.SQLiteParams(n) + `) ORDER BY at, rowid`
+		return `SELECT ` + sqliteDecisionColumns + ` FROM decisions WHERE task_id IN (` + sqlstore.SQLiteParams(n) + `) ORDER BY at, rowid`
 	},
 	draftsOf: func(n int) string {
-		return `SELECT ` + sqliteDraftReadColumns + ` FROM drafts WHERE task_id IN (` + sqlitedb.SQLiteParams(n) + `)`
+		return `SELECT ` + sqliteDraftReadColumns + ` FROM drafts WHERE task_id IN (` + sqlstore.SQLiteParams(n) + `)`
 	},
 	applicationsOf: func(n int) string {
 		return `SELECT d.task_id, ` + sqliteQualifiedAppColumns + ` FROM drafts d JOIN applications a ON a.draft_id = d.draft_id
-		 WHERE d.task_id IN (` + sqlitedb.SQLiteParams(n) + `)`
+		 WHERE d.task_id IN (` + sqlstore.SQLiteParams(n) + `)`
 	},
 	decidedWaiting: `SELECT DISTINCT d.task_id FROM decisions d JOIN tasks t ON t.task_id = d.task_id
 		 WHERE t.user = ? AND t.status = 'waiting'`,
@@ -106,9 +106,9 @@ var sqliteQueries = &queries{
 	deleteTeachingOrder: `DELETE FROM orders WHERE user = ? AND order_id = ? AND teaching = 1`,
 	storedRange: `SELECT ` + sqliteStoredOrderColumns + ` FROM orders o
 		WHERE o.user = ? AND o.order_id BETWEEN ? AND ? ORDER BY o.order_id LIMIT ?`,
-	storedPairs: `WITH b (user, order_id) AS (VALUES ` + sqlitedb.SQLiteRows(importBatch, 2) + `)
+	storedPairs: `WITH b (user, order_id) AS (VALUES ` + sqlstore.SQLiteRows(importBatch, 2) + `)
 		SELECT ` + sqliteStoredOrderColumns + ` FROM b JOIN orders o ON o.user = b.user AND o.order_id = b.order_id`,
-	storedShop: `SELECT ` + sqliteStoredOrderColumns + ` FROM orders o WHERE o.shop = 1 AND o.order_id IN (` + sqlitedb.SQLiteParams(importBatch) + `)`,
+	storedShop: `SELECT ` + sqliteStoredOrderColumns + ` FROM orders o WHERE o.shop = 1 AND o.order_id IN (` + sqlstore.SQLiteParams(importBatch) + `)`,
 	// CAST: the flag's column is an integer, and a parameter of VALUES
 	// has no type of its own.
 	insertOneUser: func(n int, shop bool) string {
@@ -125,10 +125,10 @@ var sqliteQueries = &queries{
 	// failure and needs none; a failure fails the import, whose
 	// transaction rolls back.
 	insertOrders: fullBatch(func(n int) string {
-		return `INSERT OR FAIL INTO orders (user, order_id, item, delivered_at, final_sale, shop) VALUES ` + sqlitedb.SQLiteRows(n, 6)
+		return `INSERT OR FAIL INTO orders (user, order_id, item, delivered_at, final_sale, shop) VALUES ` + sqlstore.SQLiteRows(n, 6)
 	}),
 	upsertOrders: fullBatch(func(n int) string {
-		return `INSERT INTO orders (user, order_id, item, delivered_at, final_sale, shop) VALUES ` + sqlitedb.SQLiteRows(n, 6) + `
+		return `INSERT INTO orders (user, order_id, item, delivered_at, final_sale, shop) VALUES ` + sqlstore.SQLiteRows(n, 6) + `
 		ON CONFLICT (user, order_id) DO UPDATE SET item = excluded.item, delivered_at = excluded.delivered_at,
 			final_sale = excluded.final_sale, teaching = 0, shop = excluded.shop`
 	}),

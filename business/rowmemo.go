@@ -13,8 +13,8 @@ import (
 // (PreloadTasks), so that each row's reads of them answer from memory:
 // the trail (Decisions, read twice a row), the draft an answer binds to
 // (Held, and SubmitTx's read), and its application (ApplicationByTask,
-// SubmitTx's reuse check). Seven statements a row became three for the
-// chunk (issue 16: decide's reads were a third of its statements).
+// SubmitTx's reuse check): three statements for the chunk instead of
+// seven a row.
 //
 // Why it stays true: the transaction holds the write lock from its first
 // statement (BEGIN IMMEDIATE; the advisory write lock on PostgreSQL), so

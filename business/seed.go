@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // seedHeader is the required first record of a seed CSV.
@@ -128,7 +128,7 @@ func parseSeedBool(name, v string) (bool, error) {
 // the task SeedTaskPrefix+order_id, created at now. marked says the orders
 // table has the teaching column (SQLite files made with fewer migrations,
 // as tests make them, do not: migration 0005 marks their orders later).
-func loadSeed(ctx context.Context, q sqlitedb.Querier, sq *queries, orders []seedOrder, now time.Time, marked bool) error {
+func loadSeed(ctx context.Context, q sqlstore.Querier, sq *queries, orders []seedOrder, now time.Time, marked bool) error {
 	insert := sq.insertSeedOrder
 	if !marked {
 		insert = sqliteInsertUnmarkedSeedOrder

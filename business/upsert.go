@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // Actions of an OrderChange.
@@ -133,11 +133,11 @@ func (s *Store) ImportOrders(ctx context.Context, r io.Reader, opts ParseOptions
 // batch and nothing is written (its error).
 func (s *Store) ImportOrdersFile(ctx context.Context, f *OrdersFile, opts ImportOptions) (ImportResult, error) {
 	var res ImportResult
-	// The transaction commits durably (sqlitedb.Handle.Durable: at
+	// The transaction commits durably (sqlstore.Handle.Durable: at
 	// synchronous=FULL), so that nothing after the commit, such as a Sync
 	// waiting for the write lock another import holds, can fail an import
 	// that is stored.
-	err := s.h.Durable(ctx, func(tx sqlitedb.Querier) error {
+	err := s.h.Durable(ctx, func(tx sqlstore.Querier) error {
 		u := &upsert{ctx: ctx, tx: tx, q: s.q, now: s.now().UTC(), write: !opts.DryRun, operator: f.opts.Operator, file: f,
 			res: ImportResult{DryRun: opts.DryRun, Changes: []OrderChange{}}}
 		rows, orders, err := u.run(f)
@@ -153,7 +153,7 @@ func (s *Store) ImportOrdersFile(ctx context.Context, f *OrdersFile, opts Import
 			return &OwnerError{Lines: u.refused.lines, More: u.refused.more}
 		}
 		if opts.DryRun {
-			return sqlitedb.ErrNothingWritten
+			return sqlstore.ErrNothingWritten
 		}
 		return nil
 	})
@@ -223,7 +223,7 @@ type pendingOrder struct {
 // and the report so far.
 type upsert struct {
 	ctx      context.Context
-	tx       sqlitedb.Querier // the import's transaction
+	tx       sqlstore.Querier // the import's transaction
 	q        *queries         // the statements of tx's database
 	now      time.Time
 	write    bool // false: a dry run, or an owner refused (nothing will be committed)

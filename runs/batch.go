@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // BatchRow is one line of a batch file or of a decide file: the return
@@ -66,7 +66,7 @@ func (s *Store) CreateBatch(ctx context.Context, t TaskRecord, l Lease, rows []B
 // rows. A row whose Outcome is set already (a duplicate, refused before it
 // runs) is stored handled. Errors: ErrTaskExists.
 func (s *Store) CreateBatchTTL(ctx context.Context, t TaskRecord, l Lease, ttl time.Duration, rows []BatchRow) error {
-	return s.createBatch(ctx, t, l, ttl, func(tx *sqlitedb.Txn) error {
+	return s.createBatch(ctx, t, l, ttl, func(tx *sqlstore.Txn) error {
 		for len(rows) > 0 {
 			n := min(len(rows), rowsPerInsert)
 			if err := s.insertBatchRows(ctx, tx, t.ID, rows[:n]); err != nil {
@@ -83,7 +83,7 @@ func (s *Store) CreateBatchTTL(ctx context.Context, t TaskRecord, l Lease, ttl t
 // that addRows inserts in tx, and commits only when addRows returns nil.
 // Errors: insertBatchTask's, addRows' as it returns them, storage errors
 // wrapped "create batch ID: …".
-func (s *Store) createBatch(ctx context.Context, t TaskRecord, l Lease, ttl time.Duration, addRows func(tx *sqlitedb.Txn) error) error {
+func (s *Store) createBatch(ctx context.Context, t TaskRecord, l Lease, ttl time.Duration, addRows func(tx *sqlstore.Txn) error) error {
 	tx, err := s.h.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("create batch %s: %w", t.ID, err)
@@ -105,11 +105,11 @@ func (s *Store) createBatch(ctx context.Context, t TaskRecord, l Lease, ttl time
 // holding lease l, with the draft validity ttl (whole seconds kept), as
 // createBatch begins. Errors are wrapped "create batch ID: …":
 // ErrTaskExists, storage errors.
-func (s *Store) insertBatchTask(ctx context.Context, tx sqlitedb.Querier, t TaskRecord, l Lease, ttl time.Duration) error {
+func (s *Store) insertBatchTask(ctx context.Context, tx sqlstore.Querier, t TaskRecord, l Lease, ttl time.Duration) error {
 	now := formatTime(s.now())
 	_, err := tx.ExecContext(ctx, s.q.insertBatchTask,
 		t.ID, t.User, t.Fingerprint, now, now, KindBatch, int64(ttl/time.Second), l.Owner, l.PID, l.Host, formatTime(l.Until))
-	if sqlitedb.IsUniqueViolation(err) {
+	if s.h.IsUniqueViolation(err) {
 		return fmt.Errorf("create batch %s: %w", t.ID, ErrTaskExists)
 	}
 	if err != nil {
@@ -143,7 +143,7 @@ func (s *Store) BatchRows(ctx context.Context, batchID string, after, n int) ([]
 const rowsPerInsert = 250
 
 // insertBatchRows inserts rows of batch batchID in one statement.
-func (s *Store) insertBatchRows(ctx context.Context, q sqlitedb.Querier, batchID string, rows []BatchRow) error {
+func (s *Store) insertBatchRows(ctx context.Context, q sqlstore.Querier, batchID string, rows []BatchRow) error {
 	args := make([]any, 0, 1+11*len(rows))
 	args = append(args, batchID)
 	for _, r := range rows {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // Task kinds (tasks.kind).
@@ -203,7 +203,7 @@ func (s *Store) whyNotHeld(ctx context.Context, taskID, owner string, epoch int6
 }
 
 // whyNotHeldOn is whyNotHeld read on q (a transaction under way).
-func (s *Store) whyNotHeldOn(ctx context.Context, q sqlitedb.Querier, taskID, owner string, epoch int64) error {
+func (s *Store) whyNotHeldOn(ctx context.Context, q sqlstore.Querier, taskID, owner string, epoch int64) error {
 	var cur sql.NullString
 	var status string
 	var curEpoch int64
@@ -254,7 +254,7 @@ func (s *Store) Release(ctx context.Context, taskID string, r Release) error {
 	if r.Keep {
 		query = s.q.recordProgress
 	}
-	write := func(q sqlitedb.Querier) error {
+	write := func(q sqlstore.Querier) error {
 		if err := rowsChanged(q.ExecContext(ctx, query, args...)); err != nil {
 			return err
 		}
@@ -267,7 +267,7 @@ func (s *Store) Release(ctx context.Context, taskID string, r Release) error {
 	case len(r.Ended) == 0:
 		err = write(s.h.Q())
 	default:
-		var tx *sqlitedb.Txn
+		var tx *sqlstore.Txn
 		if tx, err = s.h.Begin(ctx); err == nil {
 			defer tx.Rollback()
 			if err = write(tx); err == nil {
@@ -335,7 +335,7 @@ func (s *Store) ReleaseLeases(ctx context.Context, owner string, taskIDs []strin
 // and a writer that takes the file's lock right after the commit cannot
 // make a stop that is written report a failure.
 func (s *Store) RequestStop(ctx context.Context, taskID string) error {
-	return s.h.Durable(ctx, func(q sqlitedb.Querier) error {
+	return s.h.Durable(ctx, func(q sqlstore.Querier) error {
 		return s.setProgressStatus(ctx, q, taskID, "running", "interrupted")
 	})
 }
@@ -355,7 +355,7 @@ func (s *Store) SetProgressStatus(ctx context.Context, taskID, from, to string) 
 }
 
 // setProgressStatus is SetProgressStatus's update, in q's transaction.
-func (s *Store) setProgressStatus(ctx context.Context, q sqlitedb.Querier, taskID, from, to string) error {
+func (s *Store) setProgressStatus(ctx context.Context, q sqlstore.Querier, taskID, from, to string) error {
 	res, err := q.ExecContext(ctx, s.q.setStatus, to, formatTime(s.now()), taskID, from)
 	if err := rowsChanged(res, err); errors.Is(err, ErrConflict) {
 		var current string

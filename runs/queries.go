@@ -1,10 +1,6 @@
 package runs
 
-import (
-	"strings"
-
-	"assistant/internal/sqlitedb"
-)
+import "strings"
 
 // queries are the statements of the run bookkeeping, written once for
 // each database it runs on: sqliteQueries (queries_sqlite.go) and
@@ -176,14 +172,6 @@ type queries struct {
 	// running and held by lease_owner (6) at epoch (7) (held): no row when
 	// either check fails.
 	beginStepHeld string
-}
-
-// queriesFor returns the statements of the database h runs on.
-func queriesFor(h *sqlitedb.Handle) *queries {
-	if h.Postgres() {
-		return postgresQueries
-	}
-	return sqliteQueries
 }
 
 // valuesRows returns the n rows of a multi-row VALUES, row(i) the i-th

@@ -3,7 +3,7 @@ package runs
 import (
 	"strconv"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // The run bookkeeping's statements on PostgreSQL (see queries): $n
@@ -32,13 +32,13 @@ var postgresQueries = &queries{
 		 VALUES ($1, $2, '', '', $3, 'running', '', $4, $5, $6, $7, $8, $9, $10, $11, 1)`,
 	task: `SELECT ` + pgRecordColumns + ` FROM tasks WHERE task_id = $1`,
 	tasksIn: func(n int) string {
-		return `SELECT ` + pgRecordColumns + ` FROM tasks WHERE task_id IN (` + sqlitedb.PostgresParams(1, n) + `)`
+		return `SELECT ` + pgRecordColumns + ` FROM tasks WHERE task_id IN (` + sqlstore.PostgresParams(1, n) + `)`
 	},
 	listTasks: `SELECT ` + pgRecordColumns + ` FROM tasks
 		 WHERE ($1 = '' OR "user" = $2) AND ($3 = '' OR status = $4)
 		 ORDER BY created_at, task_id`,
 	tasksUpdatedBefore: func(n int) string {
-		return `SELECT ` + pgRecordColumns + ` FROM tasks WHERE status IN (` + sqlitedb.PostgresParams(1, n) + `)
+		return `SELECT ` + pgRecordColumns + ` FROM tasks WHERE status IN (` + sqlstore.PostgresParams(1, n) + `)
 		 AND updated_at < $` + strconv.Itoa(n+1) + ` ORDER BY updated_at, task_id`
 	},
 	taskStatus:      `SELECT status FROM tasks WHERE task_id = $1`,
@@ -63,11 +63,11 @@ var postgresQueries = &queries{
 	recordProgress: `UPDATE tasks SET status = ` + pgKeepInterrupted + `, stage = $2, error_code = $3, error = $4, updated_at = $5 WHERE task_id = $6 AND lease_owner = $7`,
 	releaseLeases: func(n int) string {
 		return `UPDATE tasks SET lease_owner = NULL, lease_pid = 0, lease_host = '', lease_until = ''
-		 WHERE lease_owner = $1 AND task_id IN (` + sqlitedb.PostgresParams(2, n) + `)`
+		 WHERE lease_owner = $1 AND task_id IN (` + sqlstore.PostgresParams(2, n) + `)`
 	},
 	recordProgressAll: func(n int) string {
 		return `UPDATE tasks SET status = CASE tasks.status WHEN 'interrupted' THEN tasks.status ELSE v.column2 END, stage = v.column3, updated_at = v.column4, error_code = v.column5, error = v.column6 FROM (VALUES ` +
-			valuesRows(n, func(i int) string { return "(" + sqlitedb.PostgresParams(2+6*i, 6) + ")" }) +
+			valuesRows(n, func(i int) string { return "(" + sqlstore.PostgresParams(2+6*i, 6) + ")" }) +
 			`) AS v WHERE tasks.task_id = v.column1 AND tasks.lease_owner = $1`
 	},
 
@@ -75,7 +75,7 @@ var postgresQueries = &queries{
 	insertBatchRow: `INSERT INTO batch_rows (batch_id, ` + pgBatchRowColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 	insertBatchRows: func(n int) string {
 		return `INSERT INTO batch_rows (batch_id, ` + pgBatchRowColumns + `) VALUES ` +
-			valuesRows(n, func(i int) string { return "($1, " + sqlitedb.PostgresParams(2+11*i, 11) + ")" })
+			valuesRows(n, func(i int) string { return "($1, " + sqlstore.PostgresParams(2+11*i, 11) + ")" })
 	},
 	// UPDATE … FROM a VALUES list, whose columns are column1, column2, …;
 	// the row numbers are cast, so that PostgreSQL reads them as integers.
@@ -83,7 +83,7 @@ var postgresQueries = &queries{
 		return `UPDATE batch_rows SET outcome = v.column2, error_code = v.column3, error = v.column4 FROM (VALUES ` +
 			valuesRows(n, func(i int) string {
 				k := 2 + 4*i
-				return "(CAST($" + strconv.Itoa(k) + " AS INTEGER), " + sqlitedb.PostgresParams(k+1, 3) + ")"
+				return "(CAST($" + strconv.Itoa(k) + " AS INTEGER), " + sqlstore.PostgresParams(k+1, 3) + ")"
 			}) +
 			`) AS v WHERE batch_rows.batch_id = $1 AND batch_rows.row_no = v.column1`
 	},
@@ -95,7 +95,7 @@ var postgresQueries = &queries{
 	runningSteps: `SELECT ` + pgStepColumns + ` FROM steps WHERE task_id = $1 AND status = $2`,
 	stepCounts:   `SELECT node, count(*), max(seq) FROM steps WHERE task_id = $1 GROUP BY node`,
 	stepCountsIn: func(n int) string {
-		return `SELECT task_id, node, count(*), max(seq) FROM steps WHERE task_id IN (` + sqlitedb.PostgresParams(1, n) + `) GROUP BY task_id, node`
+		return `SELECT task_id, node, count(*), max(seq) FROM steps WHERE task_id IN (` + sqlstore.PostgresParams(1, n) + `) GROUP BY task_id, node`
 	},
 	failedSteps: `SELECT s.node, count(*) FROM steps s WHERE s.task_id = $1 AND s.status IN ($2, $3) AND s.error <> $4
 		 AND s.seq > coalesce((SELECT max(d.seq) FROM steps d WHERE d.task_id = $1 AND d.node = s.node AND d.status IN ($5, $6)), 0)
@@ -103,7 +103,7 @@ var postgresQueries = &queries{
 	failedStepsIn: func(n int) string {
 		return `SELECT s.task_id, s.node, count(*), 0 FROM steps s WHERE s.status IN ($1, $2) AND s.error <> $3
 		 AND s.seq > coalesce((SELECT max(d.seq) FROM steps d WHERE d.task_id = s.task_id AND d.node = s.node AND d.status IN ($4, $5)), 0)
-		 AND s.task_id IN (` + sqlitedb.PostgresParams(6, n) + `)
+		 AND s.task_id IN (` + sqlstore.PostgresParams(6, n) + `)
 		 GROUP BY s.task_id, s.node`
 	},
 	startStep: `INSERT INTO steps (task_id, seq, node, attempt, status, started_at)
@@ -112,7 +112,7 @@ var postgresQueries = &queries{
 		 RETURNING seq`,
 	addStep: `INSERT INTO steps (task_id, seq, node, attempt, status, started_at, ended_at, error) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 	addSteps: func(n int) string {
-		return `INSERT INTO steps (task_id, seq, node, attempt, status, started_at, ended_at, error) VALUES ` + sqlitedb.PostgresRows(1, n, 8)
+		return `INSERT INTO steps (task_id, seq, node, attempt, status, started_at, ended_at, error) VALUES ` + sqlstore.PostgresRows(1, n, 8)
 	},
 	endStep:          `UPDATE steps SET status = $1, error = $2, ended_at = $3 WHERE task_id = $4 AND seq = $5 AND status = $6`,
 	failStep:         `UPDATE steps SET status = $1, error = $2, ended_at = $3 WHERE task_id = $4 AND seq = $5`,

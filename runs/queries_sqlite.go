@@ -3,7 +3,7 @@ package runs
 import (
 	"strconv"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // The run bookkeeping's statements on SQLite (see queries): ? parameters,
@@ -31,13 +31,13 @@ var sqliteQueries = &queries{
 		 VALUES (?, ?, '', '', ?, 'running', '', ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
 	task: `SELECT ` + sqliteRecordColumns + ` FROM tasks WHERE task_id = ?`,
 	tasksIn: func(n int) string {
-		return `SELECT ` + sqliteRecordColumns + ` FROM tasks WHERE task_id IN (` + sqlitedb.SQLiteParams(n) + `)`
+		return `SELECT ` + sqliteRecordColumns + ` FROM tasks WHERE task_id IN (` + sqlstore.SQLiteParams(n) + `)`
 	},
 	listTasks: `SELECT ` + sqliteRecordColumns + ` FROM tasks
 		 WHERE (? = '' OR user = ?) AND (? = '' OR status = ?)
 		 ORDER BY created_at, task_id`,
 	tasksUpdatedBefore: func(n int) string {
-		return `SELECT ` + sqliteRecordColumns + ` FROM tasks WHERE status IN (` + sqlitedb.SQLiteParams(n) + `)
+		return `SELECT ` + sqliteRecordColumns + ` FROM tasks WHERE status IN (` + sqlstore.SQLiteParams(n) + `)
 		 AND updated_at < ? ORDER BY updated_at, task_id`
 	},
 	taskStatus:      `SELECT status FROM tasks WHERE task_id = ?`,
@@ -62,11 +62,11 @@ var sqliteQueries = &queries{
 	recordProgress: `UPDATE tasks SET status = ` + sqliteKeepInterrupted + `, stage = ?, error_code = ?, error = ?, updated_at = ? WHERE task_id = ? AND lease_owner = ?`,
 	releaseLeases: func(n int) string {
 		return `UPDATE tasks SET lease_owner = NULL, lease_pid = 0, lease_host = '', lease_until = ''
-		 WHERE lease_owner = ? AND task_id IN (` + sqlitedb.SQLiteParams(n) + `)`
+		 WHERE lease_owner = ? AND task_id IN (` + sqlstore.SQLiteParams(n) + `)`
 	},
 	recordProgressAll: func(n int) string {
 		return `UPDATE tasks SET status = CASE tasks.status WHEN 'interrupted' THEN tasks.status ELSE v.column2 END, stage = v.column3, updated_at = v.column4, error_code = v.column5, error = v.column6 FROM (VALUES ` +
-			valuesRows(n, func(i int) string { return "(" + sqlitedb.SQLiteNumbered(2+6*i, 6) + ")" }) +
+			valuesRows(n, func(i int) string { return "(" + sqlstore.SQLiteNumbered(2+6*i, 6) + ")" }) +
 			`) AS v WHERE tasks.task_id = v.column1 AND tasks.lease_owner = ?1`
 	},
 
@@ -74,7 +74,7 @@ var sqliteQueries = &queries{
 	insertBatchRow: `INSERT INTO batch_rows (batch_id, ` + sqliteBatchRowColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 	insertBatchRows: func(n int) string {
 		return `INSERT INTO batch_rows (batch_id, ` + sqliteBatchRowColumns + `) VALUES ` +
-			valuesRows(n, func(i int) string { return "(?1, " + sqlitedb.SQLiteNumbered(2+11*i, 11) + ")" })
+			valuesRows(n, func(i int) string { return "(?1, " + sqlstore.SQLiteNumbered(2+11*i, 11) + ")" })
 	},
 	// UPDATE … FROM a VALUES list, whose columns are column1, column2, …;
 	// the row numbers are cast to integers.
@@ -82,7 +82,7 @@ var sqliteQueries = &queries{
 		return `UPDATE batch_rows SET outcome = v.column2, error_code = v.column3, error = v.column4 FROM (VALUES ` +
 			valuesRows(n, func(i int) string {
 				k := 2 + 4*i
-				return "(CAST(?" + strconv.Itoa(k) + " AS INTEGER), " + sqlitedb.SQLiteNumbered(k+1, 3) + ")"
+				return "(CAST(?" + strconv.Itoa(k) + " AS INTEGER), " + sqlstore.SQLiteNumbered(k+1, 3) + ")"
 			}) +
 			`) AS v WHERE batch_rows.batch_id = ?1 AND batch_rows.row_no = v.column1`
 	},
@@ -94,7 +94,7 @@ var sqliteQueries = &queries{
 	runningSteps: `SELECT ` + sqliteStepColumns + ` FROM steps WHERE task_id = ? AND status = ?`,
 	stepCounts:   `SELECT node, count(*), max(seq) FROM steps WHERE task_id = ? GROUP BY node`,
 	stepCountsIn: func(n int) string {
-		return `SELECT task_id, node, count(*), max(seq) FROM steps WHERE task_id IN (` + sqlitedb.SQLiteParams(n) + `) GROUP BY task_id, node`
+		return `SELECT task_id, node, count(*), max(seq) FROM steps WHERE task_id IN (` + sqlstore.SQLiteParams(n) + `) GROUP BY task_id, node`
 	},
 	failedSteps: `SELECT s.node, count(*) FROM steps s WHERE s.task_id = ?1 AND s.status IN (?2, ?3) AND s.error <> ?4
 		 AND s.seq > coalesce((SELECT max(d.seq) FROM steps d WHERE d.task_id = ?1 AND d.node = s.node AND d.status IN (?5, ?6)), 0)
@@ -102,7 +102,7 @@ var sqliteQueries = &queries{
 	failedStepsIn: func(n int) string {
 		return `SELECT s.task_id, s.node, count(*), 0 FROM steps s WHERE s.status IN (?, ?) AND s.error <> ?
 		 AND s.seq > coalesce((SELECT max(d.seq) FROM steps d WHERE d.task_id = s.task_id AND d.node = s.node AND d.status IN (?, ?)), 0)
-		 AND s.task_id IN (` + sqlitedb.SQLiteParams(n) + `)
+		 AND s.task_id IN (` + sqlstore.SQLiteParams(n) + `)
 		 GROUP BY s.task_id, s.node`
 	},
 	startStep: `INSERT INTO steps (task_id, seq, node, attempt, status, started_at)
@@ -111,7 +111,7 @@ var sqliteQueries = &queries{
 		 RETURNING seq`,
 	addStep: `INSERT INTO steps (task_id, seq, node, attempt, status, started_at, ended_at, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 	addSteps: func(n int) string {
-		return `INSERT INTO steps (task_id, seq, node, attempt, status, started_at, ended_at, error) VALUES ` + sqlitedb.SQLiteRows(n, 8)
+		return `INSERT INTO steps (task_id, seq, node, attempt, status, started_at, ended_at, error) VALUES ` + sqlstore.SQLiteRows(n, 8)
 	},
 	endStep:          `UPDATE steps SET status = ?, error = ?, ended_at = ? WHERE task_id = ? AND seq = ? AND status = ?`,
 	failStep:         `UPDATE steps SET status = ?, error = ?, ended_at = ? WHERE task_id = ? AND seq = ?`,

@@ -1,7 +1,7 @@
 package runs
 
 import (
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 	"context"
 	"database/sql"
 	"errors"
@@ -69,7 +69,7 @@ func (s *Store) CreateTask(ctx context.Context, t TaskRecord) error {
 	res, err := s.h.Q().ExecContext(ctx, s.q.createTask,
 		t.ID, t.User, t.OrderID, t.Reason, t.Fingerprint, t.Status, t.Stage,
 		formatTime(t.CreatedAt), formatTime(t.UpdatedAt))
-	if err := sqlitedb.RowsChanged(res, err, ErrTaskExists); err != nil {
+	if err := sqlstore.RowsChanged(res, err, ErrTaskExists); err != nil {
 		return fmt.Errorf("create task %s: %w", t.ID, err)
 	}
 	return nil
@@ -227,7 +227,7 @@ func (s *Store) CreateLeasedTask(ctx context.Context, t TaskRecord, kind string,
 	res, err := s.h.Q().ExecContext(ctx, s.q.createLeasedTask,
 		t.ID, t.User, t.OrderID, t.Reason, t.Fingerprint, t.Stage,
 		formatTime(t.CreatedAt), formatTime(t.CreatedAt), kind, int64(ttl/time.Second), approvals, l.Owner, l.PID, l.Host, formatTime(l.Until))
-	if err := sqlitedb.RowsChanged(res, err, ErrTaskExists); err != nil {
+	if err := sqlstore.RowsChanged(res, err, ErrTaskExists); err != nil {
 		return fmt.Errorf("create task %s: %w", t.ID, err)
 	}
 	return nil

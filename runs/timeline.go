@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // Timeline step statuses (steps.status).
@@ -304,7 +304,7 @@ func (s *Store) BeginSteps(ctx context.Context, taskID string, st Superstep) ([]
 
 // holds checks on q that holder holds the task running at its epoch,
 // renewing the lease to renew when it is not zero. ErrConflict: it does not.
-func (s *Store) holds(ctx context.Context, q sqlitedb.Querier, taskID string, holder Lease, renew time.Time) error {
+func (s *Store) holds(ctx context.Context, q sqlstore.Querier, taskID string, holder Lease, renew time.Time) error {
 	if !renew.IsZero() {
 		return rowsChanged(q.ExecContext(ctx, s.q.heldRenew, formatTime(renew), taskID, holder.Owner, holder.Epoch))
 	}
@@ -320,7 +320,7 @@ func (s *Store) holds(ctx context.Context, q sqlitedb.Querier, taskID string, ho
 
 // endSteps records the ends of steps of taskID on q; a step no longer
 // running (ended by a takeover) is left as it is.
-func (s *Store) endSteps(ctx context.Context, q sqlitedb.Querier, taskID string, ended []StepEnd) error {
+func (s *Store) endSteps(ctx context.Context, q sqlstore.Querier, taskID string, ended []StepEnd) error {
 	for _, e := range ended {
 		if _, err := q.ExecContext(ctx, s.q.endStep, e.Status, e.Error, formatTime(e.At), taskID, e.Seq, StepRunning); err != nil {
 			return fmt.Errorf("end step %d of task %s: %w", e.Seq, taskID, err)

@@ -1,4 +1,4 @@
-package sqlitedb_test
+package pgdb_test
 
 import (
 	"context"
@@ -7,8 +7,9 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
 
+	"assistant/internal/pgdb"
 	"assistant/internal/pgtest"
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // TestPostgresStatementsNotPrepared checks that on PostgreSQL the
@@ -23,31 +24,31 @@ func TestPostgresStatementsNotPrepared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := sqlitedb.NewPostgresHandle(db, "test", 42)
+	h := pgdb.NewHandle(db, "test", 42)
 	defer h.Close()
 	const others = `SELECT count(*) FROM pg_prepared_statements WHERE name NOT LIKE 'stmtcache_%'`
 	cases := []struct {
 		name string
-		run  func(fn func(q sqlitedb.Querier) error) error
+		run  func(fn func(q sqlstore.Querier) error) error
 	}{
-		{"pool", func(fn func(q sqlitedb.Querier) error) error {
+		{"pool", func(fn func(q sqlstore.Querier) error) error {
 			db.SetMaxOpenConns(1) // every statement on one session
 			defer db.SetMaxOpenConns(0)
 			return fn(h.Q())
 		}},
-		{"InTx", func(fn func(q sqlitedb.Querier) error) error {
-			return h.InTx(ctx, func(tx *sqlitedb.Handle) error { return fn(tx.Q()) })
+		{"InTx", func(fn func(q sqlstore.Querier) error) error {
+			return h.InTx(ctx, func(tx *sqlstore.Handle) error { return fn(tx.Q()) })
 		}},
-		{"Durable", func(fn func(q sqlitedb.Querier) error) error {
+		{"Durable", func(fn func(q sqlstore.Querier) error) error {
 			return h.Durable(ctx, fn)
 		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := c.run(func(q sqlitedb.Querier) error {
-				for i := range sqlitedb.PromoteAfter + 2 {
+			err := c.run(func(q sqlstore.Querier) error {
+				for i := range sqlstore.PromoteAfter + 2 {
 					var got int
-					if err := q.QueryRowContext(ctx, `SELECT CAST(?1 AS INTEGER) + CAST(?2 AS INTEGER)`, i, 1).Scan(&got); err != nil {
+					if err := q.QueryRowContext(ctx, `SELECT CAST($1 AS INTEGER) + CAST($2 AS INTEGER)`, i, 1).Scan(&got); err != nil {
 						return err
 					}
 					if got != i+1 {

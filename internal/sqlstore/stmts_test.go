@@ -1,4 +1,4 @@
-package sqlitedb_test
+package sqlstore_test
 
 import (
 	"context"
@@ -6,7 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlite"
+	"assistant/internal/sqlstore"
 )
 
 // TestStmtsTx checks the statement cache inside transactions: a query runs
@@ -16,9 +17,9 @@ import (
 // does not compile gives its error as it would without the cache.
 func TestStmtsTx(t *testing.T) {
 	ctx := context.Background()
-	db, err := sqlitedb.Open(ctx, filepath.Join(t.TempDir(), "x.sqlite"), sqlitedb.Spec{
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "x.sqlite"), sqlite.Spec{
 		ApplicationID: 0x12345678,
-		Migrations:    []sqlitedb.Migration{{Version: 1, Name: "0001_t.sql", SQL: "CREATE TABLE t (x INTEGER)"}},
+		Migrations:    []sqlstore.Migration{{Version: 1, Name: "0001_t.sql", SQL: "CREATE TABLE t (x INTEGER)"}},
 		Create:        true,
 	})
 	if err != nil {
@@ -27,27 +28,27 @@ func TestStmtsTx(t *testing.T) {
 	defer db.Close()
 	wrappers := []struct {
 		name string
-		wrap func(*sqlitedb.Stmts, *sql.Tx) sqlitedb.Querier
+		wrap func(*sqlstore.Stmts, *sql.Tx) sqlstore.Querier
 	}{
-		{"Tx", func(c *sqlitedb.Stmts, tx *sql.Tx) sqlitedb.Querier { return c.Tx(tx) }},
-		{"CachedTx", func(c *sqlitedb.Stmts, tx *sql.Tx) sqlitedb.Querier { return c.CachedTx(tx) }},
+		{"Tx", func(c *sqlstore.Stmts, tx *sql.Tx) sqlstore.Querier { return c.Tx(tx) }},
+		{"CachedTx", func(c *sqlstore.Stmts, tx *sql.Tx) sqlstore.Querier { return c.CachedTx(tx) }},
 	}
 	for _, w := range wrappers {
 		t.Run(w.name, func(t *testing.T) {
 			if _, err := db.ExecContext(ctx, `DELETE FROM t`); err != nil {
 				t.Fatal(err)
 			}
-			stmts := sqlitedb.NewStmts(db)
+			stmts := sqlstore.NewStmts(db)
 			defer stmts.Close()
 			runTxs(t, db, stmts, w.wrap)
 		})
 	}
 }
 
-func runTxs(t *testing.T, db *sql.DB, stmts *sqlitedb.Stmts, wrap func(*sqlitedb.Stmts, *sql.Tx) sqlitedb.Querier) {
+func runTxs(t *testing.T, db *sql.DB, stmts *sqlstore.Stmts, wrap func(*sqlstore.Stmts, *sql.Tx) sqlstore.Querier) {
 	ctx := context.Background()
 	db.SetMaxIdleConns(1) // each run starts from one open connection
-	for i := 1; i <= 2*sqlitedb.PromoteAfter; i++ {
+	for i := 1; i <= 2*sqlstore.PromoteAfter; i++ {
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -66,11 +67,11 @@ func runTxs(t *testing.T, db *sql.DB, stmts *sqlitedb.Stmts, wrap func(*sqlitedb
 		// Promotion prepares the query on the pool while tx holds the one
 		// connection: a second one opens then, and not before.
 		open, want := db.Stats().OpenConnections, 1
-		if i >= sqlitedb.PromoteAfter {
+		if i >= sqlstore.PromoteAfter {
 			want = 2
 		}
 		if open != want {
-			t.Fatalf("run %d: %d connections open, want %d (promotion after %d runs)", i, open, want, sqlitedb.PromoteAfter)
+			t.Fatalf("run %d: %d connections open, want %d (promotion after %d runs)", i, open, want, sqlstore.PromoteAfter)
 		}
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)

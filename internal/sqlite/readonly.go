@@ -1,4 +1,4 @@
-package sqlitedb
+package sqlite
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"modernc.org/sqlite"
+	modernc "modernc.org/sqlite"
 )
 
 // OpenReadOnly opens the file at path for reading only, as `assistant
@@ -179,5 +179,5 @@ func integrityCheck(ctx context.Context, tx *sql.Tx) ([]string, error) {
 // openConnector makes the driver's connector for the file at path with the
 // given URI parameters.
 func openConnector(path string, params ...string) (driver.Connector, error) {
-	return sqlite.NewConnector(DSN(path, params...))
+	return modernc.NewConnector(DSN(path, params...))
 }

@@ -1,4 +1,4 @@
-package sqlitedb
+package sqlite
 
 import (
 	"context"
@@ -8,7 +8,9 @@ import (
 	"os"
 	"strings"
 
-	"modernc.org/sqlite"
+	modernc "modernc.org/sqlite"
+
+	"assistant/internal/sqlstore"
 )
 
 // BulkLoad runs fn in one transaction on the file at path, a store file
@@ -27,12 +29,12 @@ import (
 // commit (synchronous=OFF): until the directory is renamed nobody reads
 // it, and a crash before the rename leaves only the unnamed directory.
 // fn's statements are prepared once each, on the transaction's own
-// connection (TxStmts).
+// connection (sqlstore.TxStmts).
 //
 // Errors: fn's (the transaction rolled back), or the file's; either way
 // the caller throws the directory away.
-func BulkLoad(ctx context.Context, path string, fn func(q Querier) error) (err error) {
-	connector, err := sqlite.NewConnector(DSN(path,
+func BulkLoad(ctx context.Context, path string, fn func(q sqlstore.Querier) error) (err error) {
+	connector, err := modernc.NewConnector(DSN(path,
 		"_txlock=immediate",
 		"_pragma=busy_timeout(0)",
 		"_pragma=foreign_keys(ON)",
@@ -67,13 +69,13 @@ func BulkLoad(ctx context.Context, path string, fn func(q Querier) error) (err e
 	if err != nil {
 		return err
 	}
-	q := TxStmts(tx)
+	q := sqlstore.TxStmts(tx)
 	if err := fn(q); err != nil {
-		q.closeAll()
+		q.CloseStatements()
 		_ = tx.Rollback()
 		return err
 	}
-	q.closeAll()
+	q.CloseStatements()
 	if err := tx.Commit(); err != nil {
 		return err
 	}
@@ -124,22 +126,4 @@ func syncFile(path string) error {
 		err = cerr
 	}
 	return err
-}
-
-// TxStmts returns a Querier over tx that prepares each distinct SQL text
-// once, on tx's own connection (never on another of the pool, as a
-// Stmts' CachedTx may), for a transaction on a pool of one connection.
-// Its statements close with the transaction.
-func TxStmts(tx *sql.Tx) *CachedTx {
-	return &CachedTx{stmtCache: stmtCache{prepare: tx.PrepareContext, direct: tx, d: sqliteDialect{}, stmts: map[string]*sql.Stmt{}}, tx: tx}
-}
-
-// closeAll closes the statements prepared so far.
-func (c *CachedTx) closeAll() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for q, st := range c.stmts {
-		_ = st.Close()
-		delete(c.stmts, q)
-	}
 }

@@ -1,4 +1,4 @@
-package sqlitedb_test
+package pgdb_test
 
 import (
 	"errors"
@@ -6,28 +6,28 @@ import (
 	"testing"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/pgdb"
 )
 
-// TestParsePGConfigLimits: every config ParsePGConfig gives has a connect
-// timeout (the URL's when above 0, else sqlitedb.PGConnectTimeout) and the
-// sessions' lock_timeout PGLockTimeout (before, neither: a silent server
-// or a locked table made the caller wait for ever).
-func TestParsePGConfigLimits(t *testing.T) {
+// TestParseConfigLimits: every config ParseConfig gives has a connect
+// timeout (the URL's when above 0, else pgdb.ConnectTimeout) and the
+// sessions' lock_timeout LockTimeout, so that neither a silent server nor
+// a locked table makes the caller wait for ever.
+func TestParseConfigLimits(t *testing.T) {
 	t.Setenv("PGCONNECT_TIMEOUT", "")
 	for _, tc := range []struct {
 		url     string
 		connect time.Duration
 	}{
-		{"postgres://u:pw@db.example/app", sqlitedb.PGConnectTimeout},
+		{"postgres://u:pw@db.example/app", pgdb.ConnectTimeout},
 		{"postgres://u:pw@db.example/app?connect_timeout=2", 2 * time.Second},
-		{"postgres://u:pw@db.example/app?connect_timeout=0", sqlitedb.PGConnectTimeout},
-		{"postgres:///app?host=/run/postgresql&user=u", sqlitedb.PGConnectTimeout},
-		{"postgres://u@db.example/app?lock_timeout=0", sqlitedb.PGConnectTimeout},
+		{"postgres://u:pw@db.example/app?connect_timeout=0", pgdb.ConnectTimeout},
+		{"postgres:///app?host=/run/postgresql&user=u", pgdb.ConnectTimeout},
+		{"postgres://u@db.example/app?lock_timeout=0", pgdb.ConnectTimeout},
 		{"host=db.example user=u dbname=app connect_timeout=3", 3 * time.Second},
 	} {
 		t.Run(tc.url, func(t *testing.T) {
-			cfg, err := sqlitedb.ParsePGConfig(tc.url)
+			cfg, err := pgdb.ParseConfig(tc.url)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -41,10 +41,10 @@ func TestParsePGConfigLimits(t *testing.T) {
 	}
 }
 
-// TestParsePGConfigRefusals: a URL that does not parse, or names an
+// TestParseConfigRefusals: a URL that does not parse, or names an
 // sslmode the driver does not know (pgx lets one pass on a Unix socket),
-// is sqlitedb.ErrPGURL with a reason that never repeats the URL.
-func TestParsePGConfigRefusals(t *testing.T) {
+// is pgdb.ErrURL with a reason that never repeats the URL.
+func TestParseConfigRefusals(t *testing.T) {
 	const secret = "s3cret-Pa55"
 	for _, tc := range []struct {
 		name, url, env, want string
@@ -59,9 +59,9 @@ func TestParsePGConfigRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("PGSSLMODE", tc.env)
-			_, err := sqlitedb.ParsePGConfig(tc.url)
-			if !errors.Is(err, sqlitedb.ErrPGURL) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want sqlitedb.ErrPGURL saying %q", err, tc.want)
+			_, err := pgdb.ParseConfig(tc.url)
+			if !errors.Is(err, pgdb.ErrURL) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want pgdb.ErrURL saying %q", err, tc.want)
 			}
 			for _, leak := range []string{secret, "xxxxx", "someone", "dbhost", "/run/somewhere"} {
 				if strings.Contains(err.Error(), leak) {

@@ -1,4 +1,4 @@
-package sqlitedb
+package sqlite
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 
 	"github.com/google/uuid"
+
+	"assistant/internal/sqlstore"
 )
 
 // DataDirTable is the table that pairs the files of one data dir: every
@@ -53,7 +55,7 @@ func (e *PairError) Unwrap() error { return ErrPairMismatch }
 // when the file has no DataDirTable (a schema older than the pairing) or
 // no row in it yet. On a pool Open made, it returns the identity Open read
 // (it never changes once written), without a query.
-func DataDirID(ctx context.Context, q Querier) (string, error) {
+func DataDirID(ctx context.Context, q sqlstore.Querier) (string, error) {
 	if db, ok := q.(*sql.DB); ok {
 		if id, ok := openedDataDirID(ctx, db); ok {
 			return id, nil
@@ -82,7 +84,7 @@ func openedDataDirID(ctx context.Context, db *sql.DB) (id string, ok bool) {
 
 // dataDirRow returns the identity and the stamp of the file open on q
 // ("" and 0 without DataDirTable or its row).
-func dataDirRow(ctx context.Context, q Querier) (id string, stamp int64, err error) {
+func dataDirRow(ctx context.Context, q sqlstore.Querier) (id string, stamp int64, err error) {
 	var n int
 	if err := q.QueryRowContext(ctx,
 		`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = '`+DataDirTable+`'`).Scan(&n); err != nil {
@@ -121,10 +123,10 @@ func PeekDataDirID(ctx context.Context, path string) (string, error) {
 	return DataDirID(ctx, db)
 }
 
-// checkPair refuses a file whose identity (have) is not want ("": any).
-// A file without an identity yet passes: it gets want when it is made or
-// migrated.
-func checkPair(have, want string) error {
+// CheckPair refuses a file (or a PostgreSQL schema) whose identity
+// (have) is not want ("": any) with a *PairError. One without an identity
+// yet passes: it gets want when it is made or migrated.
+func CheckPair(have, want string) error {
 	if want != "" && have != "" && have != want {
 		return &PairError{Have: have, Want: want}
 	}

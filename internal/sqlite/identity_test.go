@@ -1,4 +1,4 @@
-package sqlitedb_test
+package sqlite_test
 
 import (
 	"bufio"
@@ -10,34 +10,35 @@ import (
 	"strings"
 	"testing"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlite"
+	"assistant/internal/sqlstore"
 	"assistant/internal/testkit"
 )
 
 // The schema steps of a store that pairs its files: version 2 adds the
 // data dir table, as business and checkpoints do in their 0004.
 var (
-	stepTable = sqlitedb.Migration{Version: 1, Name: "0001_t.sql", SQL: "CREATE TABLE t (x INTEGER)"}
-	stepPair  = sqlitedb.Migration{Version: 2, Name: "0002_data_dir.sql", SQL: `CREATE TABLE data_dir (
+	stepTable = sqlstore.Migration{Version: 1, Name: "0001_t.sql", SQL: "CREATE TABLE t (x INTEGER)"}
+	stepPair  = sqlstore.Migration{Version: 2, Name: "0002_data_dir.sql", SQL: `CREATE TABLE data_dir (
 		one INTEGER PRIMARY KEY CHECK (one = 1), id TEXT NOT NULL CHECK (length(id) = 36), stamp INTEGER NOT NULL DEFAULT 0) STRICT`}
 )
 
 // pairSpec is the Spec of a paired store's file, wanting the data dir
 // identity want ("" for none).
-func pairSpec(want string) sqlitedb.Spec {
-	return sqlitedb.Spec{ApplicationID: 0x12345678, Migrations: []sqlitedb.Migration{stepTable, stepPair}, Create: true, DataDirID: want}
+func pairSpec(want string) sqlite.Spec {
+	return sqlite.Spec{ApplicationID: 0x12345678, Migrations: []sqlstore.Migration{stepTable, stepPair}, Create: true, DataDirID: want}
 }
 
 // openID opens path with spec and returns its data dir identity.
-func openID(tb testing.TB, path string, spec sqlitedb.Spec) (string, error) {
+func openID(tb testing.TB, path string, spec sqlite.Spec) (string, error) {
 	tb.Helper()
 	ctx := context.Background()
-	db, err := sqlitedb.Open(ctx, path, spec)
+	db, err := sqlite.Open(ctx, path, spec)
 	if err != nil {
 		return "", err
 	}
 	defer db.Close()
-	return sqlitedb.DataDirID(ctx, db)
+	return sqlite.DataDirID(ctx, db)
 }
 
 func TestDataDirIdentity(t *testing.T) {
@@ -94,8 +95,8 @@ func TestDataDirIdentity(t *testing.T) {
 		}
 		before := fileSums(t, dir, "a.sqlite")
 		_, err = openID(t, path, pairSpec(want))
-		var pe *sqlitedb.PairError
-		if !errors.As(err, &pe) || !errors.Is(err, sqlitedb.ErrPairMismatch) || pe.Have != have || pe.Want != want {
+		var pe *sqlite.PairError
+		if !errors.As(err, &pe) || !errors.Is(err, sqlite.ErrPairMismatch) || pe.Have != have || pe.Want != want {
 			t.Fatalf("err = %v, want a PairError naming %s and %s", err, have, want)
 		}
 		for _, id := range []string{have, want} {
@@ -113,11 +114,11 @@ func TestDataDirIdentity(t *testing.T) {
 		path := filepath.Join(dir, "a.sqlite")
 		id, _ := openID(t, path, pairSpec(""))
 		before := fileSums(t, dir, "a.sqlite")
-		got, err := sqlitedb.PeekDataDirID(context.Background(), path)
+		got, err := sqlite.PeekDataDirID(context.Background(), path)
 		if err != nil || got != id {
 			t.Fatalf("peek: %q, %v; want %q", got, err, id)
 		}
-		if missing, err := sqlitedb.PeekDataDirID(context.Background(), filepath.Join(dir, "none.sqlite")); err != nil || missing != "" {
+		if missing, err := sqlite.PeekDataDirID(context.Background(), filepath.Join(dir, "none.sqlite")); err != nil || missing != "" {
 			t.Fatalf("peek of a missing file: %q, %v", missing, err)
 		}
 		if after := fileSums(t, dir, "a.sqlite"); after["a.sqlite"] != before["a.sqlite"] {

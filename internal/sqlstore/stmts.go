@@ -1,4 +1,4 @@
-package sqlitedb
+package sqlstore
 
 import (
 	"context"
@@ -44,7 +44,6 @@ var (
 type stmtCache struct {
 	prepare func(ctx context.Context, query string) (*sql.Stmt, error)
 	direct  Querier
-	d       dialect // turns the store's SQL and arguments into the database's
 	mu      sync.Mutex
 	stmts   map[string]*sql.Stmt
 }
@@ -69,7 +68,6 @@ func (c *stmtCache) stmt(ctx context.Context, query string) *sql.Stmt {
 // ExecContext runs query with args, prepared once.
 func (c *stmtCache) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	statements.Add(1)
-	query, args = c.d.query(query), c.d.args(args)
 	if st := c.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
@@ -79,7 +77,6 @@ func (c *stmtCache) ExecContext(ctx context.Context, query string, args ...any) 
 // QueryContext runs query with args, prepared once.
 func (c *stmtCache) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	statements.Add(1)
-	query, args = c.d.query(query), c.d.args(args)
 	if st := c.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
@@ -89,7 +86,6 @@ func (c *stmtCache) QueryContext(ctx context.Context, query string, args ...any)
 // QueryRowContext runs query with args, prepared once.
 func (c *stmtCache) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	statements.Add(1)
-	query, args = c.d.query(query), c.d.args(args)
 	if st := c.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
@@ -107,14 +103,16 @@ type Stmts struct {
 	uses map[string]int // runs in transactions of a query not cached yet
 }
 
-// NewStmts returns an empty statement cache over db.
-func NewStmts(db *sql.DB) *Stmts { return newStmts(db, sqliteDialect{}) }
+// NewStmts returns an empty statement cache over db, which prepares each
+// text it runs (a SQLite pool).
+func NewStmts(db *sql.DB) *Stmts { return newStmts(db, true) }
 
-// newStmts returns an empty statement cache over db, a pool of dialect d's
-// database.
-func newStmts(db *sql.DB, d dialect) *Stmts {
-	c := &Stmts{stmtCache: stmtCache{prepare: db.PrepareContext, direct: db, d: d, stmts: map[string]*sql.Stmt{}}, uses: map[string]int{}}
-	if d.cachesStatements() {
+// newStmts returns an empty statement cache over db; with prepare false
+// it runs every text directly, for a driver that prepares each text once
+// per connection itself (Engine.CachesStatements).
+func newStmts(db *sql.DB, prepare bool) *Stmts {
+	c := &Stmts{stmtCache: stmtCache{prepare: db.PrepareContext, direct: db, stmts: map[string]*sql.Stmt{}}, uses: map[string]int{}}
+	if !prepare {
 		c.prepare = nil
 	}
 	return c
@@ -160,7 +158,6 @@ type txStmts struct {
 
 func (t txStmts) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	statements.Add(1)
-	query, args = t.c.d.query(query), t.c.d.args(args)
 	if st := t.c.inTx(ctx, query); st != nil {
 		return t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 	}
@@ -169,7 +166,6 @@ func (t txStmts) ExecContext(ctx context.Context, query string, args ...any) (sq
 
 func (t txStmts) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	statements.Add(1)
-	query, args = t.c.d.query(query), t.c.d.args(args)
 	if st := t.c.inTx(ctx, query); st != nil {
 		return t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
 	}
@@ -178,7 +174,6 @@ func (t txStmts) QueryContext(ctx context.Context, query string, args ...any) (*
 
 func (t txStmts) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	statements.Add(1)
-	query, args = t.c.d.query(query), t.c.d.args(args)
 	if st := t.c.inTx(ctx, query); st != nil {
 		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
 	}
@@ -218,7 +213,7 @@ func (c *CachedTx) Tx() *sql.Tx { return c.tx }
 // nothing) and counts the query towards promotion as Tx does.
 func (c *Stmts) CachedTx(tx *sql.Tx) *CachedTx {
 	if c.prepare == nil { // the driver caches the statements (stmtCache)
-		return &CachedTx{stmtCache: stmtCache{direct: tx, d: c.d, stmts: map[string]*sql.Stmt{}}, tx: tx}
+		return &CachedTx{stmtCache: stmtCache{direct: tx, stmts: map[string]*sql.Stmt{}}, tx: tx}
 	}
 	prepare := func(ctx context.Context, query string) (*sql.Stmt, error) {
 		if st := c.inTx(ctx, query); st != nil {
@@ -226,5 +221,23 @@ func (c *Stmts) CachedTx(tx *sql.Tx) *CachedTx {
 		}
 		return tx.PrepareContext(ctx, query)
 	}
-	return &CachedTx{stmtCache: stmtCache{prepare: prepare, direct: tx, d: c.d, stmts: map[string]*sql.Stmt{}}, tx: tx}
+	return &CachedTx{stmtCache: stmtCache{prepare: prepare, direct: tx, stmts: map[string]*sql.Stmt{}}, tx: tx}
+}
+
+// TxStmts returns a Querier over tx that prepares each distinct SQL text
+// once, on tx's own connection (never on another of the pool, as a
+// Stmts' CachedTx may), for a transaction on a pool of one connection.
+// Its statements close with the transaction, or with CloseStatements.
+func TxStmts(tx *sql.Tx) *CachedTx {
+	return &CachedTx{stmtCache: stmtCache{prepare: tx.PrepareContext, direct: tx, stmts: map[string]*sql.Stmt{}}, tx: tx}
+}
+
+// CloseStatements closes the statements prepared so far.
+func (c *CachedTx) CloseStatements() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for q, st := range c.stmts {
+		_ = st.Close()
+		delete(c.stmts, q)
+	}
 }

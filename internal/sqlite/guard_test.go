@@ -1,4 +1,4 @@
-package sqlitedb_test
+package sqlite_test
 
 import (
 	"context"
@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlite"
+	"assistant/internal/sqlstore"
 )
 
 // rowsSpec is pairSpec with a table big enough to span many pages.
-func rowsSpec() sqlitedb.Spec {
+func rowsSpec() sqlite.Spec {
 	spec := pairSpec("")
-	spec.Migrations = []sqlitedb.Migration{
+	spec.Migrations = []sqlstore.Migration{
 		{Version: 1, Name: "0001_t.sql", SQL: "CREATE TABLE t (x INTEGER PRIMARY KEY, pad TEXT NOT NULL)"},
 		stepPair,
 	}
@@ -26,9 +27,9 @@ func rowsSpec() sqlitedb.Spec {
 }
 
 // mustOpenPool opens path with spec and closes the pool when the test ends.
-func mustOpenPool(tb testing.TB, path string, spec sqlitedb.Spec) *sql.DB {
+func mustOpenPool(tb testing.TB, path string, spec sqlite.Spec) *sql.DB {
 	tb.Helper()
-	db, err := sqlitedb.Open(context.Background(), path, spec)
+	db, err := sqlite.Open(context.Background(), path, spec)
 	if err != nil {
 		tb.Fatalf("Open %s: %v", path, err)
 	}
@@ -118,8 +119,8 @@ func TestWALThatBelongsElsewhere(t *testing.T) {
 		other.Close()
 		copyFile(t, crashed+"-wal", path+"-wal")
 		before := fileSums(t, dir, "x.sqlite", "x.sqlite-wal")
-		_, err := sqlitedb.Open(context.Background(), path, rowsSpec())
-		if !errors.Is(err, sqlitedb.ErrForeignWAL) || !strings.Contains(err.Error(), "x.sqlite-wal carries data dir") {
+		_, err := sqlite.Open(context.Background(), path, rowsSpec())
+		if !errors.Is(err, sqlite.ErrForeignWAL) || !strings.Contains(err.Error(), "x.sqlite-wal carries data dir") {
 			t.Fatalf("Open: %v, want ErrForeignWAL naming both data dirs", err)
 		}
 		if after := fileSums(t, dir, "x.sqlite", "x.sqlite-wal"); !maps.Equal(before, after) {
@@ -145,8 +146,8 @@ func TestWALThatBelongsElsewhere(t *testing.T) {
 		if err := os.WriteFile(crashed+"-wal", old, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err = sqlitedb.Open(context.Background(), crashed, rowsSpec())
-		if !errors.Is(err, sqlitedb.ErrForeignWAL) || !strings.Contains(err.Error(), "older than the file") {
+		_, err = sqlite.Open(context.Background(), crashed, rowsSpec())
+		if !errors.Is(err, sqlite.ErrForeignWAL) || !strings.Contains(err.Error(), "older than the file") {
 			t.Fatalf("Open: %v, want ErrForeignWAL: older than the file", err)
 		}
 	})
@@ -240,8 +241,8 @@ func TestChangedFileIsChecked(t *testing.T) {
 	dir, name := filepath.Dir(path), filepath.Base(path)
 	before := fileSums(t, dir, name)
 	for i := range 2 {
-		_, err := sqlitedb.Open(context.Background(), path, rowsSpec())
-		if !errors.Is(err, sqlitedb.ErrCorrupt) || !strings.Contains(err.Error(), "quick_check") ||
+		_, err := sqlite.Open(context.Background(), path, rowsSpec())
+		if !errors.Is(err, sqlite.ErrCorrupt) || !strings.Contains(err.Error(), "quick_check") ||
 			!strings.Contains(err.Error(), "assistant verify") {
 			t.Fatalf("open %d: %v, want ErrCorrupt with the quick_check findings and what to do", i+1, err)
 		}
@@ -262,25 +263,25 @@ func TestCorruptReadPoisonsThePool(t *testing.T) {
 	if err := os.Chtimes(path+"-wal", now, now); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sqlitedb.Open(context.Background(), path, rowsSpec())
+	db, err := sqlite.Open(context.Background(), path, rowsSpec())
 	if err != nil {
 		t.Fatalf("Open of a file that looks closed cleanly: %v", err)
 	}
 	var sum int
 	err = db.QueryRow(`SELECT sum(length(pad)) FROM t`).Scan(&sum)
-	var ce *sqlitedb.CorruptError
-	if !errors.As(err, &ce) || !errors.Is(err, sqlitedb.ErrCorrupt) || ce.QuickCheck == "ok" {
+	var ce *sqlite.CorruptError
+	if !errors.As(err, &ce) || !errors.Is(err, sqlite.ErrCorrupt) || ce.QuickCheck == "ok" {
 		t.Fatalf("read: %v, want a CorruptError with quick_check findings", err)
 	}
 	before := fileSums(t, filepath.Dir(path), filepath.Base(path))
-	if _, err := db.Exec(`INSERT INTO t (x, pad) VALUES (100000, 'x')`); !errors.Is(err, sqlitedb.ErrCorrupt) {
+	if _, err := db.Exec(`INSERT INTO t (x, pad) VALUES (100000, 'x')`); !errors.Is(err, sqlite.ErrCorrupt) {
 		t.Fatalf("write after the poison: %v, want ErrCorrupt", err)
 	}
 	db.Close()
 	if after := fileSums(t, filepath.Dir(path), filepath.Base(path)); !maps.Equal(before, after) {
 		t.Fatalf("the poisoned pool wrote the file")
 	}
-	if _, err := sqlitedb.Open(context.Background(), path, rowsSpec()); !errors.Is(err, sqlitedb.ErrCorrupt) {
+	if _, err := sqlite.Open(context.Background(), path, rowsSpec()); !errors.Is(err, sqlite.ErrCorrupt) {
 		t.Fatalf("next open: %v, want ErrCorrupt", err)
 	}
 }

@@ -1,4 +1,4 @@
-package sqlitedb
+package sqlite
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"modernc.org/sqlite"
+	modernc "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
@@ -73,7 +73,7 @@ func (g *guard) poisoned() error {
 // corrupt. The first such error gets a quick_check of the file (on a
 // connection of its own, read-only) to say what is damaged.
 func (g *guard) note(err error) error {
-	var se *sqlite.Error
+	var se *modernc.Error
 	if err == nil || !errors.As(err, &se) {
 		return err
 	}
@@ -181,7 +181,7 @@ func (c *guardConn) Close() error {
 	return err
 }
 
-// Unwrap returns the driver's own connection (sqlite.Backup needs it).
+// Unwrap returns the driver's own connection (modernc.Backup needs it).
 func (c *guardConn) Unwrap() driver.Conn { return c.Conn }
 
 // BeginTx begins a transaction and, the first time in the pool for a

@@ -1,4 +1,4 @@
-package sqlitedb_test
+package pgdb_test
 
 import (
 	"testing"

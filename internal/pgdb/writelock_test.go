@@ -1,4 +1,4 @@
-package sqlitedb_test
+package pgdb_test
 
 import (
 	"context"
@@ -10,8 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"assistant/internal/pgdb"
 	"assistant/internal/pgtest"
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 func TestIsWrite(t *testing.T) {
@@ -41,7 +42,7 @@ func TestIsWrite(t *testing.T) {
 		{`-- only a comment`, true},
 	}
 	for _, c := range cases {
-		if got := sqlitedb.IsWrite(c.q); got != c.want {
+		if got := pgdb.IsWrite(c.q); got != c.want {
 			t.Errorf("IsWrite(%q) = %v, want %v", c.q, got, c.want)
 		}
 	}
@@ -61,11 +62,11 @@ func (c *countQueries) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryE
 // t (k text PRIMARY KEY, x integer) holding row ('a', 0), each on its own
 // pool (two processes, as the server sees them), the database's URL, and
 // the statement counter of the second.
-func openPG(t *testing.T) (a, b *sqlitedb.Handle, url string, count *countQueries) {
+func openPG(t *testing.T) (a, b *sqlstore.Handle, url string, count *countQueries) {
 	t.Helper()
 	url = pgtest.Database(t)
 	count = &countQueries{}
-	var hs [2]*sqlitedb.Handle
+	var hs [2]*sqlstore.Handle
 	for i := range hs {
 		cfg, err := pgx.ParseConfig(url)
 		if err != nil {
@@ -74,7 +75,7 @@ func openPG(t *testing.T) (a, b *sqlitedb.Handle, url string, count *countQuerie
 		if i == 1 {
 			cfg.Tracer = count
 		}
-		hs[i] = sqlitedb.NewPostgresHandle(stdlib.OpenDB(*cfg), "test", 42)
+		hs[i] = pgdb.NewHandle(stdlib.OpenDB(*cfg), "test", 42)
 		t.Cleanup(func() { hs[i].Close() })
 	}
 	if _, err := hs[0].DB().Exec(`CREATE TABLE t (k text PRIMARY KEY, x integer NOT NULL); INSERT INTO t VALUES ('a', 0)`); err != nil {
@@ -111,7 +112,7 @@ func TestPostgresWriteOutsideTxWaitsForWriteLock(t *testing.T) {
 			}
 			defer tx.Rollback()
 			var x int
-			if err := tx.QueryRowContext(ctx, `SELECT x FROM t WHERE k = ?`, "a").Scan(&x); err != nil {
+			if err := tx.QueryRowContext(ctx, `SELECT x FROM t WHERE k = $1`, "a").Scan(&x); err != nil {
 				t.Fatal(err)
 			}
 			done := make(chan error, 1)
@@ -123,10 +124,10 @@ func TestPostgresWriteOutsideTxWaitsForWriteLock(t *testing.T) {
 			// A writes what it decided from its read: nothing wrote in
 			// between.
 			var now int
-			if err := tx.QueryRowContext(ctx, `SELECT x FROM t WHERE k = ?`, "a").Scan(&now); err != nil || now != x {
+			if err := tx.QueryRowContext(ctx, `SELECT x FROM t WHERE k = $1`, "a").Scan(&now); err != nil || now != x {
 				t.Fatalf("A read x = %d, then %d (%v): a write committed inside A's transaction", x, now, err)
 			}
-			if _, err := tx.ExecContext(ctx, `UPDATE t SET x = ? WHERE k = ?`, x+1, "a"); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE t SET x = $1 WHERE k = $2`, x+1, "a"); err != nil {
 				t.Fatal(err)
 			}
 			if err := tx.Commit(); err != nil {
@@ -157,12 +158,12 @@ func TestPostgresWriteOutsideTxWaitsForWriteLock(t *testing.T) {
 func TestPostgresWriteReturningRowsOutsideTxRefused(t *testing.T) {
 	ctx := context.Background()
 	a, _, _, _ := openPG(t)
-	const ins = `INSERT INTO t (k, x) VALUES (?, 5) RETURNING x`
+	const ins = `INSERT INTO t (k, x) VALUES ($1, 5) RETURNING x`
 	var x int
-	if err := a.Q().QueryRowContext(ctx, ins, "b").Scan(&x); !errors.Is(err, sqlitedb.ErrWriteOutsideTx) {
+	if err := a.Q().QueryRowContext(ctx, ins, "b").Scan(&x); !errors.Is(err, pgdb.ErrWriteOutsideTx) {
 		t.Errorf("QueryRowContext(INSERT … RETURNING) = %v, want ErrWriteOutsideTx", err)
 	}
-	if rows, err := a.Q().QueryContext(ctx, ins, "c"); !errors.Is(err, sqlitedb.ErrWriteOutsideTx) {
+	if rows, err := a.Q().QueryContext(ctx, ins, "c"); !errors.Is(err, pgdb.ErrWriteOutsideTx) {
 		if rows != nil {
 			rows.Close()
 		}
@@ -187,18 +188,18 @@ func TestPostgresWriteReturningRowsOutsideTxRefused(t *testing.T) {
 
 // TestPostgresAutocommitWriteRoundTrips measures the cost of the lock: a
 // write through Q outside a transaction sends four statements (BEGIN, the
-// lock, the write, COMMIT: four round trips, one before the fix); a read
-// still sends one.
+// lock, the write, COMMIT: four round trips, where the write alone would
+// be one); a read still sends one.
 func TestPostgresAutocommitWriteRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	_, b, _, count := openPG(t)
 	for range 2 { // the first run also prepares each text on the connection
-		if _, err := b.Q().ExecContext(ctx, `UPDATE t SET x = x + 1 WHERE k = ?`, "a"); err != nil {
+		if _, err := b.Q().ExecContext(ctx, `UPDATE t SET x = x + 1 WHERE k = $1`, "a"); err != nil {
 			t.Fatal(err)
 		}
 	}
 	before := count.n.Load()
-	res, err := b.Q().ExecContext(ctx, `UPDATE t SET x = x + 1 WHERE k = ?`, "a")
+	res, err := b.Q().ExecContext(ctx, `UPDATE t SET x = x + 1 WHERE k = $1`, "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +211,7 @@ func TestPostgresAutocommitWriteRoundTrips(t *testing.T) {
 	}
 	before = count.n.Load()
 	var x int
-	if err := b.Q().QueryRowContext(ctx, `SELECT x FROM t WHERE k = ?`, "a").Scan(&x); err != nil {
+	if err := b.Q().QueryRowContext(ctx, `SELECT x FROM t WHERE k = $1`, "a").Scan(&x); err != nil {
 		t.Fatal(err)
 	}
 	if got := count.n.Load() - before; got != 1 {
@@ -220,7 +221,7 @@ func TestPostgresAutocommitWriteRoundTrips(t *testing.T) {
 
 // BenchmarkPostgresAutocommitWrite is the time of one write through Q
 // outside a transaction, with the lock ("Q") and without it (the pool as
-// is, "DB", as before issue 18's fix), on the test server.
+// is, "DB"), on the test server.
 func BenchmarkPostgresAutocommitWrite(b *testing.B) {
 	ctx := context.Background()
 	url := pgtest.Database(b)
@@ -228,16 +229,16 @@ func BenchmarkPostgresAutocommitWrite(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := sqlitedb.NewPostgresHandle(db, "bench", 42)
+	h := pgdb.NewHandle(db, "bench", 42)
 	b.Cleanup(func() { h.Close() })
 	if _, err := db.Exec(`CREATE TABLE t (k text PRIMARY KEY, x integer NOT NULL); INSERT INTO t VALUES ('a', 0)`); err != nil {
 		b.Fatal(err)
 	}
 	for _, c := range []struct {
 		name string
-		q    sqlitedb.Querier
+		q    sqlstore.Querier
 		text string
-	}{{"Q", h.Q(), `UPDATE t SET x = x + 1 WHERE k = ?`}, {"DB", db, `UPDATE t SET x = x + 1 WHERE k = $1`}} {
+	}{{"Q", h.Q(), `UPDATE t SET x = x + 1 WHERE k = $1`}, {"DB", db, `UPDATE t SET x = x + 1 WHERE k = $1`}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
 				if _, err := c.q.ExecContext(ctx, c.text, "a"); err != nil {

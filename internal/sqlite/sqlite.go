@@ -1,13 +1,18 @@
-// Package sqlitedb opens the SQLite files of assistant (checkpoints.sqlite,
+// Package sqlite opens the SQLite files of assistant (checkpoints.sqlite,
 // business.sqlite) the one way both stores need: a file that is not ours is
 // refused before anything is written, a new file is made private and whole,
-// an older one is migrated step by step.
+// an older one is migrated step by step. It also reads them without
+// changing them (OpenReadOnly, CheckFile, CountRowsReadOnly), copies them
+// (TakeSnapshot), loads a new one in bulk (BulkLoad), and gives the
+// stores over a file their sqlstore.Handle (NewHandle, the SQLite
+// sqlstore.Engine).
 //
-//	db, err := sqlitedb.Open(ctx, path, sqlitedb.Spec{
+//	db, err := sqlite.Open(ctx, path, sqlite.Spec{
 //		ApplicationID: 0x41534350,
-//		Migrations:    migs, // from sqlitedb.LoadMigrations(embeddedFS, "migrations")
+//		Migrations:    migs, // from sqlstore.LoadMigrations(embeddedFS, "migrations")
 //		Create:        true,
 //	})
+//	h := sqlite.NewHandle(db, path, sqlite.DefaultSynchronous)
 //
 // The rules it keeps (docs/storage.md "Refusals" and "Migrations"):
 //
@@ -48,19 +53,11 @@
 //     One synced commit makes every earlier commit in the WAL durable too,
 //     so a command syncs each file it wrote once, before it reports.
 //
-// The package is also the SQL store layer of the business store on
-// PostgreSQL: OpenPostgres migrates a store's schema on a server with the
-// same rules (a newer or foreign schema refused before any write, one
-// transaction per migration under an advisory lock, the data dir
-// identity), and NewPostgresHandle gives the stores a Handle over it whose
-// dialect rewrites their one set of SQL (Rewrite) and serializes their
-// write transactions as SQLite does (dialect.go).
-//
 // Why not a migration library such as pressly/goose: it creates and writes
 // its own version table when it opens a file, before it could tell a
 // foreign or newer file from ours, and refusing such a file unchanged is the
 // first rule here. See docs/storage.md "Why no migration library".
-package sqlitedb
+package sqlite
 
 import (
 	"bytes"
@@ -74,17 +71,16 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
-	"path"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
-	"modernc.org/sqlite"
+	modernc "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"assistant/internal/sqlstore"
 )
 
 // Defaults of Open.
@@ -100,7 +96,8 @@ const (
 
 // Refusals of Open. Each comes wrapped with what was found; the file is left
 // byte for byte as it was. The stores re-export them (business.ErrCorrupt is
-// sqlitedb.ErrCorrupt), so errors.Is matches through either name.
+// sqlite.ErrCorrupt), so errors.Is matches through either name. The
+// refusals of a PostgreSQL schema match the first two too (internal/pgdb).
 var (
 	// ErrForeignFile: the file is a SQLite database of another program.
 	ErrForeignFile = errors.New("another program's SQLite file; move it aside or choose another --data directory (the file is left unchanged)")
@@ -116,53 +113,13 @@ var (
 // header opens every SQLite database file (https://sqlite.org/fileformat.html).
 var header = []byte("SQLite format 3\x00")
 
-// Migration is one schema step: migrations/NNNN_name.sql of a store.
-type Migration struct {
-	Version int64
-	Name    string
-	SQL     string
-}
-
-// LoadMigrations reads dir/NNNN_name.sql from fsys, ordered by version, and
-// checks the versions run 1, 2, 3 … without gaps.
-func LoadMigrations(fsys fs.FS, dir string) ([]Migration, error) {
-	names, err := fs.Glob(fsys, path.Join(dir, "*.sql"))
-	if err != nil {
-		return nil, err
-	}
-	var migs []Migration
-	for _, name := range names {
-		base := path.Base(name)
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.ParseInt(num, 10, 64)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("migration %s: name must be NNNN_name.sql", name)
-		}
-		b, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			return nil, err
-		}
-		migs = append(migs, Migration{Version: v, Name: base, SQL: string(b)})
-	}
-	slices.SortFunc(migs, func(a, b Migration) int { return int(a.Version - b.Version) })
-	for i, m := range migs {
-		if m.Version != int64(i+1) {
-			return nil, fmt.Errorf("migration %s: version %d, want %d", m.Name, m.Version, i+1)
-		}
-	}
-	if len(migs) == 0 {
-		return nil, fmt.Errorf("no migrations in %s", dir)
-	}
-	return migs, nil
-}
-
 // Spec says which file Open expects and how to open it.
 type Spec struct {
 	// ApplicationID marks the store's files (PRAGMA application_id).
 	ApplicationID int64
 	// Migrations are versions 1..n in order; the newest is the version this
 	// build writes. Required.
-	Migrations []Migration
+	Migrations []sqlstore.Migration
 	// Create makes the file (mode 0600) when it is missing. Without it a
 	// missing file is an error wrapping fs.ErrNotExist. The directory must
 	// exist either way.
@@ -387,7 +344,7 @@ func (o *opening) inspectFirst(ctx context.Context) error {
 // pool opens the pool: every connection with the DSN's pragmas, in
 // persistent-WAL mode, guarded (guard.go).
 func (o *opening) pool() (*sql.DB, *guard, error) {
-	connector, err := sqlite.NewConnector(DSN(o.path,
+	connector, err := modernc.NewConnector(DSN(o.path,
 		// Every write transaction takes the write lock at BEGIN, so a
 		// transaction reads what it compares against under that lock.
 		"_txlock=immediate",
@@ -401,14 +358,14 @@ func (o *opening) pool() (*sql.DB, *guard, error) {
 		// (SQLite's 1,000-page auto-checkpoint) instead of shrinking to
 		// 0 bytes: later commits then overwrite allocated blocks, and a
 		// durable commit's fsync, with no new blocks or file size to
-		// journal, costs about half (issue 7: 115 vs 250 µs here; 28 %
-		// more start+approve cycles per second in one process).
+		// journal, costs about half (115 vs 250 µs here; 28 % more
+		// start+approve cycles per second in one process).
 		"_pragma=journal_size_limit(4194304)",
 		// 128 KiB (32 pages) of page cache per connection instead of
 		// SQLite's 2 MiB: a batch keeps two connections per file, and their
-		// caches were most of its peak memory (issue 7: ≤ 20 MiB RSS; each
-		// cached page takes about 8 KiB of the driver's allocator). A
-		// lookup touches a few pages per B-tree; the OS caches the rest,
+		// caches were most of its peak memory (it stays within 20 MiB RSS
+		// with this; each cached page takes about 8 KiB of the driver's
+		// allocator). A lookup touches a few pages per B-tree; the OS caches the rest,
 		// and a 10,000-row batch runs as fast as with 512 KiB (measured).
 		"_pragma=cache_size(-128)",
 	))
@@ -454,7 +411,7 @@ func (o *opening) finish(ctx context.Context, db *sql.DB, g *guard) error {
 // journal_size_limit) instead of deleting it, so the data dir keeps the
 // same files between commands. It does not save the directory fsync it was
 // meant to: SQLite syncs the directory on the first sync of every WAL it
-// opens, existing or not (strace, issue 7: 11 fsync calls per `start`
+// opens, existing or not (strace: 11 fsync calls per `start`
 // either way, and no difference in time in paired runs).
 type persistentWAL struct{ driver.Connector }
 
@@ -463,7 +420,7 @@ func (c persistentWAL) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if fc, ok := conn.(sqlite.FileControl); ok {
+	if fc, ok := conn.(modernc.FileControl); ok {
 		if _, err := fc.FileControlPersistWAL("main", 1); err != nil {
 			conn.Close()
 			return nil, err
@@ -798,7 +755,7 @@ func readDataDirID(ctx context.Context, tx *sql.Tx, h *fileHeader) error {
 }
 
 // check decides from the header whether this build may use the file, and
-// whether it is the partner spec.DataDirID names (checkPair). A SQLite file
+// whether it is the partner spec.DataDirID names (CheckPair). A SQLite file
 // with no schema and no ids (e.g. one that only had its page size set)
 // counts as new.
 func (h fileHeader) check(spec Spec) error {
@@ -807,7 +764,7 @@ func (h fileHeader) check(spec Spec) error {
 	case h.appID == spec.ApplicationID && h.version > newest:
 		return fmt.Errorf("schema version %d, this build knows up to %d: %w", h.version, newest, ErrNewerSchema)
 	case h.appID == spec.ApplicationID:
-		return checkPair(h.dataDirID, spec.DataDirID)
+		return CheckPair(h.dataDirID, spec.DataDirID)
 	case h.appID != 0:
 		return fmt.Errorf("application_id %#x, want %#x: %w", h.appID, spec.ApplicationID, ErrForeignFile)
 	case h.objects > 0 || h.version != 0:
@@ -960,14 +917,6 @@ func migrateStep(ctx context.Context, db *sql.DB, path string, spec Spec) (done 
 	return target == newest, nil
 }
 
-// syncs counts durable commits made by Sync and DurableTx in this process.
-var syncs atomic.Int64
-
-// Syncs returns how many durable commits Sync and DurableTx made in this
-// process (for benchmarks: at synchronous=NORMAL they are the fsyncs of the
-// WAL, apart from SQLite's own checkpoints).
-func Syncs() int64 { return syncs.Load() }
-
 // Sync makes every earlier commit on db durable against power loss. At
 // synchronous=FULL (level) each commit already is, and Sync does nothing.
 // At NORMAL it commits one small write transaction at FULL on one
@@ -991,15 +940,11 @@ func Sync(ctx context.Context, db *sql.DB, level string) error {
 	})
 }
 
-// ErrNothingWritten, returned by the function given to DurableTx, rolls the
-// transaction back and makes DurableTx return nil: a transaction that only
-// read has nothing to make durable.
-var ErrNothingWritten = errors.New("nothing written")
-
 // DurableTx runs fn in a write transaction (BEGIN IMMEDIATE) and commits it
 // durably against power loss, together with every commit before it: at
 // level NORMAL on a connection switched to synchronous=FULL for it. An error
-// from fn rolls back. Use it for a commit another file will refer to (a
+// from fn rolls back; sqlstore.ErrNothingWritten rolls back and is
+// success (sqlstore.CommitDurable, which counts the commit). Use it for a commit another file will refer to (a
 // draft, an application that a checkpoint records), so that no power loss
 // can keep the reference and lose what it names.
 func DurableTx(ctx context.Context, db *sql.DB, level string, fn func(tx *sql.Tx) error) error {
@@ -1032,42 +977,30 @@ func DurableTx(ctx context.Context, db *sql.DB, level string, fn func(tx *sql.Tx
 		return err
 	}
 	defer tx.Rollback()
-	return commitDurable(tx, fn)
+	return sqlstore.CommitDurable(tx, fn)
 }
 
-// commitDurable runs fn in tx and commits it, counting the commit in
-// syncs; fn returning ErrNothingWritten (or any error) commits nothing,
-// the caller's deferred Rollback ends tx, and only the other errors are
-// returned. Errors: fn's, the commit's.
-func commitDurable(tx *sql.Tx, fn func(tx *sql.Tx) error) error {
-	if err := fn(tx); errors.Is(err, ErrNothingWritten) {
-		return nil
-	} else if err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	syncs.Add(1)
-	return nil
-}
-
-// IsBusy reports whether err is SQLITE_BUSY (any extended code), or
-// PostgreSQL's lock_not_available (SQLSTATE 55P03): a lock another
-// connection held past the busy timeout (PGSpec.BusyTimeout).
+// IsBusy reports whether err is SQLITE_BUSY (any extended code): a write
+// lock another connection held past the busy timeout.
 func IsBusy(err error) bool {
-	if isPGLockTimeout(err) {
-		return true
-	}
-	var se *sqlite.Error
+	var se *modernc.Error
 	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
+// IsUniqueViolation reports a PRIMARY KEY or UNIQUE constraint failure.
+func IsUniqueViolation(err error) bool {
+	var se *modernc.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	return se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE
 }
 
 // classify marks SQLite's "corrupt" and "not a database" errors as
 // ErrCorrupt and its "read-only" and "cannot open" errors as ErrReadOnly;
 // any other error (busy, I/O, cancelled) stays as it is.
 func classify(err error) error {
-	var se *sqlite.Error
+	var se *modernc.Error
 	if errors.As(err, &se) {
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:

@@ -1,4 +1,4 @@
-package sqlitedb_test
+package sqlite_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlite"
 )
 
 // TestSnapshotCopiesItsMoment: a copy holds the file as it was when the
@@ -21,7 +21,7 @@ func TestSnapshotCopiesItsMoment(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "x.sqlite")
 	db := mustOpenPool(t, src, rowsSpec())
 	fill(t, db, 0, 50)
-	snap, err := sqlitedb.TakeSnapshot(ctx, src, rowsSpec())
+	snap, err := sqlite.TakeSnapshot(ctx, src, rowsSpec())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,11 +42,11 @@ func TestSnapshotCopiesItsMoment(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Fatalf("the copy left %d files, want 1 (no -wal, no -journal)", len(entries))
 	}
-	check, err := sqlitedb.CheckFile(ctx, dst, rowsSpec())
+	check, err := sqlite.CheckFile(ctx, dst, rowsSpec())
 	if err != nil || !check.Usable() {
 		t.Fatalf("CheckFile of the copy: %+v, %v", check, err)
 	}
-	if want, _ := sqlitedb.PeekDataDirID(ctx, src); check.DataDirID != want {
+	if want, _ := sqlite.PeekDataDirID(ctx, src); check.DataDirID != want {
 		t.Fatalf("copy's identity %s, want the file's %s", check.DataDirID, want)
 	}
 	if n := countRows(t, dst); n != 50 {
@@ -61,7 +61,7 @@ func TestCopyPutBackBesideAStaleWAL(t *testing.T) {
 	ctx := context.Background()
 	src := filepath.Join(t.TempDir(), "x.sqlite")
 	mustOpenPool(t, src, rowsSpec())
-	snap, err := sqlitedb.TakeSnapshot(ctx, src, rowsSpec())
+	snap, err := sqlite.TakeSnapshot(ctx, src, rowsSpec())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,8 +73,8 @@ func TestCopyPutBackBesideAStaleWAL(t *testing.T) {
 	crashed := crashCopy(t, src, t.TempDir(), func(db *sql.DB) { fill(t, db, 0, 20) })
 	copyFile(t, backup, crashed)
 	before := fileSums(t, filepath.Dir(crashed), "x.sqlite", "x.sqlite-wal")
-	_, err = sqlitedb.Open(ctx, crashed, rowsSpec())
-	if !errors.Is(err, sqlitedb.ErrForeignWAL) || !strings.Contains(err.Error(), "rollback-journal mode") {
+	_, err = sqlite.Open(ctx, crashed, rowsSpec())
+	if !errors.Is(err, sqlite.ErrForeignWAL) || !strings.Contains(err.Error(), "rollback-journal mode") {
 		t.Fatalf("Open: %v, want ErrForeignWAL", err)
 	}
 	if after := fileSums(t, filepath.Dir(crashed), "x.sqlite", "x.sqlite-wal"); after["x.sqlite"] != before["x.sqlite"] || after["x.sqlite-wal"] != before["x.sqlite-wal"] {
@@ -89,7 +89,7 @@ func TestCopyPutBackBesideAStaleWAL(t *testing.T) {
 
 func TestCheckFileFindsDamage(t *testing.T) {
 	path := corruptMiddlePage(t)
-	check, err := sqlitedb.CheckFile(context.Background(), path, rowsSpec())
+	check, err := sqlite.CheckFile(context.Background(), path, rowsSpec())
 	if err != nil || check.Usable() || len(check.Problems) == 0 || !strings.HasPrefix(check.Problems[0], "integrity_check: ") {
 		t.Fatalf("CheckFile: %+v, %v; want integrity_check problems", check, err)
 	}

@@ -1,4 +1,4 @@
-package sqlitedb
+package sqlite
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 
-	"modernc.org/sqlite"
+	modernc "modernc.org/sqlite"
 )
 
 // Snapshot is one file held at one moment: a read transaction open on a
@@ -52,7 +52,7 @@ func TakeSnapshot(ctx context.Context, path string, spec Spec) (*Snapshot, error
 
 // backuper is the driver connection's online backup (modernc.org/sqlite).
 type backuper interface {
-	NewBackup(dstURI string) (*sqlite.Backup, error)
+	NewBackup(dstURI string) (*modernc.Backup, error)
 }
 
 // CopyTo writes the snapshot into a new file at dst (mode 0600; an existing

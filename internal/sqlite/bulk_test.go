@@ -1,4 +1,4 @@
-package sqlitedb_test
+package sqlite_test
 
 import (
 	"context"
@@ -10,13 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlite"
+	"assistant/internal/sqlstore"
 )
 
 // bulkSpec is a store of one table for BulkLoad's tests.
-var bulkSpec = sqlitedb.Spec{
+var bulkSpec = sqlite.Spec{
 	ApplicationID: 0x12345678,
-	Migrations:    []sqlitedb.Migration{{Version: 1, Name: "0001_t.sql", SQL: "CREATE TABLE t (x INTEGER PRIMARY KEY, y TEXT NOT NULL)"}},
+	Migrations:    []sqlstore.Migration{{Version: 1, Name: "0001_t.sql", SQL: "CREATE TABLE t (x INTEGER PRIMARY KEY, y TEXT NOT NULL)"}},
 	Create:        true,
 }
 
@@ -24,7 +25,7 @@ var bulkSpec = sqlitedb.Spec{
 func newBulkFile(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "x.sqlite")
-	db, err := sqlitedb.Open(context.Background(), path, bulkSpec)
+	db, err := sqlite.Open(context.Background(), path, bulkSpec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func bulkRows(t *testing.T, path string) int {
 	t.Helper()
 	spec := bulkSpec
 	spec.Create = false
-	db, err := sqlitedb.Open(context.Background(), path, spec)
+	db, err := sqlite.Open(context.Background(), path, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestBulkLoad(t *testing.T) {
 	}{{"Commit", nil, 5000}, {"Rollback", boom, 0}} {
 		t.Run(tt.name, func(t *testing.T) {
 			path := newBulkFile(t)
-			err := sqlitedb.BulkLoad(ctx, path, func(q sqlitedb.Querier) error {
+			err := sqlite.BulkLoad(ctx, path, func(q sqlstore.Querier) error {
 				for i := range 5000 {
 					if _, err := q.ExecContext(ctx, `INSERT INTO t (x, y) VALUES (?, ?)`, i, "row"); err != nil {
 						return err
@@ -93,7 +94,7 @@ func TestBulkLoadFileOpenElsewhere(t *testing.T) {
 	path := newBulkFile(t)
 	spec := bulkSpec
 	spec.Create = false
-	other, err := sqlitedb.Open(ctx, path, spec)
+	other, err := sqlite.Open(ctx, path, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestBulkLoadFileOpenElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	ran := false
-	err = sqlitedb.BulkLoad(ctx, path, func(q sqlitedb.Querier) error { ran = true; return nil })
+	err = sqlite.BulkLoad(ctx, path, func(q sqlstore.Querier) error { ran = true; return nil })
 	if err == nil || ran {
 		t.Fatalf("BulkLoad: %v (fn ran: %v), want a refusal before fn", err, ran)
 	}

@@ -1,4 +1,4 @@
-package sqlitedb_test
+package sqlite_test
 
 import (
 	"context"
@@ -15,7 +15,8 @@ import (
 	"testing/fstest"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlite"
+	"assistant/internal/sqlstore"
 )
 
 func TestLoadMigrations(t *testing.T) {
@@ -32,7 +33,7 @@ func TestLoadMigrations(t *testing.T) {
 		{"None", fstest.MapFS{"m/readme.txt": file("x")}, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ms, err := sqlitedb.LoadMigrations(tc.fsys, "m")
+			ms, err := sqlstore.LoadMigrations(tc.fsys, "m")
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
 			}
@@ -55,9 +56,9 @@ func TestOpenConcurrentCreate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.sqlite")
 	var mu sync.Mutex
 	created := 0
-	spec := sqlitedb.Spec{
+	spec := sqlite.Spec{
 		ApplicationID: 0x12345678,
-		Migrations:    []sqlitedb.Migration{{Version: 1, Name: "0001_t.sql", SQL: "CREATE TABLE t (x INTEGER)"}},
+		Migrations:    []sqlstore.Migration{{Version: 1, Name: "0001_t.sql", SQL: "CREATE TABLE t (x INTEGER)"}},
 		Create:        true,
 		OnCreate: func(ctx context.Context, tx *sql.Tx) error {
 			mu.Lock()
@@ -70,7 +71,7 @@ func TestOpenConcurrentCreate(t *testing.T) {
 	errs := make(chan error, 8)
 	for range 8 {
 		wg.Go(func() {
-			db, err := sqlitedb.Open(ctx, path, spec)
+			db, err := sqlite.Open(ctx, path, spec)
 			if err == nil {
 				err = db.Close()
 			}
@@ -90,8 +91,8 @@ func TestOpenConcurrentCreate(t *testing.T) {
 }
 
 func TestOpenMissingWithoutCreate(t *testing.T) {
-	_, err := sqlitedb.Open(context.Background(), filepath.Join(t.TempDir(), "x.sqlite"), sqlitedb.Spec{
-		ApplicationID: 1, Migrations: []sqlitedb.Migration{{Version: 1, Name: "0001_t.sql", SQL: "CREATE TABLE t (x)"}},
+	_, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "x.sqlite"), sqlite.Spec{
+		ApplicationID: 1, Migrations: []sqlstore.Migration{{Version: 1, Name: "0001_t.sql", SQL: "CREATE TABLE t (x)"}},
 	})
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("err = %v, want fs.ErrNotExist", err)
@@ -109,8 +110,8 @@ func TestOpenRefusesWALFileUnchanged(t *testing.T) {
 		ver   int64
 		want  error
 	}{
-		{"another program's", 0x0BADF00D, 1, sqlitedb.ErrForeignFile},
-		{"a newer schema", 0x12345678, 9, sqlitedb.ErrNewerSchema},
+		{"another program's", 0x0BADF00D, 1, sqlite.ErrForeignFile},
+		{"a newer schema", 0x12345678, 9, sqlite.ErrNewerSchema},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src, dir := t.TempDir(), t.TempDir()
@@ -145,9 +146,9 @@ func TestOpenRefusesWALFileUnchanged(t *testing.T) {
 			if before["x.sqlite-wal"] == fileSums(t, t.TempDir())["x.sqlite-wal"] {
 				t.Fatal("the copied -wal is empty; the test needs frames in it")
 			}
-			_, err = sqlitedb.Open(context.Background(), filepath.Join(dir, "x.sqlite"), sqlitedb.Spec{
+			_, err = sqlite.Open(context.Background(), filepath.Join(dir, "x.sqlite"), sqlite.Spec{
 				ApplicationID: 0x12345678,
-				Migrations:    []sqlitedb.Migration{{Version: 1, Name: "0001_t.sql", SQL: "CREATE TABLE t (x)"}},
+				Migrations:    []sqlstore.Migration{{Version: 1, Name: "0001_t.sql", SQL: "CREATE TABLE t (x)"}},
 			})
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Open: %v, want %v", err, tc.want)
@@ -185,13 +186,13 @@ func fileSums(t *testing.T, dir string, names ...string) map[string]string {
 func TestOpenWhileWriterHoldsLock(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "x.sqlite")
-	spec := sqlitedb.Spec{
+	spec := sqlite.Spec{
 		ApplicationID: 0x12345678,
-		Migrations:    []sqlitedb.Migration{{Version: 1, Name: "0001_t.sql", SQL: "CREATE TABLE t (x INTEGER)"}},
+		Migrations:    []sqlstore.Migration{{Version: 1, Name: "0001_t.sql", SQL: "CREATE TABLE t (x INTEGER)"}},
 		Create:        true,
 		BusyTimeout:   200 * time.Millisecond,
 	}
-	w, err := sqlitedb.Open(ctx, path, spec)
+	w, err := sqlite.Open(ctx, path, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +208,7 @@ func TestOpenWhileWriterHoldsLock(t *testing.T) {
 	if _, err := tx.Exec(`INSERT INTO t VALUES (2)`); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sqlitedb.Open(ctx, path, spec)
+	db, err := sqlite.Open(ctx, path, spec)
 	if err != nil {
 		t.Fatalf("Open while another connection holds the write lock: %v", err)
 	}
@@ -230,8 +231,8 @@ func TestOpenRefusesByHeaderMakingNoFiles(t *testing.T) {
 		ver   int64
 		want  error
 	}{
-		{"another program's", 0x0BADF00D, 1, sqlitedb.ErrForeignFile},
-		{"a newer schema", 0x12345678, 9, sqlitedb.ErrNewerSchema},
+		{"another program's", 0x0BADF00D, 1, sqlite.ErrForeignFile},
+		{"a newer schema", 0x12345678, 9, sqlite.ErrNewerSchema},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -258,11 +259,11 @@ func TestOpenRefusesByHeaderMakingNoFiles(t *testing.T) {
 			if before["x.sqlite-wal"] != "missing" || before["x.sqlite-shm"] != "missing" {
 				t.Fatalf("the test needs a file closed cleanly, without -wal and -shm: %v", before)
 			}
-			spec := sqlitedb.Spec{
+			spec := sqlite.Spec{
 				ApplicationID: 0x12345678,
-				Migrations:    []sqlitedb.Migration{{Version: 1, Name: "0001_t.sql", SQL: "CREATE TABLE t (x)"}},
+				Migrations:    []sqlstore.Migration{{Version: 1, Name: "0001_t.sql", SQL: "CREATE TABLE t (x)"}},
 			}
-			_, err = sqlitedb.Open(context.Background(), path, spec)
+			_, err = sqlite.Open(context.Background(), path, spec)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Open: %v, want %v", err, tc.want)
 			}
@@ -270,14 +271,14 @@ func TestOpenRefusesByHeaderMakingNoFiles(t *testing.T) {
 				t.Errorf("the refusing open changed the files:\nbefore %v\nafter  %v", before, after)
 			}
 			// backup's read-only open and verify's check refuse it alike.
-			db, err := sqlitedb.OpenReadOnly(context.Background(), path, spec)
+			db, err := sqlite.OpenReadOnly(context.Background(), path, spec)
 			if !errors.Is(err, tc.want) {
 				if db != nil {
 					db.Close()
 				}
 				t.Fatalf("OpenReadOnly: %v, want %v", err, tc.want)
 			}
-			fc, err := sqlitedb.CheckFile(context.Background(), path, spec)
+			fc, err := sqlite.CheckFile(context.Background(), path, spec)
 			if err != nil || len(fc.Problems) == 0 {
 				t.Fatalf("CheckFile: %+v, %v; want a problem", fc, err)
 			}

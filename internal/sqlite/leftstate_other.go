@@ -1,6 +1,6 @@
 //go:build !linux
 
-package sqlitedb
+package sqlite
 
 import "io/fs"
 
