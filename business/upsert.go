@@ -636,8 +636,8 @@ func (u *upsert) storedShop(batch []*group) (map[string]storedOrder, error) {
 // writePending writes the queued orders of each kind once importBatch
 // of them wait, or all of them when final: importBatch at a time with one
 // statement each (a full batch's statement is prepared once), and the
-// rest with one more. Added orders are written by insertOrders, the others
-// by upsertOrders. A written order is the shop's when an operator import
+// rest with one more. Added orders are written by queries.insertOrders,
+// the others by queries.upsertOrders. A written order is the shop's when an operator import
 // writes it, else the user's own (a teaching order it replaces included);
 // a written order is no teaching order. (One JSON
 // argument per batch, read with json_each, took twice the time of binding

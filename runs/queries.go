@@ -83,9 +83,12 @@ type queries struct {
 	renewLease string
 	// leaseState reads lease_owner, status, lease_epoch of task (1).
 	leaseState string
-	// releaseLease records status (1; an interrupted task keeps its own),
-	// stage (2), error_code (3), error (4) and updated_at (5) of task (6)
-	// and gives up its lease, while lease_owner (7) holds it.
+	// releaseLease records status (1), stage (2), error_code (3), error
+	// (4) and updated_at (5) of task (6) and gives up its lease, while
+	// lease_owner (7) holds it. A task an operator stopped stays
+	// interrupted (docs/design.md "Run status"): once interrupted is
+	// written, the stopped run changes no status again; only its stage
+	// follows the head.
 	releaseLease string
 	// recordProgress is releaseLease that keeps the lease, with the same
 	// arguments.

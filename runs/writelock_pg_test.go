@@ -123,9 +123,9 @@ func TestPostgresStartStepWaitsForWriter(t *testing.T) {
 
 // TestPostgresStopIsFinal checks docs/design.md "A stop is final" ("Once interrupted is written,
 // the stopped run changes no status again") across two processes on the
-// server, in both orders. It held before issue 18's fix too: a stop runs in
-// a write transaction (it waits for the lock), and the holder's status
-// writes keep interrupted in the statement itself (keepInterrupted).
+// server, in both orders: a stop runs in a write transaction (it waits
+// for the lock), and the holder's status writes keep interrupted in the
+// statement itself (pgKeepInterrupted).
 func TestPostgresStopIsFinal(t *testing.T) {
 	ctx := context.Background()
 
