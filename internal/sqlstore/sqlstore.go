@@ -25,7 +25,7 @@
 //     time and what a method read cannot change before it commits; a
 //     write statement outside a transaction waits for it too;
 //   - a durable commit (Durable, InTx) survives power loss together with
-//     every commit before it, and Sync makes the earlier commits so;
+//     every commit before it, and Sync makes every earlier commit durable;
 //   - each statement text is prepared once per connection (Stmts), by
 //     database/sql on SQLite and by pgx itself on PostgreSQL, so a store
 //     method costs no round trip more than its statements.
@@ -46,17 +46,6 @@ const (
 	// PostgreSQL is a schema of a PostgreSQL database (internal/pgdb).
 	PostgreSQL
 )
-
-// String returns the database's name: sqlite or postgresql.
-func (d Database) String() string {
-	switch d {
-	case SQLite:
-		return "sqlite"
-	case PostgreSQL:
-		return "postgresql"
-	}
-	return "unknown"
-}
 
 // Pick returns the one of sqlite and postgres that is for db: how a store
 // takes the statements written for its Handle's database.
