@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // Grant is one approver grant: Grantee may decide Owner's tasks.
@@ -38,21 +38,19 @@ const (
 // Granting what is granted already writes nothing and returns false.
 // The caller checks who may grant (flow/returns: only the owner).
 func (s *Store) GrantApprover(ctx context.Context, owner, grantee, by string, now time.Time) (changed bool, err error) {
-	err = s.h.Durable(ctx, func(tx sqlitedb.Querier) error {
-		res, err := tx.ExecContext(ctx,
-			`INSERT INTO approver_grants (owner, grantee, granted_by, granted_at) VALUES (?, ?, ?, ?)
-			 ON CONFLICT (owner, grantee) DO NOTHING`, owner, grantee, by, formatTime(now))
+	err = s.h.Durable(ctx, func(tx sqlstore.Querier) error {
+		res, err := tx.ExecContext(ctx, s.q.insertGrant, owner, grantee, by, formatTime(now))
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			if err == nil {
-				err = sqlitedb.ErrNothingWritten
+				err = sqlstore.ErrNothingWritten
 			}
 			return err
 		}
 		changed = true
-		return recordChange(ctx, tx, owner, grantee, ChangeGrant, by, now)
+		return s.recordChange(ctx, tx, owner, grantee, ChangeGrant, by, now)
 	})
 	if err != nil {
 		return false, fmt.Errorf("grant %s the tasks of %s: %w", grantee, owner, err)
@@ -64,19 +62,19 @@ func (s *Store) GrantApprover(ctx context.Context, owner, grantee, by string, no
 // at now, in one durable commit. Revoking a grant that does not exist
 // writes nothing and returns false.
 func (s *Store) RevokeApprover(ctx context.Context, owner, grantee, by string, now time.Time) (changed bool, err error) {
-	err = s.h.Durable(ctx, func(tx sqlitedb.Querier) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM approver_grants WHERE owner = ? AND grantee = ?`, owner, grantee)
+	err = s.h.Durable(ctx, func(tx sqlstore.Querier) error {
+		res, err := tx.ExecContext(ctx, s.q.deleteGrant, owner, grantee)
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			if err == nil {
-				err = sqlitedb.ErrNothingWritten
+				err = sqlstore.ErrNothingWritten
 			}
 			return err
 		}
 		changed = true
-		return recordChange(ctx, tx, owner, grantee, ChangeRevoke, by, now)
+		return s.recordChange(ctx, tx, owner, grantee, ChangeRevoke, by, now)
 	})
 	if err != nil {
 		return false, fmt.Errorf("revoke %s from the tasks of %s: %w", grantee, owner, err)
@@ -84,10 +82,10 @@ func (s *Store) RevokeApprover(ctx context.Context, owner, grantee, by string, n
 	return changed, nil
 }
 
-func recordChange(ctx context.Context, tx sqlitedb.Querier, owner, grantee, change, by string, now time.Time) error {
-	_, err := tx.ExecContext(ctx,
-		`INSERT INTO approver_changes (owner, grantee, change, by_user, at) VALUES (?, ?, ?, ?, ?)`,
-		owner, grantee, change, by, formatTime(now))
+// recordChange records a grant or revoke (change) of owner's tasks to
+// grantee, made by by at now, in tx.
+func (s *Store) recordChange(ctx context.Context, tx sqlstore.Querier, owner, grantee, change, by string, now time.Time) error {
+	_, err := tx.ExecContext(ctx, s.q.insertGrantChange, owner, grantee, change, by, formatTime(now))
 	return err
 }
 
@@ -98,8 +96,7 @@ func (s *Store) MayDecide(ctx context.Context, owner, user string) (bool, error)
 		return true, nil
 	}
 	var one int
-	err := s.h.Q().QueryRowContext(ctx,
-		`SELECT 1 FROM approver_grants WHERE owner = ? AND grantee = ?`, owner, user).Scan(&one)
+	err := s.h.Q().QueryRowContext(ctx, s.q.grant, owner, user).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -111,9 +108,7 @@ func (s *Store) MayDecide(ctx context.Context, owner, user string) (bool, error)
 
 // Grants returns the grants user gave or holds, oldest first.
 func (s *Store) Grants(ctx context.Context, user string) ([]Grant, error) {
-	rows, err := s.h.Q().QueryContext(ctx,
-		`SELECT owner, grantee, granted_by, granted_at FROM approver_grants
-		 WHERE owner = ?1 OR grantee = ?1 ORDER BY granted_at, owner, grantee`, user)
+	rows, err := s.h.Q().QueryContext(ctx, s.q.grants, user)
 	if err != nil {
 		return nil, fmt.Errorf("grants of %s: %w", user, err)
 	}
@@ -139,9 +134,7 @@ func (s *Store) Grants(ctx context.Context, user string) ([]Grant, error) {
 // GrantChanges returns the recorded grants and revokes that concern user
 // (as owner or grantee), in the order they were made.
 func (s *Store) GrantChanges(ctx context.Context, user string) ([]GrantChange, error) {
-	rows, err := s.h.Q().QueryContext(ctx,
-		`SELECT owner, grantee, change, by_user, at FROM approver_changes
-		 WHERE owner = ?1 OR grantee = ?1 ORDER BY seq`, user)
+	rows, err := s.h.Q().QueryContext(ctx, s.q.grantChanges, user)
 	if err != nil {
 		return nil, fmt.Errorf("grant changes of %s: %w", user, err)
 	}
@@ -167,8 +160,7 @@ func (s *Store) GrantChanges(ctx context.Context, user string) ([]GrantChange, e
 // OwnersGranting returns the owners whose tasks grantee may decide
 // (besides their own), sorted.
 func (s *Store) OwnersGranting(ctx context.Context, grantee string) ([]string, error) {
-	rows, err := s.h.Q().QueryContext(ctx,
-		`SELECT owner FROM approver_grants WHERE grantee = ? ORDER BY owner`, grantee)
+	rows, err := s.h.Q().QueryContext(ctx, s.q.ownersGranting, grantee)
 	if err != nil {
 		return nil, fmt.Errorf("owners granting %s: %w", grantee, err)
 	}

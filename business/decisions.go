@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // Decision is one answer given to a task's question, as the trail keeps
@@ -35,10 +35,10 @@ func (s *Store) RecordDecision(ctx context.Context, d Decision) error {
 		return err
 	}
 	s.rows.forgetTrail(d.TaskID)
-	err := s.h.Durable(ctx, func(tx sqlitedb.Querier) error {
-		wrote, err := insertDecision(ctx, tx, d)
+	err := s.h.Durable(ctx, func(tx sqlstore.Querier) error {
+		wrote, err := s.insertDecision(ctx, tx, d)
 		if err == nil && !wrote {
-			return sqlitedb.ErrNothingWritten
+			return sqlstore.ErrNothingWritten
 		}
 		return err
 	})
@@ -67,8 +67,8 @@ func (s *Store) SubmitDecided(ctx context.Context, d Decision, draftID, user str
 	}
 	var subErr error
 	s.rows.forgetTrail(d.TaskID)
-	err = s.h.Durable(ctx, func(tx sqlitedb.Querier) error {
-		wrote, err := insertDecision(ctx, tx, d)
+	err = s.h.Durable(ctx, func(tx sqlstore.Querier) error {
+		wrote, err := s.insertDecision(ctx, tx, d)
 		if err != nil {
 			return fmt.Errorf("record decision %s of task %s: %w", d.ID, d.TaskID, err)
 		}
@@ -82,7 +82,7 @@ func (s *Store) SubmitDecided(ctx context.Context, d Decision, draftID, user str
 		case wrote:
 			return nil // refused or reused: the decision alone is committed
 		}
-		return sqlitedb.ErrNothingWritten
+		return sqlstore.ErrNothingWritten
 	})
 	switch {
 	case err != nil && subErr != nil && errors.Is(err, subErr):
@@ -116,7 +116,7 @@ func (s *Store) submitDecidedInTx(ctx context.Context, d Decision, draftID, user
 		return Application{}, false, subErr
 	}
 	s.rows.forgetTrail(d.TaskID)
-	if _, err := insertDecision(ctx, q, d); err != nil {
+	if _, err := s.insertDecision(ctx, q, d); err != nil {
 		return Application{}, false, fmt.Errorf("record decision %s of task %s: %w", d.ID, d.TaskID, err)
 	}
 	if subErr != nil || reused {
@@ -139,10 +139,8 @@ func checkDecision(d Decision) error {
 
 // insertDecision adds d to the trail in tx and reports whether it was new
 // (false: a decision with its id is recorded already, left as it is).
-func insertDecision(ctx context.Context, tx sqlitedb.Querier, d Decision) (bool, error) {
-	res, err := tx.ExecContext(ctx,
-		`INSERT INTO decisions (decision_id, task_id, by_user, action, draft_id, version, at, comment, reason)
-		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (decision_id) DO NOTHING`,
+func (s *Store) insertDecision(ctx context.Context, tx sqlstore.Querier, d Decision) (bool, error) {
+	res, err := tx.ExecContext(ctx, s.q.insertDecision,
 		d.ID, d.TaskID, d.By, d.Action, d.DraftID, d.Version, formatTime(d.At), d.Comment, d.Reason)
 	if err != nil {
 		return false, err
@@ -151,10 +149,7 @@ func insertDecision(ctx context.Context, tx sqlitedb.Querier, d Decision) (bool,
 	return n > 0, err
 }
 
-// decisionColumns are the columns scanDecision reads.
-const decisionColumns = `decision_id, task_id, by_user, action, draft_id, version, at, comment, reason`
-
-// scanDecision reads one row of decisionColumns.
+// scanDecision reads one row of a decision's columns (queries).
 func scanDecision(sc scanner) (Decision, error) {
 	var d Decision
 	var at string
@@ -174,7 +169,7 @@ func (s *Store) Decisions(ctx context.Context, taskID string) ([]Decision, error
 		return ds, nil
 	}
 	out := []Decision{}
-	err := scanEach(ctx, s, `SELECT `+decisionColumns+` FROM decisions WHERE task_id = ? ORDER BY at, rowid`, []any{taskID},
+	err := scanEach(ctx, s, s.q.decisions, []any{taskID},
 		scanDecision, func(d Decision) { out = append(out, d) })
 	if err != nil {
 		return nil, fmt.Errorf("decisions of task %s: %w", taskID, err)
@@ -186,9 +181,7 @@ func (s *Store) Decisions(ctx context.Context, taskID string) ([]Decision, error
 // have at least one answer in the trail (a task no answer reached cannot
 // have lost one): one query, for a list to read the heads of those only.
 func (s *Store) DecidedWaiting(ctx context.Context, user string) (map[string]bool, error) {
-	rows, err := s.h.Q().QueryContext(ctx,
-		`SELECT DISTINCT d.task_id FROM decisions d JOIN tasks t ON t.task_id = d.task_id
-		 WHERE t.user = ? AND t.status = 'waiting'`, user)
+	rows, err := s.h.Q().QueryContext(ctx, s.q.decidedWaiting, user)
 	if err != nil {
 		return nil, fmt.Errorf("decided waiting tasks of %s: %w", user, err)
 	}

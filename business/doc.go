@@ -35,8 +35,10 @@
 //     advisory lock first), so concurrent writers — in this process or
 //     another — queue instead of failing part-way, and what a method read
 //     cannot change before it commits;
-//   - one set of SQL serves both databases (sqlitedb.Handle rewrites it for
-//     PostgreSQL), so every method behaves the same on both;
+//   - each statement is written for each database (queries_sqlite.go,
+//     queries_postgres.go: the same arguments and columns in the same
+//     order), and one method runs either, so every method behaves the same
+//     on both;
 //   - the file carries PRAGMA application_id (ApplicationID) and
 //     user_version (SchemaVersion); a foreign, newer or corrupt file is
 //     refused by Open and left byte-for-byte unchanged;

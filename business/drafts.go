@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // ReviewPending is the review_status of a newly submitted application. An
@@ -47,16 +47,6 @@ type Application struct {
 	ReviewStatus string    `json:"review_status"`
 	CreatedAt    time.Time `json:"created_at"` // UTC
 }
-
-const draftColumns = `draft_id, task_id, order_id, user, reason, created_at, expires_at, version`
-
-// draftReadColumns are draftColumns and whether the draft is superseded.
-const draftReadColumns = draftColumns + `, superseded_at IS NOT NULL`
-
-const applicationColumns = `application_id, draft_id, order_id, user, review_status, created_at`
-
-// qualifiedApplicationColumns are applicationColumns of the table aliased a.
-const qualifiedApplicationColumns = `a.application_id, a.draft_id, a.order_id, a.user, a.review_status, a.created_at`
 
 // queryer is what the read helpers need from *sql.DB or *sql.Tx.
 type queryer interface {
@@ -104,10 +94,10 @@ func (s *Store) PrepareDraftVersion(ctx context.Context, taskID string, version 
 	// Durable at commit: the checkpoint written after prepare names the
 	// draft, and no power loss may keep that checkpoint and lose the draft.
 	var txErr error
-	err = s.h.Durable(ctx, func(tx sqlitedb.Querier) error {
+	err = s.h.Durable(ctx, func(tx sqlstore.Querier) error {
 		d, reused, txErr = s.prepareDraftTx(ctx, tx, taskID, version, orderID, user, reason, ttl, now)
 		if txErr == nil && reused {
-			return sqlitedb.ErrNothingWritten
+			return sqlstore.ErrNothingWritten
 		}
 		return txErr
 	})
@@ -120,13 +110,13 @@ func (s *Store) PrepareDraftVersion(ctx context.Context, taskID string, version 
 	return d, reused, nil
 }
 
-func (s *Store) prepareDraftTx(ctx context.Context, tx sqlitedb.Querier, taskID string, version int, orderID, user, reason string, ttl time.Duration, now time.Time) (d Draft, reused bool, err error) {
+func (s *Store) prepareDraftTx(ctx context.Context, tx sqlstore.Querier, taskID string, version int, orderID, user, reason string, ttl time.Duration, now time.Time) (d Draft, reused bool, err error) {
 	s.rows.forget(taskID) // it may write a draft of the task
 	if version == 1 {
 		// The usual case in one statement: no draft yet and the user's
 		// order. Nothing inserted means one of them is not so, and the
 		// reads below tell which.
-		d, ok, err := insertFirstDraft(ctx, tx, taskID, orderID, user, reason, ttl, now)
+		d, ok, err := s.insertFirstDraft(ctx, tx, taskID, orderID, user, reason, ttl, now)
 		if err != nil {
 			return Draft{}, false, fmt.Errorf("prepare draft of task %s: %w", taskID, err)
 		}
@@ -134,8 +124,7 @@ func (s *Store) prepareDraftTx(ctx context.Context, tx sqlitedb.Querier, taskID 
 			return d, false, nil
 		}
 	}
-	d, err = scanDraft(tx.QueryRowContext(ctx,
-		`SELECT `+draftReadColumns+` FROM drafts WHERE task_id = ? AND version = ?`, taskID, version))
+	d, err = scanDraft(tx.QueryRowContext(ctx, s.q.draftByVersion, taskID, version))
 	switch {
 	case err == nil:
 		if d.User != user {
@@ -153,7 +142,7 @@ func (s *Store) prepareDraftTx(ctx context.Context, tx sqlitedb.Querier, taskID 
 	// An order is identified by its owner and its id (migration 0008): the
 	// user's order, or none.
 	var owner string
-	err = tx.QueryRowContext(ctx, `SELECT user FROM orders WHERE user = ? AND order_id = ?`, user, orderID).Scan(&owner)
+	err = tx.QueryRowContext(ctx, s.q.orderOwner, user, orderID).Scan(&owner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Draft{}, false, fmt.Errorf("prepare draft of task %s: order %s: %w", taskID, orderID, ErrNotFound)
 	}
@@ -168,14 +157,11 @@ func (s *Store) prepareDraftTx(ctx context.Context, tx sqlitedb.Querier, taskID 
 	if version > 1 {
 		// One current draft per task (drafts_current): the older versions
 		// are superseded before the new one is inserted.
-		if _, err := tx.ExecContext(ctx,
-			`UPDATE drafts SET superseded_at = ? WHERE task_id = ? AND version < ? AND superseded_at IS NULL`,
-			formatTime(now), taskID, version); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q.supersedeDrafts, formatTime(now), taskID, version); err != nil {
 			return Draft{}, false, fmt.Errorf("prepare draft of task %s: supersede older versions: %w", taskID, err)
 		}
 	}
-	_, err = tx.ExecContext(ctx,
-		`INSERT INTO drafts (`+draftColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err = tx.ExecContext(ctx, s.q.insertDraft,
 		d.ID, d.TaskID, d.OrderID, d.User, d.Reason, formatTime(d.CreatedAt), formatTime(d.ExpiresAt), d.Version)
 	if err != nil {
 		return Draft{}, false, fmt.Errorf("prepare draft of task %s: %w", taskID, err)
@@ -208,16 +194,12 @@ func newDraft(taskID, orderID, user, reason string, ttl time.Duration, now time.
 // prepareDraftTx reads first: ok is false, and nothing is written, when
 // the task has a draft of that version already or the order is not the
 // user's.
-func insertFirstDraft(ctx context.Context, tx sqlitedb.Querier, taskID, orderID, user, reason string, ttl time.Duration, now time.Time) (d Draft, ok bool, err error) {
+func (s *Store) insertFirstDraft(ctx context.Context, tx sqlstore.Querier, taskID, orderID, user, reason string, ttl time.Duration, now time.Time) (d Draft, ok bool, err error) {
 	d, err = newDraft(taskID, orderID, user, reason, ttl, now, 1)
 	if err != nil {
 		return Draft{}, false, err
 	}
-	res, err := tx.ExecContext(ctx,
-		`INSERT INTO drafts (`+draftColumns+`)
-		 SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, CAST(?8 AS INTEGER)
-		 WHERE EXISTS (SELECT 1 FROM orders WHERE user = ?4 AND order_id = ?3)
-		   AND NOT EXISTS (SELECT 1 FROM drafts WHERE task_id = ?2 AND version = ?8)`,
+	res, err := tx.ExecContext(ctx, s.q.insertFirstDraft,
 		d.ID, d.TaskID, d.OrderID, d.User, d.Reason, formatTime(d.CreatedAt), formatTime(d.ExpiresAt), d.Version)
 	if err != nil {
 		return Draft{}, false, err
@@ -232,8 +214,7 @@ func insertFirstDraft(ctx context.Context, tx sqlitedb.Querier, taskID, orderID,
 // DraftVersions returns every draft of task taskID, version 1 first;
 // empty when it has none. It does not check the user.
 func (s *Store) DraftVersions(ctx context.Context, taskID string) ([]Draft, error) {
-	rows, err := s.h.Q().QueryContext(ctx,
-		`SELECT `+draftReadColumns+` FROM drafts WHERE task_id = ? ORDER BY version`, taskID)
+	rows, err := s.h.Q().QueryContext(ctx, s.q.draftVersions, taskID)
 	if err != nil {
 		return nil, fmt.Errorf("drafts of task %s: %w", taskID, err)
 	}
@@ -256,8 +237,7 @@ func (s *Store) DraftVersions(ctx context.Context, taskID string) ([]Draft, erro
 // or ErrNotFound. It does not check the user; the caller compares
 // Draft.User.
 func (s *Store) DraftByTask(ctx context.Context, taskID string) (Draft, error) {
-	d, err := scanDraft(s.h.Q().QueryRowContext(ctx,
-		`SELECT `+draftReadColumns+` FROM drafts WHERE task_id = ? AND superseded_at IS NULL`, taskID))
+	d, err := scanDraft(s.h.Q().QueryRowContext(ctx, s.q.currentDraft, taskID))
 	if err != nil {
 		return Draft{}, fmt.Errorf("draft of task %s: %w", taskID, err)
 	}
@@ -267,20 +247,15 @@ func (s *Store) DraftByTask(ctx context.Context, taskID string) (Draft, error) {
 // Draft returns the draft draftID, or ErrNotFound. It does not check the
 // user; the caller compares Draft.User.
 func (s *Store) Draft(ctx context.Context, draftID string) (Draft, error) {
-	d, err := draftWhere(ctx, s.h.Q(), "draft_id", draftID)
+	d, err := scanDraft(s.h.Q().QueryRowContext(ctx, s.q.draft, draftID))
 	if err != nil {
 		return Draft{}, fmt.Errorf("draft %s: %w", draftID, err)
 	}
 	return d, nil
 }
 
-// draftWhere reads one draft by a unique column (a constant of this file,
-// never input).
-func draftWhere(ctx context.Context, q queryer, column, value string) (Draft, error) {
-	return scanDraft(q.QueryRowContext(ctx, `SELECT `+draftReadColumns+` FROM drafts WHERE `+column+` = ?`, value))
-}
-
-// scanDraft reads one row of draftReadColumns; no row is ErrNotFound.
+// scanDraft reads one row of a draft's columns (queries); no row is
+// ErrNotFound.
 func scanDraft(sc scanner) (Draft, error) {
 	var (
 		d                  Draft
@@ -308,10 +283,10 @@ func (s *Store) Submit(ctx context.Context, draftID, user string, now time.Time)
 	// Durable at commit: the checkpoint written after submit names the
 	// application, and no power loss may keep that and lose the application.
 	var txErr error
-	err = s.h.Durable(ctx, func(tx sqlitedb.Querier) error {
+	err = s.h.Durable(ctx, func(tx sqlstore.Querier) error {
 		a, reused, txErr = s.SubmitTx(ctx, tx, draftID, user, now)
 		if txErr == nil && reused {
-			return sqlitedb.ErrNothingWritten
+			return sqlstore.ErrNothingWritten
 		}
 		return txErr
 	})
@@ -344,13 +319,13 @@ func (s *Store) Submit(ctx context.Context, draftID, user string, now time.Time)
 // takes the write lock first, so concurrent submitters of one draft
 // (goroutines or processes) queue and the later ones see the first one's
 // application.
-func (s *Store) SubmitTx(ctx context.Context, tx sqlitedb.Querier, draftID, user string, now time.Time) (Application, bool, error) {
+func (s *Store) SubmitTx(ctx context.Context, tx sqlstore.Querier, draftID, user string, now time.Time) (Application, bool, error) {
 	a, reused, d, err := s.submitCheck(ctx, tx, draftID, user, now)
 	if err != nil || reused {
 		return a, reused, err
 	}
 	a, err = s.insertApplication(ctx, tx, d, now)
-	if sqlitedb.IsUniqueViolation(err) {
+	if s.h.IsUniqueViolation(err) {
 		// Only reachable from a caller's DEFERRED transaction that read before
 		// another one committed; the caller retries in a new transaction and
 		// then gets the existing application.
@@ -365,7 +340,7 @@ func (s *Store) SubmitTx(ctx context.Context, tx sqlitedb.Querier, draftID, user
 // submitCheck is SubmitTx's reads, which write nothing: the draft's
 // application when it has one (reused true), or the draft to submit, or
 // SubmitTx's refusals and errors.
-func (s *Store) submitCheck(ctx context.Context, tx sqlitedb.Querier, draftID, user string, now time.Time) (a Application, reused bool, d Draft, err error) {
+func (s *Store) submitCheck(ctx context.Context, tx sqlstore.Querier, draftID, user string, now time.Time) (a Application, reused bool, d Draft, err error) {
 	a, err = s.applicationOfDraft(ctx, tx, draftID)
 	switch {
 	case err == nil:
@@ -379,7 +354,7 @@ func (s *Store) submitCheck(ctx context.Context, tx sqlitedb.Querier, draftID, u
 
 	d, ok := s.rows.draft(draftID)
 	if !ok {
-		if d, err = draftWhere(ctx, tx, "draft_id", draftID); err != nil {
+		if d, err = scanDraft(tx.QueryRowContext(ctx, s.q.draft, draftID)); err != nil {
 			return Application{}, false, Draft{}, fmt.Errorf("submit draft %s: %w", draftID, err)
 		}
 	}
@@ -415,7 +390,7 @@ func (s *Store) submitCheck(ctx context.Context, tx sqlitedb.Querier, draftID, u
 
 // insertApplication inserts the pending application of draft d, made at
 // now, in tx, in one statement; the error is the database's, unwrapped.
-func (s *Store) insertApplication(ctx context.Context, tx sqlitedb.Querier, d Draft, now time.Time) (Application, error) {
+func (s *Store) insertApplication(ctx context.Context, tx sqlstore.Querier, d Draft, now time.Time) (Application, error) {
 	id, err := newID("app_")
 	if err != nil {
 		return Application{}, err
@@ -430,8 +405,7 @@ func (s *Store) insertApplication(ctx context.Context, tx sqlitedb.Querier, d Dr
 	}
 	s.orders.forgetOpen(a.OrderID, a.User) // PreloadOrders' is no longer true
 	s.rows.forget(d.TaskID)                // nor PreloadTasks'
-	_, err = tx.ExecContext(ctx,
-		`INSERT INTO applications (`+applicationColumns+`) VALUES (?, ?, ?, ?, ?, ?)`,
+	_, err = tx.ExecContext(ctx, s.q.insertApplication,
 		a.ID, a.DraftID, a.OrderID, a.User, a.ReviewStatus, formatTime(a.CreatedAt))
 	if err != nil {
 		return Application{}, err
@@ -439,23 +413,24 @@ func (s *Store) insertApplication(ctx context.Context, tx sqlitedb.Querier, d Dr
 	return a, nil
 }
 
-// applicationOfDraft is applicationWhere by draft id in tx, answered from
-// PreloadTasks' rows when the draft is among them.
-func (s *Store) applicationOfDraft(ctx context.Context, tx sqlitedb.Querier, draftID string) (Application, error) {
+// applicationOfDraft reads the application of draft draftID in tx,
+// answered from PreloadTasks' rows when the draft is among them; none is
+// ErrNotFound.
+func (s *Store) applicationOfDraft(ctx context.Context, tx sqlstore.Querier, draftID string) (Application, error) {
 	if a, known, found := s.rows.application(draftID); known {
 		if !found {
 			return Application{}, ErrNotFound
 		}
 		return a, nil
 	}
-	return applicationWhere(ctx, tx, "draft_id", draftID)
+	return scanApplication(tx.QueryRowContext(ctx, s.q.applicationOfDraft, draftID))
 }
 
 // ApplicationByDraft returns the application of draft draftID, or
 // ErrNotFound. It does not check the user; the caller compares
 // Application.User.
 func (s *Store) ApplicationByDraft(ctx context.Context, draftID string) (Application, error) {
-	a, err := applicationWhere(ctx, s.h.Q(), "draft_id", draftID)
+	a, err := scanApplication(s.h.Q().QueryRowContext(ctx, s.q.applicationOfDraft, draftID))
 	if err != nil {
 		return Application{}, fmt.Errorf("application of draft %s: %w", draftID, err)
 	}
@@ -474,9 +449,7 @@ func (s *Store) ApplicationByTask(ctx context.Context, taskID string) (Applicati
 		}
 		return a, nil
 	}
-	a, err := scanApplication(s.h.Q().QueryRowContext(ctx,
-		`SELECT `+qualifiedApplicationColumns+` FROM drafts d JOIN applications a ON a.draft_id = d.draft_id
-		 WHERE d.task_id = ?`, taskID))
+	a, err := scanApplication(s.h.Q().QueryRowContext(ctx, s.q.applicationOfTask, taskID))
 	if err != nil {
 		return Application{}, fmt.Errorf("application of task %s: %w", taskID, err)
 	}
@@ -486,7 +459,7 @@ func (s *Store) ApplicationByTask(ctx context.Context, taskID string) (Applicati
 // Application returns the application applicationID, or ErrNotFound. It
 // does not check the user; the caller compares Application.User.
 func (s *Store) Application(ctx context.Context, applicationID string) (Application, error) {
-	a, err := applicationWhere(ctx, s.h.Q(), "application_id", applicationID)
+	a, err := scanApplication(s.h.Q().QueryRowContext(ctx, s.q.application, applicationID))
 	if err != nil {
 		return Application{}, fmt.Errorf("application %s: %w", applicationID, err)
 	}
@@ -500,9 +473,9 @@ func (s *Store) CountApplications(ctx context.Context, draftID string) (int, err
 	var n int
 	var err error
 	if draftID == "" {
-		err = s.h.Q().QueryRowContext(ctx, `SELECT count(*) FROM applications`).Scan(&n)
+		err = s.h.Q().QueryRowContext(ctx, s.q.countApplications).Scan(&n)
 	} else {
-		err = s.h.Q().QueryRowContext(ctx, `SELECT count(*) FROM applications WHERE draft_id = ?`, draftID).Scan(&n)
+		err = s.h.Q().QueryRowContext(ctx, s.q.countDraftApplications, draftID).Scan(&n)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("count applications: %w", err)
@@ -510,15 +483,8 @@ func (s *Store) CountApplications(ctx context.Context, draftID string) (int, err
 	return n, nil
 }
 
-// applicationWhere reads one application by a unique column (a constant of
-// this file, never input).
-func applicationWhere(ctx context.Context, q queryer, column, value string) (Application, error) {
-	return scanApplication(q.QueryRowContext(ctx,
-		`SELECT `+applicationColumns+` FROM applications WHERE `+column+` = ?`, value))
-}
-
-// scanApplication reads one row of applicationColumns; no row is
-// ErrNotFound.
+// scanApplication reads one row of an application's columns (queries);
+// no row is ErrNotFound.
 func scanApplication(sc scanner) (Application, error) {
 	var (
 		a       Application
@@ -570,17 +536,14 @@ func (s *Store) Held(ctx context.Context, draftID, applicationID string) (HeldRo
 		if d, ok := s.rows.draft(draftID); ok {
 			return HeldRows{DraftFound: true, DraftTask: d.TaskID, DraftUser: d.User}, nil
 		}
-		err = s.h.Q().QueryRowContext(ctx, `SELECT task_id, user FROM drafts WHERE draft_id = ?`, draftID).
-			Scan(&h.DraftTask, &h.DraftUser)
+		err = s.h.Q().QueryRowContext(ctx, s.q.heldDraft, draftID).Scan(&h.DraftTask, &h.DraftUser)
 		h.DraftFound = err == nil
 	case draftID == "":
-		err = s.h.Q().QueryRowContext(ctx, `SELECT draft_id, user FROM applications WHERE application_id = ?`, applicationID).
-			Scan(&h.ApplicationDraft, &h.ApplicationUser)
+		err = s.h.Q().QueryRowContext(ctx, s.q.heldApplication, applicationID).Scan(&h.ApplicationDraft, &h.ApplicationUser)
 		h.ApplicationFound = err == nil
 	default:
 		var appDraft, appUser sql.NullString
-		err = s.h.Q().QueryRowContext(ctx, `SELECT d.task_id, d.user, a.draft_id, a.user FROM drafts d
-			LEFT JOIN applications a ON a.application_id = ?2 WHERE d.draft_id = ?1`, draftID, applicationID).
+		err = s.h.Q().QueryRowContext(ctx, s.q.heldDraftAndApplication, draftID, applicationID).
 			Scan(&h.DraftTask, &h.DraftUser, &appDraft, &appUser)
 		h.DraftFound = err == nil
 		h.ApplicationFound, h.ApplicationDraft, h.ApplicationUser = appDraft.Valid, appDraft.String, appUser.String

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // TestPrepareDraftInTx checks a first draft prepared inside a chunk's
@@ -25,12 +25,12 @@ func testPrepareDraftInTx(t *testing.T, kind storeKind) {
 	seeded := count(t, s, `SELECT count(*) FROM drafts`)
 	var first Draft
 	err := s.InTx(ctx, func(tx *Store) error {
-		before := sqlitedb.Statements()
+		before := sqlstore.Statements()
 		d, reused, err := tx.PrepareDraft(ctx, "t1", "A3001", "demo-user", "size", 0, now)
 		if err != nil || reused {
 			t.Fatalf("new draft: %+v, reused %v, %v", d, reused, err)
 		}
-		if n := sqlitedb.Statements() - before; n != 1 {
+		if n := sqlstore.Statements() - before; n != 1 {
 			t.Errorf("a new draft in a chunk ran %d statements, want 1", n)
 		}
 		first = d

@@ -79,7 +79,8 @@ func newSeededOn(tb testing.TB, kind storeKind) (*Store, string) {
 	return openStore(tb, kind, Options{Seed: seedCSV(tb), Now: fixedClock(t0)})
 }
 
-// mustExec runs store SQL (? parameters) on s, on either database.
+// mustExec runs query on s: SQL of s's database, or without parameters
+// and valid on both.
 func mustExec(tb testing.TB, s *Store, query string, args ...any) {
 	tb.Helper()
 	if _, err := s.h.Q().ExecContext(context.Background(), query, args...); err != nil {
@@ -113,6 +114,8 @@ func rawExec(tb testing.TB, path string, stmts ...string) {
 	}
 }
 
+// count runs query, a count, on s: SQL of s's database, or without
+// parameters and valid on both.
 func count(tb testing.TB, s *Store, query string, args ...any) int {
 	tb.Helper()
 	var n int

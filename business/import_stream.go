@@ -7,7 +7,8 @@ import (
 	"io"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlite"
+	"assistant/internal/sqlstore"
 )
 
 // ImportOrdersNew imports the orders file r into the business file at
@@ -22,7 +23,7 @@ import (
 // good order to the writer at once, and commits only after the whole
 // file was found good (the check's end included: the orders whose rows
 // come back after other orders); the transaction runs in
-// rollback-journal mode (sqlitedb.BulkLoad). The rules, the report and
+// rollback-journal mode (sqlite.BulkLoad). The rules, the report and
 // the errors are ParseOrders' and ImportOrdersFile's; a file's error
 // comes first, even when the writer failed on what the check had not yet
 // refused. The check's hashes are 32-bit (4 MB for MaxOrdersRows), beside
@@ -46,9 +47,9 @@ func ImportOrdersNew(ctx context.Context, path string, now time.Time, r io.Reade
 	var res ImportResult
 	var checkErr error
 	started := false
-	err = sqlitedb.BulkLoad(ctx, path, func(q sqlitedb.Querier) error {
+	err = sqlite.BulkLoad(ctx, path, func(q sqlstore.Querier) error {
 		started = true
-		u := &upsert{ctx: ctx, q: q, now: now.UTC(), write: true, operator: opts.Operator, file: f,
+		u := &upsert{ctx: ctx, tx: q, q: sqliteQueries, now: now.UTC(), write: true, operator: opts.Operator, file: f,
 			res: ImportResult{Changes: []OrderChange{}}}
 		var writeErr error
 		checkErr, writeErr = u.stream(ctx, f, r)

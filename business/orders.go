@@ -5,11 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // Eligibility reason codes, returned by Store.Eligibility. They are stable
@@ -102,9 +101,7 @@ func (s *Store) PreloadOrders(ctx context.Context, user string, orderIDs []strin
 	for _, id := range orderIDs {
 		args = append(args, id)
 	}
-	in := strings.TrimSuffix(strings.Repeat("?, ", len(orderIDs)), ", ")
-	rows, err := s.h.Q().QueryContext(ctx,
-		`SELECT `+orderColumns+` FROM orders WHERE user = ?1 AND order_id IN (`+in+`)`, append([]any{user}, args[2:]...)...)
+	rows, err := s.h.Q().QueryContext(ctx, s.q.ordersOf(len(orderIDs)), append([]any{user}, args[2:]...)...)
 	if err != nil {
 		return fmt.Errorf("orders of %s: %w", user, err)
 	}
@@ -120,8 +117,7 @@ func (s *Store) PreloadOrders(ctx context.Context, user string, orderIDs []strin
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return fmt.Errorf("orders of %s: %w", user, err)
 	}
-	rows, err = s.h.Q().QueryContext(ctx,
-		`SELECT DISTINCT order_id FROM applications WHERE user = ?1 AND review_status = ?2 AND order_id IN (`+in+`)`, args...)
+	rows, err = s.h.Q().QueryContext(ctx, s.q.openApplicationsOf(len(orderIDs)), args...)
 	if err != nil {
 		return fmt.Errorf("open applications of %s: %w", user, err)
 	}
@@ -169,9 +165,7 @@ func (m *orderMemo) put(o Order, user string) {
 	m.m[[2]string{o.ID, user}] = o
 }
 
-const orderColumns = `order_id, user, item, delivered_at, final_sale, teaching`
-
-// scanOrder reads one row of orderColumns.
+// scanOrder reads one row of an order's columns (queries).
 func scanOrder(sc scanner) (Order, error) {
 	var (
 		o         Order
@@ -202,16 +196,15 @@ func (s *Store) Eligibility(ctx context.Context, o Order, now time.Time) (string
 	return s.eligibilityTx(ctx, s.h.Q(), o, now)
 }
 
-// eligibility is Eligibility on q: the pool, or a transaction that must see
-// the same file state as the write it guards (SubmitTx).
-func eligibility(ctx context.Context, q queryer, o Order, now time.Time) (string, error) {
+// eligibility is Eligibility on q, a Querier of the database of sq: the
+// pool, or a transaction that must see the same file state as the write
+// it guards (SubmitTx).
+func eligibility(ctx context.Context, q queryer, sq *queries, o Order, now time.Time) (string, error) {
 	if code := orderRule(o, now); code != "" {
 		return code, nil
 	}
 	var open bool
-	err := q.QueryRowContext(ctx,
-		`SELECT EXISTS (SELECT 1 FROM applications WHERE user = ? AND order_id = ? AND review_status = ?)`,
-		o.User, o.ID, ReviewPending).Scan(&open)
+	err := q.QueryRowContext(ctx, sq.openApplication, o.User, o.ID, ReviewPending).Scan(&open)
 	if err != nil {
 		return "", fmt.Errorf("eligibility of order %s: %w", o.ID, err)
 	}
@@ -234,7 +227,7 @@ func (s *Store) eligibilityTx(ctx context.Context, tx queryer, o Order, now time
 		}
 		return "", nil
 	}
-	return eligibility(ctx, tx, o, now)
+	return eligibility(ctx, tx, s.q, o, now)
 }
 
 // orderRule returns the first rule of Eligibility that the order itself
@@ -277,11 +270,11 @@ func (e *IneligibleError) Is(target error) bool {
 // transaction (an order is identified by its owner and its id: migration
 // 0008): inside InTx from the orders kept for the transaction when it is
 // among them, and kept once read. No such order is ErrNotFound.
-func (s *Store) orderIn(ctx context.Context, q sqlitedb.Querier, id, user string) (Order, error) {
+func (s *Store) orderIn(ctx context.Context, q sqlstore.Querier, id, user string) (Order, error) {
 	if o, ok := s.orders.get(id, user); ok {
 		return o, nil
 	}
-	o, err := scanOrder(q.QueryRowContext(ctx, `SELECT `+orderColumns+` FROM orders WHERE user = ? AND order_id = ?`, user, id))
+	o, err := scanOrder(q.QueryRowContext(ctx, s.q.order, user, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Order{}, ErrNotFound
 	}

@@ -33,10 +33,7 @@ func (s *Store) OrdersPage(ctx context.Context, user, after string, limit int, n
 	if limit <= 0 {
 		limit = OrdersPageSize
 	}
-	rows, err := s.h.Q().QueryContext(ctx, `SELECT o.order_id, o.user, o.item, o.delivered_at, o.final_sale, o.teaching,
-		EXISTS (SELECT 1 FROM applications a WHERE a.user = o.user AND a.order_id = o.order_id AND a.review_status = ?)
-		FROM orders o WHERE o.user = ? AND o.order_id > ? ORDER BY o.order_id LIMIT ?`,
-		ReviewPending, user, after, limit)
+	rows, err := s.h.Q().QueryContext(ctx, s.q.ordersPage, ReviewPending, user, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list orders: %w", err)
 	}
@@ -61,14 +58,14 @@ func (s *Store) OrdersPage(ctx context.Context, user, after string, limit int, n
 	return out, nil
 }
 
-// openScanner scans a row of orderColumns followed by one more column
-// (the open-application flag) into open.
+// openScanner scans a row of an order's columns (scanOrder) followed by
+// one more column (the open-application flag) into open.
 type openScanner struct {
 	sc   scanner
 	open *bool
 }
 
-// Scan implements scanner: dest are orderColumns' destinations.
+// Scan implements scanner: dest are scanOrder's destinations.
 func (o openScanner) Scan(dest ...any) error {
 	return o.sc.Scan(append(dest, o.open)...)
 }

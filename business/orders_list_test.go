@@ -48,7 +48,7 @@ func testOrdersPage(t *testing.T, kind storeKind) {
 			t.Fatal(err)
 		}
 	}
-	mustExec(t, s, `UPDATE applications SET review_status = 'approved' WHERE order_id = ?`, "B0008")
+	mustExec(t, s, `UPDATE applications SET review_status = 'approved' WHERE order_id = 'B0008'`)
 
 	now := t0.Add(time.Minute)
 	var got []EligibleOrder

@@ -130,7 +130,7 @@ func testEligibility(t *testing.T, kind storeKind) {
 		if got, _ := s.Eligibility(ctx, o, t0); got != ReasonOpenApplication {
 			t.Errorf("after submit: %q, want %q", got, ReasonOpenApplication)
 		}
-		mustExec(t, s, "UPDATE applications SET review_status = 'approved' WHERE draft_id = ?", d.ID)
+		mustExec(t, s, "UPDATE applications SET review_status = 'approved' WHERE draft_id = '"+d.ID+"'")
 		if got, _ := s.Eligibility(ctx, o, t0); got != "" {
 			t.Errorf("after review: %q, want eligible", got)
 		}

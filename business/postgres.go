@@ -2,10 +2,14 @@ package business
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"fmt"
 
-	"assistant/internal/sqlitedb"
+	"github.com/jackc/pgx/v5"
+
+	"assistant/internal/pgdb"
+	"assistant/internal/sqlstore"
 )
 
 // The PostgreSQL store: the same tables in the schema PGSchema, migrated by
@@ -20,11 +24,31 @@ const (
 	pgMigrationLock int64 = ApplicationID<<32 | 1
 
 	// pgWriteLock is the key of the advisory lock every write transaction
-	// of the store takes first (sqlitedb.NewPostgresHandle): "ASBD", then
-	// 2. Writers of one database run one at a time, as on SQLite, so a
-	// method's reads cannot change before its writes commit.
+	// of the store takes first (pgdb.NewHandle): "ASBD", then 2. Writers
+	// of one database run one at a time, as on SQLite, so a method's reads
+	// cannot change before its writes commit.
 	pgWriteLock int64 = ApplicationID<<32 | 2
+
+	// PGIdleInTxTimeout is the idle_in_transaction_session_timeout of the
+	// store's sessions: the server ends a session whose transaction waited
+	// this long for its client's next statement and rolls it back, so a
+	// frozen writer releases the write lock. It is the lease TTL of
+	// flow/returns (docs/postgres.md "A frozen holder").
+	PGIdleInTxTimeout = pgdb.IdleInTxTimeout
 )
+
+// ErrPGURL marks a PostgreSQL URL ParsePGConfig (and so OpenPostgres)
+// refuses: one that does not parse, or whose sslmode the driver does not
+// know. The message that wraps it never repeats the URL.
+var ErrPGURL = pgdb.ErrURL
+
+// ParsePGConfig parses url (a postgres:// URL or a keyword/value string)
+// as every connection of the program does: with the connect timeout and
+// the sessions' lock_timeout the stores' connections have (the URL's
+// connect_timeout wins when above 0). It is for a caller that connects to
+// the server of the stores itself, to look at it. Errors: ErrPGURL,
+// wrapped with the reason, never the URL.
+func ParsePGConfig(url string) (*pgx.ConnConfig, error) { return pgdb.ParseConfig(url) }
 
 // pgBusyTimeout is the sessions' lock_timeout: DefaultBusyTimeout, as for
 // SQLite. A var: a test shortens it.
@@ -38,7 +62,7 @@ var pgMigrationFiles embed.FS
 var pgMigrations = mustLoadPGMigrations()
 
 func mustLoadPGMigrations() []migration {
-	ms, err := sqlitedb.LoadMigrations(pgMigrationFiles, "pgmigrations")
+	ms, err := sqlstore.LoadMigrations(pgMigrationFiles, "pgmigrations")
 	if err != nil {
 		panic("business: " + err.Error())
 	}
@@ -60,7 +84,7 @@ func PGSchemaVersion() int { return len(pgMigrations) }
 // a schema a newer build migrated (ErrNewerSchema), a schema business that
 // another program made (ErrForeignFile), and a schema that carries another
 // data dir identity than opts.DataDirID (ErrPairMismatch, a
-// *sqlitedb.PairError). opts.Create and Synchronous do not apply: the
+// *sqlite.PairError). opts.Create and Synchronous do not apply: the
 // server's database exists, and every commit is durable when it returns
 // (synchronous_commit = on), so Sync does nothing. Writers of one database
 // run one at a time (docs/postgres.md "Write transactions"); one that
@@ -83,18 +107,18 @@ func openPostgres(ctx context.Context, url string, opts Options) (*Store, error)
 	if err != nil {
 		return nil, err
 	}
-	db, err := sqlitedb.OpenPostgres(ctx, url, sqlitedb.PGSpec{
+	db, err := pgdb.Open(ctx, url, pgdb.Spec{
 		Schema:        PGSchema,
 		Migrations:    pgMigrations,
 		MigrationLock: pgMigrationLock,
 		DataDirID:     opts.DataDirID,
 		BusyTimeout:   pgBusyTimeout,
-		OnCreate: func(ctx context.Context, q sqlitedb.Querier) error {
-			return loadSeed(ctx, q, seed, now(), true)
+		OnCreate: func(ctx context.Context, tx *sql.Tx) error {
+			return loadSeed(ctx, tx, postgresQueries, seed, now(), true)
 		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &Store{h: sqlitedb.NewPostgresHandle(db, "postgres schema "+PGSchema, pgWriteLock), now: now}, nil
+	return newStore(pgdb.NewHandle(db, "postgres schema "+PGSchema, pgWriteLock), now), nil
 }

@@ -10,7 +10,7 @@ import (
 
 	cppostgres "assistant/checkpoints/postgres"
 	"assistant/internal/pgtest"
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlite"
 	"assistant/internal/testkit"
 )
 
@@ -152,7 +152,7 @@ func TestOpenPostgresDataDirIdentity(t *testing.T) {
 		_, err := OpenPostgres(ctx, url, Options{DataDirID: theirs})
 		return err
 	})
-	var pe *sqlitedb.PairError
+	var pe *sqlite.PairError
 	if !errors.Is(err, ErrPairMismatch) || !errors.As(err, &pe) || pe.Have != mine || pe.Want != theirs {
 		t.Fatalf("OpenPostgres with another identity = %v, want a *PairError (have %s, want %s)", err, mine, theirs)
 	}
@@ -165,18 +165,18 @@ func TestOpenPostgresDataDirIdentity(t *testing.T) {
 	}
 }
 
-// TestPostgresUniqueViolation: PostgreSQL's unique_violation is what
-// sqlitedb.IsUniqueViolation reports, through the store's wrapping.
+// TestPostgresUniqueViolation: PostgreSQL's unique_violation is what the
+// Handle's IsUniqueViolation reports, through the store's wrapping.
 func TestPostgresUniqueViolation(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newSeededOn(t, pgStore)
-	const insert = `INSERT INTO approver_grants (owner, grantee, granted_by, granted_at) VALUES (?, ?, ?, ?)`
+	const insert = `INSERT INTO approver_grants (owner, grantee, granted_by, granted_at) VALUES ($1, $2, $3, $4)`
 	mustExec(t, s, insert, "a", "b", "a", formatTime(t0))
 	_, err := s.h.Q().ExecContext(ctx, insert, "a", "b", "a", formatTime(t0))
-	if err == nil || !sqlitedb.IsUniqueViolation(fmt.Errorf("grant: %w", err)) {
+	if err == nil || !s.h.IsUniqueViolation(fmt.Errorf("grant: %w", err)) {
 		t.Fatalf("second insert = %v, want a unique violation", err)
 	}
-	if _, err := s.h.Q().ExecContext(ctx, `SELECT no_such_column FROM orders`); err == nil || sqlitedb.IsUniqueViolation(err) {
+	if _, err := s.h.Q().ExecContext(ctx, `SELECT no_such_column FROM orders`); err == nil || s.h.IsUniqueViolation(err) {
 		t.Errorf("another error = %v, reported as a unique violation", err)
 	}
 }
@@ -216,7 +216,7 @@ func TestPostgresWritersOfTwoProcessesMakeOneRow(t *testing.T) {
 			a, reused, err := s.Submit(ctx, draft.ID, "demo-user", t0)
 			return a.ID, !reused, err
 		})
-		if n := count(t, stores[0], `SELECT count(*) FROM applications WHERE draft_id = ?`, draft.ID); n != 1 {
+		if n := count(t, stores[0], `SELECT count(*) FROM applications WHERE draft_id = $1`, draft.ID); n != 1 {
 			t.Errorf("applications = %d, want 1", n)
 		}
 	})

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // TestPreloadOrders checks the orders a batch chunk reads up front
@@ -36,14 +36,14 @@ func testPreloadOrders(t *testing.T, kind storeKind) {
 		t.Fatalf("seeded eligibility %v: the seed changed?", want)
 	}
 	err := s.InTx(ctx, func(tx *Store) error {
-		before := sqlitedb.Statements()
+		before := sqlstore.Statements()
 		if err := tx.PreloadOrders(ctx, "demo-user", ids); err != nil {
 			return err
 		}
-		if n := sqlitedb.Statements() - before; n != 2 {
+		if n := sqlstore.Statements() - before; n != 2 {
 			t.Errorf("PreloadOrders ran %d statements, want 2", n)
 		}
-		before = sqlitedb.Statements()
+		before = sqlstore.Statements()
 		for _, id := range ids[:3] {
 			o, err := tx.Order(ctx, id, "demo-user")
 			if err != nil {
@@ -53,7 +53,7 @@ func testPreloadOrders(t *testing.T, kind storeKind) {
 				t.Errorf("%s in the chunk: %q, %v; want %q", id, got, err, want[id])
 			}
 		}
-		if n := sqlitedb.Statements() - before; n != 0 {
+		if n := sqlstore.Statements() - before; n != 0 {
 			t.Errorf("preloaded orders and their eligibility ran %d statements, want 0", n)
 		}
 		for _, id := range ids[3:] {

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlite"
 )
 
 // FileCheck is what CheckFile found in a business file
-// (sqlitedb.FileCheck).
-type FileCheck = sqlitedb.FileCheck
+// (sqlite.FileCheck).
+type FileCheck = sqlite.FileCheck
 
 // OpenReadOnly opens the business file at path for reading only, for
 // `assistant verify` and `assistant backup`, which read a data dir while
@@ -20,18 +20,18 @@ type FileCheck = sqlitedb.FileCheck
 // "open business PATH: …": a missing file (fs.ErrNotExist), ErrCorrupt,
 // ErrForeignFile, ErrNewerSchema, an older schema.
 func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
-	db, err := sqlitedb.OpenReadOnly(ctx, path, sqlitedb.Spec{ApplicationID: ApplicationID, Migrations: migrations[:SchemaVersion]})
+	db, err := sqlite.OpenReadOnly(ctx, path, sqlite.Spec{ApplicationID: ApplicationID, Migrations: migrations[:SchemaVersion]})
 	if err != nil {
 		return nil, fmt.Errorf("open business %s: %w", path, err)
 	}
-	return &Store{h: sqlitedb.NewHandle(db, path, ""), now: time.Now}, nil
+	return newStore(sqlite.NewHandle(db, path, ""), time.Now), nil
 }
 
 // CheckFile checks the business file at path without changing it: its
 // header, its -wal, PRAGMA integrity_check, and the data dir identity it
-// carries (sqlitedb.CheckFile).
+// carries (sqlite.CheckFile).
 func CheckFile(ctx context.Context, path string) (FileCheck, error) {
-	return sqlitedb.CheckFile(ctx, path, sqlitedb.Spec{ApplicationID: ApplicationID, Migrations: migrations[:SchemaVersion]})
+	return sqlite.CheckFile(ctx, path, sqlite.Spec{ApplicationID: ApplicationID, Migrations: migrations[:SchemaVersion]})
 }
 
 // ApplicationProblem is an application that breaks a rule of the desk:
@@ -45,13 +45,7 @@ type ApplicationProblem struct {
 // belongs to another user or order (none on a sound file: foreign keys and
 // SubmitTx keep them). It reads the whole applications table.
 func (s *Store) CheckApplications(ctx context.Context) ([]ApplicationProblem, error) {
-	rows, err := s.h.Q().QueryContext(ctx, `SELECT `+qualifiedApplicationColumns+`,
-		CASE WHEN d.draft_id IS NULL THEN 'its draft ' || a.draft_id || ' is missing'
-		     WHEN d.user != a.user THEN 'its draft ' || a.draft_id || ' is user ' || d.user || '''s, the application user ' || a.user || '''s'
-		     ELSE 'its draft ' || a.draft_id || ' is for order ' || d.order_id || ', the application for ' || a.order_id END
-		FROM applications a LEFT JOIN drafts d ON d.draft_id = a.draft_id
-		WHERE d.draft_id IS NULL OR d.user != a.user OR d.order_id != a.order_id
-		ORDER BY a.application_id`)
+	rows, err := s.h.Q().QueryContext(ctx, s.q.checkApplications)
 	if err != nil {
 		return nil, fmt.Errorf("check applications: %w", err)
 	}
@@ -78,11 +72,11 @@ func (s *Store) CheckApplications(ctx context.Context) ([]ApplicationProblem, er
 }
 
 // TakeSnapshot holds the business file at path at this moment, for a
-// backup (sqlitedb.TakeSnapshot): a read transaction on a read-only
+// backup (sqlite.TakeSnapshot): a read transaction on a read-only
 // connection, from which CopyTo writes a copy while other processes write
 // on. Errors are wrapped as "snapshot business PATH: …".
-func TakeSnapshot(ctx context.Context, path string) (*sqlitedb.Snapshot, error) {
-	s, err := sqlitedb.TakeSnapshot(ctx, path, sqlitedb.Spec{ApplicationID: ApplicationID, Migrations: migrations[:SchemaVersion]})
+func TakeSnapshot(ctx context.Context, path string) (*sqlite.Snapshot, error) {
+	s, err := sqlite.TakeSnapshot(ctx, path, sqlite.Spec{ApplicationID: ApplicationID, Migrations: migrations[:SchemaVersion]})
 	if err != nil {
 		return nil, fmt.Errorf("snapshot business %s: %w", path, err)
 	}

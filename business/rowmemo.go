@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 )
 
@@ -14,8 +13,8 @@ import (
 // (PreloadTasks), so that each row's reads of them answer from memory:
 // the trail (Decisions, read twice a row), the draft an answer binds to
 // (Held, and SubmitTx's read), and its application (ApplicationByTask,
-// SubmitTx's reuse check). Seven statements a row became three for the
-// chunk (issue 16: decide's reads were a third of its statements).
+// SubmitTx's reuse check): three statements for the chunk instead of
+// seven a row.
 //
 // Why it stays true: the transaction holds the write lock from its first
 // statement (BEGIN IMMEDIATE; the advisory write lock on PostgreSQL), so
@@ -170,22 +169,19 @@ func (s *Store) preloadTasks(ctx context.Context, taskIDs []string) error {
 		args[i] = id
 		got[id] = &taskRows{trail: []Decision{}, trailKnown: true, apps: map[string]Application{}}
 	}
-	in := strings.TrimSuffix(strings.Repeat("?, ", len(taskIDs)), ", ")
-	// The trail in Decisions' order within each task (at, then rowid:
-	// the order of insertion).
-	err := scanEach(ctx, s, `SELECT `+decisionColumns+` FROM decisions WHERE task_id IN (`+in+`) ORDER BY at, rowid`, args,
+	// The trail in Decisions' order within each task.
+	err := scanEach(ctx, s, s.q.decisionsOf(len(taskIDs)), args,
 		scanDecision, func(d Decision) { got[d.TaskID].trail = append(got[d.TaskID].trail, d) })
 	if err != nil {
 		return fmt.Errorf("decisions of %d tasks: %w", len(taskIDs), err)
 	}
-	err = scanEach(ctx, s, `SELECT `+draftReadColumns+` FROM drafts WHERE task_id IN (`+in+`)`, args,
+	err = scanEach(ctx, s, s.q.draftsOf(len(taskIDs)), args,
 		scanDraft, func(d Draft) { got[d.TaskID].drafts = append(got[d.TaskID].drafts, d) })
 	if err != nil {
 		return fmt.Errorf("drafts of %d tasks: %w", len(taskIDs), err)
 	}
 	var task string // the task of the application scanned last
-	err = scanEach(ctx, s, `SELECT d.task_id, `+qualifiedApplicationColumns+` FROM drafts d JOIN applications a ON a.draft_id = d.draft_id
-		 WHERE d.task_id IN (`+in+`)`, args,
+	err = scanEach(ctx, s, s.q.applicationsOf(len(taskIDs)), args,
 		func(sc scanner) (Application, error) { return scanApplication(prefixed{sc, &task}) },
 		func(a Application) { got[task].apps[a.DraftID] = a })
 	if err != nil {

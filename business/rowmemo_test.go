@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // TestPreloadTasks checks the rows a decide chunk reads up front
@@ -35,7 +35,7 @@ func testPreloadTasks(t *testing.T, kind storeKind) {
 	}
 	tasks := []string{"t1", "t2", "t3"} // t3 has nothing
 	err = s.InTx(ctx, func(tx *Store) error {
-		plain := &Store{h: tx.h, now: tx.now} // reads the same transaction, no memo
+		plain := &Store{h: tx.h, q: tx.q, now: tx.now} // reads the same transaction, no memo
 		drafts := []string{d1.ID, d2.ID}
 		// same checks that every answer the memo gives is the database's.
 		same := func(when string) {
@@ -60,14 +60,14 @@ func testPreloadTasks(t *testing.T, kind storeKind) {
 				}
 			}
 		}
-		before := sqlitedb.Statements()
+		before := sqlstore.Statements()
 		if err := tx.PreloadTasks(ctx, tasks); err != nil {
 			return err
 		}
-		if n := sqlitedb.Statements() - before; n != 3 {
+		if n := sqlstore.Statements() - before; n != 3 {
 			t.Errorf("PreloadTasks ran %d statements, want 3", n)
 		}
-		before = sqlitedb.Statements()
+		before = sqlstore.Statements()
 		for _, task := range tasks {
 			if _, err := tx.Decisions(ctx, task); err != nil {
 				return err
@@ -81,7 +81,7 @@ func testPreloadTasks(t *testing.T, kind storeKind) {
 				return err
 			}
 		}
-		if n := sqlitedb.Statements() - before; n != 0 {
+		if n := sqlstore.Statements() - before; n != 0 {
 			t.Errorf("reads of preloaded tasks ran %d statements, want 0", n)
 		}
 		same("preloaded")
@@ -125,11 +125,11 @@ func testPreloadTasks(t *testing.T, kind storeKind) {
 func TestPreloadTasksOutsideTx(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newSeeded(t)
-	before := sqlitedb.Statements()
+	before := sqlstore.Statements()
 	if err := s.PreloadTasks(ctx, []string{"t1"}); err != nil {
 		t.Fatal(err)
 	}
-	if n := sqlitedb.Statements() - before; n != 0 {
+	if n := sqlstore.Statements() - before; n != 0 {
 		t.Errorf("PreloadTasks outside InTx ran %d statements, want 0", n)
 	}
 	if _, _, err := s.PrepareDraft(ctx, "t1", "A3001", "demo-user", "too small", 300*time.Second, t0); err != nil {

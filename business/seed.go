@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // seedHeader is the required first record of a seed CSV.
@@ -122,16 +122,16 @@ func parseSeedBool(name, v string) (bool, error) {
 }
 
 // loadSeed inserts the seed orders, marked teaching, inside the
-// schema-creating transaction q (store SQL, on either database).
+// schema-creating transaction q, with the statements sq of its database.
 // Dates are relative to now (the file's creation): delivered_at = now − days.
 // An order with open_application gets a draft and a pending application of
 // the task SeedTaskPrefix+order_id, created at now. marked says the orders
 // table has the teaching column (SQLite files made with fewer migrations,
 // as tests make them, do not: migration 0005 marks their orders later).
-func loadSeed(ctx context.Context, q sqlitedb.Querier, orders []seedOrder, now time.Time, marked bool) error {
-	insert := `INSERT INTO orders (order_id, user, item, delivered_at, final_sale, teaching) VALUES (?, ?, ?, ?, ?, 1)`
+func loadSeed(ctx context.Context, q sqlstore.Querier, sq *queries, orders []seedOrder, now time.Time, marked bool) error {
+	insert := sq.insertSeedOrder
 	if !marked {
-		insert = `INSERT INTO orders (order_id, user, item, delivered_at, final_sale) VALUES (?, ?, ?, ?, ?)`
+		insert = sqliteInsertUnmarkedSeedOrder
 	}
 	for _, o := range orders {
 		var delivered any // NULL: not delivered
@@ -139,7 +139,7 @@ func loadSeed(ctx context.Context, q sqlitedb.Querier, orders []seedOrder, now t
 			delivered = formatTime(now.Add(-time.Duration(o.deliveredDays) * 24 * time.Hour))
 		}
 		if _, err := q.ExecContext(ctx, insert,
-			o.orderID, o.user, o.item, delivered, o.finalSale); err != nil {
+			o.orderID, o.user, o.item, delivered, flag(o.finalSale)); err != nil {
 			return fmt.Errorf("seed orders: line %d: %w", o.line, err)
 		}
 		if !o.openApplication {
@@ -147,15 +147,11 @@ func loadSeed(ctx context.Context, q sqlitedb.Querier, orders []seedOrder, now t
 		}
 		taskID := SeedTaskPrefix + o.orderID
 		draftID := "d_" + taskID
-		if _, err := q.ExecContext(ctx,
-			`INSERT INTO drafts (draft_id, task_id, order_id, user, reason, created_at, expires_at)
-			 VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		if _, err := q.ExecContext(ctx, sq.insertSeedDraft,
 			draftID, taskID, o.orderID, o.user, "seed", formatTime(now), formatTime(now.Add(DefaultDraftTTL))); err != nil {
 			return fmt.Errorf("seed orders: line %d: draft: %w", o.line, err)
 		}
-		if _, err := q.ExecContext(ctx,
-			`INSERT INTO applications (application_id, draft_id, order_id, user, review_status, created_at)
-			 VALUES (?, ?, ?, ?, ?, ?)`,
+		if _, err := q.ExecContext(ctx, sq.insertApplication,
 			"app_"+taskID, draftID, o.orderID, o.user, ReviewPending, formatTime(now)); err != nil {
 			return fmt.Errorf("seed orders: line %d: application: %w", o.line, err)
 		}

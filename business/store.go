@@ -9,7 +9,9 @@ import (
 	"io/fs"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/pgdb"
+	"assistant/internal/sqlite"
+	"assistant/internal/sqlstore"
 )
 
 const (
@@ -55,33 +57,33 @@ var (
 
 	// ErrForeignFile refuses a file that holds tables but carries another
 	// PRAGMA application_id than ApplicationID: it belongs to another program.
-	// It is sqlitedb.ErrForeignFile, shared with checkpoints.
-	ErrForeignFile = sqlitedb.ErrForeignFile
+	// It is sqlite.ErrForeignFile, shared with checkpoints.
+	ErrForeignFile = sqlite.ErrForeignFile
 
 	// ErrNewerSchema refuses a business file whose PRAGMA user_version is newer
 	// than the migrations this build knows.
-	ErrNewerSchema = sqlitedb.ErrNewerSchema
+	ErrNewerSchema = sqlite.ErrNewerSchema
 
 	// ErrCorrupt refuses a file that is not an SQLite database, or is truncated
 	// or damaged (header check and PRAGMA quick_check).
-	ErrCorrupt = sqlitedb.ErrCorrupt
+	ErrCorrupt = sqlite.ErrCorrupt
 
 	// ErrReadOnly refuses a file, or a data directory, this process cannot
 	// write.
-	ErrReadOnly = sqlitedb.ErrReadOnly
+	ErrReadOnly = sqlite.ErrReadOnly
 
 	// ErrPairMismatch refuses a business file that carries another data
 	// dir's identity than Options.DataDirID (the checkpoint file's): the
 	// two files do not belong together. The error is a
-	// *sqlitedb.PairError naming both identities.
-	ErrPairMismatch = sqlitedb.ErrPairMismatch
+	// *sqlite.PairError naming both identities.
+	ErrPairMismatch = sqlite.ErrPairMismatch
 )
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
 // migration is one embedded schema step; version n is migrations/000n_*.sql.
-type migration = sqlitedb.Migration
+type migration = sqlstore.Migration
 
 // migrations holds the embedded steps in order, versions 1..len(migrations).
 // A var, not a constant list: tests swap it to make files of older versions.
@@ -128,7 +130,8 @@ type Options struct {
 // schema, over the same Handle. It is safe for concurrent use by many
 // goroutines, and several processes may open the same file at once.
 type Store struct {
-	h      *sqlitedb.Handle
+	h      *sqlstore.Handle
+	q      *queries   // the statements of h's database
 	orders *orderMemo // orders read inside InTx; nil outside
 	rows   *rowMemo   // decisions, drafts, applications read inside InTx; nil outside
 	now    func() time.Time
@@ -158,7 +161,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := sqlitedb.Open(ctx, path, sqlitedb.Spec{
+	db, err := sqlite.Open(ctx, path, sqlite.Spec{
 		ApplicationID: ApplicationID,
 		Migrations:    migrations[:SchemaVersion],
 		Create:        opts.Create,
@@ -172,13 +175,19 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('orders') WHERE name = 'teaching'`).Scan(&marked); err != nil {
 				return fmt.Errorf("seed orders: %w", err)
 			}
-			return loadSeed(ctx, tx, seed, now(), marked > 0)
+			return loadSeed(ctx, tx, sqliteQueries, seed, now(), marked > 0)
 		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &Store{h: sqlitedb.NewHandle(db, path, opts.Synchronous), now: now}, nil
+	return newStore(sqlite.NewHandle(db, path, opts.Synchronous), now), nil
+}
+
+// newStore returns the store over h, with the statements of its
+// database, reading the clock now.
+func newStore(h *sqlstore.Handle, now func() time.Time) *Store {
+	return &Store{h: h, q: sqlstore.Pick(h.Database(), sqliteQueries, postgresQueries), now: now}
 }
 
 // clockAndSeed returns the clock a store of opts reads (opts.Now, or
@@ -197,7 +206,7 @@ func (opts Options) clockAndSeed() (func() time.Time, []seedOrder, error) {
 }
 
 // DataDirID returns the data dir identity the business file carries (a
-// UUID, sqlitedb.DataDirTable); "" inside a file of a schema older than 4.
+// UUID, sqlite.DataDirTable); "" inside a file of a schema older than 4.
 // Errors: reading the file.
 func (s *Store) DataDirID(ctx context.Context) (string, error) {
 	id, err := s.h.DataDirID(ctx)
@@ -222,9 +231,9 @@ func (s *Store) Sync(ctx context.Context) error {
 func (s *Store) Close() error { return s.h.Close() }
 
 // DB returns the pool. On SQLite every transaction begun on it is BEGIN
-// IMMEDIATE (DSN _txlock). On PostgreSQL it runs SQL as given ($n
-// parameters) and its transactions take no write lock: run store SQL
-// through Handle().Begin or Durable instead (sqlitedb.Handle.DB).
+// IMMEDIATE (DSN _txlock). On PostgreSQL its transactions take no write
+// lock: write through Handle().Begin or Durable instead
+// (sqlstore.Handle.DB).
 func (s *Store) DB() *sql.DB { return s.h.DB() }
 
 // Path returns the file path the store was opened with; on PostgreSQL,
@@ -234,11 +243,11 @@ func (s *Store) Path() string { return s.h.Path() }
 // Handle returns the opened file, for the other store that keeps its tables
 // in business.sqlite: runs.New(desk.Handle(), now). Inside InTx it is the
 // transaction's Handle, so both stores write in the one commit.
-func (s *Store) Handle() *sqlitedb.Handle { return s.h }
+func (s *Store) Handle() *sqlstore.Handle { return s.h }
 
 // InTx runs fn with a Store whose every method works inside one write
 // transaction, committed durably when fn returns nil and rolled back when
-// it returns an error (sqlitedb.Handle.InTx); orders read inside it are
+// it returns an error (sqlstore.Handle.InTx); orders read inside it are
 // kept for the transaction (a batch chunk reads the same orders for every
 // row). It is how a batch writes a chunk of rows in one commit instead of a
 // dozen per row. The Store given to fn must not be used after fn returns.
@@ -247,8 +256,8 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
 	if s.h.InTxn() {
 		return fn(s)
 	}
-	err := s.h.InTx(ctx, func(h *sqlitedb.Handle) error {
-		return fn(&Store{h: h, now: s.now, orders: &orderMemo{m: map[[2]string]Order{}},
+	err := s.h.InTx(ctx, func(h *sqlstore.Handle) error {
+		return fn(&Store{h: h, q: s.q, now: s.now, orders: &orderMemo{m: map[[2]string]Order{}},
 			rows: &rowMemo{tasks: map[string]*taskRows{}, drafts: map[string]string{}}})
 	})
 	if err != nil {
@@ -260,18 +269,18 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
 // mustLoadMigrations reads migrations/NNNN_name.sql in version order and
 // panics unless the versions are exactly 1..n: a gap is a build mistake.
 func mustLoadMigrations(fsys fs.FS) []migration {
-	ms, err := sqlitedb.LoadMigrations(fsys, "migrations")
+	ms, err := sqlstore.LoadMigrations(fsys, "migrations")
 	if err != nil {
 		panic("business: " + err.Error())
 	}
 	return ms
 }
 
-// formatTime renders t for storage (sqlitedb.FormatTime).
-func formatTime(t time.Time) string { return sqlitedb.FormatTime(t) }
+// formatTime renders t for storage (sqlstore.FormatTime).
+func formatTime(t time.Time) string { return sqlstore.FormatTime(t) }
 
-// parseTime reads a stored time back (sqlitedb.ParseTime).
-func parseTime(s string) (time.Time, error) { return sqlitedb.ParseTime(s) }
+// parseTime reads a stored time back (sqlstore.ParseTime).
+func parseTime(s string) (time.Time, error) { return sqlstore.ParseTime(s) }
 
 // storedTime is t as it reads back from the file: UTC, no monotonic reading.
 func storedTime(t time.Time) time.Time {
@@ -286,4 +295,4 @@ type scanner interface {
 // IsBusy reports whether err is SQLite's SQLITE_BUSY from either file of a
 // data dir, or PostgreSQL's lock_not_available from the business store on
 // a server: a write lock another process held past DefaultBusyTimeout.
-func IsBusy(err error) bool { return sqlitedb.IsBusy(err) }
+func IsBusy(err error) bool { return sqlite.IsBusy(err) || pgdb.IsBusy(err) }

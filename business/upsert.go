@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // Actions of an OrderChange.
@@ -133,12 +133,12 @@ func (s *Store) ImportOrders(ctx context.Context, r io.Reader, opts ParseOptions
 // batch and nothing is written (its error).
 func (s *Store) ImportOrdersFile(ctx context.Context, f *OrdersFile, opts ImportOptions) (ImportResult, error) {
 	var res ImportResult
-	// The transaction commits durably (sqlitedb.Handle.Durable: at
+	// The transaction commits durably (sqlstore.Handle.Durable: at
 	// synchronous=FULL), so that nothing after the commit, such as a Sync
 	// waiting for the write lock another import holds, can fail an import
 	// that is stored.
-	err := s.h.Durable(ctx, func(tx sqlitedb.Querier) error {
-		u := &upsert{ctx: ctx, q: tx, now: s.now().UTC(), write: !opts.DryRun, operator: f.opts.Operator, file: f,
+	err := s.h.Durable(ctx, func(tx sqlstore.Querier) error {
+		u := &upsert{ctx: ctx, tx: tx, q: s.q, now: s.now().UTC(), write: !opts.DryRun, operator: f.opts.Operator, file: f,
 			res: ImportResult{DryRun: opts.DryRun, Changes: []OrderChange{}}}
 		rows, orders, err := u.run(f)
 		if err == nil {
@@ -153,7 +153,7 @@ func (s *Store) ImportOrdersFile(ctx context.Context, f *OrdersFile, opts Import
 			return &OwnerError{Lines: u.refused.lines, More: u.refused.more}
 		}
 		if opts.DryRun {
-			return sqlitedb.ErrNothingWritten
+			return sqlstore.ErrNothingWritten
 		}
 		return nil
 	})
@@ -223,7 +223,8 @@ type pendingOrder struct {
 // and the report so far.
 type upsert struct {
 	ctx      context.Context
-	q        sqlitedb.Querier
+	tx       sqlstore.Querier // the import's transaction
+	q        *queries         // the statements of tx's database
 	now      time.Time
 	write    bool // false: a dry run, or an owner refused (nothing will be committed)
 	operator bool // the rows may be of any user (ParseOptions.Operator)
@@ -233,7 +234,7 @@ type upsert struct {
 	added, changed []pendingOrder
 	args           []any                     // a write's arguments, reused
 	mine           map[[2]string]storedOrder // storedMine's result, reused
-	oneUserFull    string                    // insertOneUserText of a full batch, once made
+	oneUserFull    string                    // insertOneUser's text of a full batch, once made
 	res            ImportResult
 	refused        badLines
 	// The last delivery time written and its stored text: an export's
@@ -361,7 +362,7 @@ func (u *upsert) decideOne(g *group, mine map[[2]string]storedOrder, shop map[st
 		}
 		// An unused teaching order gives way to the shop's order.
 		if u.write {
-			if _, err := u.q.ExecContext(u.ctx, `DELETE FROM orders WHERE user = ? AND order_id = ? AND teaching = 1`, other.User, other.ID); err != nil {
+			if _, err := u.tx.ExecContext(u.ctx, u.q.deleteTeachingOrder, other.User, other.ID); err != nil {
 				return fmt.Errorf("replace teaching order %s: %w", other.ID, err)
 			}
 		}
@@ -476,7 +477,7 @@ func (u *upsert) replace(g *group, old storedOrder, action, fromUser string) err
 		return err
 	}
 	c.Tasks = tasks
-	if c.NotReturnableNow, err = eligibility(u.ctx, u.q, o, u.now); err != nil {
+	if c.NotReturnableNow, err = eligibility(u.ctx, u.tx, u.q, o, u.now); err != nil {
 		return err
 	}
 	if len(tasks) > 0 {
@@ -502,10 +503,8 @@ func changedFields(old, o Order) []string {
 	return f
 }
 
-// storedOrderColumns are the columns scanStored reads.
-const storedOrderColumns = `o.order_id, o.user, o.item, o.delivered_at, o.final_sale, o.teaching, o.shop`
-
-// scanStored reads one row of storedOrderColumns. A delivery time equal
+// scanStored reads one row of an order's columns with shop (queries). A
+// delivery time equal
 // to the last one read is not parsed again (the orders of one export share
 // a few): it is the same *time.Time, which nothing changes.
 func (u *upsert) scanStored(sc scanner) (storedOrder, error) {
@@ -552,8 +551,7 @@ func (u *upsert) storedMine(batch []*group) (map[[2]string]storedOrder, error) {
 		lo, hi = min(lo, g.order.ID), max(hi, g.order.ID)
 	}
 	limit := 2 * len(batch)
-	rows, err := u.q.QueryContext(u.ctx, `SELECT `+storedOrderColumns+` FROM orders o
-		WHERE o.user = ? AND o.order_id BETWEEN ? AND ? ORDER BY o.order_id LIMIT ?`, user, lo, hi, limit)
+	rows, err := u.tx.QueryContext(u.ctx, u.q.storedRange, user, lo, hi, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read stored orders: %w", err)
 	}
@@ -582,8 +580,7 @@ func (u *upsert) storedPairs(batch []*group, out map[[2]string]storedOrder) erro
 			args = append(args, "", "")
 		}
 	}
-	rows, err := u.q.QueryContext(u.ctx, `WITH b (user, order_id) AS (VALUES `+placeholders(importBatch, 2)+`)
-		SELECT `+storedOrderColumns+` FROM b JOIN orders o ON o.user = b.user AND o.order_id = b.order_id`, args...)
+	rows, err := u.tx.QueryContext(u.ctx, u.q.storedPairs, args...)
 	if err != nil {
 		return fmt.Errorf("read stored orders: %w", err)
 	}
@@ -591,7 +588,7 @@ func (u *upsert) storedPairs(batch []*group, out map[[2]string]storedOrder) erro
 	return err
 }
 
-// scanInto reads rows of storedOrderColumns into out, by (user, order
+// scanInto reads rows of scanStored's columns into out, by (user, order
 // id), closes them and returns how many there were.
 func (u *upsert) scanInto(rows *sql.Rows, out map[[2]string]storedOrder) (int, error) {
 	defer rows.Close()
@@ -620,7 +617,7 @@ func (u *upsert) storedShop(batch []*group) (map[string]storedOrder, error) {
 			args[i] = batch[i].order.ID
 		}
 	}
-	rows, err := u.q.QueryContext(u.ctx, `SELECT `+storedOrderColumns+` FROM orders o WHERE o.shop = 1 AND o.order_id IN (`+placeholders(importBatch, 1)+`)`, args...)
+	rows, err := u.tx.QueryContext(u.ctx, u.q.storedShop, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read stored orders: %w", err)
 	}
@@ -639,8 +636,8 @@ func (u *upsert) storedShop(batch []*group) (map[string]storedOrder, error) {
 // writePending writes the queued orders of each kind once importBatch
 // of them wait, or all of them when final: importBatch at a time with one
 // statement each (a full batch's statement is prepared once), and the
-// rest with one more. Added orders are written by insertOrders, the others
-// by upsertOrders. A written order is the shop's when an operator import
+// rest with one more. Added orders are written by queries.insertOrders,
+// the others by queries.upsertOrders. A written order is the shop's when an operator import
 // writes it, else the user's own (a teaching order it replaces included);
 // a written order is no teaching order. (One JSON
 // argument per batch, read with json_each, took twice the time of binding
@@ -658,7 +655,7 @@ func (u *upsert) writePending(final bool) error {
 		}
 	}
 	if final || len(u.changed) >= importBatch {
-		if u.changed, err = u.writeOrders(u.changed, upsertOrders); err != nil {
+		if u.changed, err = u.writeOrders(u.changed, u.q.upsertOrders); err != nil {
 			return err
 		}
 	}
@@ -682,7 +679,7 @@ func (u *upsert) writeAdded(orders []pendingOrder) ([]pendingOrder, error) {
 		if one {
 			err = u.writeOneUser(chunk)
 		} else {
-			_, err = u.writeOrders(chunk, insertOrders)
+			_, err = u.writeOrders(chunk, u.q.insertOrders)
 		}
 		if err != nil {
 			return orders, err
@@ -698,40 +695,23 @@ func (u *upsert) writeAdded(orders []pendingOrder) ([]pendingOrder, error) {
 func (u *upsert) writeOneUser(orders []pendingOrder) error {
 	args := u.args[:0]
 	for _, p := range orders {
-		args = append(args, p.o.ID, p.o.Item, u.deliveredArg(p.o), p.o.FinalSale)
+		args = append(args, p.o.ID, p.o.Item, u.deliveredArg(p.o), flag(p.o.FinalSale))
 	}
 	args = append(args, orders[0].o.User)
 	stmt := u.oneUserFull
 	if len(orders) != importBatch || stmt == "" {
-		stmt = insertOneUserText(len(orders), u.operator)
+		stmt = u.q.insertOneUser(len(orders), u.operator)
 		if len(orders) == importBatch {
 			u.oneUserFull = stmt
 		}
 	}
-	_, err := u.q.ExecContext(u.ctx, stmt, args...)
+	_, err := u.tx.ExecContext(u.ctx, stmt, args...)
 	clear(args) // keep no strings of the file alive
 	u.args = args[:0]
 	if err != nil {
 		return fmt.Errorf("write orders: %w", err)
 	}
 	return nil
-}
-
-// insertOneUserText is the statement that writes n orders of one user
-// that are not stored, as insertOrders does: each order's id, item,
-// delivery and final sale flag, then the user once; shop is the same
-// for all (an operator import's orders are the shop's).
-func insertOneUserText(n int, shop bool) string {
-	flag := "0"
-	if shop {
-		flag = "1"
-	}
-	// CAST: PostgreSQL types a parameter of VALUES as text, and the
-	// flag's column is an integer.
-	rows := strings.TrimSuffix(strings.Repeat("(?, ?, ?, CAST(? AS INTEGER)), ", n), ", ")
-	return `WITH v (order_id, item, delivered_at, final_sale) AS (VALUES ` + rows + `)
-		INSERT OR FAIL INTO orders (user, order_id, item, delivered_at, final_sale, shop)
-		SELECT ?, order_id, item, delivered_at, final_sale, ` + flag + ` FROM v`
 }
 
 // writeOrders writes orders with the statements of stmt (the statement
@@ -744,9 +724,9 @@ func (u *upsert) writeOrders(orders []pendingOrder, stmt func(n int) string) ([]
 			if p.o.User != u.lastUser || u.userArg == nil {
 				u.lastUser, u.userArg = p.o.User, p.o.User // boxed once per run of one user
 			}
-			args = append(args, u.userArg, p.o.ID, p.o.Item, u.deliveredArg(p.o), p.o.FinalSale, p.shop)
+			args = append(args, u.userArg, p.o.ID, p.o.Item, u.deliveredArg(p.o), flag(p.o.FinalSale), flag(p.shop))
 		}
-		_, err := u.q.ExecContext(u.ctx, stmt(n), args...)
+		_, err := u.tx.ExecContext(u.ctx, stmt(n), args...)
 		clear(args) // keep no strings of the file alive
 		u.args = args[:0]
 		if err != nil {
@@ -758,51 +738,9 @@ func (u *upsert) writeOrders(orders []pendingOrder, stmt func(n int) string) ([]
 	return orders[:0], nil
 }
 
-// The statements that write a full batch, made once.
-var (
-	upsertFullBatch = upsertOrdersText(importBatch)
-	insertFullBatch = insertOrdersText(importBatch)
-)
-
-// upsertOrders is the statement that writes n orders, added or stored:
-// an INSERT … ON CONFLICT that updates a stored one.
-func upsertOrders(n int) string {
-	if n == importBatch {
-		return upsertFullBatch
-	}
-	return upsertOrdersText(n)
-}
-
-func upsertOrdersText(n int) string {
-	return `INSERT INTO orders (user, order_id, item, delivered_at, final_sale, shop) VALUES ` + placeholders(n, 6) + `
-		ON CONFLICT (user, order_id) DO UPDATE SET item = excluded.item, delivered_at = excluded.delivered_at,
-			final_sale = excluded.final_sale, teaching = 0, shop = excluded.shop`
-}
-
-// insertOrders is the statement that writes n orders that are not stored
-// (the transaction read them and holds the write lock): INSERT OR FAIL,
-// a plain INSERT on PostgreSQL (sqlitedb.Rewrite drops the clause). A SQLite statement that may fail halfway (its
-// default conflict rule, ABORT, and every upsert, whose UPDATE part
-// aborts) keeps a statement journal to undo its own rows: every page it
-// changes that the transaction had changed before is first copied to a
-// temporary file, about as many page writes again as the import itself
-// makes. OR FAIL keeps the statement's rows written before a failure and
-// needs none; a failure fails the import, whose transaction rolls back.
-func insertOrders(n int) string {
-	if n == importBatch {
-		return insertFullBatch
-	}
-	return insertOrdersText(n)
-}
-
-func insertOrdersText(n int) string {
-	return `INSERT OR FAIL INTO orders (user, order_id, item, delivered_at, final_sale, shop) VALUES ` + placeholders(n, 6)
-}
-
 // inFlight returns the tasks in flight for an order (at most ten).
 func (u *upsert) inFlight(o Order) ([]string, error) {
-	rows, err := u.q.QueryContext(u.ctx,
-		`SELECT task_id FROM tasks WHERE user = ? AND order_id = ? AND status IN ('running', 'waiting', 'interrupted') ORDER BY task_id LIMIT 10`, o.User, o.ID)
+	rows, err := u.tx.QueryContext(u.ctx, u.q.inFlight, o.User, o.ID)
 	if err != nil {
 		return nil, fmt.Errorf("tasks of order %s: %w", o.ID, err)
 	}
@@ -822,24 +760,12 @@ func (u *upsert) inFlight(o Order) ([]string, error) {
 // names the order.
 func (u *upsert) used(o Order) (bool, error) {
 	var used bool
-	err := u.q.QueryRowContext(u.ctx, `SELECT EXISTS (SELECT 1 FROM tasks WHERE user = ? AND order_id = ?)
-		OR EXISTS (SELECT 1 FROM drafts WHERE user = ? AND order_id = ?)
-		OR EXISTS (SELECT 1 FROM batch_rows r JOIN tasks b ON b.task_id = r.batch_id WHERE b.user = ? AND r.order_id = ?)`,
+	err := u.tx.QueryRowContext(u.ctx, u.q.orderUsed,
 		o.User, o.ID, o.User, o.ID, o.User, o.ID).Scan(&used)
 	if err != nil {
 		return false, fmt.Errorf("uses of order %s: %w", o.ID, err)
 	}
 	return used, nil
-}
-
-// placeholders is n groups of width '?' each: "(?, ?), (?, ?)" for
-// width 2, "?, ?" for width 1.
-func placeholders(n, width int) string {
-	one := strings.TrimSuffix(strings.Repeat("?, ", width), ", ")
-	if width > 1 {
-		one = "(" + one + ")"
-	}
-	return strings.TrimSuffix(strings.Repeat(one+", ", n), ", ")
 }
 
 // deliveredArg is an order's delivered_at as stored (nil: NULL, not

@@ -11,7 +11,7 @@ import (
 	"sync"
 
 	"assistant/flow"
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlite"
 )
 
 var (
@@ -165,7 +165,7 @@ type bufferedThread struct {
 
 // NewBuffer returns an empty Buffer over the SQLite store base. base stays
 // open and usable; the caller closes it after the last Flush. Flush
-// commits durably (sqlitedb.DurableTx at base's synchronous level).
+// commits durably (sqlite.DurableTx at base's synchronous level).
 func NewBuffer(base *SQLite) *Buffer {
 	if base == nil {
 		return NewBufferOver(nil)
@@ -594,14 +594,14 @@ func (s sqliteBase) HeadCheckpoints(ctx context.Context, threadIDs []string) (ma
 }
 
 // WriteBuffered writes threads in one write transaction committed durably
-// (sqlitedb.DurableTx at the store's synchronous level); on a fenced view,
+// (sqlite.DurableTx at the store's synchronous level); on a fenced view,
 // its thread's fence is checked first, in the transaction.
 func (s sqliteBase) WriteBuffered(ctx context.Context, threads []BufferedThread) error {
 	write := func(tx *sql.Tx) error { return s.writeBuffered(ctx, tx, threads) }
 	if s.fence != nil && slices.ContainsFunc(threads, func(th BufferedThread) bool { return th.ThreadID == s.fence.thread }) {
 		write = s.checkFence(ctx, s.fence.thread, write)
 	}
-	return sqlitedb.DurableTx(ctx, s.db, s.synchronous, write)
+	return sqlite.DurableTx(ctx, s.db, s.synchronous, write)
 }
 
 // writeBuffered writes threads in tx (see BufferBase.WriteBuffered).

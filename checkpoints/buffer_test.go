@@ -13,12 +13,12 @@ import (
 	"assistant/checkpoints"
 	"assistant/checkpoints/checkpointstest"
 	"assistant/flow"
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // TestBuffer runs the buffer's suite over SQLite: Other is a second pool
 // on the same file (another process), and a Flush is one durable commit
-// (sqlitedb.Syncs).
+// (sqlstore.Syncs).
 func TestBuffer(t *testing.T) {
 	checkpointstest.RunBuffer(t, func(t *testing.T) checkpointstest.BufferStores {
 		path := filepath.Join(t.TempDir(), "checkpoints.sqlite")
@@ -32,7 +32,7 @@ func TestBuffer(t *testing.T) {
 				}
 				return mustOpenSQLite(t, path, checkpoints.SQLiteOptions{})
 			},
-			DurableCommits: sqlitedb.Syncs,
+			DurableCommits: sqlstore.Syncs,
 		}
 	})
 }

@@ -3,12 +3,12 @@ package checkpoints
 import (
 	"context"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlite"
 )
 
 // CountThreadsReadOnly counts the threads stored in the checkpoint file at
-// path without changing it (see sqlitedb.CountRowsReadOnly): a missing,
+// path without changing it (see sqlite.CountRowsReadOnly): a missing,
 // empty or unreadable file counts 0.
 func CountThreadsReadOnly(ctx context.Context, path string) (int, error) {
-	return sqlitedb.CountRowsReadOnly(ctx, path, "threads")
+	return sqlite.CountRowsReadOnly(ctx, path, "threads")
 }

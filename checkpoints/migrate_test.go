@@ -15,7 +15,8 @@ import (
 
 	"assistant/checkpoints"
 	"assistant/flow"
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlite"
+	"assistant/internal/sqlstore"
 )
 
 // v1Thread is a thread as schema version 1 stored it, read with its rules.
@@ -158,9 +159,9 @@ func mustOpenV1(tb testing.TB, path string) *sql.DB {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	db, err := sqlitedb.Open(context.Background(), path, sqlitedb.Spec{
+	db, err := sqlite.Open(context.Background(), path, sqlite.Spec{
 		ApplicationID: checkpoints.ApplicationID,
-		Migrations:    []sqlitedb.Migration{{Version: 1, Name: "0001_init.sql", SQL: string(init)}},
+		Migrations:    []sqlstore.Migration{{Version: 1, Name: "0001_init.sql", SQL: string(init)}},
 		Create:        true,
 	})
 	if err != nil {

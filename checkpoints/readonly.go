@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlite"
+	"assistant/internal/sqlstore"
 )
 
 // OpenSQLiteReadOnly opens the checkpoint file at path for reading only,
@@ -19,22 +20,22 @@ func OpenSQLiteReadOnly(ctx context.Context, path string) (*SQLite, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := sqlitedb.OpenReadOnly(ctx, path, sqlitedb.Spec{ApplicationID: ApplicationID, Migrations: migs})
+	db, err := sqlite.OpenReadOnly(ctx, path, sqlite.Spec{ApplicationID: ApplicationID, Migrations: migs})
 	if err != nil {
 		return nil, fmt.Errorf("open checkpoints %s: %w", path, err)
 	}
-	return &SQLite{db: db, synchronous: DefaultSynchronous, stmts: sqlitedb.NewStmts(db)}, nil
+	return &SQLite{db: db, synchronous: DefaultSynchronous, stmts: sqlstore.NewStmts(db)}, nil
 }
 
 // CheckFile checks the checkpoint file at path without changing it: its
 // header, its -wal, PRAGMA integrity_check, and the data dir identity it
-// carries (sqlitedb.CheckFile).
-func CheckFile(ctx context.Context, path string) (sqlitedb.FileCheck, error) {
+// carries (sqlite.CheckFile).
+func CheckFile(ctx context.Context, path string) (sqlite.FileCheck, error) {
 	migs, err := loadMigrations()
 	if err != nil {
-		return sqlitedb.FileCheck{}, err
+		return sqlite.FileCheck{}, err
 	}
-	return sqlitedb.CheckFile(ctx, path, sqlitedb.Spec{ApplicationID: ApplicationID, Migrations: migs})
+	return sqlite.CheckFile(ctx, path, sqlite.Spec{ApplicationID: ApplicationID, Migrations: migs})
 }
 
 // Threads returns the id of every thread the store holds, in id order.
@@ -59,15 +60,15 @@ func (s *SQLite) Threads(ctx context.Context) ([]string, error) {
 }
 
 // TakeSnapshot holds the checkpoint file at path at this moment, for a
-// backup (sqlitedb.TakeSnapshot): a read transaction on a read-only
+// backup (sqlite.TakeSnapshot): a read transaction on a read-only
 // connection, from which CopyTo writes a copy while other processes write
 // on. Errors are wrapped as "snapshot checkpoints PATH: …".
-func TakeSnapshot(ctx context.Context, path string) (*sqlitedb.Snapshot, error) {
+func TakeSnapshot(ctx context.Context, path string) (*sqlite.Snapshot, error) {
 	migs, err := loadMigrations()
 	if err != nil {
 		return nil, err
 	}
-	s, err := sqlitedb.TakeSnapshot(ctx, path, sqlitedb.Spec{ApplicationID: ApplicationID, Migrations: migs})
+	s, err := sqlite.TakeSnapshot(ctx, path, sqlite.Spec{ApplicationID: ApplicationID, Migrations: migs})
 	if err != nil {
 		return nil, fmt.Errorf("snapshot checkpoints %s: %w", path, err)
 	}

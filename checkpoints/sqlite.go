@@ -13,17 +13,18 @@ import (
 	"time"
 
 	"assistant/flow"
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlite"
+	"assistant/internal/sqlstore"
 )
 
 // Defaults of OpenSQLite.
 const (
 	// DefaultBusyTimeout is how long a statement waits for another
 	// connection's (or process's) write lock before failing with SQLITE_BUSY.
-	DefaultBusyTimeout = sqlitedb.DefaultBusyTimeout
+	DefaultBusyTimeout = sqlite.DefaultBusyTimeout
 	// DefaultSynchronous is the PRAGMA synchronous level: NORMAL, so a
 	// commit survives a process crash at once and power loss after Sync.
-	DefaultSynchronous = sqlitedb.DefaultSynchronous
+	DefaultSynchronous = sqlite.DefaultSynchronous
 	// ApplicationID is stored in the file header (PRAGMA application_id) to
 	// mark a checkpoints file of assistant; it spells "ASCP".
 	ApplicationID = 0x41534350
@@ -39,17 +40,17 @@ var (
 )
 
 // Refusals of OpenSQLite. Each comes wrapped with the file's path; the file is
-// left byte for byte as it was. They are the values of internal/sqlitedb,
+// left byte for byte as it was. They are the values of internal/sqlite,
 // shared with business, so errors.Is matches through either name.
 var (
 	// ErrForeignFile: the file is a SQLite database of another program.
-	ErrForeignFile = sqlitedb.ErrForeignFile
+	ErrForeignFile = sqlite.ErrForeignFile
 	// ErrNewerSchema: the file's schema version is newer than this build knows.
-	ErrNewerSchema = sqlitedb.ErrNewerSchema
+	ErrNewerSchema = sqlite.ErrNewerSchema
 	// ErrCorrupt: the file is not a SQLite database, or a damaged or truncated one.
-	ErrCorrupt = sqlitedb.ErrCorrupt
+	ErrCorrupt = sqlite.ErrCorrupt
 	// ErrReadOnly: the file or its directory cannot be written.
-	ErrReadOnly = sqlitedb.ErrReadOnly
+	ErrReadOnly = sqlite.ErrReadOnly
 )
 
 // SQLiteOptions configure OpenSQLite. The zero value opens an existing file
@@ -74,7 +75,7 @@ type SQLiteOptions struct {
 type SQLite struct {
 	db          *sql.DB
 	synchronous string
-	stmts       *sqlitedb.Stmts
+	stmts       *sqlstore.Stmts
 	// fence is set on a view made by Fenced: its writes to fence.thread
 	// check the thread's fence first (fence.go).
 	fence *threadFence
@@ -100,7 +101,7 @@ func openSQLite(ctx context.Context, path string, opts SQLiteOptions) (*SQLite, 
 	if err != nil {
 		return nil, err
 	}
-	db, err := sqlitedb.Open(ctx, path, sqlitedb.Spec{
+	db, err := sqlite.Open(ctx, path, sqlite.Spec{
 		ApplicationID: ApplicationID,
 		Migrations:    migs,
 		Create:        opts.Create,
@@ -114,7 +115,7 @@ func openSQLite(ctx context.Context, path string, opts SQLiteOptions) (*SQLite, 
 	if synchronous == "" {
 		synchronous = DefaultSynchronous
 	}
-	return &SQLite{db: db, synchronous: synchronous, stmts: sqlitedb.NewStmts(db)}, nil
+	return &SQLite{db: db, synchronous: synchronous, stmts: sqlstore.NewStmts(db)}, nil
 }
 
 // Close closes the database. Any use of the store after Close fails. On a
@@ -269,10 +270,10 @@ func (s *SQLite) putCheckpoint(ctx context.Context, cp *flow.Checkpoint, durable
 
 // inTx runs fn in a write transaction (BEGIN IMMEDIATE) and commits it;
 // with durable, the commit is durable against power loss together with
-// every earlier one (sqlitedb.DurableTx).
+// every earlier one (sqlite.DurableTx).
 func (s *SQLite) inTx(ctx context.Context, durable bool, fn func(tx *sql.Tx) error) error {
 	if durable {
-		return sqlitedb.DurableTx(ctx, s.db, s.synchronous, fn)
+		return sqlite.DurableTx(ctx, s.db, s.synchronous, fn)
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -668,11 +669,11 @@ func (s *SQLite) deleteThread(ctx context.Context, threadID string) error {
 //
 // With synchronous=FULL each commit already fsyncs the WAL, so Sync does
 // nothing. With NORMAL (the default), Sync commits one small write
-// transaction at synchronous=FULL (sqlitedb.Sync): that fsyncs the WAL file,
+// transaction at synchronous=FULL (sqlite.Sync): that fsyncs the WAL file,
 // which holds every earlier commit's frames too. The engine calls it once at
 // the end of each run, before the caller can report what the run did.
 func (s *SQLite) Sync(ctx context.Context) error {
-	if err := sqlitedb.Sync(ctx, s.db, s.synchronous); err != nil {
+	if err := sqlite.Sync(ctx, s.db, s.synchronous); err != nil {
 		return fmt.Errorf("sync checkpoints: %w", err)
 	}
 	return nil
@@ -683,6 +684,6 @@ var migrationFiles embed.FS
 
 // loadMigrations parses migrations/NNNN_name.sql into a list ordered by
 // version, checking the versions run 1, 2, 3 … without gaps.
-var loadMigrations = sync.OnceValues(func() ([]sqlitedb.Migration, error) {
-	return sqlitedb.LoadMigrations(migrationFiles, "migrations")
+var loadMigrations = sync.OnceValues(func() ([]sqlstore.Migration, error) {
+	return sqlstore.LoadMigrations(migrationFiles, "migrations")
 })

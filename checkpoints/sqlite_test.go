@@ -27,7 +27,7 @@ import (
 	"assistant/checkpoints"
 	"assistant/checkpoints/checkpointstest"
 	"assistant/flow"
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // mustOpenSQLite opens (creating) the store at path and closes it when the
@@ -357,7 +357,7 @@ func TestSQLiteDurableWrites(t *testing.T) {
 	ctx := context.Background()
 	s := mustOpenSQLite(t, filepath.Join(t.TempDir(), "checkpoints.sqlite"), checkpoints.SQLiteOptions{})
 	head := mustPutChain(t, s, "t1", 2, json.RawMessage(`{"a":1}`))
-	syncs := sqlitedb.Syncs()
+	syncs := sqlstore.Syncs()
 
 	cp := &flow.Checkpoint{ThreadID: "t1", ID: uuid.Must(uuid.NewV7()).String(), ParentID: head.ID,
 		Values: json.RawMessage(`{"a":2}`), Metadata: flow.Metadata{Source: flow.SourceLoop, Step: 2}}
@@ -368,7 +368,7 @@ func TestSQLiteDurableWrites(t *testing.T) {
 	if err := s.PutWritesDurable(ctx, "t1", cp.ID, []flow.Write{w}); err != nil {
 		t.Fatalf("PutWritesDurable: %v", err)
 	}
-	if got := sqlitedb.Syncs() - syncs; got != 2 {
+	if got := sqlstore.Syncs() - syncs; got != 2 {
 		t.Errorf("durable commits = %d, want 2", got)
 	}
 	got, err := s.Get(ctx, "t1", "")

@@ -14,7 +14,6 @@ import (
 	"assistant/business"
 	"assistant/checkpoints/postgres"
 	"assistant/flow/returns"
-	"assistant/internal/sqlitedb"
 	"assistant/runs"
 )
 
@@ -35,18 +34,18 @@ type server struct {
 }
 
 // connectServer parses the URL and connects to it, within the URL's
-// connect_timeout or sqlitedb.PGConnectTimeout (the connection and its
+// connect_timeout or the program's connect timeout (the connection and its
 // first query); its session has the lock_timeout of every session
-// (sqlitedb.PGLockTimeout). Errors: ErrInvalid for a URL that does not
+// (business.ParsePGConfig). Errors: ErrInvalid for a URL that does not
 // parse or names an unknown sslmode, without the URL; an unreachable or
 // silent server is one line naming its host, port, database and user,
 // never the password.
 func connectServer(ctx context.Context, rawURL string) (*server, error) {
 	// Its errors never repeat the URL; it sets the connect timeout and
 	// the lock_timeout every connection of the program has.
-	cfg, err := sqlitedb.ParsePGConfig(rawURL)
+	cfg, err := business.ParsePGConfig(rawURL)
 	if err != nil {
-		return nil, usageErr("--store: %v", scrub(strings.TrimPrefix(err.Error(), sqlitedb.ErrPGURL.Error()+": "), rawURL))
+		return nil, usageErr("--store: %v", scrub(strings.TrimPrefix(err.Error(), business.ErrPGURL.Error()+": "), rawURL))
 	}
 	where := fmt.Sprintf("database %s on %s", cfg.Database, hostPort(cfg.Host, cfg.Port))
 	conn, err := pgx.ConnectConfig(ctx, cfg)

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"assistant/business"
 	"assistant/checkpoints/postgres"
 	"assistant/flow/returns"
-	"assistant/internal/sqlitedb"
 )
 
 // TestIdleInTxTimeoutsFollowTheLease: the server ends a transaction whose
@@ -19,11 +19,11 @@ import (
 // transaction waits in Fence for a frozen checkpoint writer is not ended
 // for that wait (docs/postgres.md "A frozen holder").
 func TestIdleInTxTimeoutsFollowTheLease(t *testing.T) {
-	if sqlitedb.PGIdleInTxTimeout != returns.DefaultLeaseTTL {
-		t.Errorf("business sessions' idle_in_transaction_session_timeout = %v, want the lease TTL %v", sqlitedb.PGIdleInTxTimeout, returns.DefaultLeaseTTL)
+	if business.PGIdleInTxTimeout != returns.DefaultLeaseTTL {
+		t.Errorf("business sessions' idle_in_transaction_session_timeout = %v, want the lease TTL %v", business.PGIdleInTxTimeout, returns.DefaultLeaseTTL)
 	}
-	if postgres.IdleInTxTimeout <= 0 || postgres.IdleInTxTimeout >= sqlitedb.PGIdleInTxTimeout {
-		t.Errorf("checkpoint sessions' idle_in_transaction_session_timeout = %v, want above 0 and under the business store's %v", postgres.IdleInTxTimeout, sqlitedb.PGIdleInTxTimeout)
+	if postgres.IdleInTxTimeout <= 0 || postgres.IdleInTxTimeout >= business.PGIdleInTxTimeout {
+		t.Errorf("checkpoint sessions' idle_in_transaction_session_timeout = %v, want above 0 and under the business store's %v", postgres.IdleInTxTimeout, business.PGIdleInTxTimeout)
 	}
 }
 

@@ -5,10 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // BatchRow is one line of a batch file or of a decide file: the return
@@ -67,10 +66,10 @@ func (s *Store) CreateBatch(ctx context.Context, t TaskRecord, l Lease, rows []B
 // rows. A row whose Outcome is set already (a duplicate, refused before it
 // runs) is stored handled. Errors: ErrTaskExists.
 func (s *Store) CreateBatchTTL(ctx context.Context, t TaskRecord, l Lease, ttl time.Duration, rows []BatchRow) error {
-	return s.createBatch(ctx, t, l, ttl, func(tx *sqlitedb.Txn) error {
+	return s.createBatch(ctx, t, l, ttl, func(tx *sqlstore.Txn) error {
 		for len(rows) > 0 {
 			n := min(len(rows), rowsPerInsert)
-			if err := insertBatchRows(ctx, tx, t.ID, rows[:n]); err != nil {
+			if err := s.insertBatchRows(ctx, tx, t.ID, rows[:n]); err != nil {
 				return fmt.Errorf("create batch %s rows %d-%d: %w", t.ID, rows[0].RowNo, rows[n-1].RowNo, err)
 			}
 			rows = rows[n:]
@@ -84,7 +83,7 @@ func (s *Store) CreateBatchTTL(ctx context.Context, t TaskRecord, l Lease, ttl t
 // that addRows inserts in tx, and commits only when addRows returns nil.
 // Errors: insertBatchTask's, addRows' as it returns them, storage errors
 // wrapped "create batch ID: …".
-func (s *Store) createBatch(ctx context.Context, t TaskRecord, l Lease, ttl time.Duration, addRows func(tx *sqlitedb.Txn) error) error {
+func (s *Store) createBatch(ctx context.Context, t TaskRecord, l Lease, ttl time.Duration, addRows func(tx *sqlstore.Txn) error) error {
 	tx, err := s.h.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("create batch %s: %w", t.ID, err)
@@ -106,13 +105,11 @@ func (s *Store) createBatch(ctx context.Context, t TaskRecord, l Lease, ttl time
 // holding lease l, with the draft validity ttl (whole seconds kept), as
 // createBatch begins. Errors are wrapped "create batch ID: …":
 // ErrTaskExists, storage errors.
-func (s *Store) insertBatchTask(ctx context.Context, tx sqlitedb.Querier, t TaskRecord, l Lease, ttl time.Duration) error {
+func (s *Store) insertBatchTask(ctx context.Context, tx sqlstore.Querier, t TaskRecord, l Lease, ttl time.Duration) error {
 	now := formatTime(s.now())
-	_, err := tx.ExecContext(ctx,
-		`INSERT INTO tasks (`+taskColumns+`, kind, draft_ttl_seconds, lease_owner, lease_pid, lease_host, lease_until, lease_epoch)
-		 VALUES (?, ?, '', '', ?, 'running', '', ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
+	_, err := tx.ExecContext(ctx, s.q.insertBatchTask,
 		t.ID, t.User, t.Fingerprint, now, now, KindBatch, int64(ttl/time.Second), l.Owner, l.PID, l.Host, formatTime(l.Until))
-	if sqlitedb.IsUniqueViolation(err) {
+	if s.h.IsUniqueViolation(err) {
 		return fmt.Errorf("create batch %s: %w", t.ID, ErrTaskExists)
 	}
 	if err != nil {
@@ -121,15 +118,10 @@ func (s *Store) insertBatchTask(ctx context.Context, tx sqlitedb.Querier, t Task
 	return nil
 }
 
-// batchRowColumns are the columns of batch_rows a BatchRow reads back.
-const batchRowColumns = `row_no, line, task_id, order_id, reason, action, draft_id, outcome, error_code, error, duplicate_of`
-
 // BatchRows returns up to n rows of the batch starting after row number
 // after (0 for the first), in row order.
 func (s *Store) BatchRows(ctx context.Context, batchID string, after, n int) ([]BatchRow, error) {
-	rows, err := s.h.Q().QueryContext(ctx,
-		`SELECT `+batchRowColumns+` FROM batch_rows WHERE batch_id = ? AND row_no > ? ORDER BY row_no LIMIT ?`,
-		batchID, after, n)
+	rows, err := s.h.Q().QueryContext(ctx, s.q.batchRows, batchID, after, n)
 	if err != nil {
 		return nil, fmt.Errorf("rows of batch %s: %w", batchID, err)
 	}
@@ -151,24 +143,13 @@ func (s *Store) BatchRows(ctx context.Context, batchID string, after, n int) ([]
 const rowsPerInsert = 250
 
 // insertBatchRows inserts rows of batch batchID in one statement.
-func insertBatchRows(ctx context.Context, q sqlitedb.Querier, batchID string, rows []BatchRow) error {
-	var b strings.Builder
-	b.WriteString(`INSERT INTO batch_rows (batch_id, row_no, line, task_id, order_id, reason, action, draft_id, outcome, error_code, error, duplicate_of) VALUES `)
+func (s *Store) insertBatchRows(ctx context.Context, q sqlstore.Querier, batchID string, rows []BatchRow) error {
 	args := make([]any, 0, 1+11*len(rows))
 	args = append(args, batchID)
-	for i, r := range rows {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		k := 2 + 11*i // ?1 is the batch
-		b.WriteString("(?1")
-		for j := range 11 {
-			fmt.Fprintf(&b, ", ?%d", k+j)
-		}
-		b.WriteString(")")
+	for _, r := range rows {
 		args = append(args, r.RowNo, r.Line, r.TaskID, r.OrderID, r.Reason, r.Action, r.DraftID, r.Outcome, r.ErrorCode, r.Error, r.DuplicateOf)
 	}
-	_, err := q.ExecContext(ctx, b.String(), args...)
+	_, err := q.ExecContext(ctx, s.q.insertBatchRows(len(rows)), args...)
 	return err
 }
 
@@ -194,27 +175,17 @@ func (s *Store) RecordRowOutcomes(ctx context.Context, batchID string, outs []Ro
 // statement: four parameters a row, far below either database's limit.
 const outcomesPerUpdate = 250
 
-// recordOutcomes is RecordRowOutcomes for at most outcomesPerUpdate rows:
-// UPDATE … FROM a VALUES list (both SQLite and PostgreSQL name its columns
-// column1, column2, …). The row numbers are cast, so that PostgreSQL reads
-// them as integers.
+// recordOutcomes is RecordRowOutcomes for at most outcomesPerUpdate rows,
+// in one UPDATE … FROM a VALUES list (queries.recordOutcomes).
 func (s *Store) recordOutcomes(ctx context.Context, batchID string, outs []RowOutcome) error {
-	var q strings.Builder
-	q.WriteString(`UPDATE batch_rows SET outcome = v.column2, error_code = v.column3, error = v.column4 FROM (VALUES `)
 	args := make([]any, 0, 1+4*len(outs))
 	args = append(args, batchID)
 	distinct := make(map[int]bool, len(outs))
-	for i, o := range outs {
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		k := 2 + 4*i // ?1 is the batch
-		fmt.Fprintf(&q, "(CAST(?%d AS INTEGER), ?%d, ?%d, ?%d)", k, k+1, k+2, k+3)
+	for _, o := range outs {
 		args = append(args, o.RowNo, o.Outcome, o.ErrorCode, o.Error)
 		distinct[o.RowNo] = true
 	}
-	q.WriteString(`) AS v WHERE batch_rows.batch_id = ?1 AND batch_rows.row_no = v.column1`)
-	res, err := s.h.Q().ExecContext(ctx, q.String(), args...)
+	res, err := s.h.Q().ExecContext(ctx, s.q.recordOutcomes(len(outs)), args...)
 	if err != nil {
 		return fmt.Errorf("record rows %d-%d of batch %s: %w", outs[0].RowNo, outs[len(outs)-1].RowNo, batchID, err)
 	}
@@ -227,7 +198,7 @@ func (s *Store) recordOutcomes(ctx context.Context, batchID string, outs []RowOu
 	}
 	for _, o := range outs { // which row is unknown: rare, one read a row
 		var one int
-		err := s.h.Q().QueryRowContext(ctx, `SELECT 1 FROM batch_rows WHERE batch_id = ? AND row_no = ?`, batchID, o.RowNo).Scan(&one)
+		err := s.h.Q().QueryRowContext(ctx, s.q.batchRowExists, batchID, o.RowNo).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("record row %d of batch %s: %w", o.RowNo, batchID, ErrNotFound)
 		}
@@ -241,7 +212,7 @@ func (s *Store) recordOutcomes(ctx context.Context, batchID string, outs []RowOu
 // CountBatchRows returns how many rows the batch has.
 func (s *Store) CountBatchRows(ctx context.Context, batchID string) (int, error) {
 	var n int
-	if err := s.h.Q().QueryRowContext(ctx, `SELECT count(*) FROM batch_rows WHERE batch_id = ?`, batchID).Scan(&n); err != nil {
+	if err := s.h.Q().QueryRowContext(ctx, s.q.countBatchRows, batchID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count rows of batch %s: %w", batchID, err)
 	}
 	return n, nil

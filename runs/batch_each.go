@@ -1,7 +1,7 @@
 package runs
 
 import (
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 	"context"
 	"fmt"
 	"time"
@@ -14,9 +14,8 @@ import (
 // each returns nil: an error of each (or of add) leaves nothing.
 // Errors: ErrTaskExists, each's, storage errors.
 func (s *Store) CreateBatchEach(ctx context.Context, t TaskRecord, l Lease, ttl time.Duration, each func(add func(BatchRow) error) error) error {
-	return s.createBatch(ctx, t, l, ttl, func(tx *sqlitedb.Txn) error {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO batch_rows (batch_id, row_no, line, task_id, order_id, reason, action, draft_id, outcome, error_code, error, duplicate_of)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	return s.createBatch(ctx, t, l, ttl, func(tx *sqlstore.Txn) error {
+		stmt, err := tx.PrepareContext(ctx, s.q.insertBatchRow)
 		if err != nil {
 			return fmt.Errorf("create batch %s: %w", t.ID, err)
 		}

@@ -3,7 +3,6 @@ package runs
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -14,13 +13,12 @@ import (
 // The task ids go in one IN list, a parameter each (a chunk holds at most
 // a few hundred tasks, far below either database's parameter limit).
 
-// inList returns "?, ?, …" for n parameters and the ids as arguments
-// after the ones given.
-func inList(ids []string, args ...any) (string, []any) {
+// inList returns the ids as arguments after the ones given.
+func inList(ids []string, args ...any) []any {
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	return strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", "), args
+	return args
 }
 
 // TasksIn returns the records of those of taskIDs that exist, by task id:
@@ -30,8 +28,7 @@ func (s *Store) TasksIn(ctx context.Context, taskIDs []string) (map[string]TaskR
 	if len(taskIDs) == 0 {
 		return out, nil
 	}
-	in, args := inList(taskIDs)
-	rows, err := s.h.Q().QueryContext(ctx, `SELECT `+recordColumns+` FROM tasks WHERE task_id IN (`+in+`)`, args...)
+	rows, err := s.h.Q().QueryContext(ctx, s.q.tasksIn(len(taskIDs)), inList(taskIDs)...)
 	if err != nil {
 		return nil, fmt.Errorf("records of %d tasks: %w", len(taskIDs), err)
 	}
@@ -66,8 +63,7 @@ func (s *Store) StepTallies(ctx context.Context, taskIDs []string) (map[string]S
 	if len(taskIDs) == 0 {
 		return out, nil
 	}
-	in, args := inList(taskIDs)
-	err := s.eachCount(ctx, `SELECT task_id, node, count(*), max(seq) FROM steps WHERE task_id IN (`+in+`) GROUP BY task_id, node`, args,
+	err := s.eachCount(ctx, s.q.stepCountsIn(len(taskIDs)), inList(taskIDs),
 		func(task, node string, n, top int) {
 			t := out[task]
 			t.Attempts[node] = n
@@ -79,12 +75,8 @@ func (s *Store) StepTallies(ctx context.Context, taskIDs []string) (map[string]S
 	}
 	// FailedSteps' rule: failed (an operator's stop excepted) or left
 	// running since the node last finished a step.
-	in, args = inList(taskIDs, StepFailed, StepRunning, MsgInterrupted, StepDone, StepWaiting)
-	err = s.eachCount(ctx,
-		`SELECT s.task_id, s.node, count(*), 0 FROM steps s WHERE s.status IN (?, ?) AND s.error <> ?
-		 AND s.seq > coalesce((SELECT max(d.seq) FROM steps d WHERE d.task_id = s.task_id AND d.node = s.node AND d.status IN (?, ?)), 0)
-		 AND s.task_id IN (`+in+`)
-		 GROUP BY s.task_id, s.node`, args,
+	err = s.eachCount(ctx, s.q.failedStepsIn(len(taskIDs)),
+		inList(taskIDs, StepFailed, StepRunning, MsgInterrupted, StepDone, StepWaiting),
 		func(task, node string, n, _ int) { out[task].Failed[node] = n })
 	if err != nil {
 		return nil, err
@@ -125,9 +117,7 @@ func (s *Store) AcquireRead(ctx context.Context, t TaskRecord, me Lease, now tim
 	if t.Lease.Owner != "" {
 		return Acquired{}, false, nil
 	}
-	res, err := s.h.Q().ExecContext(ctx,
-		`UPDATE tasks SET lease_owner = ?, lease_pid = ?, lease_host = ?, lease_until = ?, lease_epoch = lease_epoch + 1, status = 'running', updated_at = ?
-		 WHERE task_id = ? AND lease_owner IS NULL AND lease_epoch = ? AND status = ?`,
+	res, err := s.h.Q().ExecContext(ctx, s.q.acquireRead,
 		me.Owner, me.PID, me.Host, formatTime(me.Until), formatTime(now), t.ID, t.Lease.Epoch, t.Status)
 	if err != nil {
 		return Acquired{}, false, fmt.Errorf("acquire lease of task %s: %w", t.ID, err)
@@ -150,21 +140,15 @@ const stepsPerInsert = 250
 func (s *Store) AddSteps(ctx context.Context, steps []TimelineStep) error {
 	for len(steps) > 0 {
 		n := min(len(steps), stepsPerInsert)
-		var q strings.Builder
-		q.WriteString(`INSERT INTO steps (task_id, seq, node, attempt, status, started_at, ended_at, error) VALUES `)
 		args := make([]any, 0, 8*n)
-		for i, st := range steps[:n] {
-			if i > 0 {
-				q.WriteString(", ")
-			}
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
+		for _, st := range steps[:n] {
 			ended := ""
 			if !st.EndedAt.IsZero() {
 				ended = formatTime(st.EndedAt)
 			}
 			args = append(args, st.Task, st.Seq, st.Node, st.Attempt, st.Status, formatTime(st.StartedAt), ended, st.Error)
 		}
-		if _, err := s.h.Q().ExecContext(ctx, q.String(), args...); err != nil {
+		if _, err := s.h.Q().ExecContext(ctx, s.q.addSteps(n), args...); err != nil {
 			return fmt.Errorf("add %d steps (task %s first): %w", n, steps[0].Task, err)
 		}
 		steps = steps[n:]
@@ -191,22 +175,14 @@ type Progress struct {
 func (s *Store) RecordProgressAll(ctx context.Context, owner string, ps []Progress) error {
 	for len(ps) > 0 {
 		n := min(len(ps), outcomesPerUpdate)
-		var q strings.Builder
-		q.WriteString(`UPDATE tasks SET status = CASE tasks.status WHEN 'interrupted' THEN tasks.status ELSE v.column2 END, stage = v.column3, updated_at = v.column4, error_code = v.column5, error = v.column6 FROM (VALUES `)
 		args := make([]any, 0, 1+6*n)
 		args = append(args, owner)
 		distinct := make(map[string]bool, n)
-		for i, p := range ps[:n] {
-			if i > 0 {
-				q.WriteString(", ")
-			}
-			k := 2 + 6*i // ?1 is the owner
-			fmt.Fprintf(&q, "(?%d, ?%d, ?%d, ?%d, ?%d, ?%d)", k, k+1, k+2, k+3, k+4, k+5)
+		for _, p := range ps[:n] {
 			args = append(args, p.Task, p.Status, p.Stage, formatTime(p.At), p.ErrorCode, p.Error)
 			distinct[p.Task] = true
 		}
-		q.WriteString(`) AS v WHERE tasks.task_id = v.column1 AND tasks.lease_owner = ?1`)
-		res, err := s.h.Q().ExecContext(ctx, q.String(), args...)
+		res, err := s.h.Q().ExecContext(ctx, s.q.recordProgressAll(n), args...)
 		if err != nil {
 			return fmt.Errorf("record progress of %d tasks (%s first): %w", n, ps[0].Task, err)
 		}

@@ -23,6 +23,9 @@
 //	rs := runs.New(desk.Handle(), time.Now)
 //	t, err := rs.Task(ctx, "return-25")
 //
+// Its statements are written for each database (queries_sqlite.go,
+// queries_postgres.go); New takes those of its Handle's.
+//
 // Rules it keeps: every status change by a lease holder is a guarded update
 // (WHERE lease_owner = ?, rows affected checked; zero rows is ErrConflict,
 // never ignored); a lease is taken over only when it lapsed or its holder is

@@ -5,10 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // Task kinds (tasks.kind).
@@ -54,8 +53,7 @@ func (s *Store) TaskLease(ctx context.Context, taskID string) (Lease, string, er
 		kind        string
 		epoch       int64
 	)
-	err := s.h.Q().QueryRowContext(ctx,
-		`SELECT lease_owner, lease_pid, lease_host, lease_until, kind, lease_epoch FROM tasks WHERE task_id = ?`, taskID).
+	err := s.h.Q().QueryRowContext(ctx, s.q.taskLease, taskID).
 		Scan(&owner, &pid, &host, &until, &kind, &epoch)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Lease{}, "", fmt.Errorf("task %s: %w", taskID, ErrNotFound)
@@ -141,8 +139,7 @@ func (s *Store) AcquireLeaseIf(ctx context.Context, taskID string, me Lease, now
 		host, until string
 		a           Acquired
 	)
-	err = tx.QueryRowContext(ctx,
-		`SELECT lease_owner, lease_pid, lease_host, lease_until, status, lease_epoch FROM tasks WHERE task_id = ?`, taskID).
+	err = tx.QueryRowContext(ctx, s.q.leaseToAcquire, taskID).
 		Scan(&owner, &pid, &host, &until, &a.PrevStatus, &a.Epoch)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Acquired{}, fmt.Errorf("task %s: %w", taskID, ErrNotFound)
@@ -169,9 +166,7 @@ func (s *Store) AcquireLeaseIf(ctx context.Context, taskID string, me Lease, now
 	}
 	// Guarded by the owner and status read above: a concurrent taker, or a
 	// stop written meanwhile, makes this 0 rows.
-	res, err := tx.ExecContext(ctx,
-		`UPDATE tasks SET lease_owner = ?, lease_pid = ?, lease_host = ?, lease_until = ?, lease_epoch = lease_epoch + 1, status = 'running', updated_at = ?
-		 WHERE task_id = ? AND lease_owner IS NOT DISTINCT FROM ? AND status = ?`, // null-safe =, on both databases
+	res, err := tx.ExecContext(ctx, s.q.acquireLease,
 		me.Owner, me.PID, me.Host, formatTime(me.Until), formatTime(now), taskID, owner, a.PrevStatus)
 	if err := rowsChanged(res, err); err != nil {
 		return Acquired{}, fmt.Errorf("acquire lease of task %s: %w", taskID, err)
@@ -189,9 +184,7 @@ func (s *Store) AcquireLeaseIf(ctx context.Context, taskID string, me Lease, now
 // another owner holds the lease now (the holder must stop and write
 // nothing). Both match ErrConflict.
 func (s *Store) RenewLease(ctx context.Context, taskID, owner string, until time.Time) error {
-	res, err := s.h.Q().ExecContext(ctx,
-		`UPDATE tasks SET lease_until = ? WHERE task_id = ? AND lease_owner = ? AND status = 'running'`,
-		formatTime(until), taskID, owner)
+	res, err := s.h.Q().ExecContext(ctx, s.q.renewLease, formatTime(until), taskID, owner)
 	if err := rowsChanged(res, err); errors.Is(err, ErrConflict) {
 		return s.whyNotHeld(ctx, taskID, owner, 0)
 	} else if err != nil {
@@ -206,15 +199,15 @@ func (s *Store) RenewLease(ctx context.Context, taskID, owner string, until time
 // is no longer running (an operator stopped it, or it ended); ErrNotFound
 // when it is gone.
 func (s *Store) whyNotHeld(ctx context.Context, taskID, owner string, epoch int64) error {
-	return whyNotHeld(ctx, s.h.Q(), taskID, owner, epoch)
+	return s.whyNotHeldOn(ctx, s.h.Q(), taskID, owner, epoch)
 }
 
-// whyNotHeld is Store.whyNotHeld read on q (a transaction under way).
-func whyNotHeld(ctx context.Context, q sqlitedb.Querier, taskID, owner string, epoch int64) error {
+// whyNotHeldOn is whyNotHeld read on q (a transaction under way).
+func (s *Store) whyNotHeldOn(ctx context.Context, q sqlstore.Querier, taskID, owner string, epoch int64) error {
 	var cur sql.NullString
 	var status string
 	var curEpoch int64
-	err := q.QueryRowContext(ctx, `SELECT lease_owner, status, lease_epoch FROM tasks WHERE task_id = ?`, taskID).Scan(&cur, &status, &curEpoch)
+	err := q.QueryRowContext(ctx, s.q.leaseState, taskID).Scan(&cur, &status, &curEpoch)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("task %s: %w", taskID, ErrNotFound)
@@ -232,7 +225,7 @@ type Release struct {
 	Owner string
 	// Status and Stage are what the run reached. A task an operator
 	// stopped keeps its interrupted status whatever Status says (a stop is
-	// final for the run it stopped; see releaseLeaseSQL); its stage still
+	// final for the run it stopped; see queries.releaseLease); its stage still
 	// follows the head.
 	Status, Stage string
 	// ErrorCode and Error are the failure's code and message when Status
@@ -257,15 +250,15 @@ type Release struct {
 // r.Owner holds the lease. ErrConflict: the owner lost the lease; nothing
 // is written then.
 func (s *Store) Release(ctx context.Context, taskID string, r Release) error {
-	query, args := releaseLeaseSQL, []any{r.Status, r.Stage, r.ErrorCode, r.Error, formatTime(s.now()), taskID, r.Owner}
+	query, args := s.q.releaseLease, []any{r.Status, r.Stage, r.ErrorCode, r.Error, formatTime(s.now()), taskID, r.Owner}
 	if r.Keep {
-		query = recordProgressSQL
+		query = s.q.recordProgress
 	}
-	write := func(q sqlitedb.Querier) error {
+	write := func(q sqlstore.Querier) error {
 		if err := rowsChanged(q.ExecContext(ctx, query, args...)); err != nil {
 			return err
 		}
-		return endSteps(ctx, q, taskID, r.Ended)
+		return s.endSteps(ctx, q, taskID, r.Ended)
 	}
 	var err error
 	switch {
@@ -274,7 +267,7 @@ func (s *Store) Release(ctx context.Context, taskID string, r Release) error {
 	case len(r.Ended) == 0:
 		err = write(s.h.Q())
 	default:
-		var tx *sqlitedb.Txn
+		var tx *sqlstore.Txn
 		if tx, err = s.h.Begin(ctx); err == nil {
 			defer tx.Rollback()
 			if err = write(tx); err == nil {
@@ -312,10 +305,6 @@ func (s *Store) RecordProgress(ctx context.Context, taskID, owner, status, stage
 	return s.Release(ctx, taskID, Release{Owner: owner, Status: status, Stage: stage, Keep: true})
 }
 
-// recordProgressSQL records the run's status and stage while its holder
-// keeps the lease; the arguments are releaseLeaseSQL's.
-const recordProgressSQL = `UPDATE tasks SET status = ` + keepInterrupted + `, stage = ?, error_code = ?, error = ?, updated_at = ? WHERE task_id = ? AND lease_owner = ?`
-
 // ReleaseLeases gives up owner's leases of the tasks taskIDs, in one
 // statement, keeping their status; tasks owner does not hold are left as
 // they are.
@@ -330,27 +319,12 @@ func (s *Store) ReleaseLeases(ctx context.Context, owner string, taskIDs []strin
 	for _, id := range taskIDs {
 		args = append(args, id)
 	}
-	_, err := s.h.Q().ExecContext(ctx,
-		`UPDATE tasks SET lease_owner = NULL, lease_pid = 0, lease_host = '', lease_until = ''
-		 WHERE lease_owner = ? AND task_id IN (`+strings.TrimSuffix(strings.Repeat("?, ", len(taskIDs)), ", ")+`)`, args...)
+	_, err := s.h.Q().ExecContext(ctx, s.q.releaseLeases(len(taskIDs)), args...)
 	if err != nil {
 		return fmt.Errorf("release %d leases: %w", len(taskIDs), err)
 	}
 	return nil
 }
-
-// keepInterrupted sets the status to the bound one unless the task is
-// interrupted: the one place of the rule that a stop is final for the run
-// it stopped (releaseLeaseSQL, RecordProgress).
-const keepInterrupted = `CASE status WHEN 'interrupted' THEN status ELSE ? END`
-
-// releaseLeaseSQL records the run's status and stage and gives the lease
-// up. A task an operator stopped stays interrupted (docs/design.md "Run
-// status"): once interrupted is written, the stopped run changes no status
-// again; only its stage follows the head.
-const releaseLeaseSQL = `UPDATE tasks SET status = ` + keepInterrupted + `, stage = ?, error_code = ?, error = ?,
-	lease_owner = NULL, lease_pid = 0, lease_host = '', lease_until = '', updated_at = ?
-	WHERE task_id = ? AND lease_owner = ?`
 
 // RequestStop moves a running task to interrupted (an operator stop). The
 // process driving it sees that at its next heartbeat and cancels the node
@@ -361,7 +335,7 @@ const releaseLeaseSQL = `UPDATE tasks SET status = ` + keepInterrupted + `, stag
 // and a writer that takes the file's lock right after the commit cannot
 // make a stop that is written report a failure.
 func (s *Store) RequestStop(ctx context.Context, taskID string) error {
-	return s.h.Durable(ctx, func(q sqlitedb.Querier) error {
+	return s.h.Durable(ctx, func(q sqlstore.Querier) error {
 		return s.setProgressStatus(ctx, q, taskID, "running", "interrupted")
 	})
 }
@@ -381,13 +355,11 @@ func (s *Store) SetProgressStatus(ctx context.Context, taskID, from, to string) 
 }
 
 // setProgressStatus is SetProgressStatus's update, in q's transaction.
-func (s *Store) setProgressStatus(ctx context.Context, q sqlitedb.Querier, taskID, from, to string) error {
-	res, err := q.ExecContext(ctx,
-		`UPDATE tasks SET status = ?, updated_at = ? WHERE task_id = ? AND status = ?`,
-		to, formatTime(s.now()), taskID, from)
+func (s *Store) setProgressStatus(ctx context.Context, q sqlstore.Querier, taskID, from, to string) error {
+	res, err := q.ExecContext(ctx, s.q.setStatus, to, formatTime(s.now()), taskID, from)
 	if err := rowsChanged(res, err); errors.Is(err, ErrConflict) {
 		var current string
-		if err := q.QueryRowContext(ctx, `SELECT status FROM tasks WHERE task_id = ?`, taskID).Scan(&current); errors.Is(err, sql.ErrNoRows) {
+		if err := q.QueryRowContext(ctx, s.q.taskStatus, taskID).Scan(&current); errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("task %s: %w", taskID, ErrNotFound)
 		} else if err != nil {
 			return fmt.Errorf("set status of task %s: %w", taskID, err)
@@ -401,7 +373,7 @@ func (s *Store) setProgressStatus(ctx context.Context, q sqlitedb.Querier, taskI
 
 // SetKind records the kind of a task (KindReturn or KindBatch).
 func (s *Store) SetKind(ctx context.Context, taskID, kind string) error {
-	res, err := s.h.Q().ExecContext(ctx, `UPDATE tasks SET kind = ? WHERE task_id = ?`, kind, taskID)
+	res, err := s.h.Q().ExecContext(ctx, s.q.setKind, kind, taskID)
 	if err := rowsChanged(res, err); err != nil {
 		return fmt.Errorf("set kind of task %s: %w", taskID, err)
 	}

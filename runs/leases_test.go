@@ -1,7 +1,7 @@
 package runs
 
 import (
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 	"assistant/internal/testkit"
 
 	"context"
@@ -956,11 +956,11 @@ func TestRequestStopIsDurable(t *testing.T) {
 	if err := s.RecordProgress(ctx, "return-25", "o1", "running", "prepare"); err != nil {
 		t.Fatal(err)
 	}
-	before := sqlitedb.Syncs()
+	before := sqlstore.Syncs()
 	if err := s.RequestStop(ctx, "return-25"); err != nil {
 		t.Fatal(err)
 	}
-	if got := sqlitedb.Syncs() - before; got != 1 {
+	if got := sqlstore.Syncs() - before; got != 1 {
 		t.Errorf("RequestStop made %d durable commits, want 1", got)
 	}
 	if got := mustTask(t, s, "return-25"); got.Status != "interrupted" {

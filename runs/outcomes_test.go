@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // TestRecordRowOutcomes checks a batch's rows stored in a statement for
@@ -28,11 +28,11 @@ func testRecordRowOutcomes(t *testing.T, kind storeKind) {
 	}
 	rows[1].DuplicateOf, rows[1].Outcome, rows[1].ErrorCode, rows[1].Error = 1, "duplicate", "invalid_input", "row 2 repeats row 1"
 	s, _ := newSeededOn(t, kind)
-	before := sqlitedb.Statements()
+	before := sqlstore.Statements()
 	if err := s.CreateBatch(ctx, TaskRecord{ID: "b", User: "demo-user", Fingerprint: "fp"}, holder, rows); err != nil {
 		t.Fatal(err)
 	}
-	if got := sqlitedb.Statements() - before; got != 3 {
+	if got := sqlstore.Statements() - before; got != 3 {
 		t.Errorf("a batch of %d rows took %d statements to create, want 3 (its task, two inserts of rows)", n, got)
 	}
 	if got, err := s.BatchRows(ctx, "b", 0, n); err != nil || !slices.Equal(got, rows) {
@@ -43,11 +43,11 @@ func testRecordRowOutcomes(t *testing.T, kind storeKind) {
 		{RowNo: 1, Outcome: "not_found", ErrorCode: "not_found", Error: "order A3001 not found; it's 'quoted'"},
 		{RowNo: 2, Outcome: "failed", ErrorCode: "internal", Error: ""},
 	}
-	before = sqlitedb.Statements()
+	before = sqlstore.Statements()
 	if err := s.RecordRowOutcomes(ctx, "b", outs); err != nil {
 		t.Fatal(err)
 	}
-	if got := sqlitedb.Statements() - before; got != 1 {
+	if got := sqlstore.Statements() - before; got != 1 {
 		t.Errorf("3 outcomes took %d statements, want 1", got)
 	}
 	got, err := s.BatchRows(ctx, "b", 0, 4)
@@ -68,11 +68,11 @@ func testRecordRowOutcomes(t *testing.T, kind storeKind) {
 	for i := range all {
 		all[i] = RowOutcome{RowNo: i + 1, Outcome: "submitted"}
 	}
-	before = sqlitedb.Statements()
+	before = sqlstore.Statements()
 	if err := s.RecordRowOutcomes(ctx, "b", all); err != nil {
 		t.Fatal(err)
 	}
-	if got := sqlitedb.Statements() - before; got != 2 {
+	if got := sqlstore.Statements() - before; got != 2 {
 		t.Errorf("%d outcomes took %d statements, want 2", n, got)
 	}
 	got, err = s.BatchRows(ctx, "b", 0, n)
@@ -119,7 +119,7 @@ func testRecordProgressAll(t *testing.T, kind storeKind) {
 		t.Fatal(err)
 	}
 	at := t0.Add(time.Minute)
-	before := sqlitedb.Statements()
+	before := sqlstore.Statements()
 	err := s.RecordProgressAll(ctx, holder.Owner, []Progress{
 		{Task: "r1", Status: "waiting", Stage: "draft_ready", At: at},
 		{Task: "r2", Status: "waiting", Stage: "draft_ready", At: at},
@@ -127,7 +127,7 @@ func testRecordProgressAll(t *testing.T, kind storeKind) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := sqlitedb.Statements() - before; got != 1 {
+	if got := sqlstore.Statements() - before; got != 1 {
 		t.Errorf("2 tasks' progress took %d statements, want 1", got)
 	}
 	for id, want := range map[string]string{"r1": "waiting", "r2": "interrupted", "r3": "running"} {

@@ -6,7 +6,8 @@ import (
 	"errors"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlite"
+	"assistant/internal/sqlstore"
 )
 
 var (
@@ -45,7 +46,8 @@ var (
 // (business/pgmigrations), so a Store is made over the business store's
 // Handle, not opened on its own. It is safe for concurrent use.
 type Store struct {
-	h   *sqlitedb.Handle
+	h   *sqlstore.Handle
+	q   *queries // the statements of h's database
 	now func() time.Time
 }
 
@@ -54,33 +56,33 @@ type Store struct {
 // the store stamps itself (updated_at); nil means time.Now. Inside
 // business.Store.InTx, pass the transaction's Handle: the Store's writes
 // then join that one commit.
-func New(h *sqlitedb.Handle, now func() time.Time) *Store {
+func New(h *sqlstore.Handle, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{h: h, now: now}
+	return &Store{h: h, q: sqlstore.Pick(h.Database(), sqliteQueries, postgresQueries), now: now}
 }
 
 // Sync makes every earlier commit to the file durable against power loss
-// (sqlitedb.Handle.Sync).
+// (sqlstore.Handle.Sync).
 func (s *Store) Sync(ctx context.Context) error { return s.h.Sync(ctx) }
 
 // CountTasksReadOnly counts the tasks recorded in the business file at path
-// without changing it (see sqlitedb.CountRowsReadOnly): a missing, empty or
+// without changing it (see sqlite.CountRowsReadOnly): a missing, empty or
 // unreadable file counts 0.
 func CountTasksReadOnly(ctx context.Context, path string) (int, error) {
-	return sqlitedb.CountRowsReadOnly(ctx, path, "tasks")
+	return sqlite.CountRowsReadOnly(ctx, path, "tasks")
 }
 
 // rowsChanged turns an Exec result into ErrConflict when no row matched the
 // guard: a guarded update that changed nothing is never ignored.
 func rowsChanged(res sql.Result, err error) error {
-	return sqlitedb.RowsChanged(res, err, ErrConflict)
+	return sqlstore.RowsChanged(res, err, ErrConflict)
 }
 
-func formatTime(t time.Time) string { return sqlitedb.FormatTime(t) }
+func formatTime(t time.Time) string { return sqlstore.FormatTime(t) }
 
-func parseTime(s string) (time.Time, error) { return sqlitedb.ParseTime(s) }
+func parseTime(s string) (time.Time, error) { return sqlstore.ParseTime(s) }
 
 // scanner is a *sql.Row or *sql.Rows.
 type scanner interface {

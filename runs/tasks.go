@@ -1,12 +1,11 @@
 package runs
 
 import (
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -46,13 +45,6 @@ type TaskRecord struct {
 	Approvals int `json:"-"`
 }
 
-// taskColumns are the columns CreateTask writes; recordColumns are what a
-// TaskRecord reads back.
-const (
-	taskColumns   = `task_id, user, order_id, reason, fingerprint, status, stage, created_at, updated_at`
-	recordColumns = taskColumns + `, kind, lease_owner, lease_pid, lease_host, lease_until, lease_epoch, error_code, error`
-)
-
 // CreateTask records task t. An empty Status becomes DefaultTaskStatus, a
 // zero CreatedAt becomes the store's clock, a zero UpdatedAt becomes
 // CreatedAt. ID and User are required. Errors: ErrTaskExists when the task id
@@ -74,11 +66,10 @@ func (s *Store) CreateTask(ctx context.Context, t TaskRecord) error {
 	// chunk's transaction a failed statement would abort the whole
 	// transaction on PostgreSQL, and the chunk goes on after a task that
 	// exists.
-	res, err := s.h.Q().ExecContext(ctx,
-		`INSERT INTO tasks (`+taskColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+	res, err := s.h.Q().ExecContext(ctx, s.q.createTask,
 		t.ID, t.User, t.OrderID, t.Reason, t.Fingerprint, t.Status, t.Stage,
 		formatTime(t.CreatedAt), formatTime(t.UpdatedAt))
-	if err := sqlitedb.RowsChanged(res, err, ErrTaskExists); err != nil {
+	if err := sqlstore.RowsChanged(res, err, ErrTaskExists); err != nil {
 		return fmt.Errorf("create task %s: %w", t.ID, err)
 	}
 	return nil
@@ -87,7 +78,7 @@ func (s *Store) CreateTask(ctx context.Context, t TaskRecord) error {
 // Task returns the record of task taskID, or ErrNotFound. It does not check the user:
 // the caller compares Task.User and reports another user's task as not found.
 func (s *Store) Task(ctx context.Context, taskID string) (TaskRecord, error) {
-	row := s.h.Q().QueryRowContext(ctx, `SELECT `+recordColumns+` FROM tasks WHERE task_id = ?`, taskID)
+	row := s.h.Q().QueryRowContext(ctx, s.q.task, taskID)
 	t, err := scanTask(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return TaskRecord{}, fmt.Errorf("task %s: %w", taskID, ErrNotFound)
@@ -114,13 +105,9 @@ func (s *Store) SetProgress(ctx context.Context, taskID, from, status, stage str
 	updated := formatTime(s.now())
 	var res sql.Result
 	if from == "" {
-		res, err = tx.ExecContext(ctx,
-			`UPDATE tasks SET status = ?, stage = ?, updated_at = ? WHERE task_id = ?`,
-			status, stage, updated, taskID)
+		res, err = tx.ExecContext(ctx, s.q.setProgress, status, stage, updated, taskID)
 	} else {
-		res, err = tx.ExecContext(ctx,
-			`UPDATE tasks SET status = ?, stage = ?, updated_at = ? WHERE task_id = ? AND status = ?`,
-			status, stage, updated, taskID, from)
+		res, err = tx.ExecContext(ctx, s.q.setProgressFrom, status, stage, updated, taskID, from)
 	}
 	if err != nil {
 		return fmt.Errorf("set progress of task %s: %w", taskID, err)
@@ -132,7 +119,7 @@ func (s *Store) SetProgress(ctx context.Context, taskID, from, status, stage str
 	}
 	if n == 0 {
 		var current string
-		err := tx.QueryRowContext(ctx, `SELECT status FROM tasks WHERE task_id = ?`, taskID).Scan(&current)
+		err := tx.QueryRowContext(ctx, s.q.taskStatus, taskID).Scan(&current)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("set progress of task %s: %w", taskID, ErrNotFound)
 		}
@@ -150,11 +137,7 @@ func (s *Store) SetProgress(ctx context.Context, taskID, from, status, stage str
 // ListTasks returns tasks oldest first (created_at, then task id). An empty
 // user or status means any.
 func (s *Store) ListTasks(ctx context.Context, user, status string) ([]TaskRecord, error) {
-	rows, err := s.h.Q().QueryContext(ctx,
-		`SELECT `+recordColumns+` FROM tasks
-		 WHERE (? = '' OR user = ?) AND (? = '' OR status = ?)
-		 ORDER BY created_at, task_id`,
-		user, user, status, status)
+	rows, err := s.h.Q().QueryContext(ctx, s.q.listTasks, user, user, status, status)
 	if err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
@@ -180,15 +163,13 @@ func (s *Store) TasksUpdatedBefore(ctx context.Context, statuses []string, befor
 	if len(statuses) == 0 {
 		return nil, nil
 	}
-	// One placeholder per status; the values are still bound parameters.
-	q := `SELECT ` + recordColumns + ` FROM tasks WHERE status IN (?` + strings.Repeat(", ?", len(statuses)-1) + `)
-		 AND updated_at < ? ORDER BY updated_at, task_id`
+	// One parameter per status; the values are still bound parameters.
 	args := make([]any, 0, len(statuses)+1)
 	for _, st := range statuses {
 		args = append(args, st)
 	}
 	args = append(args, formatTime(before))
-	rows, err := s.h.Q().QueryContext(ctx, q, args...)
+	rows, err := s.h.Q().QueryContext(ctx, s.q.tasksUpdatedBefore(len(statuses)), args...)
 	if err != nil {
 		return nil, fmt.Errorf("tasks updated before %s: %w", formatTime(before), err)
 	}
@@ -243,12 +224,10 @@ func (s *Store) CreateLeasedTask(ctx context.Context, t TaskRecord, kind string,
 	}
 	approvals := max(t.Approvals, 1)
 	// ON CONFLICT DO NOTHING: see CreateTask.
-	res, err := s.h.Q().ExecContext(ctx,
-		`INSERT INTO tasks (`+taskColumns+`, kind, draft_ttl_seconds, approvals, lease_owner, lease_pid, lease_host, lease_until, lease_epoch)
-		 VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) ON CONFLICT DO NOTHING`,
+	res, err := s.h.Q().ExecContext(ctx, s.q.createLeasedTask,
 		t.ID, t.User, t.OrderID, t.Reason, t.Fingerprint, t.Stage,
 		formatTime(t.CreatedAt), formatTime(t.CreatedAt), kind, int64(ttl/time.Second), approvals, l.Owner, l.PID, l.Host, formatTime(l.Until))
-	if err := sqlitedb.RowsChanged(res, err, ErrTaskExists); err != nil {
+	if err := sqlstore.RowsChanged(res, err, ErrTaskExists); err != nil {
 		return fmt.Errorf("create task %s: %w", t.ID, err)
 	}
 	return nil
@@ -258,7 +237,7 @@ func (s *Store) CreateLeasedTask(ctx context.Context, t TaskRecord, kind string,
 // 2). Errors: ErrNotFound.
 func (s *Store) Approvals(ctx context.Context, taskID string) (int, error) {
 	var n int
-	err := s.h.Q().QueryRowContext(ctx, `SELECT approvals FROM tasks WHERE task_id = ?`, taskID).Scan(&n)
+	err := s.h.Q().QueryRowContext(ctx, s.q.approvals, taskID).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("task %s: %w", taskID, ErrNotFound)
 	}
@@ -272,7 +251,7 @@ func (s *Store) Approvals(ctx context.Context, taskID string) (int, error) {
 // Errors: ErrNotFound.
 func (s *Store) DraftTTL(ctx context.Context, taskID string) (time.Duration, error) {
 	var secs int64
-	err := s.h.Q().QueryRowContext(ctx, `SELECT draft_ttl_seconds FROM tasks WHERE task_id = ?`, taskID).Scan(&secs)
+	err := s.h.Q().QueryRowContext(ctx, s.q.draftTTL, taskID).Scan(&secs)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("task %s: %w", taskID, ErrNotFound)
 	}

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // Timeline step statuses (steps.status).
@@ -43,11 +43,7 @@ func (s *Store) StartStep(ctx context.Context, taskID, node string, now time.Tim
 	}
 	defer tx.Rollback()
 	var seq int
-	if err := tx.QueryRowContext(ctx,
-		`INSERT INTO steps (task_id, seq, node, attempt, status, started_at)
-		 SELECT ?1, coalesce(max(seq), 0) + 1, ?2, 1 + (SELECT count(*) FROM steps WHERE task_id = ?1 AND node = ?2), ?3, ?4
-		 FROM steps WHERE task_id = ?1
-		 RETURNING seq`, taskID, node, StepRunning, formatTime(now)).Scan(&seq); err != nil {
+	if err := tx.QueryRowContext(ctx, s.q.startStep, taskID, node, StepRunning, formatTime(now)).Scan(&seq); err != nil {
 		return 0, fmt.Errorf("start step of task %s: %w", taskID, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -59,8 +55,7 @@ func (s *Store) StartStep(ctx context.Context, taskID, node string, now time.Tim
 // LastStep returns the task's step with the highest seq, or ErrNotFound
 // when it has none.
 func (s *Store) LastStep(ctx context.Context, taskID string) (TimelineStep, error) {
-	st, err := scanStep(taskID, s.h.Q().QueryRowContext(ctx,
-		`SELECT `+stepColumns+` FROM steps WHERE task_id = ? ORDER BY seq DESC LIMIT 1`, taskID))
+	st, err := scanStep(taskID, s.h.Q().QueryRowContext(ctx, s.q.lastStep, taskID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return TimelineStep{}, fmt.Errorf("last step of task %s: %w", taskID, ErrNotFound)
 	}
@@ -70,9 +65,8 @@ func (s *Store) LastStep(ctx context.Context, taskID string) (TimelineStep, erro
 	return st, nil
 }
 
-const stepColumns = `seq, node, attempt, status, started_at, ended_at, error`
-
-// scanStep reads one row of stepColumns, a step of task taskID.
+// scanStep reads one row of a step's columns (queries), a step of task
+// taskID.
 func scanStep(taskID string, sc scanner) (TimelineStep, error) {
 	st := TimelineStep{Task: taskID}
 	var started, ended string
@@ -95,7 +89,7 @@ func scanStep(taskID string, sc scanner) (TimelineStep, error) {
 // and how many steps each node has had: what the next step's seq and
 // attempt follow from.
 func (s *Store) StepCounts(ctx context.Context, taskID string) (int, map[string]int, error) {
-	rows, err := s.h.Q().QueryContext(ctx, `SELECT node, count(*), max(seq) FROM steps WHERE task_id = ? GROUP BY node`, taskID)
+	rows, err := s.h.Q().QueryContext(ctx, s.q.stepCounts, taskID)
 	if err != nil {
 		return 0, nil, fmt.Errorf("step counts of task %s: %w", taskID, err)
 	}
@@ -121,8 +115,7 @@ func (s *Store) AddStep(ctx context.Context, st TimelineStep) error {
 	if !st.EndedAt.IsZero() {
 		ended = formatTime(st.EndedAt)
 	}
-	_, err := s.h.Q().ExecContext(ctx,
-		`INSERT INTO steps (task_id, seq, node, attempt, status, started_at, ended_at, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := s.h.Q().ExecContext(ctx, s.q.addStep,
 		st.Task, st.Seq, st.Node, st.Attempt, st.Status, formatTime(st.StartedAt), ended, st.Error)
 	if err != nil {
 		return fmt.Errorf("add step %d of task %s: %w", st.Seq, st.Task, err)
@@ -132,9 +125,7 @@ func (s *Store) AddStep(ctx context.Context, st TimelineStep) error {
 
 // EndStep records how step seq ended; only a running step changes.
 func (s *Store) EndStep(ctx context.Context, taskID string, seq int, status, msg string, now time.Time) error {
-	_, err := s.h.Q().ExecContext(ctx,
-		`UPDATE steps SET status = ?, error = ?, ended_at = ? WHERE task_id = ? AND seq = ? AND status = ?`,
-		status, msg, formatTime(now), taskID, seq, StepRunning)
+	_, err := s.h.Q().ExecContext(ctx, s.q.endStep, status, msg, formatTime(now), taskID, seq, StepRunning)
 	if err != nil {
 		return fmt.Errorf("end step %d of task %s: %w", seq, taskID, err)
 	}
@@ -149,9 +140,7 @@ func (s *Store) InterruptedStep(ctx context.Context, taskID, node, msg string, n
 	if err != nil {
 		return err
 	}
-	_, err = s.h.Q().ExecContext(ctx,
-		`UPDATE steps SET status = ?, error = ?, ended_at = ? WHERE task_id = ? AND seq = ?`,
-		StepFailed, msg, formatTime(now), taskID, seq)
+	_, err = s.h.Q().ExecContext(ctx, s.q.failStep, StepFailed, msg, formatTime(now), taskID, seq)
 	if err != nil {
 		return fmt.Errorf("interrupted step of task %s: %w", taskID, err)
 	}
@@ -162,9 +151,7 @@ func (s *Store) InterruptedStep(ctx context.Context, taskID, node, msg string, n
 // msg (steps left by a process that died or was stopped) and returns how
 // many it marked.
 func (s *Store) FailRunningSteps(ctx context.Context, taskID, msg string, now time.Time) (int, error) {
-	res, err := s.h.Q().ExecContext(ctx,
-		`UPDATE steps SET status = ?, error = ?, ended_at = ? WHERE task_id = ? AND status = ?`,
-		StepFailed, msg, formatTime(now), taskID, StepRunning)
+	res, err := s.h.Q().ExecContext(ctx, s.q.failRunningSteps, StepFailed, msg, formatTime(now), taskID, StepRunning)
 	if err != nil {
 		return 0, fmt.Errorf("fail running steps of task %s: %w", taskID, err)
 	}
@@ -174,7 +161,7 @@ func (s *Store) FailRunningSteps(ctx context.Context, taskID, msg string, now ti
 
 // Steps returns the task's timeline in seq order.
 func (s *Store) Steps(ctx context.Context, taskID string) ([]TimelineStep, error) {
-	rows, err := s.h.Q().QueryContext(ctx, `SELECT `+stepColumns+` FROM steps WHERE task_id = ? ORDER BY seq`, taskID)
+	rows, err := s.h.Q().QueryContext(ctx, s.q.steps, taskID)
 	if err != nil {
 		return nil, fmt.Errorf("steps of task %s: %w", taskID, err)
 	}
@@ -248,44 +235,6 @@ type Superstep struct {
 	Max int
 }
 
-// sqlHeld is BeginSteps' guard without a renewal: the task must be running
-// and held by the holder at its epoch (the status check and the fencing
-// check). A read: it dirties no page.
-const sqlHeld = `SELECT count(*) FROM tasks WHERE task_id = ? AND status = 'running' AND lease_owner = ? AND lease_epoch = ?`
-
-// sqlHeldRenew is the guard that also renews the lease, in one statement.
-const sqlHeldRenew = `UPDATE tasks SET lease_until = ?
-	WHERE task_id = ? AND status = 'running' AND lease_owner = ? AND lease_epoch = ?`
-
-// sqlEndStep records how a running step ended; a step no longer running
-// (ended by a takeover) is left as it is.
-const sqlEndStep = `UPDATE steps SET status = ?, error = ?, ended_at = ? WHERE task_id = ? AND seq = ? AND status = ?`
-
-// sqlBeginStep appends a running step of node ?2 to task ?1's timeline,
-// started at ?3, with its attempt one more than the node's steps so far,
-// unless ?4 > 0 and the node has failed ?4 times in a row (failed or left
-// running since its last finished step; an operator's stop, error ?5, does
-// not count): then it inserts nothing and returns no row.
-const sqlBeginStep = `INSERT INTO steps (task_id, seq, node, attempt, status, started_at)
-	SELECT ?1, (SELECT coalesce(max(seq), 0) + 1 FROM steps WHERE task_id = ?1), ?2,
-	  1 + (SELECT count(*) FROM steps WHERE task_id = ?1 AND node = ?2), 'running', ?3
-	WHERE ?4 <= 0 OR (SELECT count(*) FROM steps f WHERE f.task_id = ?1 AND f.node = ?2
-	  AND f.status IN ('failed', 'running') AND f.error <> ?5
-	  AND f.seq > coalesce((SELECT max(d.seq) FROM steps d WHERE d.task_id = ?1 AND d.node = ?2 AND d.status IN ('done', 'waiting')), 0)) < ?4
-	RETURNING seq`
-
-// sqlBeginStepHeld is sqlBeginStep that also requires the task to be
-// running and held by owner ?6 at epoch ?7 (sqlHeld): no row when either
-// check fails.
-const sqlBeginStepHeld = `INSERT INTO steps (task_id, seq, node, attempt, status, started_at)
-	SELECT ?1, (SELECT coalesce(max(seq), 0) + 1 FROM steps WHERE task_id = ?1), ?2,
-	  1 + (SELECT count(*) FROM steps WHERE task_id = ?1 AND node = ?2), 'running', ?3
-	WHERE EXISTS (SELECT 1 FROM tasks WHERE task_id = ?1 AND status = 'running' AND lease_owner = ?6 AND lease_epoch = ?7)
-	  AND (?4 <= 0 OR (SELECT count(*) FROM steps f WHERE f.task_id = ?1 AND f.node = ?2
-	  AND f.status IN ('failed', 'running') AND f.error <> ?5
-	  AND f.seq > coalesce((SELECT max(d.seq) FROM steps d WHERE d.task_id = ?1 AND d.node = ?2 AND d.status IN ('done', 'waiting')), 0)) < ?4)
-	RETURNING seq`
-
 // BeginSteps is the bookkeeping of one superstep of a held run, in one
 // transaction: it checks that the task is still running and held by
 // st.Holder at its epoch (renewing the lease to st.Renew in the same
@@ -305,18 +254,18 @@ func (s *Store) BeginSteps(ctx context.Context, taskID string, st Superstep) ([]
 	}
 	defer tx.Rollback()
 	// Without a renewal, the first step's insert checks the hold itself
-	// (sqlBeginStepHeld): one statement fewer a superstep. Either way
+	// (queries.beginStepHeld): one statement fewer a superstep. Either way
 	// nothing is written unless the hold is checked in this transaction.
 	checked := false
 	if !st.Renew.IsZero() || len(st.Nodes) == 0 {
-		if err := holds(ctx, tx, taskID, st.Holder, st.Renew); errors.Is(err, ErrConflict) {
-			return nil, whyNotHeld(ctx, tx, taskID, st.Holder.Owner, st.Holder.Epoch)
+		if err := s.holds(ctx, tx, taskID, st.Holder, st.Renew); errors.Is(err, ErrConflict) {
+			return nil, s.whyNotHeldOn(ctx, tx, taskID, st.Holder.Owner, st.Holder.Epoch)
 		} else if err != nil {
 			return nil, fmt.Errorf("begin steps of task %s: %w", taskID, err)
 		}
 		checked = true
 	}
-	if err := endSteps(ctx, tx, taskID, st.Ended); err != nil {
+	if err := s.endSteps(ctx, tx, taskID, st.Ended); err != nil {
 		return nil, err
 	}
 	seqs := make([]int, 0, len(st.Nodes))
@@ -325,15 +274,15 @@ func (s *Store) BeginSteps(ctx context.Context, taskID string, st Superstep) ([]
 		var seq int
 		var err error
 		if checked {
-			err = tx.QueryRowContext(ctx, sqlBeginStep, taskID, node, now, st.Max, MsgInterrupted).Scan(&seq)
+			err = tx.QueryRowContext(ctx, s.q.beginStep, taskID, node, now, st.Max, MsgInterrupted).Scan(&seq)
 		} else {
-			err = tx.QueryRowContext(ctx, sqlBeginStepHeld, taskID, node, now, st.Max, MsgInterrupted, st.Holder.Owner, st.Holder.Epoch).Scan(&seq)
+			err = tx.QueryRowContext(ctx, s.q.beginStepHeld, taskID, node, now, st.Max, MsgInterrupted, st.Holder.Owner, st.Holder.Epoch).Scan(&seq)
 		}
 		if errors.Is(err, sql.ErrNoRows) && !checked {
 			// Not held, or the node's attempts are used up: the hold
 			// is told first, as when it is checked on its own.
-			if err := holds(ctx, tx, taskID, st.Holder, time.Time{}); errors.Is(err, ErrConflict) {
-				return nil, whyNotHeld(ctx, tx, taskID, st.Holder.Owner, st.Holder.Epoch)
+			if err := s.holds(ctx, tx, taskID, st.Holder, time.Time{}); errors.Is(err, ErrConflict) {
+				return nil, s.whyNotHeldOn(ctx, tx, taskID, st.Holder.Owner, st.Holder.Epoch)
 			} else if err != nil {
 				return nil, fmt.Errorf("begin steps of task %s: %w", taskID, err)
 			}
@@ -355,12 +304,12 @@ func (s *Store) BeginSteps(ctx context.Context, taskID string, st Superstep) ([]
 
 // holds checks on q that holder holds the task running at its epoch,
 // renewing the lease to renew when it is not zero. ErrConflict: it does not.
-func holds(ctx context.Context, q sqlitedb.Querier, taskID string, holder Lease, renew time.Time) error {
+func (s *Store) holds(ctx context.Context, q sqlstore.Querier, taskID string, holder Lease, renew time.Time) error {
 	if !renew.IsZero() {
-		return rowsChanged(q.ExecContext(ctx, sqlHeldRenew, formatTime(renew), taskID, holder.Owner, holder.Epoch))
+		return rowsChanged(q.ExecContext(ctx, s.q.heldRenew, formatTime(renew), taskID, holder.Owner, holder.Epoch))
 	}
 	var n int
-	if err := q.QueryRowContext(ctx, sqlHeld, taskID, holder.Owner, holder.Epoch).Scan(&n); err != nil {
+	if err := q.QueryRowContext(ctx, s.q.held, taskID, holder.Owner, holder.Epoch).Scan(&n); err != nil {
 		return err
 	}
 	if n == 0 {
@@ -369,10 +318,11 @@ func holds(ctx context.Context, q sqlitedb.Querier, taskID string, holder Lease,
 	return nil
 }
 
-// endSteps records the ends of steps of taskID on q.
-func endSteps(ctx context.Context, q sqlitedb.Querier, taskID string, ended []StepEnd) error {
+// endSteps records the ends of steps of taskID on q; a step no longer
+// running (ended by a takeover) is left as it is.
+func (s *Store) endSteps(ctx context.Context, q sqlstore.Querier, taskID string, ended []StepEnd) error {
 	for _, e := range ended {
-		if _, err := q.ExecContext(ctx, sqlEndStep, e.Status, e.Error, formatTime(e.At), taskID, e.Seq, StepRunning); err != nil {
+		if _, err := q.ExecContext(ctx, s.q.endStep, e.Status, e.Error, formatTime(e.At), taskID, e.Seq, StepRunning); err != nil {
 			return fmt.Errorf("end step %d of task %s: %w", e.Seq, taskID, err)
 		}
 	}
@@ -390,7 +340,7 @@ func (s *Store) EndSteps(ctx context.Context, taskID string, ended []StepEnd) er
 		return fmt.Errorf("end steps of task %s: %w", taskID, err)
 	}
 	defer tx.Rollback()
-	if err := endSteps(ctx, tx, taskID, ended); err != nil {
+	if err := s.endSteps(ctx, tx, taskID, ended); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -443,7 +393,7 @@ func (s *Store) SettleRunningSteps(ctx context.Context, taskID string, how Settl
 		return 0, fmt.Errorf("settle running steps of task %s: %w", taskID, err)
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `SELECT `+stepColumns+` FROM steps WHERE task_id = ? AND status = ?`, taskID, StepRunning)
+	rows, err := tx.QueryContext(ctx, s.q.runningSteps, taskID, StepRunning)
 	if err != nil {
 		return 0, fmt.Errorf("settle running steps of task %s: %w", taskID, err)
 	}
@@ -469,7 +419,7 @@ func (s *Store) SettleRunningSteps(ctx context.Context, taskID string, how Settl
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return 0, fmt.Errorf("settle running steps of task %s: %w", taskID, err)
 	}
-	if err := endSteps(ctx, tx, taskID, ends); err != nil {
+	if err := s.endSteps(ctx, tx, taskID, ends); err != nil {
 		return 0, err
 	}
 	return failed, tx.Commit()
@@ -479,10 +429,7 @@ func (s *Store) SettleRunningSteps(ctx context.Context, taskID string, how Settl
 // operator's stop excepted) or were left running since the node last
 // finished a step: the failed attempts BeginSteps counts.
 func (s *Store) FailedSteps(ctx context.Context, taskID string) (map[string]int, error) {
-	rows, err := s.h.Q().QueryContext(ctx,
-		`SELECT s.node, count(*) FROM steps s WHERE s.task_id = ?1 AND s.status IN (?2, ?3) AND s.error <> ?4
-		 AND s.seq > coalesce((SELECT max(d.seq) FROM steps d WHERE d.task_id = ?1 AND d.node = s.node AND d.status IN (?5, ?6)), 0)
-		 GROUP BY s.node`,
+	rows, err := s.h.Q().QueryContext(ctx, s.q.failedSteps,
 		taskID, StepFailed, StepRunning, MsgInterrupted, StepDone, StepWaiting)
 	if err != nil {
 		return nil, fmt.Errorf("failed steps of task %s: %w", taskID, err)

@@ -8,7 +8,7 @@ import (
 
 	"assistant/business"
 	"assistant/internal/pgtest"
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 	"assistant/internal/testkit"
 )
 
@@ -41,7 +41,7 @@ func twoProcesses(t *testing.T) (a, b *Store, url string) {
 
 // mustBegin opens a write transaction on s (it takes the write lock
 // first), rolled back when t ends unless the test committed it.
-func mustBegin(t *testing.T, s *Store) *sqlitedb.Txn {
+func mustBegin(t *testing.T, s *Store) *sqlstore.Txn {
 	t.Helper()
 	tx, err := s.h.Begin(context.Background())
 	if err != nil {
@@ -102,7 +102,7 @@ func TestPostgresStartStepWaitsForWriter(t *testing.T) {
 	a, b, url := twoProcesses(t)
 	mustCreateLeased(t, a, "return-1", holder)
 	tx := mustBegin(t, a)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO steps (task_id, seq, node, attempt, status, started_at) VALUES (?, 1, 'draft', 1, 'running', ?)`,
+	if _, err := tx.ExecContext(ctx, `INSERT INTO steps (task_id, seq, node, attempt, status, started_at) VALUES ($1, 1, 'draft', 1, 'running', $2)`,
 		"return-1", formatTime(t0)); err != nil {
 		t.Fatal(err)
 	}
@@ -123,9 +123,9 @@ func TestPostgresStartStepWaitsForWriter(t *testing.T) {
 
 // TestPostgresStopIsFinal checks docs/design.md "A stop is final" ("Once interrupted is written,
 // the stopped run changes no status again") across two processes on the
-// server, in both orders. It held before issue 18's fix too: a stop runs in
-// a write transaction (it waits for the lock), and the holder's status
-// writes keep interrupted in the statement itself (keepInterrupted).
+// server, in both orders: a stop runs in a write transaction (it waits
+// for the lock), and the holder's status writes keep interrupted in the
+// statement itself (pgKeepInterrupted).
 func TestPostgresStopIsFinal(t *testing.T) {
 	ctx := context.Background()
 
@@ -134,14 +134,14 @@ func TestPostgresStopIsFinal(t *testing.T) {
 		mustCreateLeased(t, a, "return-1", holder)
 		tx := mustBegin(t, a)
 		var status string
-		if err := tx.QueryRowContext(ctx, `SELECT status FROM tasks WHERE task_id = ?`, "return-1").Scan(&status); err != nil || status != "running" {
+		if err := tx.QueryRowContext(ctx, `SELECT status FROM tasks WHERE task_id = $1`, "return-1").Scan(&status); err != nil || status != "running" {
 			t.Fatalf("status = %q, %v", status, err)
 		}
 		stopped := waitable(func() error { return b.RequestStop(ctx, "return-1") })
 		pgtest.UntilWaitingOrDone(t, url, stopped)
 		// The worst a read-then-write can do: an unguarded write of what
 		// it decided from its read.
-		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'done', lease_owner = NULL WHERE task_id = ?`, "return-1"); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'done', lease_owner = NULL WHERE task_id = $1`, "return-1"); err != nil {
 			t.Fatal(err)
 		}
 		if err := tx.Commit(); err != nil {
@@ -166,7 +166,7 @@ func TestPostgresStopIsFinal(t *testing.T) {
 			// B's stop, inside its write transaction, has written
 			// interrupted and not committed yet.
 			tx := mustBegin(t, b)
-			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'interrupted' WHERE task_id = ? AND status = 'running'`, "return-1"); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET status = 'interrupted' WHERE task_id = $1 AND status = 'running'`, "return-1"); err != nil {
 				t.Fatal(err)
 			}
 			released := waitable(func() error {

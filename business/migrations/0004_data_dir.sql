@@ -2,7 +2,7 @@
 -- checkpoints.sqlite beside it.
 --
 -- One row: id is a UUID that both files of a data dir carry. The migration
--- runner (internal/sqlitedb) writes it in this transaction: the identity the
+-- runner (internal/sqlite) writes it in this transaction: the identity the
 -- data dir's checkpoints.sqlite carries, or a new one. A business.sqlite whose
 -- id differs from its checkpoints.sqlite's is refused before anything is
 -- written. stamp is raised by the first write transaction of every process,

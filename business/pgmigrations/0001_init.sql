@@ -1,9 +1,10 @@
 -- 0001_init: the business store on PostgreSQL, in a schema of its own.
 --
 -- The same tables, keys and indexes as business.sqlite at schema 8
--- (business/migrations/0001..0008 folded into one), so the store's one set
--- of SQL runs on both (internal/sqlitedb: Rewrite turns its ? parameters
--- into $n and quotes the column name user, a reserved word here).
+-- (business/migrations/0001..0008 folded into one), so each statement of
+-- the store, written for each database (business/queries_sqlite.go,
+-- business/queries_postgres.go), reads and writes the same columns on
+-- both. The column user is quoted here, a reserved word.
 --
 -- - Times are TEXT in UTC, RFC 3339 with nine fraction digits, as in the
 --   file: fixed width, so text order is time order, and the JSON the
@@ -18,7 +19,7 @@
 -- - approver_changes.seq is an identity column, as SQLite's INTEGER
 --   PRIMARY KEY is an alias of the rowid.
 --
--- The runner (internal/sqlitedb, OpenPostgres) records version 1 in
+-- The runner (internal/pgdb, Open) records version 1 in
 -- business.schema_version, fills business.data_dir and loads the seed in
 -- this transaction. A person reads the store with psql, e.g.
 --   SELECT task_id, status, stage FROM business.tasks ORDER BY created_at;

@@ -2,7 +2,7 @@
 -- business.sqlite beside it.
 --
 -- One row: id is a UUID that both files of a data dir carry. The migration
--- runner (internal/sqlitedb) writes it in this transaction: the identity the
+-- runner (internal/sqlite) writes it in this transaction: the identity the
 -- business.sqlite beside it carries, or a new one, which business.sqlite then
 -- gets in its own migration. stamp is raised by the first write transaction
 -- of every process, so that a -wal file carries the identity of the file it

@@ -8,8 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"assistant/flow"
+	"assistant/internal/pgdb"
 	"assistant/internal/pgtest"
-	"assistant/internal/sqlitedb"
 )
 
 // holdLock runs lock (a statement that takes a lock) in a transaction of
@@ -33,7 +33,7 @@ func holdLock(t *testing.T, url, lock string, args ...any) {
 
 // TestLockedTableIsBusy: a table of the store that another session keeps
 // locked makes a read and a write fail with lock_not_available
-// (sqlitedb.IsBusy, exit 3 in the command line) after the sessions'
+// (pgdb.IsBusy, exit 3 in the command line) after the sessions'
 // lock_timeout, instead of waiting for as long as the lock is held.
 // (Before, the store's sessions had no lock_timeout: both waited until
 // the guard's deadline.)
@@ -65,10 +65,10 @@ func TestLockedTableIsBusy(t *testing.T) {
 			}
 			holdLock(t, url, `LOCK TABLE `+tc.table+` IN ACCESS EXCLUSIVE MODE`)
 			// A guard against a hang, far above the timeout: not a timing check.
-			guard, cancel := context.WithTimeout(ctx, 12*sqlitedb.PGLockTimeout)
+			guard, cancel := context.WithTimeout(ctx, 12*pgdb.LockTimeout)
 			defer cancel()
 			err := tc.op(guard, s)
-			if !sqlitedb.IsBusy(err) || guard.Err() != nil {
+			if !pgdb.IsBusy(err) || guard.Err() != nil {
 				t.Fatalf("%s with %s locked: %v; want lock_not_available before the guard's deadline", tc.name, tc.table, err)
 			}
 		})
@@ -82,13 +82,13 @@ func TestLockedTableIsBusy(t *testing.T) {
 func TestMigrationLockHeldIsBusy(t *testing.T) {
 	url := pgtest.Database(t)
 	holdLock(t, url, `SELECT pg_advisory_xact_lock($1)`, migrationLock)
-	guard, cancel := context.WithTimeout(context.Background(), 12*sqlitedb.PGLockTimeout)
+	guard, cancel := context.WithTimeout(context.Background(), 12*pgdb.LockTimeout)
 	defer cancel()
 	s, err := Open(guard, url, Options{})
 	if err == nil {
 		s.Close()
 	}
-	if !sqlitedb.IsBusy(err) || guard.Err() != nil {
+	if !pgdb.IsBusy(err) || guard.Err() != nil {
 		t.Fatalf("Open beside a held migration lock: %v; want lock_not_available before the guard's deadline", err)
 	}
 }

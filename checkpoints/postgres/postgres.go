@@ -50,7 +50,7 @@ import (
 
 	"assistant/checkpoints"
 	"assistant/flow"
-	"assistant/internal/sqlitedb"
+	"assistant/internal/pgdb"
 )
 
 // Schema is the PostgreSQL schema that holds the store's tables.
@@ -68,7 +68,7 @@ const (
 	// lock, a flush's row locks), so a writer frozen inside a transaction
 	// cannot hold a takeover's Fence for ever. Its transactions are a few
 	// statements sent back to back; 2.5 s is half the business store's
-	// (sqlitedb.PGIdleInTxTimeout, the lease TTL): a takeover whose business
+	// (pgdb.IdleInTxTimeout, the lease TTL): a takeover whose business
 	// transaction waits in Fence for a frozen writer here is never itself
 	// ended for that wait.
 	IdleInTxTimeout = 2500 * time.Millisecond
@@ -107,11 +107,11 @@ type Store struct {
 // checkpoints to the newest version and returns the store. It refuses,
 // changing nothing, a schema migrated by a newer build (ErrNewerSchema) or
 // one it did not make (ErrForeignSchema). Every connection has a connect
-// timeout and every session a lock_timeout (sqlitedb.PGConnectTimeout and
-// PGLockTimeout unless the URL sets its own): a statement that waits
-// longer for a lock fails with lock_not_available (sqlitedb.IsBusy). A URL
+// timeout and every session a lock_timeout (pgdb.ConnectTimeout and
+// pgdb.LockTimeout unless the URL sets its own): a statement that waits
+// longer for a lock fails with lock_not_available (pgdb.IsBusy). A URL
 // that does not parse or names an unknown sslmode matches
-// sqlitedb.ErrPGURL. Errors are wrapped as "open checkpoints on postgres:
+// pgdb.ErrURL. Errors are wrapped as "open checkpoints on postgres:
 // …" and never repeat the password.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	s, err := open(ctx, url, opts)
@@ -125,17 +125,17 @@ func open(ctx context.Context, url string, opts Options) (*Store, error) {
 	// The URL is checked as every connection of the program checks it
 	// (its errors never repeat it); pgxpool parses it again for its own
 	// pool_ parameters.
-	if err := sqlitedb.CheckPGURL(url); err != nil {
+	if err := pgdb.CheckURL(url); err != nil {
 		return nil, err
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("%w: it does not parse", sqlitedb.ErrPGURL)
+		return nil, fmt.Errorf("%w: it does not parse", pgdb.ErrURL)
 	}
 	// A connect timeout and a lock_timeout, unless the URL sets its own:
 	// no statement waits for a lock, and no connection for a silent
 	// server, for ever (docs/postgres.md "Busy").
-	sqlitedb.SetPGLimits(cfg.ConnConfig)
+	pgdb.SetLimits(cfg.ConnConfig)
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}

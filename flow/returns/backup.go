@@ -16,7 +16,7 @@ import (
 const BackupSchemaVersion = 1
 
 // Snapshot is one file of the data dir held at one moment, to be copied
-// (sqlitedb.Snapshot, from a store package's TakeSnapshot).
+// (sqlite.Snapshot, from a store package's TakeSnapshot).
 type Snapshot interface {
 	// CopyTo writes the file as it was at the snapshot's moment into a new
 	// file at path.

@@ -15,13 +15,13 @@ import (
 
 	"assistant/checkpoints"
 	"assistant/flow/returns"
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // commits counts committed write transactions on every SQLite connection of
 // this test binary, businessCommits those to a business.sqlite. At
 // synchronous=NORMAL in WAL mode a commit does not fsync; the durable ones
-// are counted by sqlitedb.Syncs (scripts/bench.sh also counts the fsync
+// are counted by sqlstore.Syncs (scripts/bench.sh also counts the fsync
 // system calls themselves with strace).
 var commits, businessCommits atomic.Int64
 
@@ -83,7 +83,7 @@ func openService(tb testing.TB, n int) (*returns.Service, string) {
 func BenchmarkStartApprove(b *testing.B) {
 	ctx := context.Background()
 	svc, dir := openService(b, b.N)
-	before, syncsBefore := commits.Load(), sqlitedb.Syncs()
+	before, syncsBefore := commits.Load(), sqlstore.Syncs()
 	b.ResetTimer()
 	for i := range b.N {
 		task := fmt.Sprintf("t%d", i)
@@ -100,7 +100,7 @@ func BenchmarkStartApprove(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(commits.Load()-before)/float64(b.N), "commits/task")
-	b.ReportMetric(float64(sqlitedb.Syncs()-syncsBefore)/float64(b.N), "fsyncs/task")
+	b.ReportMetric(float64(sqlstore.Syncs()-syncsBefore)/float64(b.N), "fsyncs/task")
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, returns.CheckpointsFile)+"?mode=ro")
 	if err != nil {
 		b.Fatal(err)
@@ -131,7 +131,7 @@ func BenchmarkBatch(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	syncsBefore, statementsBefore := sqlitedb.Syncs(), sqlitedb.Statements()
+	syncsBefore, statementsBefore := sqlstore.Syncs(), sqlstore.Statements()
 	b.ResetTimer()
 	v, err := svc.StartBatch(ctx, returns.BatchOptions{Batch: "bench", User: "demo-user", Rows: rows, Fingerprint: fp})
 	if err != nil {
@@ -142,6 +142,6 @@ func BenchmarkBatch(b *testing.B) {
 		b.Fatalf("batch handled %d of %d rows: %v; want every row draft_ready", v.Batch.Position, b.N, v.Batch.Counts)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
-	b.ReportMetric(float64(sqlitedb.Syncs()-syncsBefore)/float64(b.N), "fsyncs/row")
-	b.ReportMetric(float64(sqlitedb.Statements()-statementsBefore)/float64(b.N), "statements/row")
+	b.ReportMetric(float64(sqlstore.Syncs()-syncsBefore)/float64(b.N), "fsyncs/row")
+	b.ReportMetric(float64(sqlstore.Statements()-statementsBefore)/float64(b.N), "statements/row")
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"assistant/flow/returns"
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 )
 
 // chunkStatementsPerRow is the budget of SQL statements a new batch row
@@ -24,7 +24,7 @@ const chunkStatementsPerRow = 8
 
 // TestChunkStatementsPerRow runs a batch of new tasks, each parked at
 // approval, in one chunk and counts the statements per row of both
-// stores (sqlitedb.Statements), against chunkStatementsPerRow.
+// stores (sqlstore.Statements), against chunkStatementsPerRow.
 func TestChunkStatementsPerRow(t *testing.T) {
 	ctx := context.Background()
 	const n = 50
@@ -38,12 +38,12 @@ func TestChunkStatementsPerRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := sqlitedb.Statements()
+	before := sqlstore.Statements()
 	v, err := svc.StartBatch(ctx, returns.BatchOptions{Batch: "count", User: "demo-user", Rows: rows, Fingerprint: fp, Chunk: n})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := float64(sqlitedb.Statements()-before) / n
+	got := float64(sqlstore.Statements()-before) / n
 	if v.Batch.Position != n || v.Batch.Counts[returns.StageDraftReady] != n {
 		t.Fatalf("batch: position %d, counts %v; want %d rows draft_ready", v.Batch.Position, v.Batch.Counts, n)
 	}
@@ -67,19 +67,19 @@ const decideStatementsPerRow = 7
 
 // TestDecideStatementsPerRow parks a batch of tasks at approval, approves
 // them all in one decide chunk and counts the statements per row of both
-// stores (sqlitedb.Statements), against decideStatementsPerRow.
+// stores (sqlstore.Statements), against decideStatementsPerRow.
 func TestDecideStatementsPerRow(t *testing.T) {
 	ctx := context.Background()
 	const n = 50
 	svc, _ := openService(t, n)
 	parkTasks(t, svc, "s", n, n)
 	drows, dfp := approvals(t, "s", n)
-	before := sqlitedb.Statements()
+	before := sqlstore.Statements()
 	v, err := svc.StartDecide(ctx, returns.DecideOptions{User: "demo-user", Rows: drows, Fingerprint: dfp, Chunk: n})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := float64(sqlitedb.Statements()-before) / n
+	got := float64(sqlstore.Statements()-before) / n
 	if v.Batch.Position != n || v.Batch.Counts[returns.StageSubmitted] != n {
 		t.Fatalf("decide: position %d, counts %v; want %d rows submitted", v.Batch.Position, v.Batch.Counts, n)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"assistant/flow/returns"
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlstore"
 	"assistant/runs"
 )
 
@@ -19,7 +19,7 @@ func BenchmarkDecide(b *testing.B) {
 	svc, _ := openService(b, b.N)
 	parkTasks(b, svc, "d", b.N, 0)
 	drows, dfp := approvals(b, "d", b.N)
-	syncsBefore := sqlitedb.Syncs()
+	syncsBefore := sqlstore.Syncs()
 	b.ResetTimer()
 	v, err := svc.StartDecide(ctx, returns.DecideOptions{User: "demo-user", Rows: drows, Fingerprint: dfp})
 	if err != nil {
@@ -30,7 +30,7 @@ func BenchmarkDecide(b *testing.B) {
 		b.Fatalf("decide handled %d of %d rows: %v", v.Batch.Position, b.N, v.Batch.Counts)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
-	b.ReportMetric(float64(sqlitedb.Syncs()-syncsBefore)/float64(b.N), "fsyncs/decision")
+	b.ReportMetric(float64(sqlstore.Syncs()-syncsBefore)/float64(b.N), "fsyncs/decision")
 }
 
 // parkTasks parks n tasks, prefix0 … prefix(n-1), each on its own order

@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"assistant/flow/returns"
-	"assistant/internal/sqlitedb"
+	"assistant/internal/sqlite"
 )
 
 // The floor benchmarks measure the least SQLite work that the durability
@@ -24,9 +24,9 @@ import (
 // ratio much less (docs/performance.md "Floors").
 
 // floorDSN is a DSN with the pragmas every pool of the stores uses
-// (sqlitedb's opening.pool), synchronous as given.
+// (internal/sqlite's opening.pool), synchronous as given.
 func floorDSN(path, synchronous string) string {
-	return sqlitedb.DSN(path,
+	return sqlite.DSN(path,
 		"_txlock=immediate",
 		"_pragma=busy_timeout(5000)",
 		"_pragma=journal_mode(WAL)",
