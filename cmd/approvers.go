@@ -56,7 +56,7 @@ func (a *app) newApproverChange(change string) *cobra.Command {
 			// or revoke on a missing one is exit 4 and creates nothing.
 			svc, err := a.service(c.Context(), false)
 			if err != nil {
-				return ran(err)
+				return err
 			}
 			do := svc.Grant
 			if change == "revoke" {
@@ -64,7 +64,7 @@ func (a *app) newApproverChange(change string) *cobra.Command {
 			}
 			res, err := do(c.Context(), o)
 			if err != nil {
-				return ran(err)
+				return err
 			}
 			return a.renderGrant(res)
 		},
@@ -97,10 +97,10 @@ func (a *app) newApproversList() *cobra.Command {
 			case errors.Is(err, returns.ErrNotFound):
 				ap = returns.NoApprovers(a.user) // no data dir: no grant yet
 			case err != nil:
-				return ran(err)
+				return err
 			default:
 				if ap, err = svc.ListApprovers(c.Context(), a.user); err != nil {
-					return ran(err)
+					return err
 				}
 			}
 			if a.output == "json" {

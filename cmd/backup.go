@@ -44,18 +44,18 @@ not agree with the other.`,
 			}
 			res, err := returns.Backup(c.Context(), returns.BackupOptions{DataDir: a.data, Dir: args[0], TakeCheckpoints: a.snapshotCheckpoints})
 			if err != nil {
-				return ran(err)
+				return err
 			}
 			if res.Verify, err = verifyDir(c.Context(), args[0], a.host, nil); err != nil {
-				return ran(fmt.Errorf("verify the backup in %s: %w", args[0], err))
+				return fmt.Errorf("verify the backup in %s: %w", args[0], err)
 			}
 			if err := a.renderBackup(res); err != nil {
 				return err
 			}
 			if !res.Verify.Clean {
 				a.reported = true // the report on stdout names every error
-				return ran(fmt.Errorf("the backup in %s does not verify clean: %d error(s), each listed with its fix; the data dir has them too (%w)",
-					args[0], res.Verify.Errors(), returns.ErrInconsistent))
+				return fmt.Errorf("the backup in %s does not verify clean: %d error(s), each listed with its fix; the data dir has them too (%w)",
+					args[0], res.Verify.Errors(), returns.ErrInconsistent)
 			}
 			return nil
 		},

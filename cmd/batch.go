@@ -75,17 +75,17 @@ A progress bar is drawn on stderr when stderr is a terminal.`,
 			rows, fp, err := returns.ParseBatch(interruptible(c.Context(), f))
 			f.Close()
 			if err != nil {
-				return err
+				return inputError(err)
 			}
 			svc, err := a.service(c.Context(), true)
 			if err != nil {
-				return ran(err)
+				return err
 			}
 			finish := a.progress(svc, len(rows))
 			v, err := svc.StartBatch(c.Context(), returns.BatchOptions{Batch: args[0], User: a.user, Rows: rows, Fingerprint: fp, Chunk: chunk, TTL: ttl})
 			finish() // the bar is gone before the report is printed
 			if err != nil {
-				return ran(err)
+				return err
 			}
 			// With --exit-status a batch exits by its outcome: 0 only once
 			// it ran every row, so `batch --exit-status … && deploy` never

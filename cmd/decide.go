@@ -83,19 +83,19 @@ Without it, 0 when the command did its work: read "status".`,
 			// --data is exit 4, not a fresh dir of nothing found).
 			svc, err := a.service(c.Context(), false)
 			if err != nil {
-				return ran(err)
+				return err
 			}
 			// A run that finished before only prints its report again: say
 			// so, once, after the report (refused rows are not retried).
 			again, err := svc.RanBefore(c.Context(), id, a.user, file.Fingerprint)
 			if err != nil {
-				return ran(err)
+				return err
 			}
 			finish := a.progress(svc, file.Rows)
 			v, err := svc.StartDecide(c.Context(), returns.DecideOptions{ID: id, User: a.user, File: file, Chunk: chunk})
 			finish() // the bar is gone before the report is printed
 			if err != nil {
-				return ran(err)
+				return err
 			}
 			// The rows' report is read even when a signal ended the run: the
 			// run saved them, and the command prints where it stopped. It is
@@ -130,7 +130,7 @@ Without it, 0 when the command did its work: read "status".`,
 // any file that is not a regular one (a pipe, a FIFO, /dev/stdin, a
 // process substitution: nothing to seek back through), is copied to a
 // temporary file first (spool) and read from there, as "-" is. A
-// temporary directory that fails is exit 1 (tempFailure), not bad input.
+// temporary directory that fails is exit 1, not bad input (inputError).
 func openDecisions(ctx context.Context, stdin io.Reader, arg string) (*returns.DecideFile, func(), error) {
 	var (
 		f       *os.File
@@ -149,26 +149,14 @@ func openDecisions(ctx context.Context, stdin io.Reader, arg string) (*returns.D
 		cleanup = func() { f.Close() }
 	}
 	if err != nil {
-		return nil, nil, tempFailure(err)
+		return nil, nil, inputError(err)
 	}
 	file, err := returns.ReadDecideFile(f)
 	if err != nil {
 		cleanup()
-		return nil, nil, tempFailure(err)
+		return nil, nil, inputError(err)
 	}
 	return file, cleanup, nil
-}
-
-// tempFailure marks err as a failure of the command's work (exit 1) when
-// it is one of the temporary directory (*business.TempError: full,
-// read-only, missing), which is no fault of the input; other errors are
-// returned as they are.
-func tempFailure(err error) error {
-	var te *business.TempError
-	if errors.As(err, &te) {
-		return ran(err)
-	}
-	return err
 }
 
 // spool copies r (what names it: "stdin", "decide file"), up to one byte
@@ -229,7 +217,7 @@ func (a *app) finishDecide(v *returns.View, each rowSource, exitStatus bool) err
 	}
 	refused, rerr := refusedRows(each, a.nextCommandPrefix(), v.Task)
 	if rerr != nil {
-		return ran(rerr)
+		return rerr
 	}
 	if _, werr := io.WriteString(a.stdout, refused); werr != nil {
 		return werr

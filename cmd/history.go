@@ -37,11 +37,11 @@ it is kept as it is.`,
 			}
 			svc, err := a.service(c.Context(), false)
 			if err != nil {
-				return ran(err)
+				return err
 			}
 			h, err := svc.History(c.Context(), args[0], a.user)
 			if err != nil {
-				return ran(err)
+				return err
 			}
 			if a.output == "json" {
 				return writeJSON(a.stdout, h)

@@ -54,12 +54,12 @@ two approvals); another owner's task shows its owner.`,
 				// No data dir yet: no task, and nothing is created.
 				tasks = []returns.TaskSummary{}
 			case errors.Is(err, returns.ErrNotFound):
-				return ran(fmt.Errorf("batch %s: %w for user %s", o.Batch, returns.ErrNotFound, a.user))
+				return fmt.Errorf("batch %s: %w for user %s", o.Batch, returns.ErrNotFound, a.user)
 			case err != nil:
-				return ran(err)
+				return err
 			default:
 				if tasks, err = svc.ListTasks(c.Context(), o); err != nil {
-					return ran(err)
+					return err
 				}
 			}
 			if a.output == outputCSV {

@@ -68,11 +68,11 @@ and says what would change. See docs/orders.md.`,
 			// Read-only: a missing data dir is exit 4, never made.
 			svc, err := a.service(c.Context(), false)
 			if err != nil {
-				return ran(err)
+				return err
 			}
-			return ran(a.listOrders(func(fn func(returns.OrderLine) error) error {
+			return a.listOrders(func(fn func(returns.OrderLine) error) error {
 				return svc.EachOrder(c.Context(), a.user, fn)
-			}))
+			})
 		},
 	}
 	c.AddCommand(imp, list)
@@ -103,16 +103,16 @@ func (a *app) importOrders(c *cobra.Command, path string, fl importFlags) error 
 	// A bad file is refused before the data dir is opened or made.
 	file, err := returns.ParseOrders(c.Context(), interruptible(c.Context(), in), opts)
 	if err != nil {
-		return tempFailure(err) // a failing $TMPDIR is exit 1, not bad input
+		return inputError(err) // a failing $TMPDIR is exit 1, not bad input
 	}
 	defer file.Close()
 	svc, err := a.service(c.Context(), !fl.dryRun)
 	if err != nil {
-		return ran(err)
+		return err
 	}
 	res, err := svc.ImportOrdersFile(c.Context(), file, business.ImportOptions{DryRun: fl.dryRun})
 	if err != nil {
-		return ran(err)
+		return err
 	}
 	if res.DryRun {
 		return a.renderImportResult(path, res, fl.operator)

@@ -55,11 +55,11 @@ func (a *app) importOrdersNewDir(c *cobra.Command, path string, in io.Reader, op
 	}
 	if file == nil {
 		// The file is bad (or $TMPDIR failed): as ParseOrders says it.
-		return true, tempFailure(err)
+		return true, inputError(err)
 	}
 	defer file.Close()
 	if err != nil {
-		return true, ran(err)
+		return true, err
 	}
 	switch err := returns.PlaceDataDir(tmp, dir); {
 	case errors.Is(err, returns.ErrDataDirTaken), errors.Is(err, returns.ErrNotPlaced):
@@ -68,15 +68,15 @@ func (a *app) importOrdersNewDir(c *cobra.Command, path string, in io.Reader, op
 		placed = true
 		svc, err := a.service(ctx, true)
 		if err != nil {
-			return true, ran(err)
+			return true, err
 		}
 		if res, err = svc.ImportOrdersFile(ctx, file, business.ImportOptions{}); err != nil {
-			return true, ran(err)
+			return true, err
 		}
 	case err != nil:
 		// Renamed, and the rename perhaps not yet on disk.
 		placed = true
-		return true, ran(err)
+		return true, err
 	default:
 		placed = true
 		returns.Fault("import:after-commit")

@@ -38,11 +38,11 @@ JSON; the file keeps its size (SQLite reuses the freed pages).
 			}
 			svc, err := a.service(c.Context(), false)
 			if err != nil {
-				return ran(err)
+				return err
 			}
 			r, err := svc.Prune(c.Context(), o)
 			if err != nil {
-				return ran(err)
+				return err
 			}
 			if a.output == "json" {
 				return writeJSON(a.stdout, r)

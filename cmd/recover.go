@@ -42,11 +42,11 @@ boot").`,
 			case errors.Is(err, returns.ErrNotFound):
 				// No data dir yet (a boot-time recover): nothing to recover.
 			case err != nil:
-				return ran(err)
+				return err
 			default:
 				var re *returns.RecoverError
 				if got, failed = svc.Recover(c.Context()); failed != nil && !errors.As(failed, &re) {
-					return ran(failed)
+					return failed
 				}
 			}
 			if err := a.printRecovered(got); err != nil {
@@ -54,7 +54,7 @@ boot").`,
 			}
 			if failed != nil {
 				a.reported = true // the report on stdout names each failure
-				return ran(failed)
+				return failed
 			}
 			return nil
 		},

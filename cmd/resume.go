@@ -57,11 +57,11 @@ a submitted task again returns the same application with reused: true.`,
 			}
 			svc, err := a.service(c.Context(), false)
 			if err != nil {
-				return ran(err)
+				return err
 			}
 			v, err := svc.Resume(c.Context(), opts)
 			if err != nil {
-				return ran(err)
+				return err
 			}
 			if v.Note != "" {
 				// An informational line, as every line on stderr:

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -107,7 +106,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, seed []by
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	c, err := root.ExecuteContextC(ctx)
+	err = refusedCommandLine(c, err)
 	for _, closeStores := range a.closers {
 		closeStores()
 	}
@@ -131,14 +131,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, seed []by
 		}
 		return oe.code
 	}
-	var re *runError
-	if errors.As(err, &re) {
-		err = &runError{returns.Classify(re.err)}
-	}
+	err = returns.Classify(err)
 	code := exitCode(err)
-	if errors.As(err, &re) {
-		err = re.err
-	}
 	if code == ExitInterrupted {
 		// One clean line: the cancelled context's own text ("context
 		// canceled") tells a person nothing the signal's name does not.
@@ -220,73 +214,4 @@ database that many machines share.`,
 	refuseUnknownSubcommands(root) // after AddCommand: it walks the commands
 	a.addCompletions(root)
 	return root
-}
-
-// runError marks an error that came from a command's work (not from flag
-// parsing), so an unclassified one is exit 1 rather than 2.
-type runError struct{ err error }
-
-func (e *runError) Error() string { return e.err.Error() }
-func (e *runError) Unwrap() error { return e.err }
-
-func ran(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &runError{err}
-}
-
-func usageErr(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", returns.ErrInvalid, fmt.Sprintf(format, args...))
-}
-
-// exitCode maps an error, passed through returns.Classify, to the exit
-// codes of docs/cli.md "Exit codes".
-func exitCode(err error) int {
-	var re *runError
-	switch {
-	case errors.Is(err, returns.ErrInterrupted), errors.Is(err, context.Canceled):
-		return ExitInterrupted
-	case errors.Is(err, returns.ErrInconsistent):
-		// The data dir's files contradict each other: a storage failure.
-		return ExitInternal
-	case errors.Is(err, returns.ErrInvalid):
-		return ExitUsage
-	case errors.Is(err, returns.ErrBusy):
-		// A file locked by another process for longer than the busy
-		// timeout: the task's data is busy, as with a lease (exit 3).
-		return ExitConflict
-	case errors.Is(err, returns.ErrNotFound):
-		return ExitNotFound
-	case errors.Is(err, returns.ErrConflict):
-		return ExitConflict
-	case errors.As(err, &re), errors.As(err, new(*fs.PathError)):
-		// The command's work, or a file it read or wrote (stdout on a full
-		// disk: a command that printed through render, not ran, was exit 2).
-		return ExitInternal
-	}
-	return ExitUsage // cobra's own errors: unknown command, wrong argument count
-}
-
-// errorCodeOf is the "code" of the JSON error object for err, which exits
-// with code: "inconsistent" for returns.ErrInconsistent, else errorCode.
-func errorCodeOf(err error, code int) string {
-	if errors.Is(err, returns.ErrInconsistent) {
-		return returns.CodeInconsistent
-	}
-	return errorCode(code)
-}
-
-func errorCode(code int) string {
-	switch code {
-	case ExitUsage:
-		return "invalid_input"
-	case ExitConflict:
-		return "conflict"
-	case ExitNotFound:
-		return "not_found"
-	case ExitInterrupted, ExitTerminated:
-		return "interrupted"
-	}
-	return "internal"
 }

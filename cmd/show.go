@@ -23,14 +23,14 @@ ended. It changes nothing.`,
 			}
 			svc, err := a.service(c.Context(), false)
 			if err != nil {
-				return ran(err)
+				return err
 			}
 			if rows {
 				return a.showRows(c.Context(), svc, args[0])
 			}
 			v, err := svc.Show(c.Context(), args[0], a.user)
 			if err != nil {
-				return ran(err)
+				return err
 			}
 			return a.finish(v, exitStatus)
 		},

@@ -49,11 +49,11 @@ with other input it is refused (exit 3).`,
 			a.beforeCreate = func() error { return returns.OrderInNewStores(a.seed, opts) }
 			svc, err := a.service(c.Context(), true)
 			if err != nil {
-				return ran(err)
+				return err
 			}
 			v, err := svc.Start(c.Context(), opts)
 			if err != nil {
-				return ran(err)
+				return err
 			}
 			return a.finish(v, exitStatus)
 		},

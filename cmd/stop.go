@@ -27,11 +27,11 @@ task that finished first keeps its finished status.`,
 			}
 			svc, err := a.service(c.Context(), false)
 			if err != nil {
-				return ran(err)
+				return err
 			}
 			v, err := svc.Stop(c.Context(), args[0], a.user, wait)
 			if err != nil {
-				return ran(err)
+				return err
 			}
 			return a.render(v)
 		},

@@ -41,7 +41,7 @@ separate processes would; --data is not touched.
 			}
 			dir, err := os.MkdirTemp("", "assistant-variants-")
 			if err != nil {
-				return ran(err)
+				return err
 			}
 			defer os.RemoveAll(dir)
 			lab := &variants.Lab{Open: labStore(filepath.Join(dir, "checkpoints.sqlite"))}
@@ -50,7 +50,7 @@ separate processes would; --data is not touched.
 			}
 			res, err := run(c.Context(), lab)
 			if err != nil {
-				return ran(fmt.Errorf("variant %s: %w", args[0], err))
+				return fmt.Errorf("variant %s: %w", args[0], err)
 			}
 			if a.output == "json" {
 				// One compact line, the shape issue 3 gives with the

@@ -40,14 +40,14 @@ no error, 1 otherwise.`,
 		RunE: func(c *cobra.Command, _ []string) error {
 			rep, err := a.verify(c.Context())
 			if err != nil {
-				return ran(err)
+				return err
 			}
 			if err := a.renderVerify(rep); err != nil {
 				return err
 			}
 			if !rep.Clean {
 				a.reported = true // the report on stdout names every error
-				return ran(fmt.Errorf("%s: %d error(s), each listed with its fix (%w)", rep.DataDir, rep.Errors(), returns.ErrInconsistent))
+				return fmt.Errorf("%s: %d error(s), each listed with its fix (%w)", rep.DataDir, rep.Errors(), returns.ErrInconsistent)
 			}
 			return nil
 		},

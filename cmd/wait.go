@@ -36,11 +36,11 @@ exit 4 at once; start the task before waiting for it.`,
 			}
 			svc, err := a.service(c.Context(), false)
 			if err != nil {
-				return ran(err)
+				return err
 			}
 			v, err := svc.Wait(c.Context(), returns.WaitOptions{Task: args[0], User: a.user, Timeout: timeout})
 			if err != nil {
-				return ran(err)
+				return err
 			}
 			err = a.finish(v, true)
 			if oe, ok := err.(*outcomeExit); ok && oe.code == ExitNotFinished {
