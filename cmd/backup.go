@@ -46,7 +46,7 @@ not agree with the other.`,
 			if err != nil {
 				return err
 			}
-			if res.Verify, err = verifyDir(c.Context(), args[0], a.host, nil); err != nil {
+			if res.Verify, err = verifyDir(c.Context(), args[0], a.host, func(string) returns.Wording { return cliWords }); err != nil {
 				return fmt.Errorf("verify the backup in %s: %w", args[0], err)
 			}
 			if err := a.renderBackup(res); err != nil {

@@ -56,7 +56,7 @@ func (a *app) service(ctx context.Context, create bool) (*returns.Service, error
 		cps.Close()
 		return nil, err
 	}
-	svc, err := returns.Open(ctx, returns.Config{DataDir: a.data, Create: create, Seed: a.seed, Checkpoints: cps, MaxAttempts: a.maxAttempts, DataDirID: id, Host: a.host})
+	svc, err := returns.Open(ctx, returns.Config{DataDir: a.data, Create: create, Seed: a.seed, Checkpoints: cps, MaxAttempts: a.maxAttempts, DataDirID: id, Host: a.host, Wording: cliWords})
 	if err != nil {
 		cps.Close()
 		return nil, err

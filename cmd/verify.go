@@ -60,13 +60,19 @@ func (a *app) verify(ctx context.Context) (*returns.VerifyReport, error) {
 	if a.store != "" {
 		return a.verifyServer(ctx)
 	}
-	return verifyDir(ctx, a.data, a.host, a.fixCommand)
+	return verifyDir(ctx, a.data, a.host, a.fixWording)
+}
+
+// fixWording words verify's fixes for a task of user ("" for none):
+// their commands start with this command's --data or --store, and --user
+// unless both user and the user of this command are the default
+// (returns.VerifyOptions.Wording).
+func (a *app) fixWording(user string) returns.Wording {
+	return cliWording{prog: a.fixCommand(user)}
 }
 
 // fixCommand is the prefix of a command verify's fixes quote for a task of
-// user ("" for none): this command's --data or --store, and --user unless
-// both user and the user of this command are the default
-// (returns.VerifyOptions.Command).
+// user (fixWording).
 func (a *app) fixCommand(user string) string {
 	prefix := a.nextCommandPrefix()
 	if a.user != DefaultUser {
@@ -79,9 +85,9 @@ func (a *app) fixCommand(user string) string {
 }
 
 // verifyDir checks the data dir dir read-only (returns.Verify); host names
-// this machine in leases (returns.Config.Host); command, if set, makes the
-// fixes' commands pasteable (returns.VerifyOptions.Command).
-func verifyDir(ctx context.Context, dir, host string, command func(user string) string) (*returns.VerifyReport, error) {
+// this machine in leases (returns.Config.Host); words words the fixes
+// (returns.VerifyOptions.Wording).
+func verifyDir(ctx context.Context, dir, host string, words func(user string) returns.Wording) (*returns.VerifyReport, error) {
 	if err := returns.PrepareDataDir(dir, false); err != nil {
 		return nil, err
 	}
@@ -90,7 +96,7 @@ func verifyDir(ctx context.Context, dir, host string, command func(user string) 
 		return nil, err
 	}
 	defer closeCps()
-	return returns.Verify(ctx, returns.VerifyOptions{DataDir: dir, CheckpointsFile: check, Checkpoints: cps, Host: host, Command: command,
+	return returns.Verify(ctx, returns.VerifyOptions{DataDir: dir, CheckpointsFile: check, Checkpoints: cps, Host: host, Wording: words,
 		CountThreads: checkpoints.CountThreadsReadOnly})
 }
 

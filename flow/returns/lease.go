@@ -157,8 +157,8 @@ func (s *Service) stillHolds(l runs.Lease) string {
 // of a resume or an answer of a stopped task whose former process, held,
 // has not let go yet: it says so, and offers resume for once it has.
 func (s *Service) stoppedHeld(held *runs.LeaseHeldError) error {
-	return &busyRefusal{held: held, msg: fmt.Sprintf("task %s is stopped, but %s: %v; nothing was done: once it has, continue it with `assistant resume %s`",
-		held.Task, s.stillHolds(held.Lease), ErrConflict, ShellQuote(held.Task))}
+	return errorf(Hint{Before: "once it has, continue it with", Do: DoResume, Task: held.Task},
+		"task %s is stopped, but %s: %w; nothing was done%.0w", held.Task, s.stillHolds(held.Lease), ErrConflict, held)
 }
 
 // lease is the lease r takes: this process, for r.policy.leaseTTL from now.
@@ -207,9 +207,10 @@ func (r *runner) acquire(ctx context.Context, t *runs.TaskRecord) error {
 		if t.Status != StatusRunning && t.Status != StatusInterrupted {
 			// Another process took the task at the same moment: an answer,
 			// a resume or a batch row runs it now.
-			return fmt.Errorf("%w: %w; that process is running the task now, try again in a moment or see where it is with `assistant show %s`", ErrConflict, err, ShellQuote(t.ID))
+			return errorf(Hint{Before: "try again in a moment or see where it is with", Do: DoShow, Task: t.ID},
+				"%w: %w; that process is running the task now", ErrConflict, err)
 		}
-		return fmt.Errorf("%w: %w; wait for it to finish, or run `assistant stop %s`", ErrConflict, err, ShellQuote(t.ID))
+		return errorf(Hint{Before: "wait for it to finish, or run", Do: DoStop, Task: t.ID}, "%w: %w", ErrConflict, err)
 	case errors.Is(err, runs.ErrConflict):
 		return fmt.Errorf("task %s was taken by another process at the same moment: %w", t.ID, ErrConflict)
 	case err != nil:

@@ -34,6 +34,10 @@ type Config struct {
 	// Now is the wall clock; nil means WallClock (time.Now unless a fault
 	// skews it).
 	Now func() time.Time
+	// Wording is how the front end words a hint, and the inputs a message
+	// names, in the texts the Service stores or reports as data (a row's
+	// error, recover's report); nil means PlainWords.
+	Wording Wording
 	// DataDirID is the data dir identity the checkpoint store carries: the
 	// business file must carry the same (business.Options.DataDirID).
 	DataDirID string
@@ -84,6 +88,8 @@ type Service struct {
 	progress func(done, total int)
 	// maxAttempts is Config.MaxAttempts, defaulted.
 	maxAttempts int
+	// words is Config.Wording, defaulted.
+	words Wording
 	// stops maps a batch driven by this Service to the context a stop or a
 	// signal ends (driveBatch, stopOf).
 	stops sync.Map
@@ -114,6 +120,9 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	s := &Service{desk: desk, runs: runs.New(desk.Handle(), now), cps: cfg.Checkpoints, now: now, me: newIdentity(cfg.Host), maxAttempts: cfg.MaxAttempts, stillThere: stillThere}
 	if s.maxAttempts <= 0 {
 		s.maxAttempts = DefaultMaxAttempts
+	}
+	if s.words = cfg.Wording; s.words == nil {
+		s.words = PlainWords
 	}
 	if s.cmd, err = s.newRunner(desk, s.runs, cfg.Checkpoints, commandPolicy); err != nil {
 		desk.Close()
@@ -383,7 +392,7 @@ const fixLostSchema = "restore both schemas from one pg_dump with pg_restore (do
 	"or drop both schemas to start afresh (nothing was changed)"
 
 // ErrForeignSchema and ErrNewerSchema are the refusals of a schema of the
-// --store database that another program made, or that a newer build
+// server's database that another program made, or that a newer build
 // migrated (ServerSchemas.Check). A business schema's also match
 // business.ErrForeignFile and business.ErrNewerSchema.
 var (
