@@ -22,16 +22,7 @@ import (
 // `show ID --rows` has them all.
 const maxRefusedShown = 20
 
-func (a *app) newDecide() *cobra.Command {
-	var (
-		id         string
-		chunk      int
-		exitStatus bool
-	)
-	c := &cobra.Command{
-		Use:   "decide FILE.csv|-",
-		Short: "Give many waiting tasks their decisions from a CSV file (task,action[,draft])",
-		Long: `decide reads rows of task, action (approve or cancel) and, optionally,
+const decideLong = `decide reads rows of task, action (approve or cancel) and, optionally,
 draft, from FILE.csv or from stdin (-), and gives each task its decision as
 the current user, as "assistant resume TASK --action A --draft D" would:
 the same checks, the same outcome. Many rows go into one commit, as a
@@ -59,68 +50,102 @@ Exit status: 130/143 when a signal ended it (the run is saved; the same
 command again continues it). With --exit-status, the run's outcome: 0 only
 once every row was handled, whatever each row came to (see counts and
 rows); 6 when the run failed, 8 when it was stopped by another process.
-Without it, 0 when the command did its work: read "status".`,
-		Example: `  assistant list --status waiting --output csv | sed 's/,,/,approve,/' | assistant decide -
+Without it, 0 when the command did its work: read "status".`
+
+const decideExample = `  assistant list --status waiting --output csv | sed 's/,,/,approve,/' | assistant decide -
   printf 'task,action,draft\nr-1,approve,\nr-2,cancel,\n' > decisions.csv
   assistant decide decisions.csv
-  assistant show decide-3f2a09c1d4e5b6a7 --rows --output csv`,
-		Args: exactArgs(1, "decide needs FILE (or - for stdin)"),
+  assistant show decide-3f2a09c1d4e5b6a7 --rows --output csv`
+
+// decideOptions are decide's argument (a file, or - for Stdin) and flags.
+type decideOptions struct {
+	app        *app
+	File       string
+	Stdin      io.Reader
+	ID         string
+	Chunk      int
+	ExitStatus bool
+}
+
+// newCmdDecide is the decide command; runF runs it with its options
+// (decideRun, or a test's).
+func newCmdDecide(a *app, runF func(context.Context, *decideOptions) error) *cobra.Command {
+	opts := &decideOptions{app: a}
+	c := &cobra.Command{
+		Use:     "decide FILE.csv|-",
+		Short:   "Give many waiting tasks their decisions from a CSV file (task,action[,draft])",
+		Long:    decideLong,
+		Example: decideExample,
+		Args:    exactArgs(1, "decide needs FILE (or - for stdin)"),
 		RunE: func(c *cobra.Command, args []string) error {
-			if id != "" {
-				if err := returns.ValidTaskID(id); err != nil {
-					return usageErr("--id: %v", err)
-				}
-			}
-			if chunk < 1 || chunk > 10_000 {
-				return usageErr("--chunk must be between 1 and 10000, not %d", chunk)
-			}
-			file, closeFile, err := openDecisions(c.Context(), c.InOrStdin(), args[0])
-			if err != nil {
-				return err
-			}
-			defer closeFile()
-			// decide answers tasks; it never makes a data dir (a typo in
-			// --data is exit 4, not a fresh dir of nothing found).
-			svc, err := a.service(c.Context(), false)
-			if err != nil {
-				return err
-			}
-			// A run that finished before only prints its report again: say
-			// so, once, after the report (refused rows are not retried).
-			again, err := svc.RanBefore(c.Context(), id, a.user, file.Fingerprint)
-			if err != nil {
-				return err
-			}
-			finish := a.progress(svc, file.Rows)
-			v, err := svc.StartDecide(c.Context(), returns.DecideOptions{ID: id, User: a.user, File: file, Chunk: chunk})
-			finish() // the bar is gone before the report is printed
-			if err != nil {
-				return err
-			}
-			// The rows' report is read even when a signal ended the run: the
-			// run saved them, and the command prints where it stopped. It is
-			// streamed, a page of rows at a time, never held whole. A row's
-			// error quotes its commands pasteable, as resume prints them.
-			each := func(fn func(returns.RowReport) error) error {
-				_, err := svc.EachRow(context.WithoutCancel(c.Context()), v.Task, a.user, func(r returns.RowReport) error {
-					r.Error = a.pasteable(r.Error)
-					return fn(r)
-				})
-				return err
-			}
-			// With --exit-status a decide run exits by its outcome, as a
-			// batch does: 0 only once every row was handled.
-			err = a.finishDecide(v, each, exitStatus)
-			if again != "" {
-				a.note(again)
-			}
-			return err
+			opts.File, opts.Stdin = args[0], c.InOrStdin()
+			return runF(c.Context(), opts)
 		},
 	}
-	c.Flags().StringVar(&id, "id", "", "name the decide run (default: decide- and a hash of the user and the file)")
-	c.Flags().IntVar(&chunk, "chunk", returns.DefaultBatchChunk, "rows per checkpoint (one commit takes at most 100 rows, or the rows of half a second)")
-	c.Flags().BoolVar(&exitStatus, "exit-status", false, "exit by the run's outcome: 0 handled every row, 6 failed, 8 interrupted (docs/cli.md \"Exit codes\")")
+	c.Flags().StringVar(&opts.ID, "id", "", "name the decide run (default: decide- and a hash of the user and the file)")
+	c.Flags().IntVar(&opts.Chunk, "chunk", returns.DefaultBatchChunk, "rows per checkpoint (one commit takes at most 100 rows, or the rows of half a second)")
+	c.Flags().BoolVar(&opts.ExitStatus, "exit-status", false, "exit by the run's outcome: 0 handled every row, 6 failed, 8 interrupted (docs/cli.md \"Exit codes\")")
 	return c
+}
+
+// decideRun checks the options and every row of the file (read from
+// stdin for "-"), runs the decide run (with a progress bar on a
+// terminal) and prints it with its rows; a run that finished before is
+// only printed again, and a line on stderr says so.
+func decideRun(ctx context.Context, opts *decideOptions) error {
+	a := opts.app
+	if opts.ID != "" {
+		if err := returns.ValidTaskID(opts.ID); err != nil {
+			return usageErr("--id: %v", err)
+		}
+	}
+	if opts.Chunk < 1 || opts.Chunk > 10_000 {
+		return usageErr("--chunk must be between 1 and 10000, not %d", opts.Chunk)
+	}
+	file, closeFile, err := openDecisions(ctx, opts.Stdin, opts.File)
+	if err != nil {
+		return err
+	}
+	defer closeFile()
+	// decide answers tasks; it never makes a data dir (a typo in --data
+	// is exit 4, not a fresh dir of nothing found).
+	svc, err := a.service(ctx, false)
+	if err != nil {
+		return err
+	}
+	// A run that finished before only prints its report again: say so,
+	// once, after the report (refused rows are not retried).
+	again, err := svc.RanBefore(ctx, opts.ID, a.user, file.Fingerprint)
+	if err != nil {
+		return err
+	}
+	finish := a.progress(svc, file.Rows)
+	v, err := svc.StartDecide(ctx, returns.DecideOptions{ID: opts.ID, User: a.user, File: file, Chunk: opts.Chunk})
+	finish() // the bar is gone before the report is printed
+	if err != nil {
+		return err
+	}
+	// With --exit-status a decide run exits by its outcome, as a batch
+	// does: 0 only once every row was handled.
+	err = a.finishDecide(v, a.decideRows(ctx, svc, v.Task), opts.ExitStatus)
+	if again != "" {
+		a.note(again)
+	}
+	return err
+}
+
+// decideRows is the report of decide run task's rows, read even when a
+// signal ended the run (the run saved them, and the command prints where
+// it stopped), streamed a page at a time, never held whole. A row's error
+// quotes its commands pasteable, as resume prints them.
+func (a *app) decideRows(ctx context.Context, svc *returns.Service, task string) rowSource {
+	return func(fn func(returns.RowReport) error) error {
+		_, err := svc.EachRow(context.WithoutCancel(ctx), task, a.user, func(r returns.RowReport) error {
+			r.Error = a.pasteable(r.Error)
+			return fn(r)
+		})
+		return err
+	}
 }
 
 // openDecisions checks the decide file named by arg, or stdin for "-"

@@ -143,18 +143,21 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, seed []by
 	return code
 }
 
-func (a *app) newRoot() *cobra.Command {
-	root := &cobra.Command{
-		Use:   "assistant",
-		Short: "Prepare return requests that wait for a person's approval and survive anything in between",
-		Long: `assistant prepares a return request for an order, parks at an approval
+const rootLong = `assistant prepares a return request for an order, parks at an approval
 question and exits. A later process shows or answers that question and
 submits the application at most once, however often it is retried.
 
 State lives in two SQLite files in --data: checkpoints.sqlite (the run) and
 business.sqlite (orders, drafts, applications, tasks); or, with --store
 postgres://…, in the schemas checkpoints and business of one PostgreSQL
-database that many machines share.`,
+database that many machines share.`
+
+// newRoot is the root command with the global flags and every command.
+func (a *app) newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "assistant",
+		Short: "Prepare return requests that wait for a person's approval and survive anything in between",
+		Long:  rootLong,
 		Example: `  assistant start return-25 A3003 --reason "size does not fit"
   assistant show return-25
   assistant resume return-25 --action approve`,
@@ -167,51 +170,58 @@ database that many machines share.`,
 	root.PersistentFlags().StringVar(&a.output, "output", "", "output format: json, text, or csv for list and show --rows (default: json when stdout is not a terminal)")
 	root.PersistentFlags().IntVar(&a.maxAttempts, "max-attempts", returns.DefaultMaxAttempts, "how often a node of a task may fail in a row (crash, error) before its run ends failed (attempts_exhausted)")
 	a.addGlobalFlags(root)
-	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
-		// An empty or blank flag value is refused before anything else
-		// (docs/cli.md "Conventions"), --data "" included.
-		if err := refuseEmptyFlags(c); err != nil {
-			return err
-		}
-		if err := a.applyGlobals(c, args); err != nil {
-			return err
-		}
-		switch a.output {
-		case "":
-			a.output = "text"
-			if !isTerminal(a.stdout) {
-				a.output = "json"
-			}
-		case "json", "text":
-		case outputCSV:
-			if err := csvAllowed(c); err != nil {
-				return err
-			}
-		default:
-			return usageErr("--output must be json or text, not %q (csv works with list and show --rows)", a.output)
-		}
-		if err := a.applyStore(c); err != nil {
-			return err
-		}
-		if err := returns.ValidUser(a.user); err != nil {
-			from := "--user"
-			if !c.Flags().Changed("user") && os.Getenv(EnvUser) != "" {
-				from = EnvUser
-			}
-			return usageErr("%s: %v", from, err)
-		}
-		if a.maxAttempts < 1 {
-			return usageErr("--max-attempts must be at least 1, not %d", a.maxAttempts)
-		}
-		return nil
-	}
-	root.PersistentPreRunE = a.withTeachingOrders(root, root.PersistentPreRunE)
+	root.PersistentPreRunE = a.withTeachingOrders(root, a.checkGlobals)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return fmt.Errorf("%w: %v", returns.ErrInvalid, err)
 	})
-	root.AddCommand(a.newStart(), a.newShow(), a.newResume(), a.newList(), a.newStop(), a.newRecover(), a.newBatch(), a.newOrders(), a.newVariants(), a.newHistory(), a.newPrune(), a.newVerify(), a.newBackup(), a.newWait(),
-		a.newApprovers(), a.newDecide())
+	root.AddCommand(newCmdStart(a, startRun), a.newShow(), newCmdResume(a, resumeRun), newCmdList(a, listRun),
+		a.newStop(), a.newRecover(), newCmdBatch(a, batchRun), a.newOrders(),
+		a.newVariants(), a.newHistory(), a.newPrune(), a.newVerify(),
+		a.newBackup(), a.newWait(), a.newApprovers(), newCmdDecide(a, decideRun))
 	refuseUnknownSubcommands(root) // after AddCommand: it walks the commands
 	a.addCompletions(root)
 	return root
+}
+
+// checkGlobals checks the global flags (and the environment variables
+// that stand in for them) of command c before it runs: an empty or blank
+// value first, --json, --output, --store, --user and --max-attempts.
+// Errors: ErrInvalid.
+func (a *app) checkGlobals(c *cobra.Command, args []string) error {
+	// An empty or blank flag value is refused before anything else
+	// (docs/cli.md "Conventions"), --data "" included.
+	if err := refuseEmptyFlags(c); err != nil {
+		return err
+	}
+	if err := a.applyGlobals(c, args); err != nil {
+		return err
+	}
+	switch a.output {
+	case "":
+		a.output = "text"
+		if !isTerminal(a.stdout) {
+			a.output = "json"
+		}
+	case "json", "text":
+	case outputCSV:
+		if err := csvAllowed(c); err != nil {
+			return err
+		}
+	default:
+		return usageErr("--output must be json or text, not %q (csv works with list and show --rows)", a.output)
+	}
+	if err := a.applyStore(c); err != nil {
+		return err
+	}
+	if err := returns.ValidUser(a.user); err != nil {
+		from := "--user"
+		if !c.Flags().Changed("user") && os.Getenv(EnvUser) != "" {
+			from = EnvUser
+		}
+		return usageErr("%s: %v", from, err)
+	}
+	if a.maxAttempts < 1 {
+		return usageErr("--max-attempts must be at least 1, not %d", a.maxAttempts)
+	}
+	return nil
 }
