@@ -3,6 +3,7 @@ package cmd
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,23 +20,7 @@ import (
 	"assistant/internal/termtext"
 )
 
-// importFlags are the flags of `orders import`.
-type importFlags struct {
-	dryRun   bool
-	timezone string
-	operator bool
-}
-
-func (a *app) newOrders() *cobra.Command {
-	c := &cobra.Command{
-		Use:   "orders",
-		Short: "Import and list the orders returns are made for",
-	}
-	var fl importFlags
-	imp := &cobra.Command{
-		Use:   "import FILE.csv",
-		Short: "Load or update orders from a shop's export (CSV: order_id,user,item,delivered_at,final_sale, by name)",
-		Long: `import reads a shop's orders export: columns found by name (Name, Order ID,
+const ordersImportLong = `import reads a shop's orders export: columns found by name (Name, Order ID,
 Customer, Fulfilled at, … are understood; other columns are ignored), ',' ';'
 or tab, UTF-8 or UTF-16. Every row is checked before the data dir is opened;
 a file with any bad row is refused whole (exit 2, the bad lines named).
@@ -50,74 +35,121 @@ to the shop's order of --user is refused, exit 3). --operator imports the shop's
 user; the shop's order ids are unique, so one that would go to another
 customer refuses the whole file (exit 3). Dates and times without a zone
 need --timezone. All of it is one transaction; --dry-run writes nothing
-and says what would change. See docs/orders.md.`,
-		Example: `  printf 'order_id,user,item,delivered_at,final_sale\nC1,demo-user,Kettle,2026-11-20T10:00:00Z,false\n' > shop.csv
+and says what would change. See docs/orders.md.`
+
+const ordersImportExample = `  printf 'order_id,user,item,delivered_at,final_sale\nC1,demo-user,Kettle,2026-11-20T10:00:00Z,false\n' > shop.csv
   assistant orders import shop.csv
-  assistant orders import --operator --timezone Europe/Berlin --dry-run shopify-export.csv`,
-		Args: exactArgs(1, "orders import needs FILE"),
-		RunE: func(c *cobra.Command, args []string) error { return a.importOrders(c, args[0], fl) },
+  assistant orders import --operator --timezone Europe/Berlin --dry-run shopify-export.csv`
+
+// newCmdOrders is the orders group: import and list.
+func newCmdOrders(a *app) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "orders",
+		Short: "Import and list the orders returns are made for",
 	}
-	imp.Flags().BoolVar(&fl.dryRun, "dry-run", false, "say what the import would change and write nothing")
-	imp.Flags().StringVar(&fl.timezone, "timezone", "", "IANA time zone (Europe/Berlin) of delivery dates and times written without one; without it such a value is refused")
-	imp.Flags().BoolVar(&fl.operator, "operator", false, "act as the shop's operator: import the rows of every user, not only --user's (a role, not authentication)")
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List your orders and whether each can be returned now",
-		Args:  exactArgs(0, "orders list takes no arguments"),
-		RunE: func(c *cobra.Command, _ []string) error {
-			// Read-only: a missing data dir is exit 4, never made.
-			svc, err := a.service(c.Context(), false)
-			if err != nil {
-				return err
-			}
-			return a.listOrders(func(fn func(returns.OrderLine) error) error {
-				return svc.EachOrder(c.Context(), a.user, fn)
-			})
-		},
-	}
-	c.AddCommand(imp, list)
+	c.AddCommand(newCmdOrdersImport(a, ordersImportRun), newCmdOrdersList(a, ordersListRun))
 	return c
 }
 
-// importOrders runs `orders import FILE`: the file is checked first, then
-// the data dir opened (made, unless a dry run) and the orders written.
-func (a *app) importOrders(c *cobra.Command, path string, fl importFlags) error {
-	opts := business.ParseOptions{User: a.user, Operator: fl.operator}
-	if fl.timezone != "" {
-		loc, err := time.LoadLocation(fl.timezone)
-		if err != nil || fl.timezone == "Local" {
-			return usageErr("--timezone %q is not an IANA time zone name (such as Europe/Berlin or UTC)", fl.timezone)
+// ordersImportOptions are the argument and the flags of orders import.
+type ordersImportOptions struct {
+	app      *app
+	File     string
+	DryRun   bool
+	Timezone string
+	Operator bool
+}
+
+// newCmdOrdersImport is the orders import command; runF runs it with its
+// options (ordersImportRun, or a test's).
+func newCmdOrdersImport(a *app, runF func(context.Context, *ordersImportOptions) error) *cobra.Command {
+	opts := &ordersImportOptions{app: a}
+	c := &cobra.Command{
+		Use:     "import FILE.csv",
+		Short:   "Load or update orders from a shop's export (CSV: order_id,user,item,delivered_at,final_sale, by name)",
+		Long:    ordersImportLong,
+		Example: ordersImportExample,
+		Args:    exactArgs(1, "orders import needs FILE"),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.File = args[0]
+			return runF(c.Context(), opts)
+		},
+	}
+	c.Flags().BoolVar(&opts.DryRun, "dry-run", false, "say what the import would change and write nothing")
+	c.Flags().StringVar(&opts.Timezone, "timezone", "", "IANA time zone (Europe/Berlin) of delivery dates and times written without one; without it such a value is refused")
+	c.Flags().BoolVar(&opts.Operator, "operator", false, "act as the shop's operator: import the rows of every user, not only --user's (a role, not authentication)")
+	return c
+}
+
+// ordersListOptions are orders list's: it takes no argument and no flag
+// of its own.
+type ordersListOptions struct{ app *app }
+
+// newCmdOrdersList is the orders list command; runF runs it (ordersListRun,
+// or a test's).
+func newCmdOrdersList(a *app, runF func(context.Context, *ordersListOptions) error) *cobra.Command {
+	opts := &ordersListOptions{app: a}
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List your orders and whether each can be returned now",
+		Args:  exactArgs(0, "orders list takes no arguments"),
+		RunE:  func(c *cobra.Command, _ []string) error { return runF(c.Context(), opts) },
+	}
+}
+
+// ordersListRun prints the user's orders; a missing data dir is exit 4,
+// never made.
+func ordersListRun(ctx context.Context, opts *ordersListOptions) error {
+	a := opts.app
+	svc, err := a.service(ctx, false)
+	if err != nil {
+		return err
+	}
+	return a.listOrders(func(fn func(returns.OrderLine) error) error {
+		return svc.EachOrder(ctx, a.user, fn)
+	})
+}
+
+// ordersImportRun runs orders import: the file is checked first, then the
+// data dir opened (made, unless a dry run) and the orders written.
+func ordersImportRun(ctx context.Context, o *ordersImportOptions) error {
+	a, path := o.app, o.File
+	opts := business.ParseOptions{User: a.user, Operator: o.Operator}
+	if o.Timezone != "" {
+		loc, err := time.LoadLocation(o.Timezone)
+		if err != nil || o.Timezone == "Local" {
+			return usageErr("--timezone %q is not an IANA time zone name (such as Europe/Berlin or UTC)", o.Timezone)
 		}
 		opts.Location = loc
 	}
-	in, err := openInput(c.Context(), "orders file", path)
+	in, err := openInput(ctx, "orders file", path)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	if !fl.dryRun && a.store == "" && !exists(a.data) {
-		if handled, err := a.importOrdersNewDir(c, path, in, opts); handled {
+	if !o.DryRun && a.store == "" && !exists(a.data) {
+		if handled, err := a.importOrdersNewDir(ctx, path, in, opts); handled {
 			return err
 		}
 	}
 	// A bad file is refused before the data dir is opened or made.
-	file, err := returns.ParseOrders(c.Context(), interruptible(c.Context(), in), opts)
+	file, err := returns.ParseOrders(ctx, interruptible(ctx, in), opts)
 	if err != nil {
 		return inputError(err) // a failing $TMPDIR is exit 1, not bad input
 	}
 	defer file.Close()
-	svc, err := a.service(c.Context(), !fl.dryRun)
+	svc, err := a.service(ctx, !o.DryRun)
 	if err != nil {
 		return err
 	}
-	res, err := svc.ImportOrdersFile(c.Context(), file, business.ImportOptions{DryRun: fl.dryRun})
+	res, err := svc.ImportOrdersFile(ctx, file, business.ImportOptions{DryRun: o.DryRun})
 	if err != nil {
 		return err
 	}
 	if res.DryRun {
-		return a.renderImportResult(path, res, fl.operator)
+		return a.renderImportResult(path, res, o.Operator)
 	}
-	return a.reportImport(path, res, fl.operator)
+	return a.reportImport(path, res, o.Operator)
 }
 
 // reportImport prints the report of an import that has committed. A

@@ -174,10 +174,10 @@ func (a *app) newRoot() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return fmt.Errorf("%w: %v", returns.ErrInvalid, err)
 	})
-	root.AddCommand(newCmdStart(a, startRun), a.newShow(), newCmdResume(a, resumeRun), newCmdList(a, listRun),
-		a.newStop(), a.newRecover(), newCmdBatch(a, batchRun), a.newOrders(),
-		a.newVariants(), a.newHistory(), a.newPrune(), a.newVerify(),
-		a.newBackup(), a.newWait(), a.newApprovers(), newCmdDecide(a, decideRun))
+	root.AddCommand(newCmdStart(a, startRun), newCmdShow(a, showRun), newCmdResume(a, resumeRun), newCmdList(a, listRun),
+		newCmdStop(a, stopRun), newCmdRecover(a, recoverRun), newCmdBatch(a, batchRun), newCmdOrders(a),
+		newCmdVariants(a, variantsRun), newCmdHistory(a, historyRun), newCmdPrune(a, pruneRun), newCmdVerify(a, verifyRun),
+		newCmdBackup(a, backupRun), newCmdWait(a, waitRun), newCmdApprovers(a), newCmdDecide(a, decideRun))
 	refuseUnknownSubcommands(root) // after AddCommand: it walks the commands
 	a.addCompletions(root)
 	return root

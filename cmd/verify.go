@@ -13,11 +13,7 @@ import (
 	"assistant/internal/termtext"
 )
 
-func (a *app) newVerify() *cobra.Command {
-	return &cobra.Command{
-		Use:   "verify",
-		Short: "Check a data dir without writing: both files, their pairing and every cross-file invariant",
-		Long: `verify reads the data dir and writes nothing; other processes may use it
+const verifyLong = `verify reads the data dir and writes nothing; other processes may use it
 meanwhile. It checks:
 
   - each file: PRAGMA integrity_check (every page, every index against its
@@ -33,25 +29,43 @@ Each finding names its task (or file) and how to fix it. An error means the
 two files contradict each other or a file is damaged: the task or file is
 refused until it is restored. A warning is a state the flow sets right by
 itself the next time the task is resumed or recovered. Exit 0 when there is
-no error, 1 otherwise.`,
+no error, 1 otherwise.`
+
+// verifyOptions are verify's: it takes no argument and no flag of its
+// own.
+type verifyOptions struct{ app *app }
+
+// newCmdVerify is the verify command; runF runs it (verifyRun, or a
+// test's).
+func newCmdVerify(a *app, runF func(context.Context, *verifyOptions) error) *cobra.Command {
+	opts := &verifyOptions{app: a}
+	return &cobra.Command{
+		Use:   "verify",
+		Short: "Check a data dir without writing: both files, their pairing and every cross-file invariant",
+		Long:  verifyLong,
 		Example: `  assistant verify
   assistant verify --output json | jq '.findings[] | select(.severity == "error")'`,
 		Args: exactArgs(0, "verify takes no arguments"),
-		RunE: func(c *cobra.Command, _ []string) error {
-			rep, err := a.verify(c.Context())
-			if err != nil {
-				return err
-			}
-			if err := a.renderVerify(rep); err != nil {
-				return err
-			}
-			if !rep.Clean {
-				a.reported = true // the report on stdout names every error
-				return fmt.Errorf("%s: %d error(s), each listed with its fix (%w)", rep.DataDir, rep.Errors(), returns.ErrInconsistent)
-			}
-			return nil
-		},
+		RunE: func(c *cobra.Command, _ []string) error { return runF(c.Context(), opts) },
 	}
+}
+
+// verifyRun checks the stores and prints the report; a report with an
+// error is ErrInconsistent, after the report that names each.
+func verifyRun(ctx context.Context, opts *verifyOptions) error {
+	a := opts.app
+	rep, err := a.verify(ctx)
+	if err != nil {
+		return err
+	}
+	if err := a.renderVerify(rep); err != nil {
+		return err
+	}
+	if !rep.Clean {
+		a.reported = true // the report on stdout names every error
+		return fmt.Errorf("%s: %d error(s), each listed with its fix (%w)", rep.DataDir, rep.Errors(), returns.ErrInconsistent)
+	}
+	return nil
 }
 
 // verify checks the data dir, or the stores on --store's server
