@@ -318,8 +318,7 @@ func (s *Service) continueRows(ctx context.Context, t runs.TaskRecord) (*View, e
 // rowsBusy is the error of a batch command given again while the process
 // holding lease l runs batch task id: ErrConflict (exit 3), naming it.
 func rowsBusy(id string, l runs.Lease) error {
-	return errorf(Hint{Before: "wait for that process to end (", Do: DoWait, Task: id, After: "), then run the same command again"},
-		"%w: %w, so this command runs none of its rows", ErrConflict, &runs.LeaseHeldError{Task: id, Lease: l})
+	return errorf(Hint{Before: "wait for that process to end (", Do: DoWait, Task: id, After: "), then run the same command again"}, "%w: %w, so this command runs none of its rows", ErrConflict, &runs.LeaseHeldError{Task: id, Lease: l})
 }
 
 // batchInput is the input of batch task t's run as recorded with the task

@@ -30,7 +30,7 @@ type View struct {
 	Decisions []DecisionView `json:"decisions"`
 	// Stands is the answer the decision trail holds for the question
 	// asked whose checkpoint was lost: it stands, and only it given again
-	// (StandingCommand) carries the task on; omitted otherwise.
+	// (StandingHint) carries the task on; omitted otherwise.
 	Stands *DecisionView `json:"stands,omitempty"`
 	Result *Result       `json:"result"`
 	Error  *Failure      `json:"error"`
