@@ -106,14 +106,17 @@ type Error struct {
 func (e *Error) Error() string { return e.Message }
 
 // Unwrap returns the error the message says, whose chain holds Kind and
-// the errors the message wraps.
+// the errors the message wraps; nil for an Error made as a literal.
 func (e *Error) Unwrap() error { return e.err }
 
+// Is makes errors.Is match Kind, also for an Error made as a literal.
+func (e *Error) Is(target error) bool { return e.Kind != nil && target == e.Kind }
+
 // Text is the message with its inputs named by w, and every *Error it
-// wraps worded by w too.
+// wraps worded by w too; an Error made as a literal is its Message.
 func (e *Error) Text(w Wording) string {
 	if e.format == "" {
-		return textOf(e.err, w)
+		return e.Message
 	}
 	return fmt.Sprintf(strings.ReplaceAll(e.format, "%w", "%v"), wordArgs(e.args, w)...)
 }
@@ -142,11 +145,6 @@ func wordArgs(args []any, w Wording) []any {
 func errorf(h Hint, format string, args ...any) error {
 	err := fmt.Errorf(format, args...)
 	return &Error{Kind: KindOf(err), Message: err.Error(), Hint: h, err: err, format: format, args: args}
-}
-
-// withHint is err, its message and its chain unchanged, with hint h.
-func withHint(err error, h Hint) error {
-	return &Error{Kind: KindOf(err), Message: err.Error(), Hint: h, err: err}
 }
 
 // kinds are the sentinels KindOf chooses from, in order.

@@ -88,3 +88,15 @@ func TestError(t *testing.T) {
 		}
 	})
 }
+
+// TestErrorLiteral: an Error another package makes as a literal matches
+// its Kind and says its Message.
+func TestErrorLiteral(t *testing.T) {
+	err := fmt.Errorf("serve: %w", &returns.Error{Kind: returns.ErrNotFound, Message: "task r1: not found", Hint: returns.Hint{Do: returns.DoList}})
+	if !errors.Is(err, returns.ErrNotFound) || returns.KindOf(err) != returns.ErrNotFound {
+		t.Errorf("%v does not match its kind", err)
+	}
+	if msg, hint := returns.Describe(err, returns.PlainWords); msg != "serve: task r1: not found" || hint != "list" {
+		t.Errorf("Describe = %q, %q", msg, hint)
+	}
+}
