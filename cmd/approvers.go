@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,11 +12,7 @@ import (
 	"assistant/internal/termtext"
 )
 
-func (a *app) newApprovers() *cobra.Command {
-	c := &cobra.Command{
-		Use:   "approvers grant|revoke USER [--for OWNER] | approvers list",
-		Short: "Let another user decide your tasks, take it back, or list who may",
-		Long: `A user decides their own tasks (show, resume, history) and the tasks of
+const approversLong = `A user decides their own tasks (show, resume, history) and the tasks of
 every owner who granted them. approvers grant USER lets USER do so for the
 current user's tasks; revoke takes it back (answers given stay in the
 decision trail). --for names the owner and must be the current user: only
@@ -26,19 +23,38 @@ made it and when; list prints the grants you gave or hold and their
 changes.
 
 For anyone without a grant another user's task is unknown (exit 4), as a
-task id nobody uses.`,
-		Example: `  assistant --user ci-bot approvers grant alice --for ci-bot
+task id nobody uses.`
+
+const approversExample = `  assistant --user ci-bot approvers grant alice --for ci-bot
   assistant --user alice list --awaiting-me
   assistant --user ci-bot approvers revoke alice
-  assistant --user ci-bot approvers list`,
+  assistant --user ci-bot approvers list`
+
+// newCmdApprovers is the approvers group: grant, revoke and list.
+func newCmdApprovers(a *app) *cobra.Command {
+	c := &cobra.Command{
+		Use:     "approvers grant|revoke USER [--for OWNER] | approvers list",
+		Short:   "Let another user decide your tasks, take it back, or list who may",
+		Long:    approversLong,
+		Example: approversExample,
 	}
-	c.AddCommand(a.newApproverChange("grant"), a.newApproverChange("revoke"), a.newApproversList())
+	c.AddCommand(newCmdApproverChange(a, "grant", approverChangeRun), newCmdApproverChange(a, "revoke", approverChangeRun), newCmdApproversList(a, approversListRun))
 	return c
 }
 
-// newApproverChange is approvers grant or approvers revoke.
-func (a *app) newApproverChange(change string) *cobra.Command {
-	var owner string
+// approverChangeOptions are the argument and the flag of approvers grant
+// and approvers revoke (Change).
+type approverChangeOptions struct {
+	app     *app
+	Change  string // "grant" or "revoke"
+	Grantee string
+	For     string
+}
+
+// newCmdApproverChange is approvers grant or approvers revoke (change);
+// runF runs it with its options (approverChangeRun, or a test's).
+func newCmdApproverChange(a *app, change string, runF func(context.Context, *approverChangeOptions) error) *cobra.Command {
+	opts := &approverChangeOptions{app: a, Change: change}
 	short := "Let USER decide your tasks"
 	if change == "revoke" {
 		short = "Take back USER's grant to decide your tasks"
@@ -48,29 +64,37 @@ func (a *app) newApproverChange(change string) *cobra.Command {
 		Short: short,
 		Args:  exactArgs(1, "approvers "+change+" needs USER"),
 		RunE: func(c *cobra.Command, args []string) error {
-			o, err := returns.CheckGrant(returns.GrantOptions{User: a.user, Grantee: args[0], For: owner})
-			if err != nil {
-				return err
-			}
-			// Only start, batch and orders import make a data dir: a grant
-			// or revoke on a missing one is exit 4 and creates nothing.
-			svc, err := a.service(c.Context(), returns.OpenExisting)
-			if err != nil {
-				return ran(err)
-			}
-			do := svc.Grant
-			if change == "revoke" {
-				do = svc.Revoke
-			}
-			res, err := do(c.Context(), o)
-			if err != nil {
-				return ran(err)
-			}
-			return a.renderGrant(res)
+			opts.Grantee = args[0]
+			return runF(c.Context(), opts)
 		},
 	}
-	c.Flags().StringVar(&owner, "for", "", "whose tasks (default and only allowed value: the current --user)")
+	c.Flags().StringVar(&opts.For, "for", "", "whose tasks (default and only allowed value: the current --user)")
 	return c
+}
+
+// approverChangeRun checks the grant or revoke before anything is opened,
+// records it and prints what changed.
+func approverChangeRun(ctx context.Context, opts *approverChangeOptions) error {
+	a := opts.app
+	o, err := returns.CheckGrant(returns.GrantOptions{User: a.user, Grantee: opts.Grantee, For: opts.For})
+	if err != nil {
+		return err
+	}
+	// Only start, batch and orders import make a data dir: a grant or
+	// revoke on a missing one is exit 4 and creates nothing.
+	svc, err := a.service(ctx, returns.OpenExisting)
+	if err != nil {
+		return err
+	}
+	do := svc.Grant
+	if opts.Change == "revoke" {
+		do = svc.Revoke
+	}
+	res, err := do(ctx, o)
+	if err != nil {
+		return err
+	}
+	return a.renderGrant(res)
 }
 
 func (a *app) renderGrant(r *returns.GrantResult) error {
@@ -85,30 +109,42 @@ func (a *app) renderGrant(r *returns.GrantResult) error {
 	return err
 }
 
-func (a *app) newApproversList() *cobra.Command {
+// approversListOptions are approvers list's: it takes no argument and no
+// flag of its own.
+type approversListOptions struct{ app *app }
+
+// newCmdApproversList is approvers list; runF runs it (approversListRun,
+// or a test's).
+func newCmdApproversList(a *app, runF func(context.Context, *approversListOptions) error) *cobra.Command {
+	opts := &approversListOptions{app: a}
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List the approver grants you gave or hold, and their changes",
 		Args:  exactArgs(0, "approvers list takes no arguments"),
-		RunE: func(c *cobra.Command, _ []string) error {
-			svc, err := a.service(c.Context(), returns.OpenExisting)
-			var ap *returns.Approvers
-			switch {
-			case errors.Is(err, returns.ErrNotFound):
-				ap = returns.NoApprovers(a.user) // no data dir: no grant yet
-			case err != nil:
-				return ran(err)
-			default:
-				if ap, err = svc.ListApprovers(c.Context(), a.user); err != nil {
-					return ran(err)
-				}
-			}
-			if a.output == "json" {
-				return writeJSON(a.stdout, ap)
-			}
-			return writeApproversText(a.stdout, ap)
-		},
+		RunE:  func(c *cobra.Command, _ []string) error { return runF(c.Context(), opts) },
 	}
+}
+
+// approversListRun prints the grants the user gave or holds; a missing
+// data dir holds none (and is not made).
+func approversListRun(ctx context.Context, opts *approversListOptions) error {
+	a := opts.app
+	svc, err := a.service(ctx, returns.OpenExisting)
+	var ap *returns.Approvers
+	switch {
+	case errors.Is(err, returns.ErrNotFound):
+		ap = returns.NoApprovers(a.user) // no data dir: no grant yet
+	case err != nil:
+		return err
+	default:
+		if ap, err = svc.ListApprovers(ctx, a.user); err != nil {
+			return err
+		}
+	}
+	if a.output == "json" {
+		return writeJSON(a.stdout, ap)
+	}
+	return writeApproversText(a.stdout, ap)
 }
 
 // approversTime is how approvers list --output text prints a time (UTC).

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"maps"
@@ -14,16 +15,7 @@ import (
 	"assistant/flow/returns"
 )
 
-func (a *app) newBatch() *cobra.Command {
-	var (
-		chunk      int
-		ttl        time.Duration
-		exitStatus bool
-	)
-	c := &cobra.Command{
-		Use:   "batch BATCH FILE.csv",
-		Short: "Run many return tasks from a CSV file (task,order,reason)",
-		Long: `batch is a task of its own that walks the rows of FILE.csv in order and
+const batchLong = `batch is a task of its own that walks the rows of FILE.csv in order and
 runs each row's return task to its first question or its end. Progress is
 checkpointed every --chunk rows; after a crash or a stop, rows already done
 are looked up and skipped, never run twice. Every row is validated first: a
@@ -49,55 +41,85 @@ another process (assistant stop). Without it, 0 when the command did its
 work: read "status".
 
 show, stop, resume, recover and history work on a batch as on one task.
-A progress bar is drawn on stderr when stderr is a terminal.`,
-		Example: `  printf 'task,order,reason\nr-1,A3003,too small\nr-2,A3004,\n' > rows.csv
+A progress bar is drawn on stderr when stderr is a terminal.`
+
+const batchExample = `  printf 'task,order,reason\nr-1,A3003,too small\nr-2,A3004,\n' > rows.csv
   assistant batch b-1 rows.csv --draft-ttl 24h
   assistant show b-1
-  assistant show b-1 --rows --output csv`,
-		Args: exactArgs(2, "batch needs BATCH and FILE"),
+  assistant show b-1 --rows --output csv`
+
+// batchOptions are batch's arguments and flags.
+type batchOptions struct {
+	app        *app
+	Batch      string
+	File       string
+	Chunk      int
+	TTL        time.Duration
+	ExitStatus bool
+}
+
+// newCmdBatch is the batch command; runF runs it with its options
+// (batchRun, or a test's).
+func newCmdBatch(a *app, runF func(context.Context, *batchOptions) error) *cobra.Command {
+	opts := &batchOptions{app: a}
+	c := &cobra.Command{
+		Use:     "batch BATCH FILE.csv",
+		Short:   "Run many return tasks from a CSV file (task,order,reason)",
+		Long:    batchLong,
+		Example: batchExample,
+		Args:    exactArgs(2, "batch needs BATCH and FILE"),
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := returns.ValidTaskID(args[0]); err != nil {
-				return usageErr("batch id: %v", err)
-			}
-			if chunk < 1 || chunk > 10_000 {
-				return usageErr("--chunk must be between 1 and 10000, not %d", chunk)
-			}
-			if ttl <= 0 {
-				return usageErr("--draft-ttl must be positive, not %s", ttl)
-			}
-			if err := returns.ValidDraftTTL(ttl); err != nil {
-				return err
-			}
-			f, err := openInput(c.Context(), "batch file", args[1])
-			if err != nil {
-				return err
-			}
-			rows, fp, err := returns.ParseBatch(interruptible(c.Context(), f))
-			f.Close()
-			if err != nil {
-				return err
-			}
-			svc, err := a.service(c.Context(), returns.CreateIfMissing)
-			if err != nil {
-				return ran(err)
-			}
-			finish := a.progress(svc, len(rows))
-			v, err := svc.StartBatch(c.Context(), returns.BatchOptions{Batch: args[0], User: a.user, Rows: rows, Fingerprint: fp, Chunk: chunk, TTL: ttl})
-			finish() // the bar is gone before the report is printed
-			if err != nil {
-				return ran(err)
-			}
-			// With --exit-status a batch exits by its outcome: 0 only once
-			// it ran every row, so `batch --exit-status … && deploy` never
-			// deploys a batch cut short (docs/cli.md "Exit codes"). A
-			// signal is 130/143 either way (Run).
-			return a.finish(v, exitStatus)
+			opts.Batch, opts.File = args[0], args[1]
+			return runF(c.Context(), opts)
 		},
 	}
-	c.Flags().IntVar(&chunk, "chunk", returns.DefaultBatchChunk, "rows per checkpoint (one commit takes at most 100 rows, or the rows of half a second)")
-	c.Flags().Var(newDurationValue(300*time.Second, &ttl), "draft-ttl", "how long every row's draft stays valid (whole seconds, 1s to 168h); part of the batch's input")
-	c.Flags().BoolVar(&exitStatus, "exit-status", false, "exit by the batch's outcome: 0 ran every row, 6 failed, 8 interrupted (docs/cli.md \"Exit codes\")")
+	c.Flags().IntVar(&opts.Chunk, "chunk", returns.DefaultBatchChunk, "rows per checkpoint (one commit takes at most 100 rows, or the rows of half a second)")
+	c.Flags().Var(newDurationValue(300*time.Second, &opts.TTL), "draft-ttl", "how long every row's draft stays valid (whole seconds, 1s to 168h); part of the batch's input")
+	c.Flags().BoolVar(&opts.ExitStatus, "exit-status", false, "exit by the batch's outcome: 0 ran every row, 6 failed, 8 interrupted (docs/cli.md \"Exit codes\")")
 	return c
+}
+
+// batchRun checks the options and every row of the file before anything
+// is made, runs the batch (with a progress bar on a terminal) and prints
+// it.
+func batchRun(ctx context.Context, opts *batchOptions) error {
+	a := opts.app
+	if err := returns.ValidTaskID(opts.Batch); err != nil {
+		return usageErr("batch id: %v", err)
+	}
+	if opts.Chunk < 1 || opts.Chunk > 10_000 {
+		return usageErr("--chunk must be between 1 and 10000, not %d", opts.Chunk)
+	}
+	if opts.TTL <= 0 {
+		return usageErr("--draft-ttl must be positive, not %s", opts.TTL)
+	}
+	if err := returns.ValidDraftTTL(opts.TTL); err != nil {
+		return err
+	}
+	f, err := openInput(ctx, "batch file", opts.File)
+	if err != nil {
+		return err
+	}
+	rows, fp, err := returns.ParseBatch(interruptible(ctx, f))
+	f.Close()
+	if err != nil {
+		return inputError(err)
+	}
+	svc, err := a.service(ctx, returns.CreateIfMissing)
+	if err != nil {
+		return err
+	}
+	finish := a.progress(svc, len(rows))
+	v, err := svc.StartBatch(ctx, returns.BatchOptions{Batch: opts.Batch, User: a.user, Rows: rows, Fingerprint: fp, Chunk: opts.Chunk, TTL: opts.TTL})
+	finish() // the bar is gone before the report is printed
+	if err != nil {
+		return err
+	}
+	// With --exit-status a batch exits by its outcome: 0 only once it ran
+	// every row, so `batch --exit-status … && deploy` never deploys a
+	// batch cut short (docs/cli.md "Exit codes"). A signal is 130/143
+	// either way (Run).
+	return a.finish(v, opts.ExitStatus)
 }
 
 // progress draws the progress bar of total rows on stderr, when it is a

@@ -280,17 +280,22 @@ func TestConventionsCleanErrorLines(t *testing.T) {
 		code   int
 		stderr string // the whole line after "assistant: "
 		part   string // or a part of it
+		// message and hint, when set, are the error object's, apart.
+		message, hint string
 	}{
 		{name: "Typo", args: []string{"shw"}, code: ExitUsage, stderr: `unknown command "shw"; did you mean "show"?`},
 		{name: "TypoOfTwo", args: []string{"stp"}, code: ExitUsage, part: `unknown command "stp"; did you mean "s`},
 		{name: "NoLikeCommand", args: []string{"frobnicate"}, code: ExitUsage,
 			stderr: "unknown command \"frobnicate\"; run `assistant --help` for the commands"},
 		{name: "HintCarriesData", setup: [][]string{{"batch", "b1", "$ROOT/rows.csv"}}, args: []string{"resume", "b1", "--action", "approve"},
-			code: ExitUsage, part: "(run `assistant --data $DATA resume b1` to continue it)"},
+			code: ExitUsage, stderr: "invalid input: b1 is a batch; it asks no question; run `assistant --data $DATA resume b1` to continue it",
+			message: "invalid input: b1 is a batch; it asks no question", hint: "run `assistant --data $DATA resume b1` to continue it"},
 		{name: "HintCarriesUser", setup: [][]string{{"--user", "ann", "batch", "b1", "$ROOT/rows.csv"}}, args: []string{"--user", "ann", "resume", "b1", "--action", "approve"},
-			code: ExitUsage, part: "(run `assistant --data $DATA --user ann resume b1` to continue it)"},
+			code: ExitUsage, part: "it asks no question; run `assistant --data $DATA --user ann resume b1` to continue it",
+			message: "invalid input: b1 is a batch; it asks no question", hint: "run `assistant --data $DATA --user ann resume b1` to continue it"},
 		{name: "StopWaiting", setup: [][]string{startR1}, args: []string{"stop", "r1"}, code: ExitConflict,
-			stderr: "stop r1: it is not running: it waits for a person's answer, and nothing runs until one comes; see the question with `assistant --data $DATA show r1`: conflict"},
+			stderr:  "stop r1: it is not running: it waits for a person's answer, and nothing runs until one comes: conflict; see the question with `assistant --data $DATA show r1`",
+			message: "stop r1: it is not running: it waits for a person's answer, and nothing runs until one comes: conflict", hint: "see the question with `assistant --data $DATA show r1`"},
 		{name: "StopDone", setup: [][]string{startR1, {"resume", "r1", "--action", "cancel"}}, args: []string{"stop", "r1"}, code: ExitConflict,
 			stderr: "stop r1: it already ended (cancelled); there is nothing to stop: conflict"},
 		{name: "TaskIDWithDash", args: []string{"start", "--reason", "size", "--", "-r1", "A3003"}, code: ExitUsage,
@@ -316,6 +321,9 @@ func TestConventionsCleanErrorLines(t *testing.T) {
 				t.Errorf("stderr = %q\nwant     %q", r.stderr, "assistant: "+want+"\n")
 			}
 			checkFailure(t, tc.args, r, want)
+			if tc.message != "" {
+				checkHint(t, r, tc.message, strings.ReplaceAll(tc.hint, "$DATA", c.data))
+			}
 			if after := c.hashes(); !maps.Equal(before, after) {
 				t.Errorf("the data dir changed")
 			}

@@ -47,7 +47,7 @@ func (a *app) writeListCSV(ctx context.Context, svc *returns.Service, tasks []re
 	if svc != nil {
 		var err error
 		if rows, err = svc.DecisionRows(ctx, tasks); err != nil {
-			return ran(err)
+			return err
 		}
 	}
 	w := csv.NewWriter(a.stdout)
@@ -63,7 +63,7 @@ func (a *app) writeListCSV(ctx context.Context, svc *returns.Service, tasks []re
 func (a *app) showRows(ctx context.Context, svc *returns.Service, task string) error {
 	rep, err := svc.ShowRows(ctx, task, a.user)
 	if err != nil {
-		return ran(err)
+		return err
 	}
 	for i := range rep.Rows {
 		rep.Rows[i].Error = a.pasteable(rep.Rows[i].Error)

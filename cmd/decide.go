@@ -22,16 +22,7 @@ import (
 // `show ID --rows` has them all.
 const maxRefusedShown = 20
 
-func (a *app) newDecide() *cobra.Command {
-	var (
-		id         string
-		chunk      int
-		exitStatus bool
-	)
-	c := &cobra.Command{
-		Use:   "decide FILE.csv|-",
-		Short: "Give many waiting tasks their decisions from a CSV file (task,action[,draft])",
-		Long: `decide reads rows of task, action (approve or cancel) and, optionally,
+const decideLong = `decide reads rows of task, action (approve or cancel) and, optionally,
 draft, from FILE.csv or from stdin (-), and gives each task its decision as
 the current user, as "assistant resume TASK --action A --draft D" would:
 the same checks, the same outcome. Many rows go into one commit, as a
@@ -59,68 +50,102 @@ Exit status: 130/143 when a signal ended it (the run is saved; the same
 command again continues it). With --exit-status, the run's outcome: 0 only
 once every row was handled, whatever each row came to (see counts and
 rows); 6 when the run failed, 8 when it was stopped by another process.
-Without it, 0 when the command did its work: read "status".`,
-		Example: `  assistant list --status waiting --output csv | sed 's/,,/,approve,/' | assistant decide -
+Without it, 0 when the command did its work: read "status".`
+
+const decideExample = `  assistant list --status waiting --output csv | sed 's/,,/,approve,/' | assistant decide -
   printf 'task,action,draft\nr-1,approve,\nr-2,cancel,\n' > decisions.csv
   assistant decide decisions.csv
-  assistant show decide-3f2a09c1d4e5b6a7 --rows --output csv`,
-		Args: exactArgs(1, "decide needs FILE (or - for stdin)"),
+  assistant show decide-3f2a09c1d4e5b6a7 --rows --output csv`
+
+// decideOptions are decide's argument (a file, or - for Stdin) and flags.
+type decideOptions struct {
+	app        *app
+	File       string
+	Stdin      io.Reader
+	ID         string
+	Chunk      int
+	ExitStatus bool
+}
+
+// newCmdDecide is the decide command; runF runs it with its options
+// (decideRun, or a test's).
+func newCmdDecide(a *app, runF func(context.Context, *decideOptions) error) *cobra.Command {
+	opts := &decideOptions{app: a}
+	c := &cobra.Command{
+		Use:     "decide FILE.csv|-",
+		Short:   "Give many waiting tasks their decisions from a CSV file (task,action[,draft])",
+		Long:    decideLong,
+		Example: decideExample,
+		Args:    exactArgs(1, "decide needs FILE (or - for stdin)"),
 		RunE: func(c *cobra.Command, args []string) error {
-			if id != "" {
-				if err := returns.ValidTaskID(id); err != nil {
-					return usageErr("--id: %v", err)
-				}
-			}
-			if chunk < 1 || chunk > 10_000 {
-				return usageErr("--chunk must be between 1 and 10000, not %d", chunk)
-			}
-			file, closeFile, err := openDecisions(c.Context(), c.InOrStdin(), args[0])
-			if err != nil {
-				return err
-			}
-			defer closeFile()
-			// decide answers tasks; it never makes a data dir (a typo in
-			// --data is exit 4, not a fresh dir of nothing found).
-			svc, err := a.service(c.Context(), returns.OpenExisting)
-			if err != nil {
-				return ran(err)
-			}
-			// A run that finished before only prints its report again: say
-			// so, once, after the report (refused rows are not retried).
-			again, err := svc.RanBefore(c.Context(), id, a.user, file.Fingerprint)
-			if err != nil {
-				return ran(err)
-			}
-			finish := a.progress(svc, file.Rows)
-			v, err := svc.StartDecide(c.Context(), returns.DecideOptions{ID: id, User: a.user, File: file, Chunk: chunk})
-			finish() // the bar is gone before the report is printed
-			if err != nil {
-				return ran(err)
-			}
-			// The rows' report is read even when a signal ended the run: the
-			// run saved them, and the command prints where it stopped. It is
-			// streamed, a page of rows at a time, never held whole. A row's
-			// error quotes its commands pasteable, as resume prints them.
-			each := func(fn func(returns.RowReport) error) error {
-				_, err := svc.EachRow(context.WithoutCancel(c.Context()), v.Task, a.user, func(r returns.RowReport) error {
-					r.Error = a.pasteable(r.Error)
-					return fn(r)
-				})
-				return err
-			}
-			// With --exit-status a decide run exits by its outcome, as a
-			// batch does: 0 only once every row was handled.
-			err = a.finishDecide(v, each, exitStatus)
-			if again != "" {
-				a.note(again)
-			}
-			return err
+			opts.File, opts.Stdin = args[0], c.InOrStdin()
+			return runF(c.Context(), opts)
 		},
 	}
-	c.Flags().StringVar(&id, "id", "", "name the decide run (default: decide- and a hash of the user and the file)")
-	c.Flags().IntVar(&chunk, "chunk", returns.DefaultBatchChunk, "rows per checkpoint (one commit takes at most 100 rows, or the rows of half a second)")
-	c.Flags().BoolVar(&exitStatus, "exit-status", false, "exit by the run's outcome: 0 handled every row, 6 failed, 8 interrupted (docs/cli.md \"Exit codes\")")
+	c.Flags().StringVar(&opts.ID, "id", "", "name the decide run (default: decide- and a hash of the user and the file)")
+	c.Flags().IntVar(&opts.Chunk, "chunk", returns.DefaultBatchChunk, "rows per checkpoint (one commit takes at most 100 rows, or the rows of half a second)")
+	c.Flags().BoolVar(&opts.ExitStatus, "exit-status", false, "exit by the run's outcome: 0 handled every row, 6 failed, 8 interrupted (docs/cli.md \"Exit codes\")")
 	return c
+}
+
+// decideRun checks the options and every row of the file (read from
+// stdin for "-"), runs the decide run (with a progress bar on a
+// terminal) and prints it with its rows; a run that finished before is
+// only printed again, and a line on stderr says so.
+func decideRun(ctx context.Context, opts *decideOptions) error {
+	a := opts.app
+	if opts.ID != "" {
+		if err := returns.ValidTaskID(opts.ID); err != nil {
+			return usageErr("--id: %v", err)
+		}
+	}
+	if opts.Chunk < 1 || opts.Chunk > 10_000 {
+		return usageErr("--chunk must be between 1 and 10000, not %d", opts.Chunk)
+	}
+	file, closeFile, err := openDecisions(ctx, opts.Stdin, opts.File)
+	if err != nil {
+		return err
+	}
+	defer closeFile()
+	// decide answers tasks; it never makes a data dir (a typo in --data
+	// is exit 4, not a fresh dir of nothing found).
+	svc, err := a.service(ctx, returns.OpenExisting)
+	if err != nil {
+		return err
+	}
+	// A run that finished before only prints its report again: say so,
+	// once, after the report (refused rows are not retried).
+	again, err := svc.RanBefore(ctx, opts.ID, a.user, file.Fingerprint)
+	if err != nil {
+		return err
+	}
+	finish := a.progress(svc, file.Rows)
+	v, err := svc.StartDecide(ctx, returns.DecideOptions{ID: opts.ID, User: a.user, File: file, Chunk: opts.Chunk})
+	finish() // the bar is gone before the report is printed
+	if err != nil {
+		return err
+	}
+	// With --exit-status a decide run exits by its outcome, as a batch
+	// does: 0 only once every row was handled.
+	err = a.finishDecide(v, a.decideRows(ctx, svc, v.Task), opts.ExitStatus)
+	if again != "" {
+		a.note(again)
+	}
+	return err
+}
+
+// decideRows is the report of decide run task's rows, read even when a
+// signal ended the run (the run saved them, and the command prints where
+// it stopped), streamed a page at a time, never held whole. A row's error
+// quotes its commands pasteable, as resume prints them.
+func (a *app) decideRows(ctx context.Context, svc *returns.Service, task string) rowSource {
+	return func(fn func(returns.RowReport) error) error {
+		_, err := svc.EachRow(context.WithoutCancel(ctx), task, a.user, func(r returns.RowReport) error {
+			r.Error = a.pasteable(r.Error)
+			return fn(r)
+		})
+		return err
+	}
 }
 
 // openDecisions checks the decide file named by arg, or stdin for "-"
@@ -130,7 +155,7 @@ Without it, 0 when the command did its work: read "status".`,
 // any file that is not a regular one (a pipe, a FIFO, /dev/stdin, a
 // process substitution: nothing to seek back through), is copied to a
 // temporary file first (spool) and read from there, as "-" is. A
-// temporary directory that fails is exit 1 (tempFailure), not bad input.
+// temporary directory that fails is exit 1, not bad input (inputError).
 func openDecisions(ctx context.Context, stdin io.Reader, arg string) (*returns.DecideFile, func(), error) {
 	var (
 		f       *os.File
@@ -149,26 +174,14 @@ func openDecisions(ctx context.Context, stdin io.Reader, arg string) (*returns.D
 		cleanup = func() { f.Close() }
 	}
 	if err != nil {
-		return nil, nil, tempFailure(err)
+		return nil, nil, inputError(err)
 	}
 	file, err := returns.ReadDecideFile(f)
 	if err != nil {
 		cleanup()
-		return nil, nil, tempFailure(err)
+		return nil, nil, inputError(err)
 	}
 	return file, cleanup, nil
-}
-
-// tempFailure marks err as a failure of the command's work (exit 1) when
-// it is one of the temporary directory (*business.TempError: full,
-// read-only, missing), which is no fault of the input; other errors are
-// returned as they are.
-func tempFailure(err error) error {
-	var te *business.TempError
-	if errors.As(err, &te) {
-		return ran(err)
-	}
-	return err
 }
 
 // spool copies r (what names it: "stdin", "decide file"), up to one byte
@@ -229,7 +242,7 @@ func (a *app) finishDecide(v *returns.View, each rowSource, exitStatus bool) err
 	}
 	refused, rerr := refusedRows(each, a.nextCommandPrefix(), v.Task)
 	if rerr != nil {
-		return ran(rerr)
+		return rerr
 	}
 	if _, werr := io.WriteString(a.stdout, refused); werr != nil {
 		return werr

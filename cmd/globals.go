@@ -70,8 +70,9 @@ func (a *app) addGlobalFlags(root *cobra.Command) {
 // its own) refuse an argument that names none of its subcommands, with
 // cobra's "unknown command" error (exit 2; fail adds "did you mean"),
 // instead of printing its help and exiting 0. Alone, a group prints its
-// help. It runs after every command is added (cobra's completion command
-// too, which it adds first).
+// help. Every command's check of its arguments, cobra's own included,
+// refuses with a usage error (usageArgs). It runs after every command is
+// added (cobra's completion command too, which it adds first).
 func refuseUnknownSubcommands(root *cobra.Command) {
 	root.InitDefaultCompletionCmd()
 	var walk func(c *cobra.Command)
@@ -81,6 +82,9 @@ func refuseUnknownSubcommands(root *cobra.Command) {
 				sub.Args = cobra.NoArgs // its error: unknown command "lst" for "assistant orders"
 				sub.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 				sub.SuggestionsMinimumDistance = root.SuggestionsMinimumDistance
+			}
+			if sub.Args != nil {
+				sub.Args = usageArgs(sub.Args)
 			}
 			walk(sub)
 		}

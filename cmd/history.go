@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,7 +18,16 @@ import (
 // shows before it cuts the value short.
 const maxDiffValue = 100
 
-func (a *app) newHistory() *cobra.Command {
+// historyOptions are history's argument.
+type historyOptions struct {
+	app  *app
+	Task string
+}
+
+// newCmdHistory is the history command; runF runs it with its options
+// (historyRun, or a test's).
+func newCmdHistory(a *app, runF func(context.Context, *historyOptions) error) *cobra.Command {
+	opts := &historyOptions{app: a}
 	return &cobra.Command{
 		Use:   "history TASK",
 		Short: "List a task's checkpoints and timeline steps, with what each step changed",
@@ -32,23 +42,27 @@ it is kept as it is.`,
   assistant history return-25 --output json`,
 		Args: exactArgs(1, "history needs TASK"),
 		RunE: func(c *cobra.Command, args []string) error {
-			if err := returns.ValidTaskID(args[0]); err != nil {
-				return usageErr("%v", err)
-			}
-			svc, err := a.service(c.Context(), returns.OpenExisting)
-			if err != nil {
-				return ran(err)
-			}
-			h, err := svc.History(c.Context(), args[0], a.user)
-			if err != nil {
-				return ran(err)
-			}
-			if a.output == "json" {
-				return writeJSON(a.stdout, h)
-			}
-			return writeHistory(a.stdout, h)
+			opts.Task = args[0]
+			return runF(c.Context(), opts)
 		},
 	}
+}
+
+// historyRun prints the task's history.
+func historyRun(ctx context.Context, opts *historyOptions) error {
+	a := opts.app
+	svc, err := a.serviceOf(ctx, opts.Task)
+	if err != nil {
+		return err
+	}
+	h, err := svc.History(ctx, opts.Task, a.user)
+	if err != nil {
+		return err
+	}
+	if a.output == "json" {
+		return writeJSON(a.stdout, h)
+	}
+	return writeHistory(a.stdout, h)
 }
 
 // historyTime is how history prints a time: UTC, to the millisecond.

@@ -1,8 +1,10 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -10,15 +12,7 @@ import (
 	"assistant/internal/termtext"
 )
 
-func (a *app) newList() *cobra.Command {
-	var (
-		statuses []string
-		o        returns.ListOptions
-	)
-	c := &cobra.Command{
-		Use:   "list [--status S,...] [--awaiting-me] [--batch ID] [--limit N]",
-		Short: "List your tasks with their run status and stage",
-		Long: `list prints your tasks, oldest first, with the run status and stage recorded
+const listLong = `list prints your tasks, oldest first, with the run status and stage recorded
 after each command. A task waiting for approval of a draft that has expired
 shows as expired: no answer can submit it; "assistant recover" ends it
 failed (draft_expired).
@@ -31,61 +25,93 @@ rows of one of your batches. --limit keeps the first N.
 --awaiting-me lists instead the tasks you may decide now: your own and
 those of every owner who granted you (assistant approvers grant), waiting
 for an answer, not expired, and not already answered by you (the first of
-two approvals); another owner's task shows its owner.`,
-		Example: `  assistant list
+two approvals); another owner's task shows its owner.`
+
+const listExample = `  assistant list
   assistant list --status waiting
   assistant list --status waiting,expired --status failed
   assistant list --batch nightly-0301 --status failed --limit 20
-  assistant --user alice list --awaiting-me`,
-		Args: exactArgs(0, "list takes no arguments"),
+  assistant --user alice list --awaiting-me`
+
+// listOptions are list's flags: Status as given (--status, repeated or
+// comma-separated), the rest as returns.ListOptions takes them.
+type listOptions struct {
+	app    *app
+	Status []string
+	returns.ListOptions
+}
+
+// newCmdList is the list command; runF runs it with its options (listRun,
+// or a test's).
+func newCmdList(a *app, runF func(context.Context, *listOptions) error) *cobra.Command {
+	opts := &listOptions{app: a}
+	c := &cobra.Command{
+		Use:     "list [--status S,...] [--awaiting-me] [--batch ID] [--limit N]",
+		Short:   "List your tasks with their run status and stage",
+		Long:    listLong,
+		Example: listExample,
+		Args:    exactArgs(0, "list takes no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
-			var err error
-			if o.Statuses, err = returns.ParseStatuses(statuses); err != nil {
-				return err
-			}
-			o.User = a.user
-			if err := returns.CheckListOptions(o); err != nil {
-				return err
-			}
-			var tasks []returns.TaskSummary
-			svc, err := a.service(c.Context(), returns.OpenExisting)
-			switch {
-			case errors.Is(err, returns.ErrNotFound) && o.Batch == "":
-				// No data dir yet: no task, and nothing is created.
-				tasks = []returns.TaskSummary{}
-			case errors.Is(err, returns.ErrNotFound):
-				return ran(fmt.Errorf("batch %s: %w for user %s", o.Batch, returns.ErrNotFound, a.user))
-			case err != nil:
-				return ran(err)
-			default:
-				if tasks, err = svc.ListTasks(c.Context(), o); err != nil {
-					return ran(err)
-				}
-			}
-			if a.output == outputCSV {
-				return a.writeListCSV(c.Context(), svc, tasks)
-			}
-			if a.output == "json" {
-				return writeJSON(a.stdout, map[string]any{"tasks": tasks})
-			}
-			tw := termtext.NewTable(a.stdout)
-			if o.AwaitingMe {
-				fmt.Fprintln(tw, "TASK\tOWNER\tORDER\tSTATUS\tSTAGE\tUPDATED (UTC)")
-				for _, t := range tasks {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termSafe(t.Task), orDash(termSafe(t.Owner)), termSafe(t.Order), termSafe(t.Status), orDash(termSafe(t.Stage)), t.UpdatedAt.UTC().Format("2006-01-02 15:04:05"))
-				}
-				return tw.Flush()
-			}
-			fmt.Fprintln(tw, "TASK\tORDER\tSTATUS\tSTAGE\tUPDATED (UTC)")
-			for _, t := range tasks {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termSafe(t.Task), termSafe(t.Order), termSafe(t.Status), orDash(termSafe(t.Stage)), t.UpdatedAt.UTC().Format("2006-01-02 15:04:05"))
-			}
-			return tw.Flush()
+			opts.User = a.user
+			return runF(c.Context(), opts)
 		},
 	}
-	c.Flags().StringArrayVar(&statuses, "status", nil, "only tasks with these statuses, repeated or comma-separated (running, waiting, expired, interrupted, done, cancelled, failed)")
-	c.Flags().StringVar(&o.Batch, "batch", "", "only the tasks of the rows of this batch")
-	c.Flags().IntVar(&o.Limit, "limit", 0, "at most this many tasks, oldest first (0: all)")
-	c.Flags().BoolVar(&o.AwaitingMe, "awaiting-me", false, "the waiting tasks you may decide now: yours and those of owners who granted you")
+	c.Flags().StringArrayVar(&opts.Status, "status", nil, "only tasks with these statuses, repeated or comma-separated (running, waiting, expired, interrupted, done, cancelled, failed)")
+	c.Flags().StringVar(&opts.Batch, "batch", "", "only the tasks of the rows of this batch")
+	c.Flags().IntVar(&opts.Limit, "limit", 0, "at most this many tasks, oldest first (0: all)")
+	c.Flags().BoolVar(&opts.AwaitingMe, "awaiting-me", false, "the waiting tasks you may decide now: yours and those of owners who granted you")
 	return c
+}
+
+// listRun lists the user's tasks; a data dir that does not exist holds
+// none (and is not made), unless a batch is named.
+func listRun(ctx context.Context, opts *listOptions) error {
+	a := opts.app
+	o := opts.ListOptions
+	var err error
+	if o.Statuses, err = returns.ParseStatuses(opts.Status); err != nil {
+		return err
+	}
+	if err := returns.CheckListOptions(o); err != nil {
+		return err
+	}
+	tasks := []returns.TaskSummary{}
+	svc, err := a.service(ctx, returns.OpenExisting)
+	switch {
+	case errors.Is(err, returns.ErrNotFound) && o.Batch == "":
+		// No data dir yet: no task, and nothing is created.
+	case errors.Is(err, returns.ErrNotFound):
+		return fmt.Errorf("batch %s: %w for user %s", o.Batch, returns.ErrNotFound, a.user)
+	case err != nil:
+		return err
+	default:
+		if tasks, err = svc.ListTasks(ctx, o); err != nil {
+			return err
+		}
+	}
+	switch a.output {
+	case outputCSV:
+		return a.writeListCSV(ctx, svc, tasks)
+	case "json":
+		return writeJSON(a.stdout, map[string]any{"tasks": tasks})
+	}
+	return writeTasks(a.stdout, tasks, o.AwaitingMe)
+}
+
+// writeTasks prints tasks as a table for a person, with each task's owner
+// for awaitingMe.
+func writeTasks(w io.Writer, tasks []returns.TaskSummary, awaitingMe bool) error {
+	tw := termtext.NewTable(w)
+	if awaitingMe {
+		fmt.Fprintln(tw, "TASK\tOWNER\tORDER\tSTATUS\tSTAGE\tUPDATED (UTC)")
+		for _, t := range tasks {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", termSafe(t.Task), orDash(termSafe(t.Owner)), termSafe(t.Order), termSafe(t.Status), orDash(termSafe(t.Stage)), t.UpdatedAt.UTC().Format("2006-01-02 15:04:05"))
+		}
+		return tw.Flush()
+	}
+	fmt.Fprintln(tw, "TASK\tORDER\tSTATUS\tSTAGE\tUPDATED (UTC)")
+	for _, t := range tasks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termSafe(t.Task), termSafe(t.Order), termSafe(t.Status), orDash(termSafe(t.Stage)), t.UpdatedAt.UTC().Format("2006-01-02 15:04:05"))
+	}
+	return tw.Flush()
 }

@@ -3,6 +3,7 @@ package cmd
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,26 +21,7 @@ import (
 	"assistant/internal/termtext"
 )
 
-// importFlags are the flags of `orders import`.
-type importFlags struct {
-	dryRun     bool
-	timezone   string
-	operator   bool
-	columns    []string // --column FIELD=HEADER
-	defaults   []string // --default FIELD=VALUE
-	dateFormat string
-}
-
-func (a *app) newOrders() *cobra.Command {
-	c := &cobra.Command{
-		Use:   "orders",
-		Short: "Import and list the orders returns are made for",
-	}
-	var fl importFlags
-	imp := &cobra.Command{
-		Use:   "import FILE.csv",
-		Short: "Load or update orders from a shop's export (CSV: order_id,user,item,delivered_at,final_sale, by name)",
-		Long: `import reads a shop's orders export: columns found by name (Name, Order ID,
+const ordersImportLong = `import reads a shop's orders export: columns found by name (Name, Order ID,
 Customer, Fulfilled at, … are understood; other columns are ignored), ',' ';'
 or tab, UTF-8 or UTF-16. Every row is checked before the data dir is opened;
 a file with any bad row is refused whole (exit 2, the bad lines named).
@@ -57,51 +39,103 @@ need --timezone. An export with other column names, without a column, or
 with dates of its own format is read with --column, --default and
 --date-format; a refused file names every problem it has, by kind. All
 of it is one transaction; --dry-run writes nothing and says what would
-change. See docs/orders.md.`,
-		Example: `  printf 'order_id,user,item,delivered_at,final_sale\nC1,demo-user,Kettle,2026-11-20T10:00:00Z,false\n' > shop.csv
+change. See docs/orders.md.`
+
+const ordersImportExample = `  printf 'order_id,user,item,delivered_at,final_sale\nC1,demo-user,Kettle,2026-11-20T10:00:00Z,false\n' > shop.csv
   assistant orders import shop.csv
   assistant orders import --operator --timezone Europe/Berlin --dry-run shopify-export.csv
-  assistant orders import --operator --default final_sale=false shopify-orders.csv`,
-		Args: exactArgs(1, "orders import needs FILE"),
-		RunE: func(c *cobra.Command, args []string) error { return a.importOrders(c, args[0], fl) },
+  assistant orders import --operator --default final_sale=false shopify-orders.csv`
+
+// newCmdOrders is the orders group: import and list.
+func newCmdOrders(a *app) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "orders",
+		Short: "Import and list the orders returns are made for",
 	}
-	imp.Flags().BoolVar(&fl.dryRun, "dry-run", false, "say what the import would change and write nothing")
-	imp.Flags().StringVar(&fl.timezone, "timezone", "", "IANA time zone (Europe/Berlin) of delivery dates and times written without one; without it such a value is refused")
-	imp.Flags().BoolVar(&fl.operator, "operator", false, "act as the shop's operator: import the rows of every user, not only --user's (a role, not authentication)")
-	imp.Flags().StringArrayVar(&fl.columns, "column", nil, "FIELD=HEADER: the export's column HEADER holds FIELD (order_id, user, item, delivered_at, final_sale); repeatable")
-	imp.Flags().StringArrayVar(&fl.defaults, "default", nil, "FIELD=VALUE: every row's value of a FIELD the export has no column for (final_sale=false); repeatable")
-	imp.Flags().StringVar(&fl.dateFormat, "date-format", "", "the format of delivery dates, such as DD.MM.YYYY or MM/DD/YYYY hh:mm A (letters: docs/orders.md \"Date formats\")")
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List your orders and whether each can be returned now",
-		Args:  exactArgs(0, "orders list takes no arguments"),
-		RunE: func(c *cobra.Command, _ []string) error {
-			// Read-only: a missing data dir is exit 4, never made.
-			svc, err := a.service(c.Context(), returns.OpenExisting)
-			if err != nil {
-				return ran(err)
-			}
-			return ran(a.listOrders(func(fn func(returns.OrderLine) error) error {
-				return svc.EachOrder(c.Context(), a.user, fn)
-			}))
-		},
-	}
-	c.AddCommand(imp, list)
+	c.AddCommand(newCmdOrdersImport(a, ordersImportRun), newCmdOrdersList(a, ordersListRun))
 	return c
 }
 
-// importOrders runs `orders import FILE`: the file is checked first, then
-// the data dir opened (made, unless a dry run) and the orders written.
-func (a *app) importOrders(c *cobra.Command, path string, fl importFlags) error {
-	opts := business.ParseOptions{User: a.user, Operator: fl.operator}
-	if fl.timezone != "" {
-		loc, err := time.LoadLocation(fl.timezone)
-		if err != nil || fl.timezone == "Local" {
-			return usageErr("--timezone %q is not an IANA time zone name (such as Europe/Berlin or UTC)", fl.timezone)
+// ordersImportOptions are the argument and the flags of orders import.
+type ordersImportOptions struct {
+	app      *app
+	File     string
+	DryRun   bool
+	Timezone string
+	Operator bool
+	// Columns are --column FIELD=HEADER, Defaults --default FIELD=VALUE,
+	// DateFormat --date-format (business.NewExportMapping reads them).
+	Columns    []string
+	Defaults   []string
+	DateFormat string
+}
+
+// newCmdOrdersImport is the orders import command; runF runs it with its
+// options (ordersImportRun, or a test's).
+func newCmdOrdersImport(a *app, runF func(context.Context, *ordersImportOptions) error) *cobra.Command {
+	opts := &ordersImportOptions{app: a}
+	c := &cobra.Command{
+		Use:     "import FILE.csv",
+		Short:   "Load or update orders from a shop's export (CSV: order_id,user,item,delivered_at,final_sale, by name)",
+		Long:    ordersImportLong,
+		Example: ordersImportExample,
+		Args:    exactArgs(1, "orders import needs FILE"),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.File = args[0]
+			return runF(c.Context(), opts)
+		},
+	}
+	c.Flags().BoolVar(&opts.DryRun, "dry-run", false, "say what the import would change and write nothing")
+	c.Flags().StringVar(&opts.Timezone, "timezone", "", "IANA time zone (Europe/Berlin) of delivery dates and times written without one; without it such a value is refused")
+	c.Flags().BoolVar(&opts.Operator, "operator", false, "act as the shop's operator: import the rows of every user, not only --user's (a role, not authentication)")
+	c.Flags().StringArrayVar(&opts.Columns, "column", nil, "FIELD=HEADER: the export's column HEADER holds FIELD (order_id, user, item, delivered_at, final_sale); repeatable")
+	c.Flags().StringArrayVar(&opts.Defaults, "default", nil, "FIELD=VALUE: every row's value of a FIELD the export has no column for (final_sale=false); repeatable")
+	c.Flags().StringVar(&opts.DateFormat, "date-format", "", "the format of delivery dates, such as DD.MM.YYYY or MM/DD/YYYY hh:mm A (letters: docs/orders.md \"Date formats\")")
+	return c
+}
+
+// ordersListOptions are orders list's: it takes no argument and no flag
+// of its own.
+type ordersListOptions struct{ app *app }
+
+// newCmdOrdersList is the orders list command; runF runs it (ordersListRun,
+// or a test's).
+func newCmdOrdersList(a *app, runF func(context.Context, *ordersListOptions) error) *cobra.Command {
+	opts := &ordersListOptions{app: a}
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List your orders and whether each can be returned now",
+		Args:  exactArgs(0, "orders list takes no arguments"),
+		RunE:  func(c *cobra.Command, _ []string) error { return runF(c.Context(), opts) },
+	}
+}
+
+// ordersListRun prints the user's orders; a missing data dir is exit 4,
+// never made.
+func ordersListRun(ctx context.Context, opts *ordersListOptions) error {
+	a := opts.app
+	svc, err := a.service(ctx, returns.OpenExisting)
+	if err != nil {
+		return err
+	}
+	return a.listOrders(func(fn func(returns.OrderLine) error) error {
+		return svc.EachOrder(ctx, a.user, fn)
+	})
+}
+
+// ordersImportRun runs orders import: the file is checked first, then the
+// data dir opened (made, unless a dry run) and the orders written.
+func ordersImportRun(ctx context.Context, o *ordersImportOptions) error {
+	a, path := o.app, o.File
+	opts := business.ParseOptions{User: a.user, Operator: o.Operator}
+	if o.Timezone != "" {
+		loc, err := time.LoadLocation(o.Timezone)
+		if err != nil || o.Timezone == "Local" {
+			return usageErr("--timezone %q is not an IANA time zone name (such as Europe/Berlin or UTC)", o.Timezone)
 		}
 		opts.Location = loc
 	}
-	mapping, err := business.NewExportMapping(fl.columns, fl.defaults, fl.dateFormat, opts.Location)
+	mapping, err := business.NewExportMapping(o.Columns, o.Defaults, o.DateFormat, opts.Location)
 	var me *business.MappingError
 	switch {
 	case errors.As(err, &me):
@@ -110,38 +144,38 @@ func (a *app) importOrders(c *cobra.Command, path string, fl importFlags) error 
 		return err
 	}
 	opts.Mapping = mapping
-	in, err := openInput(c.Context(), "orders file", path)
+	in, err := openInput(ctx, "orders file", path)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	if !fl.dryRun && !a.onServer() && !exists(a.data) {
-		if handled, err := a.importOrdersNewDir(c, path, in, opts); handled {
+	if !o.DryRun && !a.onServer() && !exists(a.data) {
+		if handled, err := a.importOrdersNewDir(ctx, path, in, opts); handled {
 			return err
 		}
 	}
 	// A bad file is refused before the data dir is opened or made.
-	file, err := returns.ParseOrders(c.Context(), interruptible(c.Context(), in), opts)
+	file, err := returns.ParseOrders(ctx, interruptible(ctx, in), opts)
 	if err != nil {
-		return tempFailure(err) // a failing $TMPDIR is exit 1, not bad input
+		return inputError(err) // a failing $TMPDIR is exit 1, not bad input
 	}
 	defer file.Close()
 	mode := returns.CreateIfMissing // a dry run makes nothing
-	if fl.dryRun {
+	if o.DryRun {
 		mode = returns.OpenExisting
 	}
-	svc, err := a.service(c.Context(), mode)
+	svc, err := a.service(ctx, mode)
 	if err != nil {
-		return ran(err)
+		return err
 	}
-	res, err := svc.ImportOrdersFile(c.Context(), file, business.ImportOptions{DryRun: fl.dryRun})
+	res, err := svc.ImportOrdersFile(ctx, file, business.ImportOptions{DryRun: o.DryRun})
 	if err != nil {
-		return ran(err)
+		return err
 	}
 	if res.DryRun {
-		return a.renderImportResult(path, res, fl.operator)
+		return a.renderImportResult(path, res, o.Operator)
 	}
-	return a.reportImport(path, res, fl.operator)
+	return a.reportImport(path, res, o.Operator)
 }
 
 // reportImport prints the report of an import that has committed. A

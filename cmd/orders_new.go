@@ -1,16 +1,15 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"io"
-
-	"github.com/spf13/cobra"
 
 	"assistant/business"
 	"assistant/flow/returns"
 )
 
-// importOrdersNewDir runs `orders import` into a data dir that does not
+// importOrdersNewDir runs orders import into a data dir that does not
 // exist (docs/orders.md "The first import"): the data dir is made aside
 // under a temporary name (returns.NewDataDirAside), the file is checked
 // while its orders are written (returns.ImportOrdersNew), and the data
@@ -23,8 +22,7 @@ import (
 // cannot be made aside (a parent that cannot be written, a name too long
 // for its temporary one): the caller imports as into any data dir, the
 // file checked first, so that a bad file is still refused for itself.
-func (a *app) importOrdersNewDir(c *cobra.Command, path string, in io.Reader, opts business.ParseOptions) (handled bool, err error) {
-	ctx := c.Context()
+func (a *app) importOrdersNewDir(ctx context.Context, path string, in io.Reader, opts business.ParseOptions) (handled bool, err error) {
 	dir := a.data
 	tmp, discard, err := returns.NewDataDirAside(dir)
 	if err != nil {
@@ -55,11 +53,11 @@ func (a *app) importOrdersNewDir(c *cobra.Command, path string, in io.Reader, op
 	}
 	if file == nil {
 		// The file is bad (or $TMPDIR failed): as ParseOrders says it.
-		return true, tempFailure(err)
+		return true, inputError(err)
 	}
 	defer file.Close()
 	if err != nil {
-		return true, ran(err)
+		return true, err
 	}
 	switch err := returns.PlaceDataDir(tmp, dir); {
 	case errors.Is(err, returns.ErrDataDirTaken), errors.Is(err, returns.ErrNotPlaced):
@@ -68,15 +66,15 @@ func (a *app) importOrdersNewDir(c *cobra.Command, path string, in io.Reader, op
 		placed = true
 		svc, err := a.service(ctx, returns.CreateIfMissing)
 		if err != nil {
-			return true, ran(err)
+			return true, err
 		}
 		if res, err = svc.ImportOrdersFile(ctx, file, business.ImportOptions{}); err != nil {
-			return true, ran(err)
+			return true, err
 		}
 	case err != nil:
 		// Renamed, and the rename perhaps not yet on disk.
 		placed = true
-		return true, ran(err)
+		return true, err
 	default:
 		placed = true
 		returns.Fault("import:after-commit")

@@ -23,15 +23,23 @@ import (
 const JSONTimeLayout = "2006-01-02T15:04:05.999Z07:00"
 
 // fail prints one line on stderr and, with json output, the error object on
-// stdout. The line is the error with cobra's multi-line texts folded into
-// one and every backquoted `assistant …` hint carrying the global flags
-// that differ from their defaults, so it can be pasted as it is.
+// stdout. The line is the error's message and its hint (returns.Describe,
+// worded by cliWords) joined by returns.Line: "message; hint", with
+// cobra's multi-line texts folded into one and every backquoted
+// `assistant …` command carrying the global flags that differ from their
+// defaults, so it can be pasted as it is. The error object holds the
+// message and the hint apart, the hint only when there is one.
 func (a *app) fail(err error, code int) {
-	msg := a.oneLine(err)
-	a.note(msg)
+	message, hint := returns.Describe(err, cliWords)
+	message, hint = a.oneLine(message), a.pasteable(hint)
+	a.note(returns.Line(message, hint))
 	if !a.reported && (a.output == "json" || (a.output == "" && !isTerminal(a.stdout))) {
 		// The error object is printed whole, whatever --json selects.
-		_ = encodeJSON(plainWriter(a.stdout), map[string]any{"error": map[string]string{"code": errorCodeOf(err, code), "message": msg}}, "  ", nil)
+		obj := &object{keys: []string{"code", "message"}, vals: []any{errorCodeOf(err, code), message}}
+		if hint != "" {
+			obj.keys, obj.vals = append(obj.keys, "hint"), append(obj.vals, hint)
+		}
+		_ = writeIndented(plainWriter(a.stdout), (&object{keys: []string{"error"}, vals: []any{obj}}).withSchemaVersion(), "  ")
 	}
 }
 
@@ -47,9 +55,8 @@ func (a *app) note(msg string) {
 // suggestions are switched off in newRoot and made here instead).
 var unknownCommand = regexp.MustCompile(`^unknown command "(.*)" for "(.*)"`)
 
-// oneLine is err's message as one line for a person (see fail).
-func (a *app) oneLine(err error) string {
-	msg := err.Error()
+// oneLine is an error's message as one line for a person (see fail).
+func (a *app) oneLine(msg string) string {
 	if m := unknownCommand.FindStringSubmatch(msg); m != nil {
 		msg = fmt.Sprintf("unknown command %q", m[1])
 		if strings.Contains(m[2], " ") {
@@ -156,6 +163,12 @@ func encodeJSON(w io.Writer, v any, indent string, sel *jsonSelection) error {
 		}
 		tree = obj.withSchemaVersion()
 	}
+	return writeIndented(w, tree, indent)
+}
+
+// writeIndented prints tree, made by toTree, as JSON indented by indent
+// (one line when indent is ""), and a newline.
+func writeIndented(w io.Writer, tree any, indent string) error {
 	var compact bytes.Buffer
 	if err := writeTree(&compact, tree); err != nil {
 		return err
@@ -167,7 +180,7 @@ func encodeJSON(w io.Writer, v any, indent string, sel *jsonSelection) error {
 		return err
 	}
 	out.WriteByte('\n')
-	_, err = w.Write(out.Bytes())
+	_, err := w.Write(out.Bytes())
 	return err
 }
 

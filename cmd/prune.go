@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -8,12 +9,7 @@ import (
 	"assistant/flow/returns"
 )
 
-func (a *app) newPrune() *cobra.Command {
-	var o returns.PruneOptions
-	c := &cobra.Command{
-		Use:   "prune --finished-before DURATION [--keep N] [--dry-run]",
-		Short: "Remove old checkpoints of finished tasks, keeping each task's newest",
-		Long: `prune removes the older checkpoints of every finished task (status done,
+const pruneLong = `prune removes the older checkpoints of every finished task (status done,
 cancelled or failed, of any user) whose record was last updated more than
 DURATION ago. Each task keeps its newest N checkpoints (default 1: the head,
 which show and resume read). A waiting, running or interrupted task is never
@@ -21,45 +17,74 @@ touched; a task whose draft expired is pruned once "assistant recover" has
 ended it failed. It reports the rows removed and the bytes of their stored
 JSON; the file keeps its size (SQLite reuses the freed pages).
 
---dry-run prints what would be removed and changes no file.`,
+--dry-run prints what would be removed and changes no file.`
+
+// pruneOptions are prune's flags; FinishedBeforeGiven says whether
+// --finished-before was given.
+type pruneOptions struct {
+	app *app
+	returns.PruneOptions
+	FinishedBeforeGiven bool
+}
+
+// newCmdPrune is the prune command; runF runs it with its options
+// (pruneRun, or a test's).
+func newCmdPrune(a *app, runF func(context.Context, *pruneOptions) error) *cobra.Command {
+	opts := &pruneOptions{app: a}
+	c := &cobra.Command{
+		Use:   "prune --finished-before DURATION [--keep N] [--dry-run]",
+		Short: "Remove old checkpoints of finished tasks, keeping each task's newest",
+		Long:  pruneLong,
 		Example: `  assistant prune --finished-before 720h
   assistant prune --finished-before 30d --dry-run
   assistant prune --finished-before 24h --keep 3`,
 		Args: exactArgs(0, "prune takes no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
-			if !c.Flags().Changed("finished-before") {
-				return usageErr("prune needs --finished-before DURATION (e.g. 720h)")
-			}
-			if o.FinishedBefore <= 0 {
-				return usageErr("--finished-before must be positive, not %s", o.FinishedBefore)
-			}
-			if o.Keep < 1 {
-				return usageErr("--keep must be at least 1, not %d", o.Keep)
-			}
-			svc, err := a.service(c.Context(), returns.OpenExisting)
-			if err != nil {
-				return ran(err)
-			}
-			r, err := svc.Prune(c.Context(), o)
-			if err != nil {
-				return ran(err)
-			}
-			if a.output == "json" {
-				return writeJSON(a.stdout, r)
-			}
-			for _, t := range r.Tasks {
-				fmt.Fprintf(a.stdout, "%s (%s): %d rows, %d bytes\n", termSafe(t.Task), t.Status, t.Rows, t.Bytes)
-			}
-			if r.DryRun {
-				_, err = fmt.Fprintf(a.stdout, "Dry run, nothing removed: pruning would remove from %d finished tasks %d rows, %d bytes\n", len(r.Tasks), r.Rows, r.Bytes)
-				return err
-			}
-			_, err = fmt.Fprintf(a.stdout, "Pruned %d finished tasks: %d rows, %d bytes freed\n", len(r.Tasks), r.Rows, r.Bytes)
-			return err
+			opts.FinishedBeforeGiven = c.Flags().Changed("finished-before")
+			return runF(c.Context(), opts)
 		},
 	}
-	c.Flags().Var(newDurationValue(0, &o.FinishedBefore), "finished-before", "only tasks finished at least this long ago (e.g. 720h)")
-	c.Flags().IntVar(&o.Keep, "keep", returns.DefaultPruneKeep, "checkpoints each task keeps, the head included")
-	c.Flags().BoolVar(&o.DryRun, "dry-run", false, "print what would be removed and change no file")
+	c.Flags().Var(newDurationValue(0, &opts.FinishedBefore), "finished-before", "only tasks finished at least this long ago (e.g. 720h)")
+	c.Flags().IntVar(&opts.Keep, "keep", returns.DefaultPruneKeep, "checkpoints each task keeps, the head included")
+	c.Flags().BoolVar(&opts.DryRun, "dry-run", false, "print what would be removed and change no file")
 	return c
+}
+
+// pruneRun prunes and prints the report.
+func pruneRun(ctx context.Context, opts *pruneOptions) error {
+	a := opts.app
+	switch {
+	case !opts.FinishedBeforeGiven:
+		return usageErr("prune needs --finished-before DURATION (e.g. 720h)")
+	case opts.FinishedBefore <= 0:
+		return usageErr("--finished-before must be positive, not %s", opts.FinishedBefore)
+	case opts.Keep < 1:
+		return usageErr("--keep must be at least 1, not %d", opts.Keep)
+	}
+	svc, err := a.service(ctx, returns.OpenExisting)
+	if err != nil {
+		return err
+	}
+	r, err := svc.Prune(ctx, opts.PruneOptions)
+	if err != nil {
+		return err
+	}
+	return a.renderPrune(r)
+}
+
+// renderPrune prints a prune report as JSON, or as text for a person.
+func (a *app) renderPrune(r *returns.PruneReport) error {
+	if a.output == "json" {
+		return writeJSON(a.stdout, r)
+	}
+	for _, t := range r.Tasks {
+		fmt.Fprintf(a.stdout, "%s (%s): %d rows, %d bytes\n", termSafe(t.Task), t.Status, t.Rows, t.Bytes)
+	}
+	var err error
+	if r.DryRun {
+		_, err = fmt.Fprintf(a.stdout, "Dry run, nothing removed: pruning would remove from %d finished tasks %d rows, %d bytes\n", len(r.Tasks), r.Rows, r.Bytes)
+	} else {
+		_, err = fmt.Fprintf(a.stdout, "Pruned %d finished tasks: %d rows, %d bytes freed\n", len(r.Tasks), r.Rows, r.Bytes)
+	}
+	return err
 }

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 
@@ -11,11 +12,7 @@ import (
 	"assistant/internal/termtext"
 )
 
-func (a *app) newRecover() *cobra.Command {
-	return &cobra.Command{
-		Use:   "recover",
-		Short: "Resume every running task whose process is gone; end expired drafts",
-		Long: `recover finds every task that is running but whose lease holder is gone
+const recoverLong = `recover finds every task that is running but whose lease holder is gone
 (its process died on this host, or its lease lapsed) and resumes each
 through the same path as "assistant resume TASK". It prints what it
 recovered, with what each recovery cost (steps kept, redone, wall time).
@@ -31,34 +28,51 @@ a locked file, a storage error) the others still are, each failure is named
 on stderr, and recover exits 3 (busy or locked) or 1 (anything else).
 
 Run it at boot, before the tool is used (docs/recovery.md "Recover at
-boot").`,
+boot").`
+
+// recoverOptions are recover's: it takes no argument and no flag of its
+// own.
+type recoverOptions struct{ app *app }
+
+// newCmdRecover is the recover command; runF runs it (recoverRun, or a
+// test's).
+func newCmdRecover(a *app, runF func(context.Context, *recoverOptions) error) *cobra.Command {
+	opts := &recoverOptions{app: a}
+	return &cobra.Command{
+		Use:     "recover",
+		Short:   "Resume every running task whose process is gone; end expired drafts",
+		Long:    recoverLong,
 		Example: `  assistant recover`,
 		Args:    exactArgs(0, "recover takes no arguments"),
-		RunE: func(c *cobra.Command, _ []string) error {
-			got := []returns.Recovered{}
-			var failed error // a *returns.RecoverError: some tasks not recovered
-			svc, err := a.service(c.Context(), returns.OpenExisting)
-			switch {
-			case errors.Is(err, returns.ErrNotFound):
-				// No data dir yet (a boot-time recover): nothing to recover.
-			case err != nil:
-				return ran(err)
-			default:
-				var re *returns.RecoverError
-				if got, failed = svc.Recover(c.Context()); failed != nil && !errors.As(failed, &re) {
-					return ran(failed)
-				}
-			}
-			if err := a.printRecovered(got); err != nil {
-				return err
-			}
-			if failed != nil {
-				a.reported = true // the report on stdout names each failure
-				return ran(failed)
-			}
-			return nil
-		},
+		RunE:    func(c *cobra.Command, _ []string) error { return runF(c.Context(), opts) },
 	}
+}
+
+// recoverRun recovers and prints the report; a task it could not recover
+// is its error (a *returns.RecoverError), after the report that names it.
+func recoverRun(ctx context.Context, opts *recoverOptions) error {
+	a := opts.app
+	got := []returns.Recovered{}
+	var failed error // a *returns.RecoverError: some tasks not recovered
+	svc, err := a.service(ctx, returns.OpenExisting)
+	switch {
+	case errors.Is(err, returns.ErrNotFound):
+		// No data dir yet (a boot-time recover): nothing to recover.
+	case err != nil:
+		return err
+	default:
+		var re *returns.RecoverError
+		if got, failed = svc.Recover(ctx); failed != nil && !errors.As(failed, &re) {
+			return failed
+		}
+	}
+	if err := a.printRecovered(got); err != nil {
+		return err
+	}
+	if failed != nil {
+		a.reported = true // the report on stdout names each failure
+	}
+	return failed
 }
 
 // printRecovered prints recover's report as JSON or one line per task.

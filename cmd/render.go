@@ -125,7 +125,7 @@ func standsCommand(v *returns.View) string {
 	if v.Stands == nil {
 		return ""
 	}
-	return strings.TrimPrefix(returns.StandingCommand(v.Task, *v.Stands), "assistant ")
+	return strings.TrimPrefix(cliWords.commandLine(returns.StandingHint(v.Task, *v.Stands)), "assistant ")
 }
 
 // approvedDraft is the version of v's current draft that viewer approved

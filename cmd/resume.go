@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -8,15 +9,7 @@ import (
 	"assistant/flow/returns"
 )
 
-func (a *app) newResume() *cobra.Command {
-	var (
-		opts       returns.ResumeOptions
-		exitStatus bool
-	)
-	c := &cobra.Command{
-		Use:   "resume TASK [--reason R | --action approve|cancel|edit|revise [--draft ID | --version N]] [--interrupt ID] [--comment C]",
-		Short: "Answer a task's pending question, or continue a run that stopped part-way",
-		Long: `resume answers exactly the question the task waits on: --reason when a
+const resumeLong = `resume answers exactly the question the task waits on: --reason when a
 reason is asked; at the approval question --action approve, cancel, edit
 --reason R (a new draft version with a new reason, prepared again) or
 revise --comment C (back to the owner as a reason question carrying the
@@ -33,42 +26,38 @@ cancel, edit or revise answers both.
 
 Without an answer, resume continues a run that was stopped or crashed.
 On a task that has ended it prints the task and changes nothing; approving
-a submitted task again returns the same application with reused: true.`,
-		Example: `  assistant resume return-25 --action approve
+a submitted task again returns the same application with reused: true.`
+
+const resumeExample = `  assistant resume return-25 --action approve
   assistant resume return-26 --reason "wrong colour"
   assistant resume return-25 --action cancel --draft d_0190...
   assistant resume return-25 --action edit --reason "wrong size"
   assistant resume return-25 --action revise --comment "say which size"
-  assistant --user alice resume return-25 --action approve --version 2`,
-		Args: exactArgs(1, "resume needs TASK"),
+  assistant --user alice resume return-25 --action approve --version 2`
+
+// resumeOptions are resume's argument and flags; HasReason and
+// VersionGiven say whether --reason and --version were given.
+type resumeOptions struct {
+	app *app
+	returns.ResumeOptions
+	VersionGiven bool
+	ExitStatus   bool
+}
+
+// newCmdResume is the resume command; runF runs it with its options
+// (resumeRun, or a test's).
+func newCmdResume(a *app, runF func(context.Context, *resumeOptions) error) *cobra.Command {
+	opts := &resumeOptions{app: a}
+	c := &cobra.Command{
+		Use:     "resume TASK [--reason R | --action approve|cancel|edit|revise [--draft ID | --version N]] [--interrupt ID] [--comment C]",
+		Short:   "Answer a task's pending question, or continue a run that stopped part-way",
+		Long:    resumeLong,
+		Example: resumeExample,
+		Args:    exactArgs(1, "resume needs TASK"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Task, opts.User = args[0], a.user
-			opts.HasReason = c.Flags().Changed("reason")
-			// An empty --draft, --interrupt, --action, --comment or
-			// --reason was refused before (refuseEmptyFlags).
-			if err := returns.ValidTaskID(opts.Task); err != nil {
-				return usageErr("%v", err)
-			}
-			if c.Flags().Changed("version") && opts.Version < 1 {
-				return usageErr("--version must be 1 or more, not %d", opts.Version)
-			}
-			if err := returns.CheckResume(opts); err != nil {
-				return err
-			}
-			svc, err := a.service(c.Context(), returns.OpenExisting)
-			if err != nil {
-				return ran(err)
-			}
-			v, err := svc.Resume(c.Context(), opts)
-			if err != nil {
-				return ran(err)
-			}
-			if v.Note != "" {
-				// An informational line, as every line on stderr:
-				// "assistant: " first (docs/cli.md "Errors").
-				a.note(fmt.Sprintf("resume %s: %s", v.Task, v.Note))
-			}
-			return a.finish(v, exitStatus)
+			opts.HasReason, opts.VersionGiven = c.Flags().Changed("reason"), c.Flags().Changed("version")
+			return runF(c.Context(), opts)
 		},
 	}
 	c.Flags().StringVar(&opts.Reason, "reason", "", "answer to a need_reason question")
@@ -77,6 +66,38 @@ a submitted task again returns the same application with reused: true.`,
 	c.Flags().StringVar(&opts.DraftID, "draft", "", "the draft id being answered; refused if it is not the current version (stale: exit 3)")
 	c.Flags().IntVar(&opts.Version, "version", 0, "the draft version being answered; an older one is stale (exit 3)")
 	c.Flags().StringVar(&opts.InterruptID, "interrupt", "", "id of the pending interrupt to answer (when several are pending)")
-	c.Flags().BoolVar(&exitStatus, "exit-status", false, "exit by the task's outcome: 5 cancelled, 6 failed, 7 not finished, 8 interrupted (docs/cli.md \"Exit codes\")")
+	c.Flags().BoolVar(&opts.ExitStatus, "exit-status", false, exitStatusUsage)
 	return c
+}
+
+// resumeRun checks opts before anything is opened, answers the task or
+// continues its run, and prints it, after the note of what the answer
+// chose, if any.
+func resumeRun(ctx context.Context, opts *resumeOptions) error {
+	a := opts.app
+	// An empty --draft, --interrupt, --action, --comment or --reason was
+	// refused before (refuseEmptyFlags).
+	if err := returns.ValidTaskID(opts.Task); err != nil {
+		return usageErr("%v", err)
+	}
+	if opts.VersionGiven && opts.Version < 1 {
+		return usageErr("--version must be 1 or more, not %d", opts.Version)
+	}
+	if err := returns.CheckResume(opts.ResumeOptions); err != nil {
+		return err
+	}
+	svc, err := a.service(ctx, returns.OpenExisting)
+	if err != nil {
+		return err
+	}
+	v, err := svc.Resume(ctx, opts.ResumeOptions)
+	if err != nil {
+		return err
+	}
+	if v.Note != "" {
+		// An informational line, as every line on stderr: "assistant: "
+		// first (docs/cli.md "Errors").
+		a.note(fmt.Sprintf("resume %s: %s", v.Task, v.Note))
+	}
+	return a.finish(v, opts.ExitStatus)
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -107,7 +106,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, seed []by
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	c, err := root.ExecuteContextC(ctx)
+	err = refusedCommandLine(c, err)
 	for _, closeStores := range a.closers {
 		closeStores()
 	}
@@ -131,14 +131,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, seed []by
 		}
 		return oe.code
 	}
-	var re *runError
-	if errors.As(err, &re) {
-		err = &runError{returns.Classify(re.err)}
-	}
+	err = returns.Classify(err)
 	code := exitCode(err)
-	if errors.As(err, &re) {
-		err = re.err
-	}
 	if code == ExitInterrupted {
 		// One clean line: the cancelled context's own text ("context
 		// canceled") tells a person nothing the signal's name does not.
@@ -149,6 +143,16 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, seed []by
 	return code
 }
 
+const rootLong = `assistant prepares a return request for an order, parks at an approval
+question and exits. A later process shows or answers that question and
+submits the application at most once, however often it is retried.
+
+State lives in two SQLite files in --data: checkpoints.sqlite (the run) and
+business.sqlite (orders, drafts, applications, tasks); or, with --store
+postgres://…, in the schemas checkpoints and business of one PostgreSQL
+database that many machines share.`
+
+// newRoot is the root command with the global flags and every command.
 // NewRootCmd returns the command tree Run executes, printing to stdout and
 // stderr, for tools that read the tree rather than run it (cmd/gendocs
 // writes docs/cli from it). Run, not Execute on this tree, maps errors to
@@ -161,14 +165,7 @@ func (a *app) newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "assistant",
 		Short: "Prepare return requests that wait for a person's approval and survive anything in between",
-		Long: `assistant prepares a return request for an order, parks at an approval
-question and exits. A later process shows or answers that question and
-submits the application at most once, however often it is retried.
-
-State lives in two SQLite files in --data: checkpoints.sqlite (the run) and
-business.sqlite (orders, drafts, applications, tasks); or, with --store
-postgres://…, in the schemas checkpoints and business of one PostgreSQL
-database that many machines share.`,
+		Long:  rootLong,
 		Example: `  assistant start return-25 A3003 --reason "size does not fit"
   assistant show return-25
   assistant resume return-25 --action approve`,
@@ -181,120 +178,58 @@ database that many machines share.`,
 	root.PersistentFlags().StringVar(&a.output, "output", "", "output format: json, text, or csv for list and show --rows (default: json when stdout is not a terminal)")
 	root.PersistentFlags().IntVar(&a.maxAttempts, "max-attempts", returns.DefaultMaxAttempts, "how often a node of a task may fail in a row (crash, error) before its run ends failed (attempts_exhausted)")
 	a.addGlobalFlags(root)
-	root.PersistentPreRunE = func(c *cobra.Command, args []string) error {
-		// An empty or blank flag value is refused before anything else
-		// (docs/cli.md "Conventions"), --data "" included.
-		if err := refuseEmptyFlags(c); err != nil {
-			return err
-		}
-		if err := a.applyGlobals(c, args); err != nil {
-			return err
-		}
-		switch a.output {
-		case "":
-			a.output = "text"
-			if !isTerminal(a.stdout) {
-				a.output = "json"
-			}
-		case "json", "text":
-		case outputCSV:
-			if err := csvAllowed(c); err != nil {
-				return err
-			}
-		default:
-			return usageErr("--output must be json or text, not %q (csv works with list and show --rows)", a.output)
-		}
-		if err := a.applyStore(c); err != nil {
-			return err
-		}
-		if err := returns.ValidUser(a.user); err != nil {
-			from := "--user"
-			if !c.Flags().Changed("user") && os.Getenv(EnvUser) != "" {
-				from = EnvUser
-			}
-			return usageErr("%s: %v", from, err)
-		}
-		if a.maxAttempts < 1 {
-			return usageErr("--max-attempts must be at least 1, not %d", a.maxAttempts)
-		}
-		return nil
-	}
-	root.PersistentPreRunE = a.withTeachingOrders(root, root.PersistentPreRunE)
+	root.PersistentPreRunE = a.withTeachingOrders(root, a.checkGlobals)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return fmt.Errorf("%w: %v", returns.ErrInvalid, err)
 	})
-	root.AddCommand(a.newStart(), a.newShow(), a.newResume(), a.newList(), a.newStop(), a.newRecover(), a.newBatch(), a.newOrders(), a.newVariants(), a.newHistory(), a.newPrune(), a.newVerify(), a.newBackup(), a.newWait(),
-		a.newApprovers(), a.newDecide())
+	root.AddCommand(newCmdStart(a, startRun), newCmdShow(a, showRun), newCmdResume(a, resumeRun), newCmdList(a, listRun),
+		newCmdStop(a, stopRun), newCmdRecover(a, recoverRun), newCmdBatch(a, batchRun), newCmdOrders(a),
+		newCmdVariants(a, variantsRun), newCmdHistory(a, historyRun), newCmdPrune(a, pruneRun), newCmdVerify(a, verifyRun),
+		newCmdBackup(a, backupRun), newCmdWait(a, waitRun), newCmdApprovers(a), newCmdDecide(a, decideRun))
 	refuseUnknownSubcommands(root) // after AddCommand: it walks the commands
 	a.addCompletions(root)
 	return root
 }
 
-// runError marks an error that came from a command's work (not from flag
-// parsing), so an unclassified one is exit 1 rather than 2.
-type runError struct{ err error }
-
-func (e *runError) Error() string { return e.err.Error() }
-func (e *runError) Unwrap() error { return e.err }
-
-func ran(err error) error {
-	if err == nil {
-		return nil
+// checkGlobals checks the global flags (and the environment variables
+// that stand in for them) of command c before it runs: an empty or blank
+// value first, --json, --output, --store, --user and --max-attempts.
+// Errors: ErrInvalid.
+func (a *app) checkGlobals(c *cobra.Command, args []string) error {
+	// An empty or blank flag value is refused before anything else
+	// (docs/cli.md "Conventions"), --data "" included.
+	if err := refuseEmptyFlags(c); err != nil {
+		return err
 	}
-	return &runError{err}
-}
-
-func usageErr(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", returns.ErrInvalid, fmt.Sprintf(format, args...))
-}
-
-// exitCode maps an error, passed through returns.Classify, to the exit
-// codes of docs/cli.md "Exit codes".
-func exitCode(err error) int {
-	var re *runError
-	switch {
-	case errors.Is(err, returns.ErrInterrupted), errors.Is(err, context.Canceled):
-		return ExitInterrupted
-	case errors.Is(err, returns.ErrInconsistent):
-		// The data dir's files contradict each other: a storage failure.
-		return ExitInternal
-	case errors.Is(err, returns.ErrInvalid):
-		return ExitUsage
-	case errors.Is(err, returns.ErrBusy):
-		// A file locked by another process for longer than the busy
-		// timeout: the task's data is busy, as with a lease (exit 3).
-		return ExitConflict
-	case errors.Is(err, returns.ErrNotFound):
-		return ExitNotFound
-	case errors.Is(err, returns.ErrConflict):
-		return ExitConflict
-	case errors.As(err, &re), errors.As(err, new(*fs.PathError)):
-		// The command's work, or a file it read or wrote (stdout on a full
-		// disk: a command that printed through render, not ran, was exit 2).
-		return ExitInternal
+	if err := a.applyGlobals(c, args); err != nil {
+		return err
 	}
-	return ExitUsage // cobra's own errors: unknown command, wrong argument count
-}
-
-// errorCodeOf is the "code" of the JSON error object for err, which exits
-// with code: "inconsistent" for returns.ErrInconsistent, else errorCode.
-func errorCodeOf(err error, code int) string {
-	if errors.Is(err, returns.ErrInconsistent) {
-		return returns.CodeInconsistent
+	switch a.output {
+	case "":
+		a.output = "text"
+		if !isTerminal(a.stdout) {
+			a.output = "json"
+		}
+	case "json", "text":
+	case outputCSV:
+		if err := csvAllowed(c); err != nil {
+			return err
+		}
+	default:
+		return usageErr("--output must be json or text, not %q (csv works with list and show --rows)", a.output)
 	}
-	return errorCode(code)
-}
-
-func errorCode(code int) string {
-	switch code {
-	case ExitUsage:
-		return "invalid_input"
-	case ExitConflict:
-		return "conflict"
-	case ExitNotFound:
-		return "not_found"
-	case ExitInterrupted, ExitTerminated:
-		return "interrupted"
+	if err := a.applyStore(c); err != nil {
+		return err
 	}
-	return "internal"
+	if err := returns.ValidUser(a.user); err != nil {
+		from := "--user"
+		if !c.Flags().Changed("user") && os.Getenv(EnvUser) != "" {
+			from = EnvUser
+		}
+		return usageErr("%s: %v", from, err)
+	}
+	if a.maxAttempts < 1 {
+		return usageErr("--max-attempts must be at least 1, not %d", a.maxAttempts)
+	}
+	return nil
 }

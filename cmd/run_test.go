@@ -221,20 +221,9 @@ func checkFailure(tb testing.TB, args []string, r result, want string) {
 		}
 		return
 	}
-	var got struct {
-		SchemaVersion int `json:"schema_version"`
-		Error         struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	dec := json.NewDecoder(strings.NewReader(r.stdout))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&got); err != nil {
-		tb.Fatalf("stdout is not {\"error\": {\"code\", \"message\"}}: %v\n%s", err, r.stdout)
-	}
-	if dec.More() {
-		tb.Errorf("stdout holds more than the error object:\n%s", r.stdout)
+	got, err := errorObject(r.stdout)
+	if err != nil {
+		tb.Fatalf("stdout is not {\"error\": {\"code\", \"message\"[, \"hint\"]}}: %v\n%s", err, r.stdout)
 	}
 	if got.SchemaVersion != returns.SchemaVersion {
 		tb.Errorf("schema_version = %d, want %d", got.SchemaVersion, returns.SchemaVersion)
@@ -245,8 +234,56 @@ func checkFailure(tb testing.TB, args []string, r result, want string) {
 	if got.Error.Message == "" {
 		tb.Errorf("error.message is empty")
 	}
-	if !strings.Contains(got.Error.Message, "\n") && got.Error.Message != line {
-		tb.Errorf("error.message = %q, stderr says %q", got.Error.Message, line)
+	if got.Error.Hint != nil && *got.Error.Hint == "" {
+		tb.Errorf("error.hint is empty; an error without a hint has none")
+	}
+	// The stderr line is the message and the hint: "message; hint".
+	if whole := returns.Line(got.Error.Message, got.hint()); !strings.Contains(got.Error.Message, "\n") && whole != line {
+		tb.Errorf("error.message and error.hint = %q, stderr says %q", whole, line)
+	}
+}
+
+// errorJSON is the JSON of a failed command (docs/json.md "Errors").
+type errorJSON struct {
+	SchemaVersion int `json:"schema_version"`
+	Error         struct {
+		Code    string  `json:"code"`
+		Message string  `json:"message"`
+		Hint    *string `json:"hint"` // nil when absent
+	} `json:"error"`
+}
+
+func (e errorJSON) hint() string {
+	if e.Error.Hint == nil {
+		return ""
+	}
+	return *e.Error.Hint
+}
+
+// errorObject decodes stdout, the error object and nothing else.
+func errorObject(stdout string) (errorJSON, error) {
+	var got errorJSON
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&got); err != nil {
+		return got, err
+	}
+	if dec.More() {
+		return got, errors.New("stdout holds more than the error object")
+	}
+	return got, nil
+}
+
+// checkHint fails tb unless the error object on stdout (r) holds exactly
+// message and hint (hint "": none, and no hint field).
+func checkHint(tb testing.TB, r result, message, hint string) {
+	tb.Helper()
+	got, err := errorObject(r.stdout)
+	if err != nil {
+		tb.Fatalf("stdout is no error object: %v\n%s", err, r.stdout)
+	}
+	if got.Error.Message != message || got.hint() != hint || (hint == "" && got.Error.Hint != nil) {
+		tb.Errorf("error message %q, hint %v; want %q, %q", got.Error.Message, got.Error.Hint, message, hint)
 	}
 }
 

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -8,8 +9,17 @@ import (
 	"assistant/flow/returns"
 )
 
-func (a *app) newStop() *cobra.Command {
-	var wait time.Duration
+// stopOptions are stop's argument and flag.
+type stopOptions struct {
+	app  *app
+	Task string
+	Wait time.Duration
+}
+
+// newCmdStop is the stop command; runF runs it with its options (stopRun,
+// or a test's).
+func newCmdStop(a *app, runF func(context.Context, *stopOptions) error) *cobra.Command {
+	opts := &stopOptions{app: a}
 	c := &cobra.Command{
 		Use:   "stop TASK",
 		Short: "Stop a running task (operator stop); resume continues it later",
@@ -24,20 +34,27 @@ task that finished first keeps its finished status.`,
   assistant resume batch-7`,
 		Args: exactArgs(1, "stop needs TASK"),
 		RunE: func(c *cobra.Command, args []string) error {
-			if wait < 0 {
-				return usageErr("--wait must not be negative, not %s", wait)
-			}
-			svc, err := a.service(c.Context(), returns.OpenExisting)
-			if err != nil {
-				return ran(err)
-			}
-			v, err := svc.Stop(c.Context(), args[0], a.user, wait)
-			if err != nil {
-				return ran(err)
-			}
-			return a.render(v)
+			opts.Task = args[0]
+			return runF(c.Context(), opts)
 		},
 	}
-	c.Flags().Var(newDurationValue(5*time.Second, &wait), "wait", "how long to wait for the driving process to let go")
+	c.Flags().Var(newDurationValue(5*time.Second, &opts.Wait), "wait", "how long to wait for the driving process to let go")
 	return c
+}
+
+// stopRun stops the task and prints it.
+func stopRun(ctx context.Context, opts *stopOptions) error {
+	a := opts.app
+	if opts.Wait < 0 {
+		return usageErr("--wait must not be negative, not %s", opts.Wait)
+	}
+	svc, err := a.service(ctx, returns.OpenExisting)
+	if err != nil {
+		return err
+	}
+	v, err := svc.Stop(ctx, opts.Task, a.user, opts.Wait)
+	if err != nil {
+		return err
+	}
+	return a.render(v)
 }

@@ -317,8 +317,8 @@ func (a *app) serverService(ctx context.Context, mode returns.OpenMode) (*return
 	if err != nil {
 		return nil, err
 	}
-	svc, err := returns.Open(ctx, returns.Config{Business: &returns.ServerStore{Desk: desk, Gone: srv.gone},
-		Checkpoints: cps, MaxAttempts: a.maxAttempts, Host: a.host, Now: srv.now})
+	svc, err := returns.Open(ctx, returns.Config{Checkpoints: cps, MaxAttempts: a.maxAttempts, Host: a.host, Now: srv.now, Wording: cliWords,
+		Business: &returns.ServerStore{Desk: desk, Gone: srv.gone}})
 	if err != nil {
 		desk.Close()
 		cps.Close()
@@ -352,7 +352,7 @@ func (a *app) verifyServer(ctx context.Context) (*returns.VerifyReport, error) {
 		if err := srv.schemaFacts(ctx, &v, v.Lost.File != returns.CheckpointsSchema, v.Lost.File != returns.BusinessSchema); err != nil {
 			return nil, err
 		}
-		return returns.Verify(ctx, returns.VerifyOptions{DataDir: redactURL(a.store), Host: a.host, Server: &v, Command: a.fixCommand})
+		return returns.Verify(ctx, returns.VerifyOptions{DataDir: redactURL(a.store), Host: a.host, Server: &v, Wording: a.fixWording})
 	}
 	if err != nil {
 		return nil, err
@@ -379,7 +379,7 @@ func (a *app) verifyServer(ctx context.Context) (*returns.VerifyReport, error) {
 	if err := srv.schemaFacts(ctx, &v, true, true); err != nil {
 		return nil, err
 	}
-	return returns.Verify(ctx, returns.VerifyOptions{DataDir: redactURL(a.store), Checkpoints: cps, Host: a.host, Server: &v, Command: a.fixCommand})
+	return returns.Verify(ctx, returns.VerifyOptions{DataDir: redactURL(a.store), Checkpoints: cps, Host: a.host, Server: &v, Wording: a.fixWording})
 }
 
 // schemaFacts reads into v the schema version and the data dir identity

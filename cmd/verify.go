@@ -13,11 +13,7 @@ import (
 	"assistant/internal/termtext"
 )
 
-func (a *app) newVerify() *cobra.Command {
-	return &cobra.Command{
-		Use:   "verify",
-		Short: "Check a data dir without writing: both files, their pairing and every cross-file invariant",
-		Long: `verify reads the data dir and writes nothing; other processes may use it
+const verifyLong = `verify reads the data dir and writes nothing; other processes may use it
 meanwhile. It checks:
 
   - each file: PRAGMA integrity_check (every page, every index against its
@@ -33,25 +29,43 @@ Each finding names its task (or file) and how to fix it. An error means the
 two files contradict each other or a file is damaged: the task or file is
 refused until it is restored. A warning is a state the flow sets right by
 itself the next time the task is resumed or recovered. Exit 0 when there is
-no error, 1 otherwise.`,
+no error, 1 otherwise.`
+
+// verifyOptions are verify's: it takes no argument and no flag of its
+// own.
+type verifyOptions struct{ app *app }
+
+// newCmdVerify is the verify command; runF runs it (verifyRun, or a
+// test's).
+func newCmdVerify(a *app, runF func(context.Context, *verifyOptions) error) *cobra.Command {
+	opts := &verifyOptions{app: a}
+	return &cobra.Command{
+		Use:   "verify",
+		Short: "Check a data dir without writing: both files, their pairing and every cross-file invariant",
+		Long:  verifyLong,
 		Example: `  assistant verify
   assistant verify --output json | jq '.findings[] | select(.severity == "error")'`,
 		Args: exactArgs(0, "verify takes no arguments"),
-		RunE: func(c *cobra.Command, _ []string) error {
-			rep, err := a.verify(c.Context())
-			if err != nil {
-				return ran(err)
-			}
-			if err := a.renderVerify(rep); err != nil {
-				return err
-			}
-			if !rep.Clean {
-				a.reported = true // the report on stdout names every error
-				return ran(fmt.Errorf("%s: %d error(s), each listed with its fix (%w)", rep.DataDir, rep.Errors(), returns.ErrInconsistent))
-			}
-			return nil
-		},
+		RunE: func(c *cobra.Command, _ []string) error { return runF(c.Context(), opts) },
 	}
+}
+
+// verifyRun checks the stores and prints the report; a report with an
+// error is ErrInconsistent, after the report that names each.
+func verifyRun(ctx context.Context, opts *verifyOptions) error {
+	a := opts.app
+	rep, err := a.verify(ctx)
+	if err != nil {
+		return err
+	}
+	if err := a.renderVerify(rep); err != nil {
+		return err
+	}
+	if !rep.Clean {
+		a.reported = true // the report on stdout names every error
+		return fmt.Errorf("%s: %d error(s), each listed with its fix (%w)", rep.DataDir, rep.Errors(), returns.ErrInconsistent)
+	}
+	return nil
 }
 
 // verify checks the data dir, or the stores on --store's server
@@ -60,13 +74,19 @@ func (a *app) verify(ctx context.Context) (*returns.VerifyReport, error) {
 	if a.onServer() {
 		return a.verifyServer(ctx)
 	}
-	return verifyDir(ctx, a.data, a.host, a.fixCommand)
+	return verifyDir(ctx, a.data, a.host, a.fixWording)
+}
+
+// fixWording words verify's fixes for a task of user ("" for none):
+// their commands start with this command's --data or --store, and --user
+// unless both user and the user of this command are the default
+// (returns.VerifyOptions.Wording).
+func (a *app) fixWording(user string) returns.Wording {
+	return cliWording{prog: a.fixCommand(user)}
 }
 
 // fixCommand is the prefix of a command verify's fixes quote for a task of
-// user ("" for none): this command's --data or --store, and --user unless
-// both user and the user of this command are the default
-// (returns.VerifyOptions.Command).
+// user (fixWording).
 func (a *app) fixCommand(user string) string {
 	prefix := a.nextCommandPrefix()
 	if a.user != DefaultUser {
@@ -79,9 +99,9 @@ func (a *app) fixCommand(user string) string {
 }
 
 // verifyDir checks the data dir dir read-only (returns.Verify); host names
-// this machine in leases (returns.Config.Host); command, if set, makes the
-// fixes' commands pasteable (returns.VerifyOptions.Command).
-func verifyDir(ctx context.Context, dir, host string, command func(user string) string) (*returns.VerifyReport, error) {
+// this machine in leases (returns.Config.Host); words words the fixes
+// (returns.VerifyOptions.Wording).
+func verifyDir(ctx context.Context, dir, host string, words func(user string) returns.Wording) (*returns.VerifyReport, error) {
 	if err := returns.PrepareDataDir(dir, returns.OpenExisting); err != nil {
 		return nil, err
 	}
@@ -90,7 +110,7 @@ func verifyDir(ctx context.Context, dir, host string, command func(user string) 
 		return nil, err
 	}
 	defer closeCps()
-	return returns.Verify(ctx, returns.VerifyOptions{DataDir: dir, CheckpointsFile: check, Checkpoints: cps, Host: host, Command: command,
+	return returns.Verify(ctx, returns.VerifyOptions{DataDir: dir, CheckpointsFile: check, Checkpoints: cps, Host: host, Wording: words,
 		CountThreads: checkpoints.CountThreadsReadOnly})
 }
 

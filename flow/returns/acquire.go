@@ -150,9 +150,10 @@ func (r *runner) leaseRefused(t runs.TaskRecord, err error) error {
 		if t.Status != StatusRunning && t.Status != StatusInterrupted {
 			// Another process took the task at the same moment: an answer,
 			// a resume or a batch row runs it now.
-			return fmt.Errorf("%w: %w; that process is running the task now, try again in a moment or see where it is with `assistant show %s`", ErrConflict, err, ShellQuote(t.ID))
+			return errorf(Hint{Before: "try again in a moment or see where it is with", Do: DoShow, Task: t.ID},
+				"%w: %w; that process is running the task now", ErrConflict, err)
 		}
-		return fmt.Errorf("%w: %w; wait for it to finish, or run `assistant stop %s`", ErrConflict, err, ShellQuote(t.ID))
+		return errorf(Hint{Before: "wait for it to finish, or run", Do: DoStop, Task: t.ID}, "%w: %w", ErrConflict, err)
 	case errors.Is(err, runs.ErrConflict):
 		return fmt.Errorf("task %s was taken by another process at the same moment: %w", t.ID, ErrConflict)
 	}

@@ -25,7 +25,7 @@ func (r *runner) fitsRecord(ctx context.Context, t runs.TaskRecord, o ResumeOpti
 	}
 	kind := map[string]string{StageDraftReady: KindApproval, StageNeedReason: KindNeedReason}[t.Stage]
 	if kind == "" {
-		return fmt.Errorf("task %s has no question pending; run `assistant resume %s` to continue it, then answer the question it asks: %w", t.ID, ShellQuote(t.ID), ErrConflict)
+		return noQuestion(t.ID, "")
 	}
 	if err := wrongKind(t.ID, kind, o); err != nil || o.DraftID == "" {
 		return err
@@ -40,7 +40,7 @@ func (r *runner) fitsRecord(ctx context.Context, t runs.TaskRecord, o ResumeOpti
 func pick(open []flow.PendingInterrupt, id string) (flow.PendingInterrupt, error) {
 	if id == "" {
 		if len(open) > 1 {
-			return flow.PendingInterrupt{}, fmt.Errorf("%d questions are pending; name one with --interrupt", len(open))
+			return flow.PendingInterrupt{}, errorf(Hint{Before: "name one with", With: []InputValue{{Input: InputInterrupt}}}, "%d questions are pending", len(open))
 		}
 		return open[0], nil
 	}
@@ -92,14 +92,14 @@ func (r *runner) answerFor(ctx context.Context, task string, in flow.PendingInte
 	return nil, fmt.Errorf("%w: task %s waits on an interrupt of unknown kind %q", ErrInvalid, task, kindOf(in.Value))
 }
 
-// boundTo checks --draft and --version against q, the approval question
+// boundTo checks the draft and version an answer names against q, the approval question
 // asked: an older version of the task's draft is ErrConflict (stale: a
 // newer version replaced it), any other mismatch ErrInvalid.
 func (r *runner) boundTo(ctx context.Context, task string, q ApprovalQuestion, o ResumeOptions) error {
 	if o.DraftID != "" && o.DraftID != q.DraftID {
 		d, err := r.desk.Draft(ctx, o.DraftID)
 		if err == nil && d.TaskID == task && d.Version < q.Version {
-			return stale(task, fmt.Sprintf("--draft %s is version %d", o.DraftID, d.Version), q)
+			return stale(task, q, phrasef("%s %s is version %d", InputDraft, o.DraftID, d.Version))
 		}
 		return wrongDraft(task, o.DraftID, q.DraftID)
 	}
@@ -107,15 +107,31 @@ func (r *runner) boundTo(ctx context.Context, task string, q ApprovalQuestion, o
 	case o.Version == 0 || o.Version == q.Version:
 		return nil
 	case o.Version < q.Version:
-		return stale(task, fmt.Sprintf("--version %d", o.Version), q)
+		return stale(task, q, phrasef("%s %d", InputVersion, o.Version))
 	}
-	return fmt.Errorf("%w: --version %d: the draft of task %s waiting for approval is version %d; run `assistant show %s`", ErrInvalid, o.Version, task, q.Version, ShellQuote(task))
+	return errorf(Hint{Before: "run", Do: DoShow, Task: task}, "%w: %s %d: the draft of task %s waiting for approval is version %d", ErrInvalid, InputVersion, o.Version, task, q.Version)
 }
 
-// stale is the error (ErrConflict) of an answer bound to a superseded
-// draft version.
-func stale(task, given string, q ApprovalQuestion) error {
-	return fmt.Errorf("task %s: %s, superseded by version %d (%s): the answer is stale and changes nothing: %w; run `assistant show %s` and answer version %d", task, given, q.Version, q.DraftID, ErrConflict, ShellQuote(task), q.Version)
+// stale is the error (ErrConflict) of an answer to task bound to a
+// superseded draft version (given says which); q is the question asked
+// now.
+func stale(task string, q ApprovalQuestion, given phrase) error {
+	return errorf(Hint{Before: "run", Do: DoShow, Task: task, After: fmt.Sprintf("and answer version %d", q.Version)},
+		"task %s: %s, superseded by version %d (%s): the answer is stale and changes nothing: %w", task, given, q.Version, q.DraftID, ErrConflict)
+}
+
+// noQuestion is the error (ErrConflict) of an answer to task when it has
+// no question pending: its run must be continued first; why, when not "",
+// says more ("its run stopped part-way, and the answer given was not
+// recorded").
+func noQuestion(task, why string) error {
+	format := "task %s has no question pending: %w"
+	args := []any{task, ErrConflict}
+	if why != "" {
+		format = "task %s has no question pending: %s: %w"
+		args = []any{task, why, ErrConflict}
+	}
+	return errorf(Hint{Before: "run", Do: DoResume, Task: task, After: "to continue it, then answer the question it asks"}, format, args...)
 }
 
 // newDecisionID returns a new decision id: "dec_" and a time-ordered
@@ -141,25 +157,24 @@ func kindOf(v json.RawMessage) string {
 func wrongKind(task, kind string, o ResumeOptions) error {
 	switch {
 	case kind == KindNeedReason && !o.reasonAnswer():
-		return fmt.Errorf("%w: task %s is waiting for a reason, not an action; %s", ErrInvalid, task, hintFor(task, kind))
+		return errorf(answerHint(task, kind), "%w: task %s is waiting for a reason, not an action", ErrInvalid, task)
 	case kind == KindApproval && o.Action == "":
-		return fmt.Errorf("%w: task %s is waiting for approval, not a reason; %s", ErrInvalid, task, hintFor(task, kind))
+		return errorf(answerHint(task, kind), "%w: task %s is waiting for approval, not a reason", ErrInvalid, task)
 	}
 	return nil
 }
 
-// wrongDraft is the error (ErrInvalid) for --draft given when the draft
-// waiting for approval is pending; nil when they are the same.
+// wrongDraft is the error (ErrInvalid) for draft given, named by an
+// answer, when the draft waiting for approval is pending; nil when they
+// are the same.
 func wrongDraft(task, given, pending string) error {
 	if given == pending {
 		return nil
 	}
-	return fmt.Errorf("%w: --draft %s is not the draft waiting for approval (%s); run `assistant show %s`", ErrInvalid, given, pending, ShellQuote(task))
+	return errorf(Hint{Before: "run", Do: DoShow, Task: task}, "%w: %s %s is not the draft waiting for approval (%s)", ErrInvalid, InputDraft, given, pending)
 }
 
-func hintFor(task, kind string) string {
-	if kind == KindNeedReason {
-		return fmt.Sprintf("run `assistant resume %s --reason \"...\"`", ShellQuote(task))
-	}
-	return fmt.Sprintf("run `assistant resume %s --action approve` (or cancel, edit --reason R, revise --comment C)", ShellQuote(task))
+// answerHint is the hint to answer task's question of kind.
+func answerHint(task, kind string) Hint {
+	return Hint{Before: "run", Do: DoAnswer, Task: task, Ask: kind}
 }

@@ -12,8 +12,8 @@ import (
 )
 
 // endedAnswer checks o against a task whose run has ended (snap.Done()),
-// by the rule of a waiting task: --draft and --version must name the
-// task's last draft (boundToEnded: a superseded one is ErrConflict, stale;
+// by the rule of a waiting task: the draft and the version an answer
+// names must name the task's last draft (boundToEnded: a superseded one is ErrConflict, stale;
 // one the task never had ErrInvalid). Then a plain resume, or the answer
 // the run recorded (the same decision, with the same reason for an edit
 // and the same comment for a revise: a retry of a command whose reply was
@@ -34,28 +34,26 @@ func (r *runner) endedAnswer(ctx context.Context, t runs.TaskRecord, snap *flow.
 	}
 	action, _ := savedAnswers(snap)
 	var same bool
-	answer := o.Action
 	switch {
 	case o.Action != "":
 		same = o.Action == action && sameWords(o, lastOf(st.Decisions, action))
 		same = same || (o.Action == ActionApprove && v.Status == StatusDone && v.Result != nil)
 	default:
-		answer = fmt.Sprintf("--reason %q", o.Reason)
 		same = strings.TrimSpace(o.Reason) != "" && strings.TrimSpace(o.Reason) == st.Reason
 	}
 	if same {
 		return nil
 	}
-	return fmt.Errorf("task %s ended as %s; the answer %s changes nothing: %w", t.ID, endedAs(v), answer, ErrConflict)
+	return errorf(Hint{}, "task %s ended as %s; the answer %s changes nothing: %w", t.ID, endedAs(v), o.given(), ErrConflict)
 }
 
-// endedInterrupt checks the --interrupt of o, an answer to a task whose
+// endedInterrupt checks the interrupt o names, an answer to a task whose
 // run has ended (any end: done, cancelled, failed), against the questions
 // its run asked and the answers saved to them, from every checkpoint of
 // the thread (or the head snap's, when the history holds none): a
 // question someone else answered, or that o.User answered otherwise, is
 // ErrConflict saying who answered it and how; an id the task never asked
-// is ErrInvalid. nil without --interrupt, for o.User's own answer given
+// is ErrInvalid. nil when o names none, for o.User's own answer given
 // again (a retry: the caller's rule of an ended task applies), and for a
 // question the run asked and nobody answered. Nothing is written.
 // Errors: those, and storage errors.
@@ -69,7 +67,7 @@ func (r *runner) endedInterrupt(ctx context.Context, task string, snap *flow.Sna
 	}
 	a, answered := answers[o.InterruptID]
 	if !answered && !asked[o.InterruptID] {
-		return fmt.Errorf("%w: task %s never asked interrupt %q; run `assistant history %s` to see its questions", ErrInvalid, task, o.InterruptID, ShellQuote(task))
+		return errorf(Hint{Before: "run", Do: DoHistory, Task: task, After: "to see its questions"}, "%w: task %s never asked interrupt %q", ErrInvalid, task, o.InterruptID)
 	}
 	if !answered || a.Action == "" {
 		return nil // unanswered, or a reason question: the caller's rule
@@ -84,11 +82,8 @@ func (r *runner) endedInterrupt(ctx context.Context, task string, snap *flow.Sna
 	if !a.At.IsZero() {
 		when = " at " + a.At.UTC().Format(time.RFC3339)
 	}
-	given := o.Action
-	if given == "" {
-		given = fmt.Sprintf("--reason %q", o.Reason)
-	}
-	return fmt.Errorf("task %s: interrupt %s was answered already (%s by %s%s); the answer %s changes nothing; run `assistant show %s` to see how the task ended: %w", task, o.InterruptID, a.Action, by, when, given, ShellQuote(task), ErrConflict)
+	return errorf(Hint{Before: "run", Do: DoShow, Task: task, After: "to see how the task ended"},
+		"task %s: interrupt %s was answered already (%s by %s%s); the answer %s changes nothing: %w", task, o.InterruptID, a.Action, by, when, o.given(), ErrConflict)
 }
 
 // askedAnswered returns the ids of the questions the run of task asked
@@ -121,10 +116,10 @@ func (r *runner) askedAnswered(ctx context.Context, task string, snap *flow.Snap
 	return asked, answers, nil
 }
 
-// boundToEnded checks --draft and --version of o against last, the draft
-// of a task whose run has ended as ended (nil: it ended with none), as
-// boundTo does on a waiting task: the last draft (or no --draft or
-// --version) passes; an older version of the task's draft is ErrConflict
+// boundToEnded checks the draft and the version o names against last, the
+// draft of a task whose run has ended as ended (nil: it ended with none),
+// as boundTo does on a waiting task: the last draft (or none named)
+// passes; an older version of the task's draft is ErrConflict
 // (stale, saying how the task ended: no version can be answered any
 // more); any other draft or version, which the task never had, is
 // ErrInvalid.
@@ -132,20 +127,21 @@ func (r *runner) boundToEnded(ctx context.Context, task string, last *DraftRef, 
 	if o.DraftID == "" && o.Version == 0 {
 		return nil
 	}
-	given := fmt.Sprintf("--version %d", o.Version)
+	given := phrasef("%s %d", InputVersion, o.Version)
 	if o.DraftID != "" {
-		given = "--draft " + o.DraftID
+		given = phrasef("%s %s", InputDraft, o.DraftID)
 	}
+	show := Hint{Before: "run", Do: DoShow, Task: task}
 	if last == nil {
-		return fmt.Errorf("%w: %s is not a draft of task %s (it ended with none); run `assistant show %s`", ErrInvalid, given, task, ShellQuote(task))
+		return errorf(show, "%w: %s is not a draft of task %s (it ended with none)", ErrInvalid, given, task)
 	}
 	q := ApprovalQuestion{DraftID: last.ID, Version: VersionOf(last)}
 	err := r.boundTo(ctx, task, q, o)
 	switch {
 	case errors.Is(err, ErrInvalid):
-		return fmt.Errorf("%w: %s is not the draft of task %s, nor one it had: it ended with version %d (%s); run `assistant show %s`", ErrInvalid, given, task, q.Version, q.DraftID, ShellQuote(task))
+		return errorf(show, "%w: %s is not the draft of task %s, nor one it had: it ended with version %d (%s)", ErrInvalid, given, task, q.Version, q.DraftID)
 	case errors.Is(err, ErrConflict):
-		return fmt.Errorf("task %s: %s, superseded by version %d (%s): the answer is stale and changes nothing, and the task ended as %s, so no version can be answered any more: %w", task, given, q.Version, q.DraftID, ended, ErrConflict)
+		return errorf(Hint{}, "task %s: %s, superseded by version %d (%s): the answer is stale and changes nothing, and the task ended as %s, so no version can be answered any more: %w", task, given, q.Version, q.DraftID, ended, ErrConflict)
 	}
 	return err
 }

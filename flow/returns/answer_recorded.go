@@ -102,7 +102,7 @@ var errAnswerSaved = errors.New("answer saved already")
 // need_reason question carrying the comment (revise). Giving it again is
 // a retry of a command whose reply was lost, not a new edit: one more
 // version would count towards business.MaxDraftVersions. An edit of the
-// new version names it (--version or --draft).
+// new version names it (its version or its draft id).
 func retried(snap *flow.Snapshot[State], o ResumeOptions) bool {
 	st := snap.Values
 	if (o.Action != ActionEdit && o.Action != ActionRevise) || len(st.Decisions) == 0 {
@@ -146,10 +146,10 @@ func savedNote(err error) string {
 // both approvals of a draft, the cancel that answered them, a reason).
 // nil (the caller's rule goes on: recordedAnswer continues the run for
 // the same answer and refuses another) when o.User gave one of them and,
-// with --interrupt naming one of them, that one. From anyone else, or
-// naming another person's question, it is ErrConflict: one line saying
-// who answered what and offering `assistant resume T`, which anyone who
-// may decide the task may run (the caller checked that o.User may). nil
+// when o names one of them, that one. From anyone else, or naming another
+// person's question, it is ErrConflict: one line saying who answered what,
+// and a hint offering to resume the task, which anyone who may decide the
+// task may do (the caller checked that o.User may). nil
 // too when the checkpoints hold no answer or one saved without its
 // answerer (pruned, or older). Nothing is written. Errors: those, and
 // storage errors.
@@ -188,18 +188,17 @@ func (r *runner) carriedBy(ctx context.Context, task string, o ResumeOptions) er
 		}
 		return line
 	}
-	given := o.Action
-	if given == "" {
-		given = fmt.Sprintf("--reason %q", o.Reason)
-	}
+	resume := Hint{Before: "run", Do: DoResume, Task: task, After: "to continue it"}
 	if _, ok := answers[o.InterruptID]; ok {
-		return fmt.Errorf("task %s: interrupt %s was answered already (%s), and its run stopped part-way with no question pending; the answer %s by %s changes nothing; run `assistant resume %s` to continue it: %w", task, o.InterruptID, said(o.InterruptID), given, o.User, ShellQuote(task), ErrConflict)
+		return errorf(resume, "task %s: interrupt %s was answered already (%s), and its run stopped part-way with no question pending; the answer %s by %s changes nothing: %w",
+			task, o.InterruptID, said(o.InterruptID), o.given(), o.User, ErrConflict)
 	}
 	var who []string
 	for _, id := range ids {
 		who = append(who, fmt.Sprintf("interrupt %s: %s", id, said(id)))
 	}
-	return fmt.Errorf("task %s has no question pending: its run stopped part-way after its questions were answered (%s); the answer %s by %s changes nothing; run `assistant resume %s` to continue it: %w", task, strings.Join(who, "; "), given, o.User, ShellQuote(task), ErrConflict)
+	return errorf(resume, "task %s has no question pending: its run stopped part-way after its questions were answered (%s); the answer %s by %s changes nothing: %w",
+		task, strings.Join(who, "; "), o.given(), o.User, ErrConflict)
 }
 
 // lastAnswers returns the answers saved to the questions of task's newest

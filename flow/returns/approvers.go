@@ -92,7 +92,7 @@ func (r *runner) answerOnly(ctx context.Context, o ResumeOptions) (*View, error)
 		}
 	}
 	if errors.Is(err, runs.ErrNotFound) || (err == nil && (!ok || t.Kind != runs.KindReturn)) {
-		return nil, fmt.Errorf("task %s: %w for user %s (run `assistant list` to see your tasks)", o.Task, ErrNotFound, o.User)
+		return nil, taskNotFound(o.Task, o.User)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", o.Task, err)
@@ -173,8 +173,8 @@ func NoApprovers(user string) *Approvers {
 	return &Approvers{User: user, Grants: []business.Grant{}, Changes: []business.GrantChange{}}
 }
 
-// ValidUser returns nil when name may name a user (--user,
-// ASSISTANT_USER, an approver, an owner): the rule of task ids
+// ValidUser returns nil when name may name a user (the person a command
+// runs as, an approver, an owner): the rule of task ids
 // (ValidTaskID), as a user name is printed in commands and cards as a
 // task id is; it refuses, among others, a character that prints as
 // nothing or as a blank (termtext.Invisible): such a name would print as
@@ -195,13 +195,17 @@ func CheckGrant(o GrantOptions) (GrantOptions, error) {
 	if o.For == "" {
 		o.For = o.User
 	}
-	for _, u := range []struct{ what, name string }{{"user", o.User}, {"approver", o.Grantee}, {"--for", o.For}} {
+	for _, u := range []struct {
+		what any // words, or the Input
+		name string
+	}{{"user", o.User}, {"approver", o.Grantee}, {InputFor, o.For}} {
 		if err := ValidUser(u.name); err != nil {
-			return o, fmt.Errorf("%w: %s: %v", ErrInvalid, u.what, err)
+			return o, errorf(Hint{}, "%w: %s: %v", ErrInvalid, u.what, err)
 		}
 	}
 	if o.For != o.User {
-		return o, fmt.Errorf("%w: --for %s: only %s may grant or revoke approvers of their tasks (run it with --user %s)", ErrInvalid, o.For, o.For, o.For)
+		return o, errorf(Hint{Before: "run it with", With: []InputValue{{InputUser, o.For}}},
+			"%w: %s %s: only %s may grant or revoke approvers of their tasks", ErrInvalid, InputFor, o.For, o.For)
 	}
 	if o.Grantee == o.For {
 		// Said for grant and revoke alike: an owner is never an approver

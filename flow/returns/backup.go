@@ -11,8 +11,8 @@ import (
 	"assistant/business"
 )
 
-// BackupSchemaVersion is the schema_version of the JSON that `assistant
-// backup` prints (docs/cli.md "backup").
+// BackupSchemaVersion is the schema_version of the JSON of a BackupResult
+// (docs/cli.md "backup").
 const BackupSchemaVersion = 1
 
 // Snapshot is one file of the data dir held at one moment, to be copied
@@ -44,7 +44,7 @@ type BackedUpFile struct {
 	Bytes int64  `json:"bytes"`
 }
 
-// BackupResult is what `assistant backup` prints: the files copied and the
+// BackupResult is what Backup did: the files copied and the
 // verification of the copy (set by the caller, which verifies it).
 type BackupResult struct {
 	SchemaVersion int            `json:"schema_version"`

@@ -16,7 +16,7 @@ import (
 // Batch limits and defaults.
 const (
 	// MaxChunkCommit bounds the rows one chunk writes in one transaction
-	// (a larger --chunk checkpoints more often): it bounds the memory a
+	// (a larger chunk checkpoints more often): it bounds the memory a
 	// chunk holds until its commit.
 	MaxChunkCommit = 100
 	// MaxChunkTime ends a chunk early, after the rows done so far, so that
@@ -57,17 +57,17 @@ type BatchState struct {
 	// decide runs existed) or RowsOfDecisions.
 	Of string `json:"of,omitempty"`
 	// TTLSeconds is the draft validity the rows' tasks are started with
-	// (batch --draft-ttl); 0 means business.DefaultDraftTTL.
+	// (BatchOptions.TTL); 0 means business.DefaultDraftTTL.
 	TTLSeconds int64 `json:"ttl_seconds,omitempty"`
 }
 
 // What the rows of a batch task are (BatchState.Of, BatchProgress.Of).
 const (
 	// RowsOfOrders: a batch's rows, each a return task to start for an
-	// order (assistant batch).
+	// order (StartBatch).
 	RowsOfOrders = "orders"
 	// RowsOfDecisions: a decide run's rows, each a decision to give a
-	// waiting task (assistant decide).
+	// waiting task (StartDecide).
 	RowsOfDecisions = "decisions"
 )
 
@@ -155,7 +155,7 @@ type BatchOptions struct {
 	Rows        []runs.BatchRow
 	Fingerprint string // of the file, from ParseBatch
 	Chunk       int    // rows per checkpoint; 0 means DefaultBatchChunk
-	// TTL is the draft validity of every row's task (batch --draft-ttl),
+	// TTL is the draft validity of every row's task (InputDraftTTL),
 	// part of the batch's input; 0 means business.DefaultDraftTTL.
 	TTL time.Duration
 }
@@ -173,7 +173,7 @@ func (s *Service) StartBatch(ctx context.Context, o BatchOptions) (*View, error)
 		return nil, fmt.Errorf("%w: batch id: %v", ErrInvalid, err)
 	}
 	if err := ValidDraftTTL(o.TTL); err != nil {
-		return nil, fmt.Errorf("%w (--draft-ttl)", err)
+		return nil, errorf(Hint{}, "%w (%s)", err, InputDraftTTL)
 	}
 	if o.TTL == 0 {
 		o.TTL = business.DefaultDraftTTL
@@ -247,18 +247,18 @@ type rowsTask struct {
 	chunk  int
 	ttl    time.Duration // of the rows' drafts (a batch's)
 	of     string        // RowsOfOrders or RowsOfDecisions
-	idName string        // what names the id, for messages: "batch id", "--id"
+	idName any           // what names the id, for messages: "batch id", InputID (idTaken)
 }
 
 // startRows creates the batch task o with its rows and runs it. A task of
-// that id with the same user and input is continued as `assistant resume`
-// would (continueRows): the same command again ends only when every row
+// that id with the same user and input is continued as Resume would
+// (continueRows): the same command again ends only when every row
 // ran. With other input it is ErrConflict.
 func (s *Service) startRows(ctx context.Context, o rowsTask) (*View, error) {
 	t, err := s.runs.Task(ctx, o.id)
 	if err == nil {
 		if t.User != o.user || t.Fingerprint != o.fingerprint {
-			return nil, idTaken(ctx, s.desk, t, o.user, o.idName, "")
+			return nil, idTaken(ctx, s.desk, t, o.user, o.idName)
 		}
 		return s.continueRows(ctx, t)
 	}
@@ -294,8 +294,8 @@ func (s *Service) startRows(ctx context.Context, o rowsTask) (*View, error) {
 // batch task t: a batch that ended is reported as it ended (and a record
 // that a process killed after the last checkpoint left running is set
 // right); one that was stopped (an operator stop, a signal) or whose
-// process died part-way is continued to its end, as `assistant resume`
-// continues it, so that the command's exit says 0 only once every row ran.
+// process died part-way is continued to its end, as Resume continues it,
+// so that the command's exit says 0 only once every row ran.
 // A batch another live process runs is ErrConflict (busy), naming that
 // process: this command runs nothing and reports no progress as its own.
 func (s *Service) continueRows(ctx context.Context, t runs.TaskRecord) (*View, error) {
@@ -318,7 +318,7 @@ func (s *Service) continueRows(ctx context.Context, t runs.TaskRecord) (*View, e
 // rowsBusy is the error of a batch command given again while the process
 // holding lease l runs batch task id: ErrConflict (exit 3), naming it.
 func rowsBusy(id string, l runs.Lease) error {
-	return fmt.Errorf("%w: %w, so this command runs none of its rows; wait for that process to end (`assistant wait %s`), then run the same command again", ErrConflict, &runs.LeaseHeldError{Task: id, Lease: l}, ShellQuote(id))
+	return errorf(Hint{Before: "wait for that process to end (", Do: DoWait, Task: id, After: "), then run the same command again"}, "%w: %w, so this command runs none of its rows", ErrConflict, &runs.LeaseHeldError{Task: id, Lease: l})
 }
 
 // batchInput is the input of batch task t's run as recorded with the task
@@ -344,7 +344,7 @@ func (s *Service) batchInput(ctx context.Context, t runs.TaskRecord) (BatchState
 // id (a batch or a decide run): resume's, and a decide row's that names
 // one.
 func answerToBatch(id string) error {
-	return fmt.Errorf("%w: %s is a batch; it asks no question (run `assistant resume %s` to continue it)", ErrInvalid, id, ShellQuote(id))
+	return errorf(Hint{Before: "run", Do: DoResume, Task: id, After: "to continue it"}, "%w: %s is a batch; it asks no question", ErrInvalid, id)
 }
 
 // resumeBatch continues a batch with the runner r; a batch asks no

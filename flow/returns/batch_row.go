@@ -95,18 +95,21 @@ func (r *runner) knownTask(ctx context.Context, id string) (runs.TaskRecord, err
 // taken is the outcome of a batch row of user whose task id is another
 // task's, t (nil when its record cannot be read), in the words start's
 // idTaken uses: user's own task "already exists with other input";
-// another user's id "is already taken", naming `assistant show` only to
-// a person who may see that task, and saying nothing of its input.
+// another user's id "is already taken", offering show only to a person
+// who may see that task, and saying nothing of its input. Its error is
+// worded by the Service's Wording.
 func (r *runner) taken(ctx context.Context, row runs.BatchRow, t *runs.TaskRecord, user string) runs.RowOutcome {
 	out := runs.RowOutcome{RowNo: row.RowNo, Outcome: CodeConflict, ErrorCode: CodeConflict}
+	var err error
 	switch {
 	case t != nil && t.User == user:
-		out.Error = fmt.Sprintf("task %s already exists with other input (order, reason or --draft-ttl); the row was not run", row.TaskID)
+		err = errorf(Hint{}, "task %s already exists with other input (order, reason or %s); the row was not run", row.TaskID, InputDraftTTL)
 	case t != nil && r.visible(ctx, *t, user):
-		out.Error = fmt.Sprintf("task id %s is already taken (choose another task id, or see that task with `assistant show %s`); the row was not run", row.TaskID, ShellQuote(row.TaskID))
+		err = errorf(Hint{Before: "choose another task id, or see that task with", Do: DoShow, Task: row.TaskID}, "task id %s is already taken; the row was not run", row.TaskID)
 	default:
-		out.Error = fmt.Sprintf("task id %s is already taken (choose another task id); the row was not run", row.TaskID)
+		err = errorf(Hint{Before: "choose another task id"}, "task id %s is already taken; the row was not run", row.TaskID)
 	}
+	out.Error = Say(err, r.svc.words)
 	return out
 }
 

@@ -189,8 +189,8 @@ func onlyKnownColumns(spec business.TableSpec, header []string) error {
 	}
 	for _, h := range header {
 		if n := business.NormalizeHeader(h); n != "" && !known[n] {
-			return fmt.Errorf("%w: %s has a column it does not read, %s: its columns are %s (the draft column names the draft version a decision is for, by its draft id, as `assistant list --output csv` prints it); %s",
-				ErrInvalid, spec.What, termtext.Quote(h), strings.Join(names, ", "), spec.Refused)
+			return errorf(Hint{Before: "the draft column names the draft version a decision is for, by its draft id, as", Do: DoList, With: []InputValue{{InputOutput, "csv"}}, After: "prints it"},
+				"%w: %s has a column it does not read, %s: its columns are %s; %s", ErrInvalid, spec.What, termtext.Quote(h), strings.Join(names, ", "), spec.Refused)
 		}
 	}
 	return nil

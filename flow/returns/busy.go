@@ -5,26 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"assistant/business"
 	"assistant/flow"
 	"assistant/runs"
 )
-
-// busyRefusal is acquire's refusal of a task another live process holds,
-// told for the person who asked (ErrConflict, and runs.ErrBusy through
-// held, so that a decide row still waits on it): its message names only
-// commands that person may run.
-type busyRefusal struct {
-	msg  string
-	held *runs.LeaseHeldError
-}
-
-func (e *busyRefusal) Error() string { return e.msg }
-
-// Unwrap returns ErrConflict and the lease refusal.
-func (e *busyRefusal) Unwrap() []error { return []error{ErrConflict, e.held} }
 
 // busyFor is err, acquire's refusal of task t for o, told for o.User when
 // err is a live holder's (runs.LeaseHeldError); any other err is returned
@@ -34,15 +21,16 @@ func (e *busyRefusal) Unwrap() []error { return []error{ErrConflict, e.held} }
 // has not recorded one yet, says to wait and see where the task went. A
 // task stopped while its former process still holds it keeps acquire's
 // refusal, which says so and offers resume for when it lets go. A
-// plain resume by an approver is told to wait: `stop` is its owner's
+// plain resume by an approver is told to wait: a stop is its owner's
 // alone (docs/cli.md "approvers"). The owner's plain resume keeps
-// acquire's hint, which offers stop.
+// acquire's hint, which offers stop. Each refusal matches ErrConflict,
+// and runs.ErrBusy through the lease refusal, so that a decide row still
+// waits on it; its hint names only what that person may do.
 func (r *runner) busyFor(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[State], o ResumeOptions, err error) error {
 	var held *runs.LeaseHeldError
 	if !errors.As(err, &held) {
 		return err
 	}
-	task := ShellQuote(t.ID)
 	switch {
 	case t.Status == StatusInterrupted:
 		// Stopped, its former process not gone yet: acquire's refusal
@@ -50,12 +38,12 @@ func (r *runner) busyFor(ctx context.Context, t runs.TaskRecord, snap *flow.Snap
 		return err
 	case o.answering():
 		if d, ok := r.answeredSince(ctx, t.ID, snap); ok {
-			return &busyRefusal{msg: raceLost(t.ID, d, held.Lease).Error(), held: held}
+			return raceLost(t.ID, d, held.Lease, held)
 		}
-		return &busyRefusal{held: held, msg: fmt.Sprintf("%v: %v; that process is running the task now (it took it at the same moment); this answer changes nothing: "+
-			"wait for it, then see where the task went with `assistant show %s`, and answer its next question if it asks one", held, ErrConflict, task)}
+		return errorf(Hint{Before: "wait for it, then see where the task went with", Do: DoShow, Task: t.ID, After: ", and answer its next question if it asks one"},
+			"%w: %w; that process is running the task now (it took it at the same moment); this answer changes nothing", held, ErrConflict)
 	case o.User != t.User:
-		return &busyRefusal{held: held, msg: fmt.Sprintf("%v: %v; wait for it to finish, and see where it is with `assistant show %s`", held, ErrConflict, task)}
+		return errorf(Hint{Before: "wait for it to finish, and see where it is with", Do: DoShow, Task: t.ID}, "%w: %w", held, ErrConflict)
 	}
 	return err
 }
@@ -81,33 +69,59 @@ func (r *runner) answeredSince(ctx context.Context, task string, snap *flow.Snap
 
 // raceLost is the refusal (ErrConflict, nothing written) of an answer to
 // task that lost a race to decision d, which the process holding lease l
-// runs now: it names d and says where to look.
-func raceLost(task string, d Decision, l runs.Lease) error {
-	return fmt.Errorf("task %s was answered (%s by %s at %s) and process %d on %s is running it now: %w; this answer changes nothing: "+
-		"see where the task went with `assistant show %s`, and answer its next question if it asks one",
-		task, d.Action, d.By, d.At.UTC().Format(time.RFC3339), l.PID, l.Host, ErrConflict, ShellQuote(task))
+// runs now: it names d and says where to look. held, when not nil, is the
+// lease refusal it also wraps (runs.ErrBusy), saying nothing of it.
+func raceLost(task string, d Decision, l runs.Lease, held error) error {
+	format := "task %s was answered (%s by %s at %s) and process %d on %s is running it now: %w; this answer changes nothing"
+	args := []any{task, d.Action, d.By, d.At.UTC().Format(time.RFC3339), l.PID, l.Host, ErrConflict}
+	if held != nil {
+		format += "%.0w" // wrapped, printed as nothing
+		args = append(args, held)
+	}
+	return errorf(Hint{Before: "see where the task went with", Do: DoShow, Task: task, After: ", and answer its next question if it asks one"}, format, args...)
 }
 
 // idTaken is the refusal (ErrConflict, nothing written) of making a task
 // of id t.ID for user when t, the task that has that id, is not the one
 // asked for: another user's, or user's own with other input (input names
-// what differs, "" to name nothing). what names the id for the person:
-// "task id", "batch id", "--id". start, batch and decide refuse alike
-// with it. Task ids are global: another user's task is said to be taken,
-// and nothing about whose; `assistant show` is offered only to a user
-// who may see the task (its owner, or an approver its owner granted, for
-// a return task: mayDecideRecord), so that the command offered works.
-// A grant that cannot be read offers no show.
-func idTaken(ctx context.Context, desk *business.Store, t runs.TaskRecord, user, what, input string) error {
-	task := ShellQuote(t.ID)
+// what differs, words or Inputs; none to name nothing). what names the id
+// for the person: words ("task id", "batch id"), or the Input that gives
+// it (decide's InputID). start, batch and decide refuse alike with it.
+// Task ids are global: another user's task is said to be taken, and
+// nothing about whose; show is offered only to a user who may see the
+// task (its owner, or an approver its owner granted, for a return task:
+// mayDecideRecord), so that what is offered works. A grant that cannot be
+// read offers no show.
+func idTaken(ctx context.Context, desk *business.Store, t runs.TaskRecord, user string, what any, input ...any) error {
+	hint := chooseAnother(what)
 	if t.User == user {
-		if input != "" {
-			input = " (" + input + ")"
+		hint.Then = &Hint{Before: ", or run", Do: DoShow, Task: t.ID}
+		format := "task %s already exists with other input: %w"
+		if len(input) > 0 {
+			format = "task %s already exists with other input (" + listFormat(len(input)) + "): %w"
 		}
-		return fmt.Errorf("task %s already exists with other input%s: %w (choose another %s, or run `assistant show %s`)", t.ID, input, ErrConflict, what, task)
+		return errorf(hint, format, slices.Concat([]any{t.ID}, input, []any{ErrConflict})...)
 	}
 	if _, visible, err := mayDecideRecord(ctx, desk, t, user); err == nil && visible {
-		return fmt.Errorf("task id %s is already taken: %w (choose another %s, or see that task with `assistant show %s`)", t.ID, ErrConflict, what, task)
+		hint.Then = &Hint{Before: ", or see that task with", Do: DoShow, Task: t.ID}
 	}
-	return fmt.Errorf("task id %s is already taken: %w (choose another %s)", t.ID, ErrConflict, what)
+	return errorf(hint, "task id %s is already taken: %w", t.ID, ErrConflict)
+}
+
+// chooseAnother is the hint to choose another id (idTaken's what): "choose
+// another task id", or another value of the Input that gives it.
+func chooseAnother(what any) Hint {
+	if in, ok := what.(Input); ok {
+		return Hint{Before: "choose another", With: []InputValue{{Input: in}}}
+	}
+	return Hint{Before: fmt.Sprintf("choose another %v", what)}
+}
+
+// listFormat is the format of a list of n items in words: "%v", "%v or
+// %v", "%v, %v or %v".
+func listFormat(n int) string {
+	if n <= 1 {
+		return "%v"
+	}
+	return strings.Repeat("%v, ", n-2) + "%v or %v"
 }

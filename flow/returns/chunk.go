@@ -87,7 +87,7 @@ func (s *Service) oneByOne(ctx, stop context.Context, b BatchState, kind rowKind
 				// A task whose two files disagree is refused before
 				// anything of it is written, as resume refuses it: the
 				// row reports it and the other rows go on.
-				out, err = refusal(row.RowNo, err), nil
+				out, err = refusal(row.RowNo, err, s.words), nil
 			}
 			if err != nil {
 				return 0, fmt.Errorf("row %d (task %s): %w", row.RowNo, row.TaskID, err)
@@ -197,7 +197,8 @@ func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b Batch
 	}
 	Fault(kind.name + ":between-commits")
 	if err := buf.Flush(rowCtx); errors.Is(err, flow.ErrConflict) {
-		return 0, fmt.Errorf("rows %d-%d of %s were run at the same moment by another process (another batch over the same tasks?); run `assistant resume %s` once it is done, which skips the rows it finished: %w (%v)", rows[0].RowNo, rows[done-1].RowNo, b.Batch, ShellQuote(b.Batch), ErrConflict, err)
+		return 0, errorf(Hint{Before: "run", Do: DoResume, Task: b.Batch, After: "once it is done, which skips the rows it finished"},
+			"rows %d-%d of %s were run at the same moment by another process (another batch over the same tasks?): %w (%v)", rows[0].RowNo, rows[done-1].RowNo, b.Batch, ErrConflict, err)
 	} else if err != nil {
 		return 0, fmt.Errorf("save checkpoints of rows %d-%d: %w", rows[0].RowNo, rows[done-1].RowNo, err)
 	}

@@ -16,13 +16,13 @@ import (
 	"assistant/runs"
 )
 
-// A decide run (assistant decide) gives many waiting tasks their
+// A decide run (StartDecide) gives many waiting tasks their
 // decisions in bulk: each row of its file names a task, an action and,
 // optionally, the draft the decision is for. It is a batch task whose rows
 // are decisions (BatchState.Of RowsOfDecisions): the same graph walks its
 // rows in chunks, with the same group commits, checkpoints, stop, resume
 // and recover as a batch, and each row goes through the answer path of
-// `assistant resume` (Service.Resume's checks, the same outcomes).
+// Service.Resume (its checks, the same outcomes).
 
 // Error codes of a refused row (runs.BatchRow.ErrorCode): the codes of the
 // JSON error object a single command would print for the same refusal
@@ -161,7 +161,7 @@ func (f *DecideFile) each(add func(runs.BatchRow) error) error {
 }
 
 // checkDecision says what is wrong with a decide row's fields, nil when
-// nothing is: the rules of `assistant resume TASK --action A --draft D`.
+// nothing is: the rules of Resume's answer (task, action, draft).
 func checkDecision(row runs.BatchRow) error {
 	switch {
 	case ValidTaskID(row.TaskID) != nil:
@@ -199,8 +199,8 @@ type DecideOptions struct {
 }
 
 // StartDecide creates a decide run with its rows and runs it: each row's
-// decision is given to its task as `assistant resume TASK --action A
-// [--draft D]` by o.User would give it, many rows to a commit. A row the
+// decision is given to its task as Resume's answer by o.User would give
+// it, many rows to a commit. A row the
 // answer path refuses is reported with the code the command would exit
 // with: invalid_input (a draft that is not the task's pending one, a task
 // that waits for a reason), conflict (a task that ended otherwise, one a
@@ -222,7 +222,7 @@ func (s *Service) StartDecide(ctx context.Context, o DecideOptions) (*View, erro
 	if err := ValidTaskID(o.ID); err != nil {
 		return nil, fmt.Errorf("%w: decide run id: %v", ErrInvalid, err)
 	}
-	return s.startRows(ctx, rowsTask{id: o.ID, user: o.User, fingerprint: decidePrefix + o.Fingerprint, total: total, each: each, chunk: o.Chunk, of: RowsOfDecisions, idName: "--id"})
+	return s.startRows(ctx, rowsTask{id: o.ID, user: o.User, fingerprint: decidePrefix + o.Fingerprint, total: total, each: each, chunk: o.Chunk, of: RowsOfDecisions, idName: InputID})
 }
 
 // Refusals are the outcomes of a decide row that was not applied as
@@ -232,8 +232,9 @@ var Refusals = []string{CodeInvalidInput, CodeConflict, CodeNotFound, CodeIncons
 // RanBefore returns the line that tells a person that decide run id of
 // user (with fingerprint fp, ParseDecisions') finished before this command
 // started, so that running it now only prints its report again: "decide
-// run ID already ran on DATE: N rows refused; pass --id NEW to run the
-// file again". It is "" for a run that is new, that has not finished (the
+// run ID already ran on DATE: N rows refused", and the hint to give
+// another id to run the file again, joined by Line and worded by the
+// Service's Wording. It is "" for a run that is new, that has not finished (the
 // command continues it), or that is another file's or another user's (the
 // command refuses it). A refused row is never retried by running the same
 // file again: the run's id is a hash of the user and the file. It writes
@@ -263,8 +264,8 @@ func (s *Service) RanBefore(ctx context.Context, id, user, fp string) (string, e
 	for _, c := range Refusals {
 		refused += v.Batch.Counts[c]
 	}
-	return fmt.Sprintf("decide run %s already ran on %s: %d rows refused; pass --id NEW to run the file again",
-		id, t.UpdatedAt.UTC().Format(time.RFC3339), refused), nil
+	again := Hint{Before: "pass", With: []InputValue{{InputID, "NEW"}}, After: "to run the file again"}
+	return Line(fmt.Sprintf("decide run %s already ran on %s: %d rows refused", id, t.UpdatedAt.UTC().Format(time.RFC3339), refused), s.words.Hint(again)), nil
 }
 
 // decideRow gives the task of a decide row its decision, as user, through
@@ -284,7 +285,7 @@ func (r *runner) decideRow(ctx context.Context, run, user string, row runs.Batch
 	case errors.Is(err, runs.ErrBusy):
 		return runs.RowOutcome{}, err
 	case isRefusal(err):
-		return refusal(row.RowNo, err), nil
+		return refusal(row.RowNo, err, r.svc.words), nil
 	}
 	return runs.RowOutcome{}, err
 }
@@ -323,8 +324,9 @@ func ErrorCode(err error) string {
 }
 
 // refusal is the outcome of row rowNo refused with err: the outcome and
-// the error code are err's code, the message err's.
-func refusal(rowNo int, err error) runs.RowOutcome {
+// the error code are err's code, the message err's with its hint, worded
+// by w.
+func refusal(rowNo int, err error, w Wording) runs.RowOutcome {
 	code := ErrorCode(err)
-	return runs.RowOutcome{RowNo: rowNo, Outcome: code, ErrorCode: code, Error: err.Error()}
+	return runs.RowOutcome{RowNo: rowNo, Outcome: code, ErrorCode: code, Error: Say(err, w)}
 }

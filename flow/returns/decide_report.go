@@ -9,8 +9,8 @@ import (
 	"assistant/runs"
 )
 
-// RowReport is one row of a batch's or a decide run's report (`show TASK
-// --rows`, decide's output): where it is in the file, what it asked and
+// RowReport is one row of a batch's or a decide run's report (EachRow,
+// decide's output): where it is in the file, what it asked and
 // what it came to. A field that does not apply to the kind of rows (order
 // in a decide row, action and draft in a batch row) is empty, printed
 // null.
@@ -35,7 +35,7 @@ type RowReport struct {
 	DuplicateOf *int `json:"duplicate_of"`
 }
 
-// RowsView is the report of a batch task's rows (`show TASK --rows`).
+// RowsView is the report of a batch task's rows (EachRow).
 type RowsView struct {
 	// SchemaVersion prints as returns.SchemaVersion (docs/json.md).
 	SchemaVersion Schema `json:"schema_version"`
@@ -88,13 +88,13 @@ func (s *Service) EachRow(ctx context.Context, task, user string, fn func(RowRep
 		return nil, err
 	}
 	if v.Batch == nil {
-		return nil, fmt.Errorf("%w: task %s is not a batch or a decide run; --rows shows the rows of one (run `assistant show %s`)", ErrInvalid, task, ShellQuote(task))
+		return nil, errorf(Hint{Before: "run", Do: DoShow, Task: task}, "%w: task %s is not a batch or a decide run; %s shows the rows of one", ErrInvalid, task, InputRows)
 	}
 	out := &RowsView{Task: v.Task, Of: v.Batch.Of, Status: v.Status, Rows: []RowReport{}}
 	for after := 0; ; {
 		rows, err := s.runs.BatchRows(ctx, task, after, rowsPage)
 		if err != nil {
-			return nil, fmt.Errorf("show %s --rows: %w", task, err)
+			return nil, errorf(Hint{}, "show %s %s: %w", task, InputRows, err)
 		}
 		if len(rows) == 0 {
 			return out, nil

@@ -35,8 +35,11 @@ func TestDecideRows(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// A row's error is its message and its hint, worded by the
+			// Service's Wording (PlainWords here), joined by Line.
+			resumeBt := returns.PlainWords.Hint(returns.Hint{Before: "run", Do: returns.DoResume, Task: "bt", After: "to continue it"})
 			want := []struct{ outcome, msg string }{
-				{returns.CodeInvalidInput, "bt is a batch; it asks no question (run `assistant resume bt` to continue it)"},
+				{returns.CodeInvalidInput, returns.Line("bt is a batch; it asks no question", resumeBt)},
 				{returns.StageSubmitted, ""},
 				{returns.CodeNotFound, "not found"},
 			}
@@ -47,8 +50,9 @@ func TestDecideRows(t *testing.T) {
 				}
 			}
 			line, err := svc.RanBefore(b.ctx, "", user, fp)
+			again := returns.PlainWords.Hint(returns.Hint{Before: "pass", With: []returns.InputValue{{Input: returns.InputID, Value: "NEW"}}, After: "to run the file again"})
 			if err != nil || !strings.HasPrefix(line, "decide run "+v.Task+" already ran on ") ||
-				!strings.HasSuffix(line, ": 2 rows refused; pass --id NEW to run the file again") {
+				!strings.HasSuffix(line, returns.Line(": 2 rows refused", again)) {
 				t.Fatalf("RanBefore of the finished run = %q, %v", line, err)
 			}
 			if line, _ := svc.RanBefore(b.ctx, "", otherUser, fp); line != "" {

@@ -37,16 +37,18 @@
 //     input file, its chunks of rows, and one row's run;
 //   - view.go, history.go, prune.go, orders.go: what is printed, a task's
 //     history, pruning, orders;
-//   - errors.go, fault.go: the sentinels that choose exit codes, and fault
-//     injection;
+//   - errors.go, hint.go, fault.go: the sentinels that choose exit codes
+//     and the typed error that carries a message and its hint apart
+//     (Error), the inputs and hints a front end words its own way
+//     (Input, Hint, Wording), and fault injection;
 //   - reconcile.go: a head checked against the business file before it is
 //     used (ErrInconsistent);
 //   - verify.go, verify_report.go, verify_runs.go: the read-only check of a
 //     data dir, its report, and its cross-check of runs against records;
 //     backup.go: the data dir's consistent copy.
 //
-// How a command passes through it, e.g. `assistant resume T --action
-// approve`: cmd opens the checkpoint store and calls Open, which opens the
+// How a command passes through it, e.g. the approval of task T (Resume
+// with the action approve): cmd opens the checkpoint store and calls Open, which opens the
 // business file (business, and runs over the same file) and compiles the
 // graphs. Resume checks the options (nothing is read yet), reads the task
 // record (runs: owner, kind, lease), reads the head checkpoint once, checks

@@ -55,7 +55,7 @@ func (r *runner) drive(ctx context.Context, t runs.TaskRecord, d driven) (*View,
 	ended := r.steps.take(t.ID)
 	bg := context.WithoutCancel(ctx)
 	if errors.Is(cause, errLeaseLost) || errors.Is(runErr, runs.ErrLeaseLost) || errors.Is(runErr, flow.ErrFenced) {
-		return nil, fmt.Errorf("task %s: lease lost: another process took it over while this one ran it, and nothing more of this run was written; run `assistant show %s`: %w", t.ID, ShellQuote(t.ID), ErrConflict)
+		return nil, errorf(Hint{Before: "run", Do: DoShow, Task: t.ID}, "task %s: lease lost: another process took it over while this one ran it, and nothing more of this run was written: %w", t.ID, ErrConflict)
 	}
 	if f, ok := guardStop(runErr); ok {
 		if err := d.fail(bg, f); err != nil {

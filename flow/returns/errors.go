@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"assistant/business"
 	"assistant/flow"
@@ -81,3 +82,149 @@ func (e *marked) Unwrap() error { return e.err }
 
 // Is makes errors.Is match the sentinel.
 func (e *marked) Is(target error) bool { return target == e.sentinel }
+
+// Error is an error meant for a person: what happened (Message, in the
+// domain's words, naming inputs by Input) and what to do next (Hint),
+// kept apart, and its Kind. errors.Is and errors.As see through it to
+// the sentinel and every error it wraps.
+type Error struct {
+	// Kind is the sentinel the error matches (KindOf); nil for a
+	// failure.
+	Kind error
+	// Message is what happened, with its inputs named by PlainWords; it
+	// is what Error returns.
+	Message string
+	// Hint is what to do next; zero for nothing.
+	Hint Hint
+
+	err    error // fmt.Errorf(format, args...): Message and the chain
+	format string
+	args   []any
+}
+
+// Error returns the message, without the hint.
+func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the error the message says, whose chain holds Kind and
+// the errors the message wraps; nil for an Error made as a literal.
+func (e *Error) Unwrap() error { return e.err }
+
+// Is makes errors.Is match Kind, also for an Error made as a literal.
+func (e *Error) Is(target error) bool { return e.Kind != nil && target == e.Kind }
+
+// Text is the message with its inputs named by w, and every *Error it
+// wraps worded by w too; an Error made as a literal is its Message.
+func (e *Error) Text(w Wording) string {
+	if e.format == "" {
+		return e.Message
+	}
+	return fmt.Sprintf(strings.ReplaceAll(e.format, "%w", "%v"), wordArgs(e.args, w)...)
+}
+
+// wordArgs is args with each Input and phrase worded by w, and each error
+// by textOf.
+func wordArgs(args []any, w Wording) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		switch a := a.(type) {
+		case worded:
+			out[i] = a.words(w)
+		case error:
+			out[i] = textOf(a, w)
+		default:
+			out[i] = a
+		}
+	}
+	return out
+}
+
+// errorf is fmt.Errorf(format, args...) as an *Error with hint h: an
+// argument that is an Input or a phrase is worded by the front end that
+// prints the message (Error.Text), and %w wraps as it does for
+// fmt.Errorf.
+func errorf(h Hint, format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	return &Error{Kind: KindOf(err), Message: err.Error(), Hint: h, err: err, format: format, args: args}
+}
+
+// kinds are the sentinels KindOf chooses from, in order.
+var kinds = []error{ErrInterrupted, ErrInconsistent, ErrInvalid, ErrBusy, ErrNotFound, ErrConflict}
+
+// KindOf is the kind of err: the first of ErrInterrupted, ErrInconsistent,
+// ErrInvalid, ErrBusy, ErrNotFound and ErrConflict that errors.Is finds in
+// it (pass it through Classify first), or nil for a failure of no kind.
+func KindOf(err error) error {
+	for _, k := range kinds {
+		if errors.Is(err, k) {
+			return k
+		}
+	}
+	return nil
+}
+
+// textOf is err's message with the first *Error in its chain (errors.As)
+// worded by w.
+func textOf(err error, w Wording) string {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err.Error()
+	}
+	return strings.Replace(err.Error(), e.Message, e.Text(w), 1)
+}
+
+// hinted is an error that says what to do next: *Error, and the typed
+// errors of this package with a hint of their own. final is set when the
+// search for err's hint ends at it (HintOf): a hint of its own, or none
+// when its text says the hints of the errors it joins (*RecoverError);
+// an *Error without a hint wraps one that may have one.
+type hinted interface {
+	error
+	hint() (h Hint, final bool)
+}
+
+func (e *Error) hint() (Hint, bool) { return e.Hint, !e.Hint.IsZero() }
+
+// HintOf returns the first hint in err's chain, depth first as errors.As
+// looks (a hinted error's, unless it ends the search without one).
+func HintOf(err error) (Hint, bool) {
+	if h, ok := err.(hinted); ok {
+		if hint, final := h.hint(); final {
+			return hint, !hint.IsZero()
+		}
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return HintOf(u.Unwrap())
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if h, ok := HintOf(e); ok {
+				return h, true
+			}
+		}
+	}
+	return Hint{}, false
+}
+
+// Describe is err for a person, as w words it: the message (err's text
+// with the inputs it names worded by w) and the hint (HintOf, worded by
+// w; "" for none).
+func Describe(err error, w Wording) (message, hint string) {
+	message = textOf(err, w)
+	if h, ok := HintOf(err); ok {
+		hint = w.Hint(h)
+	}
+	return message, hint
+}
+
+// Line is a message and its hint as one line: "message; hint", or the
+// message alone without a hint. Every front end that prints both on one
+// line joins them so.
+func Line(message, hint string) string {
+	if hint == "" {
+		return message
+	}
+	return message + "; " + hint
+}
+
+// Say is err as one line worded by w: Line of Describe.
+func Say(err error, w Wording) string { return Line(Describe(err, w)) }

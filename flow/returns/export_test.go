@@ -17,3 +17,10 @@ func Fingerprint(user, order, reason string) string {
 func (s *Service) Repair(ctx context.Context, t runs.TaskRecord, v *View) error {
 	return s.cmd.repair(ctx, t, v)
 }
+
+// Errorf is errorf, for tests: an *Error with hint h.
+func Errorf(h Hint, format string, args ...any) error { return errorf(h, format, args...) }
+
+// Phrasef is phrasef, for tests: a message argument whose Inputs the front
+// end words.
+func Phrasef(format string, args ...any) any { return phrasef(format, args...) }

@@ -29,7 +29,7 @@ const FaultClock = "clock:"
 
 // WallClock is this process's wall clock: time.Now, moved by the skew
 // that ASSISTANT_FAULT's FaultClock item sets (none without one). The
-// Service's default clock and the server clock of --store
+// Service's default clock and the clock of a store on a server
 // (docs/postgres.md "Many machines") read it.
 func WallClock() time.Time { return time.Now().Add(clockSkew()) }
 

@@ -35,7 +35,7 @@ type Deps struct {
 // Build returns the return-request graph (docs/design.md "The return-request flow"):
 //
 //	lookup → ask_reason (only without a valid reason) → prepare → review [+ review_2] → submit | cancel
-//	review --edit--> prepare, review --revise--> ask_reason → prepare
+//	review (edit) → prepare, review (revise) → ask_reason → prepare
 //
 // With two approvals, prepare fans out to review and review_2, each asking
 // one approval question, and the superstep ends once both are answered.

@@ -13,7 +13,7 @@ import (
 	"assistant/runs"
 )
 
-// History is what `assistant history TASK` prints: the task's checkpoints
+// History is what Service.History reads of a task: its checkpoints
 // newest first and its timeline steps in order.
 type History struct {
 	Task        string              `json:"task"`

@@ -157,8 +157,8 @@ func (s *Service) stillHolds(l runs.Lease) string {
 // of a resume or an answer of a stopped task whose former process, held,
 // has not let go yet: it says so, and offers resume for once it has.
 func (s *Service) stoppedHeld(held *runs.LeaseHeldError) error {
-	return &busyRefusal{held: held, msg: fmt.Sprintf("task %s is stopped, but %s: %v; nothing was done: once it has, continue it with `assistant resume %s`",
-		held.Task, s.stillHolds(held.Lease), ErrConflict, ShellQuote(held.Task))}
+	return errorf(Hint{Before: "once it has, continue it with", Do: DoResume, Task: held.Task},
+		"task %s is stopped, but %s: %w; nothing was done%.0w", held.Task, s.stillHolds(held.Lease), ErrConflict, held)
 }
 
 // lease is the lease r takes: this process, for r.policy.leaseTTL from now.

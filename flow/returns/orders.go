@@ -15,8 +15,8 @@ import (
 // ParseOrders reads and checks a shop's orders export without opening any
 // store (business.ParseOrders; docs/orders.md), so that a bad file changes
 // no file, not even by making the data dir. Order ids follow the task id
-// rule (ValidTaskID), users the --user rule (ValidUser), with or without
-// --operator. A bad file is ErrInvalid naming the lines; ctx ended is its
+// rule (ValidTaskID), users the user name rule (ValidUser), whether the
+// shop's operator imports or one user (opts.Operator). A bad file is ErrInvalid naming the lines; ctx ended is its
 // error. Close the result.
 func ParseOrders(ctx context.Context, r io.Reader, opts business.ParseOptions) (*business.OrdersFile, error) {
 	opts.CheckID = ValidOrderID

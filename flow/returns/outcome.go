@@ -3,8 +3,8 @@ package returns
 import "fmt"
 
 // Outcome is where a task stands for a program that branches on it: the
-// exit code of `wait`, and of start, resume, show and batch with
-// --exit-status (docs/cli.md "Exit codes"). cmd maps each to its number;
+// exit code of wait, and of start, resume, show and batch when asked to
+// exit by it (docs/cli.md "Exit codes"). cmd maps each to its number;
 // this package decides which one a View is.
 type Outcome int
 
@@ -23,8 +23,8 @@ const (
 	// process still drives the run (running, holder alive).
 	OutcomeNotFinished
 	// OutcomeInterrupted: the run was stopped (status interrupted), or it
-	// is running but the process that drove it is gone; `assistant resume`
-	// or `assistant recover` continues it.
+	// is running but the process that drove it is gone; Resume or Recover
+	// continues it.
 	OutcomeInterrupted
 )
 

@@ -171,7 +171,7 @@ const fixLostSchema = "restore both schemas from one pg_dump with pg_restore (do
 	"or drop both schemas to start afresh (nothing was changed)"
 
 // ErrForeignSchema and ErrNewerSchema are the refusals of a schema of the
-// --store database that another program made, or that a newer build
+// server's database that another program made, or that a newer build
 // migrated (ServerSchemas.Check). A business schema's also match
 // business.ErrForeignFile and business.ErrNewerSchema.
 var (

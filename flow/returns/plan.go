@@ -36,14 +36,14 @@ func (r *runner) plan(ctx context.Context, t runs.TaskRecord, snap *flow.Snapsho
 				return flow.Command{}, "", err
 			}
 			if !recorded {
-				return flow.Command{}, "", fmt.Errorf("task %s has no question pending: its run stopped part-way, and the answer given was not recorded; run `assistant resume %s` to continue it, then answer the question it asks: %w", t.ID, ShellQuote(t.ID), ErrConflict)
+				return flow.Command{}, "", noQuestion(t.ID, "its run stopped part-way, and the answer given was not recorded")
 			}
 		}
 		return flow.Command{}, "", nil
 	}
 	if !o.answering() {
 		in := snap.Interrupts[0]
-		return flow.Command{}, "", fmt.Errorf("%w: task %s is waiting for an answer (%s); %s", ErrInvalid, t.ID, kindOf(in.Value), hintFor(t.ID, kindOf(in.Value)))
+		return flow.Command{}, "", errorf(answerHint(t.ID, kindOf(in.Value)), "%w: task %s is waiting for an answer (%s)", ErrInvalid, t.ID, kindOf(in.Value))
 	}
 	if retried(snap, o) {
 		return flow.Command{}, "", errAnswerSaved
@@ -69,7 +69,7 @@ func (r *runner) plan(ctx context.Context, t runs.TaskRecord, snap *flow.Snapsho
 		// answered yet; an answered one is no longer open).
 		in = approvals[0]
 	} else if in, err = pick(snap.Interrupts, o.InterruptID); err != nil {
-		return flow.Command{}, "", fmt.Errorf("%w: task %s: %v", ErrInvalid, t.ID, err)
+		return flow.Command{}, "", errorf(Hint{}, "%w: task %s: %w", ErrInvalid, t.ID, err)
 	}
 	answer, err := r.answerFor(ctx, t.ID, in, snap.Values, o)
 	if err != nil {

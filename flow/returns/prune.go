@@ -58,10 +58,10 @@ var finishedStatuses = []string{StatusDone, StatusCancelled, StatusFailed}
 // to prune, storage errors.
 func (s *Service) Prune(ctx context.Context, o PruneOptions) (*PruneReport, error) {
 	if o.FinishedBefore <= 0 {
-		return nil, fmt.Errorf("%w: --finished-before must be positive, not %s", ErrInvalid, o.FinishedBefore)
+		return nil, errorf(Hint{}, "%w: %s must be positive, not %s", ErrInvalid, InputFinishedBefore, o.FinishedBefore)
 	}
 	if o.Keep < 0 {
-		return nil, fmt.Errorf("%w: --keep must be at least 1, not %d", ErrInvalid, o.Keep)
+		return nil, errorf(Hint{}, "%w: %s must be at least 1, not %d", ErrInvalid, InputKeep, o.Keep)
 	}
 	if o.Keep == 0 {
 		o.Keep = DefaultPruneKeep

@@ -43,7 +43,7 @@ type ApprovalQuestion struct {
 	// Version is the draft's version (1 for the first).
 	Version int `json:"version"`
 	// Approver and Approvals: this question is approval Approver (1 or 2)
-	// of the Approvals a task started with --approvals 2 needs; both 0
+	// of the Approvals a task started with two approvals needs; both 0
 	// when one approval is needed.
 	Approver  int `json:"approver,omitempty"`
 	Approvals int `json:"approvals,omitempty"`

@@ -17,9 +17,8 @@ import (
 // business file has no record of, or the two files belong to different
 // data dirs. Nothing was written (exit 1, error code "inconsistent"). The
 // business file is the truth for side effects, so the flow never goes on
-// from such a checkpoint; `assistant verify` lists every such task and
-// restoring both files from one backup (`assistant backup DIR`) sets them
-// right.
+// from such a checkpoint; Verify lists every such task and restoring both
+// files from one backup (Backup) sets them right.
 var ErrInconsistent = errors.New("inconsistent")
 
 // CodeInconsistent is the error code of ErrInconsistent in the JSON output,
@@ -39,22 +38,31 @@ type InconsistentError struct {
 	// app_…".
 	Business string
 	// Server is set when the two stores are the schemas checkpoints and
-	// business of a PostgreSQL database (--store), not a data dir's files:
-	// the message names them and pg_restore instead.
+	// business of a PostgreSQL database, not a data dir's files: the
+	// message names them and pg_restore instead.
 	Server bool
 }
 
 // Error implements the error interface for *InconsistentError: one line
-// naming the task, what each file (or schema) says and what to do.
+// naming the task and what each file (or schema) says; what to do is its
+// hint.
 func (e *InconsistentError) Error() string {
 	if e.Server {
-		return fmt.Sprintf("task %s is inconsistent: the schema %s says %s, but the schema %s %s; "+
-			"nothing was written (run `assistant verify` to list every such task, then restore both schemas from one pg_dump with pg_restore; see docs/postgres.md \"Backup\")",
+		return fmt.Sprintf("task %s is inconsistent: the schema %s says %s, but the schema %s %s; nothing was written",
 			e.Task, CheckpointsSchema, e.Checkpoints, BusinessSchema, e.Business)
 	}
-	return fmt.Sprintf("task %s is inconsistent: checkpoints.sqlite says %s, but business.sqlite %s; "+
-		"nothing was written (run `assistant verify` to list every such task, then restore both files from one backup, which `assistant backup DIR` makes; see docs/recovery.md \"Restoring a backup\")",
+	return fmt.Sprintf("task %s is inconsistent: checkpoints.sqlite says %s, but business.sqlite %s; nothing was written",
 		e.Task, e.Checkpoints, e.Business)
+}
+
+// hint lists every such task (verify), then restores both stores from one
+// backup.
+func (e *InconsistentError) hint() (Hint, bool) {
+	if e.Server {
+		return Hint{Before: "run", Do: DoVerify, After: "to list every such task, then restore both schemas from one pg_dump with pg_restore; see docs/postgres.md \"Backup\""}, true
+	}
+	return Hint{Before: "run", Do: DoVerify, After: "to list every such task, then restore both files from one backup, which",
+		Then: &Hint{Do: DoBackup, Args: []string{"DIR"}, After: "makes; see docs/recovery.md \"Restoring a backup\""}}, true
 }
 
 // onServer reports whether the runner's stores are on PostgreSQL.
@@ -187,7 +195,13 @@ func (s *Service) unknownTask(ctx context.Context, id, user string, lookup error
 			return err
 		}
 	}
-	return fmt.Errorf("task %s: %w for user %s (run `assistant list` to see your tasks)", id, ErrNotFound, user)
+	return taskNotFound(id, user)
+}
+
+// taskNotFound is the error (ErrNotFound) of task id, unknown to user or
+// another user's: the two read alike. It offers user's own list.
+func taskNotFound(id, user string) error {
+	return errorf(Hint{Before: "run", Do: DoList, After: "to see your tasks"}, "task %s: %w for user %s", id, ErrNotFound, user)
 }
 
 // orphanRun is asked when task has no record in the business file: a run
@@ -374,24 +388,25 @@ func decisionIDs(snap *flow.Snapshot[State]) map[string]bool {
 }
 
 // disagreement is what a refusal of task t says instead of pointing at
-// `show`, which refuses an inconsistent task: that its two files disagree,
-// and the command that lists and explains it (verify). "" when the head
-// agrees with the business file, t is a batch, or a read fails (the
-// caller's hint stands then).
-func (s *Service) disagreement(ctx context.Context, t runs.TaskRecord) string {
+// show, which refuses an inconsistent task: that its two files disagree,
+// and, as the hint, the operation that lists and explains it (verify). ""
+// when the head agrees with the business file, t is a batch, or a read
+// fails (the caller's hint stands then).
+func (s *Service) disagreement(ctx context.Context, t runs.TaskRecord) (string, Hint) {
 	if t.Kind == runs.KindBatch {
-		return ""
+		return "", Hint{}
 	}
 	snap, err := headOrNil(s.cmd.graph.State(ctx, t.ID))
 	if err != nil {
-		return ""
+		return "", Hint{}
 	}
 	var ie *InconsistentError
 	if !errors.As(s.cmd.reconcile(ctx, t.ID, snap), &ie) {
-		return ""
+		return "", Hint{}
 	}
+	verify := Hint{Do: DoVerify, After: "lists every such task and what to do"}
 	if ie.Server {
-		return fmt.Sprintf("its two schemas disagree: the schema %s says %s, but the schema %s %s; `assistant verify` lists every such task and what to do", CheckpointsSchema, ie.Checkpoints, BusinessSchema, ie.Business)
+		return fmt.Sprintf("its two schemas disagree: the schema %s says %s, but the schema %s %s", CheckpointsSchema, ie.Checkpoints, BusinessSchema, ie.Business), verify
 	}
-	return fmt.Sprintf("its two files disagree: checkpoints.sqlite says %s, but business.sqlite %s; `assistant verify` lists every such task and what to do", ie.Checkpoints, ie.Business)
+	return fmt.Sprintf("its two files disagree: checkpoints.sqlite says %s, but business.sqlite %s", ie.Checkpoints, ie.Business), verify
 }

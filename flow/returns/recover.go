@@ -45,6 +45,10 @@ func (e *RecoverError) Error() string {
 	return fmt.Sprintf("%d task(s) could not be recovered: %s", len(e.Failed), strings.Join(parts, "; "))
 }
 
+// hint is none: the message says each task's, worded as the Service
+// words them (Recovered.Error).
+func (e *RecoverError) hint() (Hint, bool) { return Hint{}, true }
+
 // Unwrap gives each task's error, for errors.Is and errors.As.
 func (e *RecoverError) Unwrap() []error {
 	errs := make([]error, len(e.Failed))
@@ -109,9 +113,9 @@ func (s *Service) Recover(ctx context.Context) ([]Recovered, error) {
 				// A live process took the task between the look above
 				// and this one's lease. Resume's hint offers the owner
 				// stop, which the person running recover may not be.
-				r.err = &busyRefusal{held: held, msg: fmt.Sprintf("%v: %v: another process continues it now; nothing is left to recover", held, ErrConflict)}
+				r.err = fmt.Errorf("%w: %w: another process continues it now; nothing is left to recover", held, ErrConflict)
 			}
-			r.Error = r.err.Error()
+			r.Error = Say(r.err, s.words)
 			failed = append(failed, r)
 		} else {
 			r.Status, r.Stage, r.Recovery = v.Status, v.Stage, v.Recovery
@@ -162,7 +166,7 @@ func (s *Service) endExpired(ctx context.Context) ([]Recovered, error) {
 			continue // taken by another process at this moment
 		case err != nil:
 			r.err = Classify(err)
-			r.Error = r.err.Error()
+			r.Error = Say(r.err, s.words)
 		case v.Status != StatusFailed || v.Error == nil || v.Error.Code != CodeDraftExpired:
 			continue // answered or ended otherwise meanwhile
 		default:
@@ -209,9 +213,14 @@ type stoppedMeanwhile struct {
 	err  error
 }
 
-// Error says the task was stopped and how to continue it on purpose.
+// Error says the task was stopped; its hint, how to continue it on
+// purpose.
 func (e *stoppedMeanwhile) Error() string {
-	return fmt.Sprintf("task %s was stopped by an operator before recover took it: %v; it stays stopped (continue it on purpose with `assistant resume %s`)", e.task, e.err, ShellQuote(e.task))
+	return fmt.Sprintf("task %s was stopped by an operator before recover took it: %v; it stays stopped", e.task, e.err)
+}
+
+func (e *stoppedMeanwhile) hint() (Hint, bool) {
+	return Hint{Before: "continue it on purpose with", Do: DoResume, Task: e.task}, true
 }
 
 // Unwrap returns ErrConflict and the store's refusal.

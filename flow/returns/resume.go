@@ -44,6 +44,15 @@ func (o ResumeOptions) answering() bool { return o.HasReason || o.Action != "" }
 // gives a reason too, at the approval question).
 func (o ResumeOptions) reasonAnswer() bool { return o.HasReason && o.Action == "" }
 
+// given is the answer o gives as a message says it: its action, or its
+// reason (its Input worded by the front end).
+func (o ResumeOptions) given() phrase {
+	if o.Action != "" {
+		return phrasef("%s", o.Action)
+	}
+	return phrasef("%s %q", InputReason, o.Reason)
+}
+
 // CheckResume checks ResumeOptions without touching any file; errors match
 // ErrInvalid (checkResume).
 func CheckResume(o ResumeOptions) error { return checkResume(o) }
@@ -54,29 +63,29 @@ func CheckResume(o ResumeOptions) error { return checkResume(o) }
 // input.
 func checkResume(o ResumeOptions) error {
 	if o.Action != "" && !slices.Contains(Actions, o.Action) {
-		return fmt.Errorf("%w: --action must be one of %s, not %s", ErrInvalid, strings.Join(Actions, ", "), termtext.Quote(o.Action))
+		return errorf(Hint{}, "%w: %s must be one of %s, not %s", ErrInvalid, InputAction, strings.Join(Actions, ", "), termtext.Quote(o.Action))
 	}
 	if o.HasReason && o.Action != "" && o.Action != ActionEdit {
-		return fmt.Errorf("%w: give --reason or --action, not both (only --action edit takes --reason, the new draft's reason)", ErrInvalid)
+		return errorf(Hint{}, "%w: give %s or %s, not both (only %s edit takes %s, the new draft's reason)", ErrInvalid, InputReason, InputAction, InputAction, InputReason)
 	}
 	if o.Action == ActionEdit {
 		if err := ValidReason(strings.TrimSpace(o.Reason)); !o.HasReason || err != nil {
-			return fmt.Errorf("%w: --action edit needs --reason R, the reason of the new draft version (%v)", ErrInvalid, err)
+			return errorf(Hint{}, "%w: %s edit needs %s R, the reason of the new draft version (%v)", ErrInvalid, InputAction, InputReason, err)
 		}
 	}
 	if (o.Comment != "") != (o.Action == ActionRevise) {
 		if o.Action == ActionRevise {
-			return fmt.Errorf("%w: --action revise needs --comment C, what the owner should change", ErrInvalid)
+			return errorf(Hint{}, "%w: %s revise needs %s C, what the owner should change", ErrInvalid, InputAction, InputComment)
 		}
-		return fmt.Errorf("%w: --comment goes with --action revise", ErrInvalid)
+		return errorf(Hint{}, "%w: %s goes with %s revise", ErrInvalid, InputComment, InputAction)
 	}
 	if o.Action == ActionRevise {
 		if err := ValidReason(strings.TrimSpace(o.Comment)); err != nil {
-			return fmt.Errorf("%w: --comment: %v", ErrInvalid, strings.Replace(err.Error(), "the reason", "the comment", 1))
+			return errorf(Hint{}, "%w: %s: %v", ErrInvalid, InputComment, strings.Replace(err.Error(), "the reason", "the comment", 1))
 		}
 	}
 	if o.Version < 0 || (o.Version > 0 && o.Action == "") {
-		return fmt.Errorf("%w: --version names the draft version an --action is for (1 or more)", ErrInvalid)
+		return errorf(Hint{}, "%w: %s names the draft version an %s is for (1 or more)", ErrInvalid, InputVersion, InputAction)
 	}
 	if r := strings.TrimSpace(o.Reason); o.reasonAnswer() && r != "" {
 		if err := ValidReason(r); err != nil {
@@ -91,7 +100,7 @@ func checkResume(o ResumeOptions) error {
 // run recorded given again, returns its progress (with result.reused true
 // when approve is repeated on a submitted task); any other answer is
 // ErrConflict saying what the task ended as (endedAnswer).
-// Errors: ErrInvalid (answer of the wrong kind, a --draft that is not the
+// Errors: ErrInvalid (answer of the wrong kind, a draft named that is not the
 // task's, unknown interrupt id), ErrNotFound, ErrConflict (another process
 // advanced the task, the answer contradicts the decision already recorded,
 // or the task ended otherwise).
@@ -207,7 +216,8 @@ func (r *runner) checkAnswer(ctx context.Context, t runs.TaskRecord, snap *flow.
 			if err := r.answeredMeanwhile(ctx, t, snap, l); err != nil {
 				return err
 			}
-			return fmt.Errorf("task %s is being run by process %d on %s: %w; wait for it to ask its question (`assistant show %s`)", t.ID, l.PID, l.Host, ErrConflict, ShellQuote(t.ID))
+			return errorf(Hint{Before: "wait for it to ask its question (", Do: DoShow, Task: t.ID, After: ")"},
+				"task %s is being run by process %d on %s: %w", t.ID, l.PID, l.Host, ErrConflict)
 		}
 	}
 	_, _, err := r.plan(ctx, t, snap, o)
@@ -233,7 +243,7 @@ func (r *runner) answeredMeanwhile(ctx context.Context, t runs.TaskRecord, snap 
 	} else {
 		return nil
 	}
-	return raceLost(t.ID, Decision{By: by, Action: action, At: at}, l)
+	return raceLost(t.ID, Decision{By: by, Action: action, At: at}, l, nil)
 }
 
 // answer runs the answer (or the continuation) o from head, the thread's
@@ -371,5 +381,5 @@ func (r *runner) undecodable(ctx context.Context, t runs.TaskRecord, err error) 
 	if rerr := r.runs.ReleaseLeaseSync(ctx, t.ID, r.svc.me.owner, StatusFailed, StageFailed); rerr != nil {
 		return fmt.Errorf("resume %s: %w; then marking it failed: %w", t.ID, err, rerr)
 	}
-	return fmt.Errorf("resume %s: %w; the task is marked failed (run `assistant history %s` to see the stored state)", t.ID, err, ShellQuote(t.ID))
+	return errorf(Hint{Before: "run", Do: DoHistory, Task: t.ID, After: "to see the stored state"}, "resume %s: %w; the task is marked failed", t.ID, err)
 }

@@ -86,24 +86,26 @@ func TestResume(t *testing.T) {
 			},
 		}
 		withDraft := func(o returns.ResumeOptions, d string) returns.ResumeOptions { o.DraftID = d; return o }
+		showR1 := &returns.Hint{Before: "run", Do: returns.DoShow, Task: "r1"}
 		for _, tc := range []struct {
 			name, ended string
 			o           returns.ResumeOptions
-			draft       bool   // --draft names the task's draft
-			err         error  // nil: exit 0 with the outcome
-			says        string // part of the error's line
+			draft       bool          // the answer names the task's draft
+			err         error         // nil: exit 0 with the outcome
+			says        string        // part of the error's message
+			hint        *returns.Hint // the error's hint, when checked
 		}{
 			{name: "CancelAgain", ended: "cancelled", o: cancel("r1")},
 			{name: "CancelAgainWithItsDraft", ended: "cancelled", o: cancel("r1"), draft: true},
 			{name: "PlainResumeOfCancelled", ended: "cancelled", o: returns.ResumeOptions{Task: "r1", User: user}},
 			{name: "ApproveAfterCancel", ended: "cancelled", o: approve("r1"), err: returns.ErrConflict, says: "task r1 ended as cancelled; the answer approve changes nothing"},
-			{name: "ApproveWrongDraftAfterCancel", ended: "cancelled", o: withDraft(approve("r1"), "d_wrong"), err: returns.ErrInvalid, says: "--draft d_wrong"},
-			{name: "CancelWrongDraftAfterCancel", ended: "cancelled", o: withDraft(cancel("r1"), "d_wrong"), err: returns.ErrInvalid, says: "--draft d_wrong"},
+			{name: "ApproveWrongDraftAfterCancel", ended: "cancelled", o: withDraft(approve("r1"), "d_wrong"), err: returns.ErrInvalid, says: "--draft d_wrong", hint: showR1},
+			{name: "CancelWrongDraftAfterCancel", ended: "cancelled", o: withDraft(cancel("r1"), "d_wrong"), err: returns.ErrInvalid, says: "--draft d_wrong", hint: showR1},
 			{name: "OtherReasonAfterCancel", ended: "cancelled", o: reason("r1", "colour"), err: returns.ErrConflict, says: "ended as cancelled"},
 			{name: "SameReasonAfterCancel", ended: "cancelled", o: reason("r1", "size")},
 			{name: "ApproveAgain", ended: "done", o: approve("r1"), draft: true},
 			{name: "CancelAfterSubmit", ended: "done", o: cancel("r1"), err: returns.ErrConflict, says: "task r1 ended as done; the answer cancel changes nothing"},
-			{name: "ApproveWrongDraftAfterSubmit", ended: "done", o: withDraft(approve("r1"), "d_wrong"), err: returns.ErrInvalid, says: "--draft d_wrong"},
+			{name: "ApproveWrongDraftAfterSubmit", ended: "done", o: withDraft(approve("r1"), "d_wrong"), err: returns.ErrInvalid, says: "--draft d_wrong", hint: showR1},
 			{name: "ApproveRefusedOrder", ended: "final_sale", o: approve("r1"), err: returns.ErrConflict, says: "ended as failed (final_sale)"},
 			{name: "DraftOfRefusedOrder", ended: "final_sale", o: withDraft(cancel("r1"), "d_x"), err: returns.ErrInvalid, says: "ended with none"},
 			{name: "PlainResumeOfRefused", ended: "final_sale", o: returns.ResumeOptions{Task: "r1", User: user}},
@@ -125,8 +127,12 @@ func TestResume(t *testing.T) {
 				switch {
 				case tc.err != nil:
 					wantErr(t, err, tc.err)
-					if !strings.Contains(err.Error(), tc.says) || strings.Contains(err.Error(), "\n") {
-						t.Fatalf("error %q, want one line with %q", err, tc.says)
+					// says names inputs as flags (flagWords).
+					if msg, _ := returns.Describe(err, flagWords{}); !strings.Contains(msg, tc.says) || strings.Contains(msg, "\n") {
+						t.Fatalf("error %q, want one line with %q", msg, tc.says)
+					}
+					if tc.hint != nil {
+						wantHint(t, err, *tc.hint)
 					}
 				case err != nil:
 					t.Fatalf("resume: %v, want the outcome", err)

@@ -51,7 +51,7 @@ func (r *runner) roundAnswers(ctx context.Context, snap *flow.Snapshot[State]) (
 	return out, nil
 }
 
-// answeredQuestion checks o, whose --interrupt names a question the head
+// answeredQuestion checks o, whose interrupt names a question the head
 // snap no longer has open, against the answer saved to it in this round
 // (roundAnswers): o.User's own answer given again, the same action, is a
 // retry of a command whose reply was lost (a *savedAnswer: it changes
@@ -79,11 +79,11 @@ func (r *runner) answeredQuestion(ctx context.Context, task string, snap *flow.S
 		if by == "" {
 			by = "someone"
 		}
-		hint := fmt.Sprintf("run `assistant show %s` to see what is still asked", ShellQuote(task))
+		hint := Hint{Before: "run", Do: DoShow, Task: task, After: "to see what is still asked"}
 		if o.Action != ActionApprove {
-			hint = fmt.Sprintf("a %s answers every open approval question: give it without --interrupt", o.Action)
+			hint = Hint{Before: fmt.Sprintf("a %s answers every open approval question: give it without", o.Action), With: []InputValue{{Input: InputInterrupt}}}
 		}
-		return fmt.Errorf("task %s: interrupt %s was answered already (%s by %s%s); the answer %s changes nothing; %s: %w", task, o.InterruptID, a.Action, by, when, o.Action, hint, ErrConflict)
+		return errorf(hint, "task %s: interrupt %s was answered already (%s by %s%s); the answer %s changes nothing: %w", task, o.InterruptID, a.Action, by, when, o.Action, ErrConflict)
 	}
 	return nil
 }
@@ -137,7 +137,7 @@ func (r *runner) aheadApprovals(ctx context.Context, snap *flow.Snapshot[State])
 // task has not run with them yet (a command killed part-way; the task
 // runs when the other approval is given): the same answer by the same
 // user again is errAnswerSaved (a *savedAnswer), their approve of the
-// other question (named by --interrupt) ErrConflict, a cancel, edit or revise
+// other question (named by its interrupt id) ErrConflict, a cancel, edit or revise
 // after their approve is taken as anyone's, another answer by them
 // ErrConflict.
 func inFlight(task string, snap *flow.Snapshot[State], o ResumeOptions) error {
@@ -187,9 +187,9 @@ func approvalSlot(v json.RawMessage) approvalAsked {
 
 // secondAnswer checks an answer o to an approval question of draftID
 // against the approvals o.User gave it already: two approvals need two
-// people. The same approve again, without --interrupt, is a retry of a
+// people. The same approve again, naming no interrupt, is a retry of a
 // command whose reply was lost (a *savedAnswer: it changes nothing and
-// counts once); an approve of the other question named by --interrupt is
+// counts once); an approve of the other question named by its interrupt is
 // ErrConflict. A cancel, edit or revise by the first approver is taken:
 // it answers every open question of the draft, as anyone's does. The
 // business file's trail holds the answers of a round not yet merged into

@@ -29,6 +29,10 @@ type Config struct {
 	// Now is the wall clock; nil means WallClock (time.Now unless a fault
 	// skews it).
 	Now func() time.Time
+	// Wording is how the front end words a hint, and the inputs a message
+	// names, in the texts the Service stores or reports as data (a row's
+	// error, recover's report); nil means PlainWords.
+	Wording Wording
 	// MaxAttempts is how often a node of a task may fail (crash, error)
 	// before the run ends failed with attempts_exhausted; 0 means
 	// DefaultMaxAttempts.
@@ -58,6 +62,8 @@ type Service struct {
 	progress func(done, total int)
 	// maxAttempts is Config.MaxAttempts, defaulted.
 	maxAttempts int
+	// words is Config.Wording, defaulted.
+	words Wording
 	// stops maps a batch driven by this Service to the context a stop or a
 	// signal ends (driveBatch, stopOf).
 	stops sync.Map
@@ -92,6 +98,9 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	s := &Service{desk: desk, runs: runs.New(desk.Handle(), now), cps: cfg.Checkpoints, now: now, me: newIdentity(cfg.Host), maxAttempts: cfg.MaxAttempts, stillThere: stillThere}
 	if s.maxAttempts <= 0 {
 		s.maxAttempts = DefaultMaxAttempts
+	}
+	if s.words = cfg.Wording; s.words == nil {
+		s.words = PlainWords
 	}
 	if s.cmd, err = s.newRunner(desk, s.runs, cfg.Checkpoints, commandPolicy); err != nil {
 		desk.Close()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -239,5 +240,22 @@ func (b *bundle) putHead(tb testing.TB, task, values string) {
 	}
 	if err := b.cps.Put(b.ctx, cp); err != nil {
 		tb.Fatal(err)
+	}
+}
+
+// flagWords names an input as a flag and words a hint plainly, so that a
+// test reads which input a message names ("--draft d_1") and which hint
+// it gives, each apart (returns.Describe).
+type flagWords struct{}
+
+func (flagWords) Input(i returns.Input) string { return "--" + string(i) }
+
+func (flagWords) Hint(h returns.Hint) string { return returns.PlainWords.Hint(h) }
+
+// wantHint fails tb unless err's hint (returns.HintOf) is want.
+func wantHint(tb testing.TB, err error, want returns.Hint) {
+	tb.Helper()
+	if got, _ := returns.HintOf(err); !reflect.DeepEqual(got, want) {
+		tb.Errorf("hint of %q = %+v, want %+v", err, got, want)
 	}
 }

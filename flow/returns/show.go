@@ -87,7 +87,7 @@ type TaskSummary struct {
 	CreatedAt time.Time `json:"created_at"` // UTC
 	UpdatedAt time.Time `json:"updated_at"` // UTC
 	// Owner is the task's owner when it is not the current user (a task
-	// list --awaiting-me shows through an approver grant); null otherwise.
+	// listed as awaiting its approver, through a grant); null otherwise.
 	Owner string `json:"owner,omitempty"`
 }
 
@@ -103,7 +103,7 @@ var Statuses = []string{StatusRunning, StatusWaiting, StatusExpired, StatusInter
 // CheckStatus returns ErrInvalid unless status is "" or one of Statuses.
 func CheckStatus(status string) error {
 	if status != "" && !slices.Contains(Statuses, status) {
-		return fmt.Errorf("%w: --status must be one of %s, not %q", ErrInvalid, strings.Join(Statuses, ", "), status)
+		return errorf(Hint{}, "%w: %s must be one of %s, not %q", ErrInvalid, InputStatus, strings.Join(Statuses, ", "), status)
 	}
 	return nil
 }
@@ -126,7 +126,7 @@ type ListOptions struct {
 	AwaitingMe bool
 }
 
-// ParseStatuses splits --status values, each one status or several
+// ParseStatuses splits the values of a status filter, each one status or several
 // separated by commas ("waiting,expired"), into a list without repeats.
 // An unknown or empty status is ErrInvalid naming the allowed ones.
 func ParseStatuses(values []string) ([]string, error) {
@@ -135,7 +135,7 @@ func ParseStatuses(values []string) ([]string, error) {
 		for _, st := range strings.Split(v, ",") {
 			st = strings.TrimSpace(st)
 			if st == "" {
-				return nil, fmt.Errorf("%w: --status must be one of %s, not an empty value", ErrInvalid, strings.Join(Statuses, ", "))
+				return nil, errorf(Hint{}, "%w: %s must be one of %s, not an empty value", ErrInvalid, InputStatus, strings.Join(Statuses, ", "))
 			}
 			if err := CheckStatus(st); err != nil {
 				return nil, err
@@ -157,14 +157,14 @@ func CheckListOptions(o ListOptions) error {
 		}
 	}
 	if o.Limit < 0 {
-		return fmt.Errorf("%w: --limit must be 0 (no limit) or more, not %d", ErrInvalid, o.Limit)
+		return errorf(Hint{}, "%w: %s must be 0 (no limit) or more, not %d", ErrInvalid, InputLimit, o.Limit)
 	}
 	if o.AwaitingMe && (len(o.Statuses) > 0 || o.Batch != "") {
-		return fmt.Errorf("%w: --awaiting-me lists waiting tasks you may decide; it does not go with --status or --batch", ErrInvalid)
+		return errorf(Hint{}, "%w: %s lists waiting tasks you may decide; it does not go with %s or %s", ErrInvalid, InputAwaitingMe, InputStatus, InputBatch)
 	}
 	if o.Batch != "" {
 		if err := ValidTaskID(o.Batch); err != nil {
-			return fmt.Errorf("%w: --batch: %v", ErrInvalid, err)
+			return errorf(Hint{}, "%w: %s: %v", ErrInvalid, InputBatch, err)
 		}
 	}
 	return nil
@@ -340,7 +340,7 @@ func (s *Service) batchTasks(ctx context.Context, id, user string) (map[string]b
 		return nil, err
 	}
 	if b.Kind != runs.KindBatch {
-		return nil, fmt.Errorf("%w: --batch %s: task %s is not a batch", ErrInvalid, id, id)
+		return nil, errorf(Hint{}, "%w: %s %s: task %s is not a batch", ErrInvalid, InputBatch, id, id)
 	}
 	in := map[string]bool{}
 	for after := 0; ; {

@@ -49,18 +49,20 @@ func standing(ctx context.Context, desk *business.Store, task string, snap *flow
 	return nil, nil
 }
 
-// StandingCommand is the command (`assistant resume …`, plain: the CLI
-// gives it its global flags) that carries out the answer d the trail
+// StandingHint is the resume that carries out the answer d the trail
 // holds for task, word for word: a reason, an edit with its reason, a
 // revise with its comment.
-func StandingCommand(task string, d DecisionView) string {
+func StandingHint(task string, d DecisionView) Hint {
+	h := Hint{Do: DoResume, Task: task}
 	switch d.Action {
 	case ActionReason:
-		return fmt.Sprintf("assistant resume %s --reason %s", ShellQuote(task), ShellQuote(d.Reason))
+		h.With = []InputValue{{InputReason, d.Reason}}
 	case ActionEdit:
-		return fmt.Sprintf("assistant resume %s --action edit --reason %s", ShellQuote(task), ShellQuote(d.Reason))
+		h.With = []InputValue{{InputAction, ActionEdit}, {InputReason, d.Reason}}
+	default:
+		h.With = []InputValue{{InputAction, d.Action}, {InputComment, d.Comment}}
 	}
-	return fmt.Sprintf("assistant resume %s --action %s --comment %s", ShellQuote(task), ShellQuote(d.Action), ShellQuote(d.Comment))
+	return h
 }
 
 // standingView is d as printed.
@@ -73,8 +75,8 @@ func standingView(d *business.Decision) *DecisionView {
 // the answer the decision trail holds for it (standing), which was given
 // and stands. The same answer again carries it out under that decision's
 // id, so the trail keeps it once (o's DecisionID is set); any other answer
-// is ErrConflict naming it and the command that carries it out, and
-// nothing is written.
+// is ErrConflict naming it, with the hint that carries it out
+// (StandingHint), and nothing is written.
 func (r *runner) trailAhead(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[State], o *ResumeOptions) error {
 	if !o.answering() {
 		return nil
@@ -96,6 +98,8 @@ func (r *runner) trailAhead(ctx context.Context, t runs.TaskRecord, snap *flow.S
 		o.DecisionID = d.ID
 		return nil
 	}
-	return fmt.Errorf("task %s was answered %s already (by %s at %s, recorded in %s; the checkpoint that applied it was lost): the answer given is refused and changes nothing; that answer stands and only it carries the task on: `%s`: %w",
-		t.ID, d.Action, d.By, d.At.UTC().Format(time.RFC3339), r.businessName(), StandingCommand(t.ID, *standingView(d)), ErrConflict)
+	hint := StandingHint(t.ID, *standingView(d))
+	hint.Before = "only it carries the task on:"
+	return errorf(hint, "task %s was answered %s already (by %s at %s, recorded in %s; the checkpoint that applied it was lost): the answer given is refused and changes nothing; that answer stands: %w",
+		t.ID, d.Action, d.By, d.At.UTC().Format(time.RFC3339), r.businessName(), ErrConflict)
 }

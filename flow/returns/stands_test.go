@@ -1,6 +1,7 @@
 package returns_test
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -18,14 +19,14 @@ func TestLostAnswerStands(t *testing.T) {
 		name, reason  string // reason: start's ("" asks for one)
 		decision      business.Decision
 		record, stage string // the record's stage; the stage shown
-		wantCommand   string
+		wantWith      []returns.InputValue
 	}{
 		{"revise", "size", business.Decision{Action: returns.ActionRevise, Comment: "why not"},
-			returns.StageNeedReason, returns.StageDraftReady, "assistant resume t --action revise --comment 'why not'"},
+			returns.StageNeedReason, returns.StageDraftReady, []returns.InputValue{{Input: returns.InputAction, Value: "revise"}, {Input: returns.InputComment, Value: "why not"}}},
 		{"edit", "size", business.Decision{Action: returns.ActionEdit, Reason: "smaller"},
-			returns.StageDraftReady, returns.StageDraftReady, "assistant resume t --action edit --reason smaller"},
+			returns.StageDraftReady, returns.StageDraftReady, []returns.InputValue{{Input: returns.InputAction, Value: "edit"}, {Input: returns.InputReason, Value: "smaller"}}},
 		{"reason", "", business.Decision{Action: returns.ActionReason, Reason: "it broke"},
-			returns.StageDraftReady, returns.StageNeedReason, "assistant resume t --reason 'it broke'"},
+			returns.StageDraftReady, returns.StageNeedReason, []returns.InputValue{{Input: returns.InputReason, Value: "it broke"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -50,8 +51,9 @@ func TestLostAnswerStands(t *testing.T) {
 			if shown.Stands == nil || shown.Stands.Action != d.Action || shown.Stage != tt.stage {
 				t.Fatalf("show: stage %s, stands %+v; want stage %s, stands %s", shown.Stage, shown.Stands, tt.stage, d.Action)
 			}
-			if got := returns.StandingCommand("t", *shown.Stands); got != tt.wantCommand {
-				t.Errorf("StandingCommand = %q, want %q", got, tt.wantCommand)
+			want := returns.Hint{Do: returns.DoResume, Task: "t", With: tt.wantWith}
+			if got := returns.StandingHint("t", *shown.Stands); !reflect.DeepEqual(got, want) {
+				t.Errorf("StandingHint = %+v, want %+v", got, want)
 			}
 			list, err := svc.List(b.ctx, user, "")
 			if err != nil || len(list) != 1 || list[0].Stage != shown.Stage || list[0].Status != shown.Status {

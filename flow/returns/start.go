@@ -44,7 +44,7 @@ func ValidateStart(o StartOptions) error {
 		}
 	}
 	if o.Approvals < 0 || o.Approvals > MaxApprovals {
-		return fmt.Errorf("%w: --approvals must be 1 or 2, not %d", ErrInvalid, o.Approvals)
+		return errorf(Hint{}, "%w: %s must be 1 or 2, not %d", ErrInvalid, InputApprovals, o.Approvals)
 	}
 	return ValidDraftTTL(o.TTL)
 }
@@ -77,8 +77,8 @@ func ValidDraftTTL(ttl time.Duration) error {
 // fingerprint alone; any other validity is part of the hash.
 //
 // Two approvals are part of the hash too ("approvals=2" after the
-// validity), so every task started before --approvals (one approval)
-// keeps its fingerprint.
+// validity), so every task of one approval, as every task started before
+// two could be asked for, keeps its fingerprint.
 func fingerprint(o StartOptions) string {
 	ttl := o.TTL
 	if ttl == 0 {
@@ -208,12 +208,12 @@ func (r *runner) invoke(ctx context.Context, t runs.TaskRecord, ttl time.Duratio
 // restart answers a Start of a task that exists.
 func (r *runner) restart(ctx context.Context, t runs.TaskRecord, o StartOptions) (*View, error) {
 	if t.User != o.User {
-		return nil, idTaken(ctx, r.desk, t, o.User, "task id", "")
+		return nil, idTaken(ctx, r.desk, t, o.User, "task id")
 	}
 	if same, err := r.sameInput(ctx, t, o); err != nil {
 		return nil, err
 	} else if !same {
-		return nil, idTaken(ctx, r.desk, t, o.User, "task id", "order, reason, --draft-ttl or --approvals")
+		return nil, idTaken(ctx, r.desk, t, o.User, "task id", "order", "reason", InputDraftTTL, InputApprovals)
 	}
 	snap, err := r.graph.State(ctx, t.ID)
 	if errors.Is(err, flow.ErrThreadNotFound) && recordEnded(t) && t.Kind != runs.KindBatch {

@@ -45,10 +45,10 @@ const (
 	ActionReason  = "reason"
 )
 
-// Actions lists the actions --action accepts.
+// Actions lists the actions an approval answer may take.
 var Actions = []string{ActionApprove, ActionCancel, ActionEdit, ActionRevise}
 
-// MaxApprovals is the most approvals a start may ask for (--approvals).
+// MaxApprovals is the most approvals a start may ask for (InputApprovals).
 const MaxApprovals = 2
 
 // Error codes of a failed request (State.Error.Code). The eligibility codes

@@ -18,7 +18,7 @@ import (
 // ErrInvalid for a negative wait, before anything is written.
 func (s *Service) Stop(ctx context.Context, task, user string, wait time.Duration) (*View, error) {
 	if wait < 0 {
-		return nil, fmt.Errorf("%w: --wait must not be negative, not %s", ErrInvalid, wait)
+		return nil, errorf(Hint{}, "%w: %s must not be negative, not %s", ErrInvalid, InputWait, wait)
 	}
 	t, err := s.task(ctx, task, user)
 	if err != nil {
@@ -69,22 +69,27 @@ func (s *Service) tooLate(ctx context.Context, task string, v *View) error {
 	} else if v.Error != nil && v.Error.Code != "" {
 		what += " (" + v.Error.Code + ")"
 	}
-	return fmt.Errorf("stop %s: too late: its run ended (%s) before it saw the stop, so the stop changed nothing and the task keeps what it ended as; see it with `assistant show %s`: %w", task, what, ShellQuote(task), ErrConflict)
+	return errorf(Hint{Before: "see it with", Do: DoShow, Task: task},
+		"stop %s: too late: its run ended (%s) before it saw the stop, so the stop changed nothing and the task keeps what it ended as: %w", task, what, ErrConflict)
 }
 
 // notRunning is the conflict of a stop of task t that is not running: what
 // the task does instead, read again (it may have changed since t was
-// read), and what to type.
+// read), and what to do.
 func (s *Service) notRunning(ctx context.Context, t runs.TaskRecord) error {
 	if now, err := s.runs.Task(ctx, t.ID); err == nil {
 		t = now
 	}
-	var what string
+	var (
+		what string
+		hint Hint
+	)
 	switch t.Status {
 	case StatusWaiting:
-		what = fmt.Sprintf("it is not running: it waits for a person's answer, and nothing runs until one comes; see the question with `assistant show %s`", ShellQuote(t.ID))
-		if d := s.disagreement(ctx, t); d != "" {
-			what = "it is not running, and " + d
+		what = "it is not running: it waits for a person's answer, and nothing runs until one comes"
+		hint = Hint{Before: "see the question with", Do: DoShow, Task: t.ID}
+		if d, verify := s.disagreement(ctx, t); d != "" {
+			what, hint = "it is not running, and "+d, verify
 		}
 	case StatusInterrupted:
 		if !s.holderAlive(t.Lease) {
@@ -95,18 +100,18 @@ func (s *Service) notRunning(ctx context.Context, t runs.TaskRecord) error {
 				return s.tooLate(ctx, t.ID, v)
 			}
 		}
-		what = fmt.Sprintf("it is already stopped; continue it with `assistant resume %s`", ShellQuote(t.ID))
+		what, hint = "it is already stopped", Hint{Before: "continue it with", Do: DoResume, Task: t.ID}
 		if s.holderAlive(t.Lease) {
 			// The process that ran it has not let go yet: a resume now
 			// is refused too.
-			what = fmt.Sprintf("it is already stopped, but %s; once it has, continue it with `assistant resume %s`", s.stillHolds(t.Lease), ShellQuote(t.ID))
+			what, hint.Before = "it is already stopped, but "+s.stillHolds(t.Lease), "once it has, continue it with"
 		}
 	case StatusDone, StatusCancelled, StatusFailed:
 		what = fmt.Sprintf("it already ended (%s); there is nothing to stop", t.Status)
 	default:
 		what = fmt.Sprintf("it is %s, not running; only a running task can be stopped", t.Status)
 	}
-	return fmt.Errorf("stop %s: %s: %w", t.ID, what, ErrConflict)
+	return errorf(hint, "stop %s: %s: %w", t.ID, what, ErrConflict)
 }
 
 // awaitRelease polls the task's lease until no live process holds it, for

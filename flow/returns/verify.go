@@ -4,14 +4,15 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"assistant/business"
 	"assistant/flow"
 )
 
-// VerifySchemaVersion is the schema_version of the JSON that `assistant
-// verify` prints (docs/cli.md "verify").
+// VerifySchemaVersion is the schema_version of the JSON of a VerifyReport
+// (docs/cli.md "verify").
 const VerifySchemaVersion = 1
 
 // VerifyOptions are the input of Verify. The checkpoint file is read by the
@@ -37,12 +38,12 @@ type VerifyOptions struct {
 	// Checkpoints. DataDir is then only the name the report gives the
 	// store (a URL without its password).
 	Server *ServerVerify
-	// Command, when set, gives the command prefix a fix quotes for a
-	// command run as user ("" for a command of no user's, such as backup):
-	// "assistant" and the global flags that make it pasteable as it is
-	// (docs/cli.md "Conventions": --data or --store, and --user where it
-	// differs). nil quotes plain "assistant".
-	Command func(user string) string
+	// Wording, when set, gives the wording of a finding's fix (its Hint)
+	// for a task of user ("" for a file, or a run without a record): the
+	// command line gives the commands it quotes the global flags that make
+	// them pasteable as they are, the user's among them (docs/cli.md
+	// "Conventions"). nil words every fix by PlainWords.
+	Wording func(user string) Wording
 }
 
 // ServerVerify is what Verify reads on a database server: the business
@@ -84,7 +85,16 @@ type threadLister interface {
 }
 
 // fixRestore is what to do about a contradiction between the two files.
-const fixRestore = "restore both files from one backup taken before the damage (`assistant backup DIR` makes one; docs/recovery.md \"Restoring a backup\")"
+var fixRestore = backupFix("restore both files from one backup taken before the damage", restoringDoc)
+
+// restoringDoc follows the backup a fix offers: where restoring is told.
+const restoringDoc = "; docs/recovery.md \"Restoring a backup\""
+
+// backupFix is a fix that offers a backup in parentheses: before, then
+// "(" the backup "makes one" and after ")", then rest, all in words.
+func backupFix(before, after string, rest ...string) Hint {
+	return Hint{Before: before + " (", Do: DoBackup, Args: []string{"DIR"}, After: "makes one" + after + ")" + strings.Join(rest, "")}
+}
 
 // Verify checks the data dir without writing anything, while other
 // processes may use it: both files' PRAGMA integrity_check, schema and
@@ -131,7 +141,7 @@ func Verify(ctx context.Context, o VerifyOptions) (*VerifyReport, error) {
 			return nil, err
 		}
 	}
-	rep.quoteCommands(o.Command)
+	rep.wordFixes(o.Wording)
 	rep.Clean = rep.Errors() == 0
 	return rep, nil
 }
@@ -161,19 +171,19 @@ func verifyServer(ctx context.Context, o VerifyOptions, now func() time.Time, re
 	}
 	switch {
 	case sv.Lost != nil:
-		rep.Findings = append(rep.Findings, lostFinding(sv.Lost, func(name string) string { return "the schema " + name }, fixLostSchema))
+		rep.Findings = append(rep.Findings, lostFinding(sv.Lost, func(name string) string { return "the schema " + name }, Hint{Before: fixLostSchema}))
 	case sv.CheckpointsDataDirID != "" && sv.BusinessDataDirID != "" && sv.CheckpointsDataDirID != sv.BusinessDataDirID:
 		rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, File: BusinessSchema,
 			Problem: fmt.Sprintf("the schemas belong to different data dirs: %s carries %s, %s carries %s; every other command refuses this store until it is restored",
 				CheckpointsSchema, sv.CheckpointsDataDirID, BusinessSchema, sv.BusinessDataDirID),
-			Fix: "restore both schemas from one pg_dump with pg_restore (docs/postgres.md \"Backup\"), or drop both to start afresh"})
+			Hint: Hint{Before: "restore both schemas from one pg_dump with pg_restore (docs/postgres.md \"Backup\"), or drop both to start afresh"}})
 	}
 	if sv.Desk != nil {
 		if err := crossCheck(ctx, o, sv.Desk, now, rep); err != nil {
 			return nil, err
 		}
 	}
-	rep.quoteCommands(o.Command)
+	rep.wordFixes(o.Wording)
 	rep.Clean = rep.Errors() == 0
 	return rep, nil
 }

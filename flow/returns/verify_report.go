@@ -3,7 +3,6 @@ package returns
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"assistant/business"
 )
@@ -28,10 +27,12 @@ type Finding struct {
 	Task     string `json:"task,omitempty"`
 	File     string `json:"file,omitempty"`
 	Problem  string `json:"problem"`
-	Fix      string `json:"fix"`
+	// Fix is Hint worded for the task's owner (VerifyOptions.Wording).
+	Fix string `json:"fix"`
+	// Hint is what to do.
+	Hint Hint `json:"-"`
 	// owner is the user of the finding's task ("" for a file, or a run
-	// without a record): a command Fix quotes for the task runs as them
-	// (VerifyOptions.Command).
+	// without a record): what Hint offers for the task is done as them.
 	owner string
 }
 
@@ -77,16 +78,22 @@ func (r *VerifyReport) Errors() int {
 // read-only (business.FileCheck).
 type FileCheck = business.FileCheck
 
-// quoteCommands gives every command the findings' fixes quote
-// (`assistant …`) the prefix command returns for the finding's task owner,
-// so that it pastes as it is; command nil leaves them plain.
-func (r *VerifyReport) quoteCommands(command func(user string) string) {
-	if command == nil {
-		return
-	}
+// wordFixes sets every finding's Fix to its Hint worded by words for the
+// finding's task owner; words nil is PlainWords.
+func (r *VerifyReport) wordFixes(words func(user string) Wording) {
 	for i, f := range r.Findings {
-		r.Findings[i].Fix = strings.ReplaceAll(f.Fix, "`assistant ", "`"+command(f.owner)+" ")
+		w := PlainWords
+		if words != nil {
+			w = words(f.owner)
+		}
+		r.Findings[i].Fix = w.Hint(f.Hint)
 	}
+}
+
+// fixAfter is fix with words put before it.
+func fixAfter(words string, fix Hint) Hint {
+	fix.Before = words + fix.Before
+	return fix
 }
 
 // idOrNull is a data dir identity as the report gives it: nil for none.
@@ -109,12 +116,12 @@ func (r *VerifyReport) addFile(name string, c business.FileCheck) {
 	}
 	for _, p := range c.Problems {
 		r.Findings = append(r.Findings, Finding{Severity: SeverityError, File: name, Problem: p,
-			Fix: "restore the data dir from a backup (`assistant backup DIR` makes one; docs/recovery.md \"Restoring a backup\"), or move the file aside"})
+			Hint: backupFix("restore the data dir from a backup", restoringDoc, ", or move the file aside")})
 	}
 	if c.Older {
 		r.Findings = append(r.Findings, Finding{Severity: SeverityWarning, File: name,
 			Problem: fmt.Sprintf("schema version %d, older than this build's; its rows were not checked", c.Version),
-			Fix:     "run any other command of this build (it migrates the file), then `assistant verify` again"})
+			Hint:    Hint{Before: "run any other command of this build (it migrates the file), then", Do: DoVerify, After: "again"}})
 	}
 	r.Files = append(r.Files, f)
 }
@@ -135,14 +142,13 @@ func lostFile(ctx context.Context, o VerifyOptions, desk business.FileCheck) (*L
 }
 
 // fixLostFile is what to do about a file of the pair that is lost.
-const fixLostFile = "restore both files from one backup taken before the loss (`assistant backup DIR` makes one; docs/recovery.md \"Restoring a backup\"), " +
-	"or move both files away to start afresh"
+var fixLostFile = backupFix("restore both files from one backup taken before the loss", restoringDoc, ", or move both files away to start afresh")
 
 // lostFinding is the error finding of a file (or schema) of the pair lost
 // while the other holds task records or runs: every other command refuses
 // the store then (CheckPair, ServerSchemas.Check). of names the two
 // ("checkpoints.sqlite", or "the schema checkpoints").
-func lostFinding(lost *Lost, of func(name string) string, fix string) Finding {
+func lostFinding(lost *Lost, of func(name string) string, fix Hint) Finding {
 	other, what := CheckpointsFile, "run(s), so the tasks, drafts and applications of those runs are lost"
 	if lost.File == CheckpointsFile || lost.File == CheckpointsSchema {
 		other, what = BusinessFile, "task record(s), so their runs are lost"
@@ -155,7 +161,7 @@ func lostFinding(lost *Lost, of func(name string) string, fix string) Finding {
 	return Finding{Severity: SeverityError, File: lost.File,
 		Problem: fmt.Sprintf("%s is missing or empty while %s holds %d %s; every other command refuses this store until it is restored",
 			of(lost.File), of(other), lost.Count, what),
-		Fix: fix}
+		Hint: fix}
 }
 
 // addPairing checks that the two files carry one data dir identity, and
@@ -176,10 +182,10 @@ func (r *VerifyReport) addPairing(cps, desk business.FileCheck, lost *Lost) {
 		}
 		r.Findings = append(r.Findings, Finding{Severity: SeverityWarning, File: missing,
 			Problem: fmt.Sprintf("%s is missing or empty while %s is there", missing, other),
-			Fix:     "if tasks were run in this data dir, restore both files from one backup (`assistant backup DIR` makes one); a new data dir's first command makes it"})
+			Hint:    backupFix("if tasks were run in this data dir, restore both files from one backup", "", "; a new data dir's first command makes it")})
 	case cps.DataDirID != "" && desk.DataDirID != "" && cps.DataDirID != desk.DataDirID:
 		r.Findings = append(r.Findings, Finding{Severity: SeverityError, File: BusinessFile,
 			Problem: fmt.Sprintf("the files belong to different data dirs: %s carries %s, %s carries %s", CheckpointsFile, cps.DataDirID, BusinessFile, desk.DataDirID),
-			Fix:     "put back the file that belongs with the other: " + fixRestore})
+			Hint:    fixAfter("put back the file that belongs with the other: ", fixRestore)})
 	}
 }

@@ -112,7 +112,7 @@ func (v *verifier) checkRun(ctx context.Context, rep *VerifyReport, rs runsRead,
 	case t.Kind == runs.KindBatch:
 	case rs.undecodable[id] != nil:
 		rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: id, owner: t.User, Problem: rs.undecodable[id].Error(),
-			Fix: fmt.Sprintf("`assistant history %s` shows the stored state; a build that knows its format can go on with it", ShellQuote(id))})
+			Hint: Hint{Do: DoHistory, Task: id, After: "shows the stored state; a build that knows its format can go on with it"}})
 	default:
 		return v.task(ctx, rep, t, rs.heads[id])
 	}
@@ -128,7 +128,7 @@ func (v *verifier) checkApplications(ctx context.Context, rep *VerifyReport) err
 	}
 	for _, p := range apps {
 		rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, File: BusinessFile,
-			Problem: fmt.Sprintf("application %s: %s", p.Application.ID, p.Problem), Fix: fixRestore})
+			Problem: fmt.Sprintf("application %s: %s", p.Application.ID, p.Problem), Hint: fixRestore})
 	}
 	return nil
 }
@@ -141,7 +141,7 @@ func (v *verifier) orphanRun(rep *VerifyReport, id string, snap *flow.Snapshot[S
 	}
 	rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, Task: id,
 		Problem: fmt.Sprintf("%s holds its run (stage %s), %s has no record of the task", CheckpointsFile, stage, BusinessFile),
-		Fix:     fixRestore})
+		Hint:    fixRestore})
 }
 
 // recordWithoutRun reports a task record whose run the checkpoint file does
@@ -152,16 +152,16 @@ func (v *verifier) recordWithoutRun(rep *VerifyReport, t runs.TaskRecord) {
 	if v.svc.holderAlive(t.Lease) {
 		return // a live process is running it now
 	}
-	fix := fmt.Sprintf("`assistant resume %s` runs it again from its recorded input and reuses its draft and application", ShellQuote(t.ID))
+	fix := Hint{Do: DoResume, Task: t.ID, After: "runs it again from its recorded input and reuses its draft and application"}
 	switch {
 	case t.Kind == runs.KindBatch:
-		fix = fmt.Sprintf("`assistant resume %s` runs the batch again; rows already handled are skipped", ShellQuote(t.ID))
+		fix.After = "runs the batch again; rows already handled are skipped"
 	case recordEnded(t):
 		fix = recordedEndFix(t, v.r.businessName())
 	}
 	rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: t.ID, owner: t.User,
 		Problem: fmt.Sprintf("%s records it (%s, stage %q), %s holds no run of it", BusinessFile, t.Status, t.Stage, CheckpointsFile),
-		Fix:     fix})
+		Hint:    fix})
 }
 
 // task checks one return task that has both a record and a run.
@@ -170,14 +170,14 @@ func (v *verifier) task(ctx context.Context, rep *VerifyReport, t runs.TaskRecor
 	if st.User != t.User || st.Order != t.OrderID {
 		rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, Task: t.ID, owner: t.User,
 			Problem: fmt.Sprintf("%s holds a run of user %s for order %s, %s a task of user %s for order %s", CheckpointsFile, st.User, st.Order, BusinessFile, t.User, t.OrderID),
-			Fix:     fixRestore})
+			Hint:    fixRestore})
 		return nil
 	}
 	err := v.r.reconcile(ctx, t.ID, snap)
 	var ie *InconsistentError
 	if errors.As(err, &ie) {
 		rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, Task: t.ID, owner: t.User,
-			Problem: fmt.Sprintf("%s says %s, but %s %s", CheckpointsFile, ie.Checkpoints, BusinessFile, ie.Business), Fix: fixRestore})
+			Problem: fmt.Sprintf("%s says %s, but %s %s", CheckpointsFile, ie.Checkpoints, BusinessFile, ie.Business), Hint: fixRestore})
 		return nil
 	}
 	if err != nil {
@@ -188,7 +188,7 @@ func (v *verifier) task(ctx context.Context, rep *VerifyReport, t runs.TaskRecor
 		if errors.Is(err, business.ErrNotFound) {
 			rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, Task: t.ID, owner: t.User,
 				Problem: fmt.Sprintf("its record in %s says %s/%s, but %s holds no application of it", BusinessFile, t.Status, t.Stage, BusinessFile),
-				Fix:     fixRestore})
+				Hint:    fixRestore})
 			return nil
 		}
 		if err != nil {
@@ -215,7 +215,7 @@ func (v *verifier) standing(ctx context.Context, rep *VerifyReport, t runs.TaskR
 	}
 	rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: t.ID, owner: t.User,
 		Problem: fmt.Sprintf("%s holds the answer %s by %s at %s that its run in %s lacks (its checkpoint was lost)", v.r.businessName(), d.Action, d.By, d.At.UTC().Format(time.RFC3339), v.r.checkpointsName()),
-		Fix:     fmt.Sprintf("`%s` carries it out (the answer stands; any other is refused)", StandingCommand(t.ID, *standingView(d)))})
+		Hint:    fixThen(StandingHint(t.ID, *standingView(d)), "carries it out (the answer stands; any other is refused)")})
 	return nil
 }
 
@@ -229,22 +229,28 @@ func (v *verifier) recordAndRun(rep *VerifyReport, t runs.TaskRecord, head *View
 		(t.Status == StatusInterrupted && head.Status == StatusRunning) {
 		return
 	}
-	fix := fmt.Sprintf("`assistant resume %s` sets the record right", ShellQuote(t.ID))
+	fix := Hint{Do: DoResume, Task: t.ID, After: "sets the record right"}
 	switch {
 	case recordEnded(t) && !head.done():
 		fix = recordedEndFix(t, v.r.businessName())
 	case head.Status == StatusWaiting:
-		fix = fmt.Sprintf("answer its question (`assistant show %s`): the answer is checked against %s, which keeps what it holds", ShellQuote(t.ID), v.r.businessName())
+		fix = Hint{Before: "answer its question (", Do: DoShow, Task: t.ID, After: fmt.Sprintf("): the answer is checked against %s, which keeps what it holds", v.r.businessName())}
 	}
 	rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: t.ID, owner: t.User,
 		Problem: fmt.Sprintf("its record says %s, its run %s (stage %s)", t.Status, head.Status, head.Stage),
-		Fix:     fix})
+		Hint:    fix})
 }
 
 // recordedEndFix is the fix of a task whose record ended while its run in
 // the checkpoint file did not (an older checkpoints.sqlite): nothing to
 // do, every command reports the recorded end and runs nothing (truth).
 // business names the business store (runner.businessName).
-func recordedEndFix(t runs.TaskRecord, business string) string {
-	return fmt.Sprintf("nothing to do: %s is the truth, so every command reports the task %s and none runs it again (`assistant show %s`)", business, t.Status, ShellQuote(t.ID))
+func recordedEndFix(t runs.TaskRecord, business string) Hint {
+	return Hint{Before: fmt.Sprintf("nothing to do: %s is the truth, so every command reports the task %s and none runs it again (", business, t.Status), Do: DoShow, Task: t.ID, After: ")"}
+}
+
+// fixThen is fix with words after it.
+func fixThen(fix Hint, words string) Hint {
+	fix.After = words
+	return fix
 }

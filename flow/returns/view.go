@@ -30,13 +30,13 @@ type View struct {
 	Decisions []DecisionView `json:"decisions"`
 	// Stands is the answer the decision trail holds for the question
 	// asked whose checkpoint was lost: it stands, and only it given again
-	// (StandingCommand) carries the task on; omitted otherwise.
+	// (StandingHint) carries the task on; omitted otherwise.
 	Stands *DecisionView `json:"stands,omitempty"`
 	Result *Result       `json:"result"`
 	Error  *Failure      `json:"error"`
 	// Holder is the process driving a running or interrupted task, if any;
-	// omitted otherwise. Alive false means it is gone: run `assistant
-	// recover` or `assistant resume TASK` to continue the run.
+	// omitted otherwise. Alive false means it is gone: Recover or Resume
+	// continues the run.
 	Holder *HolderView `json:"holder,omitempty"`
 	// Batch is the progress of a batch task; omitted for a return task.
 	Batch *BatchProgress `json:"batch,omitempty"`

@@ -68,7 +68,7 @@ func (s *Service) Wait(ctx context.Context, o WaitOptions) (*View, error) {
 	for {
 		// The view's expiry is as of when it was read: judge it now.
 		if OutcomeOf(v.markExpired(s.now())) != OutcomeNotFinished {
-			return waited(v), nil
+			return waited(v, s.words), nil
 		}
 		pause := time.NewTimer(s.nextLook(v, interval))
 		select {
@@ -81,7 +81,7 @@ func (s *Service) Wait(ctx context.Context, o WaitOptions) (*View, error) {
 			if v, err = s.Show(ctx, v.Task, o.User); err != nil {
 				return nil, err
 			}
-			return waited(v), nil
+			return waited(v, s.words), nil
 		case <-pause.C:
 		}
 		if err := stillThere(); err != nil {
@@ -139,19 +139,18 @@ func (s *Service) nextLook(v *View, interval time.Duration) time.Duration {
 
 // waited is v as Wait reports it: a task waiting on a draft that has
 // expired is reported as it will end (as recover ends it): failed with
-// draft_expired, stage failed, no question pending. It is a copy; v and
-// the stored task are not changed.
-func waited(v *View) *View {
+// draft_expired, stage failed, no question pending, its error's message
+// worded by w. It is a copy; v and the stored task are not changed.
+func waited(v *View, w Wording) *View {
 	if !v.DraftExpired() {
 		return v
 	}
-	w := *v
-	w.Status, w.Stage, w.Kind = StatusFailed, StageFailed, nil
-	w.Next, w.Interrupts = []string{}, []InterruptView{}
-	w.Error = &Failure{Code: CodeDraftExpired, Message: fmt.Sprintf(
-		"draft %s expired at %s before it was approved; nothing was submitted (`assistant recover` records this end; a new request needs a new task id)",
-		v.Draft.DraftID, v.Draft.ExpiresAt.UTC().Format(time.RFC3339))}
-	return &w
+	e := *v
+	e.Status, e.Stage, e.Kind = StatusFailed, StageFailed, nil
+	e.Next, e.Interrupts = []string{}, []InterruptView{}
+	expired := fmt.Sprintf("draft %s expired at %s before it was approved; nothing was submitted", v.Draft.DraftID, v.Draft.ExpiresAt.UTC().Format(time.RFC3339))
+	e.Error = &Failure{Code: CodeDraftExpired, Message: Line(expired, w.Hint(Hint{Do: DoRecover, After: "records this end; a new request needs a new task id"}))}
+	return &e
 }
 
 // sighting is what one cheap look at a task's record sees: every command
