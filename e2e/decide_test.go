@@ -1,8 +1,8 @@
 package e2e
 
-// End-to-end tests of decisions in bulk and batch reports (issue 16):
-// assistant decide, list --output csv, batch --draft-ttl, duplicate orders
-// and show --rows, each command a process of its own.
+// decide (docs/cli.md "decide"; docs/json.md "decide and show --rows"):
+// decisions in bulk from a file or a pipe, each row's outcome the one
+// resume gives for the same answer.
 
 import (
 	"bytes"
@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -228,162 +230,6 @@ func TestDecideRowsRefused(t *testing.T) {
 	verifyClean(t, dir)
 }
 
-// TestDecideInconsistentTaskIsARowRefusal: a task whose two files
-// disagree (an older business.sqlite restored under a checkpoint that
-// says submitted) is one row's refusal, code inconsistent, with resume's
-// message; it does not end the run (it ended it with exit 1, left running
-// at position 0, the other rows' outcomes unreported). The task is left
-// as it was, the other rows are decided once, and the row's code is the
-// one resume exits with for the same answer (1).
-func TestDecideInconsistentTaskIsARowRefusal(t *testing.T) {
-	for _, chunk := range []string{"100", "1"} {
-		t.Run("chunk"+chunk, func(t *testing.T) {
-			dir := t.TempDir()
-			file := parked(t, dir, 5) + "late,approve\n"
-			older := snapshotFiles(t, dir)
-			mustRun(t, dir, "resume", "row-0002", "--action", "approve")
-			// A task the older business file has no record of, whose run
-			// the checkpoint file holds: resume says inconsistent too (it
-			// was reported not_found).
-			mustRun(t, dir, "start", "late", "A3001", "--reason", "size")
-			copyTo(t, older, dir, "business.sqlite")
-
-			rep, stderr, code := decide(t, dir, file, nil, "-", "--chunk", chunk)
-			if code != 0 {
-				t.Fatalf("decide: exit %d, want 0 with the row refused: %s", code, stderr)
-			}
-			if rep.Status != "done" || rep.Batch.Position != 6 || rep.Batch.Counts["submitted"] != 4 || rep.Batch.Counts["inconsistent"] != 2 {
-				t.Fatalf("decide: %s at %d, counts %v; want done at 6, 4 submitted, 2 inconsistent", rep.Status, rep.Batch.Position, rep.Batch.Counts)
-			}
-			for _, r := range rep.Rows {
-				want := "submitted"
-				if r.Task == "row-0002" || r.Task == "late" {
-					want = "inconsistent"
-					if r.ErrorCode != "inconsistent" || !strings.Contains(r.Error, "task "+r.Task+" is inconsistent") || !strings.Contains(r.Error, "nothing was written") {
-						t.Errorf("%s: code %q, error %q; want inconsistent with resume's message", r.Task, r.ErrorCode, r.Error)
-					}
-				}
-				if r.Outcome != want {
-					t.Errorf("line %d (%s): %s, want %s", r.Line, r.Task, r.Outcome, want)
-				}
-			}
-			if got := record(t, dir, "row-0002", "status"); got != "waiting" {
-				t.Errorf("row-0002's record is %s, want waiting (never rewritten)", got)
-			}
-			if got := applications(t, dir, "row-0002"); got != "0" {
-				t.Errorf("row-0002 has %s applications, want 0", got)
-			}
-			for _, task := range []string{"row-0000", "row-0001", "row-0003", "row-0004"} {
-				if got := applications(t, dir, task); got != "1" {
-					t.Errorf("%s has %s applications, want 1", task, got)
-				}
-			}
-			for _, task := range []string{"row-0002", "late"} {
-				if _, _, code := run(t, dir, "resume", task, "--action", "approve"); code != 1 {
-					t.Errorf("resume %s: exit %d, want 1 (the row's code must be the command's)", task, code)
-				}
-			}
-			if again, _, code := decide(t, dir, file, nil, "-", "--chunk", chunk); code != 0 || again.Task != rep.Task || again.Batch.Counts["inconsistent"] != 2 {
-				t.Errorf("the same file again: exit %d, %s, counts %v; want the same run's report", code, again.Task, again.Batch.Counts)
-			}
-		})
-	}
-}
-
-// TestBatchInconsistentTaskIsARowRefusal: the same for batch rows whose
-// tasks the two files disagree on, the business file restored from
-// before: r2's run the checkpoint file holds while the business file has
-// no record of it (it failed the batch with exit 1), r4's submitted while
-// its record waits (it was reported draft_ready). Each row is
-// inconsistent, with start's message; the other rows run, the batch ends
-// done.
-func TestBatchInconsistentTaskIsARowRefusal(t *testing.T) {
-	dir := t.TempDir()
-	mustRun(t, dir, "start", "r4", "A3004", "--reason", "broken")
-	older := snapshotFiles(t, dir)
-	mustRun(t, dir, "start", "r2", "A3002", "--reason", "wrong color")
-	mustRun(t, dir, "resume", "r4", "--action", "approve")
-	copyTo(t, older, dir, "business.sqlite")
-	file := filepath.Join(t.TempDir(), "b.csv")
-	if err := os.WriteFile(file, []byte("task,order,reason\nr1,A3001,too big\nr2,A3002,wrong color\nr4,A3004,broken\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	v := mustRun(t, dir, "batch", "b1", file)
-	b, _ := v["batch"].(map[string]any)
-	counts, _ := b["counts"].(map[string]any)
-	if v["status"] != "done" || counts["draft_ready"] != 1.0 || counts["inconsistent"] != 2.0 {
-		t.Fatalf("batch: %v, counts %v; want done, 1 draft_ready, 2 inconsistent", v["status"], counts)
-	}
-	out, _, code := run(t, dir, "--output", "csv", "show", "b1", "--rows")
-	for _, want := range []string{"3,r2,A3002,inconsistent,inconsistent,\"task r2 is inconsistent", "4,r4,A3004,inconsistent,inconsistent,\"task r4 is inconsistent"} {
-		if code != 0 || !strings.Contains(out, want) {
-			t.Errorf("show b1 --rows: exit %d\n%s\nwant %s… (start's message)", code, out, want)
-		}
-	}
-	if _, _, code := run(t, dir, "start", "r4", "A3004", "--reason", "broken"); code != 1 {
-		t.Errorf("start r4: exit %d, want 1 (the row's code must be the command's)", code)
-	}
-	if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM tasks WHERE task_id = 'r2'`); got != "0" {
-		t.Errorf("r2 has %s records, want none (nothing written)", got)
-	}
-}
-
-// decideFaultPoints are the points a decide run passes: its graph's node
-// (rows), the points of its chunk, and those of the return flow its rows
-// run (review, submit).
-var decideFaultPoints = []string{
-	"before:rows", "after:rows", "after-checkpoint:rows",
-	"decide:after-row", "decide:between-commits", "decide:before-release",
-	"after:review", "after-checkpoint:review", "before:submit", "submit:after-business-commit",
-}
-
-// TestDecideKilledAtFaultPoints kills a decide run of 120 approvals with
-// SIGKILL at each of its fault points, then finishes it with recover (or
-// with the same decide command again): every task is submitted with one
-// application and one recorded decision, and the run's report says so.
-func TestDecideKilledAtFaultPoints(t *testing.T) {
-	const n = 120
-	tmpl := t.TempDir()
-	file := parked(t, tmpl, n)
-	for i, point := range decideFaultPoints {
-		t.Run(strings.NewReplacer(":", "_", "-", "_").Replace(point), func(t *testing.T) {
-			dir := t.TempDir()
-			for _, f := range []string{"business.sqlite", "checkpoints.sqlite"} {
-				b, err := os.ReadFile(filepath.Join(tmpl, f))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			_, _, code := decide(t, dir, file, []string{"ASSISTANT_FAULT=" + point}, "-", "--chunk", "50")
-			if code != 137 {
-				t.Fatalf("decide with %s exited %d, want 137 (killed at the point)", point, code)
-			}
-			if i%2 == 0 {
-				if got := mustRun(t, dir, "recover"); len(got["recovered"].([]any)) == 0 {
-					t.Fatalf("recover found nothing to recover: %v", got)
-				}
-			}
-			rep, stderr, code := decide(t, dir, file, nil, "-")
-			if code != 0 || rep.Status != "done" || rep.Batch.Counts["submitted"] != n {
-				t.Fatalf("decide after the kill: exit %d (%s), status %s, counts %v; want done, %d submitted", code, stderr, rep.Status, rep.Batch.Counts, n)
-			}
-			for _, r := range rep.Rows {
-				if r.Outcome != "submitted" || r.ErrorCode != "" {
-					t.Errorf("line %d (%s): %s %s %s after recovery, want submitted", r.Line, r.Task, r.Outcome, r.ErrorCode, r.Error)
-				}
-			}
-			checkAppliedOnce(t, dir, n)
-			if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM tasks WHERE status IN ('running', 'interrupted')`); got != "0" {
-				t.Errorf("%s tasks left running", got)
-			}
-			verifyClean(t, dir)
-		})
-	}
-}
-
 // TestDecideWaitStopResume: a decide run is a task: wait on it, stop it
 // part-way and resume it.
 func TestDecideWaitStopResume(t *testing.T) {
@@ -414,80 +260,183 @@ func TestDecideWaitStopResume(t *testing.T) {
 	verifyClean(t, dir)
 }
 
-// TestBatchDraftTTLDuplicatesAndRows: --draft-ttl is every row's draft
-// validity and part of the batch's input; a repeated order runs once and
-// the repeats are reported duplicate_order; show --rows reports every row,
-// unknown orders included, in JSON and CSV (golden files).
-func TestBatchDraftTTLDuplicatesAndRows(t *testing.T) {
+// TestDecideAgainSaysItRan: the same file given again after its run
+// finished prints the same report, decides nothing, and says on stderr, in
+// one line, when the run ran and how many rows were refused, and how to run
+// the file again; the first run says nothing. A row naming the user's own
+// batch is invalid_input with resume's message; --id NEW runs the file as a
+// new run.
+func TestDecideAgainSaysItRan(t *testing.T) {
 	dir := t.TempDir()
-	batchFile(t, dir, 2) // imports R00000 and R00001
-	rows := filepath.Join(t.TempDir(), "rows.csv")
-	file := "task,order,reason\n" +
-		"t1,R00000,too small\n" +
-		"t2,R00001,\n" +
-		"t3,R00000,again\n" + // duplicate of line 2
-		"t4,NOPE,lost\n" + // unknown order
-		"t5,A3007,final sale\n" + // refused by the flow
-		"t6,R00000,and again\n" // duplicate of line 2
-	if err := os.WriteFile(rows, []byte(file), 0o600); err != nil {
-		t.Fatal(err)
+	file := parked(t, dir, 2) + "parked,approve\nnobody,cancel\n"
+	first, stderr, code := decide(t, dir, file, nil, "-")
+	if code != 0 || stderr != "" {
+		t.Fatalf("first decide: exit %d, stderr %q", code, stderr)
 	}
-	for _, ttl := range []string{"1500ms", "0s", "8d"} {
-		if _, stderr, code := run(t, dir, "batch", "b1", rows, "--draft-ttl", ttl); code != 2 {
-			t.Errorf("--draft-ttl %s: exit %d, %q; want 2", ttl, code, stderr)
+	if r := first.Rows[2]; r.Outcome != "invalid_input" || !strings.Contains(r.Error, "parked is a batch; it asks no question") {
+		t.Errorf("row naming the batch: %+v, want invalid_input with resume's message", r)
+	}
+	if c := first.Batch.Counts; c["submitted"] != 2 || c["invalid_input"] != 1 || c["not_found"] != 1 {
+		t.Errorf("counts %v", c)
+	}
+	again, stderr, code := decide(t, dir, file, nil, "-")
+	if code != 0 || again.Task != first.Task || len(again.Rows) != len(first.Rows) {
+		t.Fatalf("decide again: exit %d, run %s (first %s), %d rows", code, again.Task, first.Task, len(again.Rows))
+	}
+	want := regexp.MustCompile(`^assistant: decide run ` + first.Task + ` already ran on \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ: 2 rows refused; pass --id NEW to run the file again\n$`)
+	if !want.MatchString(stderr) {
+		t.Errorf("decide again: stderr %q, want one line matching %s", stderr, want)
+	}
+	checkAppliedOnce(t, dir, 2)
+	fresh, stderr, code := decide(t, dir, file, nil, "--id", "second", "-")
+	if code != 0 || stderr != "" || fresh.Task != "second" || fresh.Batch.Counts["submitted"] != 2 {
+		t.Errorf("decide --id second: exit %d, stderr %q, run %s, counts %v", code, stderr, fresh.Task, fresh.Batch.Counts)
+	}
+	checkAppliedOnce(t, dir, 2)
+}
+
+// TestDecideFromPipes gives decide its file through inputs it cannot seek
+// back through: each is read as `decide -` reads stdin, with the same
+// report and the same run id (a hash of the user and the file's bytes,
+// whatever names them).
+func TestDecideFromPipes(t *testing.T) {
+	ref := t.TempDir()
+	file := parked(t, ref, 3)
+	want, errOut, code := decide(t, ref, file, nil, "-")
+	if code != 0 || want.Status != "done" || want.Batch.Counts["submitted"] != 3 {
+		t.Fatalf("decide -: exit %d, %+v\n%s", code, want, errOut)
+	}
+	bin := assistantBin()
+	for name, how := range map[string]func(t *testing.T, dir, csv string) *exec.Cmd{
+		"/dev/stdin": func(t *testing.T, dir, csv string) *exec.Cmd {
+			c := exec.Command(bin, "--data", dir, "--output", "json", "decide", "/dev/stdin")
+			c.Stdin = strings.NewReader(file) // a pipe
+			return c
+		},
+		"process substitution": func(t *testing.T, dir, csv string) *exec.Cmd {
+			return exec.Command("bash", "-c", fmt.Sprintf("%q --data %q --output json decide <(cat %q)", bin, dir, csv))
+		},
+		"named pipe": func(t *testing.T, dir, csv string) *exec.Cmd {
+			ff := filepath.Join(t.TempDir(), "ff")
+			if err := syscall.Mkfifo(ff, 0o600); err != nil {
+				t.Skipf("mkfifo: %v", err)
+			}
+			return exec.Command("bash", "-c", fmt.Sprintf("cat %q > %q & %q --data %q --output json decide %q; s=$?; wait; exit $s", csv, ff, bin, dir, ff))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			parked(t, dir, 3)
+			csv := filepath.Join(t.TempDir(), "dec.csv")
+			if err := os.WriteFile(csv, []byte(file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c := how(t, dir, csv)
+			var out, errb bytes.Buffer
+			c.Stdout, c.Stderr = &out, &errb
+			if code := exitOf(t, c.Run()); code != 0 {
+				t.Fatalf("decide from %s: exit %d\n%s", name, code, errb.String())
+			}
+			var got decideReport
+			if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+				t.Fatalf("decide from %s: %v\n%s", name, err, out.String())
+			}
+			if got.Task != want.Task || got.Status != want.Status || fmt.Sprint(got.Batch.Counts) != fmt.Sprint(want.Batch.Counts) || len(got.Rows) != len(want.Rows) {
+				t.Fatalf("decide from %s: run %s %s %v, %d rows; want decide -'s: %s %s %v, %d rows",
+					name, got.Task, got.Status, got.Batch.Counts, len(got.Rows), want.Task, want.Status, want.Batch.Counts, len(want.Rows))
+			}
+			checkAppliedOnce(t, dir, 3)
+		})
+	}
+}
+
+// TestDecideStdinSpool: decide - keeps stdin in a temporary file to read
+// it twice (check, then store the rows a page at a time); the file is
+// gone once the command ends, also when it is killed part-way, and the
+// run then finished by the same command again decides every row once.
+func TestDecideStdinSpool(t *testing.T) {
+	const n = 150
+	dir := t.TempDir()
+	file := parked(t, dir, n)
+	tmp := t.TempDir()
+	left := func(when string) {
+		t.Helper()
+		ents, err := os.ReadDir(tmp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			t.Errorf("%s: %s left in TMPDIR", when, e.Name())
 		}
 	}
-	began := time.Now().UTC()
-	v := mustRun(t, dir, "batch", "b1", rows, "--draft-ttl", "2h")
-	counts := v["batch"].(map[string]any)["counts"].(map[string]any)
-	if counts["duplicate_order"] != 2.0 || counts["not_found"] != 1.0 || counts["draft_ready"] != 1.0 {
-		t.Errorf("counts %v; want 2 duplicate_order, 1 not_found, 1 draft_ready", counts)
+	_, _, code := decide(t, dir, file, []string{"TMPDIR=" + tmp, "ASSISTANT_FAULT=decide:between-commits"}, "-", "--chunk", "50")
+	if code != 137 {
+		t.Fatalf("decide killed at decide:between-commits exited %d, want 137", code)
 	}
-	expires, err := time.Parse(time.RFC3339Nano, query(t, dir, "business.sqlite", `SELECT expires_at FROM drafts WHERE task_id = 't1'`))
-	if err != nil {
-		t.Fatal(err)
+	left("killed")
+	rep, stderr, code := decide(t, dir, file, []string{"TMPDIR=" + tmp}, "-")
+	if code != 0 || rep.Status != "done" || rep.Batch.Counts["submitted"] != n || len(rep.Rows) != n {
+		t.Fatalf("decide again: exit %d (%s), status %s, counts %v, %d rows; want done, %d submitted", code, stderr, rep.Status, rep.Batch.Counts, len(rep.Rows), n)
 	}
-	if d := expires.Sub(began); d < 2*time.Hour-time.Minute || d > 2*time.Hour+time.Minute {
-		t.Errorf("t1's draft expires %s after the batch began, want 2h", d)
-	}
-	if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM drafts WHERE task_id IN ('t3', 't6')`); got != "0" {
-		t.Errorf("%s drafts made for duplicate rows, want 0", got)
-	}
-	if _, stderr, code := run(t, dir, "batch", "b1", rows, "--draft-ttl", "3h"); code != 3 {
-		t.Errorf("same batch id, other --draft-ttl: exit %d, %q; want 3", code, stderr)
-	}
-	if _, stderr, code := run(t, dir, "batch", "b1", rows, "--draft-ttl", "7200s"); code != 0 {
-		t.Errorf("same batch, same --draft-ttl written otherwise: exit %d, %q; want 0", code, stderr)
-	}
-	for _, g := range []struct{ output, golden string }{{"json", "batch_rows_json.golden"}, {"csv", "batch_rows_csv.golden"}} {
-		stdout, stderr, code := run(t, dir, "--output", g.output, "show", "b1", "--rows")
-		if code != 0 {
-			t.Fatalf("show --rows --output %s: exit %d, %s", g.output, code, stderr)
-		}
-		golden(t, filepath.Join("testdata", "decide", g.golden), stdout)
-	}
-	if _, stderr, code := run(t, dir, "show", "t1", "--rows"); code != 2 || !strings.Contains(stderr, "not a batch") {
-		t.Errorf("show --rows of a return task: exit %d, %q; want 2", code, stderr)
-	}
+	left("done")
+	checkAppliedOnce(t, dir, n)
 	verifyClean(t, dir)
 }
 
-// golden compares got with the file at path; UPDATE_GOLDEN=1 rewrites it.
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if os.Getenv("UPDATE_GOLDEN") != "" {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
+// TestDecideRowErrorsPasteAsResumes: a decide row's error is the message
+// resume prints for the same answer, its quoted commands carrying the
+// global flags (--data, --user) in the JSON and text report and in show
+// --rows (json, csv, text) alike; the text card of a decide run is titled
+// "Decide run", as show --rows titles it.
+func TestDecideRowErrorsPasteAsResumes(t *testing.T) {
+	dir := t.TempDir()
+	ciBotOrders(t, dir)
+	as(t, dir, "ci-bot", 0, "approvers", "grant", "alice")
+	v1, _ := as(t, dir, "ci-bot", 0, "start", "d2", "C2", "--reason", "broken")
+	as(t, dir, "alice", 0, "resume", "d2", "--action", "edit", "--reason", "wrong size")
+	file := t.TempDir() + "/dec.csv"
+	if err := os.WriteFile(file, []byte("task,action,draft\nnosuch,approve,\nd2,approve,"+v1.Draft.DraftID+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, args := range [][]string{{"resume", "nosuch", "--action", "approve"}, {"resume", "d2", "--action", "approve", "--draft", v1.Draft.DraftID}} {
+		out, _, _ := run(t, dir, append([]string{"--user", "alice"}, args...)...)
+		var e struct{ Error struct{ Message string } }
+		if err := jsonUnmarshal(out, &e); err != nil || !strings.Contains(e.Error.Message, "`assistant --data "+dir+" --user alice ") {
+			t.Fatalf("resume %v: %q, %v; want a message with a pasteable command", args, out, err)
 		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
+		want = append(want, e.Error.Message)
+	}
+	out, _, code := run(t, dir, "--user", "alice", "decide", file)
+	var rep struct {
+		Task string
+		Rows []struct{ Error string }
+	}
+	if err := jsonUnmarshal(out, &rep); err != nil || code != 0 || len(rep.Rows) != 2 {
+		t.Fatalf("decide: exit %d, %v\n%s", code, err, out)
+	}
+	for i, r := range rep.Rows {
+		if r.Error != want[i] {
+			t.Errorf("decide row %d error %q;\nresume says %q", i+1, r.Error, want[i])
 		}
 	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (UPDATE_GOLDEN=1 writes it)", err)
+	for _, output := range []string{"json", "csv", "text"} {
+		out, _, _ := run(t, dir, "--user", "alice", "show", rep.Task, "--rows", "--output", output)
+		for _, w := range want {
+			if output != "json" && !strings.Contains(out, w) {
+				t.Errorf("show --rows --output %s lacks %q:\n%s", output, w, out)
+			}
+		}
+		if output == "json" && !strings.Contains(out, "--user alice show d2") {
+			t.Errorf("show --rows json: no pasteable command:\n%s", out)
+		}
 	}
-	if got != string(want) {
-		t.Errorf("output differs from %s:\n--- got\n%s--- want\n%s", path, got, want)
+	text, _, _ := run(t, dir, "--user", "alice", "--output", "text", "decide", file, "--id", "again")
+	if !strings.HasPrefix(text, "Decide run again ·") || !strings.Contains(text, want[1]) {
+		t.Errorf("decide text report:\n%s\nwant it titled \"Decide run again\" with the row errors resume prints", text)
+	}
+	_, stderr, _ := run(t, dir, "--user", "ci-bot", "approvers", "revoke", "ci-bot")
+	if strings.Contains(stderr, "grant another") || !strings.Contains(stderr, "owns the tasks") {
+		t.Errorf("revoke of oneself: %q; want no word of granting", stderr)
 	}
 }

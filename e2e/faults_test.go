@@ -1,17 +1,15 @@
 package e2e
 
-// The fault-injection matrix (issue 6): every fault point of the return flow
-// × every command of the walkthrough that reaches it. The process is killed
-// with SIGKILL at the point (ASSISTANT_FAULT), the same command is run again
-// to recover, the walkthrough finishes, and five checks are made. The matrix
-// is printed to the test log and, when FAULT_REPORT names a file, written
-// there (scripts/faults.sh prints it).
+// The fault matrix and the chaos test (docs/recovery.md "The fault
+// matrix", "Chaos test", "Verification points"): every fault point of the
+// return flow × every command of the walkthrough that reaches it. The
+// process is killed with SIGKILL at the point (ASSISTANT_FAULT), the same
+// command is run again to recover, the walkthrough finishes, and six
+// checks are made. The matrix is printed to the test log and, when
+// FAULT_REPORT names a file, written there (scripts/faults.sh prints it).
 
 import (
-	"assistant/flow/returns"
-
 	"bytes"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,18 +53,11 @@ var scenarios = []scenario{
 	{"approve", [][]string{{"start", "t", "A3003", "--reason", "too small"}, {"resume", "t", "--action", "approve"}}, 1, 0, 0},
 	{"reason", [][]string{{"start", "t", "A3004"}, {"resume", "t", "--reason", "wrong colour"}, {"resume", "t", "--action", "approve"}}, 1, 0, 0},
 	{"cancel", [][]string{{"start", "t", "A3001", "--reason", "broken"}, {"resume", "t", "--action", "cancel"}}, 0, 0, 0},
-	// Issue 16: an edit loops back through prepare (a second draft
+	// An edit loops back through prepare (a second draft
 	// version); two approvals run review and review_2 in one superstep.
 	// The grant comes after start: only start makes a data dir.
 	{"edit", [][]string{{"start", "t", "A3002", "--reason", "broken"}, {"resume", "t", "--action", "edit", "--reason", "too big"}, {"resume", "t", "--action", "approve"}}, 1, 2, 0},
 	{"two", [][]string{{"start", "t", "A3003", "--reason", "broken", "--approvals", "2"}, {"approvers", "grant", "alice"}, {"resume", "t", "--action", "approve", "--user", "alice"}, {"resume", "t", "--action", "approve"}}, 1, 0, 2},
-}
-
-// faultRun runs one command of the walkthrough in data dir dir, with point
-// switched on ("" for none), and returns stdout, exit code and wall time.
-func faultRun(tb testing.TB, dir, point string, args []string) (string, int, time.Duration) {
-	tb.Helper()
-	return faultRunOn(tb, dirStore(dir), point, args)
 }
 
 // faultRunOn is faultRun on the stores of st.
@@ -100,16 +91,19 @@ type storeQuery struct{ file, sqlite, pg string }
 type dirStore string
 
 func (d dirStore) flags() []string { return []string{"--data", string(d)} }
+
 func (d dirStore) scalar(tb testing.TB, q storeQuery, args ...any) string {
 	tb.Helper()
 	return query(tb, string(d), q.file, q.sqlite, args...)
 }
+
 func (d dirStore) verifyClean(tb testing.TB) { tb.Helper(); verifyClean(tb, string(d)) }
 
-// pgFaultStore is a PostgreSQL database (main_postgres_test.go).
+// pgFaultStore is a PostgreSQL database (pgStore).
 type pgFaultStore struct{ pgStore }
 
 func (p pgFaultStore) flags() []string { return []string{"--store", p.url} }
+
 func (p pgFaultStore) scalar(tb testing.TB, q storeQuery, args ...any) string {
 	tb.Helper()
 	return p.query(tb, q.pg, args...)
@@ -408,12 +402,6 @@ func expiryAcrossCrash(t *testing.T, kind storeKind, sc scenario, k int, point s
 	return fmt.Sprintf("FAIL: stage %q, %s applications, committed before kill %v", v.Stage, apps, committed)
 }
 
-func atoi(s string) int {
-	var n int
-	fmt.Sscan(s, &n)
-	return n
-}
-
 // appendFigures appends one line per case to the figures file at path
 // (scripts/faults.sh keeps it under testdata/faults): when, the revision,
 // the fault point and command, the finished steps redone, the steps the
@@ -590,35 +578,6 @@ func TestBatchFaultPoints(t *testing.T) {
 	}
 }
 
-// TestBatchKilledAfterLastCheckpoint kills a batch after its last checkpoint
-// (the one that ends it) and before it let go of the task: the record still
-// says running while the run is done. recover, resume and the same batch
-// command again must each set the record right.
-func TestBatchKilledAfterLastCheckpoint(t *testing.T) {
-	for _, again := range [][]string{{"recover"}, {"resume", "b1"}, {"batch", "b1", ""}} {
-		t.Run(again[0], func(t *testing.T) {
-			dir := t.TempDir()
-			rows := batchFile(t, dir, 30)
-			if again[0] == "batch" {
-				again = []string{"batch", "b1", rows}
-			}
-			c := exec.Command(assistantBin(), "--data", dir, "batch", "b1", rows, "--chunk", "50")
-			c.Env = append(os.Environ(), "ASSISTANT_FAULT=after-checkpoint:rows")
-			if code := exitOf(t, c.Run()); code != 137 {
-				t.Fatalf("batch exited %d, want 137 (killed at the point)", code)
-			}
-			if got := query(t, dir, "business.sqlite", `SELECT status FROM tasks WHERE task_id = 'b1'`); got != "running" {
-				t.Fatalf("record after the kill = %s, want running (the case under test)", got)
-			}
-			mustRun(t, dir, again...)
-			checkBatchDone(t, dir, "b1", 30)
-			if got := query(t, dir, "business.sqlite", `SELECT status FROM tasks WHERE task_id = 'b1'`); got != "done" {
-				t.Errorf("record after %s = %s, want done", again[0], got)
-			}
-		})
-	}
-}
-
 // TestAnswerAfterKillBetweenCommits answers row tasks whose records a batch
 // committed (waiting at approval, with their drafts) before it was killed
 // between a chunk's two commits, so that their runs are missing: the answer
@@ -691,58 +650,58 @@ func TestAnswerAfterKillBetweenCommits(t *testing.T) {
 	}
 }
 
-// TestAnswerWhileRunning answers a task that a live process is running
-// part-way (the lease names this test process, alive, on this host): the
-// answer is refused as busy (exit 3), not as "stopped part-way".
-func TestAnswerWhileRunning(t *testing.T) {
-	dir := t.TempDir()
-	runningElsewhere(t, dir)
-	_, stderr, code := run(t, dir, "resume", "t1", "--action", "approve")
-	if code != 3 || !strings.Contains(stderr, "being run by process") {
-		t.Errorf("answer to a task run by a live process: exit %d, %q; want 3, busy", code, stderr)
-	}
+// decideFaultPoints are the points a decide run passes: its graph's node
+// (rows), the points of its chunk, and those of the return flow its rows
+// run (review, submit).
+var decideFaultPoints = []string{
+	"before:rows", "after:rows", "after-checkpoint:rows",
+	"decide:after-row", "decide:between-commits", "decide:before-release",
+	"after:review", "after-checkpoint:review", "before:submit", "submit:after-business-commit",
 }
 
-// runningElsewhere leaves task t1 (order A3001, reason "too small") in dir
-// part-way, after its lookup, held by this test process: alive, on this
-// host, as a process still driving it would be.
-func runningElsewhere(t *testing.T, dir string) {
-	t.Helper()
-	if _, code, _ := faultRun(t, dir, "after-checkpoint:lookup", []string{"start", "t1", "A3001", "--reason", "too small"}); code != 137 {
-		t.Fatalf("start exited %d, want 137 (killed at the point)", code)
-	}
-	if err := setLease(dir, "t1", os.Getpid(), time.Hour); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// setLease makes process pid on this host the holder of task's lease for
-// the next ttl, as a live process driving it would be.
-func setLease(dir, task string, pid int, ttl time.Duration) error {
-	host := returns.ThisHost()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "business.sqlite")+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	_, err = db.Exec(`UPDATE tasks SET lease_owner = 'other', lease_pid = ?, lease_host = ?, lease_until = ? WHERE task_id = ?`,
-		pid, host, time.Now().UTC().Add(ttl).Format(time.RFC3339Nano), task)
-	return err
-}
-
-// TestBatchRowBusy runs a batch whose row a live process is running
-// part-way: the batch stops with exit 3 (busy), naming the batch and the row
-// in one line, with none of the engine's thread and node names.
-func TestBatchRowBusy(t *testing.T) {
-	dir := t.TempDir()
-	runningElsewhere(t, dir)
-	file := filepath.Join(t.TempDir(), "rows.csv")
-	if err := os.WriteFile(file, []byte("task,order,reason\nt1,A3001,too small\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_, stderr, code := run(t, dir, "batch", "b1", file)
-	want := "assistant: batch b1: row 1 (task t1): conflict: task t1 is busy"
-	if code != 3 || !strings.HasPrefix(stderr, want) || strings.Contains(stderr, "node rows") || strings.Count(stderr, "\n") != 1 {
-		t.Errorf("batch with a busy row: exit %d, stderr %q; want 3 and one line starting %q", code, stderr, want)
+// TestDecideKilledAtFaultPoints kills a decide run of 120 approvals with
+// SIGKILL at each of its fault points, then finishes it with recover (or
+// with the same decide command again): every task is submitted with one
+// application and one recorded decision, and the run's report says so.
+func TestDecideKilledAtFaultPoints(t *testing.T) {
+	const n = 120
+	tmpl := t.TempDir()
+	file := parked(t, tmpl, n)
+	for i, point := range decideFaultPoints {
+		t.Run(strings.NewReplacer(":", "_", "-", "_").Replace(point), func(t *testing.T) {
+			dir := t.TempDir()
+			for _, f := range []string{"business.sqlite", "checkpoints.sqlite"} {
+				b, err := os.ReadFile(filepath.Join(tmpl, f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, _, code := decide(t, dir, file, []string{"ASSISTANT_FAULT=" + point}, "-", "--chunk", "50")
+			if code != 137 {
+				t.Fatalf("decide with %s exited %d, want 137 (killed at the point)", point, code)
+			}
+			if i%2 == 0 {
+				if got := mustRun(t, dir, "recover"); len(got["recovered"].([]any)) == 0 {
+					t.Fatalf("recover found nothing to recover: %v", got)
+				}
+			}
+			rep, stderr, code := decide(t, dir, file, nil, "-")
+			if code != 0 || rep.Status != "done" || rep.Batch.Counts["submitted"] != n {
+				t.Fatalf("decide after the kill: exit %d (%s), status %s, counts %v; want done, %d submitted", code, stderr, rep.Status, rep.Batch.Counts, n)
+			}
+			for _, r := range rep.Rows {
+				if r.Outcome != "submitted" || r.ErrorCode != "" {
+					t.Errorf("line %d (%s): %s %s %s after recovery, want submitted", r.Line, r.Task, r.Outcome, r.ErrorCode, r.Error)
+				}
+			}
+			checkAppliedOnce(t, dir, n)
+			if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM tasks WHERE status IN ('running', 'interrupted')`); got != "0" {
+				t.Errorf("%s tasks left running", got)
+			}
+			verifyClean(t, dir)
+		})
 	}
 }

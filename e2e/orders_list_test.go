@@ -1,5 +1,8 @@
 package e2e
 
+// orders list (docs/orders.md "Listing"): the output of the streaming
+// list, its memory, and the same list on PostgreSQL.
+
 import (
 	"encoding/json"
 	"fmt"
@@ -39,12 +42,12 @@ func cmdGolden(t *testing.T, name string) string {
 	return string(b)
 }
 
-// TestOrdersListAsBefore: orders list, which now streams, prints through
+// TestOrdersListMatchesTheGoldens: orders list, which now streams, prints through
 // the binary exactly what it printed before for a small data dir: the
 // JSON and text goldens of cmd's tests (written by the whole-list code),
 // with --json FIELDS each element's fields as writeJSON selected them, and
 // the top-level fields (the list, schema_version) as it selects them.
-func TestOrdersListAsBefore(t *testing.T) {
+func TestOrdersListMatchesTheGoldens(t *testing.T) {
 	t.Run("JSON", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "data")
 		mustRun(t, dir, "start", "r1", "A3003", "--reason", "size")

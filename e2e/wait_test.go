@@ -1,8 +1,7 @@
 package e2e
 
-// Issue 15, cases 1 and 2, end to end: `assistant wait` and the outcome exit
-// codes (docs/cli.md "Exit codes", docs/ci.md), and the exit of a run that
-// a signal ends, each command a separate process of the built binary.
+// wait and the outcome exit codes (docs/cli.md "wait", "Exit codes";
+// docs/ci.md "The script", "Exit codes a script sees").
 
 import (
 	"bytes"
@@ -16,58 +15,14 @@ import (
 	"time"
 )
 
-// exited runs c in the background and returns a channel that gets its exit
-// code once it ends.
-func exited(t *testing.T, c *exec.Cmd) <-chan int {
-	t.Helper()
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan int, 1)
-	go func() { done <- exitOf(t, c.Wait()) }()
-	t.Cleanup(func() { _ = c.Process.Kill() })
-	return done
-}
-
-// started starts c and kills it when the test ends; the caller Waits for
-// it itself, so that waitPosition may read c.ProcessState meanwhile
-// without a race (exited's goroutine would write it).
-func started(t *testing.T, c *exec.Cmd) {
-	t.Helper()
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Process.Kill() })
-}
-
-// stillRunning fails the test if the process behind done has ended.
-func stillRunning(t *testing.T, what string, done <-chan int) {
-	t.Helper()
-	select {
-	case code := <-done:
-		t.Fatalf("%s ended (exit %d) before anything decided the task", what, code)
-	default:
-	}
-}
-
-// statusOf decodes the status of a printed view.
-func statusOf(t *testing.T, out string) string {
-	t.Helper()
-	var v struct{ Status string }
-	if err := json.Unmarshal([]byte(out), &v); err != nil {
-		t.Fatalf("stdout is not one JSON view: %v\n%s", err, out)
-	}
-	return v.Status
-}
-
-// TestCIWaitScript runs testdata/script/ci_wait.sh, the CI example of
+// TestCIWaitScript runs testdata/ci_wait.sh, the CI example of
 // docs/ci.md, three times at once: a person approves one task and cancels
 // another from other processes a moment later, and lets the third task's
 // draft (3 s) expire. Each script exits by its task's outcome: 0, 5, 6.
 func TestCIWaitScript(t *testing.T) {
 	dir := t.TempDir()
 	makeDataDir(t, dir) // the data dir, before three starts race to make it
-	script, err := filepath.Abs("testdata/script/ci_wait.sh")
+	script, err := filepath.Abs("testdata/ci_wait.sh")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,41 +206,46 @@ func TestExitStatus(t *testing.T) {
 	}
 }
 
-// TestSignalledBatchExits130Or143 is case 1: a batch ended by SIGINT or
-// SIGTERM part-way exits 130 or 143 (so `batch … && deploy` stops there),
-// with or without --exit-status, after saving its rows; resume finishes it.
-func TestSignalledBatchExits130Or143(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		sig  syscall.Signal
-		code int
-		flag []string
-	}{
-		{"SIGINT", syscall.SIGINT, 130, nil},
-		{"SIGTERM", syscall.SIGTERM, 143, nil},
-		{"SIGTERMWithExitStatus", syscall.SIGTERM, 143, []string{"--exit-status"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir() // batchFile's import makes the data dir
-			c := exec.Command(assistantBin(), append([]string{"--data", dir, "--output", "json", "batch", "b1", batchFile(t, dir, 5000)}, tc.flag...)...)
-			var out, errb bytes.Buffer
-			c.Stdout, c.Stderr = &out, &errb
-			started(t, c)
-			waitPosition(t, dir, "b1", 50, c)
-			if err := c.Process.Signal(tc.sig); err != nil {
-				t.Fatal(err)
-			}
-			if code := exitOf(t, c.Wait()); code != tc.code {
-				t.Fatalf("batch ended by %s: exit %d, want %d; stderr %q", tc.name, code, tc.code, errb.String())
-			}
-			if got := statusOf(t, out.String()); got != "interrupted" {
-				t.Errorf("batch ended by %s printed status %s, want interrupted", tc.name, got)
-			}
-			if !strings.Contains(errb.String(), "resume b1") || strings.Count(errb.String(), "\n") != 1 {
-				t.Errorf("stderr %q, want one line with the resume command", errb.String())
-			}
-			mustRun(t, dir, "resume", "b1")
-			checkBatchDone(t, dir, "b1", 5000)
-		})
+// startWait starts `assistant wait TASK` and returns once it has had time
+// to begin polling (the tests below check its end, not this pause).
+func startWait(t *testing.T, dir, task string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "wait", task)
+	var stderr bytes.Buffer
+	c.Stdout, c.Stderr = new(bytes.Buffer), &stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	return c, &stderr
+}
+
+// endOf waits for c to exit, at most a minute, and returns its exit code.
+func endOf(t *testing.T, c *exec.Cmd) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	select {
+	case err := <-done:
+		return exitOf(t, err)
+	case <-time.After(time.Minute):
+		_ = c.Process.Kill()
+		<-done
+		t.Fatal("the command did not end within a minute")
+	}
+	return -1
+}
+
+// TestWaitDataDirDeleted: wait ends exit 4 with one line when its data dir
+// is deleted under it, instead of waiting for ever.
+func TestWaitDataDirDeleted(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mustRun(t, dir, "start", "r1", "A3003", "--reason", "x")
+	c, stderr := startWait(t, dir, "r1")
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if code := endOf(t, c); code != 4 || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), "was deleted while waiting") {
+		t.Errorf("wait after its data dir was deleted: exit %d, stderr %q; want exit 4 and one line", code, stderr.String())
 	}
 }
