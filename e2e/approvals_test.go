@@ -22,6 +22,7 @@ func allApplications(t *testing.T, dir string) string {
 }
 
 func TestTwoPersonApproval(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ciBotOrders(t, dir)
 	as(t, dir, "ci-bot", 0, "approvers", "grant", "alice")
@@ -184,6 +185,7 @@ func aliceCountsOnce(t *testing.T, dir, id string) {
 // grant before bob's approval leaves it counted (it was given while
 // granted); the submit happens once, the trail naming both.
 func TestKilledFirstApprovalIsInTheTrail(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ciBotOrders(t, dir)
 	v := twoApproverTask(t, dir, "k1", "C1")
@@ -220,11 +222,13 @@ func TestKilledFirstApprovalIsInTheTrail(t *testing.T) {
 // under its own decision id (recorded once), and so does bob's approve
 // when she does not come back: both submit once with the two approvals.
 func TestApprovalRecordedButNotSavedCounts(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		again bool // alice approves again before bob
 	}{{"AliceAgain", true}, {"BobCarriesIt", false}} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			ciBotOrders(t, dir)
 			twoApproverTask(t, dir, "a1", "C1")
@@ -260,6 +264,7 @@ func TestApprovalRecordedButNotSavedCounts(t *testing.T) {
 // conflict naming who answered it (exit 3); an interrupt id the task
 // never asked stays exit 2; once done the retry is exit 0, reused.
 func TestInterruptRetryOfAnAnsweredQuestion(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ciBotOrders(t, dir)
 	v := twoApproverTask(t, dir, "r1", "C1")
@@ -291,8 +296,10 @@ func TestInterruptRetryOfAnAnsweredQuestion(t *testing.T) {
 // the same, as it counts (recover submits it), and once submitted the
 // trail holds it once.
 func TestKilledSingleApprovalIsShown(t *testing.T) {
+	t.Parallel()
 	for _, point := range []string{"before:review", "after-checkpoint:review"} {
 		t.Run(point, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			ciBotOrders(t, dir)
 			as(t, dir, "ci-bot", 0, "approvers", "grant", "alice")
@@ -321,6 +328,7 @@ func TestKilledSingleApprovalIsShown(t *testing.T) {
 // run; bob's plain resume is told to wait too. The owner's plain resume
 // may still offer stop. Once alice's process ends, bob's approve submits.
 func TestBusyHintsNameNoStopToApprovers(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ point, names string }{
 		{"after:review", "approve by alice"},
 		// Her answer is in the trail before it is saved (before review
@@ -328,6 +336,7 @@ func TestBusyHintsNameNoStopToApprovers(t *testing.T) {
 		{"before:review", "approve by alice"},
 	} {
 		t.Run(c.point, func(t *testing.T) {
+			t.Parallel()
 			dir := twoApprovals(t, "hz2")
 			p := pausedAnswer(t, dir, c.point, "alice", "hz2")
 			for _, args := range [][]string{
@@ -361,6 +370,7 @@ func TestBusyHintsNameNoStopToApprovers(t *testing.T) {
 // after review ran or before), so `list | decide -` does not skip it, and
 // list writes nothing.
 func TestCrashedFirstApprovalIsListedAsShown(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		point       string
 		aliceAwaits bool // her answer was not recorded
@@ -369,6 +379,7 @@ func TestCrashedFirstApprovalIsListedAsShown(t *testing.T) {
 		{"before:review", false},
 	} {
 		t.Run(c.point, func(t *testing.T) {
+			t.Parallel()
 			dir := crashedFirstApproval(t, "k1", c.point)
 			v, _ := as(t, dir, "ci-bot", 0, "show", "k1")
 			if v.Status != "waiting" {
@@ -412,12 +423,14 @@ func TestCrashedFirstApprovalIsListedAsShown(t *testing.T) {
 // edit makes version 2; an approve of the other question named by
 // --interrupt is still exit 3.
 func TestFirstApproverRetriesAndCancels(t *testing.T) {
+	t.Parallel()
 	for _, point := range []string{"after:review", ""} {
 		name := point
 		if name == "" {
 			name = "reported"
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			first := func(task string) string {
 				if point == "" {
 					dir := twoApprovals(t, task)
@@ -569,6 +582,7 @@ func TestLosingApproverIsToldTheTaskWasAnswered(t *testing.T) {
 		{"datadir", func(t *testing.T) []string { return []string{"--data", filepath.Join(dir, "data")} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			flags := append(tc.flags(t), "--output", "json")
 			run := func(env []string, args ...string) *exec.Cmd {
 				c := exec.Command(assistantBin(), append(flags, args...)...)

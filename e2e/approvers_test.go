@@ -11,6 +11,7 @@ import (
 )
 
 func TestApproverScope(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ciBotOrders(t, dir)
 	as(t, dir, "ci-bot", 0, "start", "u1", "C1", "--reason", "broken")
@@ -66,6 +67,7 @@ func TestApproverScope(t *testing.T) {
 // authorised when given (docs/recovery.md "Recover"). She can no longer
 // see the task.
 func TestRecoverKeepsAnApproveOfARevokedGrant(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	as(t, dir, "demo-user", 0, "start", "g1", "A3001", "--reason", "size")
 	as(t, dir, "demo-user", 0, "approvers", "grant", "alice")
@@ -97,6 +99,7 @@ func TestRecoverKeepsAnApproveOfARevokedGrant(t *testing.T) {
 // owner's order would be refused, only recover, saying the owner can
 // start one; the command offered works for them.
 func TestExpiredCardOffersAGranteeWhatWorks(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ciBotOrders(t, dir)
 	as(t, dir, "ci-bot", 0, "approvers", "grant", "alice")

@@ -22,6 +22,7 @@ import (
 // the repeats are reported duplicate_order; show --rows reports every row,
 // unknown orders included, in JSON and CSV (golden files).
 func TestBatchDraftTTLDuplicatesAndRows(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	batchFile(t, dir, 2) // imports R00000 and R00001
 	rows := filepath.Join(t.TempDir(), "rows.csv")
@@ -99,6 +100,7 @@ func golden(t *testing.T, path, got string) {
 // part-way: the batch stops with exit 3 (busy), naming the batch and the row
 // in one line, with none of the engine's thread and node names.
 func TestBatchRowBusy(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	runningElsewhere(t, dir)
 	file := filepath.Join(t.TempDir(), "rows.csv")
@@ -264,6 +266,7 @@ func decodeRows(t *testing.T, out string) rowsView {
 // run to its last row and exits 0, every row run once; it never exits 0
 // on the first's stopped run.
 func TestRowsCommandAgainContinues(t *testing.T) {
+	t.Parallel()
 	cuts := []struct {
 		name string
 		cut  func(t *testing.T, dir, id string, p *exec.Cmd)
@@ -279,6 +282,7 @@ func TestRowsCommandAgainContinues(t *testing.T) {
 	for _, rc := range rowsCommands {
 		for _, cut := range cuts {
 			t.Run(rc.name+"/"+cut.name, func(t *testing.T) {
+				t.Parallel()
 				dir := t.TempDir()
 				args, stdin := rc.prepare(t, dir, rc.n)
 				first, out, errb := startRows(t, dir, args, stdin)
@@ -331,8 +335,10 @@ func TestRowsCommandAgainContinues(t *testing.T) {
 // process, with nothing run; another file for the same id is exit 3 too.
 // Once the first is let go (SIGCONT) it finishes, every row run once.
 func TestRowsCommandAgainWhileRunning(t *testing.T) {
+	t.Parallel()
 	for _, rc := range rowsCommands {
 		t.Run(rc.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			args, stdin := rc.prepare(t, dir, rc.n)
 			first, out, errb := startRows(t, dir, args, stdin)
@@ -390,6 +396,7 @@ func TestRowsCommandAgainWhileRunning(t *testing.T) {
 // same rows, run at the same time, both finish; each row's task is run once
 // (one task, one draft), and nothing is left running without a holder.
 func TestOverlappingBatches(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rows := batchFile(t, dir, 3000)
 	makeDataDir(t, dir) // make the data dir before both start

@@ -18,6 +18,7 @@ import (
 )
 
 func TestConventionsEnvironmentVariables(t *testing.T) {
+	t.Parallel()
 	work := t.TempDir()
 	data := filepath.Join(work, "env-data")
 	env := []string{"ASSISTANT_DATA=" + data, "ASSISTANT_USER=other-user"}
@@ -57,6 +58,7 @@ func TestConventionsEnvironmentVariables(t *testing.T) {
 // from the binary; a build as scripts/demo.sh makes it, in a git checkout,
 // carries the revision.
 func TestConventionsVersionStamp(t *testing.T) {
+	t.Parallel()
 	revision := regexp.MustCompile(`(?m)^\s*build\s+vcs\.revision=([0-9a-f]+)$`)
 	check := func(t *testing.T, bin string) (rev string) {
 		t.Helper()
@@ -103,6 +105,7 @@ func TestConventionsVersionStamp(t *testing.T) {
 // another live process holds (an answer or a resume of it that took it a
 // moment before) says which process holds it, not "a batch".
 func TestConventionsHeldTaskNamesItsHolder(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	if _, stderr, code := run(t, dir, "start", "r1", "A3003", "--reason", "size"); code != 0 {
 		t.Fatalf("start: exit %d: %s", code, stderr)
@@ -138,6 +141,7 @@ func TestEmptyFlagValuesDoNothing(t *testing.T) {
 		}
 	}
 	t.Run("NoDataDir", func(t *testing.T) {
+		t.Parallel()
 		for _, args := range [][]string{
 			{"--data", "", "start", "t", "A3001"}, {"--data", "", "batch", "b", rows}, {"--data", "", "show", "t"},
 			{"--data", "", "verify"}, {"--data", "", "orders", "list"}, {"--data", "", "list"}, {"--data", "", "recover"},
@@ -153,6 +157,7 @@ func TestEmptyFlagValuesDoNothing(t *testing.T) {
 		}
 	})
 	t.Run("DataDirUnchanged", func(t *testing.T) {
+		t.Parallel()
 		dir := t.TempDir()
 		mustRun(t, dir, "start", "t1", "A3001") // waits for a reason
 		mustRun(t, dir, "start", "t2", "A3002", "--reason", "too small")
@@ -187,6 +192,7 @@ func TestEmptyFlagValuesDoNothing(t *testing.T) {
 // TestUserIsValidated: --user and ASSISTANT_USER follow the task-id rule;
 // the refusal is exit 2 with one escaped line, and nothing is made.
 func TestUserIsValidated(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	for _, tc := range []struct {
 		flag, env string
@@ -225,6 +231,7 @@ func TestUserIsValidated(t *testing.T) {
 // line, exit 2, no file changed. Names that differ in case stay distinct
 // users.
 func TestUserNamesRefuseInvisibleCharacters(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ciBotOrders(t, dir)
 	for _, name := range []string{"\u3164", "\u2800", "ali\u034fce", "bo\ufe0fb", "\u115fx", "a\u00adb", "\uffa0"} {

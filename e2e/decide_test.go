@@ -58,11 +58,18 @@ func decide(t *testing.T, dir string, stdin string, env []string, args ...string
 	return rep, errb.String(), code
 }
 
-// parked makes n tasks row-0000… waiting for approval in dir (a batch of
-// its own orders) and returns a decide file approving them all.
+// parked makes n tasks row-0000… waiting for approval in dir (a batch
+// "parked" of its own orders) and returns a decide file approving them
+// all. A new data dir is a copy of the fixture that batch made.
 func parked(t *testing.T, dir string, n int) string {
 	t.Helper()
-	mustRun(t, dir, "batch", "parked", batchFile(t, dir, n))
+	park := func(tb testing.TB, dir string) {
+		tb.Helper()
+		mustRun(tb, dir, "batch", "parked", batchFile(tb, dir, n))
+	}
+	if !fromFixture(t, dir, fmt.Sprintf("parked-%d", n), park) {
+		park(t, dir)
+	}
 	var b strings.Builder
 	b.WriteString("task,action\n")
 	for i := range n {
@@ -93,6 +100,7 @@ func checkAppliedOnce(t *testing.T, dir string, n int) {
 // docs/cli.md shows: list --output csv, an action filled in by sed,
 // decide reading stdin.
 func TestDecideTenThousand(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("10,000 decisions: skipped with -short")
 	}
@@ -130,6 +138,7 @@ func TestDecideTenThousand(t *testing.T) {
 // refuses: each row is reported with the code `assistant resume` exits
 // with for the same answer, and the other rows are applied.
 func TestDecideRowsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	parked(t, dir, 5)
 	mustRun(t, dir, "resume", "row-0001", "--action", "cancel") // ended: cancelled
@@ -233,6 +242,7 @@ func TestDecideRowsRefused(t *testing.T) {
 // TestDecideWaitStopResume: a decide run is a task: wait on it, stop it
 // part-way and resume it.
 func TestDecideWaitStopResume(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := parked(t, dir, 3000)
 	c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "decide", "-", "--id", "d1", "--chunk", "10", "--exit-status")
@@ -267,6 +277,7 @@ func TestDecideWaitStopResume(t *testing.T) {
 // batch is invalid_input with resume's message; --id NEW runs the file as a
 // new run.
 func TestDecideAgainSaysItRan(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := parked(t, dir, 2) + "parked,approve\nnobody,cancel\n"
 	first, stderr, code := decide(t, dir, file, nil, "-")
@@ -300,6 +311,7 @@ func TestDecideAgainSaysItRan(t *testing.T) {
 // report and the same run id (a hash of the user and the file's bytes,
 // whatever names them).
 func TestDecideFromPipes(t *testing.T) {
+	t.Parallel()
 	ref := t.TempDir()
 	file := parked(t, ref, 3)
 	want, errOut, code := decide(t, ref, file, nil, "-")
@@ -325,6 +337,7 @@ func TestDecideFromPipes(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			parked(t, dir, 3)
 			csv := filepath.Join(t.TempDir(), "dec.csv")
@@ -355,6 +368,7 @@ func TestDecideFromPipes(t *testing.T) {
 // gone once the command ends, also when it is killed part-way, and the
 // run then finished by the same command again decides every row once.
 func TestDecideStdinSpool(t *testing.T) {
+	t.Parallel()
 	const n = 150
 	dir := t.TempDir()
 	file := parked(t, dir, n)
@@ -389,6 +403,7 @@ func TestDecideStdinSpool(t *testing.T) {
 // --rows (json, csv, text) alike; the text card of a decide run is titled
 // "Decide run", as show --rows titles it.
 func TestDecideRowErrorsPasteAsResumes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ciBotOrders(t, dir)
 	as(t, dir, "ci-bot", 0, "approvers", "grant", "alice")

@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -113,11 +114,21 @@ func (p pgFaultStore) scalar(tb testing.TB, q storeQuery, args ...any) string {
 type storeKind struct {
 	name string
 	make func(t *testing.T) faultStore
+	// copy makes a new store holding what from holds, which no process
+	// has open; nil when the kind cannot, and a case runs the steps
+	// before its own again.
+	copy func(t *testing.T, from faultStore) faultStore
 }
 
 var (
-	sqliteKind   = storeKind{"sqlite", func(t *testing.T) faultStore { return dirStore(t.TempDir()) }}
-	postgresKind = storeKind{"postgres", func(t *testing.T) faultStore { return pgFaultStore{newPGStore(t)} }}
+	sqliteKind = storeKind{"sqlite",
+		func(t *testing.T) faultStore { return dirStore(t.TempDir()) },
+		func(t *testing.T, from faultStore) faultStore {
+			dir := t.TempDir()
+			copyDataDir(t, string(from.(dirStore)), dir)
+			return dirStore(dir)
+		}}
+	postgresKind = storeKind{"postgres", func(t *testing.T) faultStore { return pgFaultStore{newPGStore(t)} }, nil}
 )
 
 // The matrix's questions to the stores, about task "t".
@@ -180,7 +191,10 @@ type faultCase struct {
 	scenario string
 	step     int
 	point    string
-	checks   [6]string // pass, FAIL: why, or n/a
+	// order is the case's place in the matrix: its scenario's, then its
+	// step's, then its point's in faultPoints.
+	order  [3]int
+	checks [6]string // pass, FAIL: why, or n/a
 	// The recovering command's own figures (its JSON "recovery"; zero when
 	// it continued no crashed run): finished steps run again, steps the
 	// kill cut, its wall time.
@@ -189,12 +203,16 @@ type faultCase struct {
 	wall                time.Duration
 }
 
-func TestFaultMatrix(t *testing.T) { faultMatrix(t, sqliteKind, scenarios) }
+func TestFaultMatrix(t *testing.T) {
+	t.Parallel()
+	faultMatrix(t, sqliteKind, scenarios)
+}
 
 // TestFaultMatrixPostgres runs the matrix on PostgreSQL: the scenarios
 // named in FAULT_PG_SCENARIOS ("all" for every one; default approve and
 // two, which reach every submit point and the parallel review).
 func TestFaultMatrixPostgres(t *testing.T) {
+	t.Parallel()
 	names := "approve,two"
 	if s := os.Getenv("FAULT_PG_SCENARIOS"); s != "" {
 		names = s
@@ -212,27 +230,54 @@ func TestFaultMatrixPostgres(t *testing.T) {
 // kind, and checks that the points the matrix needs were reached: all of
 // them when scs is every scenario, the submit points otherwise.
 func faultMatrix(t *testing.T, kind storeKind, scs []scenario) {
-	var cases []faultCase
-	for _, sc := range scs {
-		// The run with no fault, the reference for equivalence.
-		ref := kind.make(t)
-		var final string
-		for _, st := range sc.steps {
-			if _, code, _ := faultRunOn(t, ref, "", st); code != 0 {
-				t.Fatalf("%s: reference run: %v exit %d", sc.name, st, code)
-			}
-		}
-		final, _, _ = faultRunOn(t, ref, "", []string{"show", "t"})
-
-		for k := range sc.steps {
-			for _, point := range faultPoints() {
-				c, reached := runFaultCase(t, kind, sc, k, point, mask(final))
-				if reached {
-					cases = append(cases, c)
+	// Each case runs in a subtest of its own, in parallel with the others
+	// (they share nothing), unless FAULT_FIGURES asks for the figures:
+	// then one at a time, so that each recovery's wall time is its own.
+	parallel := os.Getenv("FAULT_FIGURES") == ""
+	var (
+		mu    sync.Mutex
+		cases []faultCase
+	)
+	t.Run("cases", func(t *testing.T) {
+		for i, sc := range scs {
+			t.Run(sc.name, func(t *testing.T) {
+				if parallel {
+					t.Parallel()
 				}
-			}
+				// The run with no fault, the reference for equivalence; on
+				// the way, a copy of what the steps before each step leave,
+				// where a case of that step starts (nil: from nothing).
+				ref := kind.make(t)
+				before := make([]faultStore, len(sc.steps))
+				for k, st := range sc.steps {
+					if k > 0 && kind.copy != nil {
+						before[k] = kind.copy(t, ref)
+					}
+					if _, code, _ := faultRunOn(t, ref, "", st); code != 0 {
+						t.Fatalf("%s: reference run: %v exit %d", sc.name, st, code)
+					}
+				}
+				final, _, _ := faultRunOn(t, ref, "", []string{"show", "t"})
+				for k := range sc.steps {
+					for j, point := range faultPoints() {
+						t.Run(fmt.Sprintf("%d_%s", k+1, point), func(t *testing.T) {
+							if parallel {
+								t.Parallel()
+							}
+							c, reached := runFaultCase(t, kind, sc, k, point, mask(final), before[k])
+							if reached {
+								c.order = [3]int{i, k, j}
+								mu.Lock()
+								cases = append(cases, c)
+								mu.Unlock()
+							}
+						})
+					}
+				}
+			})
 		}
-	}
+	})
+	slices.SortFunc(cases, func(a, b faultCase) int { return slices.Compare(a.order[:], b.order[:]) })
 	report := formatMatrix(cases)
 	t.Logf("\nstores: %s\n%s", kind.name, report)
 	if path := os.Getenv("FAULT_REPORT"); path != "" && kind.name == sqliteKind.name {
@@ -265,15 +310,22 @@ func faultMatrix(t *testing.T, kind storeKind, scs []scenario) {
 	}
 }
 
-// runFaultCase kills step k of sc at point and checks recovery. reached is
-// false when the command never reaches the point.
-func runFaultCase(t *testing.T, kind storeKind, sc scenario, k int, point, wantFinal string) (faultCase, bool) {
+// runFaultCase kills step k of sc at point and checks recovery. The case
+// starts from a copy of before, what the steps before k leave, or, when
+// before is nil, runs those steps on a new store. reached is false when
+// the command never reaches the point.
+func runFaultCase(t *testing.T, kind storeKind, sc scenario, k int, point, wantFinal string, before faultStore) (faultCase, bool) {
 	t.Helper()
 	c := faultCase{scenario: sc.name, step: k, point: point}
-	dir := kind.make(t)
-	for _, st := range sc.steps[:k] {
-		if _, code, _ := faultRunOn(t, dir, "", st); code != 0 {
-			t.Fatalf("%s: step %v exit %d", sc.name, st, code)
+	var dir faultStore
+	if before != nil {
+		dir = kind.copy(t, before)
+	} else {
+		dir = kind.make(t)
+		for _, st := range sc.steps[:k] {
+			if _, code, _ := faultRunOn(t, dir, "", st); code != 0 {
+				t.Fatalf("%s: step %v exit %d", sc.name, st, code)
+			}
 		}
 	}
 	_, code, _ := faultRunOn(t, dir, point, sc.steps[k])
@@ -466,6 +518,7 @@ const chaosAttempts = "--max-attempts=1000000"
 //
 //	CHAOS_KILLS=1000 go test -run TestChaos -timeout 60m .
 func TestChaos(t *testing.T) {
+	t.Parallel()
 	kills := 30
 	if s := os.Getenv("CHAOS_KILLS"); s != "" {
 		kills = atoi(s)
@@ -558,8 +611,10 @@ func TestChaos(t *testing.T) {
 // (the chunk node "rows" and the point after each row) and recovers it: one
 // task and one draft per row, nothing left running.
 func TestBatchFaultPoints(t *testing.T) {
+	t.Parallel()
 	for _, point := range []string{"before:rows", "after:rows", "after-checkpoint:rows", "batch:after-row", "batch:between-commits", "batch:before-release"} {
 		t.Run(strings.ReplaceAll(point, ":", "_"), func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			rows := batchFile(t, dir, 120)
 			c := exec.Command(assistantBin(), "--data", dir, "batch", "b1", rows, "--chunk", "50")
@@ -583,6 +638,7 @@ func TestBatchFaultPoints(t *testing.T) {
 // between a chunk's two commits, so that their runs are missing: the answer
 // must be applied to the question the run asks again, not dropped.
 func TestAnswerAfterKillBetweenCommits(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c := exec.Command(assistantBin(), "--data", dir, "batch", "b1", batchFile(t, dir, 120), "--chunk", "50")
 	c.Env = append(os.Environ(), "ASSISTANT_FAULT=batch:between-commits")
@@ -664,21 +720,15 @@ var decideFaultPoints = []string{
 // with the same decide command again): every task is submitted with one
 // application and one recorded decision, and the run's report says so.
 func TestDecideKilledAtFaultPoints(t *testing.T) {
+	t.Parallel()
 	const n = 120
 	tmpl := t.TempDir()
 	file := parked(t, tmpl, n)
 	for i, point := range decideFaultPoints {
 		t.Run(strings.NewReplacer(":", "_", "-", "_").Replace(point), func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
-			for _, f := range []string{"business.sqlite", "checkpoints.sqlite"} {
-				b, err := os.ReadFile(filepath.Join(tmpl, f))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
+			copyTo(t, tmpl, dir, "business.sqlite", "checkpoints.sqlite")
 			_, _, code := decide(t, dir, file, []string{"ASSISTANT_FAULT=" + point}, "-", "--chunk", "50")
 			if code != 137 {
 				t.Fatalf("decide with %s exited %d, want 137 (killed at the point)", point, code)

@@ -20,13 +20,16 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -41,14 +44,22 @@ var binDir string
 func TestMain(m *testing.M) {
 	// The tests start processes that must not inherit a fault point.
 	os.Unsetenv("ASSISTANT_FAULT")
+	// The tests wait on processes (their locks, leases, timeouts and
+	// signals) far more than they compute: let more of them run at once
+	// than go test's default of one per CPU, unless -parallel says.
+	flag.Parse()
+	if !flagSet("test.parallel") {
+		_ = flag.Set("test.parallel", strconv.Itoa(min(maxParallel, parallelPerCPU*runtime.GOMAXPROCS(0))))
+	}
 	dir, err := os.MkdirTemp("", "assistant-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	binDir = dir
-	// Built as README.md builds it: static, without cgo.
-	build := exec.Command("go", "build", "-o", filepath.Join(dir, "assistant"), "..")
+	// Built as README.md builds it: static, without cgo; beside it the
+	// command query runs, which must not be a race build.
+	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "..", "./internal/sqlquery")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
@@ -62,10 +73,25 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// How many tests run at once by default: parallelPerCPU a CPU, at most
+// maxParallel (each may run a few processes and PostgreSQL sessions).
+const (
+	parallelPerCPU = 4
+	maxParallel    = 16
+)
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // assistantBin is the path of the binary under test.
 func assistantBin() string { return filepath.Join(binDir, "assistant") }
 
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
@@ -629,31 +655,116 @@ func hasOpen(pid int, name string) bool {
 
 // makeDataDir creates the data dir dir as a command that makes one would
 // (read-only commands make none): it imports one order, INIT0, delivered
-// two days ago, that no test uses.
+// two days ago, that no test uses. A new data dir is a copy of the
+// fixture that import made.
 func makeDataDir(t *testing.T, dir string) {
 	t.Helper()
-	file := filepath.Join(t.TempDir(), "init-orders.csv")
-	row := "order_id,user,item,delivered_at,final_sale\nINIT0,demo-user,Data dir maker," + time.Now().UTC().AddDate(0, 0, -2).Format(time.RFC3339) + ",false\n"
-	if err := os.WriteFile(file, []byte(row), 0o600); err != nil {
-		t.Fatal(err)
+	importInit := func(tb testing.TB, dir string) {
+		tb.Helper()
+		file := filepath.Join(tb.TempDir(), "init-orders.csv")
+		row := "order_id,user,item,delivered_at,final_sale\nINIT0,demo-user,Data dir maker," + time.Now().UTC().AddDate(0, 0, -2).Format(time.RFC3339) + ",false\n"
+		if err := os.WriteFile(file, []byte(row), 0o600); err != nil {
+			tb.Fatal(err)
+		}
+		mustRun(tb, dir, "orders", "import", file)
 	}
-	mustRun(t, dir, "orders", "import", file)
+	if !fromFixture(t, dir, "init", importInit) {
+		importInit(t, dir)
+	}
+}
+
+// A fixture is a data dir that many tests start from: made once by the
+// commands that make it, then copied into each test's new data dir, which
+// costs a copy of two files instead of the commands. One older than
+// fixtureMaxAge is made again, so that the drafts a test finds in it are
+// as fresh as if it had made them (a draft is valid for 300 s by default).
+type fixture struct {
+	mu  sync.Mutex
+	dir string    // the data dir; "" until made
+	at  time.Time // when its making began
+}
+
+const fixtureMaxAge = time.Minute
+
+var (
+	fixturesMu sync.Mutex
+	fixtures   = map[string]*fixture{}
+)
+
+// fromFixture makes dir, when it does not exist or is empty, a copy of the
+// fixture name, which build makes in a new directory the first time it is
+// asked for (and again once it is older than fixtureMaxAge), and reports
+// true; it copies nothing and reports false when dir holds files: a
+// fixture makes a data dir, it does not add to one.
+func fromFixture(tb testing.TB, dir, name string, build func(tb testing.TB, dir string)) bool {
+	tb.Helper()
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
+		return false
+	}
+	fixturesMu.Lock()
+	f := fixtures[name]
+	if f == nil {
+		f = &fixture{}
+		fixtures[name] = f
+	}
+	fixturesMu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.dir == "" || time.Since(f.at) > fixtureMaxAge {
+		parent, err := os.MkdirTemp(binDir, "fixture-"+name+"-")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		at := time.Now()
+		build(tb, filepath.Join(parent, "data"))
+		f.dir, f.at = filepath.Join(parent, "data"), at
+	}
+	copyDataDir(tb, f.dir, dir)
+	return true
+}
+
+// copyDataDir copies the data dir src, closed cleanly, to dst as a clean
+// close leaves it: the two files, then each one's empty -wal, written
+// after the file, so that the next open finds it as left by a clean close
+// (no -wal, or one older than its file, would make it check the file).
+func copyDataDir(tb testing.TB, src, dst string) {
+	tb.Helper()
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	copyTo(tb, src, dst, "checkpoints.sqlite", "business.sqlite")
+	for _, name := range []string{"checkpoints.sqlite-wal", "business.sqlite-wal"} {
+		wal, err := os.Stat(filepath.Join(src, name))
+		if err != nil || wal.Size() != 0 {
+			tb.Fatalf("fixture %s: %s is not as a clean close leaves it (%v)", src, name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, name), nil, 0o600); err != nil {
+			tb.Fatal(err)
+		}
+		now := time.Now()
+		if err := os.Chtimes(filepath.Join(dst, name), now, now); err != nil {
+			tb.Fatal(err)
+		}
+	}
 }
 
 // query runs one SQL query on a file of the data dir (read-only) and returns
-// the first column of the first row as text.
+// the first column of the first row as text. It runs in a process of its
+// own (internal/sqlquery): in this race build SQLite is many times slower.
 func query(tb testing.TB, dir, file, q string, args ...any) string {
 	tb.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, file)+"?mode=ro&_pragma=busy_timeout(5000)")
+	in, err := json.Marshal(args)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer db.Close()
-	var v any
-	if err := db.QueryRow(q, args...).Scan(&v); err != nil {
-		tb.Fatalf("%s: %s: %v", file, q, err)
+	c := exec.Command(filepath.Join(binDir, "sqlquery"), filepath.Join(dir, file), q)
+	c.Stdin = bytes.NewReader(in)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	if err := c.Run(); err != nil {
+		tb.Fatalf("%s: %s: %v: %s", file, q, err, strings.TrimSpace(errb.String()))
 	}
-	return fmt.Sprint(v)
+	return out.String()
 }
 
 // record returns a column of task's record.
@@ -905,11 +1016,18 @@ func writeFile(t *testing.T, name, text string) string {
 
 // batchFile writes a batch CSV of n rows, each for an eligible order of its
 // own that it imports into data dir dir, each with a reason, so that every
-// row's task parks at approval with one draft, and returns its path.
+// row's task parks at approval with one draft, and returns its path. A new
+// data dir is a copy of the fixture that import made.
 func batchFile(tb testing.TB, dir string, n int) string {
 	tb.Helper()
 	path, ordersPath := rowFiles(tb, n)
-	mustRun(tb, dir, "orders", "import", ordersPath)
+	importOrders := func(tb testing.TB, dir string) {
+		tb.Helper()
+		mustRun(tb, dir, "orders", "import", ordersPath)
+	}
+	if !fromFixture(tb, dir, fmt.Sprintf("orders-%d", n), importOrders) {
+		importOrders(tb, dir)
+	}
 	return path
 }
 
@@ -1003,7 +1121,9 @@ func waitPosition(t *testing.T, dir, batch string, min int, proc *exec.Cmd) {
 		if proc.ProcessState != nil {
 			t.Fatalf("batch process ended before row %d", min)
 		}
-		time.Sleep(20 * time.Millisecond)
+		// Each look is a process of its own: look often enough to catch
+		// the batch part-way, not so often that the looks slow it down.
+		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("batch did not reach row %d", min)
 }

@@ -22,6 +22,7 @@ import (
 // the limit), not by filling memory; ids with control characters are
 // refused by line.
 func TestOrdersHostileInput(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	start := time.Now()
 	_, errOut, code := run(t, dir, "orders", "import", "/dev/zero")
@@ -55,6 +56,7 @@ func TestOrdersHostileInput(t *testing.T) {
 // draft id on one line is quoted cut: the field is never read whole nor
 // echoed whole to stderr.
 func TestHugeFieldRefusedInOneShortLine(t *testing.T) {
+	t.Parallel()
 	field := `"` + strings.Repeat(strings.Repeat("x", 99)+"\n", 20_000) + `"`
 	for _, tc := range []struct {
 		name, content string
@@ -67,6 +69,7 @@ func TestHugeFieldRefusedInOneShortLine(t *testing.T) {
 		{"decide draft one line", "task,action,draft\nt1,approve," + strings.Repeat("d ", 400_000) + "\n", []string{"decide", "FILE"}, `draft id "d d d`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			file := filepath.Join(t.TempDir(), "in.csv")
 			if err := os.WriteFile(file, []byte(tc.content), 0o600); err != nil {
 				t.Fatal(err)
@@ -96,6 +99,7 @@ func TestHugeFieldRefusedInOneShortLine(t *testing.T) {
 // whose rows do not follow each other are named together, in line order;
 // every orders file refusal says "nothing was imported".
 func TestInputMessageShapes(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	badHeader := filepath.Join(tmp, "badheader.csv")
 	if err := os.WriteFile(badHeader, []byte("order_id,us\"er,item\nA,b,c\n"), 0o600); err != nil {
@@ -114,6 +118,7 @@ func TestInputMessageShapes(t *testing.T) {
 		{"scattered and bad rows", []string{"orders", "import", scattered}, []string{"nothing was imported: line 4: order X1 is also on line 2", "; line 5: item must not be empty"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			dir := filepath.Join(t.TempDir(), "data")
 			_, errOut, code := runText(t, dir, tc.args...)
 			if code != 2 || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
@@ -160,6 +165,7 @@ func bigBatch(tb testing.TB, n int) (string, int64) {
 // cut at 64 MiB (which would leave a valid file of 46,572 rows, the last
 // with 19 of its 500 characters); an orders file over its limit too.
 func TestInputFileOverItsLimitIsRefusedWhole(t *testing.T) {
+	t.Parallel()
 	path, size := bigBatch(t, 50_000)
 	if size <= 64<<20 {
 		t.Fatalf("the file is %d bytes; the test needs more than 64 MiB", size)
@@ -237,6 +243,7 @@ func runTMPDIR(t *testing.T, tmp string, full bool, stdin string, args ...string
 // exit 1, for decide spooling stdin or a pipe and for orders import
 // spooling its orders; nothing is decided or made.
 func TestTempDirFailure(t *testing.T) {
+	t.Parallel()
 	tmp := badTMPDIR(t)
 	dir := t.TempDir()
 	file := parked(t, dir, 2)

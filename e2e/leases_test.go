@@ -20,6 +20,7 @@ import (
 // resumed (SIGCONT), writes nothing more — no checkpoint, no status — and
 // exits 3 saying it lost its lease.
 func TestPausedHolderIsFenced(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a, _, aerr, release := approveBlocked(t, dir)
 	if err := a.Process.Signal(syscall.SIGSTOP); err != nil {
@@ -55,6 +56,7 @@ func TestPausedHolderIsFenced(t *testing.T) {
 // looks lapsed to a clock that runs ahead (the lease's expiry set in the
 // past) is alive, so recover takes nothing over, and the holder finishes.
 func TestLivePidWinsOverClock(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a, _, aerr, release := approveBlocked(t, dir)
 	rawExecBusiness(t, dir, `UPDATE tasks SET lease_until = '2000-01-01T00:00:00.000000000Z' WHERE task_id = 't1'`)
@@ -77,6 +79,7 @@ func TestLivePidWinsOverClock(t *testing.T) {
 // resumed, writes nothing more and exits 3. Either way the batch ends done
 // with each row once.
 func TestPausedBatchIsFenced(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	proc, _ := startBatch(t, dir, batchFile(t, dir, 6000))
 	waitPosition(t, dir, "b1", 300, proc)

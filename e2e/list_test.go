@@ -11,6 +11,7 @@ import (
 // TestListBatchAndLimit: --batch keeps the tasks of one batch's rows,
 // --limit the first N; an unknown batch is exit 4, a negative limit 2.
 func TestListBatchAndLimit(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	mustRun(t, dir, "start", "alone", "A3001", "--reason", "size")
 	mustRun(t, dir, "batch", "b1", batchFile(t, dir, 3))
@@ -30,6 +31,7 @@ func TestListBatchAndLimit(t *testing.T) {
 // tasks recorded done, in creation order, and --status running and
 // --status cancelled do not, list writing nothing.
 func TestListEndedAfterCrashByStatus(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	mustRun(t, dir, "start", "e1", "A3001", "--reason", "damaged")
 	mustRun(t, dir, "start", "e2", "A3002", "--reason", "damaged")

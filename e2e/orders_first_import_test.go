@@ -46,6 +46,7 @@ func bigShop(n int) []string {
 // --operator) is refused as into a data dir that exists, the same exit
 // code and message, and leaves no data dir and no temporary directory.
 func TestFirstImportRefusedLateLeavesNothing(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		last []string
@@ -59,6 +60,7 @@ func TestFirstImportRefusedLateLeavesNothing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			file := writeShop(t, append(bigShop(20_000), tt.last...)...)
 			parent := t.TempDir()
 			_, errNew, code := run(t, filepath.Join(parent, "data"), "orders", "import", file)
@@ -84,6 +86,7 @@ func TestFirstImportRefusedLateLeavesNothing(t *testing.T) {
 // change: added orders, teaching orders replaced, a line-item export's
 // merged rows, the shop's orders of several users (--operator).
 func TestFirstImportReportsAsAnyImport(t *testing.T) {
+	t.Parallel()
 	day := time.Now().UTC().AddDate(0, 0, -3).Format(time.RFC3339)
 	tests := []struct {
 		name string
@@ -96,6 +99,7 @@ func TestFirstImportReportsAsAnyImport(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			file := writeShop(t, tt.rows...)
 			fresh := filepath.Join(t.TempDir(), "data")
 			existing := filepath.Join(t.TempDir(), "data")
@@ -163,6 +167,7 @@ func wantCleanFile(t *testing.T, path string) {
 // the temporary directory, named for it; the import run again makes the
 // data dir, and the task walkthrough works on it.
 func TestFirstImportKilledLeavesOnlyAside(t *testing.T) {
+	t.Parallel()
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "data")
 	file := writeShop(t, bigShop(3000)...)
@@ -196,6 +201,7 @@ func TestFirstImportKilledLeavesOnlyAside(t *testing.T) {
 // the data dir that is there, exit 0, and removes its temporary one; the
 // other process's orders stay.
 func TestFirstImportDataDirTakenMeanwhile(t *testing.T) {
+	t.Parallel()
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "data")
 	file := writeShop(t, bigShop(2000)...)
@@ -234,6 +240,7 @@ func TestFirstImportDataDirTakenMeanwhile(t *testing.T) {
 // the temporary data dir), and a good one is imported where the data dir
 // can be made.
 func TestFirstImportAsideImpossible(t *testing.T) {
+	t.Parallel()
 	bad := writeShop(t, "K1,demo-user,Pen,yesterday,false")
 	good := writeShop(t, "K2,demo-user,Pen,,false")
 	long := strings.Repeat("d", 245) // its temporary name is over 255 bytes
@@ -262,6 +269,7 @@ func TestFirstImportAsideImpossible(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			dir := tt.dir(t)
 			_, errOut, code := run(t, dir, "orders", "import", tt.file)
 			if code != tt.code || !strings.Contains(errOut, tt.want) {

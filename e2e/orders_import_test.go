@@ -24,6 +24,7 @@ import (
 // can then be started for, and adds C51; the owner of a shop's order
 // never changes.
 func TestOrdersDayTwoUpdate(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	yesterday := time.Now().UTC().Add(-24 * time.Hour).Format(time.RFC3339)
 	mustRun(t, dir, "orders", "import", writeShop(t, "C50,demo-user,Kettle,,false"))
@@ -63,6 +64,7 @@ func TestOrdersDayTwoUpdate(t *testing.T) {
 // replaces it; orders list on a missing data dir is exit 4 and makes
 // nothing; --teaching-orders=false makes a data dir without them.
 func TestOrdersTeaching(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	missing := filepath.Join(root, "typo")
 	if _, errOut, code := run(t, missing, "orders", "list"); code != 4 || !strings.Contains(errOut, "not found") {
@@ -91,6 +93,7 @@ func TestOrdersTeaching(t *testing.T) {
 // TestOrdersOtherUsersRows: --user other-user may not import demo-user's rows, and what it
 // is told is the same whether such an order exists (A3001) or not.
 func TestOrdersOtherUsersRows(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	mustRun(t, dir, "orders", "import", writeShop(t, "Z0,demo-user,Pen,,false"))
 	before := sums(t, dir, "business.sqlite")
@@ -116,6 +119,7 @@ func TestOrdersOtherUsersRows(t *testing.T) {
 // demo-user can still start a return for A3001; the shop's later import of
 // C63 for demo-user is not refused.
 func TestOrdersNoOracleForOtherUsers(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	delivered := time.Now().UTC().Add(-72 * time.Hour).Format(time.RFC3339)
 	shop := writeShop(t, "C63,demo-user,Mug,"+delivered+",false")
@@ -160,6 +164,7 @@ func TestOrdersNoOracleForOtherUsers(t *testing.T) {
 // approved order has an open application); delivery times out of range
 // and an odd-length UTF-16 file are refused by line, exit 2, nothing made.
 func TestOrdersImportAgreesWithList(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	// A real order: a teaching order that a task uses is not replaced.
 	mustRun(t, dir, "orders", "import", writeShop(t, "R3004,demo-user,Headphones,"+time.Now().UTC().AddDate(0, 0, -2).Format(time.RFC3339)+",false"))
@@ -229,6 +234,7 @@ func oddUTF16(tb testing.TB) string {
 // holds it past the busy timeout: the import's durable sync after the
 // commit does not wait for that lock.
 func TestImportCommittedWhileAnotherWriterHoldsTheLock(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	file := writeShop(t, "L1,demo-user,Pen,,false", "L2,demo-user,Ink,,false")
 	c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "orders", "import", file)
@@ -273,6 +279,7 @@ func TestImportCommittedWhileAnotherWriterHoldsTheLock(t *testing.T) {
 // added (orders.md "Who may import": a user's own order does not hold an
 // id against the shop).
 func TestOwnImportReplacingATeachingOrderIsTheUsersOwn(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	day := time.Now().UTC().AddDate(0, 0, -2).Format(time.RFC3339)
 	out, errOut, code := runText(t, dir, "orders", "import", writeShop(t, "A3001,demo-user,Own kettle,"+day+",false"))
@@ -302,6 +309,7 @@ func TestOwnImportReplacingATeachingOrderIsTheUsersOwn(t *testing.T) {
 // stays, and never stays open_application under the teaching
 // application.
 func TestImportRefusesATeachingOrderATaskUses(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	day := time.Now().UTC().AddDate(0, 0, -2).Format(time.RFC3339)
 	makeDataDir(t, dir)
@@ -337,6 +345,7 @@ func TestImportRefusesATeachingOrderATaskUses(t *testing.T) {
 // --operator import wrote): the row is refused, exit 3, the line named,
 // nothing written; the same order unchanged is fine.
 func TestOwnImportKeepsTheShopsOrder(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	day := time.Now().UTC().AddDate(0, 0, -2).Format(time.RFC3339)
 	mustRun(t, dir, "orders", "import", "--operator", writeShop(t, "Z1,bob,Coat,"+day+",true"))
@@ -359,6 +368,7 @@ func TestOwnImportKeepsTheShopsOrder(t *testing.T) {
 // without --operator an empty user is refused as empty, not as another
 // user's row that needs --operator.
 func TestImportUserColumnFollowsTheUserRule(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	file := writeShop(t, "U1,,Pen,,false", "U2,a b,Pen,,false", "U3,a/b,Pen,,false", "U4,-x,Pen,,false", "U5,..,Pen,,false")
 	_, errOut, code := run(t, dir, "orders", "import", "--operator", file)
@@ -386,6 +396,7 @@ func TestImportUserColumnFollowsTheUserRule(t *testing.T) {
 // millisecond is stored to the millisecond, as JSON output shows it, so
 // importing the shown value again is unchanged.
 func TestDeliveryTimeStoredAsShown(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	mustRun(t, dir, "orders", "import", writeShop(t, "P1,demo-user,Pen,2026-11-20T10:00:00.123456789Z,false"))
 	if got := query(t, dir, "business.sqlite", `SELECT delivered_at FROM orders WHERE order_id = 'P1'`); !strings.HasPrefix(got, "2026-11-20T10:00:00.123000000") {
@@ -411,6 +422,7 @@ func TestDeliveryTimeStoredAsShown(t *testing.T) {
 // is reported unchanged (exit 0); only a row that would change it is
 // refused, so the teaching file itself imports with --operator.
 func TestImportUsedTeachingOrderAsStoredIsUnchanged(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	mustRun(t, dir, "start", "t", "A3001", "--reason", "size") // makes the data dir
 	out, stderr, code := run(t, dir, "orders", "list")

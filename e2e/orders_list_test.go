@@ -48,7 +48,9 @@ func cmdGolden(t *testing.T, name string) string {
 // with --json FIELDS each element's fields as writeJSON selected them, and
 // the top-level fields (the list, schema_version) as it selects them.
 func TestOrdersListMatchesTheGoldens(t *testing.T) {
+	t.Parallel()
 	t.Run("JSON", func(t *testing.T) {
+		t.Parallel()
 		dir := filepath.Join(t.TempDir(), "data")
 		mustRun(t, dir, "start", "r1", "A3003", "--reason", "size")
 		out, stderr, code := run(t, dir, "orders", "list")
@@ -94,6 +96,7 @@ func TestOrdersListMatchesTheGoldens(t *testing.T) {
 		}
 	})
 	t.Run("Text", func(t *testing.T) {
+		t.Parallel()
 		dir := filepath.Join(t.TempDir(), "data")
 		shop := writeShop(t, "C1,demo-user,Kettle,2026-01-20T00:00:00Z,false", "C2,demo-user,Toaster,,true")
 		mustRun(t, dir, "orders", "import", shop)
@@ -171,6 +174,7 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 // SQLite sorts them) with an open application prints what it prints on
 // a data dir, as JSON and as text.
 func TestPostgresOrdersListMatchesSQLite(t *testing.T) {
+	t.Parallel()
 	pg := newPGStore(t)
 	dir := filepath.Join(t.TempDir(), "data")
 	rows := make([]string, 0, 2500)

@@ -35,6 +35,7 @@ func checkNoRaw(t *testing.T, what, out string) {
 // refused in them) are printed escaped by
 // show, history, list and resume's card, and the JSON keeps them as given.
 func TestTextEscapesEverywhere(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	reason := "bidi\u202eevil\u200b"
 	comment := "fix\u2066 it\u202e"
@@ -70,6 +71,7 @@ func TestTextEscapesEverywhere(t *testing.T) {
 // separator, a tag character) is printed escaped by history's text as
 // show's card escapes it, never raw.
 func TestHistoryEscapesAsShowDoes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ciBotOrders(t, dir)
 	as(t, dir, "ci-bot", 0, "start", "h1", "C1", "--reason", "broken")
@@ -119,6 +121,7 @@ func pastedArgs(t *testing.T, cmdline string) []string {
 // each printed command, pasted into bash, gives back the data dir and the
 // id exactly, and runs nothing.
 func TestHintsPasteBack(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "da ta$(echo x)'q'")
 	for _, id := range []string{"$(id)2", "a;b", "it's", "运动鞋-1", "x$HOME", `q"uote`, "back`tick`"} {
 		mustRun(t, dir, "start", id, "A3003", "--reason", "x")
@@ -159,6 +162,7 @@ func TestHintsPasteBack(t *testing.T) {
 // TestNoRawInputOnStderr: input echoed in an error (a --draft, a data dir
 // path) is escaped on stderr, the line kept one line.
 func TestNoRawInputOnStderr(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	mustRun(t, dir, "start", "r1", "A3003", "--reason", "x")
 	for _, args := range [][]string{
@@ -177,6 +181,7 @@ func TestNoRawInputOnStderr(t *testing.T) {
 // TestUnknownSubcommandOfGroup: a mistyped subcommand of a command group
 // is exit 2 with one line saying what was meant; the JSON error too.
 func TestUnknownSubcommandOfGroup(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	for _, tc := range []struct{ args, line string }{
 		{"orders lst", `assistant: unknown command "lst" for "assistant orders"; did you mean "list"?`},
@@ -200,6 +205,7 @@ func TestUnknownSubcommandOfGroup(t *testing.T) {
 // TestVersionRefusesBadJSON: --version with a bad --json is exit 2, as
 // anywhere else; alone it prints one line and exits 0.
 func TestVersionRefusesBadJSON(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	if out, stderr, code := run(t, dir, "--version", "--json", "bogus"); code != 2 || !strings.Contains(stderr, "--json") {
 		t.Errorf("--version --json bogus: exit %d, %q %q; want exit 2", code, out, stderr)
@@ -216,6 +222,7 @@ func TestVersionRefusesBadJSON(t *testing.T) {
 // any other is exit 2 naming the fields available, before anything is
 // read or written.
 func TestJSONFieldsOfThePrintedView(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := parked(t, dir, 2)
 	mustRun(t, dir, "decide", writeFile(t, "d.csv", file), "--id", "d1")

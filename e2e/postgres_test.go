@@ -117,6 +117,7 @@ func TestPostgresStoreFlagRefusals(t *testing.T) {
 		{"UnreachableFromEnv", []string{"ASSISTANT_STORE=postgresql://someone:" + password + "@127.0.0.1:1/db?connect_timeout=5"}, []string{"start", "x", "A3003"}, 1, "127.0.0.1:1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			c := exec.Command(assistantBin(), append([]string{"--output", "json"}, tc.args...)...)
 			c.Env = append(os.Environ(), tc.env...)
 			c.Dir = t.TempDir()
@@ -154,10 +155,18 @@ func TestPostgresBackupWaitVerify(t *testing.T) {
 	pg.verifyClean(t)
 
 	w := startProc(t, pg.cmd(nil, "wait", "b1", "--timeout", "60s"))
-	// Give wait time to open its stores and take its first look: a schema
-	// dropped before that is a failed read (exit 1), not this case. After
-	// it, the outcome is the same whenever wait looks next.
-	time.Sleep(1500 * time.Millisecond)
+	// Let wait open its stores and take its first look: a schema dropped
+	// before that is a failed read (exit 1), not this case. After it, the
+	// outcome is the same whenever wait looks next. It has once its check
+	// that the schema is still there ran a second time: pg_stat_activity
+	// shows that check as its session's query with a later start.
+	lookedAt := func() string {
+		return pg.query(t, `SELECT coalesce(max(query_start)::text, '') FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%to_regclass(%'`)
+	}
+	var first string
+	eventually(t, "wait checks its schema", func() bool { first = lookedAt(); return first != "" })
+	eventually(t, "wait checks its schema again", func() bool { return lookedAt() != first })
 	pg.exec(t, `DROP SCHEMA business CASCADE`)
 	select {
 	case code := <-w.done:

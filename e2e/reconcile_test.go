@@ -62,6 +62,7 @@ func wantList(t *testing.T, dir string, want map[string]string) {
 // before the approval is put back). Cancel must end the task submitted,
 // reusing the application, not cancelled with the application pending.
 func TestCancelAfterALostSubmitCheckpointEndsSubmitted(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	mustRun(t, dir, "start", "t", "A3003", "--reason", "too small")
 	before := snapshotFiles(t, dir)
@@ -90,7 +91,9 @@ func TestCancelAfterALostSubmitCheckpointEndsSubmitted(t *testing.T) {
 // A submitted task's cancel ends it submitted; starting it again finds its
 // application instead of failing it with open_application.
 func TestOlderCheckpointsFileFindsTheApplication(t *testing.T) {
+	t.Parallel()
 	t.Run("CancelAfterSubmit", func(t *testing.T) {
+		t.Parallel()
 		dir := t.TempDir()
 		mustRun(t, dir, "start", "t", "A3003", "--reason", "too small")
 		older := snapshotFiles(t, dir)
@@ -107,6 +110,7 @@ func TestOlderCheckpointsFileFindsTheApplication(t *testing.T) {
 	})
 
 	t.Run("StartAgainAfterSubmit", func(t *testing.T) {
+		t.Parallel()
 		dir := t.TempDir()
 		mustRun(t, dir, "start", "other", "A3001", "--reason", "broken")
 		older := snapshotFiles(t, dir) // before t existed
@@ -134,9 +138,11 @@ func TestOlderCheckpointsFileFindsTheApplication(t *testing.T) {
 // record is not rewritten to done, the order is not returnable, verify
 // names the task; restoring both files from one backup sets it right.
 func TestOlderBusinessFileIsInconsistent(t *testing.T) {
+	t.Parallel()
 	// The hints carry --data, which these runs give (docs/cli.md "Conventions").
 	says := []string{"task t is inconsistent", "checkpoints.sqlite says it was submitted as application app_", "business.sqlite has no application", "`assistant --data ", " verify`", " backup DIR`"}
 	t.Run("Restored", func(t *testing.T) {
+		t.Parallel()
 		dir := t.TempDir()
 		mustRun(t, dir, "start", "t", "A3003", "--reason", "too small")
 		backup := filepath.Join(t.TempDir(), "backup")
@@ -176,6 +182,7 @@ func TestOlderBusinessFileIsInconsistent(t *testing.T) {
 	})
 
 	t.Run("WALDeletedAfterACrash", func(t *testing.T) {
+		t.Parallel()
 		dir := t.TempDir()
 		mustRun(t, dir, "start", "t", "A3003", "--reason", "too small")
 		// Killed after the final checkpoint: the application is durable, in
@@ -197,6 +204,7 @@ func TestOlderBusinessFileIsInconsistent(t *testing.T) {
 // Every answer to the cancelled c1 is refused as on consistent files and
 // submits nothing; the record stays cancelled; show, wait and list say so.
 func TestOlderCheckpointsKeepACancelledTaskCancelled(t *testing.T) {
+	t.Parallel()
 	dir, _ := olderCheckpoints(t)
 	for _, args := range [][]string{
 		{"resume", "c1", "--action", "approve"},
@@ -228,6 +236,7 @@ func TestOlderCheckpointsKeepACancelledTaskCancelled(t *testing.T) {
 // the task's own application ends it submitted, whatever the answer);
 // nothing marks it failed, and verify stays clean.
 func TestOlderCheckpointsKeepASubmittedTaskSubmitted(t *testing.T) {
+	t.Parallel()
 	dir, app := olderCheckpoints(t)
 	for _, args := range [][]string{
 		{"resume", "s1", "--action", "edit", "--reason", "other"},
@@ -260,6 +269,7 @@ func TestOlderCheckpointsKeepASubmittedTaskSubmitted(t *testing.T) {
 // The head asks for approval again, but the trail says cancelled: an
 // approve is refused and submits nothing.
 func TestCancelLostByAPowerLossStands(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	mustRun(t, dir, "start", "t", "A3003", "--reason", "size")
 	before := snapshotFiles(t, dir)
@@ -292,6 +302,7 @@ func TestCancelLostByAPowerLossStands(t *testing.T) {
 // and the record stays failed. The approve that ended it, given again,
 // reports that end (exit 0, draft_expired), as with the files in step.
 func TestFailedRecordIsNotReopened(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	mustRun(t, dir, "start", "t", "A3003", "--reason", "size")
 	before := snapshotFiles(t, dir)
@@ -322,6 +333,7 @@ func TestFailedRecordIsNotReopened(t *testing.T) {
 // record that ended cancelled: show says cancelled, and neither resume nor
 // start runs the task again.
 func TestCheckpointsOlderThanTheTaskKeepItsEnd(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	mustRun(t, dir, "start", "other", "A3001", "--reason", "size")
 	before := snapshotFiles(t, dir)
@@ -346,6 +358,7 @@ func TestCheckpointsOlderThanTheTaskKeepItsEnd(t *testing.T) {
 // approve of version 1 is refused; the same edit again carries it out,
 // recorded once, and goes on to version 2.
 func TestEditLostWithItsCheckpointsIsCarriedOutOnce(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	mustRun(t, dir, "start", "t", "A3003", "--reason", "size")
 	bk := filepath.Join(t.TempDir(), "bk")
@@ -373,6 +386,7 @@ func TestEditLostWithItsCheckpointsIsCarriedOutOnce(t *testing.T) {
 // command, verify warns with it as the fix (exit 0), and giving it carries
 // the task on.
 func TestLostAnswerStands(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, stage   string
 		start, answer []string
@@ -387,6 +401,7 @@ func TestLostAnswerStands(t *testing.T) {
 			"resume t --reason 'it broke'", []string{"--reason", "another"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			mustRun(t, dir, append([]string{"start", "t", "A3001"}, tc.start...)...)
 			bk := filepath.Join(t.TempDir(), "bk")
@@ -438,6 +453,7 @@ func TestLostAnswerStands(t *testing.T) {
 // ways to lose it: a decide chunk killed between its business and its
 // checkpoint commits, and an older checkpoints.sqlite put back.
 func TestFailedRecordKeepsWhy(t *testing.T) {
+	t.Parallel()
 	wantWhy := func(t *testing.T, dir, task string) {
 		t.Helper()
 		v := mustRun(t, dir, "show", task)
@@ -457,6 +473,7 @@ func TestFailedRecordKeepsWhy(t *testing.T) {
 		}
 	}
 	t.Run("DecideKilledBetweenCommits", func(t *testing.T) {
+		t.Parallel()
 		dir := t.TempDir()
 		mustRun(t, dir, "batch", "parked", batchFile(t, dir, 3), "--draft-ttl", "1s")
 		time.Sleep(1100 * time.Millisecond)
@@ -479,6 +496,7 @@ func TestFailedRecordKeepsWhy(t *testing.T) {
 		verifyClean(t, dir)
 	})
 	t.Run("OlderCheckpointsPutBack", func(t *testing.T) {
+		t.Parallel()
 		dir := t.TempDir()
 		mustRun(t, dir, "start", "t", "A3003", "--reason", "size", "--draft-ttl", "1s")
 		older := snapshotFiles(t, dir)
@@ -490,6 +508,7 @@ func TestFailedRecordKeepsWhy(t *testing.T) {
 		wantWhy(t, dir, "t")
 	})
 	t.Run("NoRunAtAll", func(t *testing.T) {
+		t.Parallel()
 		// The checkpoint file put back is older than the task: it holds
 		// no run of it (truth makes a head of the record).
 		dir := t.TempDir()
@@ -511,8 +530,10 @@ func TestFailedRecordKeepsWhy(t *testing.T) {
 // as it was, the other rows are decided once, and the row's code is the
 // one resume exits with for the same answer (1).
 func TestDecideInconsistentTaskIsARowRefusal(t *testing.T) {
+	t.Parallel()
 	for _, chunk := range []string{"100", "1"} {
 		t.Run("chunk"+chunk, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			file := parked(t, dir, 5) + "late,approve\n"
 			older := snapshotFiles(t, dir)
@@ -572,6 +593,7 @@ func TestDecideInconsistentTaskIsARowRefusal(t *testing.T) {
 // inconsistent, with start's message; the other rows run, the batch ends
 // done.
 func TestBatchInconsistentTaskIsARowRefusal(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	mustRun(t, dir, "start", "r4", "A3004", "--reason", "broken")
 	older := snapshotFiles(t, dir)

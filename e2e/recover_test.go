@@ -21,6 +21,7 @@ import (
 // tried DefaultMaxAttempts (5) times, then the run ends failed with
 // attempts_exhausted, each attempt on the timeline, and recover leaves it.
 func TestAttemptsAreBounded(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for i := range 8 {
 		args := []string{"resume", "t1"}
@@ -58,6 +59,7 @@ func TestAttemptsAreBounded(t *testing.T) {
 // task failed). Both ways the attempts run out: --max-attempts 1 after one
 // kill, and the default 5 after five.
 func TestGiveUpWithAnApplicationEndsSubmitted(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		kills int
@@ -67,6 +69,7 @@ func TestGiveUpWithAnApplicationEndsSubmitted(t *testing.T) {
 		{"default attempts", 5, nil},
 	} {
 		t.Run(strings.ReplaceAll(tc.name, " ", "_"), func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			mustRun(t, dir, "start", "t", "A3001", "--reason", "size")
 			killedAt(t, dir, "submit:after-business-commit", "resume", "t", "--action", "approve")
@@ -96,6 +99,7 @@ func TestGiveUpWithAnApplicationEndsSubmitted(t *testing.T) {
 // business file locked by another process past the busy timeout) makes it
 // exit 3, naming the task on stderr; the JSON report names it too.
 func TestRecoverReportsFailures(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if _, code, _ := faultRun(t, dir, "after-checkpoint:lookup", []string{"start", "t1", "A3003", "--reason", "size"}); code != 137 {
 		t.Fatalf("start: exit %d, want 137", code)
@@ -114,6 +118,7 @@ func TestRecoverReportsFailures(t *testing.T) {
 // run cost: the step the crash cut (interrupted, not counted as finished
 // work), the steps kept, none redone, and the wall time.
 func TestRecoveryFigures(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if _, code, _ := faultRun(t, dir, "after:prepare", []string{"start", "t1", "A3003", "--reason", "size"}); code != 137 {
 		t.Fatalf("start: exit %d, want 137", code)
@@ -145,6 +150,7 @@ func TestRecoveryFigures(t *testing.T) {
 }
 
 func TestStaleTaskShownWithRecoverCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// Rows enough that the kill lands while the batch runs (thousands of
 	// rows a second).
@@ -176,6 +182,7 @@ func TestStaleTaskShownWithRecoverCommand(t *testing.T) {
 }
 
 func TestBatchKilledAndRecovered(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rows := batchFile(t, dir, 5000)
 	seed := time.Now().UnixNano()
@@ -213,8 +220,10 @@ func TestBatchKilledAndRecovered(t *testing.T) {
 // says running while the run is done. recover, resume and the same batch
 // command again must each set the record right.
 func TestBatchKilledAfterLastCheckpoint(t *testing.T) {
+	t.Parallel()
 	for _, again := range [][]string{{"recover"}, {"resume", "b1"}, {"batch", "b1", ""}} {
 		t.Run(again[0], func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			rows := batchFile(t, dir, 30)
 			if again[0] == "batch" {
@@ -244,6 +253,7 @@ func TestBatchKilledAfterLastCheckpoint(t *testing.T) {
 // approve afterwards is exit 3, and prune (after a dry run that changes no
 // file) removes its old checkpoints.
 func TestExpiredDraftIsAState(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	e1 := mustRun(t, dir, "start", "e1", "A3003", "--reason", "size", "--draft-ttl", "1s")
 	mustRun(t, dir, "start", "w1", "A3004", "--reason", "size")

@@ -14,6 +14,7 @@ import (
 )
 
 func TestConcurrentApprovals(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	mustRun(t, dir, "start", "c20", "A3003", "--reason", "too small")
 	const n = 20
@@ -41,6 +42,7 @@ func TestConcurrentApprovals(t *testing.T) {
 }
 
 func TestEditMakesANewVersion(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ciBotOrders(t, dir)
 	v1, _ := as(t, dir, "ci-bot", 0, "start", "e1", "C1", "--reason", "broken")
@@ -74,6 +76,7 @@ func TestEditMakesANewVersion(t *testing.T) {
 }
 
 func TestReviseAsksTheOwner(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ciBotOrders(t, dir)
 	as(t, dir, "ci-bot", 0, "start", "r1", "C1", "--reason", "broken")
@@ -96,6 +99,7 @@ func TestReviseAsksTheOwner(t *testing.T) {
 }
 
 func TestTooManyRevisions(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ciBotOrders(t, dir)
 	as(t, dir, "ci-bot", 0, "start", "m1", "C1", "--reason", "broken")
@@ -122,6 +126,7 @@ func TestTooManyRevisions(t *testing.T) {
 // saying what the task ended as; a --draft that is not the task's is exit
 // 2; none changes a file.
 func TestAnswerToAnEndedTask(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c1 := mustRun(t, dir, "start", "c1", "A3003", "--reason", "size")
 	draft := c1["draft"].(map[string]any)["draft_id"].(string)
@@ -151,6 +156,7 @@ func TestAnswerToAnEndedTask(t *testing.T) {
 // approval: approve ends the request failed with return_window_closed,
 // nothing submitted.
 func TestReturnWindowClosesWhileTheDraftWaits(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	closes := time.Now().Add(3 * time.Second)
 	shop := filepath.Join(t.TempDir(), "shop.csv")
@@ -178,6 +184,7 @@ func TestReturnWindowClosesWhileTheDraftWaits(t *testing.T) {
 // part-way (the lease names this test process, alive, on this host): the
 // answer is refused as busy (exit 3), not as "stopped part-way".
 func TestAnswerWhileRunning(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	runningElsewhere(t, dir)
 	_, stderr, code := run(t, dir, "resume", "t1", "--action", "approve")

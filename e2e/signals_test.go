@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestSIGTERMStopsLikeStop sends SIGTERM to a running batch: it must end as
@@ -26,6 +28,7 @@ import (
 // 143, so `batch … && deploy` does not go on, and resume must
 // finish it.
 func TestSIGTERMStopsLikeStop(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	proc, out := startBatch(t, dir, batchFile(t, dir, 5000))
 	waitPosition(t, dir, "b1", 50, proc)
@@ -41,6 +44,7 @@ func TestSIGTERMStopsLikeStop(t *testing.T) {
 // SIGTERM part-way exits 130 or 143 (so `batch … && deploy` stops there),
 // with or without --exit-status, after saving its rows; resume finishes it.
 func TestSignalledBatchExits130Or143(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		sig  syscall.Signal
@@ -52,6 +56,7 @@ func TestSignalledBatchExits130Or143(t *testing.T) {
 		{"SIGTERMWithExitStatus", syscall.SIGTERM, 143, []string{"--exit-status"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir() // batchFile's import makes the data dir
 			c := exec.Command(assistantBin(), append([]string{"--data", dir, "--output", "json", "batch", "b1", batchFile(t, dir, 5000)}, tc.flag...)...)
 			var out, errb bytes.Buffer
@@ -82,6 +87,7 @@ func TestSignalledBatchExits130Or143(t *testing.T) {
 // task once and the command that continues it, as a batch does: no
 // error object, no "context canceled", since rows were committed.
 func TestDecideSignalPrintsTheView(t *testing.T) {
+	t.Parallel()
 	rc := rowsCommands[1]
 	if rc.name != "decide" {
 		t.Fatalf("rowsCommands[1] is %s, want decide", rc.name)
@@ -92,6 +98,7 @@ func TestDecideSignalPrintsTheView(t *testing.T) {
 		code int
 	}{{"SIGINT", syscall.SIGINT, 130}, {"SIGTERM", syscall.SIGTERM, 143}} {
 		t.Run(sig.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			args, stdin := rc.prepare(t, dir, rc.n)
 			p, out, errb := startRows(t, dir, args, stdin)
@@ -126,6 +133,7 @@ func TestDecideSignalPrintsTheView(t *testing.T) {
 // and over a few signals some lands inside a chunk (a signal that threw
 // the whole chunk away would leave the batch always at a chunk boundary).
 func TestBatchStopKeepsFinishedRows(t *testing.T) {
+	t.Parallel()
 	const chunk = 100
 	offBoundary := false
 	for attempt := 0; attempt < 6 && !offBoundary; attempt++ {
@@ -165,6 +173,7 @@ func TestBatchStopKeepsFinishedRows(t *testing.T) {
 // nothing is stored, and the command says it was interrupted (exit 130,
 // code "interrupted", one line on stderr), not that it failed.
 func TestInterruptBeforeAnythingStored(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	release := holdWriteLock(t, dir, "business.sqlite")
 
@@ -207,6 +216,7 @@ func TestInterruptBeforeAnythingStored(t *testing.T) {
 // hold). It exits 130 or 143 and makes no data dir: the file was never
 // read whole.
 func TestStalledInputSignals(t *testing.T) {
+	t.Parallel()
 	commands := []struct {
 		name   string
 		args   []string // "FILE" is the FIFO
@@ -233,6 +243,7 @@ func TestStalledInputSignals(t *testing.T) {
 				code int
 			}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
 				t.Run(fmt.Sprintf("%s/%s/%s", cmd.name, size.name, sig.sig), func(t *testing.T) {
+					t.Parallel()
 					fifo := filepath.Join(t.TempDir(), "input.csv")
 					if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 						t.Skipf("mkfifo: %v", err)
@@ -249,7 +260,11 @@ func TestStalledInputSignals(t *testing.T) {
 					for i := range size.rows {
 						text.WriteString(cmd.row(i) + "\n")
 					}
-					go w.WriteString(text.String()) // more than a pipe holds: written as it is read
+					written := make(chan struct{})
+					go func() { // more than a pipe holds: written as it is read
+						defer close(written)
+						_, _ = w.WriteString(text.String())
+					}()
 					dir := filepath.Join(t.TempDir(), "data")
 					args := []string{"--data", dir}
 					for _, a := range cmd.args {
@@ -276,10 +291,17 @@ func TestStalledInputSignals(t *testing.T) {
 						<-ended
 					}()
 					// The command reads the FIFO once its descriptor shows
-					// (its signal handlers are set before then), and is
-					// blocked in a read of it soon after.
+					// (its signal handlers are set before then); once it has
+					// read all the writer sent, it is blocked in a read of it.
 					eventually(t, "the command opens the file", func() bool { return hasOpen(c.Process.Pid, filepath.Base(fifo)) })
-					time.Sleep(300 * time.Millisecond)
+					eventually(t, "the command reads all the writer sent", func() bool {
+						select {
+						case <-written:
+							return unread(t, w) == 0
+						default:
+							return false
+						}
+					})
 					if err := c.Process.Signal(sig.sig); err != nil {
 						t.Fatal(err)
 					}
@@ -309,6 +331,7 @@ func TestStalledInputSignals(t *testing.T) {
 // SIGTERM while open(2) waits for the writer: exit 130 or 143, one line
 // on stderr, no data dir made: signal handling applies before the open.
 func TestSignalWhileOpeningAFIFO(t *testing.T) {
+	t.Parallel()
 	commands := []struct {
 		name string
 		args []string // "FILE" is the FIFO
@@ -323,6 +346,7 @@ func TestSignalWhileOpeningAFIFO(t *testing.T) {
 			code int
 		}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
 			t.Run(cmd.name+"/"+sig.sig.String(), func(t *testing.T) {
+				t.Parallel()
 				fifo := filepath.Join(t.TempDir(), "in.csv")
 				if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 					t.Skipf("mkfifo: %v", err)
@@ -380,6 +404,25 @@ func inFIFOOpen(pid int) bool {
 	return false
 }
 
+// unread is how many bytes written to the pipe f are not read yet
+// (TIOCINQ, which is FIONREAD on Linux).
+func unread(t *testing.T, f *os.File) int {
+	t.Helper()
+	raw, err := f.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	var ioctlErr error
+	if err := raw.Control(func(fd uintptr) { n, ioctlErr = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }); err != nil {
+		t.Fatal(err)
+	}
+	if ioctlErr != nil {
+		t.Fatalf("TIOCINQ: %v", ioctlErr)
+	}
+	return n
+}
+
 // TestImportSignalAfterCommit: a signal that reaches `orders import` after
 // its transaction committed (held there by the fault point
 // import:after-commit@pause) stops nothing: the orders are stored and made
@@ -387,11 +430,13 @@ func inFIFOOpen(pid int) bool {
 // with a note that says the import was committed and nothing is to run
 // again, not that nothing was done.
 func TestImportSignalAfterCommit(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []struct {
 		sig  syscall.Signal
 		code int
 	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
 		t.Run(sig.sig.String(), func(t *testing.T) {
+			t.Parallel()
 			dir := filepath.Join(t.TempDir(), "data")
 			file := writeShop(t, "S1,demo-user,Pen,,false", "S2,demo-user,Ink,,false")
 			c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "orders", "import", file)
@@ -429,6 +474,7 @@ func TestImportSignalAfterCommit(t *testing.T) {
 // TestOrdersImportSignals: SIGINT and SIGTERM during a big import end it at once with
 // nothing written (one transaction, rolled back).
 func TestOrdersImportSignals(t *testing.T) {
+	t.Parallel()
 	big := filepath.Join(t.TempDir(), "big.csv")
 	f, err := os.Create(big)
 	if err != nil {
@@ -448,6 +494,7 @@ func TestOrdersImportSignals(t *testing.T) {
 		code int
 	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
 		t.Run(tc.sig.String(), func(t *testing.T) {
+			t.Parallel()
 			dir := filepath.Join(t.TempDir(), "data")
 			mustRun(t, dir, "orders", "import", writeShop(t, "Z0,demo-user,Pen,,false"))
 			before := query(t, dir, "business.sqlite", `SELECT count(*) FROM orders`)
@@ -485,12 +532,14 @@ func TestOrdersImportSignals(t *testing.T) {
 // ("The first import"), is not left at all, nor is its temporary
 // directory.
 func TestImportSignalDuringWriteLeavesWhatDocsSay(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []struct {
 		sig  syscall.Signal
 		code int
 	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
 		for _, existing := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/existing=%v", sig.sig, existing), func(t *testing.T) {
+				t.Parallel()
 				parent := t.TempDir()
 				dir := filepath.Join(parent, "data")
 				if existing {
@@ -546,6 +595,7 @@ func dirNames(t *testing.T, dir string) []string {
 // TestSignalLineIsClean: a signal that ends a wait says its name in one
 // line, without the cancelled context's text.
 func TestSignalLineIsClean(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	mustRun(t, dir, "start", "r1", "A3003", "--reason", "x")
 	for sig, code := range map[syscall.Signal]int{syscall.SIGINT: 130, syscall.SIGTERM: 143} {

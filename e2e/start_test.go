@@ -72,6 +72,7 @@ func TestStartOfAnUnknownOrderMakesNoStores(t *testing.T) {
 // stays), and a sub-second validity is refused (exit 2), never cut to
 // whole seconds.
 func TestDraftTTLIsPartOfTheInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	first := mustRun(t, dir, "start", "t5", "A3003", "--reason", "size", "--draft-ttl", "60s")
 	window := first["draft"].(map[string]any)["expires_at"]
@@ -103,6 +104,7 @@ func TestDraftTTLIsPartOfTheInput(t *testing.T) {
 // connection for longer than the busy timeout: a command that must write
 // exits 3 (busy, as a task held by another process) with a hint, not 1.
 func TestLockedFileIsConflict(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	makeDataDir(t, dir)
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "business.sqlite"))
@@ -147,6 +149,7 @@ func offered(msg string) [][]string {
 // and alice's batch newrun exist for him only as taken ids. resume and
 // stop of those ids are exit 4, as for an unknown task.
 func TestTakenIDOffersOnlyWhatWorks(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ciBotOrders(t, dir)
 	as(t, dir, "ci-bot", 0, "approvers", "grant", "bob")

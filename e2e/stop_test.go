@@ -39,6 +39,7 @@ func approveBlocked(t *testing.T, dir string) (proc *exec.Cmd, out, errb *bytes.
 // interrupted; not 130 as for a signal), with the timeline recording the
 // step that did not run.
 func TestStopIsFinal(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	proc, out, errb, release := approveBlocked(t, dir)
 	if _, stderr, code := run(t, dir, "stop", "t1", "--wait", "100ms"); code != 0 {
@@ -110,6 +111,7 @@ func crashedAtReview(t *testing.T, dir string) {
 // is submitted, and the record, list and show all say interrupted; a
 // deliberate resume continues it.
 func TestRecoverLeavesAStopThatCameAfterItsLook(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	crashedAtReview(t, dir)
 	rec, out, errb := backgroundEnv(t, dir, []string{"ASSISTANT_FAULT=recover:before-lease@pause"}, "recover")
@@ -155,6 +157,7 @@ func TestRecoverLeavesAStopThatCameAfterItsLook(t *testing.T) {
 // never stop; a second stop says the same (exit 3), and so does show's
 // card. Once the holder has let go, the resume offered works.
 func TestStoppedButHeldHintsOnlyWhatWorks(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name         string
 		holder, rest []string // environments of the holder and of the other commands
@@ -165,6 +168,7 @@ func TestStoppedButHeldHintsOnlyWhatWorks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			mustRun(t, dir, "start", "t1", "A3003", "--reason", "size")
 			holder, _, _ := backgroundEnv(t, dir, append([]string{"ASSISTANT_FAULT=before:submit@pause"}, tt.holder...), "resume", "t1", "--action", "approve")
@@ -252,6 +256,7 @@ func listStatus(t *testing.T, dir, task string, args ...string) string {
 // interrupted until a resume, but list shows done, as show does. Either
 // way there is one application.
 func TestStopTooLate(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name   string
 		wait   string
@@ -263,6 +268,7 @@ func TestStopTooLate(t *testing.T) {
 		{"HolderLetsGoAfterTheWait", "100ms", "done"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			mustRun(t, dir, "start", "t1", "A3003", "--reason", "size")
 			holder, hout, _ := backgroundEnv(t, dir, []string{"ASSISTANT_FAULT=after-checkpoint:submit@pause"}, "resume", "t1", "--action", "approve")
@@ -318,6 +324,7 @@ func TestStopTooLate(t *testing.T) {
 // part-way, so no recover carries out the saved answer after the stop
 // (docs/design.md "A stop is final").
 func TestRefusedAnswerLeavesTheStop(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	mustRun(t, dir, "start", "t", "A3003", "--reason", "size")
 
@@ -365,6 +372,7 @@ func TestRefusedAnswerLeavesTheStop(t *testing.T) {
 // ended; the task never reads as interrupted with no application
 // (docs/storage.md "The business file is the truth").
 func TestStopAfterTheBusinessCommit(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	mustRun(t, dir, "start", "t", "A3001", "--reason", "x")
 	if _, code, _ := faultRun(t, dir, "submit:after-business-commit", []string{"resume", "t", "--action", "approve"}); code != 137 {
@@ -407,6 +415,7 @@ func TestStopAfterTheBusinessCommit(t *testing.T) {
 // Never does the record stay interrupted while show and list say done,
 // nor does the second stop say "it is already stopped".
 func TestSecondStopAfterALateStop(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		point string
 		kill  bool // kill the approve instead of letting it go on
@@ -415,6 +424,7 @@ func TestSecondStopAfterALateStop(t *testing.T) {
 		{"after-checkpoint:submit@pause", true},
 	} {
 		t.Run(tt.point, func(t *testing.T) {
+			t.Parallel()
 			dir := filepath.Join(t.TempDir(), "data")
 			mustRun(t, dir, "start", "t", "A3001", "--reason", "x")
 			holder, hout, _ := backgroundEnv(t, dir, []string{"ASSISTANT_FAULT=" + tt.point}, "resume", "t", "--action", "approve")
@@ -461,6 +471,7 @@ func TestSecondStopAfterALateStop(t *testing.T) {
 // not as a failure (show agrees, and a batch still counts its rows), and
 // exits 130 as SIGINT asks; once the lock is free, resume runs it on.
 func TestStopBeforeFirstCheckpoint(t *testing.T) {
+	t.Parallel()
 	rows := filepath.Join(t.TempDir(), "rows.csv")
 	if err := os.WriteFile(rows, []byte("task,order,reason\nr1,A3001,too small\nr2,A3002,broken\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -475,6 +486,7 @@ func TestStopBeforeFirstCheckpoint(t *testing.T) {
 		{"b1", []string{"batch", "b1", rows}, "done", 2},
 	} {
 		t.Run(tc.args[0], func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			release := holdWriteLock(t, dir, "checkpoints.sqlite")
 
@@ -519,6 +531,7 @@ func TestStopBeforeFirstCheckpoint(t *testing.T) {
 }
 
 func TestBatchStopAndResume(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// Big enough that the stop lands while the batch runs (a chunk of rows
 	// is one commit, thousands of rows a second).

@@ -24,6 +24,7 @@ import (
 // permission bits, so as root the binary runs as user nobody (uid 65534)
 // over a data dir that nobody owns.
 func TestStorageReadOnlyDataDir(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var cred *syscall.Credential
 	if os.Geteuid() == 0 {
@@ -113,6 +114,7 @@ func TestStorageReadOnlyDataDir(t *testing.T) {
 // check at open reads) is refused at open, before any write, with a
 // message naming verify and the backup; it stays refused.
 func TestCorruptPageInTheMiddleIsRefused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	mustRun(t, dir, "batch", "b1", batchFile(t, dir, 300))
 	path := filepath.Join(dir, "business.sqlite")

@@ -96,6 +96,7 @@ var fixCommandRE = regexp.MustCompile("`(assistant [^`]*)`")
 // verify's fixes quote commands that run as pasted: with --data, and with
 // --user naming the task's owner when verify runs as someone else.
 func TestVerifyFixesArePasteable(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	mustRun(t, dir, "start", "t1", "A3001", "--reason", "size")
 	bk := filepath.Join(t.TempDir(), "bk")
@@ -149,6 +150,7 @@ func TestVerifyFixesArePasteable(t *testing.T) {
 // about the fifth: verify says there is nothing to do (a recorded end)
 // and offers no edit to carry out (it said both: the edit "stands").
 func TestVerifyOffersNoAnswerForARecordedEnd(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	mustRun(t, dir, "start", "t", "A3003", "--reason", "size")
 	for i := 2; i <= 5; i++ {
@@ -177,7 +179,9 @@ func TestVerifyOffersNoAnswerForARecordedEnd(t *testing.T) {
 // names `backup DIR`, and stop of an inconsistent task offers verify; a stale --version of a task that ended
 // too_many_revisions says it ended instead of naming a version to answer.
 func TestRefusalHintsOfferWhatWorks(t *testing.T) {
+	t.Parallel()
 	t.Run("InconsistentNamesBackupDir", func(t *testing.T) {
+		t.Parallel()
 		dir := t.TempDir()
 		mustRun(t, dir, "start", "t", "A3003", "--reason", "size")
 		older := snapshotFiles(t, dir)
@@ -191,6 +195,7 @@ func TestRefusalHintsOfferWhatWorks(t *testing.T) {
 		}
 	})
 	t.Run("StaleVersionOfAnEndedTask", func(t *testing.T) {
+		t.Parallel()
 		dir := t.TempDir()
 		mustRun(t, dir, "start", "t", "A3003", "--reason", "size")
 		var v map[string]any
@@ -211,7 +216,9 @@ func TestRefusalHintsOfferWhatWorks(t *testing.T) {
 // data dir is refused before anything is written, naming both identities;
 // a -wal copied from another data dir is not merged.
 func TestFilesOfTwoDataDirsAreRefused(t *testing.T) {
+	t.Parallel()
 	t.Run("BusinessFileOfAnotherDataDir", func(t *testing.T) {
+		t.Parallel()
 		dir, other := t.TempDir(), t.TempDir()
 		mustRun(t, dir, "start", "t", "A3003", "--reason", "too small")
 		mustRun(t, other, "start", "t", "A3003", "--reason", "too small")
@@ -229,6 +236,7 @@ func TestFilesOfTwoDataDirsAreRefused(t *testing.T) {
 	})
 
 	t.Run("WALOfAnotherDataDir", func(t *testing.T) {
+		t.Parallel()
 		dir, other := t.TempDir(), t.TempDir()
 		mustRun(t, dir, "start", "t", "A3003", "--reason", "too small")
 		// The other data dir's process is killed mid-run: its -wal holds
@@ -269,6 +277,7 @@ func TestFilesOfTwoDataDirsAreRefused(t *testing.T) {
 // an older checkpoints.sqlite rolls runs back, which the flow sets right
 // against the business file.
 func TestBackupWhileProcessesRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// Orders of their own for the approvals: the batch's rows take the
 	// teaching orders.

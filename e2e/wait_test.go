@@ -20,6 +20,7 @@ import (
 // another from other processes a moment later, and lets the third task's
 // draft (3 s) expire. Each script exits by its task's outcome: 0, 5, 6.
 func TestCIWaitScript(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	makeDataDir(t, dir) // the data dir, before three starts race to make it
 	script, err := filepath.Abs("testdata/ci_wait.sh")
@@ -69,7 +70,9 @@ func TestCIWaitScript(t *testing.T) {
 // TestWaitOutcomes is wait in a process of its own against a task that
 // another process decides, ends, stops or abandons.
 func TestWaitOutcomes(t *testing.T) {
+	t.Parallel()
 	t.Run("TimeoutOnWaitingTaskIs7", func(t *testing.T) {
+		t.Parallel()
 		dir := t.TempDir()
 		mustRun(t, dir, "start", "r1", "A3003", "--reason", "size")
 		out, errb, code := run(t, dir, "wait", "r1", "--timeout", "1s")
@@ -79,6 +82,7 @@ func TestWaitOutcomes(t *testing.T) {
 	})
 
 	t.Run("ExpiredDraftIs6AndWaitWritesNothing", func(t *testing.T) {
+		t.Parallel()
 		dir := t.TempDir()
 		mustRun(t, dir, "start", "r1", "A3003", "--reason", "size", "--draft-ttl", "1s")
 		out, _, code := run(t, dir, "wait", "r1", "--timeout", "1m")
@@ -95,6 +99,7 @@ func TestWaitOutcomes(t *testing.T) {
 	})
 
 	t.Run("StoppedTaskIs8", func(t *testing.T) {
+		t.Parallel()
 		dir := t.TempDir()
 		proc, out := startBatch(t, dir, batchFile(t, dir, 5000))
 		waitPosition(t, dir, "b1", 50, proc)
@@ -112,6 +117,7 @@ func TestWaitOutcomes(t *testing.T) {
 	})
 
 	t.Run("StoppedBatchWithExitStatusIs8", func(t *testing.T) {
+		t.Parallel()
 		dir := t.TempDir() // batchFile's import makes the data dir
 		c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "batch", "b1", batchFile(t, dir, 5000), "--exit-status")
 		started(t, c)
@@ -123,6 +129,7 @@ func TestWaitOutcomes(t *testing.T) {
 	})
 
 	t.Run("ProcessGoneIs8AtOnce", func(t *testing.T) {
+		t.Parallel()
 		dir := t.TempDir()
 		proc, _ := startBatch(t, dir, batchFile(t, dir, 5000))
 		waitPosition(t, dir, "b1", 50, proc)
@@ -138,6 +145,7 @@ func TestWaitOutcomes(t *testing.T) {
 	})
 
 	t.Run("RunningBatchIsWaitedFor", func(t *testing.T) {
+		t.Parallel()
 		dir := t.TempDir()
 		proc, _ := startBatch(t, dir, batchFile(t, dir, 1000))
 		waitPosition(t, dir, "b1", 1, proc)
@@ -149,6 +157,7 @@ func TestWaitOutcomes(t *testing.T) {
 	})
 
 	t.Run("UnknownTaskIs4AtOnce", func(t *testing.T) {
+		t.Parallel()
 		dir := t.TempDir()
 		mustRun(t, dir, "start", "r1", "A3003", "--reason", "size")
 		if _, _, code := run(t, dir, "wait", "r2"); code != 4 {
@@ -161,6 +170,7 @@ func TestWaitOutcomes(t *testing.T) {
 	})
 
 	t.Run("SignalEndsTheWait", func(t *testing.T) {
+		t.Parallel()
 		for sig, want := range map[syscall.Signal]int{syscall.SIGINT: 130, syscall.SIGTERM: 143} {
 			dir := t.TempDir()
 			mustRun(t, dir, "start", "r1", "A3003", "--reason", "size")
@@ -184,6 +194,7 @@ func TestWaitOutcomes(t *testing.T) {
 // processes: the outcome decides the exit code; without the flag the same
 // commands exit 0.
 func TestExitStatus(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		args []string
@@ -206,8 +217,9 @@ func TestExitStatus(t *testing.T) {
 	}
 }
 
-// startWait starts `assistant wait TASK` and returns once it has had time
-// to begin polling (the tests below check its end, not this pause).
+// startWait starts `assistant wait TASK` and returns once it has both
+// files of the data dir open: it waits on them from then on (the tests
+// below check its end, not this start).
 func startWait(t *testing.T, dir, task string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
 	c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "wait", task)
@@ -216,7 +228,9 @@ func startWait(t *testing.T, dir, task string) (*exec.Cmd, *bytes.Buffer) {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second)
+	eventually(t, "wait has both files open", func() bool {
+		return hasOpen(c.Process.Pid, "business.sqlite") && hasOpen(c.Process.Pid, "checkpoints.sqlite")
+	})
 	return c, &stderr
 }
 
@@ -239,6 +253,7 @@ func endOf(t *testing.T, c *exec.Cmd) int {
 // TestWaitDataDirDeleted: wait ends exit 4 with one line when its data dir
 // is deleted under it, instead of waiting for ever.
 func TestWaitDataDirDeleted(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	mustRun(t, dir, "start", "r1", "A3003", "--reason", "x")
 	c, stderr := startWait(t, dir, "r1")
