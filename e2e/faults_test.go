@@ -9,11 +9,13 @@ package e2e
 // FAULT_REPORT names a file, written there (scripts/faults.sh prints it).
 
 import (
+	"assistant/internal/pgtest"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,9 +23,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // faultNodes are the nodes of the return flow; each has three fault phases.
@@ -128,8 +133,62 @@ var (
 			copyDataDir(t, string(from.(dirStore)), dir)
 			return dirStore(dir)
 		}}
-	postgresKind = storeKind{"postgres", func(t *testing.T) faultStore { return pgFaultStore{newPGStore(t)} }, nil}
+	postgresKind = storeKind{"postgres",
+		func(t *testing.T) faultStore { return pgFaultStore{newPGStore(t)} },
+		func(t *testing.T, from faultStore) faultStore { return pgFaultStore{from.(pgFaultStore).clone(t)} }}
 )
+
+// clones numbers the databases clone makes, for their names.
+var clones atomic.Int64
+
+// clone makes a new database on s's server holding what s holds, which no
+// session may have open (CREATE DATABASE … TEMPLATE), dropped when t
+// ends.
+func (s pgStore) clone(t *testing.T) pgStore {
+	t.Helper()
+	src, err := databaseName(s.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fmt.Sprintf("%s_%d", src, clones.Add(1))
+	// From a session on another database: one on the template would be
+	// a session open on it.
+	admin, err := pgtest.WithDatabase(s.url, "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgStore{admin}.exec(t, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize()+` TEMPLATE `+pgx.Identifier{src}.Sanitize())
+	t.Cleanup(func() {
+		pgStore{admin}.exec(t, `DROP DATABASE IF EXISTS `+pgx.Identifier{name}.Sanitize()+` WITH (FORCE)`)
+	})
+	u, err := pgtest.WithDatabase(s.url, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pgStore{u}
+}
+
+// databaseName is the database a connection string names: a URL's path,
+// or the last dbname of a keyword/value string.
+func databaseName(conn string) (string, error) {
+	if strings.HasPrefix(conn, "postgres://") || strings.HasPrefix(conn, "postgresql://") {
+		u, err := url.Parse(conn)
+		if err != nil {
+			return "", errors.New("the database's connection URL does not parse")
+		}
+		return strings.TrimPrefix(u.Path, "/"), nil
+	}
+	name := ""
+	for _, kv := range strings.Fields(conn) {
+		if v, ok := strings.CutPrefix(kv, "dbname="); ok {
+			name = v
+		}
+	}
+	if name == "" {
+		return "", errors.New("the database's connection string names no dbname")
+	}
+	return name, nil
+}
 
 // The matrix's questions to the stores, about task "t".
 var (
