@@ -158,15 +158,17 @@ func TestPostgresBackupWaitVerify(t *testing.T) {
 	// Let wait open its stores and take its first look: a schema dropped
 	// before that is a failed read (exit 1), not this case. After it, the
 	// outcome is the same whenever wait looks next. It has once its check
-	// that the schema is still there ran a second time: pg_stat_activity
-	// shows that check as its session's query with a later start.
+	// that the schema business is still there, which it makes before each
+	// look, ran a second time: pg_stat_activity shows that query (cmd's
+	// stores_postgres.go) as its session's last, with a later start.
 	lookedAt := func() string {
 		return pg.query(t, `SELECT coalesce(max(query_start)::text, '') FROM pg_stat_activity
-			WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%to_regclass(%'`)
+			WHERE datname = current_database() AND pid <> pg_backend_pid()
+			AND query = 'SELECT to_regclass(''business.tasks'') IS NOT NULL'`)
 	}
 	var first string
-	eventually(t, "wait checks its schema", func() bool { first = lookedAt(); return first != "" })
-	eventually(t, "wait checks its schema again", func() bool { return lookedAt() != first })
+	eventually(t, "wait checks that its schema is there", func() bool { first = lookedAt(); return first != "" })
+	eventually(t, "wait checks that its schema is there again", func() bool { return lookedAt() != first })
 	pg.exec(t, `DROP SCHEMA business CASCADE`)
 	select {
 	case code := <-w.done:
