@@ -15,12 +15,17 @@ import (
 	"testing"
 )
 
-// allApplications counts ci-bot's applications in dir's business file (the teaching orders hold some of their own).
+// allApplications counts ci-bot's applications in dir's business file
+// (the teaching orders hold some of their own).
 func allApplications(t *testing.T, dir string) string {
 	t.Helper()
 	return query(t, dir, "business.sqlite", `SELECT count(*) FROM applications WHERE user = 'ci-bot'`)
 }
 
+// TestTwoPersonApproval: a task started with --approvals 2 asks two
+// questions and needs two approvers other than its requester; the same
+// person's approve again counts once, and one cancel ends the task
+// whoever approved before.
 func TestTwoPersonApproval(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -10,6 +10,10 @@ import (
 	"testing"
 )
 
+// TestApproverScope: before a grant a person is told about a task exactly
+// what an unknown task tells; only the owner grants their own scope; a
+// grantee's approve is in the trail; after a revoke she is refused again
+// and the grant and the revoke are recorded.
 func TestApproverScope(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

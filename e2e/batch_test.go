@@ -392,9 +392,9 @@ func TestRowsCommandAgainWhileRunning(t *testing.T) {
 	}
 }
 
-// TestOverlappingBatches: two batches over the
-// same rows, run at the same time, both finish; each row's task is run once
-// (one task, one draft), and nothing is left running without a holder.
+// TestOverlappingBatches: two batches over the same rows, run at the same
+// time, both finish; each row's task is run once (one task, one draft), and
+// nothing is left running without a holder.
 func TestOverlappingBatches(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -17,6 +17,9 @@ import (
 	"time"
 )
 
+// TestConventionsEnvironmentVariables: ASSISTANT_DATA and ASSISTANT_USER
+// name the data dir and the user; --data and --user win over them; an
+// empty ASSISTANT_USER counts as unset.
 func TestConventionsEnvironmentVariables(t *testing.T) {
 	t.Parallel()
 	work := t.TempDir()

@@ -262,6 +262,7 @@ type faultCase struct {
 	wall                time.Duration
 }
 
+// TestFaultMatrix runs the matrix on SQLite, every scenario.
 func TestFaultMatrix(t *testing.T) {
 	t.Parallel()
 	faultMatrix(t, sqliteKind, scenarios)

@@ -41,6 +41,8 @@ import (
 
 var binDir string
 
+// TestMain builds the binary under test once, lets the tests run, and
+// stops the PostgreSQL server they started, if any.
 func TestMain(m *testing.M) {
 	// The tests start processes that must not inherit a fault point.
 	os.Unsetenv("ASSISTANT_FAULT")
@@ -90,6 +92,8 @@ func flagSet(name string) bool {
 // assistantBin is the path of the binary under test.
 func assistantBin() string { return filepath.Join(binDir, "assistant") }
 
+// TestScripts runs each script of testdata/script, every exec line a
+// process of the binary.
 func TestScripts(t *testing.T) {
 	t.Parallel()
 	testscript.Run(t, testscript.Params{
@@ -329,9 +333,9 @@ func cmdTruncate(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(os.Truncate(path, n))
 }
 
-// fixtures VERSION DIR: copies the repository's testdata/fixtures/VERSION/*.sqlite (the files
-// an older schema version wrote; see scripts/gen-fixtures-v1.sh) into DIR,
-// mode 0600, DIR 0700.
+// fixtures VERSION DIR: copies the repository's
+// testdata/fixtures/VERSION/*.sqlite (the files an older schema version
+// wrote; see scripts/gen-fixtures-v1.sh) into DIR, mode 0600, DIR 0700.
 func cmdFixtures(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 2 || neg {
 		ts.Fatalf("usage: fixtures VERSION DIR")

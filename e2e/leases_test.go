@@ -74,8 +74,8 @@ func TestLivePidWinsOverClock(t *testing.T) {
 
 // TestPausedBatchIsFenced: a paused holder of a batch, whose process may
 // hold the checkpoint file's write lock: a takeover raises the fence before
-// it takes the lease, so either recover cannot fence (exit 3) and leaves the
-// lease as it was, or it takes the batch over and the paused process,
+// it takes the lease, so either recover cannot fence (exit 3) and leaves
+// the lease as it was, or it takes the batch over and the paused process,
 // resumed, writes nothing more and exits 3. Either way the batch ends done
 // with each row once.
 func TestPausedBatchIsFenced(t *testing.T) {

@@ -90,8 +90,9 @@ func TestOrdersTeaching(t *testing.T) {
 	}
 }
 
-// TestOrdersOtherUsersRows: --user other-user may not import demo-user's rows, and what it
-// is told is the same whether such an order exists (A3001) or not.
+// TestOrdersOtherUsersRows: --user other-user may not import demo-user's
+// rows, and what it is told is the same whether such an order exists
+// (A3001) or not.
 func TestOrdersOtherUsersRows(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
@@ -160,9 +161,10 @@ func TestOrdersNoOracleForOtherUsers(t *testing.T) {
 	verifyClean(t, dir)
 }
 
-// The import report says what orders list says about returnability (an
-// approved order has an open application); delivery times out of range
-// and an odd-length UTF-16 file are refused by line, exit 2, nothing made.
+// TestOrdersImportAgreesWithList: the import report says what orders list
+// says about returnability (an approved order has an open application);
+// delivery times out of range and an odd-length UTF-16 file are refused by
+// line, exit 2, nothing made.
 func TestOrdersImportAgreesWithList(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")

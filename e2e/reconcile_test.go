@@ -57,10 +57,10 @@ func wantList(t *testing.T, dir string, want map[string]string) {
 }
 
 // TestCancelAfterALostSubmitCheckpointEndsSubmitted: an approval's
-// application commits, then a power loss takes the
-// checkpoints after the last sync (here: the checkpoint file as it was
-// before the approval is put back). Cancel must end the task submitted,
-// reusing the application, not cancelled with the application pending.
+// application commits, then a power loss takes the checkpoints after the
+// last sync (here: the checkpoint file as it was before the approval is put
+// back). Cancel must end the task submitted, reusing the application, not
+// cancelled with the application pending.
 func TestCancelAfterALostSubmitCheckpointEndsSubmitted(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -86,10 +86,10 @@ func TestCancelAfterALostSubmitCheckpointEndsSubmitted(t *testing.T) {
 	verifyClean(t, dir)
 }
 
-// TestOlderCheckpointsFileFindsTheApplication: an older
-// checkpoints.sqlite (restored) beside the business file.
-// A submitted task's cancel ends it submitted; starting it again finds its
-// application instead of failing it with open_application.
+// TestOlderCheckpointsFileFindsTheApplication: an older checkpoints.sqlite
+// (restored) beside the business file. A submitted task's cancel ends it
+// submitted; starting it again finds its application instead of failing it
+// with open_application.
 func TestOlderCheckpointsFileFindsTheApplication(t *testing.T) {
 	t.Parallel()
 	t.Run("CancelAfterSubmit", func(t *testing.T) {
@@ -131,12 +131,12 @@ func TestOlderCheckpointsFileFindsTheApplication(t *testing.T) {
 	})
 }
 
-// TestOlderBusinessFileIsInconsistent: an older business.sqlite
-// (restored, or its -wal deleted after a
-// crash). The checkpoint reports an application the business file lacks:
-// show and approve refuse with inconsistent, nothing is written, the task
-// record is not rewritten to done, the order is not returnable, verify
-// names the task; restoring both files from one backup sets it right.
+// TestOlderBusinessFileIsInconsistent: an older business.sqlite (restored,
+// or its -wal deleted after a crash). The checkpoint reports an application
+// the business file lacks: show and approve refuse with inconsistent,
+// nothing is written, the task record is not rewritten to done, the order
+// is not returnable, verify names the task; restoring both files from one
+// backup sets it right.
 func TestOlderBusinessFileIsInconsistent(t *testing.T) {
 	t.Parallel()
 	// The hints carry --data, which these runs give (docs/cli.md "Conventions").
@@ -201,8 +201,9 @@ func TestOlderBusinessFileIsInconsistent(t *testing.T) {
 	})
 }
 
-// Every answer to the cancelled c1 is refused as on consistent files and
-// submits nothing; the record stays cancelled; show, wait and list say so.
+// TestOlderCheckpointsKeepACancelledTaskCancelled: every answer to the
+// cancelled c1 is refused as on consistent files and submits nothing; the
+// record stays cancelled; show, wait and list say so.
 func TestOlderCheckpointsKeepACancelledTaskCancelled(t *testing.T) {
 	t.Parallel()
 	dir, _ := olderCheckpoints(t)
@@ -232,9 +233,10 @@ func TestOlderCheckpointsKeepACancelledTaskCancelled(t *testing.T) {
 	verifyClean(t, dir)
 }
 
-// Every answer to the submitted s1 reports its application (recovery.md:
-// the task's own application ends it submitted, whatever the answer);
-// nothing marks it failed, and verify stays clean.
+// TestOlderCheckpointsKeepASubmittedTaskSubmitted: every answer to the
+// submitted s1 reports its application (recovery.md: the task's own
+// application ends it submitted, whatever the answer); nothing marks it
+// failed, and verify stays clean.
 func TestOlderCheckpointsKeepASubmittedTaskSubmitted(t *testing.T) {
 	t.Parallel()
 	dir, app := olderCheckpoints(t)
@@ -262,12 +264,12 @@ func TestOlderCheckpointsKeepASubmittedTaskSubmitted(t *testing.T) {
 	verifyClean(t, dir)
 }
 
-// A power loss in a cancel: its trail entry and its checkpoint were
-// written, the checkpoint and the release were lost (the process killed
-// after the cancel's checkpoint, then the checkpoints file as it was
-// before the cancel put back; business.sqlite and its -wal kept whole).
-// The head asks for approval again, but the trail says cancelled: an
-// approve is refused and submits nothing.
+// TestCancelLostByAPowerLossStands: a power loss in a cancel: its trail
+// entry and its checkpoint were written, the checkpoint and the release
+// were lost (the process killed after the cancel's checkpoint, then the
+// checkpoints file as it was before the cancel put back; business.sqlite
+// and its -wal kept whole). The head asks for approval again, but the trail
+// says cancelled: an approve is refused and submits nothing.
 func TestCancelLostByAPowerLossStands(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -296,11 +298,12 @@ func TestCancelLostByAPowerLossStands(t *testing.T) {
 	verifyClean(t, dir)
 }
 
-// A task whose record ended failed (its draft expired: the approve ran
-// with the clock an hour ahead) beside its older run, which waits for
-// approval: an edit would make a new draft and wait again; it is refused
-// and the record stays failed. The approve that ended it, given again,
-// reports that end (exit 0, draft_expired), as with the files in step.
+// TestFailedRecordIsNotReopened: a task whose record ended failed (its
+// draft expired: the approve ran with the clock an hour ahead) beside its
+// older run, which waits for approval: an edit would make a new draft and
+// wait again; it is refused and the record stays failed. The approve that
+// ended it, given again, reports that end (exit 0, draft_expired), as with
+// the files in step.
 func TestFailedRecordIsNotReopened(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -329,9 +332,9 @@ func TestFailedRecordIsNotReopened(t *testing.T) {
 	verifyClean(t, dir)
 }
 
-// A checkpoints.sqlite older than the task (no run of it at all) beside a
-// record that ended cancelled: show says cancelled, and neither resume nor
-// start runs the task again.
+// TestCheckpointsOlderThanTheTaskKeepItsEnd: a checkpoints.sqlite older
+// than the task (no run of it at all) beside a record that ended cancelled:
+// show says cancelled, and neither resume nor start runs the task again.
 func TestCheckpointsOlderThanTheTaskKeepItsEnd(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -353,10 +356,11 @@ func TestCheckpointsOlderThanTheTaskKeepItsEnd(t *testing.T) {
 	verifyClean(t, dir)
 }
 
-// An edit whose checkpoints were lost (the checkpoints file from before it
-// put back): the trail holds it, the head asks about version 1 again. An
-// approve of version 1 is refused; the same edit again carries it out,
-// recorded once, and goes on to version 2.
+// TestEditLostWithItsCheckpointsIsCarriedOutOnce: an edit whose checkpoints
+// were lost (the checkpoints file from before it put back): the trail holds
+// it, the head asks about version 1 again. An approve of version 1 is
+// refused; the same edit again carries it out, recorded once, and goes on
+// to version 2.
 func TestEditLostWithItsCheckpointsIsCarriedOutOnce(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -379,12 +383,12 @@ func TestEditLostWithItsCheckpointsIsCarriedOutOnce(t *testing.T) {
 	verifyClean(t, dir)
 }
 
-// An edit, revise or reason the decision trail holds whose checkpoint was
-// lost: show offers exactly that answer's command (the text
-// card's one Next, the JSON's stands), list and show agree on the stage
-// (the question the head asks), every other answer is refused naming that
-// command, verify warns with it as the fix (exit 0), and giving it carries
-// the task on.
+// TestLostAnswerStands: an edit, revise or reason the decision trail holds
+// whose checkpoint was lost: show offers exactly that answer's command (the
+// text card's one Next, the JSON's stands), list and show agree on the
+// stage (the question the head asks), every other answer is refused naming
+// that command, verify warns with it as the fix (exit 0), and giving it
+// carries the task on.
 func TestLostAnswerStands(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -445,12 +449,12 @@ func TestLostAnswerStands(t *testing.T) {
 	}
 }
 
-// A task that ended failed keeps why in its business record (schema 9):
-// when the checkpoint that said why is lost, the task is reported with
-// its own failure (draft_expired here), not recorded_end, and the same
-// answer again is what it is with the files in step: the end reported
-// again, exit 0, not a conflict over a recorded end. Two
-// ways to lose it: a decide chunk killed between its business and its
+// TestFailedRecordKeepsWhy: a task that ended failed keeps why in its
+// business record (schema 9): when the checkpoint that said why is lost,
+// the task is reported with its own failure (draft_expired here), not
+// recorded_end, and the same answer again is what it is with the files in
+// step: the end reported again, exit 0, not a conflict over a recorded end.
+// Two ways to lose it: a decide chunk killed between its business and its
 // checkpoint commits, and an older checkpoints.sqlite put back.
 func TestFailedRecordKeepsWhy(t *testing.T) {
 	t.Parallel()

@@ -51,13 +51,13 @@ func TestAttemptsAreBounded(t *testing.T) {
 	}
 }
 
-// A submit whose business commit lands and whose checkpoint never does,
-// attempt after attempt (killed at submit:after-business-commit each
-// time), until the attempts run out: the task holds its application, so
-// the guard stop ends it submitted with it, reused, not failed
-// attempts_exhausted (docs/cli.md "A recorded end": nothing marks such a
-// task failed). Both ways the attempts run out: --max-attempts 1 after one
-// kill, and the default 5 after five.
+// TestGiveUpWithAnApplicationEndsSubmitted: a submit whose business commit
+// lands and whose checkpoint never does, attempt after attempt (killed at
+// submit:after-business-commit each time), until the attempts run out: the
+// task holds its application, so the guard stop ends it submitted with it,
+// reused, not failed attempts_exhausted (docs/cli.md "A recorded end":
+// nothing marks such a task failed). Both ways the attempts run out:
+// --max-attempts 1 after one kill, and the default 5 after five.
 func TestGiveUpWithAnApplicationEndsSubmitted(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -149,6 +149,9 @@ func TestRecoveryFigures(t *testing.T) {
 	}
 }
 
+// TestStaleTaskShownWithRecoverCommand: a batch killed part-way shows as
+// running with its holder gone, its text card names the recover command,
+// and recover finishes it.
 func TestStaleTaskShownWithRecoverCommand(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -181,6 +184,9 @@ func TestStaleTaskShownWithRecoverCommand(t *testing.T) {
 	}
 }
 
+// TestBatchKilledAndRecovered: a batch killed (SIGKILL) at ten random
+// moments, started or recovered again after each, ends done with each
+// row run once.
 func TestBatchKilledAndRecovered(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

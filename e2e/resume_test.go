@@ -13,6 +13,8 @@ import (
 	"time"
 )
 
+// TestConcurrentApprovals: twenty approvals of one task at once each exit
+// 0 or 3, and one application is made.
 func TestConcurrentApprovals(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -41,6 +43,9 @@ func TestConcurrentApprovals(t *testing.T) {
 	}
 }
 
+// TestEditMakesANewVersion: an edit makes draft version 2, which the
+// question then names; an approve of version 1 is stale (exit 3); the
+// approve of version 2 submits once.
 func TestEditMakesANewVersion(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -75,6 +80,9 @@ func TestEditMakesANewVersion(t *testing.T) {
 	}
 }
 
+// TestReviseAsksTheOwner: an approver's revise asks the owner for a new
+// reason, with the approver's comment on the card; the new reason makes
+// draft version 2.
 func TestReviseAsksTheOwner(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -98,6 +106,8 @@ func TestReviseAsksTheOwner(t *testing.T) {
 	}
 }
 
+// TestTooManyRevisions: an edit to a sixth draft version ends the task
+// failed (too_many_revisions), with five drafts and no application.
 func TestTooManyRevisions(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -152,9 +162,8 @@ func TestAnswerToAnEndedTask(t *testing.T) {
 }
 
 // TestReturnWindowClosesWhileTheDraftWaits: the order's return window
-// closes while its draft waits for
-// approval: approve ends the request failed with return_window_closed,
-// nothing submitted.
+// closes while its draft waits for approval: approve ends the request
+// failed with return_window_closed, nothing submitted.
 func TestReturnWindowClosesWhileTheDraftWaits(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

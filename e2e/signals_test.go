@@ -209,12 +209,12 @@ func TestInterruptBeforeAnythingStored(t *testing.T) {
 	}
 }
 
-// TestStalledInputSignals: every command that reads a file a person names (orders import, batch,
-// decide FILE, decide -) ends at once on SIGINT and SIGTERM while a read
-// of that file is blocked: a pipe or FIFO whose writer stalls, in the
-// header (a few bytes sent) or among the rows (more than the read buffers
-// hold). It exits 130 or 143 and makes no data dir: the file was never
-// read whole.
+// TestStalledInputSignals: every command that reads a file a person names
+// (orders import, batch, decide FILE, decide -) ends at once on SIGINT and
+// SIGTERM while a read of that file is blocked: a pipe or FIFO whose writer
+// stalls, in the header (a few bytes sent) or among the rows (more than the
+// read buffers hold). It exits 130 or 143 and makes no data dir: the file
+// was never read whole.
 func TestStalledInputSignals(t *testing.T) {
 	t.Parallel()
 	commands := []struct {
@@ -471,8 +471,8 @@ func TestImportSignalAfterCommit(t *testing.T) {
 	}
 }
 
-// TestOrdersImportSignals: SIGINT and SIGTERM during a big import end it at once with
-// nothing written (one transaction, rolled back).
+// TestOrdersImportSignals: SIGINT and SIGTERM during a big import end it at
+// once with nothing written (one transaction, rolled back).
 func TestOrdersImportSignals(t *testing.T) {
 	t.Parallel()
 	big := filepath.Join(t.TempDir(), "big.csv")

@@ -69,8 +69,8 @@ func TestStartOfAnUnknownOrderMakesNoStores(t *testing.T) {
 
 // TestDraftTTLIsPartOfTheInput: the draft validity is part of a start's
 // input (another --draft-ttl for a task id is exit 3, the first window
-// stays), and a sub-second validity is refused (exit 2), never cut to
-// whole seconds.
+// stays), and a sub-second validity is refused (exit 2), never cut to whole
+// seconds.
 func TestDraftTTLIsPartOfTheInput(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -530,6 +530,10 @@ func TestStopBeforeFirstCheckpoint(t *testing.T) {
 	}
 }
 
+// TestBatchStopAndResume: a batch stopped from another process ends
+// interrupted, exit 0, as does its resume stopped again; the next resume
+// finishes it, the timeline numbered without gaps; a stop of the
+// finished batch is exit 3.
 func TestBatchStopAndResume(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

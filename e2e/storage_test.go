@@ -110,9 +110,9 @@ func TestStorageReadOnlyDataDir(t *testing.T) {
 }
 
 // TestCorruptPageInTheMiddleIsRefused: a corrupt page in the middle of
-// business.sqlite (one no cheap
-// check at open reads) is refused at open, before any write, with a
-// message naming verify and the backup; it stays refused.
+// business.sqlite (one no cheap check at open reads) is refused at open,
+// before any write, with a message naming verify and the backup; it stays
+// refused.
 func TestCorruptPageInTheMiddleIsRefused(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -93,8 +93,9 @@ func TestVerifyReportsWhatOthersRefuse(t *testing.T) {
 // fixCommandRE finds the commands a fix quotes.
 var fixCommandRE = regexp.MustCompile("`(assistant [^`]*)`")
 
-// verify's fixes quote commands that run as pasted: with --data, and with
-// --user naming the task's owner when verify runs as someone else.
+// TestVerifyFixesArePasteable: verify's fixes quote commands that run as
+// pasted: with --data, and with --user naming the task's owner when verify
+// runs as someone else.
 func TestVerifyFixesArePasteable(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -145,10 +146,11 @@ func TestVerifyFixesArePasteable(t *testing.T) {
 	verifyClean(t, dir)
 }
 
-// A task that ended failed at its sixth draft version (too many
-// revisions), then an older checkpoints.sqlite put back, whose head asks
-// about the fifth: verify says there is nothing to do (a recorded end)
-// and offers no edit to carry out (it said both: the edit "stands").
+// TestVerifyOffersNoAnswerForARecordedEnd: a task that ended failed at its
+// sixth draft version (too many revisions), then an older
+// checkpoints.sqlite put back, whose head asks about the fifth: verify says
+// there is nothing to do (a recorded end) and offers no edit to carry out
+// (it said both: the edit "stands").
 func TestVerifyOffersNoAnswerForARecordedEnd(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -175,8 +177,9 @@ func TestVerifyOffersNoAnswerForARecordedEnd(t *testing.T) {
 	}
 }
 
-// The hints of refusals offer commands that work: the inconsistent error
-// names `backup DIR`, and stop of an inconsistent task offers verify; a stale --version of a task that ended
+// TestRefusalHintsOfferWhatWorks: the hints of refusals offer commands that
+// work: the inconsistent error names `backup DIR`, and stop of an
+// inconsistent task offers verify; a stale --version of a task that ended
 // too_many_revisions says it ended instead of naming a version to answer.
 func TestRefusalHintsOfferWhatWorks(t *testing.T) {
 	t.Parallel()
@@ -212,9 +215,10 @@ func TestRefusalHintsOfferWhatWorks(t *testing.T) {
 	})
 }
 
-// TestFilesOfTwoDataDirsAreRefused: files that do not belong together. A business.sqlite of another
-// data dir is refused before anything is written, naming both identities;
-// a -wal copied from another data dir is not merged.
+// TestFilesOfTwoDataDirsAreRefused: files that do not belong together. A
+// business.sqlite of another data dir is refused before anything is
+// written, naming both identities; a -wal copied from another data dir is
+// not merged.
 func TestFilesOfTwoDataDirsAreRefused(t *testing.T) {
 	t.Parallel()
 	t.Run("BusinessFileOfAnotherDataDir", func(t *testing.T) {
