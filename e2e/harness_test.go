@@ -589,14 +589,38 @@ func startPaused(t *testing.T, c *exec.Cmd, point string) proc {
 }
 
 // stopped reports whether process pid is stopped by a signal (state T).
-func stopped(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
+func stopped(pid int) bool { return procState(fmt.Sprintf("/proc/%d/stat", pid)) == 'T' }
+
+// asleep reports whether every thread of process pid sleeps (state S):
+// none runs, waits to run, or waits for the disk. A process that waits
+// on a timer for its next look is asleep; one that opens its files or
+// reads them is not, however slowly the machine runs it.
+func asleep(pid int) bool {
+	threads, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(threads) == 0 {
 		return false
+	}
+	for _, th := range threads {
+		if procState(fmt.Sprintf("/proc/%d/task/%s/stat", pid, th.Name())) != 'S' {
+			return false
+		}
+	}
+	return true
+}
+
+// procState is the state letter of the /proc stat file at path (R, S, D,
+// T, …), or 0 when it cannot be read.
+func procState(path string) byte {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
-	return i > 0 && len(s) > i+2 && s[i+2] == 'T'
+	if i < 0 || len(s) <= i+2 {
+		return 0
+	}
+	return s[i+2]
 }
 
 // exitWithin waits for a process's exit code.

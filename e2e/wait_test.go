@@ -217,9 +217,10 @@ func TestExitStatus(t *testing.T) {
 	}
 }
 
-// startWait starts `assistant wait TASK` and returns once it has both
-// files of the data dir open: it waits on them from then on (the tests
-// below check its end, not this start).
+// startWait starts `assistant wait TASK` and returns once it waits for its
+// next look: it has both files of the data dir open and sleeps, in two
+// looks at it in a row (opening the files, it reads and closes them more
+// than once). The tests below check its end, not this start.
 func startWait(t *testing.T, dir, task string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
 	c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "wait", task)
@@ -228,8 +229,15 @@ func startWait(t *testing.T, dir, task string) (*exec.Cmd, *bytes.Buffer) {
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "wait has both files open", func() bool {
-		return hasOpen(c.Process.Pid, "business.sqlite") && hasOpen(c.Process.Pid, "checkpoints.sqlite")
+	waiting := 0
+	eventually(t, "wait waits for its next look", func() bool {
+		pid := c.Process.Pid
+		if hasOpen(pid, "business.sqlite") && hasOpen(pid, "checkpoints.sqlite") && asleep(pid) {
+			waiting++
+		} else {
+			waiting = 0
+		}
+		return waiting == 2
 	})
 	return c, &stderr
 }
