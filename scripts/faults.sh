@@ -31,7 +31,7 @@ status=0
 mkdir -p testdata/faults
 figures=testdata/faults/figures.tsv
 [ -s "$figures" ] || printf 'at\trev\tscenario\tpoint @ command\tredone\tinterrupted\trecovery_ms\n' > "$figures"
-FAULT_FIGURES="$figures" FAULT_REV="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" FAULT_REPORT="$report" go test -count=1 -timeout 60m -run 'TestFaultMatrix|TestChaos|TestDecideKilledAtFaultPoints' -v . > "$report.log" 2>&1 || status=$?
+FAULT_FIGURES="$PWD/$figures" FAULT_REV="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" FAULT_REPORT="$report" go test -count=1 -timeout 60m -run 'TestFaultMatrix|TestChaos|TestDecideKilledAtFaultPoints' -v ./e2e/ > "$report.log" 2>&1 || status=$?
 cat "$report"
 grep -E '^(--- |ok|FAIL|PASS)|kills, seed' "$report.log" || true
 if [ "$status" != 0 ]; then
