@@ -139,8 +139,8 @@ func TestBatchRowOfAnotherUsersTask(t *testing.T) {
 			for _, c := range []struct {
 				user, batch, file, says, not string
 			}{
-				{"dave", "b1", file, "task id r1 is already taken (choose another task id)", "show"},
-				{"alice", "b2", file, "task id r1 is already taken (choose another task id, or see that task with `assistant ", "other input"},
+				{"dave", "b1", file, "task id r1 is already taken; the row was not run; choose another task id", "show"},
+				{"alice", "b2", file, "task id r1 is already taken; the row was not run; choose another task id, or see that task with `assistant ", "other input"},
 				{"owner", "b3", own, "task r2 already exists with other input", "taken"},
 			} {
 				s.run(t, nil, c.user, "batch", c.batch, c.file)

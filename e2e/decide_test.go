@@ -416,11 +416,11 @@ func TestDecideRowErrorsPasteAsResumes(t *testing.T) {
 	var want []string
 	for _, args := range [][]string{{"resume", "nosuch", "--action", "approve"}, {"resume", "d2", "--action", "approve", "--draft", v1.Draft.DraftID}} {
 		out, _, _ := run(t, dir, append([]string{"--user", "alice"}, args...)...)
-		var e struct{ Error struct{ Message string } }
-		if err := jsonUnmarshal(out, &e); err != nil || !strings.Contains(e.Error.Message, "`assistant --data "+dir+" --user alice ") {
-			t.Fatalf("resume %v: %q, %v; want a message with a pasteable command", args, out, err)
+		var e struct{ Error struct{ Message, Hint string } }
+		if err := jsonUnmarshal(out, &e); err != nil || !strings.Contains(e.Error.Hint, "`assistant --data "+dir+" --user alice ") {
+			t.Fatalf("resume %v: %q, %v; want a hint with a pasteable command", args, out, err)
 		}
-		want = append(want, e.Error.Message)
+		want = append(want, e.Error.Message+"; "+e.Error.Hint)
 	}
 	out, _, code := run(t, dir, "--user", "alice", "decide", file)
 	var rep struct {

@@ -5,9 +5,7 @@ package e2e
 // built binary with the one command the docs give, and a bad export
 // refused with every problem it has in one line.
 //
-// For e2e/: it uses the harness's run and mustRun (dir is the data dir,
-// the binary runs with --data dir --output json) and reads the exports
-// from the repository's testdata/exports.
+// The exports are the repository's testdata/exports.
 
 import (
 	"os"
