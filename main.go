@@ -18,7 +18,7 @@ func init() {
 	// No memory profile is ever taken of a command, and sampling
 	// allocations for one keeps about 1.4 MiB of stack buckets alive by the
 	// end of a long batch (runtime/metrics /memory/classes/profiling;
-	// issue 7 asks for at most 20 MiB of peak RSS per command).
+	// docs/performance.md keeps a command's peak RSS under 20 MiB).
 	runtime.MemProfileRate = 0
 }
 

@@ -176,8 +176,8 @@ func (s *Store) ImportOrdersFile(ctx context.Context, f *OrdersFile, opts Import
 // when ctx ended first: database/sql rolls a transaction back and closes
 // its statements once its context ends, so the statement that runs then
 // fails with "sql: statement is closed" or sql.ErrTxDone instead of the
-// context's error, and a SIGTERM read as a storage failure (exit 1, not
-// 143: a tester's finding). Nothing was committed either way. err is kept
+// context's error, and a SIGTERM would read as a storage failure (exit 1,
+// not 143). Nothing was committed either way. err is kept
 // in the text.
 func endedBy(ctx context.Context, err error) error {
 	if err == nil || ctx.Err() == nil || errors.Is(err, ctx.Err()) {

@@ -11,7 +11,7 @@ import (
 
 // durationValue is a flag holding a time.Duration written as Go writes
 // one (300s, 1h30m, 1500ms) or with a day unit, 24 hours (30d, 1d12h), as
-// the time flags of docs/cli.md "Durations" accept.
+// the time flags of docs/cli.md "Conventions" accept.
 type durationValue time.Duration
 
 // newDurationValue sets *p to def and returns the flag value that writes

@@ -15,7 +15,7 @@ var emptyFlagsOwnCheck = map[string]bool{"json": true, "user": true, "store": tr
 
 // blankFlagMeanings are the flags whose blank value (white space only, not
 // empty) the docs give a meaning: a blank --reason is no reason, which
-// start asks for and resume asks for again (docs/cli.md "start",
+// start asks for and resume asks for again (docs/cli.md "Conventions",
 // "resume").
 var blankFlagMeanings = map[string]bool{"reason": true}
 

@@ -299,7 +299,7 @@ type ordersWriter interface {
 
 // ordersBlock is how many rows of orders list's text table are aligned
 // together: its table is flushed after each block, so a column is as
-// wide as its widest cell of the block (docs/cli.md "orders list").
+// wide as its widest cell of the block (docs/orders.md "Listing").
 const ordersBlock = 1000
 
 // ordersText prints orders list's text table: the header and then each

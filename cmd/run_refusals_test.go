@@ -16,7 +16,7 @@ import (
 
 // A command that reads a data dir that does not exist is exit 4 and does not
 // create it; list and recover report nothing and create nothing either
-// (docs/cli.md "list", "recover").
+// (docs/cli.md "Commands", "recover").
 func TestRunMissingDataDir(t *testing.T) {
 	for _, tc := range []struct {
 		name   string

@@ -1,7 +1,7 @@
 package cmd
 
 // The command line through Run, without a process: argv in; exit code,
-// stdout and stderr out (docs/cli.md "CLI contract"). Every test has its own
+// stdout and stderr out (docs/cli.md "Commands"). Every test has its own
 // data dir under t.TempDir() and the teaching orders the binary embeds as
 // its seed. Where the output is the contract it is compared with a golden
 // file in testdata/, after the values that change from run to run (ids,

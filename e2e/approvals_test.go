@@ -1,6 +1,6 @@
 package e2e
 
-// Approvals (docs/json.md "Approvals"): two-person approval, the decision
+// Approvals (docs/approvals.md "Answers and approvals"): two-person approval, the decision
 // trail, and an approval cut short by a kill or a lost reply, counted once
 // everywhere; on a data dir and, where the rule is the store's, on
 // PostgreSQL.

@@ -1,6 +1,6 @@
 package e2e
 
-// Approvers and their scope (docs/cli.md "approvers"): who may answer a
+// Approvers and their scope (docs/approvals.md "Approvers"): who may answer a
 // task, what a person without the grant is told, and what a grant
 // revoked after an approval leaves counted.
 

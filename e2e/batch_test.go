@@ -1,6 +1,6 @@
 package e2e
 
-// batch (docs/cli.md "batch"; docs/recovery.md "Batch chunks"): rows and
+// batch (docs/batch.md "batch"; docs/recovery.md "Batch chunks"): rows and
 // their report, the same batch or decide command given again, and
 // batches that overlap.
 

@@ -1,6 +1,6 @@
 package e2e
 
-// decide (docs/cli.md "decide"; docs/json.md "decide and show --rows"):
+// decide (docs/batch.md "decide"; docs/json.md "decide and show --rows"):
 // decisions in bulk from a file or a pipe, each row's outcome the one
 // resume gives for the same answer.
 
@@ -416,7 +416,9 @@ func TestDecideRowErrorsPasteAsResumes(t *testing.T) {
 	var want []string
 	for _, args := range [][]string{{"resume", "nosuch", "--action", "approve"}, {"resume", "d2", "--action", "approve", "--draft", v1.Draft.DraftID}} {
 		out, _, _ := run(t, dir, append([]string{"--user", "alice"}, args...)...)
-		var e struct{ Error struct{ Message, Hint string } }
+		var e struct {
+			Error struct{ Message, Hint string }
+		}
 		if err := jsonUnmarshal(out, &e); err != nil || !strings.Contains(e.Error.Hint, "`assistant --data "+dir+" --user alice ") {
 			t.Fatalf("resume %v: %q, %v; want a hint with a pasteable command", args, out, err)
 		}

@@ -1185,7 +1185,7 @@ func jsonText(s string) string {
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
 
-// verifyReport is the JSON of `assistant verify` (docs/cli.md "verify").
+// verifyReport is the JSON of `assistant verify` (docs/storage.md "Verify").
 type verifyReport struct {
 	Clean bool `json:"clean"`
 	Files []struct {

@@ -1,6 +1,6 @@
 package e2e
 
-// Limits of input files (docs/orders.md "Limits"; docs/cli.md "batch",
+// Limits of input files (docs/orders.md "Limits"; docs/batch.md "The files",
 // "decide"): files over a size or line limit, hostile bytes, and a
 // temporary directory that fails, each refused in one line, nothing made.
 

@@ -1,6 +1,6 @@
 package e2e
 
-// list (docs/cli.md "list"): what list shows is what show says, filtered
+// list (docs/json.md "list"): what list shows is what show says, filtered
 // by batch, status and limit.
 
 import (

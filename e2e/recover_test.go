@@ -55,7 +55,7 @@ func TestAttemptsAreBounded(t *testing.T) {
 // lands and whose checkpoint never does, attempt after attempt (killed at
 // submit:after-business-commit each time), until the attempts run out: the
 // task holds its application, so the guard stop ends it submitted with it,
-// reused, not failed attempts_exhausted (docs/cli.md "A recorded end":
+// reused, not failed attempts_exhausted (docs/recovery.md "When the two files disagree":
 // nothing marks such a task failed). Both ways the attempts run out:
 // --max-attempts 1 after one kill, and the default 5 after five.
 func TestGiveUpWithAnApplicationEndsSubmitted(t *testing.T) {

@@ -1,6 +1,6 @@
 package e2e
 
-// resume (docs/cli.md "resume"): answers to a waiting task (approve,
+// resume (docs/approvals.md "Answering a question"): answers to a waiting task (approve,
 // edit, revise, cancel), answers that race, and answers to a task that is
 // busy or has ended.
 

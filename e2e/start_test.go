@@ -1,6 +1,6 @@
 package e2e
 
-// start (docs/cli.md "start", "Task ids"): what a start makes, what is
+// start (docs/json.md "start, show, resume, wait, stop and batch", "Task ids"): what a start makes, what is
 // part of its input, and what a refusal of a taken task id offers.
 
 import (

@@ -1,6 +1,6 @@
 package e2e
 
-// wait and the outcome exit codes (docs/cli.md "wait", "Exit codes";
+// wait and the outcome exit codes (docs/ci.md "How wait waits", "Exit codes";
 // docs/ci.md "The script", "Exit codes a script sees").
 
 import (

@@ -12,7 +12,7 @@ import (
 	"assistant/runs"
 )
 
-// Approvers and their scope (docs/cli.md "approvers"): a user may decide a
+// Approvers and their scope (docs/approvals.md "Approvers"): a user may decide a
 // return task — show it, answer its questions, read its history — when
 // they own it or hold a grant from its owner. Only the owner grants or
 // revokes their own scope. Anyone else is told the task is unknown,

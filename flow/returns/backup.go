@@ -12,7 +12,7 @@ import (
 )
 
 // BackupSchemaVersion is the schema_version of the JSON of a BackupResult
-// (docs/cli.md "backup").
+// (docs/storage.md "Backup").
 const BackupSchemaVersion = 1
 
 // Snapshot is one file of the data dir held at one moment, to be copied

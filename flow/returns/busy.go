@@ -22,7 +22,7 @@ import (
 // task stopped while its former process still holds it keeps acquire's
 // refusal, which says so and offers resume for when it lets go. A
 // plain resume by an approver is told to wait: a stop is its owner's
-// alone (docs/cli.md "approvers"). The owner's plain resume keeps
+// alone (docs/approvals.md "Approvers"). The owner's plain resume keeps
 // acquire's hint, which offers stop. Each refusal matches ErrConflict,
 // and runs.ErrBusy through the lease refusal, so that a decide row still
 // waits on it; its hint names only what that person may do.

@@ -304,10 +304,11 @@ func (r *runner) driveReturn(ctx context.Context, t runs.TaskRecord, fn func(ctx
 // endOfGiveUp is the update that ends task's run at a guard stop with the
 // failure f: failed, unless the business file holds the task's
 // application, which ends it submitted with it, reused, whatever failed
-// since (docs/cli.md "A recorded end": nothing marks such a task failed).
+// since (docs/recovery.md "When the two files disagree": nothing marks such a
+// task failed).
 // That is a submit whose business commit landed while its checkpoint did
 // not, attempt after attempt (killed at submit:after-business-commit until
-// the attempts ran out, a tester's finding). Errors: storage errors.
+// the attempts ran out). Errors: storage errors.
 func (r *runner) endOfGiveUp(ctx context.Context, g *flow.Runnable[State], task string, f Failure) (State, error) {
 	failed := State{Stage: StageFailed, Error: &f}
 	head, err := headOrNil(g.State(ctx, task))

@@ -21,7 +21,7 @@ import (
 // could reach on the machine that runs them. Run each next to the
 // benchmark it bounds, in one `go test` run (scripts/bench.sh does), and
 // compare the two: the machine's speed drifts by half within minutes, the
-// ratio much less (docs/performance.md "Floors").
+// ratio much less (docs/performance.md "Targets and current figures").
 
 // floorDSN is a DSN with the pragmas every pool of the stores uses
 // (internal/sqlite's opening.pool), synchronous as given.

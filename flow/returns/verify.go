@@ -12,7 +12,7 @@ import (
 )
 
 // VerifySchemaVersion is the schema_version of the JSON of a VerifyReport
-// (docs/cli.md "verify").
+// (docs/storage.md "Verify").
 const VerifySchemaVersion = 1
 
 // VerifyOptions are the input of Verify. The checkpoint file is read by the

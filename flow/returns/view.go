@@ -9,7 +9,7 @@ import (
 	"assistant/runs"
 )
 
-// View is what start, show and resume print (docs/cli.md "start, show and resume"): one
+// View is what start, show and resume print (docs/json.md "start, show, resume, wait, stop and batch"): one
 // object with stable field names. Absent things are null, lists are [].
 type View struct {
 	// SchemaVersion prints as returns.SchemaVersion (docs/json.md).

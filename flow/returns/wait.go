@@ -10,7 +10,7 @@ import (
 	"assistant/runs"
 )
 
-// How often Wait looks at the task (docs/cli.md "wait"): first after
+// How often Wait looks at the task (docs/ci.md "How wait waits"): first after
 // WaitPollMin, then half as often again after each look that finds nothing
 // new, up to WaitPollMax; a change starts over at WaitPollMin.
 const (

@@ -1,5 +1,5 @@
-// Package variants holds the two engine experiments of `assistant variants`
-// (issue 3): a static breakpoint, and two parallel questions answered by id.
+// Package variants holds the two engine experiments of `assistant variants`:
+// a static breakpoint, and two parallel questions answered by id.
 // Each step opens the checkpoint store anew, as a separate process would,
 // and the result counts how often each node ran.
 package variants
@@ -15,7 +15,7 @@ import (
 	"assistant/flow"
 )
 
-// StaticResult is the JSON of the static variant (issue 3).
+// StaticResult is the JSON of the static variant.
 type StaticResult struct {
 	Variant     string   `json:"variant"`
 	CallsBefore int      `json:"calls_before"`
@@ -24,7 +24,7 @@ type StaticResult struct {
 	CallsAfter  int      `json:"calls_after"`
 }
 
-// ParallelResult is the JSON of the parallel variant (issue 3): pending
+// ParallelResult is the JSON of the parallel variant: pending
 // questions after each step, and how often each node ran.
 type ParallelResult struct {
 	Variant string         `json:"variant"`
