@@ -1,7 +1,7 @@
 package e2e
 
-// The limits of every PostgreSQL connection (docs/postgres.md "The
-// command line: --store"): a lock another session holds ends a command
+// The limits of every PostgreSQL connection (docs/postgres.md "Busy",
+// "A frozen holder"): a lock another session holds ends a command
 // busy instead of hanging it; a server that never answers ends it with
 // exit 1; a --store URL that is refused never repeats itself.
 

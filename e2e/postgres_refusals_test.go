@@ -1,7 +1,7 @@
 package e2e
 
-// Refusals on PostgreSQL (docs/postgres.md "Migrations, refusals,
-// identity, durability"): schemas that do not belong together, foreign,
+// Refusals on PostgreSQL (docs/postgres.md "The business
+// store"): schemas that do not belong together, foreign,
 // newer, lost or empty ones are refused before any write, in the words of
 // schemas rather than files.
 

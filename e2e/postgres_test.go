@@ -1,7 +1,7 @@
 package e2e
 
-// The command line on PostgreSQL (docs/postgres.md "The command line:
-// --store"): the built binary with --store on a database of its own per
+// The command line on PostgreSQL (docs/postgres.md "The command
+// line"): the built binary with --store on a database of its own per
 // test (internal/pgtest: skipped without a server, failed in CI), as on a
 // data dir.
 

@@ -1,6 +1,6 @@
 package e2e
 
-// When the two files disagree (docs/cli.md "When the two files
+// When the two files disagree (docs/recovery.md "When the two files
 // disagree"; docs/storage.md "The business file is the truth"): a
 // checkpoints.sqlite older than business.sqlite, or the other way round,
 // as a power loss or a restore of one file leaves them, never changes a

@@ -1,7 +1,7 @@
 package e2e
 
-// verify and backup (docs/storage.md "Verify", "backup"; docs/storage.md
-// "Pairing", "Backup"): verify reports what the other commands refuse,
+// verify and backup (docs/storage.md "Verify", "Backup",
+// "Pairing"): verify reports what the other commands refuse,
 // with fixes that work as pasted; a backup taken while processes write
 // verifies clean and restores.
 
