@@ -71,7 +71,7 @@ func compileDatePattern(p string) (*datePattern, error) {
 	case seen['S'] && !seen['s']:
 		return nil, errors.New("fractions of a second (SSS) need seconds (ss)")
 	case seen['A'] && !seen['h']:
-		return nil, errors.New("A (AM or PM) goes with the 12-hour clock's hh, not HH")
+		return nil, errors.New("the AM/PM letter A goes with the 12-hour clock's hh, not HH")
 	}
 	for i, part := range dp.parts {
 		if part.letter != 0 && part.min != part.max && i+1 < len(dp.parts) && dp.parts[i+1].letter != 0 && dp.parts[i+1].letter != 'A' && dp.parts[i+1].letter != 'Z' {

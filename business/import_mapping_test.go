@@ -368,7 +368,7 @@ func TestDateFormats(t *testing.T) {
 		{"HH:mm", "", nil, "needs a year (YYYY), a month (MM) and a day (DD)"},
 		{"DD.MM.YYYY DD", "", nil, "the day (DD) appears twice"},
 		{"DMYYYY", "", nil, "needs a separator after it"},
-		{"DD.MM.YYYY HH:mm A", "", nil, "A (AM or PM) goes with the 12-hour clock's hh"},
+		{"DD.MM.YYYY HH:mm A", "", nil, "the AM/PM letter A goes with the 12-hour clock's hh"},
 		{"DD.MM.YYYY ss", "", nil, "seconds (ss) need minutes"},
 		{"DD.MM.YYYY Q", "", nil, `"Q" is not a letter of a date format`},
 	}
