@@ -277,7 +277,14 @@ func TestEndedTaskChecksInterrupt(t *testing.T) {
 				if time.Since(begun) > 2500*time.Millisecond {
 					t.Skip("start and alice's approve took over 2.5s; the 3s draft may expire before it is asked")
 				}
-				time.Sleep(3500*time.Millisecond - time.Since(begun))
+				// Until show, by the server's clock, reads the draft
+				// expired: a sleep measured from before start would not
+				// cover a start that was slow to prepare it.
+				eventually(t, "r3's draft expires", func() bool {
+					v, _ := s.want(t, nil, 0, "owner", "show", "r3")
+					d, _ := v["draft"].(map[string]any)
+					return d != nil && d["expired"] == true
+				})
 			}
 			if v, _ := s.want(t, late, 0, "bob", "resume", "r3", "--action", "approve"); v["status"] != "failed" {
 				t.Fatalf("bob's approve after the draft expired: status %v, want failed", v["status"])
