@@ -42,6 +42,15 @@ const (
 // know. The message that wraps it never repeats the URL.
 var ErrPGURL = pgdb.ErrURL
 
+// ErrPGServerBusy marks a PostgreSQL server that refused a connection for
+// the whole connect timeout because it had no free connection slot or was
+// starting up (ConnectPG, OpenPostgres); IsBusy reports it too.
+var ErrPGServerBusy = pgdb.ErrServerBusy
+
+// PGConnectTimeout is how long opening a connection may take, waits for a
+// busy server included, unless the URL sets connect_timeout.
+const PGConnectTimeout = pgdb.ConnectTimeout
+
 // ParsePGConfig parses url (a postgres:// URL or a keyword/value string)
 // as every connection of the program does: with the connect timeout and
 // the sessions' lock_timeout the stores' connections have (the URL's
@@ -49,6 +58,14 @@ var ErrPGURL = pgdb.ErrURL
 // the server of the stores itself, to look at it. Errors: ErrPGURL,
 // wrapped with the reason, never the URL.
 func ParsePGConfig(url string) (*pgx.ConnConfig, error) { return pgdb.ParseConfig(url) }
+
+// ConnectPG opens one connection with cfg (made by ParsePGConfig) as every
+// connection of the program opens: a server with no free connection slot,
+// or starting up, is waited for within cfg's connect timeout, then the
+// error is busy (IsBusy). Other errors: pgx's.
+func ConnectPG(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
+	return pgdb.Connect(ctx, cfg)
+}
 
 // pgBusyTimeout is the sessions' lock_timeout: DefaultBusyTimeout, as for
 // SQLite. A var: a test shortens it.

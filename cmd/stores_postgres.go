@@ -48,7 +48,7 @@ func connectServer(ctx context.Context, rawURL string) (*server, error) {
 		return nil, usageErr("--store: %v", scrub(strings.TrimPrefix(err.Error(), business.ErrPGURL.Error()+": "), rawURL))
 	}
 	where := fmt.Sprintf("database %s on %s", cfg.Database, hostPort(cfg.Host, cfg.Port))
-	conn, err := pgx.ConnectConfig(ctx, cfg)
+	conn, err := business.ConnectPG(ctx, cfg)
 	if err != nil {
 		// scrubbed keeps err's chain: a signal while connecting is still
 		// context.Canceled (exit 130), not a storage failure.

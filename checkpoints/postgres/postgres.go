@@ -148,7 +148,7 @@ func open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if params["application_name"] == "" {
 		params["application_name"] = DefaultApplicationName
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := pgdb.NewPool(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -47,6 +47,10 @@ func (e *busyError) Unwrap() error { return e.err }
 // Is makes errors.Is match ErrBusy and ErrConflict.
 func (e *busyError) Is(target error) bool { return target == ErrBusy || target == ErrConflict }
 
+// serverBusyHint is the hint of a PostgreSQL server that had no free
+// connection slot for the whole connect timeout.
+var serverBusyHint = Hint{Before: fmt.Sprintf("every connection slot of the server stayed taken (max_connections, or the database's or role's CONNECTION LIMIT), or it was starting up, for the connect timeout (%s unless the URL sets connect_timeout); try again later, or raise the limit", business.PGConnectTimeout)}
+
 // Classify returns err so that errors.Is finds this package's sentinels in
 // it: a cancelled context becomes ErrInterrupted, an SQLite file locked past
 // the busy timeout (either store) ErrBusy with a hint, a checkpoint
@@ -59,6 +63,8 @@ func Classify(err error) error {
 		return nil
 	case errors.Is(err, context.Canceled) && !errors.Is(err, ErrInterrupted):
 		return &marked{err, ErrInterrupted}
+	case errors.Is(err, business.ErrPGServerBusy) && !errors.Is(err, ErrBusy):
+		return &Error{Kind: ErrBusy, Message: err.Error(), Hint: serverBusyHint, err: err}
 	case business.IsBusy(err) && !errors.Is(err, ErrBusy):
 		return &busyError{err}
 	case errors.Is(err, flow.ErrConflict) && !errors.Is(err, ErrConflict):

@@ -85,10 +85,11 @@ func (engine) IsUniqueViolation(err error) bool { return IsUniqueViolation(err) 
 
 // IsBusy reports PostgreSQL's lock_not_available (SQLSTATE 55P03):
 // lock_timeout passed while a statement waited for a lock another
-// session held (Spec.BusyTimeout, LockTimeout).
+// session held (Spec.BusyTimeout, LockTimeout); and ErrServerBusy, a
+// server that had no free connection slot for the connect timeout.
 func IsBusy(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "55P03"
+	return errors.As(err, &pe) && pe.Code == "55P03" || errors.Is(err, ErrServerBusy)
 }
 
 // IsUniqueViolation reports PostgreSQL's unique_violation (SQLSTATE

@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"assistant/internal/sqlite"
 	"assistant/internal/sqlstore"
@@ -100,7 +99,7 @@ func Open(ctx context.Context, url string, spec Spec) (*sql.DB, error) {
 	if params["application_name"] == "" {
 		params["application_name"] = DefaultApplicationName
 	}
-	db := stdlib.OpenDB(*cfg)
+	db := sql.OpenDB(newBusyConnector(*cfg))
 	if spec.MaxConns > 0 {
 		db.SetMaxOpenConns(spec.MaxConns)
 	}
