@@ -456,6 +456,32 @@ func (s *Store) ApplicationByTask(ctx context.Context, taskID string) (Applicati
 	return a, nil
 }
 
+// OrderApplication is an application with the task and the version of
+// the draft it was made from.
+type OrderApplication struct {
+	Application
+	TaskID       string `json:"task"`
+	DraftVersion int    `json:"version"`
+}
+
+// OrderApplications returns every application of user's order orderID,
+// oldest first, each with its draft's task and version; none is an empty
+// slice. It does not check that the order exists (Order does).
+func (s *Store) OrderApplications(ctx context.Context, orderID, user string) ([]OrderApplication, error) {
+	out := []OrderApplication{}
+	var task string
+	var version int
+	err := scanEach(ctx, s, s.q.orderApplications, []any{user, orderID},
+		func(sc scanner) (Application, error) { return scanApplication(prefixed{prefixed{sc, &task}, &version}) },
+		func(a Application) {
+			out = append(out, OrderApplication{Application: a, TaskID: task, DraftVersion: version})
+		})
+	if err != nil {
+		return nil, fmt.Errorf("applications of order %s: %w", orderID, err)
+	}
+	return out, nil
+}
+
 // Application returns the application applicationID, or ErrNotFound. It
 // does not check the user; the caller compares Application.User.
 func (s *Store) Application(ctx context.Context, applicationID string) (Application, error) {

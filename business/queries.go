@@ -58,6 +58,10 @@ type queries struct {
 	applicationOfDraft string
 	// applicationOfTask reads the application of a draft of task (1).
 	applicationOfTask string
+	// orderApplications reads the task_id and version of the draft, then
+	// the application, of every application of user (1)'s order (2),
+	// oldest first (created_at, application_id).
+	orderApplications string
 	// countApplications counts every application.
 	countApplications string
 	// countDraftApplications counts the applications of draft (1).

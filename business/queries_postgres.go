@@ -44,6 +44,8 @@ var postgresQueries = &queries{
 	applicationOfDraft: `SELECT ` + pgApplicationColumns + ` FROM applications WHERE draft_id = $1`,
 	applicationOfTask: `SELECT ` + pgQualifiedAppColumns + ` FROM drafts d JOIN applications a ON a.draft_id = d.draft_id
 		 WHERE d.task_id = $1`,
+	orderApplications: `SELECT d.task_id, d.version, ` + pgQualifiedAppColumns + ` FROM applications a JOIN drafts d ON d.draft_id = a.draft_id
+		WHERE a."user" = $1 AND a.order_id = $2 ORDER BY a.created_at, a.application_id`,
 	countApplications:      `SELECT count(*) FROM applications`,
 	countDraftApplications: `SELECT count(*) FROM applications WHERE draft_id = $1`,
 	checkApplications: `SELECT ` + pgQualifiedAppColumns + `,

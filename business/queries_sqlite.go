@@ -47,6 +47,8 @@ var sqliteQueries = &queries{
 	applicationOfDraft: `SELECT ` + sqliteApplicationColumns + ` FROM applications WHERE draft_id = ?`,
 	applicationOfTask: `SELECT ` + sqliteQualifiedAppColumns + ` FROM drafts d JOIN applications a ON a.draft_id = d.draft_id
 		 WHERE d.task_id = ?`,
+	orderApplications: `SELECT d.task_id, d.version, ` + sqliteQualifiedAppColumns + ` FROM applications a JOIN drafts d ON d.draft_id = a.draft_id
+		WHERE a.user = ? AND a.order_id = ? ORDER BY a.created_at, a.application_id`,
 	countApplications:      `SELECT count(*) FROM applications`,
 	countDraftApplications: `SELECT count(*) FROM applications WHERE draft_id = ?`,
 	checkApplications: `SELECT ` + sqliteQualifiedAppColumns + `,

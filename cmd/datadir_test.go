@@ -35,6 +35,7 @@ var missingDirCases = []missingDirCase{
 	{path: "orders import", args: []string{"orders", "import", "$ROOT/shop.csv"}, creates: true},
 	{path: "orders import", args: []string{"orders", "import", "$ROOT/shop.csv", "--dry-run"}, code: ExitNotFound},
 	{path: "orders list", args: []string{"orders", "list"}, code: ExitNotFound},
+	{path: "orders show", args: []string{"orders", "show", "A3003"}, code: ExitNotFound},
 	{path: "show", args: []string{"show", "r1"}, code: ExitNotFound},
 	{path: "resume", args: []string{"resume", "r1", "--action", "approve"}, code: ExitNotFound},
 	{path: "wait", args: []string{"wait", "r1", "--timeout", "1ms"}, code: ExitNotFound},

@@ -184,6 +184,7 @@ var jsonShapes = map[string]jsonShape{
 	"backup":           shapeOf(returns.BackupResult{}),
 	"orders import":    shapeOf(business.ImportResult{}),
 	"orders list":      listShape("orders", []returns.OrderLine{}),
+	"orders show":      shapeOf(returns.OrderDetail{}),
 	"approvers grant":  shapeOf(returns.GrantResult{}),
 	"approvers revoke": shapeOf(returns.GrantResult{}),
 	"approvers list":   shapeOf(returns.Approvers{}),

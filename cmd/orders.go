@@ -46,13 +46,13 @@ const ordersImportExample = `  printf 'order_id,user,item,delivered_at,final_sal
   assistant orders import --operator --timezone Europe/Berlin --dry-run shopify-export.csv
   assistant orders import --operator --default final_sale=false shopify-orders.csv`
 
-// newCmdOrders is the orders group: import and list.
+// newCmdOrders is the orders group: import, list and show.
 func newCmdOrders(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "orders",
 		Short: "Import and list the orders returns are made for",
 	}
-	c.AddCommand(newCmdOrdersImport(a, ordersImportRun), newCmdOrdersList(a, ordersListRun))
+	c.AddCommand(newCmdOrdersImport(a, ordersImportRun), newCmdOrdersList(a, ordersListRun), newCmdOrdersShow(a, ordersShowRun))
 	return c
 }
 

@@ -89,11 +89,12 @@ func (a *app) oneLine(msg string) string {
 }
 
 // pasteable is msg with every command it quotes (`assistant …`) given the
-// global flags of this command (nextCommandPrefix), so that it pastes as
-// it is: what a person reads in an error, a note or a row's report.
+// program's name and the global flags of this command
+// (nextCommandPrefix), so that it pastes as it is: what a person reads in
+// an error, a note or a row's report.
 func (a *app) pasteable(msg string) string {
-	if prefix := a.nextCommandPrefix(); prefix != "assistant" {
-		msg = strings.ReplaceAll(msg, "`assistant ", "`"+prefix+" ")
+	if prefix := a.nextCommandPrefix(); prefix != cliWords.prog {
+		msg = strings.ReplaceAll(msg, "`"+cliWords.prog+" ", "`"+prefix+" ")
 	}
 	return msg
 }

@@ -11,10 +11,15 @@ import (
 	"assistant/internal/termtext"
 )
 
-// nextCommandPrefix is "assistant" plus the global flags that differ from
-// their defaults, so a printed next command can be pasted as it is.
+// nextCommandPrefix is the program's name (app.prog) plus the global
+// flags that differ from their defaults, so a printed next command can be
+// pasted as it is.
 func (a *app) nextCommandPrefix() string {
-	parts := []string{"assistant"}
+	prog := a.prog
+	if prog == "" {
+		prog = DefaultProgram
+	}
+	parts := []string{prog}
 	switch {
 	case a.onServer() && a.storeFromFlag:
 		// Without its password: pgx reads it from PGPASSWORD or ~/.pgpass.

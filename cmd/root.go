@@ -47,6 +47,10 @@ const (
 
 // app holds the global flags and the writer pair every command prints to.
 type app struct {
+	// prog is the program's name as printed next commands start with
+	// (ProgramName): "assistant", or "./assistant" for a binary run by
+	// its path.
+	prog string
 	data string
 	// store is --store URL (or ASSISTANT_STORE): both stores on a
 	// PostgreSQL server instead of the data dir; "" for the data dir.
@@ -93,15 +97,22 @@ type app struct {
 // stop`; then the process exits 130 (SIGINT) or 143 (SIGTERM).
 func Execute(seed []byte) {
 	ctx, stop := notifyContext(context.Background())
-	code := Run(ctx, os.Args[1:], os.Stdout, os.Stderr, seed)
+	code := RunAs(ctx, ProgramName(os.Args[0]), os.Args[1:], os.Stdout, os.Stderr, seed)
 	stop()
 	os.Exit(code)
 }
 
-// Run runs the command line with args and returns the exit code; stdout and
-// stderr receive all output. Tests call it without a process.
+// Run is RunAs of the program found on PATH as "assistant".
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer, seed []byte) int {
-	a := &app{stdout: stdout, stderr: stderr, seed: seed}
+	return RunAs(ctx, DefaultProgram, args, stdout, stderr, seed)
+}
+
+// RunAs runs the command line with args and returns the exit code; stdout
+// and stderr receive all output. prog is the program's name that printed
+// next commands start with (ProgramName of argv[0]), as it can be pasted
+// into a shell. Tests call it without a process.
+func RunAs(ctx context.Context, prog string, args []string, stdout, stderr io.Writer, seed []byte) int {
+	a := &app{prog: prog, stdout: stdout, stderr: stderr, seed: seed}
 	root := a.newRoot()
 	root.SetArgs(args)
 	root.SetOut(stdout)

@@ -59,6 +59,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
+	// The binary is on PATH, as an installed one is: a test runs it by its
+	// full path, which PATH finds by its name, so the next commands it
+	// prints start "assistant" (docs/cli.md "Text output").
+	os.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	// Built as README.md builds it: static, without cgo; beside it the
 	// command query runs, which must not be a race build.
 	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "..", "./internal/sqlquery")

@@ -311,3 +311,43 @@ func TestInformationalStderrLinesArePrefixed(t *testing.T) {
 	}
 	verifyClean(t, dir)
 }
+
+// TestNextCommandsNameTheProgramAsRun: run as ./assistant from its
+// directory, which is not on PATH, the card's Next: line and an error's
+// hint start "./assistant"; found on PATH, "assistant".
+func TestNextCommandsNameTheProgramAsRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	noBin := "PATH=/usr/bin:/bin"
+	for _, tc := range []struct {
+		name, path, prog string
+		env              []string
+	}{
+		{name: "Relative", path: "./assistant", prog: "./assistant", env: []string{noBin}},
+		{name: "OnPATH", path: "assistant", prog: "assistant", env: []string{"PATH=" + binDir + string(os.PathListSeparator) + "/usr/bin:/bin"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := filepath.Join(dir, tc.name)
+			cmd := func(args ...string) (string, string, int) {
+				c := exec.Command(tc.path, append([]string{"--data", data}, args...)...)
+				c.Dir = binDir // ./assistant is found there, as a shell finds it
+				c.Env = append(os.Environ(), tc.env...)
+				var out, errb strings.Builder
+				c.Stdout, c.Stderr = &out, &errb
+				err := c.Run()
+				return out.String(), errb.String(), exitOf(t, err)
+			}
+			out, errOut, code := cmd("start", "r1", "A3003", "--output", "text")
+			if code != 0 {
+				t.Fatalf("start: exit %d: %s", code, errOut)
+			}
+			if want := "Next:     " + tc.prog + " --data " + data + " resume r1 --reason"; !strings.Contains(out, want) {
+				t.Errorf("card:\n%s\nwant a line starting %q", out, want)
+			}
+			_, errOut, code = cmd("show", "nosuch")
+			if want := "`" + tc.prog + " --data " + data + " list`"; code != 4 || !strings.Contains(errOut, want) {
+				t.Errorf("show nosuch: exit %d, %q; want exit 4 and the hint %s", code, errOut, want)
+			}
+		})
+	}
+}
