@@ -22,13 +22,23 @@ if [ -e "$data" ] && [ -n "${DATA:-}" ]; then
   exit 2
 fi
 
-# step WANT_EXIT ARGS...: runs one command as a new process and prints it.
+# say WORDS...: prints a command line as it can be pasted: "$ " and each
+# word quoted for bash (printf %q).
+say() {
+  printf '$'
+  printf ' %q' "$@"
+  echo
+}
+
+# step WANT_EXIT ARGS...: runs one command as a new process and prints it
+# first, with the flags it adds (--data, --output json).
 step() {
   local want=$1; shift
+  local cmd=("$bin" --data "$data" --output json "$@")
   echo
-  echo "\$ assistant $*"
+  say "${cmd[@]}"
   set +e
-  out=$("$bin" --data "$data" --output json "$@" 2>"$work/stderr")
+  out=$("${cmd[@]}" 2>"$work/stderr")
   rc=$?
   set -e
   echo "$out"
@@ -81,7 +91,7 @@ step 2 start "bad id" A3003
 echo "== 5. killed after the application committed: the next approve finishes with that one application"
 step 0 start return-30 A3002 --reason "too small"
 echo
-echo "\$ ASSISTANT_FAULT=submit:after-business-commit assistant resume return-30 --action approve"
+say ASSISTANT_FAULT=submit:after-business-commit "$bin" --data "$data" resume return-30 --action approve
 set +e
 # In a subshell whose stderr is dropped, so bash's own "Killed" note stays quiet.
 rc=$( (ASSISTANT_FAULT=submit:after-business-commit "$bin" --data "$data" resume return-30 --action approve >/dev/null 2>&1; echo $?) 2>/dev/null)
@@ -97,6 +107,7 @@ step 0 backup "$work/backup"; expect '"clean": true'
 
 echo
 echo "== the tasks in $data"
+say "$bin" --data "$data" --output text list
 "$bin" --data "$data" --output text list
 echo
 echo "demo: all steps behaved as expected"
