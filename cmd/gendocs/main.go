@@ -62,7 +62,7 @@ func write(dir string) error {
 }
 
 // generate writes one file per available command of the tree into dir,
-// named as cobra names them (assistant_orders_import.md), each linking to
+// named as cobra names them (docs/cli/assistant_orders_import.md), each linking to
 // its parent and subcommands by file name, so links resolve inside dir.
 func generate(dir string) error {
 	root := cmd.NewRootCmd(io.Discard, io.Discard, nil)
