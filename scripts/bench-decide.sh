@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The decide benchmark of scripts/bench.sh (issue 16: decide >= 5,000
+# The decide benchmark of scripts/bench.sh (target: decide >= 5,000
 # decisions/s), also run on its own:
 #
 #   scripts/bench-decide.sh BIN [BASE]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The PostgreSQL benchmark of scripts/bench.sh (issue 18), also run on its
+# The PostgreSQL benchmark of scripts/bench.sh, also run on its
 # own:
 #
 #   scripts/bench-pg.sh BIN

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks of assistant (issue 7). Prints `name value unit` lines; each
+# Benchmarks of assistant. Prints `name value unit` lines; each
 # command's time is the median of RUNS runs (default 15) after warm-up, and
 # also a ratio to the floor: a Go binary that opens one SQLite file with our
 # driver and pragmas and commits one row durably (scripts/floor), run next to
@@ -101,7 +101,7 @@ read ms rss fl r < <(timed resume "$A" --data "$data" resume t{} --action approv
 echo "resume_approve_ms $ms ms"; ratios resume_approve "$ms" "$fl" "$r"; echo "resume_approve_rss $rss MiB"
 
 # The same commands with both stores on PostgreSQL, side by side with a
-# data dir, and a batch and decide on the server (issue 18): BENCH_PG, a
+# data dir, and a batch and decide on the server: BENCH_PG, a
 # server URL whose user may create databases, or a throw-away local
 # cluster; skipped with one line when there is neither. BENCH_PG_ONLY=1
 # stops after it. See scripts/bench-pg.sh.
@@ -181,7 +181,7 @@ if command -v strace > /dev/null; then
 fi
 
 # A 10,000-row batch, each row parked at approval, then decide of the
-# 10,000 approvals (issue 16: decide >= 5,000 decisions/s), from the same
+# 10,000 approvals (target: decide >= 5,000 decisions/s), from the same
 # data dir of the same run, so the two rates stand side by side, with the
 # CPU per 1,000 rows and decisions and the peak RSS of each: see
 # scripts/bench-decide.sh, which also runs on its own. With
@@ -189,7 +189,7 @@ fi
 # runs that binary and this one in turn, and both are printed.
 scripts/bench-decide.sh "$A" "${BENCH_DECIDE_BASE:-}"
 
-# orders import of 1,000,000 rows (issue 17: targets >= 200,000 rows/s and
+# orders import of 1,000,000 rows (targets >= 200,000 rows/s and
 # <= 32 MiB peak RSS whatever the file's size), into a fresh data dir: the
 # process, both passes over the file and the one transaction included; then
 # the same file again (every order unchanged: the daily re-import). With
