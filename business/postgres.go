@@ -1,10 +1,10 @@
 package business
 
 import (
-	"errors"
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
