@@ -31,7 +31,10 @@ const JSONTimeLayout = "2006-01-02T15:04:05.999Z07:00"
 // message and the hint apart, the hint only when there is one.
 func (a *app) fail(err error, code int) {
 	message, hint := returns.Describe(err, cliWords)
-	message, hint = a.oneLine(message), a.pasteable(hint)
+	message, cobraHint := a.oneLine(message)
+	if hint = a.pasteable(hint); hint == "" {
+		hint = cobraHint
+	}
 	a.note(returns.Line(message, hint))
 	if !a.reported && (a.output == "json" || (a.output == "" && !isTerminal(a.stdout))) {
 		// The error object is printed whole, whatever --json selects.
@@ -55,8 +58,11 @@ func (a *app) note(msg string) {
 // suggestions are switched off in newRoot and made here instead).
 var unknownCommand = regexp.MustCompile(`^unknown command "(.*)" for "(.*)"`)
 
-// oneLine is an error's message as one line for a person (see fail).
-func (a *app) oneLine(msg string) string {
+// oneLine is an error's message as one line for a person (see fail), and
+// the hint cobra's refusal of an unknown command gets here ("" for any
+// other message): the commands to look at, or the names it may have
+// meant.
+func (a *app) oneLine(msg string) (line, hint string) {
 	if m := unknownCommand.FindStringSubmatch(msg); m != nil {
 		msg = fmt.Sprintf("unknown command %q", m[1])
 		if strings.Contains(m[2], " ") {
@@ -68,15 +74,15 @@ func (a *app) oneLine(msg string) string {
 		}
 		switch len(hints) {
 		case 0:
-			msg += fmt.Sprintf("; run `%s --help` for the commands", m[2])
+			hint = fmt.Sprintf("run `%s --help` for the commands", m[2])
 		case 1:
-			msg += fmt.Sprintf("; did you mean %q?", hints[0])
+			hint = fmt.Sprintf("did you mean %q?", hints[0])
 		default:
 			quoted := make([]string, len(hints))
 			for i, h := range hints {
 				quoted[i] = fmt.Sprintf("%q", h)
 			}
-			msg += fmt.Sprintf("; did you mean %s or %s?", strings.Join(quoted[:len(quoted)-1], ", "), quoted[len(quoted)-1])
+			hint = fmt.Sprintf("did you mean %s or %s?", strings.Join(quoted[:len(quoted)-1], ", "), quoted[len(quoted)-1])
 		}
 	}
 	var parts []string
@@ -85,7 +91,7 @@ func (a *app) oneLine(msg string) string {
 			parts = append(parts, line)
 		}
 	}
-	return a.pasteable(strings.Join(parts, "; "))
+	return a.pasteable(strings.Join(parts, "; ")), a.pasteable(hint)
 }
 
 // pasteable is msg with every command it quotes (`assistant …`) given the
