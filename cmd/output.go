@@ -295,6 +295,10 @@ func fieldNames(t reflect.Type) []string {
 type structField struct {
 	name  string
 	index []int
+	// omitEmpty: the field's tag says output:"absent-when-zero", so a
+	// zero value is left out (a hint that may be absent) instead of
+	// printed as null.
+	omitEmpty bool
 }
 
 // structFields are the fields encoding/json would print of struct type t.
@@ -315,7 +319,7 @@ func structFields(t reflect.Type) []structField {
 		name, _, _ := strings.Cut(tag, ",")
 		if f.Anonymous && name == "" {
 			for _, sub := range structFields(f.Type) {
-				out = append(out, structField{sub.name, append([]int{i}, sub.index...)})
+				out = append(out, structField{sub.name, append([]int{i}, sub.index...), sub.omitEmpty})
 			}
 			continue
 		}
@@ -325,7 +329,7 @@ func structFields(t reflect.Type) []structField {
 		if name == "" {
 			name = f.Name
 		}
-		out = append(out, structField{name, []int{i}})
+		out = append(out, structField{name, []int{i}, f.Tag.Get("output") == "absent-when-zero"})
 	}
 	return out
 }
@@ -390,6 +394,9 @@ func toTree(v reflect.Value) (any, error) {
 			fv, err := v.FieldByIndexErr(f.index)
 			if err != nil { // a nil embedded pointer: its fields are none
 				fv = reflect.Value{}
+			}
+			if f.omitEmpty && (!fv.IsValid() || fv.IsZero()) {
+				continue
 			}
 			val, err := toTree(fv)
 			if err != nil {

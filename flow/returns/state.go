@@ -149,7 +149,7 @@ type Result struct {
 type Failure struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
-	Hint    string `json:"hint,omitempty"`
+	Hint    string `json:"hint,omitempty" output:"absent-when-zero"`
 }
 
 // Reduce merges a node's update into the state: every non-zero field of upd
