@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -46,6 +47,15 @@ var ErrPGURL = pgdb.ErrURL
 // the whole connect timeout because it had no free connection slot or was
 // starting up (ConnectPG, OpenPostgres); IsBusy reports it too.
 var ErrPGServerBusy = pgdb.ErrServerBusy
+
+// IsPGLockBusy reports a PostgreSQL statement that waited for a lock
+// another session held for longer than the lock timeout (SQLSTATE 55P03).
+func IsPGLockBusy(err error) bool { return pgdb.IsBusy(err) && !errors.Is(err, ErrPGServerBusy) }
+
+// ErrPGSchemaRefused marks every refusal of a PostgreSQL schema, of either
+// store, that another program made or a newer build migrated; it matches
+// beside ErrForeignFile or ErrNewerSchema (pgdb.ErrSchemaRefused).
+var ErrPGSchemaRefused = pgdb.ErrSchemaRefused
 
 // PGConnectTimeout is how long opening a connection may take, waits for a
 // busy server included, unless the URL sets connect_timeout.

@@ -82,3 +82,14 @@ func TakeSnapshot(ctx context.Context, path string) (*sqlite.Snapshot, error) {
 	}
 	return s, nil
 }
+
+// Inspect refuses the business file at path as Open would, without
+// changing anything (sqlite.Inspect): a missing or empty file passes.
+// Errors are wrapped as "open business PATH: …": ErrCorrupt,
+// ErrForeignFile, ErrNewerSchema, ErrReadOnly, ErrForeignWAL.
+func Inspect(ctx context.Context, path string) error {
+	if err := sqlite.Inspect(ctx, path, sqlite.Spec{ApplicationID: ApplicationID, Migrations: migrations[:SchemaVersion]}); err != nil {
+		return fmt.Errorf("open business %s: %w", path, err)
+	}
+	return nil
+}

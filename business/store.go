@@ -77,6 +77,10 @@ var (
 	// two files do not belong together. The error is a
 	// *sqlite.PairError naming both identities.
 	ErrPairMismatch = sqlite.ErrPairMismatch
+
+	// ErrForeignWAL refuses a file whose -wal beside it holds frames not
+	// written for it. It is sqlite.ErrForeignWAL, shared with checkpoints.
+	ErrForeignWAL = sqlite.ErrForeignWAL
 )
 
 //go:embed migrations/*.sql

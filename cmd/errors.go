@@ -86,6 +86,34 @@ func (e *usageError) Unwrap() error { return e.err }
 // Is makes errors.Is match returns.ErrInvalid.
 func (e *usageError) Is(target error) bool { return target == returns.ErrInvalid }
 
+// flagRefusal is cobra's refusal err of a flag of command c as a usage
+// error: cobra's message, and the hint to read c's flags.
+func flagRefusal(c *cobra.Command, err error) error {
+	return &returns.Error{Kind: returns.ErrInvalid, Message: err.Error(),
+		Hint: returns.Hint{Before: fmt.Sprintf("run `%s --help` for its flags", c.CommandPath())}}
+}
+
+// newCmdHelp is the help command: cobra's, except that a topic that names
+// no command is a usage error (exit 2, one line on stderr) instead of the
+// root's help on stdout.
+func newCmdHelp(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Help provides help for any command in the application.\nSimply type " + root.Name() + " help [path to command] for full details.",
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := root.Find(args)
+			if err != nil || cmd == nil || len(rest) > 0 {
+				return &returns.Error{Kind: returns.ErrInvalid, Message: fmt.Sprintf("no help topic %q", strings.Join(args, " ")),
+					Hint: returns.Hint{Before: fmt.Sprintf("run `%s --help` for the commands", root.CommandPath())}}
+			}
+			cmd.InitDefaultHelpFlag()
+			cmd.InitDefaultVersionFlag()
+			return cmd.Help()
+		},
+	}
+}
+
 // usageArgs is check, cobra's check of a command's arguments, with its
 // error a usage error.
 func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {

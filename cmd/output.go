@@ -31,7 +31,10 @@ const JSONTimeLayout = "2006-01-02T15:04:05.999Z07:00"
 // message and the hint apart, the hint only when there is one.
 func (a *app) fail(err error, code int) {
 	message, hint := returns.Describe(err, cliWords)
-	message, hint = a.oneLine(message), a.pasteable(hint)
+	message, cobraHint := a.oneLine(message)
+	if hint = a.pasteable(hint); hint == "" {
+		hint = cobraHint
+	}
 	a.note(returns.Line(message, hint))
 	if !a.reported && (a.output == "json" || (a.output == "" && !isTerminal(a.stdout))) {
 		// The error object is printed whole, whatever --json selects.
@@ -55,8 +58,11 @@ func (a *app) note(msg string) {
 // suggestions are switched off in newRoot and made here instead).
 var unknownCommand = regexp.MustCompile(`^unknown command "(.*)" for "(.*)"`)
 
-// oneLine is an error's message as one line for a person (see fail).
-func (a *app) oneLine(msg string) string {
+// oneLine is an error's message as one line for a person (see fail), and
+// the hint cobra's refusal of an unknown command gets here ("" for any
+// other message): the commands to look at, or the names it may have
+// meant.
+func (a *app) oneLine(msg string) (line, hint string) {
 	if m := unknownCommand.FindStringSubmatch(msg); m != nil {
 		msg = fmt.Sprintf("unknown command %q", m[1])
 		if strings.Contains(m[2], " ") {
@@ -68,15 +74,15 @@ func (a *app) oneLine(msg string) string {
 		}
 		switch len(hints) {
 		case 0:
-			msg += fmt.Sprintf("; run `%s --help` for the commands", m[2])
+			hint = fmt.Sprintf("run `%s --help` for the commands", m[2])
 		case 1:
-			msg += fmt.Sprintf("; did you mean %q?", hints[0])
+			hint = fmt.Sprintf("did you mean %q?", hints[0])
 		default:
 			quoted := make([]string, len(hints))
 			for i, h := range hints {
 				quoted[i] = fmt.Sprintf("%q", h)
 			}
-			msg += fmt.Sprintf("; did you mean %s or %s?", strings.Join(quoted[:len(quoted)-1], ", "), quoted[len(quoted)-1])
+			hint = fmt.Sprintf("did you mean %s or %s?", strings.Join(quoted[:len(quoted)-1], ", "), quoted[len(quoted)-1])
 		}
 	}
 	var parts []string
@@ -85,7 +91,7 @@ func (a *app) oneLine(msg string) string {
 			parts = append(parts, line)
 		}
 	}
-	return a.pasteable(strings.Join(parts, "; "))
+	return a.pasteable(strings.Join(parts, "; ")), a.pasteable(hint)
 }
 
 // pasteable is msg with every command it quotes (`assistant …`) given the
@@ -289,6 +295,10 @@ func fieldNames(t reflect.Type) []string {
 type structField struct {
 	name  string
 	index []int
+	// omitEmpty: the field's tag says output:"absent-when-zero", so a
+	// zero value is left out (a hint that may be absent) instead of
+	// printed as null.
+	omitEmpty bool
 }
 
 // structFields are the fields encoding/json would print of struct type t.
@@ -309,7 +319,7 @@ func structFields(t reflect.Type) []structField {
 		name, _, _ := strings.Cut(tag, ",")
 		if f.Anonymous && name == "" {
 			for _, sub := range structFields(f.Type) {
-				out = append(out, structField{sub.name, append([]int{i}, sub.index...)})
+				out = append(out, structField{sub.name, append([]int{i}, sub.index...), sub.omitEmpty})
 			}
 			continue
 		}
@@ -319,7 +329,7 @@ func structFields(t reflect.Type) []structField {
 		if name == "" {
 			name = f.Name
 		}
-		out = append(out, structField{name, []int{i}})
+		out = append(out, structField{name, []int{i}, f.Tag.Get("output") == "absent-when-zero"})
 	}
 	return out
 }
@@ -384,6 +394,9 @@ func toTree(v reflect.Value) (any, error) {
 			fv, err := v.FieldByIndexErr(f.index)
 			if err != nil { // a nil embedded pointer: its fields are none
 				fv = reflect.Value{}
+			}
+			if f.omitEmpty && (!fv.IsValid() || fv.IsZero()) {
+				continue
 			}
 			val, err := toTree(fv)
 			if err != nil {

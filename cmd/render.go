@@ -251,7 +251,7 @@ func cardOutcome(b *strings.Builder, v *returns.View) {
 		fmt.Fprintf(b, "Submitted: application %s, review %s%s\n", termSafe(v.Result.ApplicationID), termSafe(v.Result.ReviewStatus), reused)
 	}
 	if v.Error != nil {
-		fmt.Fprintf(b, "Error: %s — %s\n", termSafe(v.Error.Code), termtext.EscapeControls(v.Error.Message))
+		fmt.Fprintf(b, "Error: %s — %s\n", termSafe(v.Error.Code), termtext.EscapeControls(returns.Line(v.Error.Message, v.Error.Hint)))
 	}
 }
 

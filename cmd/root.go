@@ -190,9 +190,8 @@ func (a *app) newRoot() *cobra.Command {
 	root.PersistentFlags().IntVar(&a.maxAttempts, "max-attempts", returns.DefaultMaxAttempts, "how often a node of a task may fail in a row (crash, error) before its run ends failed (attempts_exhausted)")
 	a.addGlobalFlags(root)
 	root.PersistentPreRunE = a.withTeachingOrders(root, a.checkGlobals)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return fmt.Errorf("%w: %v", returns.ErrInvalid, err)
-	})
+	root.SetFlagErrorFunc(flagRefusal)
+	root.SetHelpCommand(newCmdHelp(root))
 	root.AddCommand(newCmdStart(a, startRun), newCmdShow(a, showRun), newCmdResume(a, resumeRun), newCmdList(a, listRun),
 		newCmdStop(a, stopRun), newCmdRecover(a, recoverRun), newCmdBatch(a, batchRun), newCmdOrders(a),
 		newCmdVariants(a, variantsRun), newCmdHistory(a, historyRun), newCmdPrune(a, pruneRun), newCmdVerify(a, verifyRun),

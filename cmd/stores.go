@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"assistant/business"
 	"assistant/checkpoints"
 	"assistant/flow"
 	"assistant/flow/returns"
@@ -45,6 +46,13 @@ func (a *app) service(ctx context.Context, mode returns.OpenMode) (*returns.Serv
 		return nil, err
 	}
 	path := filepath.Join(a.data, returns.CheckpointsFile)
+	if mode.Creates() && !exists(path) {
+		// The checkpoint file is about to be made: the business file beside
+		// it is refused first, so that a refusal writes nothing.
+		if err := business.Inspect(ctx, filepath.Join(a.data, returns.BusinessFile)); err != nil {
+			return nil, err
+		}
+	}
 	cps, err := checkpoints.OpenSQLite(ctx, path, checkpoints.SQLiteOptions{Create: mode.Creates()})
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w (no task has been started in %s)", path, returns.ErrNotFound, a.data)

@@ -65,6 +65,11 @@ func waitRun(ctx context.Context, opts *waitOptions) error {
 	if err != nil {
 		return err
 	}
+	if v.Error != nil && v.Error.Hint != "" {
+		failure := *v.Error
+		failure.Hint = a.pasteable(failure.Hint)
+		v.Error = &failure
+	}
 	err = a.finish(v, true)
 	if oe, ok := err.(*outcomeExit); ok && oe.code == ExitNotFinished {
 		oe.note = fmt.Sprintf("--timeout %s passed: %s", opts.Timeout, oe.note)

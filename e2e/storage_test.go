@@ -137,7 +137,7 @@ func TestCorruptPageInTheMiddleIsRefused(t *testing.T) {
 	}
 	f.Close()
 	files := sums(t, dir, "business.sqlite", "checkpoints.sqlite")
-	says := []string{"business.sqlite", "quick_check", "`assistant --data " + dir + " verify`", "`assistant --data " + dir + " backup`"}
+	says := []string{"business.sqlite", "quick_check", "`assistant --data " + dir + " verify`", "`assistant --data " + dir + " backup DIR`"}
 	for _, args := range [][]string{{"start", "z", "A3003", "--reason", "x"}, {"resume", "row-0001", "--action", "approve"}, {"list"}, {"recover"}} {
 		wantRefused(t, dir, 1, "internal", says, args...)
 	}

@@ -36,7 +36,7 @@ var (
 
 	// ErrLostCheckpoints: business.sqlite records tasks but the checkpoint
 	// file beside it is missing or empty, so their runs are gone.
-	ErrLostCheckpoints = errors.New("the checkpoint file is missing or empty, so their runs are lost; restore checkpoints.sqlite from a backup (or move both files away to start afresh)")
+	ErrLostCheckpoints = errors.New("the checkpoint file is missing or empty, so their runs are lost")
 )
 
 // Store is the run bookkeeping of a data dir: task records, leases and

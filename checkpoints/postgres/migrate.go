@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+
+	"assistant/internal/pgdb"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"assistant/checkpoints"
@@ -23,14 +25,14 @@ var (
 	// ErrNewerSchema: the schema was migrated by a newer build (errors.Is
 	// checkpoints.ErrNewerSchema).
 	ErrNewerSchema error = &refusal{
-		msg:  "written by a newer version of assistant; upgrade assistant (the database is left unchanged)",
+		msg:  "written by a newer version of assistant (the database is left unchanged)",
 		twin: checkpoints.ErrNewerSchema,
 	}
 	// ErrForeignSchema: a schema named checkpoints exists that this
 	// program did not make (errors.Is checkpoints.ErrForeignFile).
 	ErrForeignSchema error = &refusal{
 		msg: "schema " + Schema + " exists but was not made by assistant (it has no " + Schema +
-			".schema_version); use another database (the database is left unchanged)",
+			".schema_version; the database is left unchanged)",
 		twin: checkpoints.ErrForeignFile,
 	}
 )
@@ -44,8 +46,9 @@ type refusal struct {
 // Error implements the error interface.
 func (r *refusal) Error() string { return r.msg }
 
-// Is makes errors.Is(err, twin) true.
-func (r *refusal) Is(target error) bool { return target == r.twin }
+// Is makes errors.Is(err, twin) and errors.Is(err, pgdb.ErrSchemaRefused)
+// true.
+func (r *refusal) Is(target error) bool { return target == r.twin || target == pgdb.ErrSchemaRefused }
 
 // migrationLock is the key of the transaction-level advisory lock every
 // migration holds, so that processes opening the store at once migrate

@@ -32,20 +32,29 @@ var (
 
 // ErrLostBusiness: checkpoints.sqlite holds runs but business.sqlite beside
 // it is missing or empty, so their tasks, drafts and applications are gone.
-var ErrLostBusiness = errors.New("the business file is missing or empty, so the tasks, drafts and applications of those runs are lost; restore business.sqlite from a backup (or move both files away to start afresh)")
+// Its hint is refusalHints'.
+var ErrLostBusiness = errors.New("the business file is missing or empty, so the tasks, drafts and applications of those runs are lost")
 
-// busyError marks a file locked past the busy timeout: ErrBusy, and
-// ErrConflict too, with a hint in its message.
+// busyError marks a store locked past the busy timeout: ErrBusy, and
+// ErrConflict too. Its message says who held what; its hint is to try
+// again.
 type busyError struct{ err error }
 
 func (e *busyError) Error() string {
-	return fmt.Sprintf("%v (another process held the data dir's write lock for longer than %s; try again)", e.err, business.DefaultBusyTimeout)
+	if business.IsPGLockBusy(e.err) {
+		return fmt.Sprintf("%v (another session held a lock on the database for longer than the lock timeout)", e.err)
+	}
+	return fmt.Sprintf("%v (another process held the data dir's write lock for longer than %s)", e.err, business.DefaultBusyTimeout)
 }
 
 func (e *busyError) Unwrap() error { return e.err }
 
 // Is makes errors.Is match ErrBusy and ErrConflict.
 func (e *busyError) Is(target error) bool { return target == ErrBusy || target == ErrConflict }
+
+func (e *busyError) hint() (Hint, bool) {
+	return Hint{Before: "try again once the other process is done"}, true
+}
 
 // serverBusyHint is the hint of a PostgreSQL server that had no free
 // connection slot for the whole connect timeout.
@@ -54,8 +63,9 @@ var serverBusyHint = Hint{Before: fmt.Sprintf("every connection slot of the serv
 // Classify returns err so that errors.Is finds this package's sentinels in
 // it: a cancelled context becomes ErrInterrupted, an SQLite file locked past
 // the busy timeout (either store) ErrBusy with a hint, a checkpoint
-// compare-and-set that lost ErrConflict. Other errors are returned as they
-// are. cmd calls it once per command, so it needs no store package to
+// compare-and-set that lost ErrConflict, and a store's refusal of a file
+// or schema without a hint gets its hint (refusalHints). Other errors are
+// returned as they are. cmd calls it once per command, so it needs no store package to
 // choose an exit code.
 func Classify(err error) error {
 	switch {
@@ -71,7 +81,12 @@ func Classify(err error) error {
 		return &marked{err, ErrConflict}
 	case errors.Is(err, business.ErrPairMismatch) && !errors.Is(err, ErrInconsistent):
 		// The data dir's two files belong to different data dirs.
-		return &marked{err, ErrInconsistent}
+		return Classify(&marked{err, ErrInconsistent})
+	}
+	if _, ok := HintOf(err); !ok {
+		if h, ok := refusalHint(err); ok {
+			return &refused{err, h}
+		}
 	}
 	return err
 }

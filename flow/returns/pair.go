@@ -139,23 +139,26 @@ func (f SchemaFound) refusal(name, where string, foreign, newer []error) error {
 		if f.Empty {
 			why = fmt.Sprintf("its %s.schema_version is empty", name)
 		}
-		return &schemaRefusal{matches: foreign, msg: fmt.Sprintf("%s: the schema %s exists but was not made by assistant (%s); "+
-			"use another database, or drop that schema if nothing in it is needed (nothing was changed)", where, name, why)}
+		return &schemaRefusal{matches: foreign, msg: fmt.Sprintf("%s: the schema %s exists but was not made by assistant (%s; nothing was changed)", where, name, why),
+			h: Hint{Before: "use another database, or drop that schema if nothing in it is needed"}}
 	case f.Version > f.Known:
-		return &schemaRefusal{matches: newer, msg: fmt.Sprintf("%s: the schema %s is at version %d, this build knows %d: written by a newer version of assistant; "+
-			"upgrade assistant (nothing was changed)", where, name, f.Version, f.Known)}
+		return &schemaRefusal{matches: newer, msg: fmt.Sprintf("%s: the schema %s is at version %d, this build knows %d: written by a newer version of assistant "+
+			"(nothing was changed)", where, name, f.Version, f.Known), h: Hint{Before: "upgrade assistant to the version that wrote it"}}
 	}
 	return nil
 }
 
 // schemaRefusal is a refusal of ServerSchemas.Check: one line, matching
-// (errors.Is) each of matches.
+// (errors.Is) each of matches, and its hint h.
 type schemaRefusal struct {
 	msg     string
 	matches []error
+	h       Hint
 }
 
 func (e *schemaRefusal) Error() string { return e.msg }
+
+func (e *schemaRefusal) hint() (Hint, bool) { return e.h, !e.h.IsZero() }
 
 func (e *schemaRefusal) Is(target error) bool {
 	for _, m := range e.matches {
@@ -167,8 +170,7 @@ func (e *schemaRefusal) Is(target error) bool {
 }
 
 // fixLostSchema is what to do about a schema of the pair that is lost.
-const fixLostSchema = "restore both schemas from one pg_dump with pg_restore (docs/postgres.md \"Backup\"), " +
-	"or drop both schemas to start afresh (nothing was changed)"
+var fixLostSchema = Hint{Before: "restore both schemas from one pg_dump with pg_restore (docs/postgres.md \"Backup\"), or drop both schemas to start afresh"}
 
 // ErrForeignSchema and ErrNewerSchema are the refusals of a schema of the
 // server's database that another program made, or that a newer build
@@ -211,11 +213,11 @@ func (s ServerSchemas) Check(mode OpenMode) error {
 	lost := s.Lost()
 	switch {
 	case lost != nil && lost.File == CheckpointsSchema:
-		return &schemaRefusal{matches: []error{runs.ErrLostCheckpoints}, msg: fmt.Sprintf("open checkpoints in %s: the schema %s is missing while %s records %d task(s), so their runs are lost; %s",
-			s.Where, CheckpointsSchema, BusinessSchema, lost.Count, fixLostSchema)}
+		return &schemaRefusal{matches: []error{runs.ErrLostCheckpoints}, msg: fmt.Sprintf("open checkpoints in %s: the schema %s is missing while %s records %d task(s), so their runs are lost (nothing was changed)",
+			s.Where, CheckpointsSchema, BusinessSchema, lost.Count), h: fixLostSchema}
 	case lost != nil:
-		return &schemaRefusal{matches: []error{ErrLostBusiness}, msg: fmt.Sprintf("open business in %s: the schema %s is missing while %s holds %d run(s), so their tasks, drafts and applications are lost; %s",
-			s.Where, BusinessSchema, CheckpointsSchema, lost.Count, fixLostSchema)}
+		return &schemaRefusal{matches: []error{ErrLostBusiness}, msg: fmt.Sprintf("open business in %s: the schema %s is missing while %s holds %d run(s), so their tasks, drafts and applications are lost (nothing was changed)",
+			s.Where, BusinessSchema, CheckpointsSchema, lost.Count), h: fixLostSchema}
 	case !mode.Creates() && (!s.Checkpoints || !s.Business):
 		return fmt.Errorf("no task has been started in %s (it holds no schemas %s and %s): %w", s.Where, CheckpointsSchema, BusinessSchema, ErrNotFound)
 	}

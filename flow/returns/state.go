@@ -143,10 +143,13 @@ type Result struct {
 	Reused bool `json:"reused"`
 }
 
-// Failure is why a request ended failed, as printed in "error".
+// Failure is why a request ended failed, as printed in "error": its code,
+// what happened (Message) and, apart from it, what to do next (Hint,
+// worded by the Service's Wording; "" for nothing).
 type Failure struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	Hint    string `json:"hint,omitempty" output:"absent-when-zero"`
 }
 
 // Reduce merges a node's update into the state: every non-zero field of upd

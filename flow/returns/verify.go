@@ -171,7 +171,7 @@ func verifyServer(ctx context.Context, o VerifyOptions, now func() time.Time, re
 	}
 	switch {
 	case sv.Lost != nil:
-		rep.Findings = append(rep.Findings, lostFinding(sv.Lost, func(name string) string { return "the schema " + name }, Hint{Before: fixLostSchema}))
+		rep.Findings = append(rep.Findings, lostFinding(sv.Lost, func(name string) string { return "the schema " + name }, fixLostSchema))
 	case sv.CheckpointsDataDirID != "" && sv.BusinessDataDirID != "" && sv.CheckpointsDataDirID != sv.BusinessDataDirID:
 		rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, File: BusinessSchema,
 			Problem: fmt.Sprintf("the schemas belong to different data dirs: %s carries %s, %s carries %s; every other command refuses this store until it is restored",

@@ -139,7 +139,7 @@ func (s *Service) nextLook(v *View, interval time.Duration) time.Duration {
 
 // waited is v as Wait reports it: a task waiting on a draft that has
 // expired is reported as it will end (as recover ends it): failed with
-// draft_expired, stage failed, no question pending, its error's message
+// draft_expired, stage failed, no question pending, its error's hint
 // worded by w. It is a copy; v and the stored task are not changed.
 func waited(v *View, w Wording) *View {
 	if !v.DraftExpired() {
@@ -149,7 +149,7 @@ func waited(v *View, w Wording) *View {
 	e.Status, e.Stage, e.Kind = StatusFailed, StageFailed, nil
 	e.Next, e.Interrupts = []string{}, []InterruptView{}
 	expired := fmt.Sprintf("draft %s expired at %s before it was approved; nothing was submitted", v.Draft.DraftID, v.Draft.ExpiresAt.UTC().Format(time.RFC3339))
-	e.Error = &Failure{Code: CodeDraftExpired, Message: Line(expired, w.Hint(Hint{Do: DoRecover, After: "records this end; a new request needs a new task id"}))}
+	e.Error = &Failure{Code: CodeDraftExpired, Message: expired, Hint: w.Hint(Hint{Do: DoRecover, After: "records this end; a new request needs a new task id"})}
 	return &e
 }
 

@@ -57,11 +57,16 @@ type refusal struct {
 	twin error
 }
 
+// ErrSchemaRefused marks every refusal of a schema by Open (a foreign or a
+// newer one), beside the sqlite sentinel it matches too, so that the
+// application layer hints what to do on a server, not in a data dir.
+var ErrSchemaRefused = errors.New("PostgreSQL schema refused")
+
 // Error implements the error interface.
 func (r *refusal) Error() string { return r.msg }
 
-// Is makes errors.Is(err, twin) true.
-func (r *refusal) Is(target error) bool { return target == r.twin }
+// Is makes errors.Is(err, twin) and errors.Is(err, ErrSchemaRefused) true.
+func (r *refusal) Is(target error) bool { return target == r.twin || target == ErrSchemaRefused }
 
 // Open connects to the PostgreSQL database at url (a postgres://
 // URL or a keyword/value string, as libpq takes them) through pgx's
@@ -123,7 +128,7 @@ func schemaVersion(ctx context.Context, q sqlstore.Querier, spec Spec) (int, err
 	}
 	foreign := &refusal{
 		msg: "schema " + spec.Schema + " exists but was not made by assistant (it has no " + spec.Schema +
-			".schema_version); use another database (the database is left unchanged)",
+			".schema_version; the database is left unchanged)",
 		twin: sqlite.ErrForeignFile,
 	}
 	if !table {
@@ -136,14 +141,14 @@ func schemaVersion(ctx context.Context, q sqlstore.Querier, spec Spec) (int, err
 	switch {
 	case v == 0 && rows == 0:
 		foreign.msg = "schema " + spec.Schema + " exists but was not made by assistant (its " + spec.Schema +
-			".schema_version is empty); use another database (the database is left unchanged)"
+			".schema_version is empty; the database is left unchanged)"
 		return 0, foreign
 	case v == 0:
 		return 0, foreign
 	case v > len(spec.Migrations):
 		return v, &refusal{
-			msg: fmt.Sprintf("schema %s is at version %d, this build knows %d: written by a newer version of assistant; "+
-				"upgrade assistant (the database is left unchanged)", spec.Schema, v, len(spec.Migrations)),
+			msg: fmt.Sprintf("schema %s is at version %d, this build knows %d: written by a newer version of assistant "+
+				"(the database is left unchanged)", spec.Schema, v, len(spec.Migrations)),
 			twin: sqlite.ErrNewerSchema,
 		}
 	}

@@ -120,8 +120,7 @@ type CorruptError struct {
 
 // Error implements the error interface for *CorruptError.
 func (e *CorruptError) Error() string {
-	return fmt.Sprintf("%s: %v (quick_check: %s); nothing more is written to it: run `assistant verify` to see what is damaged, "+
-		"then restore the data dir from an `assistant backup` or move the file aside", e.Path, e.Cause, e.QuickCheck)
+	return fmt.Sprintf("%s: %v (quick_check: %s); nothing more is written to it", e.Path, e.Cause, e.QuickCheck)
 }
 
 // Unwrap returns ErrCorrupt and SQLite's error.

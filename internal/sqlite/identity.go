@@ -40,12 +40,11 @@ type PairError struct {
 	Have, Want string
 }
 
-// Error implements the error interface for *PairError: both ids, and what
-// to do.
+// Error implements the error interface for *PairError: both ids (what to
+// do is the application layer's hint).
 func (e *PairError) Error() string {
-	return fmt.Sprintf("this file belongs to data dir %s, the other file of the data dir to %s: %v; "+
-		"put back the file that belongs with the other (restore both from the same `assistant backup`), "+
-		"or move both aside to start afresh (the file is left unchanged)", e.Have, e.Want, ErrPairMismatch)
+	return fmt.Sprintf("this file belongs to data dir %s, the other file of the data dir to %s: %v (the file is left unchanged)",
+		e.Have, e.Want, ErrPairMismatch)
 }
 
 // Unwrap returns ErrPairMismatch.
@@ -202,8 +201,7 @@ func sameFile(a, b string) (bool, error) {
 // ErrForeignWAL: the -wal file beside a database holds frames that were not
 // written for it (copied from another data dir, or older than the file).
 // SQLite would merge them into the file for good; Open refuses instead.
-var ErrForeignWAL = errors.New("its -wal file holds frames that were not written for it: if the -wal was copied here, move it aside; " +
-	"else restore the data dir from an `assistant backup` (nothing was merged; the files are left unchanged)")
+var ErrForeignWAL = errors.New("its -wal file holds frames that were not written for it (nothing was merged; the files are left unchanged)")
 
 // walBelongs checks, before anything merges them, that the frames of the
 // -wal beside the database at path were written for it. Read through the

@@ -95,19 +95,20 @@ const (
 )
 
 // Refusals of Open. Each comes wrapped with what was found; the file is left
-// byte for byte as it was. The stores re-export them (business.ErrCorrupt is
-// sqlite.ErrCorrupt), so errors.Is matches through either name. The
+// byte for byte as it was. Each says what happened only: what to do next is
+// a hint the application layer gives each (flow/returns), so every front
+// end words it its own way. The stores re-export them (business.ErrCorrupt
+// is sqlite.ErrCorrupt), so errors.Is matches through either name. The
 // refusals of a PostgreSQL schema match the first two too (internal/pgdb).
 var (
 	// ErrForeignFile: the file is a SQLite database of another program.
-	ErrForeignFile = errors.New("another program's SQLite file; move it aside or choose another --data directory (the file is left unchanged)")
+	ErrForeignFile = errors.New("another program's SQLite file (the file is left unchanged)")
 	// ErrNewerSchema: the file's schema version is newer than this build knows.
-	ErrNewerSchema = errors.New("written by a newer version of assistant; upgrade assistant (the file is left unchanged)")
+	ErrNewerSchema = errors.New("written by a newer version of assistant (the file is left unchanged)")
 	// ErrCorrupt: the file is not a SQLite database, or a damaged or truncated one.
-	ErrCorrupt = errors.New("corrupt, truncated or not a SQLite file; restore it from a backup or move it aside " +
-		"(`assistant verify` lists what is damaged; `assistant backup` makes the backups to restore; the file is left unchanged)")
+	ErrCorrupt = errors.New("corrupt, truncated or not a SQLite file (the file is left unchanged)")
 	// ErrReadOnly: the file or its directory cannot be written by this process.
-	ErrReadOnly = errors.New("not writable; make the data directory and its files writable (chmod u+w) or choose another --data directory (the file is left unchanged)")
+	ErrReadOnly = errors.New("not writable (the file is left unchanged)")
 )
 
 // header opens every SQLite database file (https://sqlite.org/fileformat.html).
@@ -1010,4 +1011,42 @@ func classify(err error) error {
 		}
 	}
 	return err
+}
+
+// Inspect refuses the file at path as Open would refuse it, without
+// making, migrating or writing anything: a caller that is about to make
+// another file beside it (the other file of a data dir) calls it first,
+// so that a refusal comes before any write. A missing or empty file
+// passes (Open makes or fills it). Errors: ErrCorrupt, ErrForeignFile,
+// ErrNewerSchema, ErrReadOnly, ErrForeignWAL, wrapped with what was found
+// as Open wraps them; file errors.
+func Inspect(ctx context.Context, path string, spec Spec) error {
+	o, err := optionsOf(path, spec)
+	if err != nil {
+		return err
+	}
+	if st, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) || (err == nil && st.Size() == 0) {
+		return nil
+	}
+	if err := writable(path); err != nil {
+		return err
+	}
+	if o.hdr, err = readFileHeader(path); err != nil {
+		return fmt.Errorf("inspect: %w", err)
+	}
+	o.inWAL = o.hdr != nil && o.hdr[18] == 2 && o.hdr[19] == 2
+	left := fileLeftState(path)
+	if err := o.refuseByHeader(left); err != nil {
+		return err
+	}
+	if err := o.planChecks(left); err != nil {
+		return err
+	}
+	if o.viaPool {
+		return nil // a clean file in WAL mode: Open inspects it through its pool
+	}
+	if _, err := inspect(ctx, o.path, o.busyMS, o.hdr, o.spec, o.checks); err != nil {
+		return fmt.Errorf("inspect: %w", err)
+	}
+	return nil
 }

@@ -1,0 +1,149 @@
+package e2e
+
+// How a refusal reads (docs/cli.md "Errors"): one line on stderr,
+// "assistant: message; hint", and with json output the error object
+// {"code", "message", "hint"} holding the two apart; the message says what
+// happened without command-line syntax, the hint what to do next; the exit
+// code follows the kind; and a refused command leaves every byte of the
+// data dir as it was, making no file.
+
+import (
+	"database/sql"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"assistant/internal/testkit"
+)
+
+// cliSyntax matches command-line syntax in a message: a command to paste
+// or a flag.
+var cliSyntax = regexp.MustCompile("`assistant |(^|[\\s(])--[a-z]")
+
+// TestRefusalsKeepMessageAndHintApart: for each refusal, of a store's file
+// and of the command line, the exit code and JSON code follow its kind,
+// stderr is one line ending in the hint, the JSON error object has a
+// message and a hint, the message holds no command-line syntax (cobra's
+// refusal of a flag names the flag given), and the data dir is unchanged
+// with no new file.
+func TestRefusalsKeepMessageAndHintApart(t *testing.T) {
+	t.Parallel()
+	notSQLite := func(t *testing.T, dir string) {
+		if err := os.WriteFile(filepath.Join(dir, "business.sqlite"), []byte("these are not the bytes of a database\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	foreign := func(t *testing.T, dir string) {
+		execSQL(t, filepath.Join(dir, "business.sqlite"), "PRAGMA application_id = 1234", "CREATE TABLE notes (body TEXT)")
+	}
+	newer := func(t *testing.T, dir string) {
+		makeDataDir(t, dir)
+		execSQL(t, filepath.Join(dir, "checkpoints.sqlite"), "PRAGMA user_version = 99")
+	}
+	made := func(t *testing.T, dir string) { makeDataDir(t, dir) }
+	cases := []struct {
+		name       string
+		setup      func(t *testing.T, dir string)
+		args       []string
+		exit       int
+		code       string
+		hint       string // a part of the hint
+		namesFlags bool   // cobra's message names the flag or command given
+	}{
+		{"a business file that is not SQLite, on start", notSQLite, []string{"start", "t1", "A3001", "--reason", "r"}, 1, "internal", " backup DIR`", false},
+		{"another program's business file, on start", foreign, []string{"start", "t1", "A3001", "--reason", "r"}, 1, "internal", "move it aside", false},
+		{"a checkpoint file of a newer build, on show", newer, []string{"show", "t1"}, 1, "internal", "upgrade assistant", false},
+		{"a checkpoint file of a newer build, on list", newer, []string{"list"}, 1, "internal", "upgrade assistant", false},
+		{"an unknown command", made, []string{"frobnicate"}, 2, "invalid_input", " --help` for the commands", true},
+		{"an unknown flag", made, []string{"list", "--frobnicate"}, 2, "invalid_input", "list --help` for its flags", true},
+		{"an unknown help topic", made, []string{"help", "frobnicate"}, 2, "invalid_input", " --help` for the commands", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			tc.setup(t, dir)
+			before := dirSums(t, dir)
+			out, errOut, code := run(t, dir, tc.args...)
+			if code != tc.exit {
+				t.Fatalf("%v: exit %d, want %d; stderr %q", tc.args, code, tc.exit, errOut)
+			}
+			if lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], "assistant: ") {
+				t.Errorf("%v: stderr is not one line \"assistant: …\": %q", tc.args, errOut)
+			}
+			var obj struct {
+				Error *struct {
+					Code    string  `json:"code"`
+					Message string  `json:"message"`
+					Hint    *string `json:"hint"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal([]byte(out), &obj); err != nil || obj.Error == nil {
+				t.Fatalf("%v: stdout is no error object (%v): %q", tc.args, err, out)
+			}
+			e := obj.Error
+			switch {
+			case e.Code != tc.code:
+				t.Errorf("%v: code %q, want %q", tc.args, e.Code, tc.code)
+			case e.Message == "" || e.Hint == nil || !strings.Contains(*e.Hint, tc.hint):
+				t.Errorf("%v: message %q, hint %v: want a message and a hint with %q", tc.args, e.Message, e.Hint, tc.hint)
+			case errOut != "assistant: "+e.Message+"; "+*e.Hint+"\n":
+				t.Errorf("%v: stderr %q is not the message and the hint joined", tc.args, errOut)
+			case strings.Contains(e.Message, *e.Hint):
+				t.Errorf("%v: the message %q holds its hint", tc.args, e.Message)
+			case strings.Contains(e.Message, "`assistant ") || (!tc.namesFlags && cliSyntax.MatchString(e.Message)):
+				t.Errorf("%v: the message %q holds command-line syntax", tc.args, e.Message)
+			}
+			if after := dirSums(t, dir); !sameDir(before, after) {
+				t.Errorf("%v: the data dir changed: %v, then %v", tc.args, before, after)
+			}
+		})
+	}
+}
+
+// dirSums is the SHA-256 of every file in dir, by name.
+func dirSums(tb testing.TB, dir string) map[string]string {
+	tb.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, e := range entries {
+		out[e.Name()] = testkit.FileSHA256(tb, filepath.Join(dir, e.Name()))
+	}
+	return out
+}
+
+// sameDir reports whether a and b name the same files with the same sums.
+func sameDir(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for n, s := range a {
+		if b[n] != s {
+			return false
+		}
+	}
+	return true
+}
+
+// execSQL runs each statement on the SQLite file at path (made when
+// missing), as another program or a newer build would.
+func execSQL(tb testing.TB, path string, stmts ...string) {
+	tb.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	for _, s := range stmts {
+		if _, err := db.Exec(s); err != nil {
+			tb.Fatalf("%s: %v", s, err)
+		}
+	}
+}
