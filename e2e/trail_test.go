@@ -8,7 +8,9 @@ package e2e
 // trusted, and changes nothing.
 
 import (
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -236,5 +238,149 @@ func TestTrailAheadOfTheHeadCounts(t *testing.T) {
 			}
 			verifyClean(t, dir)
 		})
+	}
+}
+
+// sqliteSession opens each file of dir as another program's session
+// would (read-write, the driver's defaults), reads every table's count
+// and closes it: the last connection to close folds the -wal into its
+// file.
+func sqliteSession(t *testing.T, dir string) {
+	t.Helper()
+	for _, n := range []string{"business.sqlite", "checkpoints.sqlite"} {
+		db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, n)+"?_pragma=busy_timeout(5000)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table'`)
+		if err == nil {
+			var names []string
+			for rows.Next() {
+				var name string
+				if rows.Scan(&name) == nil {
+					names = append(names, name)
+				}
+			}
+			rows.Close()
+			for _, name := range names {
+				var n int
+				_ = db.QueryRow(`SELECT count(*) FROM "` + name + `"`).Scan(&n)
+			}
+		}
+		db.Close()
+	}
+}
+
+// TestReadsLeaveTheNextCheckStanding: a reading command (show, list,
+// history, verify, backup) or another program's sqlite session on a data
+// dir whose files disagree leaves the next writing command refusing as it
+// would without the read: the same exit code and error code (after
+// another program's session, which merges a -wal it finds, the same exit
+// code), and no application made. The damages: an older business.sqlite under a head that
+// holds an approval, a business.sqlite of another data dir, a -wal of
+// another data dir's business file.
+func TestReadsLeaveTheNextCheckStanding(t *testing.T) {
+	t.Parallel()
+	damages := []struct {
+		name   string
+		damage func(t *testing.T, dir string)
+	}{
+		{"OlderBusinessFileUnderAnApproval", func(t *testing.T, dir string) {
+			older := snapshotFiles(t, dir)
+			as(t, dir, "alice", 0, "resume", "k1", "--action", "approve")
+			copyTo(t, older, dir, "business.sqlite")
+		}},
+		{"BusinessFileOfAnotherDataDir", func(t *testing.T, dir string) {
+			other := t.TempDir()
+			ciBotOrders(t, other)
+			twoApproverTask(t, other, "k1", "C1")
+			copyTo(t, other, dir, "business.sqlite")
+		}},
+		{"WALOfAnotherDataDir", func(t *testing.T, dir string) {
+			other := t.TempDir()
+			ciBotOrders(t, other)
+			twoApproverTask(t, other, "k1", "C1")
+			killedAt(t, other, "after-checkpoint:prepare", "--user", "ci-bot", "start", "o2", "C2", "--reason", "broken")
+			wal, err := os.ReadFile(filepath.Join(other, "business.sqlite-wal"))
+			if err != nil || len(wal) == 0 {
+				t.Fatalf("the killed process left no frames: %d bytes, %v", len(wal), err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "business.sqlite-wal"), wal, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	readers := []struct {
+		name string
+		read func(t *testing.T, dir string)
+		// other: another program, which merges a -wal it finds for good;
+		// the writer must still refuse (the same exit code), by the
+		// check that then applies (the identity the file now carries).
+		other bool
+	}{
+		{"Show", func(t *testing.T, dir string) { run(t, dir, "--user", "ci-bot", "show", "k1") }, false},
+		{"List", func(t *testing.T, dir string) {
+			run(t, dir, "--user", "ci-bot", "list")
+			run(t, dir, "--user", "bob", "list", "--awaiting-me")
+		}, false},
+		{"History", func(t *testing.T, dir string) { run(t, dir, "--user", "ci-bot", "history", "k1") }, false},
+		{"Verify", func(t *testing.T, dir string) { verify(t, dir) }, false},
+		{"Backup", func(t *testing.T, dir string) { run(t, dir, "backup", filepath.Join(t.TempDir(), "bk")) }, false},
+		{"SQLiteSession", sqliteSession, true},
+	}
+	writer := []string{"--user", "bob", "resume", "k1", "--action", "approve"}
+	refusal := func(t *testing.T, dir string) (int, string) {
+		t.Helper()
+		out, _, code := run(t, dir, writer...)
+		var e struct{ Error struct{ Code string } }
+		_ = json.Unmarshal([]byte(out), &e)
+		return code, e.Error.Code
+	}
+	for _, d := range damages {
+		t.Run(d.name, func(t *testing.T) {
+			t.Parallel()
+			base := t.TempDir()
+			ciBotOrders(t, base)
+			twoApproverTask(t, base, "k1", "C1")
+			d.damage(t, base)
+			// Untouched by any reader: how the writer refuses.
+			plain := t.TempDir()
+			copyAsIs(t, base, plain)
+			wantCode, wantErr := refusal(t, plain)
+			if wantCode == 0 {
+				t.Fatalf("the writer was not refused on the damaged data dir (error %q)", wantErr)
+			}
+			for _, r := range readers {
+				t.Run(r.name, func(t *testing.T) {
+					dir := t.TempDir()
+					copyAsIs(t, base, dir)
+					r.read(t, dir)
+					if code, errCode := refusal(t, dir); code != wantCode || (errCode != wantErr && !r.other) || errCode == "" {
+						t.Errorf("after %s: the writer exits %d (%q), want %d (%q) as without the read", r.name, code, errCode, wantCode, wantErr)
+					}
+					if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM applications a JOIN drafts d ON d.draft_id = a.draft_id WHERE d.task_id = 'k1'`); got != "0" {
+						t.Errorf("after %s: %s applications of k1, want 0", r.name, got)
+					}
+				})
+			}
+		})
+	}
+}
+
+// copyAsIs copies the files of both stores in src into dst with their
+// -wal as they lie (a -shm is rebuilt by the next open).
+func copyAsIs(t *testing.T, src, dst string) {
+	t.Helper()
+	for _, n := range []string{"business.sqlite", "business.sqlite-wal", "checkpoints.sqlite", "checkpoints.sqlite-wal"} {
+		b, err := os.ReadFile(filepath.Join(src, n))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, n), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
