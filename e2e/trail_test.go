@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // olderTrail is a store whose business side is put back from before the
@@ -277,8 +278,9 @@ func sqliteSession(t *testing.T, dir string) {
 // would without the read: the same exit code and error code (after
 // another program's session, which merges a -wal it finds, the same exit
 // code), and no application made. The damages: an older business.sqlite under a head that
-// holds an approval, a business.sqlite of another data dir, a -wal of
-// another data dir's business file.
+// holds an approval, a business.sqlite of another data dir, a damaged page
+// in the middle of business.sqlite, a -wal of another data dir's business
+// file.
 func TestReadsLeaveTheNextCheckStanding(t *testing.T) {
 	t.Parallel()
 	damages := []struct {
@@ -295,6 +297,25 @@ func TestReadsLeaveTheNextCheckStanding(t *testing.T) {
 			ciBotOrders(t, other)
 			twoApproverTask(t, other, "k1", "C1")
 			copyTo(t, other, dir, "business.sqlite")
+		}},
+		{"CorruptPageInTheMiddle", func(t *testing.T, dir string) {
+			mustRun(t, dir, "batch", "b1", batchFile(t, dir, 300))
+			leaves := atoi(query(t, dir, "business.sqlite", `SELECT count(*) FROM dbstat WHERE name = 'steps' AND pagetype = 'leaf'`))
+			page := atoi(query(t, dir, "business.sqlite", `SELECT pageno FROM dbstat WHERE name = 'steps' AND pagetype = 'leaf' ORDER BY path LIMIT 1 OFFSET ?`, leaves/2))
+			if leaves < 5 || page == 0 {
+				t.Fatalf("the timeline has %d leaves; the test needs a tree of several", leaves)
+			}
+			// File times tick coarsely on some file systems: let the clock
+			// pass the last clean close before the page is damaged.
+			time.Sleep(20 * time.Millisecond)
+			f, err := os.OpenFile(filepath.Join(dir, "business.sqlite"), os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := f.WriteAt([]byte(strings.Repeat("\xde\xad\xbe\xef", 256)), int64(page-1)*4096+200); err != nil {
+				t.Fatal(err)
+			}
 		}},
 		{"WALOfAnotherDataDir", func(t *testing.T, dir string) {
 			other := t.TempDir()
@@ -368,7 +389,8 @@ func TestReadsLeaveTheNextCheckStanding(t *testing.T) {
 }
 
 // copyAsIs copies the files of both stores in src into dst with their
-// -wal as they lie (a -shm is rebuilt by the next open).
+// -wal as they lie, its modification time kept (a -shm is rebuilt by the
+// next open).
 func copyAsIs(t *testing.T, src, dst string) {
 	t.Helper()
 	for _, n := range []string{"business.sqlite", "business.sqlite-wal", "checkpoints.sqlite", "checkpoints.sqlite-wal"} {
@@ -381,6 +403,13 @@ func copyAsIs(t *testing.T, src, dst string) {
 		}
 		if err := os.WriteFile(filepath.Join(dst, n), b, 0o600); err != nil {
 			t.Fatal(err)
+		}
+		// A -wal keeps its time: a file changed after its -wal was
+		// last emptied reads so in the copy too.
+		if fi, err := os.Stat(filepath.Join(src, n)); err == nil && strings.HasSuffix(n, "-wal") {
+			if err := os.Chtimes(filepath.Join(dst, n), fi.ModTime(), fi.ModTime()); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }
