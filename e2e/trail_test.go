@@ -413,3 +413,57 @@ func copyAsIs(t *testing.T, src, dst string) {
 		}
 	}
 }
+
+// TestKilledAfterTheTrailCountsOnEveryStore: alice's first of two
+// approvals killed after the trail's commit and before the head's counts
+// on a data dir and on PostgreSQL alike: show and history name it once,
+// list --awaiting-me leaves the task out for her and keeps it for bob,
+// her approve again is a retry (not "2 of 2"), bob's approve submits
+// once, and verify is clean.
+func TestKilledAfterTheTrailCountsOnEveryStore(t *testing.T) {
+	t.Parallel()
+	for name, make := range cliStores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := &olderTrail{cliStore: make(t)}
+			s.ownerOrders(t)
+			s.want(t, nil, 0, "owner", "start", "k1", "Z1", "--reason", "size", "--approvals", "2")
+			if _, _, code := s.run(t, []string{"ASSISTANT_FAULT=answer:after-trail"}, "alice", "resume", "k1", "--action", "approve"); code != 137 {
+				t.Fatalf("alice's approve killed after the trail: exit %d, want 137", code)
+			}
+			by := func(v map[string]any) string {
+				var out []string
+				for _, d := range v["decisions"].([]any) {
+					out = append(out, d.(map[string]any)["by"].(string)+" "+d.(map[string]any)["action"].(string))
+				}
+				return strings.Join(out, ", ")
+			}
+			if v, _ := s.want(t, nil, 0, "owner", "show", "k1"); v["status"] != "waiting" || by(v) != "alice approve" {
+				t.Fatalf("show k1: %v, decisions %q; want waiting, alice's approve once", v["status"], by(v))
+			}
+			if got := s.awaiting(t, "alice"); got != "" {
+				t.Errorf("list --awaiting-me as alice: %q, want nothing (she approved)", got)
+			}
+			if got := s.awaiting(t, "bob"); got != "k1" {
+				t.Errorf("list --awaiting-me as bob: %q, want k1", got)
+			}
+			again, note := s.want(t, nil, 0, "alice", "resume", "k1", "--action", "approve")
+			if again["status"] != "waiting" || by(again) != "alice approve" || strings.Contains(note, "2 of 2") {
+				t.Fatalf("alice's approve again: %v, decisions %q, note %q; want waiting, counted once", again["status"], by(again), note)
+			}
+			done, _ := s.want(t, nil, 0, "bob", "resume", "k1", "--action", "approve")
+			if done["status"] != "done" || by(done) != "alice approve, bob approve" {
+				t.Fatalf("bob's approve: %v, decisions %q; want done with both", done["status"], by(done))
+			}
+			if s.dir != "" {
+				if n := applications(t, s.dir, "k1"); n != "1" {
+					t.Errorf("%s applications of k1, want 1", n)
+				}
+				verifyClean(t, s.dir)
+			} else {
+				s.pg.wantApps(t, "k1", "1")
+				s.pg.verifyClean(t)
+			}
+		})
+	}
+}
