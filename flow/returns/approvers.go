@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"assistant/business"
+	"assistant/flow"
 	"assistant/runs"
 )
 
@@ -321,11 +322,15 @@ func (s *Service) awaitingMe(ctx context.Context, o ListOptions) ([]TaskSummary,
 }
 
 // mayAnswerNow reports whether user can answer waiting task t at now: its
-// draft has not expired, and user has not answered one of the approval
-// questions of its current draft already.
+// draft has not expired, its head agrees with the business file (consistent:
+// an answer to a task whose two files disagree is refused), and user has
+// not answered one of the approval questions of its current draft already.
 func (s *Service) mayAnswerNow(ctx context.Context, t runs.TaskRecord, user string, now time.Time) (bool, error) {
 	st, err := s.listStatus(ctx, t, now)
 	if err != nil || st != StatusWaiting {
+		return false, err
+	}
+	if ok, err := s.consistent(ctx, t); err != nil || !ok {
 		return false, err
 	}
 	if t.Stage != StageDraftReady {
@@ -346,6 +351,29 @@ func (s *Service) mayAnswerNow(ctx context.Context, t runs.TaskRecord, user stri
 		if dec.DraftID == d.ID && dec.By == user && dec.Action == ActionApprove { // their first of two approvals; a lost edit or revise stands (asAsked)
 			return false, nil
 		}
+	}
+	return true, nil
+}
+
+// consistent reports whether the head of return task t agrees with the
+// business file (reconcile), as every answer to it is checked first; a
+// head that cannot be decoded is left to the answer to report. Errors:
+// storage errors.
+func (s *Service) consistent(ctx context.Context, t runs.TaskRecord) (bool, error) {
+	snap, err := headOrNil(s.cmd.graph.State(ctx, t.ID))
+	var de *flow.StateDecodeError
+	if errors.As(err, &de) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("list: %w", err)
+	}
+	err = s.cmd.reconcile(ctx, t.ID, snap)
+	switch {
+	case errors.Is(err, ErrInconsistent):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("list: %w", err)
 	}
 	return true, nil
 }

@@ -94,8 +94,10 @@ func (e *InconsistentError) Is(target error) bool { return target == ErrInconsis
 // anything is shown, answered or run from it: the draft the head names must
 // exist, of this task and user; the application it reports submitted must
 // exist, of that draft; a head that ended cancelled, or failed without an
-// application, must not have one in the business file. The reads are by
-// primary key or unique index. snap nil (no checkpoint yet) passes.
+// application, must not have one in the business file; every answer the
+// head holds must be in the decision trail (trailHeld). The reads are by
+// primary key or unique index, and the trail only when the head holds an
+// answer. snap nil (no checkpoint yet) passes.
 // (claimsNothingSubmitted says which failed heads count.)
 // Errors: *InconsistentError, storage errors.
 func (r *runner) reconcile(ctx context.Context, task string, snap *flow.Snapshot[State]) error {
@@ -109,9 +111,11 @@ func (r *runner) reconcile(ctx context.Context, task string, snap *flow.Snapshot
 		}
 	}
 	if st.Result == nil && snap.Done() && claimsNothingSubmitted(st) {
-		return r.noApplication(ctx, task, st)
+		if err := r.noApplication(ctx, task, st); err != nil {
+			return err
+		}
 	}
-	return nil
+	return r.trailHeld(ctx, task, snap)
 }
 
 // rowsHeld checks, in one read by primary key, that the draft st names

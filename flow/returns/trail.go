@@ -2,11 +2,14 @@ package returns
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
+	"assistant/business"
 	"assistant/flow"
 )
 
@@ -67,4 +70,100 @@ func trailOf(st State, v any) (Decision, bool) {
 		return d, true
 	}
 	return Decision{}, false
+}
+
+// trailHeld checks that every answer the head snap of task holds is in the
+// business file's decision trail, as the same answer (its person, action
+// and draft): those applied to its state, those saved at it for a
+// continued run to replay, and the approvals of a round whose task ran
+// with them (roundAnswers). The trail is written before the head (the
+// nodes, recordAnswers, submit), so a head holding an answer the trail
+// lacks was paired with an older business file: its answers would count
+// once in the run and not at all in the trail, and the run would ask the
+// same person again. Such a head is *InconsistentError, never trusted.
+// Not judged: an answer that names nobody (saved by an older build), and
+// the approval of a task that needs one until its submit, which records
+// it in the commit that makes the application (submitDecided). Reads the
+// trail once, and not at all when the head holds no answer, and the head
+// checkpoint of a task that needs two approvals. Errors:
+// *InconsistentError, storage errors.
+func (r *runner) trailHeld(ctx context.Context, task string, snap *flow.Snapshot[State]) error {
+	held := headAnswers(snap)
+	if snap.Values.Approvals >= 2 {
+		// The approval a review task has run with is no longer in the
+		// snapshot: its update waits at the head for the other approval.
+		ras, err := r.roundAnswers(ctx, snap)
+		if err != nil {
+			return fmt.Errorf("reconcile %s: %w", task, err)
+		}
+		for _, ra := range ras {
+			if d, ok := trailOf(snap.Values, ra.answer); ok && ra.done {
+				held = append(held, normalized(d))
+			}
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	ds, err := r.desk.Decisions(ctx, task)
+	if err != nil {
+		return fmt.Errorf("reconcile %s: %w", task, err)
+	}
+	trail := make(map[string]business.Decision, len(ds))
+	for _, d := range ds {
+		trail[d.ID] = d
+	}
+	for _, d := range held {
+		t, ok := trail[d.ID]
+		if ok && t.By == d.By && t.Action == d.Action && t.DraftID == d.DraftID {
+			continue
+		}
+		claim := fmt.Sprintf("it holds the answer %s by %s at %s (decision %s)", d.Action, d.By, d.At.UTC().Format(time.RFC3339), d.ID)
+		lacks := "has no such answer in its decision trail"
+		if ok {
+			lacks = fmt.Sprintf("records decision %s as %s by %s", d.ID, t.Action, t.By)
+		}
+		return &InconsistentError{Server: r.onServer(), Task: task, Checkpoints: claim, Business: lacks}
+	}
+	return nil
+}
+
+// headAnswers returns the answers the head snap holds that the decision
+// trail must hold too (trailHeld): the decisions of its state, then the
+// answers saved at it that the node asked records when it takes them
+// (trailOf), in the order saved.
+func headAnswers(snap *flow.Snapshot[State]) []Decision {
+	st := snap.Values
+	var out []Decision
+	for _, d := range st.Decisions {
+		if d.ID == "" || d.By == "" || (d.Action == ActionApprove && st.Approvals < 2 && st.Result == nil) {
+			continue
+		}
+		out = append(out, d)
+	}
+	for _, ts := range snap.Tasks {
+		for _, raw := range ts.Answers {
+			var v any
+			switch ts.Node {
+			case NodeReview, NodeReview2:
+				var a ApprovalAnswer
+				if json.Unmarshal(raw, &a) != nil {
+					continue
+				}
+				v = a
+			case NodeAskReason:
+				var a ReasonAnswer
+				if json.Unmarshal(raw, &a) != nil {
+					continue
+				}
+				v = a
+			default:
+				continue
+			}
+			if d, ok := trailOf(st, v); ok {
+				out = append(out, normalized(d))
+			}
+		}
+	}
+	return out
 }

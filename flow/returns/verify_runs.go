@@ -30,7 +30,7 @@ func newVerifier(cps flow.Checkpointer, desk *business.Store, now func() time.Ti
 	// it opens nothing.
 	svc := &Service{desk: desk, now: now, me: newIdentity(host)}
 	return &verifier{cps: cps, desk: desk, runs: runs.New(desk.Handle(), now), svc: svc, graph: g,
-		r: &runner{svc: svc, desk: desk, graph: g}}, nil
+		r: &runner{svc: svc, desk: desk, cps: cps, graph: g}}, nil
 }
 
 // check runs the cross-file checks into rep.
