@@ -30,47 +30,75 @@ func (s cliStore) apps(t *testing.T, task string) string {
 	return applications(t, s.dir, task)
 }
 
-// TestAStopBeforeTheSubmitWins: an approve paused just before its submit
-// (before:submit@pause) is stopped without waiting; the stop commits
-// first, so the submit's transaction, which judges the run still running
-// under its lease, refuses to make the application when the process goes
-// on. A stop that does not say "too late" leaves no application, 20 times
-// on each store; the task stays interrupted, and a resume submits it once.
+// submitPath is a way a task comes to its submit: the command that
+// carries it there (args) after setup, run on the store s.
+type submitPath struct {
+	name  string
+	runs  int // how many times the race is run on each store
+	setup func(t *testing.T, s cliStore)
+	args  func(t *testing.T, s cliStore) []string
+}
+
+// submitPaths are resume (an approve) and recover (of an approve killed
+// before its submit), each on task t of owner waiting for approval of
+// order Z1. A decide chunk holds the write lock from its first row to its
+// commit, so no stop comes between its check and its submit: a stop
+// waits for the chunk, and finds the application.
+var submitPaths = []submitPath{
+	{"Resume", 20, func(*testing.T, cliStore) {}, func(*testing.T, cliStore) []string {
+		return []string{"resume", "t", "--action", "approve"}
+	}},
+	{"Recover", 3, func(t *testing.T, s cliStore) {
+		if _, _, code := s.run(t, []string{returns.FaultEnv + "=before:submit"}, "owner", "resume", "t", "--action", "approve"); code != 137 {
+			t.Fatalf("approve killed before its submit: exit %d, want 137", code)
+		}
+	}, func(*testing.T, cliStore) []string { return []string{"recover"} }},
+}
+
+// TestAStopBeforeTheSubmitWins: a run paused just before its submit
+// (before:submit@pause), by each path, is stopped without waiting; the
+// stop commits first, so the submit's transaction, which judges the run
+// still running under its lease, refuses to make the application when the
+// process goes on. A stop that does not say "too late" leaves no
+// application (20 times on each store by resume); the task stays
+// interrupted, and a resume submits it once.
 func TestAStopBeforeTheSubmitWins(t *testing.T) {
 	t.Parallel()
-	const runsPerStore = 20
 	for name, newStore := range cliStores(t) {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			for i := range runsPerStore {
-				t.Run(fmt.Sprint(i), func(t *testing.T) {
-					t.Parallel()
-					s := newStore(t)
-					s.ownerOrders(t)
-					s.want(t, nil, 0, "owner", "start", "t", "Z1", "--reason", "too small")
-					env := []string{returns.FaultEnv + "=before:submit" + returns.FaultPause}
-					holder := startPaused(t, s.cmd(env, "owner", "resume", "t", "--action", "approve"), "before:submit")
-					out, stderr, code := s.run(t, nil, "owner", "stop", "t", "--wait", "0")
-					late := strings.Contains(stderr, "too late")
-					holder.goOn(t)
-					if got := s.apps(t, "t"); !late && got != "0" {
-						t.Fatalf("stop said %q (exit %d, %s) and the paused submit went on: %s applications, want 0", stderr, code, out, got)
-					}
-					if late {
-						return
-					}
-					v, _ := s.want(t, nil, 0, "owner", "show", "t")
-					if v["status"] != "interrupted" {
-						t.Fatalf("after the stop and the paused submit: status %v, want interrupted", v["status"])
-					}
-					if i == 0 {
-						v, _ = s.want(t, nil, 0, "owner", "resume", "t")
-						if v["status"] != "done" || s.apps(t, "t") != "1" {
-							t.Fatalf("resume after the stop: status %v, %s applications; want done, 1", v["status"], s.apps(t, "t"))
+		for _, path := range submitPaths {
+			t.Run(name+"/"+path.name, func(t *testing.T) {
+				t.Parallel()
+				for i := range path.runs {
+					t.Run(fmt.Sprint(i), func(t *testing.T) {
+						t.Parallel()
+						s := newStore(t)
+						s.ownerOrders(t)
+						s.want(t, nil, 0, "owner", "start", "t", "Z1", "--reason", "too small")
+						path.setup(t, s)
+						env := []string{returns.FaultEnv + "=before:submit" + returns.FaultPause}
+						holder := startPaused(t, s.cmd(env, "owner", path.args(t, s)...), "before:submit")
+						out, stderr, code := s.run(t, nil, "owner", "stop", "t", "--wait", "0")
+						late := strings.Contains(stderr, "too late")
+						holder.goOn(t)
+						if got := s.apps(t, "t"); !late && got != "0" {
+							t.Fatalf("stop said %q (exit %d, %s) and the paused submit went on: %s applications, want 0", stderr, code, out, got)
 						}
-					}
-				})
-			}
-		})
+						if late {
+							return
+						}
+						v, _ := s.want(t, nil, 0, "owner", "show", "t")
+						if v["status"] != "interrupted" {
+							t.Fatalf("after the stop and the paused submit: status %v, want interrupted", v["status"])
+						}
+						if i == 0 {
+							v, _ = s.want(t, nil, 0, "owner", "resume", "t")
+							if v["status"] != "done" || s.apps(t, "t") != "1" {
+								t.Fatalf("resume after the stop: status %v, %s applications; want done, 1", v["status"], s.apps(t, "t"))
+							}
+						}
+					})
+				}
+			})
+		}
 	}
 }
