@@ -102,3 +102,37 @@ func TestAStopBeforeTheSubmitWins(t *testing.T) {
 		}
 	}
 }
+
+// TestTwoApprovalsNeedTwoPeopleOtherThanTheRequester: on a task started
+// with --approvals 2 the requester's approve is refused (exit 2, nothing
+// changed), before or after a grantee's; the requester and one grantee
+// never submit it; a second grantee does. The requester may still cancel.
+func TestTwoApprovalsNeedTwoPeopleOtherThanTheRequester(t *testing.T) {
+	t.Parallel()
+	for name, newStore := range cliStores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := newStore(t)
+			s.ownerOrders(t)
+			s.want(t, nil, 0, "owner", "start", "t", "Z1", "--reason", "too small", "--approvals", "2")
+			_, stderr := s.want(t, nil, 2, "owner", "resume", "t", "--action", "approve")
+			if !strings.Contains(stderr, "other than its requester") {
+				t.Errorf("the requester's approve: %q; want it refused as the requester's", stderr)
+			}
+			s.approveAs(t, nil, "alice", "t")
+			s.want(t, nil, 2, "owner", "resume", "t", "--action", "approve")
+			if v, _ := s.want(t, nil, 0, "owner", "show", "t"); v["status"] != "waiting" || s.apps(t, "t") != "0" {
+				t.Fatalf("after the requester's and one grantee's approvals: status %v, %s applications; want waiting, 0", v["status"], s.apps(t, "t"))
+			}
+			s.approveAs(t, nil, "bob", "t")
+			if v, _ := s.want(t, nil, 0, "owner", "show", "t"); v["status"] != "done" || s.apps(t, "t") != "1" {
+				t.Fatalf("after two grantees' approvals: status %v, %s applications; want done, 1", v["status"], s.apps(t, "t"))
+			}
+
+			s.want(t, nil, 0, "owner", "start", "c", "Z2", "--reason", "too small", "--approvals", "2")
+			if v, _ := s.want(t, nil, 0, "owner", "resume", "c", "--action", "cancel"); v["status"] != "cancelled" {
+				t.Errorf("the requester's cancel: status %v, want cancelled", v["status"])
+			}
+		})
+	}
+}

@@ -142,6 +142,13 @@ func (s *Service) newRunner(desk *business.Store, rs *runs.Store, cps flow.Check
 // it running under its lease (runs.Store.HeldRunning), for the submit's
 // business transaction; ok false when no run of task is driven here.
 func (r *runner) holdsRunning(task string) (business.SubmitCheck, bool) {
+	if r.policy.release == keepLease {
+		// A chunk's rows run in one business transaction that holds the
+		// write lock from its first statement: the check before each
+		// superstep (beforeStep) read the lease in it, and nothing can
+		// have committed since.
+		return nil, false
+	}
 	v, ok := r.holds.Load(task)
 	if !ok {
 		return nil, false
