@@ -57,13 +57,15 @@ func (s *Store) RecordDecision(ctx context.Context, d Decision) error {
 // error rolls both back. d.ID is the idempotency key, as for
 // RecordDecision, so a submit that runs again records it once; a commit
 // that writes nothing (a reused application, a decision recorded already
-// by an earlier durable commit) is not made. The errors are Submit's.
-func (s *Store) SubmitDecided(ctx context.Context, d Decision, draftID, user string, now time.Time) (a Application, reused bool, err error) {
+// by an earlier durable commit) is not made. checks are Submit's; one that
+// refuses rolls the decision back with the submit. The errors are
+// Submit's.
+func (s *Store) SubmitDecided(ctx context.Context, d Decision, draftID, user string, now time.Time, checks ...SubmitCheck) (a Application, reused bool, err error) {
 	if err := checkDecision(d); err != nil {
 		return Application{}, false, err
 	}
 	if s.h.InTxn() {
-		return s.submitDecidedInTx(ctx, d, draftID, user, now)
+		return s.submitDecidedInTx(ctx, d, draftID, user, now, checks)
 	}
 	var subErr error
 	s.rows.forgetTrail(d.TaskID)
@@ -72,7 +74,7 @@ func (s *Store) SubmitDecided(ctx context.Context, d Decision, draftID, user str
 		if err != nil {
 			return fmt.Errorf("record decision %s of task %s: %w", d.ID, d.TaskID, err)
 		}
-		a, reused, subErr = s.SubmitTx(ctx, tx, draftID, user, now)
+		a, reused, subErr = s.SubmitTx(ctx, tx, draftID, user, now, checks...)
 		var ie *IneligibleError
 		switch {
 		case subErr == nil && !reused:
@@ -108,9 +110,9 @@ func (s *Store) SubmitDecided(ctx context.Context, d Decision, draftID, user str
 // ErrNotFound or ErrInvalid), so the caller's transaction is rolled back
 // whole. The transaction holds the write lock, so nothing can come
 // between the checks and the writes.
-func (s *Store) submitDecidedInTx(ctx context.Context, d Decision, draftID, user string, now time.Time) (Application, bool, error) {
+func (s *Store) submitDecidedInTx(ctx context.Context, d Decision, draftID, user string, now time.Time, checks []SubmitCheck) (Application, bool, error) {
 	q := s.h.Q()
-	a, reused, draft, subErr := s.submitCheck(ctx, q, draftID, user, now)
+	a, reused, draft, subErr := s.submitCheck(ctx, q, draftID, user, now, checks)
 	var ie *IneligibleError
 	if subErr != nil && !errors.Is(subErr, ErrDraftExpired) && !errors.As(subErr, &ie) {
 		return Application{}, false, subErr

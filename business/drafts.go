@@ -279,12 +279,12 @@ func scanDraft(sc scanner) (Draft, error) {
 
 // Submit submits draft draftID for user at now, in one transaction; see
 // SubmitTx for the rules and errors.
-func (s *Store) Submit(ctx context.Context, draftID, user string, now time.Time) (a Application, reused bool, err error) {
+func (s *Store) Submit(ctx context.Context, draftID, user string, now time.Time, checks ...SubmitCheck) (a Application, reused bool, err error) {
 	// Durable at commit: the checkpoint written after submit names the
 	// application, and no power loss may keep that and lose the application.
 	var txErr error
 	err = s.h.Durable(ctx, func(tx sqlstore.Querier) error {
-		a, reused, txErr = s.SubmitTx(ctx, tx, draftID, user, now)
+		a, reused, txErr = s.SubmitTx(ctx, tx, draftID, user, now, checks...)
 		if txErr == nil && reused {
 			return sqlstore.ErrNothingWritten
 		}
@@ -313,14 +313,18 @@ func (s *Store) Submit(ctx context.Context, draftID, user string, now time.Time)
 //     delivered, within its return window, not final sale, no pending
 //     application): *IneligibleError otherwise (matching ErrIneligible,
 //     and ErrOpenApplication for a pending application), nothing written;
+//   - else every one of checks, the caller's rules judged again in tx
+//     (SubmitCheck: the run still holds the task, the approvers still
+//     hold their authority), must pass: its error otherwise, nothing
+//     written;
 //   - else an application with review_status ReviewPending is inserted.
 //
 // tx should come from s.Handle().Begin (on SQLite, s.DB() will do): it
 // takes the write lock first, so concurrent submitters of one draft
 // (goroutines or processes) queue and the later ones see the first one's
 // application.
-func (s *Store) SubmitTx(ctx context.Context, tx sqlstore.Querier, draftID, user string, now time.Time) (Application, bool, error) {
-	a, reused, d, err := s.submitCheck(ctx, tx, draftID, user, now)
+func (s *Store) SubmitTx(ctx context.Context, tx sqlstore.Querier, draftID, user string, now time.Time, checks ...SubmitCheck) (Application, bool, error) {
+	a, reused, d, err := s.submitCheck(ctx, tx, draftID, user, now, checks)
 	if err != nil || reused {
 		return a, reused, err
 	}
@@ -337,10 +341,18 @@ func (s *Store) SubmitTx(ctx context.Context, tx sqlstore.Querier, draftID, user
 	return a, false, nil
 }
 
+// SubmitCheck is a rule a submit's caller has the submit's transaction
+// judge again, on q, after the draft's own checks and before the
+// application is written: nil lets the submit go on; an error refuses it,
+// is returned by the submit as it is, and nothing is written. It runs under
+// the write lock (SQLite's file lock, PostgreSQL's write advisory lock), so
+// what it reads stays true until the commit.
+type SubmitCheck func(ctx context.Context, q sqlstore.Querier) error
+
 // submitCheck is SubmitTx's reads, which write nothing: the draft's
 // application when it has one (reused true), or the draft to submit, or
-// SubmitTx's refusals and errors.
-func (s *Store) submitCheck(ctx context.Context, tx sqlstore.Querier, draftID, user string, now time.Time) (a Application, reused bool, d Draft, err error) {
+// SubmitTx's refusals and errors, checks' among them.
+func (s *Store) submitCheck(ctx context.Context, tx sqlstore.Querier, draftID, user string, now time.Time, checks []SubmitCheck) (a Application, reused bool, d Draft, err error) {
 	a, err = s.applicationOfDraft(ctx, tx, draftID)
 	switch {
 	case err == nil:
@@ -383,6 +395,11 @@ func (s *Store) submitCheck(ctx context.Context, tx sqlstore.Querier, draftID, u
 	}
 	if code != "" {
 		return Application{}, false, Draft{}, fmt.Errorf("submit draft %s: %w", draftID, &IneligibleError{Order: d.OrderID, Code: code})
+	}
+	for _, check := range checks {
+		if err := check(ctx, tx); err != nil {
+			return Application{}, false, Draft{}, err
+		}
 	}
 
 	return Application{}, false, d, nil
@@ -454,6 +471,40 @@ func (s *Store) ApplicationByTask(ctx context.Context, taskID string) (Applicati
 		return Application{}, fmt.Errorf("application of task %s: %w", taskID, err)
 	}
 	return a, nil
+}
+
+// SubmittedError reports a task that has an application already, found
+// by the check NotSubmitted. It matches ErrConflict.
+type SubmittedError struct {
+	Task        string
+	Application Application
+}
+
+// Error implements the error interface for *SubmittedError.
+func (e *SubmittedError) Error() string {
+	return fmt.Sprintf("task %s was submitted: application %s", e.Task, e.Application.ID)
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *SubmittedError) Is(target error) bool { return target == ErrConflict }
+
+// NotSubmitted returns the check that task taskID has no application yet,
+// read in the caller's transaction q: an operator stop judges it in the
+// transaction that writes the stop, so that a submit committed before the
+// stop makes the stop too late, and no stop is written over it
+// (docs/recovery.md "Operator stop"). Errors: *SubmittedError naming the
+// application, or the database's.
+func (s *Store) NotSubmitted(taskID string) func(ctx context.Context, q sqlstore.Querier) error {
+	return func(ctx context.Context, q sqlstore.Querier) error {
+		a, err := scanApplication(q.QueryRowContext(ctx, s.q.applicationOfTask, taskID))
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return nil
+		case err != nil:
+			return fmt.Errorf("application of task %s: %w", taskID, err)
+		}
+		return &SubmittedError{Task: taskID, Application: a}
+	}
 }
 
 // OrderApplication is an application with the task and the version of

@@ -13,7 +13,8 @@ const startLong = `start looks the order up, asks for a reason if none was given
 draft valid for --draft-ttl, and parks at the approval question. The
 process then exits; answer later with resume. With --approvals 2 it asks
 two approval questions at once, and submits only once two different
-people approved (one cancel ends it).
+people other than its requester (two of the owner's approvers) approved
+(one cancel ends it; the requester may cancel, edit or revise).
 
 Starting the same TASK again with the same input prints its progress;
 with other input it is refused (exit 3).`
@@ -47,7 +48,7 @@ func newCmdStart(a *app, runF func(context.Context, *startOptions) error) *cobra
 	}
 	c.Flags().StringVar(&opts.Reason, "reason", "", "why the order is returned (asked for when missing)")
 	c.Flags().Var(newDurationValue(300*time.Second, &opts.TTL), "draft-ttl", "how long the prepared draft stays valid (1s to 168h)")
-	c.Flags().IntVar(&opts.Approvals, "approvals", 1, "how many different people must approve the draft: 1 or 2")
+	c.Flags().IntVar(&opts.Approvals, "approvals", 1, "how many different people must approve the draft: 1, or 2 other than the requester")
 	c.Flags().BoolVar(&opts.ExitStatus, "exit-status", false, exitStatusUsage)
 	return c
 }

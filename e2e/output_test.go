@@ -297,7 +297,8 @@ func TestInformationalStderrLinesArePrefixed(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	mustRun(t, dir, "start", "u1", "A3003", "--reason", "too small", "--approvals", "2")
-	out, errOut, code := run(t, dir, "resume", "u1", "--action", "approve")
+	mustRun(t, dir, "approvers", "grant", "alice")
+	out, errOut, code := run(t, dir, "--user", "alice", "resume", "u1", "--action", "approve")
 	if code != 0 {
 		t.Fatalf("resume: exit %d\n%s%s", code, out, errOut)
 	}

@@ -334,9 +334,22 @@ func (s *Store) ReleaseLeases(ctx context.Context, owner string, taskIDs []strin
 // synchronous=FULL itself (Handle.Durable), so no Sync has to follow it,
 // and a writer that takes the file's lock right after the commit cannot
 // make a stop that is written report a failure.
-func (s *Store) RequestStop(ctx context.Context, taskID string) error {
+//
+// Each of unless is judged after the update in the same transaction, under
+// the write lock (business.Store.NotSubmitted: the task made no application yet); an
+// error from one refuses the stop, is returned as it is, and nothing is
+// written.
+func (s *Store) RequestStop(ctx context.Context, taskID string, unless ...func(ctx context.Context, q sqlstore.Querier) error) error {
 	return s.h.Durable(ctx, func(q sqlstore.Querier) error {
-		return s.setProgressStatus(ctx, q, taskID, "running", "interrupted")
+		if err := s.setProgressStatus(ctx, q, taskID, "running", "interrupted"); err != nil {
+			return err
+		}
+		for _, check := range unless {
+			if err := check(ctx, q); err != nil {
+				return err // rolls the stop back
+			}
+		}
+		return nil
 	})
 }
 
@@ -395,4 +408,27 @@ func (s *Store) StaleTasks(ctx context.Context, now time.Time, check func(Lease)
 		}
 	}
 	return out, nil
+}
+
+// HeldRunning returns the check that task taskID is still running under
+// the lease owner holds at epoch, read in the caller's transaction q: the
+// submit's business transaction judges it before it makes an application
+// (business.SubmitCheck), so that a stop or a takeover committed before
+// that transaction wins over the submit, and one committed after it finds
+// the application (docs/recovery.md "Operator stop"). Both stores write
+// under one lock (SQLite's file lock; PostgreSQL's write advisory lock), so
+// nothing commits between the check and the submit's writes. Errors:
+// ErrStopped when the task is no longer running, ErrLeaseLost when another
+// lease holds it (both match ErrConflict), ErrNotFound.
+func (s *Store) HeldRunning(taskID, owner string, epoch int64) func(ctx context.Context, q sqlstore.Querier) error {
+	return func(ctx context.Context, q sqlstore.Querier) error {
+		var cur sql.NullString
+		var status string
+		var curEpoch int64
+		err := q.QueryRowContext(ctx, s.q.leaseState, taskID).Scan(&cur, &status, &curEpoch)
+		if err == nil && status == "running" && cur.String == owner && curEpoch == epoch {
+			return nil
+		}
+		return s.whyNotHeldOn(ctx, q, taskID, owner, epoch)
+	}
 }

@@ -160,13 +160,17 @@ func TestEditAndReviseRetried(t *testing.T) {
 // which approval it was (issue 16 fixes, case 4).
 func TestSecondApprovalOfAnExpiredDraftSaysWhatHappened(t *testing.T) {
 	svc, b := setup(t)
-	if _, err := svc.Grant(b.ctx, returns.GrantOptions{User: user, Grantee: "alice"}); err != nil {
-		t.Fatal(err)
+	for _, u := range []string{"alice", "bob"} {
+		if _, err := svc.Grant(b.ctx, returns.GrantOptions{User: user, Grantee: u}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := svc.Start(b.ctx, returns.StartOptions{Task: "r1", User: user, Order: "A3003", Reason: "size", Approvals: 2}); err != nil {
 		t.Fatal(err)
 	}
-	first := mustResume(t, svc, approve("r1"))
+	firstApprove := approve("r1")
+	firstApprove.User = "bob"
+	first := mustResume(t, svc, firstApprove)
 	if first.Status != returns.StatusWaiting || !strings.Contains(first.Note, "approver 1 of 2") {
 		t.Fatalf("first approval: %s, note %q", first.Status, first.Note)
 	}

@@ -142,11 +142,12 @@ func TestApprovals(t *testing.T) {
 
 	t.Run("OneCancelEndsTwoApprovals", func(t *testing.T) {
 		svc, b := setup(t)
+		grant(t, svc, "alice")
 		grant(t, svc, "bob")
 		if _, err := svc.Start(b.ctx, returns.StartOptions{Task: "r1", User: user, Order: "A3003", Reason: "size", Approvals: 2}); err != nil {
 			t.Fatal(err)
 		}
-		mustResume(t, svc, approve("r1"))
+		mustResume(t, svc, as("alice", approve("r1")))
 		v := mustResume(t, svc, as("bob", cancel("r1")))
 		wantView(t, v, returns.StatusCancelled, returns.StageCancelled)
 	})

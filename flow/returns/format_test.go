@@ -122,7 +122,7 @@ func TestUpgradeState1(t *testing.T) {
 func TestApprovalViewComposesStoredQuestion(t *testing.T) {
 	const v1Question = `{"kind":"approval","draft_id":"d_01a22901-da8b-7b10-86d4-71cb827a6ebc","order_id":"A3003",` +
 		`"reason":"尺寸不合适","expires_at":"2099-01-01T00:00:00Z",` +
-		`"effect":"approve submits a return application for order A3003; cancel ends the request without one"}`
+		`"effect":"approve creates a return application for order A3003, which awaits review (no refund is made); cancel ends the request without one"}`
 	shown := v1Question[:len(v1Question)-1] + `,"version":1}`
 	st := v1Upgraded()
 	stored, err := json.Marshal(approvalAsked{Kind: KindApproval})

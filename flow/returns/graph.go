@@ -30,6 +30,11 @@ type Deps struct {
 	Desk  *business.Store
 	Now   func() time.Time // wall clock; nil means time.Now
 	Fault func(point string)
+	// Held is the check that task is still driven by this run, judged in
+	// the submit's business transaction (business.SubmitCheck): the
+	// runner's runs.Store.HeldRunning at the lease the run holds. A run
+	// driven under no lease (verify's replay) has none, and ok is false.
+	Held func(task string) (check business.SubmitCheck, ok bool)
 }
 
 // Build returns the return-request graph (docs/design.md "The return-request flow"):
@@ -50,6 +55,9 @@ func Build(d Deps) *flow.Graph[State] {
 	}
 	if d.Fault == nil {
 		d.Fault = func(string) {}
+	}
+	if d.Held == nil {
+		d.Held = func(string) (business.SubmitCheck, bool) { return nil, false }
 	}
 	n := nodes{d}
 	g := flow.NewGraph(Reduce)

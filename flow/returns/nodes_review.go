@@ -17,14 +17,21 @@ import (
 // (business.Store.SubmitDecided): the last approve of the draft in the
 // state, given by someone, with an id (an answer saved by an older build
 // names nobody). A task that needs two approvals recorded both when they
-// were given; its submit records nothing.
+// were given; its submit records nothing. The submit's transaction judges
+// again that this run still holds the task running under its lease
+// (Deps.Held): a stop or a takeover committed first refuses the submit
+// with runs.ErrStopped or runs.ErrLeaseLost, and nothing is written.
 func (n nodes) submitDecided(ctx context.Context, s State) (business.Application, bool, error) {
+	var checks []business.SubmitCheck
+	if held, ok := n.Held(s.Task); ok {
+		checks = append(checks, held)
+	}
 	if s.Approvals < 2 {
 		if d := lastDecision(s, ActionApprove); d != nil && d.DraftID == s.Draft.ID && d.By != "" && d.ID != "" {
-			return n.Desk.SubmitDecided(ctx, trailEntry(s.Task, *d), s.Draft.ID, s.User, n.Now())
+			return n.Desk.SubmitDecided(ctx, trailEntry(s.Task, *d), s.Draft.ID, s.User, n.Now(), checks...)
 		}
 	}
-	return n.Desk.Submit(ctx, s.Draft.ID, s.User, n.Now())
+	return n.Desk.Submit(ctx, s.Draft.ID, s.User, n.Now(), checks...)
 }
 
 // review returns the node that asks approval question slot (1, or 2 of a

@@ -49,6 +49,9 @@ func (r *runner) plan(ctx context.Context, t runs.TaskRecord, snap *flow.Snapsho
 		return flow.Command{}, "", errAnswerSaved
 	}
 	approvals := openApprovals(snap.Interrupts)
+	if o.Action == ActionApprove && snap.Values.Approvals >= 2 && o.User == snap.Values.User {
+		return flow.Command{}, "", requesterApproves(t.ID, o.User, snap.Values.Approvals)
+	}
 	if o.Action != "" && snap.Values.Approvals >= 2 {
 		if err := inFlight(t.ID, snap, o); err != nil {
 			return flow.Command{}, "", err
@@ -131,4 +134,14 @@ func (r *runner) plan(ctx context.Context, t runs.TaskRecord, snap *flow.Snapsho
 // decision trail holds: under d's own id, by d's approver, at d's time.
 func carriedAnswer(d business.Decision) ApprovalAnswer {
 	return ApprovalAnswer{Action: ActionApprove, DraftID: d.DraftID, By: d.By, At: d.At, DecisionID: d.ID}
+}
+
+// requesterApproves is the refusal of an approve by user, the requester
+// (owner) of task, which needs approvals approvals from people other than
+// its requester (four-eyes, docs/approvals.md "Two approvals"): ErrInvalid,
+// nothing is written. The requester may still cancel, edit or revise.
+func requesterApproves(task, user string, approvals int) error {
+	return errorf(Hint{Before: "ask two of the owner's approvers to approve it; they see it with", Do: DoShow, Task: task},
+		"%w: task %s needs %d approvals from people other than its requester, and %s requested it: the approval is refused and nothing changed (the requester may still cancel, edit or revise)",
+		ErrInvalid, task, approvals, user)
 }

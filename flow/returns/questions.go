@@ -66,7 +66,7 @@ type approvalAsked struct {
 
 // approvalEffect says what approving a draft for order does.
 func approvalEffect(order string) string {
-	return fmt.Sprintf("approve submits a return application for order %s; cancel ends the request without one", order)
+	return fmt.Sprintf("approve creates a return application for order %s, which awaits review (no refund is made); cancel ends the request without one", order)
 }
 
 // ApprovalAnswer is the resume value of an approval interrupt. DraftID must

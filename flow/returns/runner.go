@@ -124,7 +124,7 @@ func (s *Service) newRunner(desk *business.Store, rs *runs.Store, cps flow.Check
 	if p.release == keepLease {
 		r.steps = newStepLog(rs, s.now)
 	}
-	g, err := Build(Deps{Desk: desk, Now: s.now, Fault: Fault}).Compile(flow.Options{
+	g, err := Build(Deps{Desk: desk, Now: s.now, Fault: Fault, Held: r.holdsRunning}).Compile(flow.Options{
 		Checkpointer: cps,
 		Now:          s.now,
 		Hook:         Fault,
@@ -136,6 +136,25 @@ func (s *Service) newRunner(desk *business.Store, rs *runs.Store, cps flow.Check
 	}
 	r.graph = g
 	return r, nil
+}
+
+// holdsRunning is the check that the run of task this runner drives still holds
+// it running under its lease (runs.Store.HeldRunning), for the submit's
+// business transaction; ok false when no run of task is driven here.
+func (r *runner) holdsRunning(task string) (business.SubmitCheck, bool) {
+	if r.policy.release == keepLease {
+		// A chunk's rows run in one business transaction that holds the
+		// write lock from its first statement: the check before each
+		// superstep (beforeStep) read the lease in it, and nothing can
+		// have committed since.
+		return nil, false
+	}
+	v, ok := r.holds.Load(task)
+	if !ok {
+		return nil, false
+	}
+	l := v.(runs.Lease)
+	return r.runs.HeldRunning(task, l.Owner, l.Epoch), true
 }
 
 // rowRunner is the command runner's stores and graph with rowPolicy.

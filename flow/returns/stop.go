@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"assistant/business"
 	"assistant/runs"
 )
 
@@ -24,7 +25,24 @@ func (s *Service) Stop(ctx context.Context, task, user string, wait time.Duratio
 	if err != nil {
 		return nil, err
 	}
-	if err := s.runs.RequestStop(ctx, t.ID); errors.Is(err, runs.ErrConflict) {
+	// The stop and the check that the task made no application are one
+	// transaction, and the submit's transaction checks that the task is
+	// still running under its run's lease (Deps.Held): both write under
+	// one lock, so either the stop comes first and no application is ever
+	// made by the run it stopped, or the application does and the stop is
+	// too late and writes nothing (docs/recovery.md "Operator stop").
+	// A run that made its application and whose process died before it
+	// let go has nobody left to end it: the stop is written all the same,
+	// and tooLate, below, sets its record to what the run ended as.
+	var sub *business.SubmittedError
+	err = s.runs.RequestStop(ctx, t.ID, s.desk.NotSubmitted(t.ID))
+	if errors.As(err, &sub) {
+		if l, _, lerr := s.runs.TaskLease(ctx, t.ID); lerr != nil || s.holderAlive(l) {
+			return nil, submittedFirst(t.ID, sub.Application.ID)
+		}
+		err = s.runs.RequestStop(ctx, t.ID)
+	}
+	if errors.Is(err, runs.ErrConflict) {
 		return nil, s.notRunning(ctx, t)
 	} else if err != nil {
 		return nil, fmt.Errorf("stop %s: %w", t.ID, err)
@@ -39,6 +57,14 @@ func (s *Service) Stop(ctx context.Context, task, user string, wait time.Duratio
 		return nil, err
 	}
 	return v, s.tooLate(ctx, t.ID, v)
+}
+
+// submittedFirst is the refusal of a stop of task whose run, still
+// driven by a live process, made application before the stop could be
+// written: the stop wrote nothing, and the run ends done.
+func submittedFirst(task, application string) error {
+	return errorf(Hint{Before: "see it with", Do: DoShow, Task: task},
+		"stop %s: too late: submitted: application %s was made before the stop, so the stop changed nothing and the task ends done: %w", task, application, ErrConflict)
 }
 
 // tooLate checks a stop of task once its holder let go, v being the task

@@ -1,0 +1,138 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"assistant/flow/returns"
+)
+
+// cmd is the binary as user with args (and env added) on the store.
+func (s cliStore) cmd(env []string, user string, args ...string) *exec.Cmd {
+	args = append([]string{"--user", user}, args...)
+	if s.dir == "" {
+		return s.pg.cmd(env, args...)
+	}
+	c := exec.Command(assistantBin(), append([]string{"--data", s.dir, "--output", "json"}, args...)...)
+	c.Env = append(os.Environ(), env...)
+	return c
+}
+
+// apps counts the applications of task's drafts in the store.
+func (s cliStore) apps(t *testing.T, task string) string {
+	t.Helper()
+	if s.dir == "" {
+		return s.pg.apps(t, task)
+	}
+	return applications(t, s.dir, task)
+}
+
+// submitPath is a way a task comes to its submit: the command that
+// carries it there (args) after setup, run on the store s.
+type submitPath struct {
+	name  string
+	runs  int // how many times the race is run on each store
+	setup func(t *testing.T, s cliStore)
+	args  func(t *testing.T, s cliStore) []string
+}
+
+// submitPaths are resume (an approve) and recover (of an approve killed
+// before its submit), each on task t of owner waiting for approval of
+// order Z1. A decide chunk holds the write lock from its first row to its
+// commit, so no stop comes between its check and its submit: a stop
+// waits for the chunk, and finds the application.
+var submitPaths = []submitPath{
+	{"Resume", 20, func(*testing.T, cliStore) {}, func(*testing.T, cliStore) []string {
+		return []string{"resume", "t", "--action", "approve"}
+	}},
+	{"Recover", 3, func(t *testing.T, s cliStore) {
+		if _, _, code := s.run(t, []string{returns.FaultEnv + "=before:submit"}, "owner", "resume", "t", "--action", "approve"); code != 137 {
+			t.Fatalf("approve killed before its submit: exit %d, want 137", code)
+		}
+	}, func(*testing.T, cliStore) []string { return []string{"recover"} }},
+}
+
+// TestAStopBeforeTheSubmitWins: a run paused just before its submit
+// (before:submit@pause), by each path, is stopped without waiting; the
+// stop commits first, so the submit's transaction, which judges the run
+// still running under its lease, refuses to make the application when the
+// process goes on. A stop that does not say "too late" leaves no
+// application (20 times on each store by resume); the task stays
+// interrupted, and a resume submits it once.
+func TestAStopBeforeTheSubmitWins(t *testing.T) {
+	t.Parallel()
+	for name, newStore := range cliStores(t) {
+		for _, path := range submitPaths {
+			t.Run(name+"/"+path.name, func(t *testing.T) {
+				t.Parallel()
+				for i := range path.runs {
+					t.Run(fmt.Sprint(i), func(t *testing.T) {
+						t.Parallel()
+						s := newStore(t)
+						s.ownerOrders(t)
+						s.want(t, nil, 0, "owner", "start", "t", "Z1", "--reason", "too small")
+						path.setup(t, s)
+						env := []string{returns.FaultEnv + "=before:submit" + returns.FaultPause}
+						holder := startPaused(t, s.cmd(env, "owner", path.args(t, s)...), "before:submit")
+						out, stderr, code := s.run(t, nil, "owner", "stop", "t", "--wait", "0")
+						late := strings.Contains(stderr, "too late")
+						holder.goOn(t)
+						if got := s.apps(t, "t"); !late && got != "0" {
+							t.Fatalf("stop said %q (exit %d, %s) and the paused submit went on: %s applications, want 0", stderr, code, out, got)
+						}
+						if late {
+							return
+						}
+						v, _ := s.want(t, nil, 0, "owner", "show", "t")
+						if v["status"] != "interrupted" {
+							t.Fatalf("after the stop and the paused submit: status %v, want interrupted", v["status"])
+						}
+						if i == 0 {
+							v, _ = s.want(t, nil, 0, "owner", "resume", "t")
+							if v["status"] != "done" || s.apps(t, "t") != "1" {
+								t.Fatalf("resume after the stop: status %v, %s applications; want done, 1", v["status"], s.apps(t, "t"))
+							}
+						}
+					})
+				}
+			})
+		}
+	}
+}
+
+// TestTwoApprovalsNeedTwoPeopleOtherThanTheRequester: on a task started
+// with --approvals 2 the requester's approve is refused (exit 2, nothing
+// changed), before or after a grantee's; the requester and one grantee
+// never submit it; a second grantee does. The requester may still cancel.
+func TestTwoApprovalsNeedTwoPeopleOtherThanTheRequester(t *testing.T) {
+	t.Parallel()
+	for name, newStore := range cliStores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := newStore(t)
+			s.ownerOrders(t)
+			s.want(t, nil, 0, "owner", "start", "t", "Z1", "--reason", "too small", "--approvals", "2")
+			_, stderr := s.want(t, nil, 2, "owner", "resume", "t", "--action", "approve")
+			if !strings.Contains(stderr, "other than its requester") {
+				t.Errorf("the requester's approve: %q; want it refused as the requester's", stderr)
+			}
+			s.approveAs(t, nil, "alice", "t")
+			s.want(t, nil, 2, "owner", "resume", "t", "--action", "approve")
+			if v, _ := s.want(t, nil, 0, "owner", "show", "t"); v["status"] != "waiting" || s.apps(t, "t") != "0" {
+				t.Fatalf("after the requester's and one grantee's approvals: status %v, %s applications; want waiting, 0", v["status"], s.apps(t, "t"))
+			}
+			s.approveAs(t, nil, "bob", "t")
+			if v, _ := s.want(t, nil, 0, "owner", "show", "t"); v["status"] != "done" || s.apps(t, "t") != "1" {
+				t.Fatalf("after two grantees' approvals: status %v, %s applications; want done, 1", v["status"], s.apps(t, "t"))
+			}
+
+			s.want(t, nil, 0, "owner", "start", "c", "Z2", "--reason", "too small", "--approvals", "2")
+			if v, _ := s.want(t, nil, 0, "owner", "resume", "c", "--action", "cancel"); v["status"] != "cancelled" {
+				t.Errorf("the requester's cancel: status %v, want cancelled", v["status"])
+			}
+		})
+	}
+}
