@@ -474,8 +474,8 @@ func TestFirstApproverRetriesAndCancels(t *testing.T) {
 			if v.Status != "waiting" || v.Draft == nil || v.Draft.Version != 2 {
 				t.Fatalf("alice's edit after her approve: %+v", v)
 			}
-			as(t, dir, "alice", 0, "resume", "k2", "--action", "approve")
-			v, _ = as(t, dir, "bob", 0, "resume", "k2", "--action", "approve")
+			as(t, dir, "alice", 0, "resume", "k2", "--action", "approve", "--version", "2")
+			v, _ = as(t, dir, "bob", 0, "resume", "k2", "--action", "approve", "--draft", v.Draft.DraftID)
 			if v.Status != "done" {
 				t.Fatalf("version 2 approved by alice and bob: %s", v.Status)
 			}

@@ -80,6 +80,50 @@ func TestEditMakesANewVersion(t *testing.T) {
 	}
 }
 
+// TestApproveNamesTheVersion: once a draft has more than one version, an
+// approve must name the draft or the version it approves. A bare approve,
+// and a decide row without its draft, are refused (exit 2, the hint the
+// approve naming the draft, nothing changed); the text card offers that
+// approve; a bare approve of version 1 submits.
+func TestApproveNamesTheVersion(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ciBotOrders(t, dir)
+	as(t, dir, "ci-bot", 0, "start", "v1only", "C1", "--reason", "broken")
+	as(t, dir, "ci-bot", 0, "start", "n1", "C2", "--reason", "broken")
+	as(t, dir, "ci-bot", 0, "start", "n2", "C3", "--reason", "broken")
+	drafts := map[string]string{}
+	for _, task := range []string{"n1", "n2"} {
+		v, _ := as(t, dir, "ci-bot", 0, "resume", task, "--action", "edit", "--reason", "wrong size")
+		drafts[task] = v.Draft.DraftID
+	}
+	refused(t, dir, 2, "--draft "+drafts["n1"], "--user", "ci-bot", "resume", "n1", "--action", "approve")
+	card, _, _ := run(t, dir, "--user", "ci-bot", "--output", "text", "show", "n1")
+	if !strings.Contains(card, "resume n1 --action approve --draft "+drafts["n1"]) {
+		t.Errorf("the card does not offer the approve naming the draft %s:\n%s", drafts["n1"], card)
+	}
+	if v, _ := as(t, dir, "ci-bot", 0, "resume", "v1only", "--action", "approve"); v.Status != "done" {
+		t.Errorf("bare approve of version 1: %s, want done", v.Status)
+	}
+	path := filepath.Join(t.TempDir(), "decisions.csv")
+	rows := "task,action,draft\nn1,approve,\nn2,approve," + drafts["n2"] + "\n"
+	if err := os.WriteFile(path, []byte(rows), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep, stderr, code := decide(t, dir, "", []string{"ASSISTANT_USER=ci-bot"}, path)
+	if code != 0 {
+		t.Fatalf("decide: exit %d, %s", code, stderr)
+	}
+	if len(rep.Rows) != 2 || rep.Rows[0].ErrorCode != "invalid_input" || rep.Rows[1].Outcome != "submitted" {
+		t.Fatalf("decide rows %+v: want n1 invalid_input, n2 submitted", rep.Rows)
+	}
+	for task, want := range map[string]string{"n1": "waiting", "n2": "done"} {
+		if got := record(t, dir, task, "status"); got != want {
+			t.Errorf("%s is %s after decide, want %s", task, got, want)
+		}
+	}
+}
+
 // TestReviseAsksTheOwner: an approver's revise asks the owner for a new
 // reason, with the approver's comment on the card; the new reason makes
 // draft version 2.
