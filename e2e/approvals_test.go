@@ -280,7 +280,7 @@ func TestInterruptRetryOfAnAnsweredQuestion(t *testing.T) {
 		t.Fatalf("alice's approve --interrupt again: %s, decisions %q, note %q", again.Status, trailOfView(again), note)
 	}
 	refused(t, dir, 3, "answered already (approve by alice", "--user", "bob", "resume", "r1", "--action", "approve", "--interrupt", i1)
-	refused(t, dir, 2, "is not pending", "--user", "bob", "resume", "r1", "--action", "approve", "--interrupt", "0123456789abcdef")
+	refused(t, dir, 2, "never asked", "--user", "bob", "resume", "r1", "--action", "approve", "--interrupt", "0123456789abcdef")
 	done, _ := as(t, dir, "bob", 0, "resume", "r1", "--action", "approve", "--interrupt", i2)
 	if done.Status != "done" || done.Result == nil {
 		t.Fatalf("bob's approve: %s", done.Status)

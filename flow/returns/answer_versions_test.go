@@ -225,3 +225,34 @@ func TestApproveNamesTheVersionOnceThereAreTwo(t *testing.T) {
 		})
 	}
 }
+
+// One stale answer, one code: an answer naming a question the run asked
+// before (an earlier version's) is stale, ErrConflict, whether the task
+// still waits or has ended; an interrupt id the task never asked is
+// ErrInvalid either way.
+func TestSupersededInterruptIsStale(t *testing.T) {
+	svc, b := setup(t)
+	v1 := mustStart(t, svc, "r1", "A3003", "size")
+	old := v1.Interrupts[0].ID
+	v2 := mustResume(t, svc, editOpts("r1", "fit", 0))
+	answer := func(interrupt string) returns.ResumeOptions {
+		return returns.ResumeOptions{Task: "r1", User: user, Action: returns.ActionApprove, Version: v2.Draft.Version, InterruptID: interrupt}
+	}
+	check := func(t *testing.T) {
+		_, err := svc.Resume(b.ctx, answer(old))
+		wantErr(t, err, returns.ErrConflict)
+		if !strings.Contains(err.Error(), "stale") {
+			t.Errorf("error %q does not say the answer is stale", err)
+		}
+		_, err = svc.Resume(b.ctx, answer("0123456789abcdef"))
+		wantErr(t, err, returns.ErrInvalid)
+	}
+	t.Run("Waiting", func(t *testing.T) {
+		check(t)
+		if v, err := svc.Show(b.ctx, "r1", user); err != nil || v.Interrupts[0].ID != v2.Interrupts[0].ID {
+			t.Fatalf("show after the stale answer: %v, %+v", err, v)
+		}
+	})
+	mustResume(t, svc, cancel("r1"))
+	t.Run("Ended", check)
+}
