@@ -64,6 +64,9 @@ func TestEditMakesANewVersion(t *testing.T) {
 	// Approving version 1 is stale (exit 3), by id or by number.
 	refused(t, dir, 3, "stale", "--user", "ci-bot", "resume", "e1", "--action", "approve", "--draft", v1.Draft.DraftID)
 	refused(t, dir, 3, "stale", "--user", "ci-bot", "resume", "e1", "--action", "approve", "--version", "1")
+	// So is the question version 1 asked, named by its interrupt id, while
+	// the task waits and once it has ended.
+	refused(t, dir, 3, "stale", "--user", "ci-bot", "resume", "e1", "--action", "approve", "--version", "2", "--interrupt", v1.Interrupts[0].ID)
 	if sup := query(t, dir, "business.sqlite", `SELECT superseded_at IS NOT NULL FROM drafts WHERE draft_id = ?`, v1.Draft.DraftID); sup != "1" {
 		t.Fatalf("version 1 superseded: %s", sup)
 	}
@@ -72,6 +75,7 @@ func TestEditMakesANewVersion(t *testing.T) {
 		t.Fatalf("approve of version 2: %+v", done)
 	}
 	as(t, dir, "ci-bot", 0, "resume", "e1", "--action", "approve") // again: reused
+	refused(t, dir, 3, "stale", "--user", "ci-bot", "resume", "e1", "--action", "approve", "--interrupt", v1.Interrupts[0].ID)
 	if n := allApplications(t, dir); n != "1" {
 		t.Fatalf("%s applications, want 1", n)
 	}
