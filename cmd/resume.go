@@ -15,7 +15,9 @@ reason is asked; at the approval question --action approve, cancel, edit
 revise --comment C (back to the owner as a reason question carrying the
 comment). An answer of the wrong kind is refused (exit 2) and nothing
 changes. --draft or --version, when given, must name the current draft
-version: an older one is stale (exit 3).
+version: an older one is stale (exit 3). Once the draft has more than one
+version (an edit or a revise made it), an approve must name the draft or
+the version it approves (exit 2 without).
 
 The task's owner answers, and so does an approver the owner granted
 (assistant approvers grant); for anyone else the task is unknown (exit 4).

@@ -197,6 +197,7 @@ func (a *app) newRoot() *cobra.Command {
 		newCmdVariants(a, variantsRun), newCmdHistory(a, historyRun), newCmdPrune(a, pruneRun), newCmdVerify(a, verifyRun),
 		newCmdBackup(a, backupRun), newCmdWait(a, waitRun), newCmdApprovers(a), newCmdDecide(a, decideRun))
 	refuseUnknownSubcommands(root) // after AddCommand: it walks the commands
+	refuseRepeatedFlags(root)      // after AddCommand: it walks the commands
 	a.addCompletions(root)
 	return root
 }

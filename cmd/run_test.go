@@ -67,10 +67,15 @@ func newCLI(tb testing.TB) *cli {
 		vars: map[string]string{"$ROOT": root}}
 }
 
-// run runs `assistant --data DATA args...` with ctx and returns what it printed.
+// run runs `assistant --data DATA args...` with ctx and returns what it
+// printed; args that give --data themselves run without DATA (a flag is
+// given once).
 func (c *cli) run(ctx context.Context, args ...string) result {
 	c.tb.Helper()
 	argv := []string{"--data", c.data}
+	if slices.Contains(args, "--data") {
+		argv = nil
+	}
 	for _, a := range args {
 		for k, v := range c.vars {
 			a = strings.ReplaceAll(a, k, v)

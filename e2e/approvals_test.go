@@ -280,7 +280,7 @@ func TestInterruptRetryOfAnAnsweredQuestion(t *testing.T) {
 		t.Fatalf("alice's approve --interrupt again: %s, decisions %q, note %q", again.Status, trailOfView(again), note)
 	}
 	refused(t, dir, 3, "answered already (approve by alice", "--user", "bob", "resume", "r1", "--action", "approve", "--interrupt", i1)
-	refused(t, dir, 2, "is not pending", "--user", "bob", "resume", "r1", "--action", "approve", "--interrupt", "0123456789abcdef")
+	refused(t, dir, 2, "never asked", "--user", "bob", "resume", "r1", "--action", "approve", "--interrupt", "0123456789abcdef")
 	done, _ := as(t, dir, "bob", 0, "resume", "r1", "--action", "approve", "--interrupt", i2)
 	if done.Status != "done" || done.Result == nil {
 		t.Fatalf("bob's approve: %s", done.Status)
@@ -474,8 +474,8 @@ func TestFirstApproverRetriesAndCancels(t *testing.T) {
 			if v.Status != "waiting" || v.Draft == nil || v.Draft.Version != 2 {
 				t.Fatalf("alice's edit after her approve: %+v", v)
 			}
-			as(t, dir, "alice", 0, "resume", "k2", "--action", "approve")
-			v, _ = as(t, dir, "bob", 0, "resume", "k2", "--action", "approve")
+			as(t, dir, "alice", 0, "resume", "k2", "--action", "approve", "--version", "2")
+			v, _ = as(t, dir, "bob", 0, "resume", "k2", "--action", "approve", "--draft", v.Draft.DraftID)
 			if v.Status != "done" {
 				t.Fatalf("version 2 approved by alice and bob: %s", v.Status)
 			}

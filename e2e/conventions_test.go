@@ -260,3 +260,40 @@ func TestUserNamesRefuseInvisibleCharacters(t *testing.T) {
 	as(t, dir, "ci-bot", 0, "approvers", "grant", "Alice")
 	as(t, dir, "ci-bot", 0, "approvers", "grant", "alice")
 }
+
+// TestConventionsFlagGivenOnce: a single-valued flag given twice with
+// different values is exit 2 with one line and changes no byte, for a
+// command's own flag and a global one; a list flag stays repeatable and
+// the same value twice is accepted.
+func TestConventionsFlagGivenOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mustRun(t, dir, "start", "r1", "A3003")
+	for _, args := range [][]string{
+		{"resume", "r1", "--reason", "size", "--reason", "colour"},
+		{"--user", "alice", "--user", "bob", "show", "r1"},
+		{"show", "r1", "--exit-status=false", "--exit-status"},
+		{"start", "r2", "A3004", "--draft-ttl", "60s", "--draft-ttl", "90s"},
+	} {
+		refused(t, dir, 2, "given twice", args...)
+	}
+	if _, stderr, code := run(t, dir, "list", "--status", "waiting", "--status", "done", "--limit", "5", "--limit", "5"); code != 0 {
+		t.Errorf("list with a repeated list flag and the same value twice: exit %d, %s", code, stderr)
+	}
+}
+
+// TestConventionsReasonIsVisible: a reason of white space and invisible
+// characters alone (zero-width spaces, joiners, the Braille blank) is
+// exit 2 with one line and changes no byte: at start, as the answer to a
+// reason question and as an edit's new reason.
+func TestConventionsReasonIsVisible(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mustRun(t, dir, "start", "asks", "A3003")
+	mustRun(t, dir, "start", "drafted", "A3004", "--reason", "too small")
+	for _, r := range []string{"\u200b", " \u200b\u200d ", "\u2800", "\u2060\ufeff"} {
+		refused(t, dir, 2, "no visible character", "start", "r1", "A3005", "--reason", r)
+		refused(t, dir, 2, "no visible character", "resume", "asks", "--reason", r)
+		refused(t, dir, 2, "no visible character", "resume", "drafted", "--action", "edit", "--reason", r)
+	}
+}

@@ -104,12 +104,26 @@ func (r *runner) boundTo(ctx context.Context, task string, q ApprovalQuestion, o
 		return wrongDraft(task, o.DraftID, q.DraftID)
 	}
 	switch {
+	case o.Version == 0 && o.DraftID == "" && o.Action == ActionApprove && q.Version > 1:
+		return unnamedVersion(task, q)
 	case o.Version == 0 || o.Version == q.Version:
 		return nil
 	case o.Version < q.Version:
 		return stale(task, q, phrasef("%s %d", InputVersion, o.Version))
 	}
 	return errorf(Hint{Before: "run", Do: DoShow, Task: task}, "%w: %s %d: the draft of task %s waiting for approval is version %d", ErrInvalid, InputVersion, o.Version, task, q.Version)
+}
+
+// unnamedVersion is the error (ErrInvalid) of an approve of task that
+// names neither the draft nor the version it approves while q, the
+// question asked, is about version 2 or later: an approval names what it
+// approves once the draft has more than one version (docs/approvals.md
+// "Answering a question"), so that an edit that landed after the approver
+// looked is never approved unseen. The hint is the approve that names the
+// draft asked about.
+func unnamedVersion(task string, q ApprovalQuestion) error {
+	return errorf(Hint{Before: "look at it, then approve it by its id:", Do: DoResume, Task: task, With: []InputValue{{Input: InputAction, Value: ActionApprove}, {Input: InputDraft, Value: q.DraftID}}},
+		"%w: task %s: the draft waiting for approval is version %d (%s): an approve must name the draft or the version it approves once a draft has more than one version", ErrInvalid, task, q.Version, q.DraftID)
 }
 
 // stale is the error (ErrConflict) of an answer to task bound to a

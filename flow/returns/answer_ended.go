@@ -83,7 +83,7 @@ func (r *runner) endedInterrupt(ctx context.Context, task string, snap *flow.Sna
 		when = " at " + a.At.UTC().Format(time.RFC3339)
 	}
 	return errorf(Hint{Before: "run", Do: DoShow, Task: task, After: "to see how the task ended"},
-		"task %s: interrupt %s was answered already (%s by %s%s); the answer %s changes nothing: %w", task, o.InterruptID, a.Action, by, when, o.given(), ErrConflict)
+		"task %s: interrupt %s was answered already (%s by %s%s) and the task has ended; the answer %s is stale and changes nothing: %w", task, o.InterruptID, a.Action, by, when, o.given(), ErrConflict)
 }
 
 // askedAnswered returns the ids of the questions the run of task asked

@@ -1,7 +1,9 @@
 package returns_test
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -186,4 +188,75 @@ func TestSecondApprovalOfAnExpiredDraftSaysWhatHappened(t *testing.T) {
 			t.Errorf("note %q does not say %q", v.Note, want)
 		}
 	}
+}
+
+// An approval names what it approves once the draft has more than one
+// version: a bare approve of version 1 passes, one of version 2 or later
+// is ErrInvalid with a hint that names the draft, and changes nothing; an
+// approve naming the draft or the version passes.
+func TestApproveNamesTheVersionOnceThereAreTwo(t *testing.T) {
+	bare := func(task string) returns.ResumeOptions {
+		return returns.ResumeOptions{Task: task, User: user, Action: returns.ActionApprove}
+	}
+	t.Run("BareApproveOfVersion1", func(t *testing.T) {
+		svc, _ := setup(t)
+		mustStart(t, svc, "r1", "A3003", "size")
+		wantView(t, mustResume(t, svc, bare("r1")), returns.StatusDone, returns.StageSubmitted)
+	})
+	for name, named := range map[string]func(v *returns.View) returns.ResumeOptions{
+		"ByDraft":   func(v *returns.View) returns.ResumeOptions { o := bare("r1"); o.DraftID = v.Draft.DraftID; return o },
+		"ByVersion": func(v *returns.View) returns.ResumeOptions { o := bare("r1"); o.Version = v.Draft.Version; return o },
+	} {
+		t.Run("BareApproveOfVersion2Refused"+name, func(t *testing.T) {
+			svc, b := setup(t)
+			mustStart(t, svc, "r1", "A3003", "size")
+			v2 := mustResume(t, svc, editOpts("r1", "fit", 0))
+			_, err := svc.Resume(b.ctx, bare("r1"))
+			wantErr(t, err, returns.ErrInvalid)
+			if !strings.Contains(err.Error(), v2.Draft.DraftID) {
+				t.Fatalf("error %q does not name the draft %s", err, v2.Draft.DraftID)
+			}
+			var re *returns.Error
+			if !errors.As(err, &re) || !slices.ContainsFunc(re.Hint.With, func(in returns.InputValue) bool { return in.Value == v2.Draft.DraftID }) {
+				t.Fatalf("error %#v: its hint does not name the draft %s", err, v2.Draft.DraftID)
+			}
+			still, err := svc.Show(b.ctx, "r1", user)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantView(t, still, returns.StatusWaiting, returns.StageDraftReady)
+			wantView(t, mustResume(t, svc, named(v2)), returns.StatusDone, returns.StageSubmitted)
+		})
+	}
+}
+
+// One stale answer, one code: an answer naming a question the run asked
+// before (an earlier version's) is stale, ErrConflict, whether the task
+// still waits or has ended; an interrupt id the task never asked is
+// ErrInvalid either way.
+func TestSupersededInterruptIsStale(t *testing.T) {
+	svc, b := setup(t)
+	v1 := mustStart(t, svc, "r1", "A3003", "size")
+	old := v1.Interrupts[0].ID
+	v2 := mustResume(t, svc, editOpts("r1", "fit", 0))
+	answer := func(interrupt string) returns.ResumeOptions {
+		return returns.ResumeOptions{Task: "r1", User: user, Action: returns.ActionApprove, Version: v2.Draft.Version, InterruptID: interrupt}
+	}
+	check := func(t *testing.T) {
+		_, err := svc.Resume(b.ctx, answer(old))
+		wantErr(t, err, returns.ErrConflict)
+		if !strings.Contains(err.Error(), "stale") {
+			t.Errorf("error %q does not say the answer is stale", err)
+		}
+		_, err = svc.Resume(b.ctx, answer("0123456789abcdef"))
+		wantErr(t, err, returns.ErrInvalid)
+	}
+	t.Run("Waiting", func(t *testing.T) {
+		check(t)
+		if v, err := svc.Show(b.ctx, "r1", user); err != nil || v.Interrupts[0].ID != v2.Interrupts[0].ID {
+			t.Fatalf("show after the stale answer: %v, %+v", err, v)
+		}
+	})
+	mustResume(t, svc, cancel("r1"))
+	t.Run("Ended", check)
 }

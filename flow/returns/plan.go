@@ -64,6 +64,9 @@ func (r *runner) plan(ctx context.Context, t runs.TaskRecord, snap *flow.Snapsho
 		if err := r.answeredQuestion(ctx, t.ID, snap, o); err != nil {
 			return flow.Command{}, "", err
 		}
+		if err := r.supersededQuestion(ctx, t.ID, snap, o); err != nil {
+			return flow.Command{}, "", err
+		}
 	}
 	var in flow.PendingInterrupt
 	var err error

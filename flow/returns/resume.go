@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"assistant/business"
 	"assistant/flow"
 	"assistant/internal/termtext"
 	"assistant/runs"
@@ -122,11 +123,49 @@ func (s *Service) resumeWith(ctx context.Context, r *runner, o ResumeOptions) (*
 		return s.resumeBatch(ctx, r, t, o)
 	}
 	v, err := r.resume(ctx, t, o)
+	deadline := time.Now().Add(AnswerBusyWait)
+	for wait := answerRetryFirst; waitsForHolder(t, o, err) && time.Now().Add(wait).Before(deadline); wait = min(2*wait, answerRetryMax) {
+		// Another live process holds the task: most often an answer that
+		// took it a moment earlier. Its run ends within moments, so this
+		// answer waits for it and is judged again against what it
+		// left (the same approve: reused, exit 0; another answer: a
+		// conflict naming the one recorded), as on PostgreSQL, whose lock
+		// waits alike (docs/approvals.md "Answers that race").
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		if t, err = s.decidable(ctx, o.Task, o.User); err != nil {
+			return nil, err
+		}
+		v, err = r.resume(ctx, t, o)
+	}
 	v = v.markExpired(s.now())
 	if err != nil {
 		return v, err
 	}
 	return s.withTrail(ctx, v)
+}
+
+// How long an answer waits for a live process that holds its task
+// (waitsForHolder) before it is refused busy: the stores' own busy
+// timeout, the time any command waits for a lock. It polls the lease from
+// answerRetryFirst, doubling up to answerRetryMax.
+const (
+	AnswerBusyWait   = business.DefaultBusyTimeout
+	answerRetryFirst = 10 * time.Millisecond
+	answerRetryMax   = 200 * time.Millisecond
+)
+
+// waitsForHolder reports whether err, the outcome of answer o to task t
+// (its record as read), is a live holder's lease refusal (another process
+// runs the task now) that o waits out: an answer to a task that is not
+// stopped (a stopped task's former process lets go when its node ends;
+// its refusal says when a resume will work).
+func waitsForHolder(t runs.TaskRecord, o ResumeOptions, err error) bool {
+	var held *runs.LeaseHeldError
+	return err != nil && o.answering() && t.Status != StatusInterrupted && errors.As(err, &held)
 }
 
 // resume is Resume of the return task t with r's policy.
@@ -213,11 +252,14 @@ func (r *runner) checkAnswer(ctx context.Context, t runs.TaskRecord, snap *flow.
 			if t.Status == StatusInterrupted {
 				return r.svc.stoppedHeld(&runs.LeaseHeldError{Task: t.ID, Lease: l})
 			}
-			if err := r.answeredMeanwhile(ctx, t, snap, l); err != nil {
+			// Both refusals wrap the holder's lease (a live process runs
+			// the task: waitsForHolder), printed as nothing.
+			held := &runs.LeaseHeldError{Task: t.ID, Lease: l}
+			if err := r.answeredMeanwhile(ctx, t, snap, l, held); err != nil {
 				return err
 			}
 			return errorf(Hint{Before: "wait for it to ask its question (", Do: DoShow, Task: t.ID, After: ")"},
-				"task %s is being run by process %d on %s: %w", t.ID, l.PID, l.Host, ErrConflict)
+				"task %s is being run by process %d on %s: %w%.0w", t.ID, l.PID, l.Host, ErrConflict, held)
 		}
 	}
 	_, _, err := r.plan(ctx, t, snap, o)
@@ -229,9 +271,9 @@ func (r *runner) checkAnswer(ctx context.Context, t runs.TaskRecord, snap *flow.
 // holds the answer that took it (on any machine; the last one): the
 // run's, in its head snap, or else the business store's. It names that
 // answer and says that this one changes nothing (ErrConflict, nothing
-// written). nil when neither trail holds an answer (the run has not asked
-// its first question yet).
-func (r *runner) answeredMeanwhile(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[State], l runs.Lease) error {
+// written), wrapping held, the holder's lease refusal. nil when neither
+// trail holds an answer (the run has not asked its first question yet).
+func (r *runner) answeredMeanwhile(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[State], l runs.Lease, held error) error {
 	var by, action string
 	var at time.Time
 	if ds := snap.Values.Decisions; len(ds) > 0 {
@@ -243,7 +285,7 @@ func (r *runner) answeredMeanwhile(ctx context.Context, t runs.TaskRecord, snap 
 	} else {
 		return nil
 	}
-	return raceLost(t.ID, Decision{By: by, Action: action, At: at}, l, nil)
+	return raceLost(t.ID, Decision{By: by, Action: action, At: at}, l, held)
 }
 
 // answer runs the answer (or the continuation) o from head, the thread's

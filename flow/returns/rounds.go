@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"assistant/business"
@@ -86,6 +87,30 @@ func (r *runner) answeredQuestion(ctx context.Context, task string, snap *flow.S
 		return errorf(hint, "task %s: interrupt %s was answered already (%s by %s%s); the answer %s changes nothing: %w", task, o.InterruptID, a.Action, by, when, o.Action, ErrConflict)
 	}
 	return nil
+}
+
+// supersededQuestion checks o's interrupt, which names a question the
+// head snap no longer has open and nobody answered in this round, against
+// every question the task's run asked: one it asked before this round (an
+// earlier draft version's, answered or not) is stale, ErrConflict naming
+// the question asked now, as a superseded draft or version is; an id the
+// task never asked is ErrInvalid. The same two codes hold once the task
+// has ended (endedInterrupt, endedAnswer). Nothing is written. Errors:
+// those, and storage errors.
+func (r *runner) supersededQuestion(ctx context.Context, task string, snap *flow.Snapshot[State], o ResumeOptions) error {
+	asked, _, err := r.askedAnswered(ctx, task, snap)
+	if err != nil {
+		return fmt.Errorf("resume %s: %w", task, err)
+	}
+	if !asked[o.InterruptID] {
+		return errorf(Hint{Before: "run", Do: DoHistory, Task: task, After: "to see its questions"}, "%w: task %s never asked interrupt %q", ErrInvalid, task, o.InterruptID)
+	}
+	open := make([]string, 0, len(snap.Interrupts))
+	for _, in := range snap.Interrupts {
+		open = append(open, in.ID)
+	}
+	return errorf(Hint{Before: "run", Do: DoShow, Task: task, After: "and answer the question it asks now"},
+		"task %s: interrupt %s was superseded: the task waits on interrupt %s now; the answer is stale and changes nothing: %w", task, o.InterruptID, strings.Join(open, ", "), ErrConflict)
 }
 
 // aheadApprovals returns the approvals of the draft the head snap asks

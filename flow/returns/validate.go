@@ -20,7 +20,9 @@ const (
 )
 
 // ValidReason returns nil when r (already trimmed) may be a return reason:
-// not blank, valid UTF-8, at most MaxReasonRunes runes, no control characters.
+// not blank, valid UTF-8, at most MaxReasonRunes runes, no control
+// characters, and at least one visible character (a reason of zero-width
+// spaces alone says nothing a person can read).
 func ValidReason(r string) error {
 	switch {
 	case strings.TrimSpace(r) == "":
@@ -31,8 +33,17 @@ func ValidReason(r string) error {
 		return fmt.Errorf("the reason is longer than %d characters", MaxReasonRunes)
 	case strings.ContainsFunc(r, unicode.IsControl):
 		return errors.New("the reason contains control characters")
+	case !strings.ContainsFunc(r, visible):
+		return errors.New("the reason has no visible character (only white space and invisible ones such as zero-width spaces)")
 	}
 	return nil
+}
+
+// visible reports whether r prints as something: not white space, not a
+// control character, not an invisible one (termtext.Invisible: zero-width
+// spaces, joiners, bidi marks, the Braille blank, …).
+func visible(r rune) bool {
+	return !unicode.IsSpace(r) && !unicode.IsControl(r) && !termtext.Invisible(r)
 }
 
 // ValidTaskID returns nil when id may name a task: 1 to 128 bytes of valid

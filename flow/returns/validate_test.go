@@ -61,6 +61,13 @@ func TestValidReason(t *testing.T) {
 		{strings.Repeat("é", returns.MaxReasonRunes+1), false},
 		{"bad\x01reason", false},
 		{"\xff\xfe", false},
+		{"\u200b", false},
+		{"\u200b\u200c\u200d\u2060", false},
+		{"\u3000\u200b", false},
+		{"\u2800", false},
+		{"\u00ad\ufe0f", false},
+		{"size\u200b", true},
+		{"👍\ufe0f", true},
 	}
 	for _, tt := range tests {
 		if err := returns.ValidReason(tt.reason); (err == nil) != tt.ok {

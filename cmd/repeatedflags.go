@@ -1,0 +1,80 @@
+package cmd
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// onceValue is a single-valued flag's pflag.Value that takes one value
+// only: the same flag given again with another value is refused (pflag
+// alone lets the last one win, so `--reason a --reason b` would quietly
+// drop a). The same value again is accepted. Type and String are the
+// wrapped value's, so every check that reads a flag by its type
+// (refuseEmptyFlags) reads it as before.
+type onceValue struct {
+	pflag.Value
+	set   bool
+	first string
+}
+
+// Set sets the wrapped value the first time; later it accepts only the
+// value given first (compared as the flag reads it back, so "1s" and
+// "1000ms" of a duration are the same value). Errors: the wrapped value's,
+// or the flag given twice with different values (the flag error, exit 2).
+func (v *onceValue) Set(s string) error {
+	if !v.set {
+		if err := v.Value.Set(s); err != nil {
+			return err
+		}
+		v.set, v.first = true, v.Value.String()
+		return nil
+	}
+	if err := v.Value.Set(s); err != nil {
+		return err
+	}
+	if again := v.Value.String(); again != v.first {
+		_ = v.Value.Set(v.first)
+		return fmt.Errorf("given twice with different values (%q, then %q): give it once", v.first, again)
+	}
+	return nil
+}
+
+// onceBool is onceValue of a boolean flag: pflag reads IsBoolFlag to tell
+// a flag that needs no value (`--exit-status` alone) and to print its
+// default in help as it does for booleans.
+type onceBool struct{ *onceValue }
+
+// IsBoolFlag reports true: the wrapped value is a boolean flag's.
+func (onceBool) IsBoolFlag() bool { return true }
+
+// refuseRepeatedFlags makes every single-valued flag of root and its
+// commands (their own and the persistent ones) take one value only
+// (onceValue, docs/cli.md "Conventions"); flags that take a list
+// (--column, --default, --status: pflag.SliceValue) stay repeatable. It
+// runs once the command tree is built, before the command line is parsed.
+func refuseRepeatedFlags(root *cobra.Command) {
+	wrap := func(f *pflag.Flag) {
+		switch f.Value.(type) {
+		case *onceValue, onceBool, pflag.SliceValue:
+			return
+		}
+		once := &onceValue{Value: f.Value}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			f.Value = onceBool{once}
+			return
+		}
+		f.Value = once
+	}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.PersistentFlags().VisitAll(wrap)
+		c.LocalNonPersistentFlags().VisitAll(wrap)
+		c.Flags().VisitAll(wrap)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}
