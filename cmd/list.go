@@ -102,6 +102,13 @@ func listRun(ctx context.Context, opts *listOptions) error {
 // for awaitingMe.
 func writeTasks(w io.Writer, tasks []returns.TaskSummary, awaitingMe bool) error {
 	tw := termtext.NewTable(w)
+	for i, t := range tasks {
+		// The status is show's; a holder that is gone is said beside it,
+		// as the card says it.
+		if t.HolderAlive != nil && !*t.HolderAlive {
+			tasks[i].Status += " (holder gone)"
+		}
+	}
 	if awaitingMe {
 		fmt.Fprintln(tw, "TASK\tOWNER\tORDER\tSTATUS\tSTAGE\tUPDATED (UTC)")
 		for _, t := range tasks {
