@@ -105,7 +105,7 @@ func writeTasks(w io.Writer, tasks []returns.TaskSummary, awaitingMe bool) error
 	for i, t := range tasks {
 		// The status is show's; a holder that is gone is said beside it,
 		// as the card says it.
-		if t.HolderAlive != nil && !*t.HolderAlive {
+		if t.Status == returns.StatusRunning && t.HolderAlive != nil && !*t.HolderAlive {
 			tasks[i].Status += " (holder gone)"
 		}
 	}
