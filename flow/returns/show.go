@@ -256,11 +256,11 @@ func (s *Service) ListTasks(ctx context.Context, o ListOptions) ([]TaskSummary, 
 // listRecords reads the task records a list may show, in the store's
 // order (created_at, task_id): with one status asked for that a record
 // holds as it is shown, the store filters: running and interrupted are
-// shown only for records that say so; done, cancelled and failed also for
+// shown only for records that say so; done and cancelled also for
 // records left running by a process that is gone, or interrupted by a stop
 // that came too late (recordsShownAs). Other
-// filters (waiting, expired: read from drafts and heads too; several
-// statuses) read every record of the user.
+// filters (waiting, expired, failed: read from drafts and heads too;
+// several statuses) read every record of the user.
 func (s *Service) listRecords(ctx context.Context, o ListOptions) ([]runs.TaskRecord, error) {
 	if len(o.Statuses) != 1 {
 		return s.runs.ListTasks(ctx, o.User, "")
@@ -268,9 +268,11 @@ func (s *Service) listRecords(ctx context.Context, o ListOptions) ([]runs.TaskRe
 	switch st := o.Statuses[0]; st {
 	case StatusRunning, StatusInterrupted:
 		return s.runs.ListTasks(ctx, o.User, st)
-	case StatusDone, StatusCancelled, StatusFailed:
+	case StatusDone, StatusCancelled:
 		return s.recordsShownAs(ctx, o.User, st)
 	}
+	// failed is also shown for a record still waiting (or stopped) on a
+	// draft that expired (expiredNow): every record is read.
 	return s.runs.ListTasks(ctx, o.User, "")
 }
 
