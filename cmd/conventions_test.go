@@ -63,7 +63,7 @@ func TestConventionsJSONFields(t *testing.T) {
 		// --json selects top-level fields (docs/json.md); a list command's top
 		// level is its list, printed whole.
 		{name: "ListTopLevel", setup: [][]string{startR1}, args: []string{"list", "--json", "tasks"},
-			keys: []string{"schema_version", "tasks"}, items: []string{"task", "order", "status", "stage", "created_at", "updated_at", "owner"}},
+			keys: []string{"schema_version", "tasks"}, items: []string{"task", "order", "status", "stage", "created_at", "updated_at", "owner", "holder_alive"}},
 		{name: "RecoverTopLevel", args: []string{"recover", "--json", "recovered"},
 			keys: []string{"schema_version", "recovered"}},
 		{name: "OrdersListTopLevel", setup: [][]string{startR1}, args: []string{"orders", "list", "--json", "orders,schema_version"},
@@ -120,7 +120,7 @@ func TestConventionsJSONFieldsRefused(t *testing.T) {
 		{name: "UnknownFieldOfStart", args: slices.Concat(startR1, []string{"--json", "status,bogus"}),
 			stderr: `--json: unknown field "bogus"; available: schema_version, task, user, order, status, stage`},
 		{name: "UnknownFieldOfList", args: []string{"list", "--json", "tasks,status"},
-			stderr: `--json: unknown field of each of tasks "tasks"; available: task, order, status, stage, created_at, updated_at, owner (or the top-level fields: schema_version, tasks)`},
+			stderr: `--json: unknown field of each of tasks "tasks"; available: task, order, status, stage, created_at, updated_at, owner, holder_alive (or the top-level fields: schema_version, tasks)`},
 		{name: "UnknownFieldOfResume", setup: [][]string{startR1}, args: []string{"resume", "r1", "--action", "approve", "--json", "nope"},
 			stderr: `unknown field "nope"`},
 		{name: "NoField", setup: [][]string{startR1}, args: []string{"show", "r1", "--json", ","},

@@ -124,7 +124,11 @@ func writeHistory(w io.Writer, h *returns.History) error {
 			return err
 		}
 	}
-	fmt.Fprintf(&b, "\nTimeline · %s\n\n", count(len(h.Steps), "step"))
+	fmt.Fprintf(&b, "\nTimeline · %s\n", count(len(h.Steps), "step"))
+	if hv := h.Holder; hv != nil && !hv.Alive {
+		fmt.Fprintf(&b, "Its process (pid %d on %s) is gone: a step it ran was cut short (recover or resume the task to continue it).\n", hv.PID, termSafe(hv.Host))
+	}
+	b.WriteString("\n")
 	tw = termtext.NewTable(&b)
 	fmt.Fprintln(tw, "SEQ\tNODE\tATTEMPT\tSTATUS\tSTARTED (UTC)\tENDED (UTC)\tERROR")
 	for _, st := range h.Steps {

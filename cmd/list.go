@@ -12,14 +12,17 @@ import (
 	"assistant/internal/termtext"
 )
 
-const listLong = `list prints your tasks, oldest first, with the run status and stage recorded
-after each command. A task waiting for approval of a draft that has expired
-shows as expired: no answer can submit it; "assistant recover" ends it
-failed (draft_expired).
+const listLong = `list prints your tasks, oldest first, each with the status and stage show
+prints for it now. A task waiting for approval of a draft that has expired
+shows as failed (stage failed), as show and wait say: no answer can submit
+it; "assistant recover" records that end (draft_expired). A running task
+whose process is gone shows "holder_alive": false (text: "running (holder
+gone)"); "assistant recover" continues it.
 
 --status keeps the tasks of the statuses named: repeat it or separate them
 with commas (running, waiting, expired, interrupted, done, cancelled,
-failed; waiting leaves expired tasks out). --batch keeps the tasks of the
+failed; expired selects the failed tasks whose draft expired while they
+waited, before recover recorded it). --batch keeps the tasks of the
 rows of one of your batches. --limit keeps the first N.
 
 --awaiting-me lists instead the tasks you may decide now: your own and
@@ -102,6 +105,13 @@ func listRun(ctx context.Context, opts *listOptions) error {
 // for awaitingMe.
 func writeTasks(w io.Writer, tasks []returns.TaskSummary, awaitingMe bool) error {
 	tw := termtext.NewTable(w)
+	for i, t := range tasks {
+		// The status is show's; a holder that is gone is said beside it,
+		// as the card says it.
+		if t.Status == returns.StatusRunning && t.HolderAlive != nil && !*t.HolderAlive {
+			tasks[i].Status += " (holder gone)"
+		}
+	}
 	if awaitingMe {
 		fmt.Fprintln(tw, "TASK\tOWNER\tORDER\tSTATUS\tSTAGE\tUPDATED (UTC)")
 		for _, t := range tasks {

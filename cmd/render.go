@@ -44,12 +44,12 @@ func writeCard(w io.Writer, v *returns.View, prog, viewer string) error {
 	var b strings.Builder
 	cardHeader(&b, v)
 	task := shellQuote(v.Task)
-	if v.DraftExpired() {
+	if v.DraftExpired() || v.ExpiredNow() {
 		cardExpired(&b, v, prog, viewer == v.User)
 	} else {
 		first := true
 		for _, in := range v.Interrupts {
-			cardQuestion(&b, in, prog, task, cardAsk{first: first, approvedBy: approvedDraft(v, viewer), stands: v.Stands, standsCmd: standsCommand(v)})
+			cardQuestion(&b, in, prog, task, cardAsk{first: first, approvedBy: approvedDraft(v, viewer), stands: v.Stands, standsCmd: standsCommand(v), notReturnable: notReturnable(v)})
 			first = first && in.Kind != returns.KindApproval
 		}
 	}
@@ -77,14 +77,41 @@ func cardHeader(b *strings.Builder, v *returns.View) {
 		b.WriteString(writeBatch(v.Batch))
 	}
 	if v.Draft != nil {
-		left := time.Until(v.Draft.ExpiresAt).Round(time.Second)
-		when := "expired"
-		if left > 0 && !v.Draft.Expired {
-			when = "in " + left.String()
-		}
-		fmt.Fprintf(b, "Draft %s (version %d): reason %q, expires %s (%s)\n", termSafe(v.Draft.DraftID), max(v.Draft.Version, 1), v.Draft.Reason, v.Draft.ExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC"), when)
+		fmt.Fprintf(b, "Draft %s (version %d): reason %q, expires %s (%s)\n", termSafe(v.Draft.DraftID), max(v.Draft.Version, 1), v.Draft.Reason, v.Draft.ExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC"), draftWhen(v))
 	}
 	cardDecisions(b, v.Decisions)
+}
+
+// draftWhen is what the card says of the expiry of v's draft: expired, a
+// countdown only while an approval can still submit it, or why it no
+// longer expires (the task ended, the order may not be returned now).
+func draftWhen(v *returns.View) string {
+	left := time.Until(v.Draft.ExpiresAt).Round(time.Second)
+	switch {
+	case v.Draft.Expired:
+		return "expired"
+	case endedStatus(v.Status):
+		return "no longer expires: the task ended " + v.Status
+	case v.Draft.NotReturnable != nil:
+		return "no longer matters: the order cannot be returned now, " + termSafe(*v.Draft.NotReturnable)
+	case left <= 0:
+		return "expired"
+	}
+	return "in " + left.String()
+}
+
+// endedStatus reports whether status is one a run ends with.
+func endedStatus(status string) bool {
+	return status == returns.StatusDone || status == returns.StatusCancelled || status == returns.StatusFailed
+}
+
+// notReturnable is the reason code v's order may not be returned now
+// (draft.not_returnable), "" when it may.
+func notReturnable(v *returns.View) string {
+	if v.Draft == nil || v.Draft.NotReturnable == nil {
+		return ""
+	}
+	return *v.Draft.NotReturnable
 }
 
 // cardDecisions writes the decision trail, one answer a line.
@@ -117,11 +144,16 @@ func cardDecisions(b *strings.Builder, ds []returns.DecisionView) {
 // stands is the answer the decision trail holds for the question (its
 // checkpoint lost): only it carries the task on, so it is the one command
 // offered.
+//
+// notReturnable is the reason code the order may not be returned now
+// ("" when it may): an approve would submit nothing, so only a cancel is
+// offered.
 type cardAsk struct {
-	first      bool
-	approvedBy int
-	stands     *returns.DecisionView
-	standsCmd  string
+	first         bool
+	approvedBy    int
+	stands        *returns.DecisionView
+	standsCmd     string
+	notReturnable string
 }
 
 // standsCommand is the command that carries out v's standing answer,
@@ -198,6 +230,14 @@ func cardQuestion(b *strings.Builder, in returns.InterruptView, prog, task strin
 			interrupt = " --interrupt " + shellQuote(in.ID)
 		}
 		fmt.Fprintf(b, "Question: approve this return request? %s\n", termSafe(q.Effect))
+		if ask.notReturnable != "" {
+			// Submit checks the order again and would end the request
+			// failed: no approve, edit or revise can submit it now.
+			if ask.first {
+				fmt.Fprintf(b, "Next:     %s resume %s --action cancel   (the order cannot be returned now: %s)\n", prog, task, termSafe(ask.notReturnable))
+			}
+			return
+		}
 		if ask.approvedBy > 0 {
 			// Two approvals need two people: the viewer's second approve
 			// would be refused.

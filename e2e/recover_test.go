@@ -253,8 +253,9 @@ func TestBatchKilledAfterLastCheckpoint(t *testing.T) {
 }
 
 // TestExpiredDraftIsAState: past its expires_at a waiting
-// draft shows as expired (show's JSON, list, the card, which offers a new
-// start instead of approve) while show writes nothing; recover ends it
+// draft shows as expired and its task as failed (show's JSON, list, the
+// card, which offers a new start instead of approve; list --status
+// expired selects it) while show writes nothing; recover ends it
 // failed with draft_expired through the engine, nothing is submitted, an
 // approve afterwards is exit 3, and prune (after a dry run that changes no
 // file) removes its old checkpoints.
@@ -272,8 +273,8 @@ func TestExpiredDraftIsAState(t *testing.T) {
 
 	before := fileSums(t, dir)
 	v := mustRun(t, dir, "show", "e1")
-	if d := v["draft"].(map[string]any); d["expired"] != true || v["status"] != "waiting" {
-		t.Fatalf("show e1: status %v, draft %v; want waiting with expired true", v["status"], d)
+	if d := v["draft"].(map[string]any); d["expired"] != true || v["status"] != "failed" {
+		t.Fatalf("show e1: status %v, draft %v; want failed with expired true", v["status"], d)
 	}
 	if d := mustRun(t, dir, "show", "w1")["draft"].(map[string]any); d["expired"] != false {
 		t.Fatalf("show w1: draft %v, want expired false", d)
@@ -286,11 +287,12 @@ func TestExpiredDraftIsAState(t *testing.T) {
 	sameFiles(t, dir, before, "show")
 
 	for args, want := range map[string]string{
-		"":                 "e1=expired w1=waiting",
+		"":                 "e1=failed w1=waiting",
 		"--status waiting": "w1=waiting",
-		"--status expired": "e1=expired",
-		"--status waiting,expired --status failed": "e1=expired w1=waiting",
-		"--limit 1": "e1=expired",
+		"--status expired": "e1=failed",
+		"--status failed":  "e1=failed",
+		"--status waiting,expired --status failed": "e1=failed w1=waiting",
+		"--limit 1": "e1=failed",
 	} {
 		if got := listed(t, dir, strings.Fields(args)...); got != want {
 			t.Errorf("list %s: %s, want %s", args, got, want)

@@ -299,7 +299,7 @@ func (s *Service) awaitingMe(ctx context.Context, o ListOptions) ([]TaskSummary,
 			if !ok {
 				continue
 			}
-			sum := TaskSummary{Task: t.ID, Order: t.OrderID, Status: t.Status, Stage: t.Stage, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+			sum := s.summary(t, false)
 			if owner != o.User {
 				sum.Owner = owner
 			}
@@ -326,8 +326,8 @@ func (s *Service) awaitingMe(ctx context.Context, o ListOptions) ([]TaskSummary,
 // an answer to a task whose two files disagree is refused), and user has
 // not answered one of the approval questions of its current draft already.
 func (s *Service) mayAnswerNow(ctx context.Context, t runs.TaskRecord, user string, now time.Time) (bool, error) {
-	st, err := s.listStatus(ctx, t, now)
-	if err != nil || st != StatusWaiting {
+	expired, err := s.expiredNow(ctx, t, now)
+	if err != nil || expired || t.Status != StatusWaiting {
 		return false, err
 	}
 	if ok, err := s.consistent(ctx, t); err != nil || !ok {

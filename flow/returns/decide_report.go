@@ -131,8 +131,9 @@ type DecisionRow struct {
 // DecisionRows returns, for the tasks of a list, a decide file's row for
 // each one waiting for approval (status waiting, stage draft_ready) with
 // the draft its question carries; tasks that wait for nothing a decision
-// answers (a reason, an expired draft, an ended task) are left out. It
-// writes nothing. Errors: storage errors.
+// answers (a reason, an expired draft, an ended task) are left out, and so
+// are those whose order may not be returned now (asNow): an approve would
+// submit nothing. It writes nothing. Errors: storage errors.
 func (s *Service) DecisionRows(ctx context.Context, tasks []TaskSummary) ([]DecisionRow, error) {
 	out := []DecisionRow{}
 	for _, t := range tasks {
@@ -145,6 +146,14 @@ func (s *Service) DecisionRows(ctx context.Context, tasks []TaskSummary) ([]Deci
 		}
 		if err != nil {
 			return nil, fmt.Errorf("list: %w", err)
+		}
+		kind := KindApproval
+		v := &View{Task: t.Task, User: d.User, Order: d.OrderID, Status: t.Status, Kind: &kind, Draft: &DraftView{DraftID: d.ID}}
+		if err := s.markReturnable(ctx, v, s.now()); err != nil {
+			return nil, err
+		}
+		if v.Draft.NotReturnable != nil {
+			continue
 		}
 		out = append(out, DecisionRow{Task: t.Task, Draft: d.ID})
 	}

@@ -23,6 +23,10 @@ type History struct {
 	// Decisions is the task's decision trail from the business file: who
 	// answered what, when, bound to which draft version ([] when none).
 	Decisions []DecisionView `json:"decisions"`
+	// Holder is the process that holds the task, as show names it
+	// (View.Holder): alive false means it is gone and its running step
+	// was cut short. nil when none is named.
+	Holder *HolderView `json:"holder"`
 }
 
 // CheckpointSummary is one checkpoint of a task's history.
@@ -93,6 +97,7 @@ func (s *Service) History(ctx context.Context, task, user string) (*History, err
 	if h.Steps == nil {
 		h.Steps = []runs.TimelineStep{}
 	}
+	s.stepsNow(h, t)
 	for i, cp := range cps {
 		var older json.RawMessage
 		if i+1 < len(cps) {
@@ -174,4 +179,33 @@ func equalJSON(a, b json.RawMessage) bool {
 	ca, _ := json.Marshal(x)
 	cb, _ := json.Marshal(y)
 	return bytes.Equal(ca, cb)
+}
+
+// stepsNow closes, in h, the timeline steps of task t that its record
+// says can no longer run on, as show tells the task (asNow): a step still
+// running when t is interrupted was cut short by the stop, which ended it
+// at the stop's time (the record's updated_at), as its holder records when
+// it lets go (runs.MsgInterrupted); a step still running when the holder
+// of a running t is gone was cut short by its process's end, at a time no
+// record holds (runs.MsgProcessGone, ended_at zero). h.Holder is the
+// holder show names. The stored timeline is not changed; the process that
+// continues the run settles it (runner.settleSteps).
+func (s *Service) stepsNow(h *History, t runs.TaskRecord) {
+	v := &View{Status: t.Status}
+	s.addHolder(v, t.Lease)
+	h.Holder = v.Holder
+	gone := t.Status == StatusRunning && v.Holder != nil && !v.Holder.Alive
+	if t.Status != StatusInterrupted && !gone {
+		return
+	}
+	for i := range h.Steps {
+		st := &h.Steps[i]
+		if st.Status != runs.StepRunning {
+			continue
+		}
+		st.Status, st.Error = runs.StepFailed, runs.MsgProcessGone
+		if !gone {
+			st.Error, st.EndedAt = runs.MsgInterrupted, t.UpdatedAt.UTC()
+		}
+	}
 }

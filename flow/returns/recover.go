@@ -139,7 +139,7 @@ func (s *Service) Recover(ctx context.Context) ([]Recovered, error) {
 }
 
 // endExpired ends every waiting return task (any user's) whose draft has
-// expired by the service clock (ListTasks' expired), each through the
+// expired by the service clock (expiredNow), each through the
 // engine (expire), and reports each ended. A task another process holds
 // now (a person answering it) is left to that process: its approve ends
 // the run failed with draft_expired itself. A task that could not be ended
@@ -152,11 +152,11 @@ func (s *Service) endExpired(ctx context.Context) ([]Recovered, error) {
 	now := s.now()
 	var out []Recovered
 	for _, t := range waiting {
-		st, err := s.listStatus(ctx, t, now)
+		expired, err := s.expiredNow(ctx, t, now)
 		if err != nil {
 			return out, err
 		}
-		if st != StatusExpired {
+		if !expired {
 			continue
 		}
 		r := Recovered{Task: t.ID, User: t.User}

@@ -12,10 +12,23 @@ import (
 	"assistant/runs"
 )
 
-// Show returns the progress of a task: its head, and for a running or
-// interrupted task the process that holds it. It writes nothing.
-// Errors: ErrInvalid, ErrNotFound, storage errors.
+// Show returns the progress of a task as it is now (asNow): its head, and
+// for a running or interrupted task the process that holds it, judged by
+// the service clock and the order's eligibility at the time of the call.
+// Every view of a task (show, wait, the server's) is this one. It writes
+// nothing. Errors: ErrInvalid, ErrNotFound, storage errors.
 func (s *Service) Show(ctx context.Context, task, user string) (*View, error) {
+	v, err := s.recordedView(ctx, task, user)
+	if err != nil {
+		return nil, err
+	}
+	return s.asNow(ctx, v, s.now())
+}
+
+// recordedView is the task's view as its head and records hold it, with
+// the draft's expiry as of now (markExpired) but not judged further: what
+// a stop compares its outcome with. Errors as Show's.
+func (s *Service) recordedView(ctx context.Context, task, user string) (*View, error) {
 	t, err := s.decidable(ctx, task, user)
 	if err != nil {
 		return nil, err
@@ -79,9 +92,10 @@ func (s *Service) addHolder(v *View, l runs.Lease) {
 type TaskSummary struct {
 	Task  string `json:"task"`
 	Order string `json:"order"`
-	// Status is the run status recorded after each command, or "expired"
-	// for a task waiting for approval of a draft whose expires_at has
-	// passed (no answer can submit it; recover ends it failed).
+	// Status is the status show reports for the task now (asNow): the
+	// run status recorded after each command, or failed (stage failed) for
+	// a task waiting for approval of a draft whose expires_at has passed
+	// (no answer can submit it; recover records that end).
 	Status    string    `json:"status"`
 	Stage     string    `json:"stage"`
 	CreatedAt time.Time `json:"created_at"` // UTC
@@ -89,11 +103,16 @@ type TaskSummary struct {
 	// Owner is the task's owner when it is not the current user (a task
 	// listed as awaiting its approver, through a grant); null otherwise.
 	Owner string `json:"owner,omitempty"`
+	// HolderAlive is, for a task whose view names a holder (a running
+	// task, or an interrupted one a process still holds: View.Holder),
+	// whether that process is alive; false means it is gone and recover or
+	// resume continues the run. nil otherwise.
+	HolderAlive *bool `json:"holder_alive"`
 }
 
-// StatusExpired is the status List shows for a waiting task whose draft
-// expired: a state of the list, not a run status (the record still says
-// waiting until recover ends the run failed with draft_expired).
+// StatusExpired selects, in a list filter, the tasks whose draft expired
+// while they waited for approval: List shows them failed, as show does,
+// while the record still says waiting until recover records that end.
 const StatusExpired = "expired"
 
 // Statuses lists the statuses a list filter may name: the run statuses and
@@ -218,14 +237,15 @@ func (s *Service) ListTasks(ctx context.Context, o ListOptions) ([]TaskSummary, 
 		if decided[t.ID] {
 			t = s.asAsked(ctx, t)
 		}
-		st, err := s.listStatus(ctx, t, now)
+		expired, err := s.expiredNow(ctx, t, now)
 		if err != nil {
 			return nil, err
 		}
-		if len(o.Statuses) > 0 && !slices.Contains(o.Statuses, st) {
+		sum := s.summary(t, expired)
+		if len(o.Statuses) > 0 && !slices.Contains(o.Statuses, sum.Status) && !(expired && slices.Contains(o.Statuses, StatusExpired)) {
 			continue
 		}
-		out = append(out, TaskSummary{Task: t.ID, Order: t.OrderID, Status: st, Stage: t.Stage, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt})
+		out = append(out, sum)
 		if o.Limit > 0 && len(out) == o.Limit {
 			break
 		}
@@ -236,11 +256,11 @@ func (s *Service) ListTasks(ctx context.Context, o ListOptions) ([]TaskSummary, 
 // listRecords reads the task records a list may show, in the store's
 // order (created_at, task_id): with one status asked for that a record
 // holds as it is shown, the store filters: running and interrupted are
-// shown only for records that say so; done, cancelled and failed also for
+// shown only for records that say so; done and cancelled also for
 // records left running by a process that is gone, or interrupted by a stop
 // that came too late (recordsShownAs). Other
-// filters (waiting, expired: read from drafts and heads too; several
-// statuses) read every record of the user.
+// filters (waiting, expired, failed: read from drafts and heads too;
+// several statuses) read every record of the user.
 func (s *Service) listRecords(ctx context.Context, o ListOptions) ([]runs.TaskRecord, error) {
 	if len(o.Statuses) != 1 {
 		return s.runs.ListTasks(ctx, o.User, "")
@@ -248,9 +268,11 @@ func (s *Service) listRecords(ctx context.Context, o ListOptions) ([]runs.TaskRe
 	switch st := o.Statuses[0]; st {
 	case StatusRunning, StatusInterrupted:
 		return s.runs.ListTasks(ctx, o.User, st)
-	case StatusDone, StatusCancelled, StatusFailed:
+	case StatusDone, StatusCancelled:
 		return s.recordsShownAs(ctx, o.User, st)
 	}
+	// failed is also shown for a record still waiting (or stopped) on a
+	// draft that expired (expiredNow): every record is read.
 	return s.runs.ListTasks(ctx, o.User, "")
 }
 
@@ -310,25 +332,37 @@ func (s *Service) asAsked(ctx context.Context, t runs.TaskRecord) runs.TaskRecor
 	return t
 }
 
-// listStatus is the status List shows for t: its record's, or expired for
-// a return task waiting for approval (stage draft_ready) whose draft's
-// expires_at is at or before now. Only such a task costs a read of its
-// draft.
-func (s *Service) listStatus(ctx context.Context, t runs.TaskRecord, now time.Time) (string, error) {
-	if t.Status != StatusWaiting || t.Stage != StageDraftReady || t.Kind == runs.KindBatch {
-		return t.Status, nil
+// expiredNow reports whether t is a return task recorded waiting (or
+// stopped) at an approval (stage draft_ready) whose draft's expires_at is
+// at or before now: show reports it failed (asNow). Only such a task costs
+// a read of its draft.
+func (s *Service) expiredNow(ctx context.Context, t runs.TaskRecord, now time.Time) (bool, error) {
+	if (t.Status != StatusWaiting && t.Status != StatusInterrupted) || t.Stage != StageDraftReady || t.Kind == runs.KindBatch {
+		return false, nil
 	}
 	d, err := s.desk.DraftByTask(ctx, t.ID)
 	if errors.Is(err, business.ErrNotFound) {
-		return t.Status, nil
+		return false, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("list: %w", err)
+		return false, fmt.Errorf("list: %w", err)
 	}
-	if !now.Before(d.ExpiresAt) {
-		return StatusExpired, nil
+	return !now.Before(d.ExpiresAt), nil
+}
+
+// summary is t, a record as show reports it (asShown), as a line of List:
+// failed when its draft expired, and whether the holder its view names
+// is alive (addHolder's rule).
+func (s *Service) summary(t runs.TaskRecord, expired bool) TaskSummary {
+	sum := TaskSummary{Task: t.ID, Order: t.OrderID, Status: t.Status, Stage: t.Stage, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+	if expired {
+		sum.Status, sum.Stage = StatusFailed, StageFailed
 	}
-	return t.Status, nil
+	if sum.Status == StatusRunning || (sum.Status == StatusInterrupted && t.Lease.Owner != "") {
+		alive := s.holderAlive(t.Lease)
+		sum.HolderAlive = &alive
+	}
+	return sum
 }
 
 // batchTasks returns the task ids of the rows of batch id, which must be

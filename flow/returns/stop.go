@@ -52,7 +52,7 @@ func (s *Service) Stop(ctx context.Context, task, user string, wait time.Duratio
 	if err := s.awaitRelease(ctx, t.ID, wait); err != nil {
 		return nil, err
 	}
-	v, err := s.Show(ctx, t.ID, user)
+	v, err := s.recordedView(ctx, t.ID, user)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func (s *Service) notRunning(ctx context.Context, t runs.TaskRecord) error {
 			// A stop that came too late, whose holder let go after the
 			// stop's wait: its run ended, and this stop says so too
 			// (tooLate sets the record right).
-			if v, err := s.Show(ctx, t.ID, t.User); err == nil && v.done() {
+			if v, err := s.recordedView(ctx, t.ID, t.User); err == nil && v.done() {
 				return s.tooLate(ctx, t.ID, v)
 			}
 		}

@@ -47,6 +47,10 @@ type View struct {
 	// Note is a line for the person about what the command chose (which of
 	// two approval questions an answer went to); not part of the JSON.
 	Note string `json:"-"`
+	// Unrecorded is set on a view that shows the end a task has now but
+	// its records do not hold yet: a draft that expired while it waited
+	// for approval (asNow); recover records that end. Not part of the JSON.
+	Unrecorded bool `json:"-"`
 }
 
 // DecisionView is one answer of the trail as printed: who, when (UTC, ms),
@@ -107,6 +111,12 @@ type DraftView struct {
 	// of the view is at or past ExpiresAt: approving it can no longer
 	// submit anything (markExpired).
 	Expired bool `json:"expired"`
+	// NotReturnable is, for a draft waiting for approval, the reason code
+	// (business.Store.Eligibility: final_sale, return_window_closed, …, or
+	// order_not_found) its order may not be returned at the time of the
+	// view, as submit would find it: approving then submits nothing. nil
+	// when the order may be returned, or nothing waits (asNow).
+	NotReturnable *string `json:"not_returnable"`
 }
 
 // markExpired sets v.Draft.Expired from now, the service clock read when
@@ -123,9 +133,17 @@ func (v *View) markExpired(now time.Time) *View {
 
 // DraftExpired reports whether v is a return task still waiting for
 // approval of a draft that has expired (markExpired): no answer can
-// submit it any more; recover ends it failed with draft_expired.
+// submit it any more; recover ends it failed with draft_expired. A view
+// as it is now (asNow) shows such a task failed instead (ExpiredNow).
 func (v *View) DraftExpired() bool {
 	return v != nil && v.Draft != nil && v.Draft.Expired && (v.Status == StatusWaiting || v.Status == StatusInterrupted) && v.Kind != nil && *v.Kind == KindApproval
+}
+
+// ExpiredNow reports whether v shows a task whose draft expired while it
+// waited for approval as the end it has now, which its records do not hold
+// yet (asNow): recover records it.
+func (v *View) ExpiredNow() bool {
+	return v != nil && v.Unrecorded && v.Error != nil && v.Error.Code == CodeDraftExpired
 }
 
 // view builds the View of a task from its head snapshot (nil when the task

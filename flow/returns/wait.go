@@ -33,9 +33,9 @@ type WaitOptions struct {
 // that moment. At a timeout the view is the current one and its outcome is
 // OutcomeNotFinished.
 //
-// A pending draft that has expired (by the service's clock) is reported
-// as the task will end: status and stage failed, error draft_expired, no
-// question (waited). Wait writes nothing: it recovers nothing,
+// Every view it returns is Show's, the task as it is now: a pending
+// draft that has expired (by the service's clock) is reported as the task
+// ends: status and stage failed, error draft_expired, no question (asNow). Wait writes nothing: it recovers nothing,
 // answers nothing and ends nothing; a run whose process is gone is
 // returned at once as it is (OutcomeInterrupted).
 //
@@ -66,9 +66,14 @@ func (s *Service) Wait(ctx context.Context, o WaitOptions) (*View, error) {
 	}
 	interval := WaitPollMin
 	for {
-		// The view's expiry is as of when it was read: judge it now.
-		if OutcomeOf(v.markExpired(s.now())) != OutcomeNotFinished {
-			return waited(v, s.words), nil
+		// The view is as of when it was read: judge its expiry now.
+		if v.Draft != nil && !v.Draft.Expired && v.Status == StatusWaiting && !s.now().Before(v.Draft.ExpiresAt) {
+			if v, err = s.Show(ctx, v.Task, o.User); err != nil {
+				return nil, err
+			}
+		}
+		if OutcomeOf(v) != OutcomeNotFinished {
+			return v, nil
 		}
 		pause := time.NewTimer(s.nextLook(v, interval))
 		select {
@@ -81,7 +86,7 @@ func (s *Service) Wait(ctx context.Context, o WaitOptions) (*View, error) {
 			if v, err = s.Show(ctx, v.Task, o.User); err != nil {
 				return nil, err
 			}
-			return waited(v, s.words), nil
+			return v, nil
 		case <-pause.C:
 		}
 		if err := stillThere(); err != nil {
@@ -135,22 +140,6 @@ func (s *Service) nextLook(v *View, interval time.Duration) time.Duration {
 		}
 	}
 	return interval
-}
-
-// waited is v as Wait reports it: a task waiting on a draft that has
-// expired is reported as it will end (as recover ends it): failed with
-// draft_expired, stage failed, no question pending, its error's hint
-// worded by w. It is a copy; v and the stored task are not changed.
-func waited(v *View, w Wording) *View {
-	if !v.DraftExpired() {
-		return v
-	}
-	e := *v
-	e.Status, e.Stage, e.Kind = StatusFailed, StageFailed, nil
-	e.Next, e.Interrupts = []string{}, []InterruptView{}
-	expired := fmt.Sprintf("draft %s expired at %s before it was approved; nothing was submitted", v.Draft.DraftID, v.Draft.ExpiresAt.UTC().Format(time.RFC3339))
-	e.Error = &Failure{Code: CodeDraftExpired, Message: expired, Hint: w.Hint(Hint{Do: DoRecover, After: "records this end; a new request needs a new task id"})}
-	return &e
 }
 
 // sighting is what one cheap look at a task's record sees: every command

@@ -101,9 +101,10 @@ func TestWait(t *testing.T) {
 		}
 		// Wait wrote nothing: the task still waits at its question.
 		wantRecord(t, svc, "r1", returns.StatusWaiting, returns.StageDraftReady)
+		// Show tells what wait told: the record is not what either shows.
 		shown, err := svc.Show(b.ctx, "r1", user)
-		if err != nil || shown.Status != returns.StatusWaiting || shown.Error != nil {
-			t.Fatalf("show after wait: %+v (%v), want waiting without error", shown, err)
+		if err != nil || shown.Status != returns.StatusFailed || shown.Error == nil || shown.Error.Code != returns.CodeDraftExpired {
+			t.Fatalf("show after wait: %+v (%v), want failed with draft_expired, as wait said", shown, err)
 		}
 	})
 
