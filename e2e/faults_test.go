@@ -668,11 +668,30 @@ func TestChaos(t *testing.T) {
 }
 
 // TestBatchFaultPoints kills a batch at each fault point of its row step
-// (the chunk node "rows" and the point after each row) and recovers it: one
-// task and one draft per row, nothing left running.
+// (the chunk node "rows" and the point after each row) in its first chunk
+// of 50 rows and recovers it: one task and one draft per row, nothing left
+// running, and the recovery's figures count the rows of that chunk as they
+// were (docs/recovery.md "Recovery figures"): kept when a checkpoint held
+// them or their own runs were stored (looked up), redone when their
+// records and drafts were stored without their runs (killed between the
+// chunk's two commits: they run again), neither when the kill rolled the
+// chunk back (after the first row, inside its transaction).
 func TestBatchFaultPoints(t *testing.T) {
 	t.Parallel()
-	for _, point := range []string{"before:rows", "after:rows", "after-checkpoint:rows", "batch:after-row", "batch:between-commits", "batch:before-release"} {
+	tests := []struct {
+		point        string
+		kept, redone int
+		ratio        float64
+	}{
+		{"before:rows", 0, 0, 0},
+		{"after:rows", 50, 0, 0},
+		{"after-checkpoint:rows", 50, 0, 0},
+		{"batch:after-row", 0, 0, 0},
+		{"batch:between-commits", 0, 50, 1},
+		{"batch:before-release", 50, 0, 0},
+	}
+	for _, tc := range tests {
+		point := tc.point
 		t.Run(strings.ReplaceAll(point, ":", "_"), func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
@@ -682,8 +701,23 @@ func TestBatchFaultPoints(t *testing.T) {
 			if code := exitOf(t, c.Run()); code != 137 {
 				t.Fatalf("batch with %s exited %d, want 137 (killed at the point)", point, code)
 			}
-			if got := mustRun(t, dir, "recover"); len(got["recovered"].([]any)) == 0 {
-				t.Fatalf("recover found nothing to recover: %v", got)
+			stdout, stderr, code := run(t, dir, "recover")
+			var rep struct {
+				Recovered []struct {
+					Task     string
+					Recovery *struct {
+						RowsKept   *int    `json:"rows_kept"`
+						RowsRedone *int    `json:"rows_redone"`
+						RedoRatio  float64 `json:"redo_ratio"`
+					}
+				}
+			}
+			if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != 0 || len(rep.Recovered) != 1 || rep.Recovered[0].Recovery == nil {
+				t.Fatalf("recover: exit %d (%s), %s; want the batch recovered with its figures", code, stderr, stdout)
+			}
+			fig := rep.Recovered[0].Recovery
+			if fig.RowsKept == nil || fig.RowsRedone == nil || *fig.RowsKept != tc.kept || *fig.RowsRedone != tc.redone || fig.RedoRatio != tc.ratio {
+				t.Errorf("recovery figures %s; want rows_kept %d, rows_redone %d, redo_ratio %v", stdout, tc.kept, tc.redone, tc.ratio)
 			}
 			checkBatchDone(t, dir, "b1", 120)
 			if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM tasks WHERE status IN ('running', 'interrupted')`); got != "0" {
@@ -794,8 +828,19 @@ func TestDecideKilledAtFaultPoints(t *testing.T) {
 				t.Fatalf("decide with %s exited %d, want 137 (killed at the point)", point, code)
 			}
 			if i%2 == 0 {
-				if got := mustRun(t, dir, "recover"); len(got["recovered"].([]any)) == 0 {
+				got := mustRun(t, dir, "recover")
+				recovered, _ := got["recovered"].([]any)
+				if len(recovered) == 0 {
 					t.Fatalf("recover found nothing to recover: %v", got)
+				}
+				// Killed between its first chunk's two commits, the run's
+				// 50 decisions are in the trail without the runs that
+				// carry them: each is answered again, and counted so.
+				if point == "decide:between-commits" {
+					fig, _ := recovered[0].(map[string]any)["recovery"].(map[string]any)
+					if fig["rows_redone"] != 50.0 || fig["redo_ratio"] != 1.0 {
+						t.Errorf("recovery figures %v; want rows_redone 50, redo_ratio 1", fig)
+					}
 				}
 			}
 			rep, stderr, code := decide(t, dir, file, nil, "-")

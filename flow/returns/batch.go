@@ -384,6 +384,11 @@ func (s *Service) resumeBatch(ctx context.Context, r *runner, t runs.TaskRecord,
 // recover's), views its head; fn runs the batch graph g (fenced).
 func (s *Service) driveBatch(ctx context.Context, r *runner, t runs.TaskRecord, fn func(ctx context.Context, g *flow.Runnable[BatchState]) error) (*View, error) {
 	g := fencedGraph(s.batch, s.cps, t)
+	if rec, ok := r.recoveries.Load(t.ID); ok && rec.(*recovery).rows != nil {
+		// The chunks count the rows they find done before the crash.
+		s.recovering.Store(t.ID, rec.(*recovery).rows)
+		defer s.recovering.Delete(t.ID)
+	}
 	return r.drive(ctx, t, driven{
 		do: func(ctx context.Context) error {
 			// The graph runs on a context a stop does not cancel: the node
