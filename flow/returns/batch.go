@@ -254,16 +254,16 @@ func (s *Service) overlap(ctx context.Context, id, user string, rows []runs.Batc
 // overlapError is the error of a new batch whose rows name n orders that
 // batch b holds, shared the first of them: ErrConflict (exit 3).
 func overlapError(b runs.TaskRecord, n int, shared []string) error {
-	state := "running"
+	anyway := &Hint{Before: "to run this one over the same orders anyway, give the same command with", With: []InputValue{{Input: InputAllowOverlap}}}
+	state, h := "running", Hint{Before: "let that batch finish first (see it with", Do: DoShow, Task: b.ID, After: ");", Then: anyway}
 	if b.Status == StatusInterrupted {
-		state = "stopped"
+		state, h = "stopped", Hint{Before: "finish that batch first with", Do: DoResume, Task: b.ID, After: ";", Then: anyway}
 	}
 	some := strings.Join(shared, ", ")
 	if n > len(shared) {
 		some += ", …"
 	}
-	return errorf(Hint{Before: "see that batch with", Do: DoShow, Task: b.ID, After: "and let it finish first;",
-		Then: &Hint{Before: "to run this one over the same orders anyway, give the same command with", With: []InputValue{{Input: InputAllowOverlap}}}},
+	return errorf(h,
 		"batch %s (%s) already holds %d of this file's orders (%s); a second task for an order would meet the first one's application, so this batch was not started and nothing was written: %w", b.ID, state, n, some, ErrConflict)
 }
 
