@@ -33,6 +33,13 @@ The same command again continues a batch that was stopped (assistant stop,
 Ctrl-C, SIGTERM) or whose process died, to its end, and reports a finished
 one as it ended; while another live process runs it, it is exit 3 (busy).
 
+A new batch whose orders another batch of yours holds (one that is running,
+was left running by a process that died, or was stopped) is not started:
+exit 3, naming that batch and some of the orders, nothing written. Each
+order would get a second task, whose draft meets the first one's
+application. Let that batch finish first, or give --allow-overlap to start
+this one anyway.
+
 Exit status: 130/143 when a signal ended it (the batch is saved; the same
 command again continues it). With --exit-status, the batch's outcome: 0
 only once the batch ran every row, whatever each row came to (counts, and
@@ -56,6 +63,8 @@ type batchOptions struct {
 	Chunk      int
 	TTL        time.Duration
 	ExitStatus bool
+	// AllowOverlap starts a new batch over orders another batch holds.
+	AllowOverlap bool
 }
 
 // newCmdBatch is the batch command; runF runs it with its options
@@ -75,6 +84,7 @@ func newCmdBatch(a *app, runF func(context.Context, *batchOptions) error) *cobra
 	}
 	c.Flags().IntVar(&opts.Chunk, "chunk", returns.DefaultBatchChunk, "rows per checkpoint (one commit takes at most 100 rows, or the rows of half a second)")
 	c.Flags().Var(newDurationValue(300*time.Second, &opts.TTL), "draft-ttl", "how long every row's draft stays valid (whole seconds, 1s to 168h); part of the batch's input")
+	c.Flags().BoolVar(&opts.AllowOverlap, "allow-overlap", false, "start a new batch even when a running or stopped batch holds some of its orders")
 	c.Flags().BoolVar(&opts.ExitStatus, "exit-status", false, "exit by the batch's outcome: 0 ran every row, 6 failed, 8 interrupted (docs/cli.md \"Exit codes\")")
 	return c
 }
@@ -110,7 +120,7 @@ func batchRun(ctx context.Context, opts *batchOptions) error {
 		return err
 	}
 	finish := a.progress(svc, len(rows))
-	v, err := svc.StartBatch(ctx, returns.BatchOptions{Batch: opts.Batch, User: a.user, Rows: rows, Fingerprint: fp, Chunk: opts.Chunk, TTL: opts.TTL})
+	v, err := svc.StartBatch(ctx, returns.BatchOptions{Batch: opts.Batch, User: a.user, Rows: rows, Fingerprint: fp, Chunk: opts.Chunk, TTL: opts.TTL, AllowOverlap: opts.AllowOverlap})
 	finish() // the bar is gone before the report is printed
 	if err != nil {
 		return err

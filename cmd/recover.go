@@ -98,6 +98,9 @@ func (a *app) printRecovered(got []returns.Recovered) error {
 		fmt.Fprintf(&b, "%s: %s (stage %s)", termSafe(r.Task), r.Status, orDash(r.Stage))
 		if rc := r.Recovery; rc != nil {
 			fmt.Fprintf(&b, " · %d ms, %d steps kept, %d redone, %d interrupted", rc.RecoveryMS, rc.StepsKept, rc.StepsRedone, rc.StepsInterrupted)
+			if rc.RowsKept != nil && rc.RowsRedone != nil {
+				fmt.Fprintf(&b, "; %d rows kept, %d redone", *rc.RowsKept, *rc.RowsRedone)
+			}
 		}
 		fmt.Fprintln(&b)
 	}

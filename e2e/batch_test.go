@@ -425,3 +425,118 @@ func TestOverlappingBatches(t *testing.T) {
 		t.Errorf("%s tasks left running", got)
 	}
 }
+
+// runOn runs the binary on the stores of st with env added, json output,
+// and returns stdout, stderr and the exit code.
+func runOn(tb testing.TB, st faultStore, env []string, args ...string) (string, string, int) {
+	tb.Helper()
+	c := exec.Command(assistantBin(), append(append(st.flags(), "--output", "json"), args...)...)
+	c.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	code := exitOf(tb, c.Run())
+	return out.String(), errb.String(), code
+}
+
+// overlapFile writes a batch file of tasks prefix-N for orders R000N,
+// N from..to-1, and returns its path.
+func overlapFile(t *testing.T, prefix string, from, to int) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("task,order,reason\n")
+	for i := from; i < to; i++ {
+		fmt.Fprintf(&b, "%s-%02d,R%05d,too small\n", prefix, i, i)
+	}
+	return writeFile(t, prefix+".csv", b.String())
+}
+
+// TestBatchOverlap (docs/batch.md "Two batches over the same orders"): a
+// new batch over orders that a running batch (here one whose process was
+// killed), or a stopped one, of the same user holds is refused before it
+// starts: exit 3 naming that batch and some of the orders, nothing
+// written. --allow-overlap starts it anyway; a finished batch holds
+// nothing; the same batch given again continues; other orders start. On
+// SQLite and on PostgreSQL.
+func TestBatchOverlap(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		// first leaves batch b1 over orders 0-9: "killed" (running, its
+		// process gone), "stopped" (then stopped), "done".
+		first string
+		// args run after it; file is b2's, over orders 5-14, unless own.
+		args     []string
+		wantCode int
+		says     []string
+	}{
+		{"RunningBatchHoldsItsOrders", "killed", []string{"batch", "b2", "@b2"}, 3, []string{"batch b1 (running) already holds 5 of this file's orders (R00005, R00006, R00007, …)", "nothing was written", "show b1", "--allow-overlap"}},
+		{"StoppedBatchHoldsItsOrders", "stopped", []string{"batch", "b2", "@b2"}, 3, []string{"batch b1 (stopped) already holds 5", "resume b1", "--allow-overlap"}},
+		{"AllowOverlapStartsAnyway", "killed", []string{"batch", "b2", "@b2", "--allow-overlap"}, 0, nil},
+		{"FinishedBatchHoldsNothing", "done", []string{"batch", "b2", "@b2"}, 0, nil},
+		{"SameBatchAgainContinues", "killed", []string{"batch", "b1", "@b1"}, 0, nil},
+		{"OtherOrdersStart", "killed", []string{"batch", "b3", "@b3"}, 0, nil},
+	}
+	for _, kind := range []storeKind{sqliteKind, postgresKind} {
+		t.Run(kind.name, func(t *testing.T) {
+			t.Parallel()
+			var orders strings.Builder
+			orders.WriteString("order_id,user,item,delivered_at,final_sale\n")
+			day := time.Now().UTC().AddDate(0, 0, -2).Format(time.RFC3339)
+			for i := range 20 {
+				fmt.Fprintf(&orders, "R%05d,demo-user,Item %d,%s,false\n", i, i, day)
+			}
+			ordersFile := writeFile(t, "orders.csv", orders.String())
+			files := map[string]string{"@b1": overlapFile(t, "b1", 0, 10), "@b2": overlapFile(t, "b2", 5, 15), "@b3": overlapFile(t, "b3", 10, 20)}
+			for _, tc := range tests {
+				t.Run(tc.name, func(t *testing.T) {
+					t.Parallel()
+					st := kind.make(t)
+					if _, stderr, code := runOn(t, st, nil, "orders", "import", ordersFile); code != 0 {
+						t.Fatalf("orders import: exit %d, %s", code, stderr)
+					}
+					var env []string
+					if tc.first != "done" {
+						env = []string{"ASSISTANT_FAULT=batch:after-row"}
+					}
+					if _, stderr, code := runOn(t, st, env, "batch", "b1", files["@b1"]); (tc.first == "done") != (code == 0) {
+						t.Fatalf("first batch: exit %d (%s)", code, stderr)
+					}
+					if tc.first == "stopped" {
+						if _, stderr, code := runOn(t, st, nil, "stop", "b1"); code != 0 {
+							t.Fatalf("stop b1: exit %d (%s)", code, stderr)
+						}
+					}
+					tasks := st.scalar(t, qAllTasks)
+					args := make([]string, len(tc.args))
+					for i, a := range tc.args {
+						if f, ok := files[a]; ok {
+							a = f
+						}
+						args[i] = a
+					}
+					out, stderr, code := runOn(t, st, nil, args...)
+					if code != tc.wantCode {
+						t.Fatalf("%v: exit %d (%s %s), want %d", tc.args, code, stderr, out, tc.wantCode)
+					}
+					for _, w := range tc.says {
+						if !strings.Contains(stderr, w) || !strings.Contains(out, w) {
+							t.Errorf("%v: stderr %q, stdout %q; want both to say %q", tc.args, stderr, out, w)
+						}
+					}
+					if code != 0 {
+						if got := st.scalar(t, qAllTasks); got != tasks {
+							t.Errorf("refused batch: %s tasks, want %s (nothing written)", got, tasks)
+						}
+						return
+					}
+					if v := wantJSON(t, args, out, stderr, code); v["status"] != "done" {
+						t.Errorf("%v: status %v, want done", tc.args, v["status"])
+					}
+				})
+			}
+		})
+	}
+}
+
+// qAllTasks counts every task record.
+var qAllTasks = storeQuery{"business.sqlite", `SELECT count(*) FROM tasks`, `SELECT count(*) FROM business.tasks`}

@@ -4,9 +4,11 @@ package e2e
 // matrix", "Chaos test", "Verification points"): every fault point of the
 // return flow × every command of the walkthrough that reaches it. The
 // process is killed with SIGKILL at the point (ASSISTANT_FAULT), the same
-// command is run again to recover, the walkthrough finishes, and six
+// command is run again to recover, the walkthrough finishes, and seven
 // checks are made. The matrix is printed to the test log and, when
-// FAULT_REPORT names a file, written there (scripts/faults.sh prints it).
+// FAULT_REPORT names a file, written there (scripts/faults.sh prints it);
+// when FAULT_FIGURES names a file, the run's figures are added to it as
+// one line (keepFigures).
 
 import (
 	"assistant/internal/pgtest"
@@ -253,13 +255,13 @@ type faultCase struct {
 	// order is the case's place in the matrix: its scenario's, then its
 	// step's, then its point's in faultPoints.
 	order  [3]int
-	checks [6]string // pass, FAIL: why, or n/a
+	checks [7]string // pass, FAIL: why, or n/a
 	// The recovering command's own figures (its JSON "recovery"; zero when
-	// it continued no crashed run): finished steps run again, steps the
-	// kill cut, its wall time.
-	redone, interrupted int
-	recoveryMS          int64
-	wall                time.Duration
+	// it continued no crashed run): finished steps kept and run again,
+	// steps the kill cut, its wall time.
+	kept, redone, interrupted int
+	recoveryMS                int64
+	wall                      time.Duration
 }
 
 // TestFaultMatrix runs the matrix on SQLite, every scenario.
@@ -293,7 +295,7 @@ func faultMatrix(t *testing.T, kind storeKind, scs []scenario) {
 	// Each case runs in a subtest of its own, in parallel with the others
 	// (they share nothing), unless FAULT_FIGURES asks for the figures:
 	// then one at a time, so that each recovery's wall time is its own.
-	parallel := os.Getenv("FAULT_FIGURES") == ""
+	parallel := !measured()
 	var (
 		mu    sync.Mutex
 		cases []faultCase
@@ -324,7 +326,7 @@ func faultMatrix(t *testing.T, kind storeKind, scs []scenario) {
 							if parallel {
 								t.Parallel()
 							}
-							c, reached := runFaultCase(t, kind, sc, k, point, mask(final), before[k])
+							c, reached := runFaultCase(t, kind, sc, k, point, mask(final), before[k], !parallel)
 							if reached {
 								c.order = [3]int{i, k, j}
 								mu.Lock()
@@ -346,9 +348,12 @@ func faultMatrix(t *testing.T, kind storeKind, scs []scenario) {
 		}
 	}
 	if path := os.Getenv("FAULT_FIGURES"); path != "" && kind.name == sqliteKind.name {
-		if err := appendFigures(path, os.Getenv("FAULT_REV"), cases); err != nil {
+		if err := keepFigures(path, os.Getenv("FAULT_REV"), cases); err != nil {
 			t.Error(err)
 		}
+	}
+	if kind.name == sqliteKind.name && len(scs) == len(scenarios) {
+		checkCaseCountDocumented(t, len(cases))
 	}
 	// Every node × phase and the business-commit point must be reached by
 	// some command, or the matrix does not cover the flow.
@@ -374,7 +379,10 @@ func faultMatrix(t *testing.T, kind storeKind, scs []scenario) {
 // starts from a copy of before, what the steps before k leave, or, when
 // before is nil, runs those steps on a new store. reached is false when
 // the command never reaches the point.
-func runFaultCase(t *testing.T, kind storeKind, sc scenario, k int, point, wantFinal string, before faultStore) (faultCase, bool) {
+//
+// timed says the case runs alone (measured), so that its recovery's wall
+// time is its own and check 7 bounds it; else check 7 is n/a.
+func runFaultCase(t *testing.T, kind storeKind, sc scenario, k int, point, wantFinal string, before faultStore, timed bool) (faultCase, bool) {
 	t.Helper()
 	c := faultCase{scenario: sc.name, step: k, point: point}
 	var dir faultStore
@@ -433,17 +441,30 @@ func runFaultCase(t *testing.T, kind storeKind, sc scenario, k int, point, wantF
 	// and review_2); a jump means the checkpoint policy changed.
 	var rv struct {
 		Recovery struct {
+			StepsKept        int   `json:"steps_kept"`
 			StepsRedone      int   `json:"steps_redone"`
 			StepsInterrupted int   `json:"steps_interrupted"`
 			RecoveryMS       int64 `json:"recovery_ms"`
 		}
 	}
 	_ = json.Unmarshal([]byte(out), &rv)
-	c.redone, c.interrupted, c.recoveryMS = rv.Recovery.StepsRedone, rv.Recovery.StepsInterrupted, rv.Recovery.RecoveryMS
+	c.kept, c.redone, c.interrupted, c.recoveryMS = rv.Recovery.StepsKept, rv.Recovery.StepsRedone, rv.Recovery.StepsInterrupted, rv.Recovery.RecoveryMS
 	if n := c.redone + c.interrupted; n > max(sc.width, 1) {
 		c.checks[5] = fmt.Sprintf("FAIL: the recovery ran %d steps again (%d finished, %d cut by the kill), more than one superstep's work (%d nodes)", n, c.redone, c.interrupted, max(sc.width, 1))
 	} else {
 		c.checks[5] = "pass"
+	}
+	// 7. How long the recovery took, by its own report: at most
+	// faultRecoveryLimit. Only a case that runs alone is measured; among
+	// parallel cases the wall time is the machine's load as much as the
+	// recovery's.
+	switch {
+	case !timed:
+		c.checks[6] = "n/a"
+	case c.recoveryMS > faultRecoveryLimit.Milliseconds():
+		c.checks[6] = fmt.Sprintf("FAIL: the recovery took %d ms, more than %d ms", c.recoveryMS, faultRecoveryLimit.Milliseconds())
+	default:
+		c.checks[6] = "pass"
 	}
 
 	for _, st := range sc.steps[k+1:] {
@@ -514,29 +535,114 @@ func expiryAcrossCrash(t *testing.T, kind storeKind, sc scenario, k int, point s
 	return fmt.Sprintf("FAIL: stage %q, %s applications, committed before kill %v", v.Stage, apps, committed)
 }
 
-// appendFigures appends one line per case to the figures file at path
-// (scripts/faults.sh keeps it under testdata/faults): when, the revision,
-// the fault point and command, the finished steps redone, the steps the
-// kill cut, and the recovery's wall time in ms. Tab-separated, so a run
-// can be compared with the ones before it.
-func appendFigures(path, rev string, cases []faultCase) error {
+// faultRecoveryLimit bounds each recovery of the fault matrix, by the
+// recovering command's recovery_ms (check 7, docs/recovery.md "The fault
+// matrix"): a recovery re-runs at most one superstep of one task, which
+// takes milliseconds; a second means it waits on something (a lease, a
+// lock) it should not.
+const faultRecoveryLimit = time.Second
+
+// measured reports whether the matrix runs to measure (FAULT_FIGURES
+// names the file its figures are kept in, as scripts/faults.sh does): then
+// its cases run one at a time, and each recovery's time is bounded.
+func measured() bool { return os.Getenv("FAULT_FIGURES") != "" }
+
+// figuresHeader is the first line of a figures file (keepFigures).
+const figuresHeader = "at\trev\tcases\tfailed_checks\trecovery_p50_ms\trecovery_max_ms\tredo_ratio\n"
+
+// keepFigures adds one line for this run of the matrix to the figures
+// file at path (scripts/faults.sh names it; docs/recovery.md "The fault
+// matrix"), with a header when the file is new: when, the revision, the
+// cases, the failed checks, the median and the longest recovery_ms, and
+// the redo ratio of all cases together (finished steps run again / all
+// finished steps). Tab-separated, one line per run, so a jump shows.
+func keepFigures(path, rev string, cases []faultCase) error {
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
-	at := time.Now().UTC().Format(time.RFC3339)
 	var b strings.Builder
-	for _, c := range cases {
-		cmd := scenarios[slices.IndexFunc(scenarios, func(s scenario) bool { return s.name == c.scenario })].steps[c.step][0]
-		fmt.Fprintf(&b, "%s\t%s\t%s\t%s @ %s%d\t%d\t%d\t%d\n", at, rev, c.scenario, c.point, cmd, c.step+1, c.redone, c.interrupted, c.recoveryMS)
+	if st, err := f.Stat(); err == nil && st.Size() == 0 {
+		b.WriteString(figuresHeader)
 	}
+	ms := make([]int64, 0, len(cases))
+	kept, redone := 0, 0
+	for _, c := range cases {
+		ms = append(ms, c.recoveryMS)
+		kept, redone = kept+c.kept, redone+c.redone
+	}
+	slices.Sort(ms)
+	var p50, longest int64
+	if len(ms) > 0 {
+		p50, longest = ms[(len(ms)-1)/2], ms[len(ms)-1]
+	}
+	ratio := 0.0
+	if kept+redone > 0 {
+		ratio = float64(redone) / float64(kept+redone)
+	}
+	fmt.Fprintf(&b, "%s\t%s\t%d\t%d\t%d\t%d\t%.3f\n", time.Now().UTC().Format(time.RFC3339), rev, len(cases), failedChecks(cases), p50, longest, ratio)
 	_, err = f.WriteString(b.String())
 	return errors.Join(err, f.Close())
 }
 
+// failedChecks counts the checks of cases that failed.
+func failedChecks(cases []faultCase) int {
+	n := 0
+	for _, c := range cases {
+		for _, r := range c.checks {
+			if strings.HasPrefix(r, "FAIL") {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// TestFaultRecoveryLimitDocumented: docs/recovery.md "The fault matrix"
+// states check 7's bound as the code has it (faultRecoveryLimit).
+func TestFaultRecoveryLimitDocumented(t *testing.T) {
+	t.Parallel()
+	section := faultMatrixSection(t)
+	if want := "at most `" + faultRecoveryLimit.String() + "`"; !strings.Contains(section, want) {
+		t.Errorf(`docs/recovery.md "The fault matrix" does not state check 7's bound as %q`, want)
+	}
+}
+
+// faultMatrixSection is docs/recovery.md's section "The fault matrix".
+func faultMatrixSection(t *testing.T) string {
+	t.Helper()
+	doc, err := os.ReadFile("../docs/recovery.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "\n## The fault matrix\n")
+	if !ok {
+		t.Fatal(`docs/recovery.md has no section "The fault matrix"`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	return section
+}
+
+// caseCountRE finds the count of the matrix's cases that docs/recovery.md
+// "The fault matrix" states.
+var caseCountRE = regexp.MustCompile(`(?s)has\s+(\d+)\s+cases`)
+
+// checkCaseCountDocumented fails t unless docs/recovery.md "The fault
+// matrix" states n, the count of cases the matrix ran on SQLite with
+// every scenario ("… has N cases"): the doc's number is the code's.
+func checkCaseCountDocumented(t *testing.T, n int) {
+	t.Helper()
+	m := caseCountRE.FindStringSubmatch(faultMatrixSection(t))
+	if m == nil {
+		t.Errorf(`docs/recovery.md "The fault matrix" states no case count ("has N cases"); the matrix has %d`, n)
+	} else if m[1] != fmt.Sprint(n) {
+		t.Errorf(`docs/recovery.md "The fault matrix" says the matrix has %s cases; it has %d`, m[1], n)
+	}
+}
+
 func formatMatrix(cases []faultCase) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-8s %-30s %-6s %-6s %-6s %-6s %-6s %-6s %-7s %s\n", "scenario", "point @ command", "1.head", "2.once", "3.same", "4.gate", "5.exp", "6.redo", "redone", "recover ms")
+	fmt.Fprintf(&b, "%-8s %-30s %-6s %-6s %-6s %-6s %-6s %-6s %-6s %-7s %s\n", "scenario", "point @ command", "1.head", "2.once", "3.same", "4.gate", "5.exp", "6.redo", "7.time", "redone", "recover ms")
 	short := func(s string) string {
 		switch {
 		case s == "":
@@ -548,19 +654,13 @@ func formatMatrix(cases []faultCase) string {
 		}
 		return s
 	}
-	fails := 0
 	for _, c := range cases {
 		cmd := scenarios[slices.IndexFunc(scenarios, func(s scenario) bool { return s.name == c.scenario })].steps[c.step][0]
 		cost := fmt.Sprintf("%d+%d", c.redone, c.interrupted)
-		fmt.Fprintf(&b, "%-8s %-30s %-6s %-6s %-6s %-6s %-6s %-6s %-7s %d\n", c.scenario, c.point+" @ "+cmd+fmt.Sprint(c.step+1),
-			short(c.checks[0]), short(c.checks[1]), short(c.checks[2]), short(c.checks[3]), short(c.checks[4]), short(c.checks[5]), cost, c.recoveryMS)
-		for _, r := range c.checks {
-			if strings.HasPrefix(r, "FAIL") {
-				fails++
-			}
-		}
+		fmt.Fprintf(&b, "%-8s %-30s %-6s %-6s %-6s %-6s %-6s %-6s %-6s %-7s %d\n", c.scenario, c.point+" @ "+cmd+fmt.Sprint(c.step+1),
+			short(c.checks[0]), short(c.checks[1]), short(c.checks[2]), short(c.checks[3]), short(c.checks[4]), short(c.checks[5]), short(c.checks[6]), cost, c.recoveryMS)
 	}
-	fmt.Fprintf(&b, "%d cases, %d failed checks. redone = finished steps the recovery ran again + steps the kill cut (the recovering command's \"recovery\"); recover ms = its recovery_ms.\n", len(cases), fails)
+	fmt.Fprintf(&b, "%d cases, %d failed checks. redone = finished steps the recovery ran again + steps the kill cut (the recovering command's \"recovery\"); recover ms = its recovery_ms, at most %d when the cases run one at a time (7.time).\n", len(cases), failedChecks(cases), faultRecoveryLimit.Milliseconds())
 	return b.String()
 }
 
@@ -668,11 +768,30 @@ func TestChaos(t *testing.T) {
 }
 
 // TestBatchFaultPoints kills a batch at each fault point of its row step
-// (the chunk node "rows" and the point after each row) and recovers it: one
-// task and one draft per row, nothing left running.
+// (the chunk node "rows" and the point after each row) in its first chunk
+// of 50 rows and recovers it: one task and one draft per row, nothing left
+// running, and the recovery's figures count the rows of that chunk as they
+// were (docs/recovery.md "Recovery figures"): kept when a checkpoint held
+// them or their own runs were stored (looked up), redone when their
+// records and drafts were stored without their runs (killed between the
+// chunk's two commits: they run again), neither when the kill rolled the
+// chunk back (after the first row, inside its transaction).
 func TestBatchFaultPoints(t *testing.T) {
 	t.Parallel()
-	for _, point := range []string{"before:rows", "after:rows", "after-checkpoint:rows", "batch:after-row", "batch:between-commits", "batch:before-release"} {
+	tests := []struct {
+		point        string
+		kept, redone int
+		ratio        float64
+	}{
+		{"before:rows", 0, 0, 0},
+		{"after:rows", 50, 0, 0},
+		{"after-checkpoint:rows", 50, 0, 0},
+		{"batch:after-row", 0, 0, 0},
+		{"batch:between-commits", 0, 50, 1},
+		{"batch:before-release", 50, 0, 0},
+	}
+	for _, tc := range tests {
+		point := tc.point
 		t.Run(strings.ReplaceAll(point, ":", "_"), func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
@@ -682,8 +801,23 @@ func TestBatchFaultPoints(t *testing.T) {
 			if code := exitOf(t, c.Run()); code != 137 {
 				t.Fatalf("batch with %s exited %d, want 137 (killed at the point)", point, code)
 			}
-			if got := mustRun(t, dir, "recover"); len(got["recovered"].([]any)) == 0 {
-				t.Fatalf("recover found nothing to recover: %v", got)
+			stdout, stderr, code := run(t, dir, "recover")
+			var rep struct {
+				Recovered []struct {
+					Task     string
+					Recovery *struct {
+						RowsKept   *int    `json:"rows_kept"`
+						RowsRedone *int    `json:"rows_redone"`
+						RedoRatio  float64 `json:"redo_ratio"`
+					}
+				}
+			}
+			if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != 0 || len(rep.Recovered) != 1 || rep.Recovered[0].Recovery == nil {
+				t.Fatalf("recover: exit %d (%s), %s; want the batch recovered with its figures", code, stderr, stdout)
+			}
+			fig := rep.Recovered[0].Recovery
+			if fig.RowsKept == nil || fig.RowsRedone == nil || *fig.RowsKept != tc.kept || *fig.RowsRedone != tc.redone || fig.RedoRatio != tc.ratio {
+				t.Errorf("recovery figures %s; want rows_kept %d, rows_redone %d, redo_ratio %v", stdout, tc.kept, tc.redone, tc.ratio)
 			}
 			checkBatchDone(t, dir, "b1", 120)
 			if got := query(t, dir, "business.sqlite", `SELECT count(*) FROM tasks WHERE status IN ('running', 'interrupted')`); got != "0" {
@@ -794,8 +928,19 @@ func TestDecideKilledAtFaultPoints(t *testing.T) {
 				t.Fatalf("decide with %s exited %d, want 137 (killed at the point)", point, code)
 			}
 			if i%2 == 0 {
-				if got := mustRun(t, dir, "recover"); len(got["recovered"].([]any)) == 0 {
+				got := mustRun(t, dir, "recover")
+				recovered, _ := got["recovered"].([]any)
+				if len(recovered) == 0 {
 					t.Fatalf("recover found nothing to recover: %v", got)
+				}
+				// Killed between its first chunk's two commits, the run's
+				// 50 decisions are in the trail without the runs that
+				// carry them: each is answered again, and counted so.
+				if point == "decide:between-commits" {
+					fig, _ := recovered[0].(map[string]any)["recovery"].(map[string]any)
+					if fig["rows_redone"] != 50.0 || fig["redo_ratio"] != 1.0 {
+						t.Errorf("recovery figures %v; want rows_redone 50, redo_ratio 1", fig)
+					}
 				}
 			}
 			rep, stderr, code := decide(t, dir, file, nil, "-")

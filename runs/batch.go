@@ -217,3 +217,29 @@ func (s *Store) CountBatchRows(ctx context.Context, batchID string) (int, error)
 	}
 	return n, nil
 }
+
+// HeldOrders calls fn with the order of each row of the batch that holds
+// its order, in row order: every row but a duplicate (which never runs)
+// and a row that ended with an error (an unknown order, a task id taken,
+// a failed task), run or still to run. fn returning false ends the walk.
+// Errors: the database's, wrapped.
+func (s *Store) HeldOrders(ctx context.Context, batchID string, fn func(order string) bool) error {
+	rows, err := s.h.Q().QueryContext(ctx, s.q.heldOrders, batchID)
+	if err != nil {
+		return fmt.Errorf("orders of batch %s: %w", batchID, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var order string
+		if err := rows.Scan(&order); err != nil {
+			return fmt.Errorf("orders of batch %s: %w", batchID, err)
+		}
+		if !fn(order) {
+			break
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("orders of batch %s: %w", batchID, err)
+	}
+	return nil
+}

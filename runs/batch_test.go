@@ -48,6 +48,30 @@ func testBatch(t *testing.T, kind storeKind) {
 		}
 	})
 
+	t.Run("HeldOrdersLeaveOutDuplicatesAndRowsThatEndedInError", func(t *testing.T) {
+		s, _ := newSeededOn(t, kind)
+		in := rows(4)
+		in[2].DuplicateOf, in[2].Outcome, in[2].ErrorCode = 1, "duplicate_order", "conflict"
+		mustCreateBatch(t, s, batch, in)
+		outs := []RowOutcome{{RowNo: 1, Outcome: "draft_ready"}, {RowNo: 2, Outcome: "not_found", ErrorCode: "not_found", Error: "order A3002 not found"}}
+		if err := s.RecordRowOutcomes(ctx, "batch-1", outs); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		if err := s.HeldOrders(ctx, "batch-1", func(o string) bool { got = append(got, o); return true }); err != nil {
+			t.Fatal(err)
+		}
+		// Row 1 ran, row 4 is still to run; row 2's order is unknown, row 3
+		// is a duplicate.
+		if want := []string{"A3001", "A3004"}; !slices.Equal(got, want) {
+			t.Errorf("HeldOrders = %v, want %v", got, want)
+		}
+		got = nil
+		if err := s.HeldOrders(ctx, "batch-1", func(o string) bool { got = append(got, o); return false }); err != nil || len(got) != 1 {
+			t.Errorf("HeldOrders stopped by fn: %v, %v; want one order", got, err)
+		}
+	})
+
 	t.Run("CreateBatchStoresItsRowsInOrder", func(t *testing.T) {
 		s, _ := newSeededOn(t, kind)
 		in := rows(3)

@@ -118,6 +118,9 @@ type queries struct {
 	batchRowExists string
 	// countBatchRows counts the rows of batch (1).
 	countBatchRows string
+	// heldOrders reads the order_id of each row of batch (1) that is
+	// neither a duplicate nor ended with an error, in row order.
+	heldOrders string
 
 	// steps reads the steps of task (1), in seq order.
 	steps string

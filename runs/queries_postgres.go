@@ -89,6 +89,7 @@ var postgresQueries = &queries{
 	},
 	batchRowExists: `SELECT 1 FROM batch_rows WHERE batch_id = $1 AND row_no = $2`,
 	countBatchRows: `SELECT count(*) FROM batch_rows WHERE batch_id = $1`,
+	heldOrders:     `SELECT order_id FROM batch_rows WHERE batch_id = $1 AND duplicate_of = 0 AND error_code = '' ORDER BY row_no`,
 
 	steps:        `SELECT ` + pgStepColumns + ` FROM steps WHERE task_id = $1 ORDER BY seq`,
 	lastStep:     `SELECT ` + pgStepColumns + ` FROM steps WHERE task_id = $1 ORDER BY seq DESC LIMIT 1`,

@@ -88,6 +88,7 @@ var sqliteQueries = &queries{
 	},
 	batchRowExists: `SELECT 1 FROM batch_rows WHERE batch_id = ? AND row_no = ?`,
 	countBatchRows: `SELECT count(*) FROM batch_rows WHERE batch_id = ?`,
+	heldOrders:     `SELECT order_id FROM batch_rows WHERE batch_id = ? AND duplicate_of = 0 AND error_code = '' ORDER BY row_no`,
 
 	steps:        `SELECT ` + sqliteStepColumns + ` FROM steps WHERE task_id = ? ORDER BY seq`,
 	lastStep:     `SELECT ` + sqliteStepColumns + ` FROM steps WHERE task_id = ? ORDER BY seq DESC LIMIT 1`,

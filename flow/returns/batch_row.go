@@ -140,7 +140,10 @@ func (r *runner) existingRow(ctx context.Context, rowNo int, t runs.TaskRecord) 
 		snap, err := r.graph.State(ctx, t.ID)
 		switch {
 		case errors.Is(err, flow.ErrThreadNotFound):
+			// Its work (the record, the draft) is stored, its run is not:
+			// the run goes again, a row done twice (RecoveryView).
 			t.Status = StatusRunning
+			r.rows.ranAgain++
 		case err == nil:
 			// A run that claims more than the business file holds (an
 			// older business.sqlite put back) is inconsistent, as start
@@ -157,6 +160,7 @@ func (r *runner) existingRow(ctx context.Context, rowNo int, t runs.TaskRecord) 
 		}
 		return stageOutcome(rowNo, v.Stage, v.Error), nil
 	}
+	r.rows.lookedUp++
 	// Handled before, by a batch process that died before it let go of its
 	// rows (between its chunk's last commits): let go of them now.
 	if l := t.Lease; l.Owner != "" && !r.svc.holderAlive(l) {

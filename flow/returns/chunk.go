@@ -82,7 +82,10 @@ func (s *Service) oneByOne(ctx, stop context.Context, b BatchState, kind rowKind
 		out, done := refusedBefore(row)
 		if !done {
 			var err error
-			out, err = s.rowWhenFree(ctx, stop, func() (runs.RowOutcome, error) { return kind.run(ctx, r, b, row) })
+			out, err = s.rowWhenFree(ctx, stop, func() (runs.RowOutcome, error) {
+				r.rows = rowsRun{} // a row tried again after a wait counts once
+				return kind.run(ctx, r, b, row)
+			})
 			if (errors.Is(err, runs.ErrBusy) && kind.refuseBusy) || errors.Is(err, ErrInconsistent) {
 				// A task whose two files disagree is refused before
 				// anything of it is written, as resume refuses it: the
@@ -95,6 +98,8 @@ func (s *Service) oneByOne(ctx, stop context.Context, b BatchState, kind rowKind
 			if err := s.runs.RecordRowOutcomes(ctx, b.Batch, []runs.RowOutcome{out}); err != nil {
 				return 0, err
 			}
+			s.countRows(b.Batch, r.rows)
+			r.rows = rowsRun{}
 		}
 		counts[out.Outcome]++
 		pos = row.RowNo
@@ -152,6 +157,7 @@ func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b Batch
 	var (
 		outs []runs.RowOutcome
 		held []string
+		ran  rowsRun
 	)
 	err := s.desk.InTx(rowCtx, func(tx *business.Store) error {
 		// The rows' heads are read once the business file's write lock is
@@ -165,7 +171,7 @@ func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b Batch
 		if err != nil {
 			return err
 		}
-		defer func() { held = r.held }()
+		defer func() { held, ran = r.held, r.rows }()
 		if kind.prepare != nil {
 			if err := kind.prepare(rowCtx, r, b, rows); err != nil {
 				return err
@@ -209,6 +215,7 @@ func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b Batch
 	for _, o := range outs {
 		counts[o.Outcome]++
 	}
+	s.countRows(b.Batch, ran)
 	return done, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"assistant/business"
+	"assistant/flow"
 	"assistant/internal/termtext"
 	"assistant/runs"
 )
@@ -278,6 +279,7 @@ func (s *Service) RanBefore(ctx context.Context, id, user, fp string) (string, e
 // process holds is runs.ErrBusy, for the caller to wait on; a storage
 // failure is an error.
 func (r *runner) decideRow(ctx context.Context, run, user string, row runs.BatchRow) (runs.RowOutcome, error) {
+	r.tallyDecision(ctx, run, row)
 	v, err := r.answerOnly(ctx, ResumeOptions{Task: row.TaskID, User: user, Action: row.Action, DraftID: row.DraftID, DecisionID: rowDecisionID(run, row.RowNo)})
 	switch {
 	case err == nil:
@@ -288,6 +290,30 @@ func (r *runner) decideRow(ctx context.Context, run, user string, row runs.Batch
 		return refusal(row.RowNo, err, r.svc.words), nil
 	}
 	return runs.RowOutcome{}, err
+}
+
+// tallyDecision counts, while decide run run is recovered from a crash
+// (countRows), row whose decision the trail holds already: a row whose
+// task's head still asks the question is answered again (its run goes
+// again), one whose head is past it is only looked up. Outside a recovery
+// it reads nothing. A read that fails counts nothing: the figures are a
+// report, and the row's own run meets the error.
+func (r *runner) tallyDecision(ctx context.Context, run string, row runs.BatchRow) {
+	if _, ok := r.svc.recovering.Load(run); !ok {
+		return
+	}
+	trail, err := r.desk.Decisions(ctx, row.TaskID)
+	id := rowDecisionID(run, row.RowNo)
+	if err != nil || !slices.ContainsFunc(trail, func(d business.Decision) bool { return d.ID == id }) {
+		return
+	}
+	snap, err := r.graph.State(ctx, row.TaskID)
+	switch {
+	case errors.Is(err, flow.ErrThreadNotFound), err == nil && len(snap.Interrupts) > 0:
+		r.rows.ranAgain++
+	case err == nil:
+		r.rows.lookedUp++
+	}
 }
 
 // rowDecisionID is the id of the decision row rowNo of decide run run

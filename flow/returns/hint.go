@@ -63,6 +63,7 @@ const (
 	InputKeep           Input = "keep"
 	InputWait           Input = "wait"
 	InputOutput         Input = "output"
+	InputAllowOverlap   Input = "allow-overlap"
 )
 
 // Do names an operation a hint offers. A front end turns it into its own

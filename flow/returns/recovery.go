@@ -2,6 +2,8 @@ package returns
 
 import (
 	"context"
+	"encoding/json"
+	"sync/atomic"
 	"time"
 
 	"assistant/flow"
@@ -29,8 +31,24 @@ type RecoveryView struct {
 	// StepsInterrupted counts the steps the crash cut short (left
 	// running); they are run again too, but were never finished work.
 	StepsInterrupted int `json:"steps_interrupted"`
-	// RedoRatio is StepsRedone / (StepsKept + StepsRedone): the share of
-	// finished work done twice; 0 when nothing had finished.
+	// RowsKept counts, for a batch or decide run, the rows handled before
+	// the crash that were not run again: those its last checkpoint counted,
+	// and those the recovery found finished by their own runs and only
+	// looked up. Omitted for a return task.
+	RowsKept *int `json:"rows_kept,omitempty"`
+	// RowsRedone counts, for a batch or decide run, the rows that ran
+	// before the crash and ran again after it: the recovery found their
+	// work in the business store (a row's task record and draft, a
+	// decision in the trail) without the run that made it (lost with the
+	// chunk's checkpoint commit), and ran that run again. Rows rolled back
+	// with a chunk's business transaction left no work behind: they are
+	// the chunk step the crash cut (StepsInterrupted). Omitted for a
+	// return task.
+	RowsRedone *int `json:"rows_redone,omitempty"`
+	// RedoRatio is the share of finished work done twice; 0 when nothing
+	// had finished. For a return task it is StepsRedone / (StepsKept +
+	// StepsRedone); for a batch or decide run, whose steps are chunks of
+	// rows, RowsRedone / (RowsKept + RowsRedone).
 	RedoRatio float64 `json:"redo_ratio"`
 }
 
@@ -41,7 +59,24 @@ type recovery struct {
 	lastSeen time.Time // the crashed holder's last heartbeat
 	before   []runs.TimelineStep
 	headAt   time.Time // when the head the run goes on from was written
+	// rows is the row tally of a batch or decide run's recovery; nil for
+	// a return task.
+	rows *rowTally
 }
+
+// rowTally counts the rows of a batch or decide run's recovery as its
+// chunks commit them (countRows): atomic, as the report reads it after
+// the run's goroutines end.
+type rowTally struct {
+	atHead int // rows the head the recovery goes on from counted handled
+	kept   atomic.Int64
+	redone atomic.Int64
+}
+
+// rowsRun is what a runner's rows came to, for a recovery's tally: rows
+// found finished by their own runs (looked up), and rows whose work a
+// crashed run left in the business store without its run (run again).
+type rowsRun struct{ lookedUp, ranAgain int }
 
 // beginRecovery notes, when the task was left running by a holder that is
 // gone (prev is the status AcquireLease found), what the recovery starts
@@ -57,6 +92,15 @@ func (r *runner) beginRecovery(ctx context.Context, t runs.TaskRecord, prev stri
 		return // the figures are a report; the recovery goes on without them
 	}
 	rec := &recovery{started: now, before: before}
+	if t.Kind == runs.KindBatch {
+		rec.rows = &rowTally{}
+		var b struct {
+			Position int `json:"position"`
+		}
+		if head != nil && json.Unmarshal(head.Values, &b) == nil {
+			rec.rows.atHead = b.Position
+		}
+	}
 	if !t.Lease.Until.IsZero() {
 		rec.lastSeen = t.Lease.Until.Add(-DefaultLeaseTTL)
 	}
@@ -88,8 +132,29 @@ func (rec *recovery) report(now time.Time) *RecoveryView {
 			v.StepsKept++
 		}
 	}
+	if rec.rows != nil {
+		kept, redone := rec.rows.atHead+int(rec.rows.kept.Load()), int(rec.rows.redone.Load())
+		v.RowsKept, v.RowsRedone = &kept, &redone
+		if n := kept + redone; n > 0 {
+			v.RedoRatio = float64(redone) / float64(n)
+		}
+		return v
+	}
 	if n := v.StepsKept + v.StepsRedone; n > 0 {
 		v.RedoRatio = float64(v.StepsRedone) / float64(n)
 	}
 	return v
+}
+
+// countRows adds what rows committed by batch's chunk came to to the
+// tally of batch's recovery, when this Service drives one (driveBatch);
+// rows of a normal run are not counted.
+func (s *Service) countRows(batch string, n rowsRun) {
+	v, ok := s.recovering.Load(batch)
+	if !ok || (n == rowsRun{}) {
+		return
+	}
+	t := v.(*rowTally)
+	t.kept.Add(int64(n.lookedUp))
+	t.redone.Add(int64(n.ranAgain))
 }

@@ -55,6 +55,10 @@ type runner struct {
 	// (policy.release == keepLease), for the chunk to record all of them
 	// in one statement (runs.RecordProgressAll) before it commits.
 	progress []runs.Progress
+	// rows is what the batch rows this runner ran came to, for the tally
+	// of a recovery (countRows): rows found finished and looked up, rows
+	// whose work a crashed run left without its run and ran again.
+	rows rowsRun
 }
 
 // readAhead maps the id of each task whose record a chunk read ahead to
@@ -160,7 +164,7 @@ func (r *runner) holdsRunning(task string) (business.SubmitCheck, bool) {
 // rowRunner is the command runner's stores and graph with rowPolicy.
 func (s *Service) rowRunner() *runner {
 	r := *s.cmd
-	r.policy, r.held = rowPolicy, nil
+	r.policy, r.held, r.rows = rowPolicy, nil, rowsRun{}
 	return &r
 }
 

@@ -67,6 +67,9 @@ type Service struct {
 	// stops maps a batch driven by this Service to the context a stop or a
 	// signal ends (driveBatch, stopOf).
 	stops sync.Map
+	// recovering maps a batch whose crashed run this Service continues to
+	// its recovery's row tally (driveBatch, countRows).
+	recovering sync.Map
 	// stillThere reports, with ErrNotFound, that the business store this
 	// Service opened is gone or replaced (Wait ends then): the data dir's
 	// file identity (watchFile), or the server's check (ServerStore.Gone).
