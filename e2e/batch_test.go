@@ -393,7 +393,7 @@ func TestRowsCommandAgainWhileRunning(t *testing.T) {
 }
 
 // TestOverlappingBatches: two batches over the same rows, run at the same
-// time, both finish; each row's task is run once (one task, one draft), and
+// time (the second with --allow-overlap), both finish; each row's task is run once (one task, one draft), and
 // nothing is left running without a holder.
 func TestOverlappingBatches(t *testing.T) {
 	t.Parallel()
@@ -402,7 +402,7 @@ func TestOverlappingBatches(t *testing.T) {
 	makeDataDir(t, dir) // make the data dir before both start
 	b1, out1, err1 := background(t, dir, "batch", "b1", rows)
 	waitPosition(t, dir, "b1", 100, b1)
-	b2, out2, err2 := background(t, dir, "batch", "b2", rows)
+	b2, out2, err2 := background(t, dir, "batch", "b2", rows, "--allow-overlap")
 	for _, b := range []struct {
 		name     string
 		proc     *exec.Cmd

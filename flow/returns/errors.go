@@ -228,13 +228,29 @@ func HintOf(err error) (Hint, bool) {
 
 // Describe is err for a person, as w words it: the message (err's text
 // with the inputs it names worded by w) and the hint (HintOf, worded by
-// w; "" for none).
+// w; "" for none). The message does not end in the words of its kind
+// (": conflict", ": not found"): a wrapped sentinel gives the kind, and
+// the front end says it by the exit code or the JSON code.
 func Describe(err error, w Wording) (message, hint string) {
-	message = textOf(err, w)
+	message = withoutKindWords(textOf(err, w))
 	if h, ok := HintOf(err); ok {
 		hint = w.Hint(h)
 	}
 	return message, hint
+}
+
+// withoutKindWords is message without the word of its kind that wrapping
+// left at its end (fmt.Errorf("…: %w", ErrConflict)): ": conflict" is
+// dropped, the exit code and the JSON code say it; "X: not found" reads
+// "X not found".
+func withoutKindWords(message string) string {
+	if m, ok := strings.CutSuffix(message, ": "+ErrConflict.Error()); ok && m != "" {
+		return m
+	}
+	if m, ok := strings.CutSuffix(message, ": "+ErrNotFound.Error()); ok && m != "" {
+		return m + " " + ErrNotFound.Error()
+	}
+	return message
 }
 
 // Line is a message and its hint as one line: "message; hint", or the

@@ -33,10 +33,10 @@ func TestError(t *testing.T) {
 		err := fmt.Errorf("resume r1: %w", returns.Errorf(show, "task %s: %w", "r1", returns.ErrNotFound))
 		wantHint(t, err, show)
 		msg, hint := returns.Describe(err, returns.PlainWords)
-		if msg != "resume r1: task r1: not found" || hint != "see it with show r1" {
+		if msg != "resume r1: task r1 not found" || hint != "see it with show r1" {
 			t.Errorf("Describe = %q, %q", msg, hint)
 		}
-		if got := returns.Say(err, returns.PlainWords); got != "resume r1: task r1: not found; see it with show r1" {
+		if got := returns.Say(err, returns.PlainWords); got != "resume r1: task r1 not found; see it with show r1" {
 			t.Errorf("Say = %q", got)
 		}
 	})
@@ -59,7 +59,7 @@ func TestError(t *testing.T) {
 			t.Errorf("worded message %q", msg)
 		}
 		given := returns.Errorf(returns.Hint{}, "the answer %s changes nothing: %w", returns.Phrasef("%s %q", returns.InputReason, "too small"), returns.ErrConflict)
-		if msg, _ := returns.Describe(given, flagWords{}); msg != `the answer --reason "too small" changes nothing: conflict` {
+		if msg, _ := returns.Describe(given, flagWords{}); msg != `the answer --reason "too small" changes nothing` {
 			t.Errorf("worded phrase %q", msg)
 		}
 	})
@@ -96,7 +96,7 @@ func TestErrorLiteral(t *testing.T) {
 	if !errors.Is(err, returns.ErrNotFound) || returns.KindOf(err) != returns.ErrNotFound {
 		t.Errorf("%v does not match its kind", err)
 	}
-	if msg, hint := returns.Describe(err, returns.PlainWords); msg != "serve: task r1: not found" || hint != "list" {
+	if msg, hint := returns.Describe(err, returns.PlainWords); msg != "serve: task r1 not found" || hint != "list" {
 		t.Errorf("Describe = %q, %q", msg, hint)
 	}
 }

@@ -57,7 +57,7 @@ func TestServerSchemasCheck(t *testing.T) {
 			case err != nil && (strings.Contains(err.Error(), "file") || strings.Contains(err.Error(), ".sqlite")):
 				t.Fatalf("Check: %q speaks of files; a server has schemas", err)
 			case errors.Is(err, runs.ErrLostCheckpoints) || errors.Is(err, returns.ErrLostBusiness):
-				if !strings.Contains(err.Error(), "pg_restore") || !strings.Contains(err.Error(), "drop both schemas") {
+				if said := returns.Say(err, returns.PlainWords); !strings.Contains(said, "pg_restore") || !strings.Contains(said, "drop both schemas") {
 					t.Fatalf("Check: %q does not say what to do on the server", err)
 				}
 			}
