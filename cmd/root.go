@@ -148,7 +148,11 @@ func RunAs(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 		// One clean line: the cancelled context's own text ("context
 		// canceled") tells a person nothing the signal's name does not.
 		code = signalExit(ctx)
-		err = fmt.Errorf("%s before it was done; each write is all or nothing, so run the command again", a.signalNote(ctx, nil))
+		msg := a.signalNote(ctx, nil) + " before it was done"
+		if note := interruptNote(c); note != "" {
+			msg += "; " + note
+		}
+		err = errors.New(msg)
 	}
 	a.fail(err, code)
 	return code
