@@ -1,10 +1,6 @@
 package cmd
 
-import (
-	"strings"
-
-	"github.com/spf13/cobra"
-)
+import "github.com/spf13/cobra"
 
 // What a signal leaves behind when it ends a command before the command
 // did its work (docs/cli.md "Conventions", Signals): the second half of
@@ -74,15 +70,5 @@ func interruptNote(c *cobra.Command) string {
 	if c == nil {
 		return ""
 	}
-	return interruptNotes[commandKey(c)]
-}
-
-// commandKey is c's path without the root's name: "orders import".
-func commandKey(c *cobra.Command) string {
-	path := c.CommandPath()
-	if c.HasParent() {
-		_, path, _ = strings.Cut(path, " ")
-		return path
-	}
-	return ""
+	return interruptNotes[commandPath(c)]
 }

@@ -16,7 +16,7 @@ func TestEveryCommandSaysWhatAnInterruptLeaves(t *testing.T) {
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		if c.Runnable() && c.HasParent() && c.Name() != "help" {
-			key := commandKey(c)
+			key := commandPath(c)
 			seen[key] = true
 			if interruptNote(c) == "" {
 				t.Errorf("command %q has no interrupt note in interruptNotes", key)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -74,6 +75,9 @@ type app struct {
 	beforeCreate func() error
 	// maxAttempts is --max-attempts (returns.Config.MaxAttempts).
 	maxAttempts int
+	// clockAhead is the test clock (EnvClock): how far ahead of the wall
+	// clock the service reads the time; 0 without one.
+	clockAhead time.Duration
 	// reported is set by a command whose output already names its error
 	// (recover's report): fail then prints only the stderr line.
 	reported bool
@@ -217,6 +221,9 @@ func (a *app) checkGlobals(c *cobra.Command, args []string) error {
 		return err
 	}
 	if err := a.applyGlobals(c, args); err != nil {
+		return err
+	}
+	if err := a.applyTestClock(c); err != nil {
 		return err
 	}
 	switch a.output {
