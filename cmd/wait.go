@@ -41,8 +41,9 @@ func newCmdWait(a *app, runF func(context.Context, *waitOptions) error) *cobra.C
 		Short: "Wait until a task is decided, ends or its draft expires, and exit by its outcome",
 		Long:  waitLong,
 		Example: `  assistant start return-25 A3003 --reason "size does not fit"
-  assistant wait return-25 --timeout 1h && echo submitted
-  assistant wait return-25; echo "exit $?"`,
+  assistant wait return-25 --timeout 5s && echo submitted   # exit 7 after 5s: nobody decided
+  assistant resume return-25 --action approve
+  assistant wait return-25; echo "exit $?"                  # 0: submitted`,
 		Args: exactArgs(1, "wait needs TASK"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Task = args[0]

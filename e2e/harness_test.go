@@ -1560,6 +1560,9 @@ func (s cliStore) approveAs(t *testing.T, env []string, user, task string) strin
 type docBlock struct {
 	file, heading, lang, text string
 	line                      int
+	// notRun is the reason of the marker `<!-- not run: REASON -->` on
+	// the line before the block's opening fence; "" without one.
+	notRun string
 }
 
 // docBlocks returns the fenced code blocks of the Markdown file path
@@ -1572,11 +1575,16 @@ func docBlocks(tb testing.TB, path string) []docBlock {
 	}
 	var out []docBlock
 	var cur *docBlock
-	heading := ""
+	heading, prev := "", ""
 	for i, line := range strings.Split(string(data), "\n") {
+		before := prev
+		prev = line
 		switch {
 		case cur == nil && strings.HasPrefix(line, "```"):
 			cur = &docBlock{file: path, heading: heading, lang: strings.TrimSpace(strings.TrimPrefix(line, "```")), line: i + 2}
+			if r, ok := strings.CutPrefix(strings.TrimSpace(before), "<!-- not run: "); ok {
+				cur.notRun = strings.TrimSuffix(r, " -->")
+			}
 		case cur != nil && strings.TrimSpace(line) == "```":
 			out = append(out, *cur)
 			cur = nil
