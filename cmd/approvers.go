@@ -25,7 +25,9 @@ changes.
 For anyone without a grant another user's task is unknown (exit 4), as a
 task id nobody uses.`
 
-const approversExample = `  assistant --user ci-bot approvers grant alice --for ci-bot
+const approversExample = `  printf 'order_id,user,item,delivered_at,final_sale\nC1,ci-bot,Kettle,2026-11-20T10:00:00Z,false\n' > shop.csv
+  assistant --user ci-bot orders import shop.csv
+  assistant --user ci-bot approvers grant alice --for ci-bot
   assistant --user alice list --awaiting-me
   assistant --user ci-bot approvers revoke alice
   assistant --user ci-bot approvers list`

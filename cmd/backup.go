@@ -37,7 +37,8 @@ func newCmdBackup(a *app, runF func(context.Context, *backupOptions) error) *cob
 		Use:   "backup DIR",
 		Short: "Copy the data dir's two files into DIR, consistently, while other processes run; then verify the copy",
 		Long:  backupLong,
-		Example: `  assistant backup backups/2026-11-30
+		Example: `  assistant start return-25 A3003 --reason "size does not fit"
+  assistant backup backups/2026-11-30
   assistant --data backups/2026-11-30 verify`,
 		Args: exactArgs(1, "backup needs DIR"),
 		RunE: func(c *cobra.Command, args []string) error {

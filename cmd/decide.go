@@ -52,10 +52,12 @@ once every row was handled, whatever each row came to (see counts and
 rows); 6 when the run failed, 8 when it was stopped by another process.
 Without it, 0 when the command did its work: read "status".`
 
-const decideExample = `  assistant list --status waiting --output csv | sed 's/,,/,approve,/' | assistant decide -
+const decideExample = `  assistant start r-1 A3003 --reason "too small"
+  assistant start r-2 A3004 --reason "wrong colour"
   printf 'task,action,draft\nr-1,approve,\nr-2,cancel,\n' > decisions.csv
   assistant decide decisions.csv
-  assistant show decide-3f2a09c1d4e5b6a7 --rows --output csv`
+  assistant start r-3 A3003 --reason "broken"
+  assistant list --status waiting --output csv | sed 's/,,/,approve,/' | assistant decide -`
 
 // decideOptions are decide's argument (a file, or - for Stdin) and flags.
 type decideOptions struct {

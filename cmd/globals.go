@@ -75,6 +75,7 @@ func (a *app) addGlobalFlags(root *cobra.Command) {
 // added (cobra's completion command too, which it adds first).
 func refuseUnknownSubcommands(root *cobra.Command) {
 	root.InitDefaultCompletionCmd()
+	fixCompletionScripts(root)
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		for _, sub := range c.Commands() {

@@ -38,7 +38,8 @@ attempt, status, start, end, error). It changes nothing.
 
 A checkpoint whose state this build cannot decode is listed with the reason;
 it is kept as it is.`,
-		Example: `  assistant history return-25
+		Example: `  assistant start return-25 A3003 --reason "size does not fit"
+  assistant history return-25
   assistant history return-25 --output json`,
 		Args: exactArgs(1, "history needs TASK"),
 		RunE: func(c *cobra.Command, args []string) error {

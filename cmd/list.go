@@ -33,6 +33,8 @@ two approvals); another owner's task shows its owner.`
 const listExample = `  assistant list
   assistant list --status waiting
   assistant list --status waiting,expired --status failed
+  printf 'task,order,reason\nn-1,A3001,too small\n' > rows.csv
+  assistant batch nightly-0301 rows.csv >/dev/null
   assistant list --batch nightly-0301 --status failed --limit 20
   assistant --user alice list --awaiting-me`
 

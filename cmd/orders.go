@@ -43,8 +43,9 @@ change. See docs/orders.md.`
 
 const ordersImportExample = `  printf 'order_id,user,item,delivered_at,final_sale\nC1,demo-user,Kettle,2026-11-20T10:00:00Z,false\n' > shop.csv
   assistant orders import shop.csv
-  assistant orders import --operator --timezone Europe/Berlin --dry-run shopify-export.csv
-  assistant orders import --operator --default final_sale=false shopify-orders.csv`
+  assistant orders import --operator --timezone Europe/Berlin --dry-run shop.csv
+  printf 'order_id,user,item,delivered_at\nC2,demo-user,Mug,2026-11-21T09:00:00Z\n' > export.csv
+  assistant orders import --default final_sale=false export.csv          # the export has no final_sale column`
 
 // newCmdOrders is the orders group: import, list and show.
 func newCmdOrders(a *app) *cobra.Command {

@@ -30,7 +30,9 @@ why not), your tasks of it with the status show gives each, and every
 application made for it, with its draft and review status. An application
 is made at most once per draft, so a task approved twice shows one. It
 changes nothing; an order of another user reads as unknown (exit 4).`,
-		Example: `  assistant orders show A3003
+		Example: `  assistant start return-25 A3003 --reason "size does not fit"
+  assistant resume return-25 --action approve
+  assistant orders show A3003
   assistant orders show A3003 --json applications`,
 		Args: exactArgs(1, "orders show needs ORDER"),
 		RunE: func(c *cobra.Command, args []string) error {

@@ -35,7 +35,9 @@ func newCmdPrune(a *app, runF func(context.Context, *pruneOptions) error) *cobra
 		Use:   "prune --finished-before DURATION [--keep N] [--dry-run]",
 		Short: "Remove old checkpoints of finished tasks, keeping each task's newest",
 		Long:  pruneLong,
-		Example: `  assistant prune --finished-before 720h
+		Example: `  assistant start return-25 A3003 --reason "size does not fit"
+  assistant resume return-25 --action approve
+  assistant prune --finished-before 720h
   assistant prune --finished-before 30d --dry-run
   assistant prune --finished-before 24h --keep 3`,
 		Args: exactArgs(0, "prune takes no arguments"),

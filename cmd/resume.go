@@ -30,12 +30,14 @@ Without an answer, resume continues a run that was stopped or crashed.
 On a task that has ended it prints the task and changes nothing; approving
 a submitted task again returns the same application with reused: true.`
 
-const resumeExample = `  assistant resume return-25 --action approve
+const resumeExample = `  assistant start return-25 A3003 --reason "size does not fit"
+  assistant resume return-25 --action edit --reason "wrong size"       # draft version 2
+  assistant approvers grant alice
+  assistant --user alice resume return-25 --action approve --version 2
+  assistant start return-26 A3004                                      # asks for a reason
   assistant resume return-26 --reason "wrong colour"
-  assistant resume return-25 --action cancel --draft d_0190...
-  assistant resume return-25 --action edit --reason "wrong size"
-  assistant resume return-25 --action revise --comment "say which size"
-  assistant --user alice resume return-25 --action approve --version 2`
+  assistant resume return-26 --action revise --comment "say which size" # back to the owner
+  assistant resume return-26 --action cancel`
 
 // resumeOptions are resume's argument and flags; HasReason and
 // VersionGiven say whether --reason and --version were given.

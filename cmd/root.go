@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -74,6 +75,9 @@ type app struct {
 	beforeCreate func() error
 	// maxAttempts is --max-attempts (returns.Config.MaxAttempts).
 	maxAttempts int
+	// clockAhead is the test clock (EnvClock): how far ahead of the wall
+	// clock the service reads the time; 0 without one.
+	clockAhead time.Duration
 	// reported is set by a command whose output already names its error
 	// (recover's report): fail then prints only the stderr line.
 	reported bool
@@ -148,7 +152,11 @@ func RunAs(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 		// One clean line: the cancelled context's own text ("context
 		// canceled") tells a person nothing the signal's name does not.
 		code = signalExit(ctx)
-		err = fmt.Errorf("%s before it was done; each write is all or nothing, so run the command again", a.signalNote(ctx, nil))
+		msg := a.signalNote(ctx, nil) + " before it was done"
+		if note := interruptNote(c); note != "" {
+			msg += "; " + note
+		}
+		err = errors.New(msg)
 	}
 	a.fail(err, code)
 	return code
@@ -213,6 +221,9 @@ func (a *app) checkGlobals(c *cobra.Command, args []string) error {
 		return err
 	}
 	if err := a.applyGlobals(c, args); err != nil {
+		return err
+	}
+	if err := a.applyTestClock(c); err != nil {
 		return err
 	}
 	switch a.output {

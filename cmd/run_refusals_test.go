@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -140,8 +141,10 @@ func TestRunBadFlagValuesChangeNothing(t *testing.T) {
 }
 
 // A context cancelled before the command runs (a SIGINT that came first) is
-// exit 130 with the code interrupted; the command did nothing, and running
-// it again goes on (docs/cli.md "Exit codes").
+// exit 130 with the code interrupted; the command did nothing, its line
+// says what is true for it (a command that only reads changed nothing; one
+// that writes can be run again), and running it again goes on (docs/cli.md
+// "Exit codes", "Conventions").
 func TestRunCancelledContext(t *testing.T) {
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -151,21 +154,26 @@ func TestRunCancelledContext(t *testing.T) {
 		fresh bool // no data dir before the command
 		// again is the golden of the same command run with a live context.
 		again string
+		// says is what the stderr line says the interrupt left.
+		says string
 	}{
-		{name: "start", args: []string{"start", "r1", "A3003", "--reason", "size"}, fresh: true, again: "start_reason_json"},
-		{name: "start_existing", args: []string{"start", "r2", "A3004", "--reason", "broken"}, again: "start_r2_reason_json"},
-		{name: "show", args: []string{"show", "r1"}, again: "start_reason_json"},
-		{name: "show_text", args: []string{"show", "r1", "--output", "text"}, again: "start_reason_text"},
-		{name: "resume", args: []string{"resume", "r1", "--action", "approve"}, again: "resume_approve_json"},
-		{name: "list", args: []string{"list", "--status", "done"}, again: "list_empty_json"},
-		{name: "recover", args: []string{"recover"}, again: "recover_nothing_json"},
-		{name: "history", args: []string{"history", "r1"}},
-		{name: "stop", args: []string{"stop", "r1"}},
-		{name: "batch", args: []string{"batch", "b1", "$ROOT/rows.csv"}, again: "batch_json"},
-		{name: "orders_import", args: []string{"orders", "import", "$ROOT/shop.csv"}, again: "orders_import_json"},
-		{name: "orders_list", args: []string{"orders", "list"}},
-		{name: "prune", args: []string{"prune", "--finished-before", "1ns"}},
-		{name: "variants", args: []string{"variants", "static"}, again: "variants_static_json"},
+		{name: "start", args: []string{"start", "r1", "A3003", "--reason", "size"}, fresh: true, again: "start_reason_json", says: "each write is all or nothing, so run the command again"},
+		{name: "start_existing", args: []string{"start", "r2", "A3004", "--reason", "broken"}, again: "start_r2_reason_json", says: "each write is all or nothing, so run the command again"},
+		{name: "show", args: []string{"show", "r1"}, again: "start_reason_json", says: "only reads, so nothing was changed"},
+		{name: "show_text", args: []string{"show", "r1", "--output", "text"}, again: "start_reason_text", says: "only reads, so nothing was changed"},
+		{name: "resume", args: []string{"resume", "r1", "--action", "approve"}, again: "resume_approve_json", says: "each write is all or nothing, so run the command again"},
+		{name: "list", args: []string{"list", "--status", "done"}, again: "list_empty_json", says: "only reads, so nothing was changed"},
+		{name: "recover", args: []string{"recover"}, again: "recover_nothing_json", says: "each write is all or nothing, so run the command again"},
+		{name: "history", args: []string{"history", "r1"}, says: "history only reads, so nothing was changed"},
+		{name: "stop", args: []string{"stop", "r1"}, says: "each write is all or nothing, so run the command again"},
+		{name: "batch", args: []string{"batch", "b1", "$ROOT/rows.csv"}, again: "batch_json", says: "each write is all or nothing, so run the command again"},
+		{name: "orders_import", args: []string{"orders", "import", "$ROOT/shop.csv"}, again: "orders_import_json", says: "each write is all or nothing, so run the command again"},
+		{name: "orders_list", args: []string{"orders", "list"}, says: "only reads, so nothing was changed"},
+		{name: "prune", args: []string{"prune", "--finished-before", "1ns"}, says: "each task is pruned all or nothing"},
+		{name: "variants", args: []string{"variants", "static"}, again: "variants_static_json", says: "nothing was changed"},
+		{name: "wait", args: []string{"wait", "r1"}, says: "wait only reads, so nothing was changed"},
+		{name: "verify", args: []string{"verify"}, says: "verify only reads, so nothing was changed"},
+		{name: "orders_show", args: []string{"orders", "show", "A3003"}, says: "orders show only reads, so nothing was changed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -180,7 +188,11 @@ func TestRunCancelledContext(t *testing.T) {
 			if r.code != ExitInterrupted {
 				t.Fatalf("exit %d, want %d; stderr %q; stdout:\n%s", r.code, ExitInterrupted, r.stderr, r.stdout)
 			}
-			checkFailure(t, tc.args, r, "interrupted by a signal before it was done")
+			checkFailure(t, tc.args, r, "interrupted by a signal before it was done; ")
+			checkFailure(t, tc.args, r, tc.says)
+			if strings.Contains(tc.says, "nothing was changed") && strings.Contains(r.stderr, "run the command again") {
+				t.Errorf("stderr %q tells a person to run again a command that changed nothing", r.stderr)
+			}
 			if !tc.fresh {
 				if after := c.hashes(); !equalHashes(before, after) {
 					t.Errorf("store files changed by an interrupted command:\nbefore %v\nafter  %v", before, after)

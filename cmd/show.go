@@ -26,7 +26,8 @@ func newCmdShow(a *app, runF func(context.Context, *showOptions) error) *cobra.C
 		Long: `show prints where a task stands: its status and stage, the pending
 question with the draft it carries, and the result or error once it has
 ended. It changes nothing.`,
-		Example: `  assistant show return-25
+		Example: `  assistant start return-25 A3003 --reason "size does not fit"
+  assistant show return-25
   assistant show return-25 --output json`,
 		Args: exactArgs(1, "show needs TASK"),
 		RunE: func(c *cobra.Command, args []string) error {

@@ -22,7 +22,7 @@ with other input it is refused (exit 3).`
 const startExample = `  assistant start return-25 A3003 --reason "尺寸不合适"
   assistant start return-26 A3004            # asks for a reason
   assistant start return-27 A3003 --reason "broken" --draft-ttl 10m
-  assistant --user ci-bot start u1 A3003 --reason "broken" --approvals 2`
+  assistant start u1 A3003 --reason "broken" --approvals 2   # two approvers other than you`
 
 // startOptions are start's arguments and flags.
 type startOptions struct {

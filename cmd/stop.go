@@ -30,7 +30,9 @@ resume point: "assistant resume TASK" continues from there.
 
 A task that is not running (waiting, finished) is a conflict (exit 3): a
 task that finished first keeps its finished status.`,
-		Example: `  assistant stop batch-7
+		Example: `  printf 'task,order,reason\nb-7-1,A3001,too small\n' > rows.csv
+  assistant batch batch-7 rows.csv
+  assistant stop batch-7      # a batch that ended is not stopped: exit 3
   assistant resume batch-7`,
 		Args: exactArgs(1, "stop needs TASK"),
 		RunE: func(c *cobra.Command, args []string) error {

@@ -68,7 +68,7 @@ func (a *app) service(ctx context.Context, mode returns.OpenMode) (*returns.Serv
 		cps.Close()
 		return nil, err
 	}
-	svc, err := returns.Open(ctx, returns.Config{Business: returns.DataDir{Dir: a.data, Mode: mode, Seed: a.seed, ID: id}, Checkpoints: cps, MaxAttempts: a.maxAttempts, Host: a.host, Wording: cliWords})
+	svc, err := returns.Open(ctx, returns.Config{Business: returns.DataDir{Dir: a.data, Mode: mode, Seed: a.seed, ID: id}, Checkpoints: cps, MaxAttempts: a.maxAttempts, Host: a.host, Now: a.clock(returns.WallClock), Wording: cliWords})
 	if err != nil {
 		cps.Close()
 		return nil, err

@@ -253,6 +253,9 @@ func (a *app) serverStores(ctx context.Context, mode returns.OpenMode) (*server,
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	// The test clock moves the server's time as measured: every machine
+	// then reads the same later time.
+	srv.now = a.clock(srv.now)
 	found, err := srv.schemas(ctx)
 	if err == nil {
 		err = found.Check(mode)

@@ -43,7 +43,8 @@ func newCmdVerify(a *app, runF func(context.Context, *verifyOptions) error) *cob
 		Use:   "verify",
 		Short: "Check a data dir without writing: both files, their pairing and every cross-file invariant",
 		Long:  verifyLong,
-		Example: `  assistant verify
+		Example: `  assistant start return-25 A3003 --reason "size does not fit"
+  assistant verify
   assistant verify --output json | jq '.findings[] | select(.severity == "error")'`,
 		Args: exactArgs(0, "verify takes no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error { return runF(c.Context(), opts) },

@@ -18,7 +18,12 @@ process is gone: run recover). Without --timeout it waits until then, or
 until SIGINT (130) or SIGTERM (143).
 
 wait only reads: it answers, recovers and ends nothing. An unknown task is
-exit 4 at once; start the task before waiting for it.`
+exit 4 at once; start the task before waiting for it.
+
+On a terminal, wait says on stderr what the task waits for and the commands
+that answer it from another terminal, then keeps one status line (time
+waited, the draft's remaining validity) until the outcome. When stderr is a
+pipe or a file it prints nothing there while it waits.`
 
 // waitOptions are wait's argument and flag.
 type waitOptions struct {
@@ -36,8 +41,9 @@ func newCmdWait(a *app, runF func(context.Context, *waitOptions) error) *cobra.C
 		Short: "Wait until a task is decided, ends or its draft expires, and exit by its outcome",
 		Long:  waitLong,
 		Example: `  assistant start return-25 A3003 --reason "size does not fit"
-  assistant wait return-25 --timeout 1h && echo submitted
-  assistant wait return-25; echo "exit $?"`,
+  assistant wait return-25 --timeout 5s && echo submitted   # exit 7 after 5s: nobody decided
+  assistant resume return-25 --action approve
+  assistant wait return-25; echo "exit $?"                  # 0: submitted`,
 		Args: exactArgs(1, "wait needs TASK"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Task = args[0]
@@ -61,7 +67,7 @@ func waitRun(ctx context.Context, opts *waitOptions) error {
 	if err != nil {
 		return err
 	}
-	v, err := svc.Wait(ctx, returns.WaitOptions{Task: opts.Task, User: a.user, Timeout: opts.Timeout})
+	v, err := a.waitOnTerminal(ctx, svc, returns.WaitOptions{Task: opts.Task, User: a.user, Timeout: opts.Timeout})
 	if err != nil {
 		return err
 	}

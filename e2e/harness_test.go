@@ -46,6 +46,7 @@ var binDir string
 func TestMain(m *testing.M) {
 	// The tests start processes that must not inherit a fault point.
 	os.Unsetenv("ASSISTANT_FAULT")
+	os.Unsetenv("ASSISTANT_CLOCK") // nor the test clock (docs/ci.md "A test clock")
 	// The tests wait on processes (their locks, leases, timeouts and
 	// signals) far more than they compute: let more of them run at once
 	// than go test's default of one per CPU, unless -parallel says.
@@ -1551,4 +1552,74 @@ func (s cliStore) approveAs(t *testing.T, env []string, user, task string) strin
 		t.Fatalf("%s's approve of %s names no interrupt: %q", user, task, errOut)
 	}
 	return m[1]
+}
+
+// docBlock is a fenced code block of a Markdown file in the repository:
+// its language (the word after the opening fence), its text, the heading
+// it stands under and the line its text starts on.
+type docBlock struct {
+	file, heading, lang, text string
+	line                      int
+	// notRun is the reason of the marker `<!-- not run: REASON -->` on
+	// the line before the block's opening fence; "" without one.
+	notRun string
+}
+
+// docBlocks returns the fenced code blocks of the Markdown file path
+// (relative to the repository root), in order.
+func docBlocks(tb testing.TB, path string) []docBlock {
+	tb.Helper()
+	data, err := os.ReadFile(filepath.Join("..", path))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []docBlock
+	var cur *docBlock
+	heading, prev := "", ""
+	for i, line := range strings.Split(string(data), "\n") {
+		before := prev
+		prev = line
+		switch {
+		case cur == nil && strings.HasPrefix(line, "```"):
+			cur = &docBlock{file: path, heading: heading, lang: strings.TrimSpace(strings.TrimPrefix(line, "```")), line: i + 2}
+			if r, ok := strings.CutPrefix(strings.TrimSpace(before), "<!-- not run: "); ok {
+				cur.notRun = strings.TrimSuffix(r, " -->")
+			}
+		case cur != nil && strings.TrimSpace(line) == "```":
+			out = append(out, *cur)
+			cur = nil
+		case cur != nil:
+			cur.text += line + "\n"
+		case strings.HasPrefix(line, "#"):
+			heading = strings.TrimSpace(strings.TrimLeft(line, "#"))
+		}
+	}
+	return out
+}
+
+// docScript is the text of the first ```sh block under heading in the
+// Markdown file path; the test fails without one.
+func docScript(tb testing.TB, path, heading string) string {
+	tb.Helper()
+	for _, b := range docBlocks(tb, path) {
+		if b.heading == heading && b.lang == "sh" {
+			return b.text
+		}
+	}
+	tb.Fatalf("%s has no sh block under %q", path, heading)
+	return ""
+}
+
+// runShell runs script with bash in dir, the binary under test on PATH
+// (TestMain), env added to the environment; stdout, stderr and the exit
+// code.
+func runShell(tb testing.TB, dir, script string, env ...string) (string, string, int) {
+	tb.Helper()
+	c := exec.Command("bash", "-c", script)
+	c.Dir = dir
+	c.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	err := c.Run()
+	return out.String(), errb.String(), exitOf(tb, err)
 }
