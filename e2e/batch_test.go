@@ -199,7 +199,7 @@ var rowsCommands = []rowsCommand{
 // process the test leaves paused or running is ended at cleanup.
 func startRows(t *testing.T, dir string, args []string, stdin string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
-	c := exec.Command(assistantBin(), append([]string{"--data", dir, "--output", "json"}, args...)...)
+	c := exec.Command(assistantBin(), withDefaults(args, "--data", dir, "--output", "json")...)
 	c.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
@@ -430,7 +430,7 @@ func TestOverlappingBatches(t *testing.T) {
 // and returns stdout, stderr and the exit code.
 func runOn(tb testing.TB, st faultStore, env []string, args ...string) (string, string, int) {
 	tb.Helper()
-	c := exec.Command(assistantBin(), append(append(st.flags(), "--output", "json"), args...)...)
+	c := exec.Command(assistantBin(), withDefaults(args, append(st.flags(), "--output", "json")...)...)
 	c.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb

@@ -150,7 +150,7 @@ func TestEmptyFlagValuesDoNothing(t *testing.T) {
 			{"--data", "", "verify"}, {"--data", "", "orders", "list"}, {"--data", "", "list"}, {"--data", "", "recover"},
 			{"--data", "", "approvers", "list"}, {"--data", " ", "orders", "import", orders}, {"backup", ""}, {"backup", " "},
 		} {
-			out, errOut, code := runEnv(t, wd, []string{"ASSISTANT_DATA=", "ASSISTANT_STORE="}, append([]string{"--output", "json"}, args...)...)
+			out, errOut, code := runEnv(t, wd, []string{"ASSISTANT_DATA=", "ASSISTANT_STORE="}, withDefaults(args, "--output", "json")...)
 			if code != 2 || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "assistant: ") || !strings.Contains(out, `"invalid_input"`) {
 				t.Errorf("%q: exit %d, stderr %q; want 2 and one line", args, code, errOut)
 			}

@@ -64,20 +64,51 @@ var scenarios = []scenario{
 	// An edit loops back through prepare (a second draft
 	// version); two approvals run review and review_2 in one superstep.
 	// The grant comes after start: only start makes a data dir.
-	{"edit", [][]string{{"start", "t", "A3002", "--reason", "broken"}, {"resume", "t", "--action", "edit", "--reason", "too big"}, {"resume", "t", "--action", "approve"}}, 1, 2, 0},
-	{"two", [][]string{{"start", "t", "A3003", "--reason", "broken", "--approvals", "2"}, {"approvers", "grant", "alice"}, {"resume", "t", "--action", "approve", "--user", "alice"}, {"resume", "t", "--action", "approve"}}, 1, 0, 2},
+	{"edit", [][]string{{"start", "t", "A3002", "--reason", "broken"}, {"resume", "t", "--action", "edit", "--reason", "too big"}, {"resume", "t", "--action", "approve", "--draft", currentDraft}}, 1, 2, 0},
+	{"two", [][]string{{"start", "t", "A3003", "--reason", "broken", "--approvals", "2"}, {"approvers", "grant", "alice"}, {"approvers", "grant", "bob"}, {"resume", "t", "--action", "approve", "--user", "alice"}, {"resume", "t", "--action", "approve", "--user", "bob"}}, 1, 0, 2},
 }
 
 // faultRunOn is faultRun on the stores of st.
 func faultRunOn(tb testing.TB, st faultStore, point string, args []string) (string, int, time.Duration) {
 	tb.Helper()
-	c := exec.Command(assistantBin(), append(append(st.flags(), "--output", "json"), args...)...)
+	args = withCurrentDraft(tb, st, args)
+	c := exec.Command(assistantBin(), withDefaults(args, append(st.flags(), "--output", "json")...)...)
 	c.Env = append(os.Environ(), "ASSISTANT_FAULT="+point)
 	var out bytes.Buffer
 	c.Stdout = &out
 	start := time.Now()
 	err := c.Run()
 	return out.String(), exitOf(tb, err), time.Since(start)
+}
+
+// currentDraft stands in a scenario step for the id of task t's current
+// draft: an approve after an edit names the version it approves
+// (docs/approvals.md "Answering a question").
+const currentDraft = "{draft}"
+
+// withCurrentDraft is args with currentDraft replaced by the id of task
+// t's current draft in st, as show reports it.
+func withCurrentDraft(tb testing.TB, st faultStore, args []string) []string {
+	tb.Helper()
+	if !slices.Contains(args, currentDraft) {
+		return args
+	}
+	out, code, _ := faultRunOn(tb, st, "", []string{"show", "t"})
+	var v struct {
+		Draft struct {
+			DraftID string `json:"draft_id"`
+		} `json:"draft"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil || v.Draft.DraftID == "" {
+		tb.Fatalf("show t (exit %d) names no draft: %s", code, out)
+	}
+	replaced := slices.Clone(args)
+	for i, a := range replaced {
+		if a == currentDraft {
+			replaced[i] = v.Draft.DraftID
+		}
+	}
+	return replaced
 }
 
 // faultStore is where a fault case keeps its two stores: a data dir of

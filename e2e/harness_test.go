@@ -412,7 +412,7 @@ func cmdPaired(ts *testscript.TestScript, neg bool, args []string) {
 // and the exit code (128+signal for a killed process).
 func run(tb testing.TB, dir string, args ...string) (string, string, int) {
 	tb.Helper()
-	c := exec.Command(assistantBin(), append([]string{"--data", dir, "--output", "json"}, args...)...)
+	c := exec.Command(assistantBin(), withDefaults(args, "--data", dir, "--output", "json")...)
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
 	err := c.Run()
@@ -451,7 +451,7 @@ func runEnv(tb testing.TB, dir string, env []string, args ...string) (string, st
 // runIn is run with env (KEY=VALUE items) added to the environment.
 func runIn(tb testing.TB, dir string, env []string, args ...string) (string, string, int) {
 	tb.Helper()
-	return runEnv(tb, "", env, append([]string{"--data", dir, "--output", "json"}, args...)...)
+	return runEnv(tb, "", env, withDefaults(args, "--data", dir, "--output", "json")...)
 }
 
 // runAs runs the binary on dir as user, with json output; stdout, stderr
@@ -461,7 +461,7 @@ func runAs(tb testing.TB, dir, user string, args ...string) (string, string, int
 	return run(tb, dir, append([]string{"--user", user}, args...)...)
 }
 
-// runText runs the binary with text output (the last --output wins).
+// runText runs the binary with text output.
 func runText(tb testing.TB, dir string, args ...string) (string, string, int) {
 	tb.Helper()
 	return run(tb, dir, append([]string{"--output", "text"}, args...)...)
@@ -492,7 +492,7 @@ func wantJSON(tb testing.TB, args []string, out, errOut string, code int) map[st
 // stdout and stderr; the test waits for it (wait) or kills it at the end.
 func background(t *testing.T, dir string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
-	c := exec.Command(assistantBin(), append([]string{"--data", dir, "--output", "json"}, args...)...)
+	c := exec.Command(assistantBin(), withDefaults(args, "--data", dir, "--output", "json")...)
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
 	if err := c.Start(); err != nil {
@@ -510,7 +510,7 @@ func background(t *testing.T, dir string, args ...string) (*exec.Cmd, *bytes.Buf
 // process's environment.
 func backgroundEnv(t *testing.T, dir string, env []string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
-	c := exec.Command(assistantBin(), append([]string{"--data", dir, "--output", "json"}, args...)...)
+	c := exec.Command(assistantBin(), withDefaults(args, "--data", dir, "--output", "json")...)
 	c.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
@@ -1344,7 +1344,7 @@ func newPGStore(t *testing.T) pgStore {
 
 // cmd is the binary with args on the store, env added to this process's.
 func (s pgStore) cmd(env []string, args ...string) *exec.Cmd {
-	c := exec.Command(assistantBin(), append([]string{"--store", s.url, "--output", "json"}, args...)...)
+	c := exec.Command(assistantBin(), withDefaults(args, "--store", s.url, "--output", "json")...)
 	c.Env = append(os.Environ(), env...)
 	return c
 }
@@ -1496,7 +1496,7 @@ func (s cliStore) run(t *testing.T, env []string, user string, args ...string) (
 	if s.dir == "" {
 		return s.pg.run(t, env, args...)
 	}
-	c := exec.Command(assistantBin(), append([]string{"--data", s.dir, "--output", "json"}, args...)...)
+	c := exec.Command(assistantBin(), withDefaults(args, "--data", s.dir, "--output", "json")...)
 	c.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
@@ -1622,4 +1622,31 @@ func runShell(tb testing.TB, dir, script string, env ...string) (string, string,
 	c.Stdout, c.Stderr = &out, &errb
 	err := c.Run()
 	return out.String(), errb.String(), exitOf(tb, err)
+}
+
+// withDefaults is args after the flags of defaults (pairs of a flag and
+// its value) that args does not give itself: a flag takes one value
+// (docs/cli.md "Conventions"), so a test's own --output or --data replaces
+// the harness's.
+func withDefaults(args []string, defaults ...string) []string {
+	var out []string
+	for i := 0; i+1 < len(defaults); i += 2 {
+		if !givesFlag(args, defaults[i]) {
+			out = append(out, defaults[i], defaults[i+1])
+		}
+	}
+	return append(out, args...)
+}
+
+// givesFlag reports whether args holds flag, as "--flag" or "--flag=…".
+func givesFlag(args []string, flag string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == flag || strings.HasPrefix(a, flag+"=") {
+			return true
+		}
+	}
+	return false
 }

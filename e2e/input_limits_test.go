@@ -214,7 +214,7 @@ func badTMPDIR(t *testing.T) string {
 // as on a full disk).
 func runTMPDIR(t *testing.T, tmp string, full bool, stdin string, args ...string) {
 	t.Helper()
-	c := exec.Command(assistantBin(), append([]string{"--output", "json"}, args...)...)
+	c := exec.Command(assistantBin(), withDefaults(args, "--output", "json")...)
 	if full {
 		c = exec.Command("bash", append([]string{"-c", `ulimit -f 4 && exec "$0" "$@"`, assistantBin(), "--output", "json"}, args...)...)
 	}

@@ -33,7 +33,7 @@ func runCapped(t *testing.T, env []string, args ...string) (string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), hangCap)
 	defer cancel()
-	c := exec.CommandContext(ctx, assistantBin(), append([]string{"--output", "json"}, args...)...)
+	c := exec.CommandContext(ctx, assistantBin(), withDefaults(args, "--output", "json")...)
 	c.Env = append(os.Environ(), env...)
 	c.Dir = t.TempDir()
 	var out, errb bytes.Buffer

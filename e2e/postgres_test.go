@@ -118,7 +118,7 @@ func TestPostgresStoreFlagRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c := exec.Command(assistantBin(), append([]string{"--output", "json"}, tc.args...)...)
+			c := exec.Command(assistantBin(), withDefaults(tc.args, "--output", "json")...)
 			c.Env = append(os.Environ(), tc.env...)
 			c.Dir = t.TempDir()
 			var out, errb bytes.Buffer

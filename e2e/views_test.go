@@ -144,7 +144,7 @@ func nowStates() []nowState {
 			setup: func(t *testing.T, dir string) {
 				c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "start", "v1", "A3001", "--reason", "size")
 				c.Env = append(os.Environ(), "ASSISTANT_FAULT=before:prepare@pause")
-				startPaused(t, c, "before:prepare")
+				p := startPaused(t, c, "before:prepare")
 				if _, errOut, code := run(t, dir, "stop", "v1", "--wait", "0"); code != 0 {
 					t.Fatalf("stop: exit %d, %s", code, errOut)
 				}
@@ -153,7 +153,7 @@ func nowStates() []nowState {
 				if err := c.Process.Signal(syscall.SIGKILL); err != nil {
 					t.Fatal(err)
 				}
-				_ = c.Wait()
+				exitWithin(t, p.done, 30*time.Second)
 			},
 			status: "interrupted", exit: 8,
 			cardHas:   []string{"Status: interrupted", "Stopped", "resume v1"},
