@@ -298,21 +298,30 @@ func (a *app) storeErr(srv *server, err error) error {
 	if errors.Is(err, business.ErrPairMismatch) {
 		// The stores' own hint speaks of files and `assistant backup`,
 		// which a server has neither of.
-		return &scrubbed{err: err, msg: fmt.Sprintf("%s: the schemas checkpoints and business carry different identities, so they are not one pair (one was restored from elsewhere?); "+
-			"restore both schemas from one pg_dump with pg_restore (docs/postgres.md \"Backup\"), or drop both to start afresh (nothing was changed)", srv.where)}
+		return &scrubbed{err: err, schema: true, msg: fmt.Sprintf("%s: the schemas checkpoints and business carry different identities, so they are not one pair "+
+			"(one was restored from elsewhere?); nothing was changed", srv.where)}
 	}
 	return &scrubbed{msg: srv.where + ": " + scrub(err.Error(), a.store), err: err}
 }
 
 // scrubbed is an error whose message was scrubbed of a password; it still
-// matches what the error it stands for matches.
+// matches what the error it stands for matches, and with schema set
+// business.ErrPGSchemaRefused too (a refusal of the server's schemas,
+// whose hint speaks of pg_restore rather than files).
 type scrubbed struct {
-	msg string
-	err error
+	msg    string
+	err    error
+	schema bool
 }
 
 func (e *scrubbed) Error() string { return e.msg }
-func (e *scrubbed) Unwrap() error { return e.err }
+
+func (e *scrubbed) Unwrap() []error {
+	if e.schema {
+		return []error{e.err, business.ErrPGSchemaRefused}
+	}
+	return []error{e.err}
+}
 
 // serverService is service on the server of --store.
 func (a *app) serverService(ctx context.Context, mode returns.OpenMode) (*returns.Service, error) {

@@ -21,6 +21,7 @@ var refusalHints = []struct {
 	matches []error
 	hint    Hint
 }{
+	{[]error{business.ErrPGSchemaRefused, business.ErrPairMismatch}, Hint{Before: "restore both schemas from one pg_dump with pg_restore (docs/postgres.md \"Backup\"), or drop both to start afresh"}},
 	{[]error{business.ErrPGSchemaRefused, business.ErrNewerSchema}, Hint{Before: "upgrade assistant to the version that wrote it"}},
 	{[]error{business.ErrPGSchemaRefused}, Hint{Before: "use another database, or drop that schema if nothing in it is needed"}},
 	{[]error{business.ErrPairMismatch}, Hint{Before: "put back the file that belongs with the other (restore both from the same backup, which",
