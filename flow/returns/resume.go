@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"assistant/business"
 	"assistant/flow"
 	"assistant/internal/termtext"
 	"assistant/runs"
@@ -149,11 +148,13 @@ func (s *Service) resumeWith(ctx context.Context, r *runner, o ResumeOptions) (*
 }
 
 // How long an answer waits for a live process that holds its task
-// (waitsForHolder) before it is refused busy: the stores' own busy
-// timeout, the time any command waits for a lock. It polls the lease from
-// answerRetryFirst, doubling up to answerRetryMax.
+// (waitsForHolder) before it is refused busy: long enough for a run that
+// took the task a moment earlier to end, and well inside the lease's TTL,
+// so that a holder paused or slow on another host is refused busy, never
+// taken over by an answer that came while it held the task. It polls the
+// lease from answerRetryFirst, doubling up to answerRetryMax.
 const (
-	AnswerBusyWait   = business.DefaultBusyTimeout
+	AnswerBusyWait   = DefaultLeaseTTL * 2 / 5
 	answerRetryFirst = 10 * time.Millisecond
 	answerRetryMax   = 200 * time.Millisecond
 )

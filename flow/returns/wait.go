@@ -94,6 +94,11 @@ func (s *Service) Wait(ctx context.Context, o WaitOptions) (*View, error) {
 		}
 		now, err := s.look(ctx, v.Task, o.User)
 		if err != nil {
+			// A store dropped or replaced between the check and the look
+			// fails the look: say that, not the look's error.
+			if gone := stillThere(); gone != nil {
+				return nil, gone
+			}
 			return nil, err
 		}
 		if now.same(seen) && !now.holderGone(s) {
@@ -102,6 +107,9 @@ func (s *Service) Wait(ctx context.Context, o WaitOptions) (*View, error) {
 		}
 		seen, interval = now, WaitPollMin
 		if v, err = s.Show(ctx, v.Task, o.User); err != nil {
+			if gone := stillThere(); gone != nil {
+				return nil, gone
+			}
 			return nil, err
 		}
 	}
