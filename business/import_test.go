@@ -52,7 +52,7 @@ func parsed(tb testing.TB, file string, opts ParseOptions) ([]Order, error) {
 	return out, err
 }
 
-// Issue 17 case 2: the same orders in the shapes real exports have.
+// the same orders in the shapes real exports have.
 func TestParseOrdersShapes(t *testing.T) {
 	plain := "order_id,user,item,delivered_at,final_sale\nC1,u1,Kettle,2026-11-20,false\nC2,u2,Toaster,,true\n"
 	tests := map[string]string{
@@ -140,7 +140,7 @@ func TestParseDeliveryTime(t *testing.T) {
 	}
 }
 
-// Issue 17 case 2: a line-item export's rows of one order merge; rows that
+// a line-item export's rows of one order merge; rows that
 // disagree, or that come back after other orders, are refused by line.
 func TestParseOrdersLineItems(t *testing.T) {
 	const h = "order_id,user,item,delivered_at,final_sale\n"
@@ -192,7 +192,7 @@ func (z *zeros) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Issue 17 case 4: endless, binary, invalid and empty input is refused at
+// endless, binary, invalid and empty input is refused at
 // once, naming the line, after reading a bounded amount.
 func TestParseOrdersHostile(t *testing.T) {
 	t.Run("EndlessZeros", func(t *testing.T) {
@@ -234,7 +234,7 @@ type onceReader struct{ r io.Reader }
 
 func (o onceReader) Read(p []byte) (int, error) { return o.r.Read(p) }
 
-// Issue 17 cases 1, 3 and 5 in the store: an upsert with written rules.
+// In the store: an upsert with written rules.
 func TestImportOrdersUpsert(t *testing.T) {
 	ctx := context.Background()
 	const h = "order_id,user,item,delivered_at,final_sale\n"

@@ -3,8 +3,8 @@ package cmd
 import "testing"
 
 // approvers list --output text prints the grants in force and every
-// recorded change of them, as its JSON carries them (issue 16 fixes,
-// case 5: the text left the changes out).
+// recorded change of them, as its JSON carries them: the text leaves no
+// change out.
 func TestApproversListText(t *testing.T) {
 	c := newCLI(t)
 	c.mustRun(startR1...)

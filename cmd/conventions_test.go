@@ -1,6 +1,6 @@
 package cmd
 
-// The conventions of issue 15 cases 6 and 7 (docs/cli.md "Conventions",
+// The conventions (docs/cli.md "Conventions",
 // docs/json.md): --json FIELDS, schema_version, null for none, times to the
 // millisecond, shell completion, one-line errors with pasteable hints, and
 // task ids that do not start with '-'.

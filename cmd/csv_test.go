@@ -26,7 +26,7 @@ func TestSpreadsheetSafe(t *testing.T) {
 }
 
 // show --rows --output csv writes no field a spreadsheet runs as a
-// formula (issue 16 fixes, case 7), while list --output csv gives decide
+// formula, while list --output csv gives decide
 // the task ids exactly: the list | decide pipeline still decides a task
 // whose id starts with '='.
 func TestCSVFormulaFields(t *testing.T) {

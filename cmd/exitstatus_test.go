@@ -1,7 +1,7 @@
 package cmd
 
 // Outcome exit codes and signal exits through Run (docs/cli.md "Exit
-// codes", issue 15): wait always, start, resume, show and batch with
+// codes"): wait always, start, resume, show and batch with
 // --exit-status, and 130/143 by the signal that cancelled the command.
 
 import (

@@ -14,7 +14,7 @@ const exportsDir = "../testdata/exports"
 // TestOrdersExports imports each export of testdata/exports into a fresh
 // data dir and compares the report (text and JSON), or the refusal's one
 // line on stderr, with a golden file: each imports or is refused with the
-// documented message (issue 17, "Must show").
+// documented message.
 func TestOrdersExports(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -71,7 +71,7 @@ func TestOrdersExports(t *testing.T) {
 	}
 }
 
-// TestOrdersDayTwo is issue 17 case 1 through the command line: day 2's
+// TestOrdersDayTwo through the command line: day 2's
 // export updates C50 and adds C51, and --dry-run says so first without
 // writing.
 func TestOrdersDayTwo(t *testing.T) {
@@ -93,7 +93,7 @@ func TestOrdersDayTwo(t *testing.T) {
 	}
 }
 
-// TestOrdersTeachingAndReadOnly is issue 17 case 3 through the command
+// TestOrdersTeachingAndReadOnly through the command
 // line: orders list never makes a data dir (exit 4), and
 // --teaching-orders=false or ASSISTANT_TEACHING_ORDERS=false makes one
 // without the teaching orders.
@@ -133,7 +133,7 @@ func TestOrdersTeachingAndReadOnly(t *testing.T) {
 	})
 }
 
-// TestOrdersListEscapes is issue 17 case 4: text output writes control
+// TestOrdersListEscapes: text output writes control
 // and bidi characters of items as escapes.
 func TestOrdersListEscapes(t *testing.T) {
 	c := newCLI(t)

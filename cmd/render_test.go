@@ -14,7 +14,7 @@ import (
 // TestCardExpiredDraft: the card of a task waiting for approval of an
 // expired draft says so and prints the commands that go on (a new
 // request, recover), with the global flags, instead of the approve
-// command that can no longer submit anything (issue 15 case 3).
+// command that can no longer submit anything.
 func TestCardExpiredDraft(t *testing.T) {
 	kind := returns.KindApproval
 	expires := time.Date(2026, 3, 1, 12, 5, 0, 0, time.UTC)
@@ -48,8 +48,8 @@ func TestCardExpiredDraft(t *testing.T) {
 // TestCardHostileText: every text of the card from input or a store is
 // printed escaped, and every command line it prints pastes into bash as
 // the very arguments meant: a reason with a bidi override and a quote, an
-// id with shell syntax (issue 17: text output escapes control and bidi
-// characters everywhere; issue 15: pasteable Next: lines).
+// id with shell syntax (text output escapes control and bidi
+// characters everywhere; pasteable Next: lines).
 func TestCardHostileText(t *testing.T) {
 	kind := returns.KindApproval
 	expires := time.Date(2026, 3, 1, 12, 5, 0, 0, time.UTC)

@@ -210,7 +210,7 @@ func TestRunCancelledContext(t *testing.T) {
 // fraction is the fractional seconds of an RFC 3339 time in JSON output.
 var fraction = regexp.MustCompile(`"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.(\d+)Z"`)
 
-// The shared CLI contract (issue 15): times are RFC 3339 UTC with at most millisecond
+// The shared CLI contract: times are RFC 3339 UTC with at most millisecond
 // precision.
 func TestRunTimesAtMostMilliseconds(t *testing.T) {
 	c := newCLI(t)

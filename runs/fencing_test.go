@@ -12,7 +12,7 @@ import (
 	"assistant/business"
 )
 
-// The rules of issue 13 over the run bookkeeping: a lease is taken over
+// The rules of leases and fencing over the run bookkeeping: a lease is taken over
 // only from a holder that is gone (or lapsed while nothing tells), a stop is
 // final for the run it stopped, a holder's writes are fenced by owner and
 // epoch, and a node fails at most max times in a row.
@@ -1005,7 +1005,7 @@ func testFailedSteps(t *testing.T, kind storeKind) {
 	})
 }
 
-// TestFencingOnAClosedFile checks that the methods of issue 13 report a file
+// TestFencingOnAClosedFile checks that the fencing methods report a file
 // they cannot use as an error, never as an answer a caller acts on.
 func TestFencingOnAClosedFile(t *testing.T) { forStores(t, testFencingOnAClosedFile) }
 

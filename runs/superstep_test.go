@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// The bookkeeping of issue 19: a held run's superstep is one commit (the
+// The bookkeeping of a superstep: a held run's superstep is one commit (the
 // check, the lease renewal, the ends of the steps before and the new
 // steps), the last ends ride in the release, and a takeover settles the
 // steps a holder left running from what its checkpoints hold.

@@ -12,7 +12,7 @@ import (
 	"assistant/internal/testkit"
 )
 
-// Issue 18: on PostgreSQL a write outside a transaction (autocommit) must
+// On PostgreSQL a write outside a transaction (autocommit) must
 // wait for the write lock, as on SQLite, so it never commits in the middle
 // of another process's read-then-write transaction. Each test holds process
 // A inside a write transaction, starts process B's write, waits until the

@@ -21,7 +21,7 @@ func editOpts(task, r string, version int) returns.ResumeOptions {
 // An answer bound to a draft version is judged by one rule whether the
 // task waits or has ended: the task's last draft passes, a superseded one
 // is stale (ErrConflict), one the task never had ErrInvalid; on an ended
-// task only the answer it recorded stands (issue 16 fixes, case 2).
+// task only the answer it recorded stands.
 func TestAnswerBoundToAVersion(t *testing.T) {
 	svc, b := setup(t)
 	v1 := mustStart(t, svc, "r1", "A3003", "size")
@@ -118,7 +118,7 @@ func TestEndedByTooManyRevisions(t *testing.T) {
 
 // An edit or revise given again by the one who gave it, while the task
 // waits on what it led to, is a retry: it shows the task and makes no
-// version and no decision (issue 16 fixes, case 8). An edit of the new
+// version and no decision. An edit of the new
 // version (named), or by someone else, is a new edit.
 func TestEditAndReviseRetried(t *testing.T) {
 	svc, b := setup(t)
@@ -159,7 +159,7 @@ func TestEditAndReviseRetried(t *testing.T) {
 
 // The second of two approvals, given after the draft expired, is taken
 // and ends the task failed (draft_expired): its note says so, not only
-// which approval it was (issue 16 fixes, case 4).
+// which approval it was.
 func TestSecondApprovalOfAnExpiredDraftSaysWhatHappened(t *testing.T) {
 	svc, b := setup(t)
 	for _, u := range []string{"alice", "bob"} {

@@ -10,7 +10,7 @@ import (
 	"assistant/flow/returns"
 )
 
-// TestApprovals is the approval core of issue 16 in one process, with the
+// TestApprovals is the approval core in one process, with the
 // fake clock: who may decide, the trail, versions, revise and two
 // approvals.
 func TestApprovals(t *testing.T) {

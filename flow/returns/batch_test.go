@@ -240,7 +240,7 @@ func TestBatchAfterCrash(t *testing.T) {
 		wantView(t, mustResume(t, svc, returns.ResumeOptions{Task: "bt"}), returns.StatusDone, returns.StageBatchDone)
 	})
 
-	// The same batch command again (issue 15 case 1): it continues a
+	// The same batch command again: it continues a
 	// stopped or abandoned batch to its end, and is busy while another
 	// live process holds it.
 	t.Run("SameBatchAgainContinuesAStoppedOne", func(t *testing.T) {

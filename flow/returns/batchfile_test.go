@@ -54,8 +54,7 @@ func TestParseBatchLimits(t *testing.T) {
 		{"RowLimitExactly", returns.MaxBatchRows, 1, returns.MaxBatchRows},
 		{"OneRowOverTheLimit", returns.MaxBatchRows + 1, 1, -1},
 		// 50,000 rows of 500 three-byte runes: about 75 MB, over
-		// MaxBatchFileBytes; the build before issue 14 cut it at 64 MiB
-		// and ran the rows before the cut.
+		// MaxBatchFileBytes: refused whole, no row of it run.
 		{"OverTheSizeLimit", 50_000, 500, -1},
 	}
 	for _, tt := range tests {
@@ -104,7 +103,7 @@ func TestParseBatchRefusals(t *testing.T) {
 		})
 	}
 
-	// Issue 17 case 2: batch files follow the header rules of orders files.
+	// batch files follow the header rules of orders files.
 	t.Run("HeaderByName", func(t *testing.T) {
 		want := []runs.BatchRow{{RowNo: 1, Line: 2, TaskID: "r1", OrderID: "A3003", Reason: "size"}, {RowNo: 2, Line: 3, TaskID: "r2", OrderID: "A3004", Reason: ""}}
 		for name, file := range map[string]string{

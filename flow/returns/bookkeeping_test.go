@@ -8,7 +8,7 @@ import (
 	"assistant/runs"
 )
 
-// Issue 19: the run bookkeeping of a superstep (the status and fencing
+// The run bookkeeping of a superstep (the status and fencing
 // check, the lease renewal, the ends of the steps before, the steps that
 // start) is one business commit, the last steps' ends ride in the release,
 // and a process that takes a task over settles the steps its former holder
@@ -23,16 +23,15 @@ func TestOneBookkeepingCommitPerSuperstep(t *testing.T) {
 	}
 	// start: the task record with its lease; lookup, prepare and review,
 	// one commit each; prepare's durable draft; the release (status
-	// waiting, review's end). Before issue 19: 9 (each superstep's steps
-	// ended in a commit of their own).
+	// waiting, review's end). A superstep's steps end in its own commit,
+	// never in one of their own.
 	n := count(func() { mustStart(t, svc, "r1", "A3003", "size") })
 	if n != 6 {
 		t.Errorf("start made %d business commits, want 6 (record, 3 supersteps, draft, release)", n)
 	}
 	// approve: the lease; review and submit, one commit each; submit's
 	// application with the decision that asked for it (one durable
-	// commit); the release. Before issue 19: 8; before the decision rode
-	// in submit's commit: 6.
+	// commit); the release. The decision rides in submit's commit.
 	n = count(func() { mustResume(t, svc, returns.ResumeOptions{Task: "r1", Action: returns.ActionApprove}) })
 	if n != 5 {
 		t.Errorf("approve made %d business commits, want 5 (lease, 2 supersteps, application with decision, release)", n)

@@ -11,7 +11,7 @@ import (
 )
 
 // A header that names a column twice is refused, naming the column: which
-// copy holds the value is unknown (issue 16 fixes, case 6: the first
+// copy holds the value is unknown (the first
 // silently won). Another name of the column (an alias) is no repeat: the
 // spec's first name wins, as before.
 func TestHeaderRepeatedColumn(t *testing.T) {

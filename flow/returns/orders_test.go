@@ -86,7 +86,7 @@ func TestOrders(t *testing.T) {
 		wantView(t, mustStart(t, svc, "r1", "C5001", "wobbly"), returns.StatusWaiting, returns.StageDraftReady)
 	})
 
-	// Issue 17 case 1: day 1 exports C50 undelivered, day 2 C50 delivered
+	// day 1 exports C50 undelivered, day 2 C50 delivered
 	// and a new C51. The second import updates C50 and adds C51.
 	t.Run("DayTwoExportUpdatesDelivery", func(t *testing.T) {
 		svc, b := setup(t)
@@ -171,7 +171,7 @@ func TestOrders(t *testing.T) {
 		}
 	})
 
-	// Issue 17 case 3: a real order with a teaching order's id replaces it
+	// a real order with a teaching order's id replaces it
 	// when no task uses it; one a task uses keeps its owner.
 	t.Run("RealOrderReplacesUnusedTeachingOrder", func(t *testing.T) {
 		svc, b := setup(t)
@@ -193,7 +193,7 @@ func TestOrders(t *testing.T) {
 		wantErr(t, err, returns.ErrConflict)
 	})
 
-	// Issue 17 case 5: rows of other users need --operator, and the
+	// rows of other users need --operator, and the
 	// refusal is the same whether such an order exists or not.
 	t.Run("OtherUsersRowsNeedOperator", func(t *testing.T) {
 		svc, b := setup(t)
@@ -218,7 +218,7 @@ func TestOrders(t *testing.T) {
 		}
 	})
 
-	// Issue 17 case 4: order ids follow the task id rule.
+	// order ids follow the task id rule.
 	t.Run("OrderIDsFollowTheTaskIDRule", func(t *testing.T) {
 		for name, id := range map[string]string{
 			"Newline":   "\"C1\nC2\"",

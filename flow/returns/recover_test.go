@@ -120,7 +120,7 @@ func TestRecover(t *testing.T) {
 // approval of a draft that has expired, failed with draft_expired, through
 // the engine (a checkpoint and the record both say so); nothing is
 // submitted, an approve afterwards is refused, prune may remove it, and a
-// start of the same request shows how it ended (issue 15 case 3).
+// start of the same request shows how it ended.
 func TestRecoverEndsExpiredDrafts(t *testing.T) {
 	svc, b := setupSQLite(t) // prune needs a store that can prune
 	for _, o := range []returns.StartOptions{

@@ -101,7 +101,7 @@ func TestList(t *testing.T) {
 	})
 }
 
-// TestListStates: an expired draft is a state of the list (issue 15 case
+// TestListStates: an expired draft is a state of the list
 // 3), --status takes several, --batch keeps a batch's rows, --limit the
 // first N.
 func TestListStates(t *testing.T) {
