@@ -179,9 +179,9 @@ func (w cliWording) operation(h returns.Hint) string {
 	if h.Do == returns.DoAnswer {
 		task := shellQuote(h.Task)
 		if h.Ask == returns.KindNeedReason {
-			return fmt.Sprintf("`%s resume %s --reason \"...\"`", w.prog, task)
+			return fmt.Sprintf("`%s resume %s --reason <reason>`", w.prog, task)
 		}
-		return fmt.Sprintf("`%s resume %s --action approve` (or cancel, edit --reason R, revise --comment C)", w.prog, task)
+		return fmt.Sprintf("`%s resume %s --action approve` (or cancel, edit --reason <reason>, revise --comment <comment>)", w.prog, task)
 	}
 	return "`" + w.commandLine(h) + "`"
 }

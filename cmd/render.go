@@ -222,7 +222,7 @@ func cardQuestion(b *strings.Builder, in returns.InterruptView, prog, task strin
 			fmt.Fprintf(b, "Changes requested by %s: %q\n", orDash(termSafe(q.RequestedBy)), q.Comment)
 		}
 		fmt.Fprintf(b, "Question: %s\n", termSafe(q.Prompt))
-		fmt.Fprintf(b, "Next:     %s resume %s --reason \"...\"\n", prog, task)
+		fmt.Fprintf(b, "Next:     %s resume %s --reason <reason>\n", prog, task)
 	case returns.KindApproval:
 		interrupt := ""
 		if q.Approvals > 1 {
@@ -247,8 +247,8 @@ func cardQuestion(b *strings.Builder, in returns.InterruptView, prog, task strin
 		}
 		if ask.first {
 			fmt.Fprintf(b, "   or:    %s resume %s --action cancel\n", prog, task)
-			fmt.Fprintf(b, "   or:    %s resume %s --action edit --reason \"...\"   (a new draft version)\n", prog, task)
-			fmt.Fprintf(b, "   or:    %s resume %s --action revise --comment \"...\"   (back to the owner)\n", prog, task)
+			fmt.Fprintf(b, "   or:    %s resume %s --action edit --reason <reason>   (a new draft version)\n", prog, task)
+			fmt.Fprintf(b, "   or:    %s resume %s --action revise --comment <comment>   (back to the owner)\n", prog, task)
 		}
 	}
 }
