@@ -439,7 +439,13 @@ func exitOf(tb testing.TB, err error) int {
 // dir, without --data or --user.
 func runEnv(tb testing.TB, dir string, env []string, args ...string) (string, string, int) {
 	tb.Helper()
-	c := exec.Command(assistantBin(), args...)
+	return runCmd(tb, exec.Command(assistantBin(), args...), dir, env)
+}
+
+// runCmd runs c in dir with env added to the environment; its stdout,
+// stderr and exit code.
+func runCmd(tb testing.TB, c *exec.Cmd, dir string, env []string) (string, string, int) {
+	tb.Helper()
 	c.Dir = dir
 	c.Env = append(os.Environ(), env...)
 	var out, errb bytes.Buffer
@@ -1615,13 +1621,7 @@ func docScript(tb testing.TB, path, heading string) string {
 // code.
 func runShell(tb testing.TB, dir, script string, env ...string) (string, string, int) {
 	tb.Helper()
-	c := exec.Command("bash", "-c", script)
-	c.Dir = dir
-	c.Env = append(os.Environ(), env...)
-	var out, errb bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errb
-	err := c.Run()
-	return out.String(), errb.String(), exitOf(tb, err)
+	return runCmd(tb, exec.Command("bash", "-c", script), dir, env)
 }
 
 // withDefaults is args after the flags of defaults (pairs of a flag and
