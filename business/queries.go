@@ -1,5 +1,7 @@
 package business
 
+import "sync"
+
 // queries are the statements of the business store, written once for each
 // database it runs on: sqliteQueries (queries_sqlite.go) and
 // postgresQueries (queries_postgres.go). A store takes one set when it is
@@ -21,7 +23,8 @@ package business
 // both databases: their arguments are bound as integers (flag). A
 // statement whose length depends on the call (an IN list, a multi-row
 // VALUES) is a function that builds its text, with its database's
-// parameter markers; the one for a full import batch is built once.
+// parameter markers; the one for a full import batch is built once, when
+// it is first used.
 type queries struct {
 	// draftByVersion reads the draft of task (1), version (2).
 	draftByVersion string
@@ -138,11 +141,13 @@ type queries struct {
 	// storedRange reads, with shop, up to (4) of user (1)'s orders with an
 	// id from (2) to (3), by id.
 	storedRange string
-	// storedPairs reads, with shop, the orders of importBatch (user, order
-	// id) pairs, two arguments each.
-	storedPairs string
-	// storedShop reads, with shop, the shop's orders of importBatch ids.
-	storedShop string
+	// storedPairs returns the statement that reads, with shop, the orders
+	// of importBatch (user, order id) pairs, two arguments each (built on
+	// first use: a command that imports nothing never pays for its text).
+	storedPairs func() string
+	// storedShop returns the statement that reads, with shop, the shop's
+	// orders of importBatch ids (built on first use).
+	storedShop func() string
 	// insertOneUser inserts n orders of one user that are not stored:
 	// id, item, delivered_at and final_sale of each, then the user; shop
 	// is their shop flag.
@@ -171,13 +176,14 @@ func flag(b bool) int64 {
 }
 
 // fullBatch returns build, with the text of a full import batch
-// (importBatch) built once: nearly every statement of a large import is
-// one.
+// (importBatch) built once, on first use: nearly every statement of a
+// large import is one, and a command that imports nothing (most do) does
+// not build it at start-up.
 func fullBatch(build func(n int) string) func(n int) string {
-	full := build(importBatch)
+	full := sync.OnceValue(func() string { return build(importBatch) })
 	return func(n int) string {
 		if n == importBatch {
-			return full
+			return full()
 		}
 		return build(n)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"assistant/internal/sqlstore"
 )
@@ -107,9 +108,13 @@ var postgresQueries = &queries{
 	deleteTeachingOrder: `DELETE FROM orders WHERE "user" = $1 AND order_id = $2 AND teaching = 1`,
 	storedRange: `SELECT ` + pgStoredOrderColumns + ` FROM orders o
 		WHERE o."user" = $1 AND o.order_id BETWEEN $2 AND $3 ORDER BY o.order_id LIMIT $4`,
-	storedPairs: `WITH b ("user", order_id) AS (VALUES ` + sqlstore.PostgresRows(1, importBatch, 2) + `)
-		SELECT ` + pgStoredOrderColumns + ` FROM b JOIN orders o ON o."user" = b."user" AND o.order_id = b.order_id`,
-	storedShop: `SELECT ` + pgStoredOrderColumns + ` FROM orders o WHERE o.shop = 1 AND o.order_id IN (` + sqlstore.PostgresParams(1, importBatch) + `)`,
+	storedPairs: sync.OnceValue(func() string {
+		return `WITH b ("user", order_id) AS (VALUES ` + sqlstore.PostgresRows(1, importBatch, 2) + `)
+		SELECT ` + pgStoredOrderColumns + ` FROM b JOIN orders o ON o."user" = b."user" AND o.order_id = b.order_id`
+	}),
+	storedShop: sync.OnceValue(func() string {
+		return `SELECT ` + pgStoredOrderColumns + ` FROM orders o WHERE o.shop = 1 AND o.order_id IN (` + sqlstore.PostgresParams(1, importBatch) + `)`
+	}),
 	// CAST: PostgreSQL types a parameter of VALUES as text, and the
 	// flag's column is an integer.
 	insertOneUser: func(n int, shop bool) string {

@@ -2,6 +2,7 @@ package business
 
 import (
 	"strings"
+	"sync"
 
 	"assistant/internal/sqlstore"
 )
@@ -108,9 +109,13 @@ var sqliteQueries = &queries{
 	deleteTeachingOrder: `DELETE FROM orders WHERE user = ? AND order_id = ? AND teaching = 1`,
 	storedRange: `SELECT ` + sqliteStoredOrderColumns + ` FROM orders o
 		WHERE o.user = ? AND o.order_id BETWEEN ? AND ? ORDER BY o.order_id LIMIT ?`,
-	storedPairs: `WITH b (user, order_id) AS (VALUES ` + sqlstore.SQLiteRows(importBatch, 2) + `)
-		SELECT ` + sqliteStoredOrderColumns + ` FROM b JOIN orders o ON o.user = b.user AND o.order_id = b.order_id`,
-	storedShop: `SELECT ` + sqliteStoredOrderColumns + ` FROM orders o WHERE o.shop = 1 AND o.order_id IN (` + sqlstore.SQLiteParams(importBatch) + `)`,
+	storedPairs: sync.OnceValue(func() string {
+		return `WITH b (user, order_id) AS (VALUES ` + sqlstore.SQLiteRows(importBatch, 2) + `)
+		SELECT ` + sqliteStoredOrderColumns + ` FROM b JOIN orders o ON o.user = b.user AND o.order_id = b.order_id`
+	}),
+	storedShop: sync.OnceValue(func() string {
+		return `SELECT ` + sqliteStoredOrderColumns + ` FROM orders o WHERE o.shop = 1 AND o.order_id IN (` + sqlstore.SQLiteParams(importBatch) + `)`
+	}),
 	// CAST: the flag's column is an integer, and a parameter of VALUES
 	// has no type of its own.
 	insertOneUser: func(n int, shop bool) string {

@@ -580,7 +580,7 @@ func (u *upsert) storedPairs(batch []*group, out map[[2]string]storedOrder) erro
 			args = append(args, "", "")
 		}
 	}
-	rows, err := u.tx.QueryContext(u.ctx, u.q.storedPairs, args...)
+	rows, err := u.tx.QueryContext(u.ctx, u.q.storedPairs(), args...)
 	if err != nil {
 		return fmt.Errorf("read stored orders: %w", err)
 	}
@@ -617,7 +617,7 @@ func (u *upsert) storedShop(batch []*group) (map[string]storedOrder, error) {
 			args[i] = batch[i].order.ID
 		}
 	}
-	rows, err := u.tx.QueryContext(u.ctx, u.q.storedShop, args...)
+	rows, err := u.tx.QueryContext(u.ctx, u.q.storedShop(), args...)
 	if err != nil {
 		return nil, fmt.Errorf("read stored orders: %w", err)
 	}
