@@ -139,6 +139,25 @@ for store in sqlite pg; do
   echo "${store}_resume_approve_ms $(med resume "$A" "${flags[@]}" resume t{} --action approve) ms"
   echo "${store}_cli_cycles_per_s $(cycles_per_s "${flags[@]}") cycles/s"
 done
+# show on the server beside show on a data dir, in pairs that alternate
+# which runs first: the median of the per-pair ratios.
+python3 - "$RUNS" "$A" "$work/data" "$url" <<'PY'
+import statistics, subprocess, sys, time
+runs, a, data, url = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+def once(flags):
+    t = time.perf_counter()
+    subprocess.run([a, *flags, "show", "shown"], stdout=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - t
+pairs = []
+for i in range(runs + 3):
+    order = [["--store", url], ["--data", data]]
+    if i % 2:
+        order.reverse()
+    t = {tuple(f): once(f) for f in order}
+    if i >= 3:
+        pairs.append(t[("--store", url)] / t[("--data", data)])
+print(f"pg_show_over_sqlite_show {statistics.median(pairs):.2f} x_data_dir")
+PY
 
 # A batch of $rows rows on the server, each row an order of its own parked
 # at approval, then the decide of their approvals.
@@ -188,3 +207,6 @@ PY
 }
 rate batch_rows rows "$rows" "$A" --store "$url" batch bench "$work/rows.csv"
 rate decide decisions "$rows" "$A" --store "$url" decide "$work/decide.csv"
+# The batch's floor on the server (set-based writes of exactly a parked
+# row's rows, two chunks in flight) is not a program of this repository.
+echo "pg_batch_floor_skipped no floor program here (docs/performance.md gives the figures it measured)"

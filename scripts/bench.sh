@@ -1,25 +1,80 @@
 #!/usr/bin/env bash
-# Benchmarks of assistant. Prints `name value unit` lines; each
-# command's time is the median of RUNS runs (default 15) after warm-up, and
-# also a ratio to the floor: a Go binary that opens one SQLite file with our
-# driver and pragmas and commits one row durably (scripts/floor), run next to
-# each run of the command (alternating which goes first), so that the
-# machine's drift falls on both; the ratio is the median of the per-pair
-# ratios (timed). Compare ratios, not milliseconds, across machines.
+# Benchmarks of assistant. Prints `name value unit` lines: each figure of
+# docs/performance.md's table as the ratio it names, measured in this run
+# beside its floor or peer, and the figures behind it.
+#
+# Whole commands run in pairs with the floor program (scripts/floor: a Go
+# binary that opens one SQLite file with our driver and pragmas and commits
+# one row durably) or with the Eino peer's same command, alternating which
+# goes first, so that the machine's drift falls on both; a ratio is the
+# median of the per-pair ratios. In-process cycles alternate with the Eino
+# peer's bench-loop. Compare ratios, not milliseconds, across machines.
 #
 #   scripts/bench.sh                # everything (the 100,000-task show takes minutes)
+#   BENCH_QUICK=1 scripts/bench.sh  # the ratios of the table only, fewer runs: under 3 minutes on a quiet machine
 #   BENCH_SKIP_100K=1 scripts/bench.sh
 #   BENCH_PG=postgres://USER@HOST/postgres BENCH_PG_ONLY=1 scripts/bench.sh
+#   PEERS_DIR=DIR scripts/bench.sh  # the peers (default ../shared/peers beside the repository)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-RUNS=${RUNS:-15}
+quick=${BENCH_QUICK:-}
+RUNS=${RUNS:-$([ -n "$quick" ] && echo 7 || echo 15)}
+# start+approve cycles a round in one process, and rounds (each ours, the
+# Eino peer's and the floor's, alternating).
+CYCLES=${CYCLES:-$([ -n "$quick" ] && echo 200 || echo 600)}
+ROUNDS=${ROUNDS:-$([ -n "$quick" ] && echo 1 || echo 3)}
+peers=${PEERS_DIR:-$(cd "$(dirname "$0")/../.." && pwd)/shared/peers}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$root"
+# Everything printed is kept too, for the table at the end (summary).
+exec > >(tee "$work/out.txt")
+# summary: the figures of docs/performance.md's table, each as the ratio
+# it names, beside its target, as comment lines.
+summary() {
+  sleep 0.5  # for tee to write what came before
+  python3 - "$work/out.txt" <<'PY'
+import sys
+got = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) >= 2 and not line.startswith("#"):
+        got[f[0]] = f[1]
+rows = [
+    ("show x the floor command", "show_ratio", "<= 1.3"),
+    ("start x the floor command", "start_ratio", "<= 2.0"),
+    ("resume --action approve x the floor command", "resume_approve_ratio", "<= 2.0"),
+    ("show / the Eino peer's show", "show_over_eino", "<= 0.6"),
+    ("cycles in one process / the Eino peer's bench-loop", "cycles_over_eino", ">= 1.2"),
+    ("commits per start+approve cycle (6 durable)", "commits_per_cycle", "<= 10"),
+    ("decide in process / BenchmarkDecideFloor", "decide_over_floor", ">= 0.6"),
+    ("batch rows/s on PostgreSQL", "pg_batch_rows_per_s", ">= 4,000"),
+    ("decide on PostgreSQL, decisions/s", "pg_decide_per_s", ">= 1,500"),
+    ("decide on PostgreSQL, server CPU ms per 1,000", "pg_decide_server_cpu_ms_per_1000", "<= 500"),
+    ("show on PostgreSQL / show on a data dir", "pg_show_over_sqlite_show", "<= 2"),
+    ("fsyncs of a start process (the floor's)", "start_fsyncs", "floor " + got.get("floor_fsyncs", "-")),
+]
+print("# figure | this run | target")
+for name, key, target in rows:
+    print(f"# {name} | {got.get(key, 'not measured')} | {target}")
+PY
+}
 # Both built as README.md builds assistant: static, without cgo.
 CGO_ENABLED=0 go build -o "$work/assistant" .
 CGO_ENABLED=0 go build -o "$work/floor" ./scripts/floor
 A="$work/assistant"
+# The Eino peer (built into the temporary directory, never into its own
+# folder), when its folder is there.
+eino=""
+if [ -d "$peers/eino" ]; then
+  if (cd "$peers/eino" && go build -o "$work/einopeer" .) 2> "$work/eino.build"; then
+    eino="$work/einopeer"
+  else
+    echo "eino_skipped the peer did not build: $(tail -1 "$work/eino.build")"
+  fi
+else
+  echo "eino_skipped no peer at $peers/eino (set PEERS_DIR)"
+fi
 
 # timed NAME CMD...: runs CMD (with {} replaced by the run number) 3 times to
 # warm up, then RUNS times, each run paired with a run of the floor program
@@ -95,6 +150,14 @@ data="$work/data"
 
 read ms rss fl r < <(timed show "$A" --data "$data" show shown)
 echo "show_ms $ms ms"; ratios show "$ms" "$fl" "$r"; echo "show_rss $rss MiB"
+# show beside the Eino peer's show of a task parked at the same question:
+# the peer's runs take the floor's place in the pairs.
+if [ -n "$eino" ]; then
+  "$eino" --data "$work/einodata" start shown A3003 --reason bench > /dev/null
+  read ms _ fl r < <(FLOOR="$eino --data $work/einodata show shown" timed show_eino "$A" --data "$data" show shown)
+  echo "eino_show_ms $fl ms"
+  echo "show_over_eino $r x_eino"
+fi
 read ms rss fl r < <(timed start "$A" --data "$data" start t{} P{} --reason bench)
 echo "start_ms $ms ms"; ratios start "$ms" "$fl" "$r"; echo "start_rss $rss MiB"
 read ms rss fl r < <(timed resume "$A" --data "$data" resume t{} --action approve)
@@ -105,21 +168,41 @@ echo "resume_approve_ms $ms ms"; ratios resume_approve "$ms" "$fl" "$r"; echo "r
 # server URL whose user may create databases, or a throw-away local
 # cluster; skipped with one line when there is neither. BENCH_PG_ONLY=1
 # stops after it. See scripts/bench-pg.sh.
-scripts/bench-pg.sh "$A"
+if [ -n "$quick" ]; then
+  BENCH_PG_ROWS=${BENCH_PG_ROWS:-2000} BENCH_PG_CYCLES=${BENCH_PG_CYCLES:-10} scripts/bench-pg.sh "$A"
+else
+  scripts/bench-pg.sh "$A"
+fi
 [ -n "${BENCH_PG_ONLY:-}" ] && exit 0
+echo "langgraphjs_skipped its npm ci needs the network and a native build of better-sqlite3 here; $peers/langgraphjs/bench.sh measures it on its own"
 
-# In one process: start+approve cycles, durable commits, checkpoint storage,
-# and next to them, in the same run, the cycle's floor (BenchmarkCycleFloor:
-# the six durable commits a cycle must make and nothing else, the most
-# cycles/s any build of this design could reach here) and, for decide, the
-# same pair (BenchmarkDecideFloor: the least SQL a decision must write, on a
-# parked batch's own files). Each pair runs twice, alternating, and the
-# medians and the ratio to the floor are printed (docs/performance.md
+# In one process: start+approve cycles (BenchmarkStartApprove, CYCLES a
+# round), beside the Eino peer's bench-loop of as many cycles on a fresh
+# data dir and the cycle's floor (BenchmarkCycleFloor: the six durable
+# commits a cycle must make and nothing else, the most cycles/s any build
+# of this design could reach here), the three alternating for ROUNDS
+# rounds; the medians and their ratios are printed, with the commits per
+# cycle beside the six durable ones. Then decide beside its floor
+# (BenchmarkDecideFloor: the least SQL a decision must write, on a parked
+# batch's own files), twice each, alternating (docs/performance.md
 # "Floors").
-go test -run '^$' -bench 'BenchmarkStartApprove$|BenchmarkCycleFloor$' -benchtime 2000x -count 2 ./flow/returns/ > "$work/bench.txt"
-go test -run '^$' -bench 'BenchmarkDecide$|BenchmarkDecideFloor$' -benchtime 5000x -count 2 ./flow/returns/ >> "$work/bench.txt"
-python3 - "$work/bench.txt" <<'PY'
-import statistics, sys
+go test -c -o "$work/returns.test" ./flow/returns/
+bench() { (cd flow/returns && "$work/returns.test" -test.run '^$' -test.bench "$1" -test.benchtime "$2"); }
+: > "$work/bench.txt"; : > "$work/eino.txt"
+for round in $(seq 1 "$ROUNDS"); do
+  bench 'BenchmarkStartApprove$' "${CYCLES}x" >> "$work/bench.txt"
+  if [ -n "$eino" ]; then
+    rm -rf "$work/einoloop"
+    "$eino" --data "$work/einoloop" bench-loop --n "$CYCLES" >> "$work/eino.txt"
+  fi
+  bench 'BenchmarkCycleFloor$' "${CYCLES}x" >> "$work/bench.txt"
+done
+for round in 1 2; do
+  bench 'BenchmarkDecide$' "$([ -n "$quick" ] && echo 1000 || echo 5000)x" >> "$work/bench.txt"
+  bench 'BenchmarkDecideFloor$' "$([ -n "$quick" ] && echo 1000 || echo 5000)x" >> "$work/bench.txt"
+done
+python3 - "$work/bench.txt" "$work/eino.txt" <<'PY'
+import json, statistics, sys
 found = {}
 for line in open(sys.argv[1]):
     f = line.split()
@@ -135,15 +218,45 @@ cycles, floor = 1e9 / med("BenchmarkStartApprove", "ns/op"), 1e9 / med("Benchmar
 print("cycles_per_s %.0f cycles/s" % cycles)
 print("cycle_floor_per_s %.0f cycles/s" % floor)
 print("cycles_over_floor %.2f x_floor" % (cycles / floor))
+peer = [json.loads(l)["tasks_per_second"] for l in open(sys.argv[2]) if l.strip()]
+if peer:
+    print("eino_cycles_per_s %.0f cycles/s" % statistics.median(peer))
+    print("cycles_over_eino %.2f x_eino" % (cycles / statistics.median(peer)))
 vals = found["BenchmarkStartApprove"][0]
-for k, name in (("fsyncs/task", "fsyncs_per_task"), ("commits/task", "commits_per_task"), ("ckpt_bytes/task", "checkpoint_bytes_per_task"), ("ckpt_rows/task", "checkpoint_rows_per_task")):
+for k, name in (("commits/task", "commits_per_cycle"), ("fsyncs/task", "durable_commits_per_cycle"), ("ckpt_bytes/task", "checkpoint_bytes_per_task"), ("ckpt_rows/task", "checkpoint_rows_per_task")):
     if k in vals:
         print("%s %.1f %s" % (name, vals[k], k.split("/")[0]))
+# The floor of commits: the six durable ones a cycle must make.
+print("commits_over_durable_floor %.2f x_6" % (vals["commits/task"] / 6))
 decide, dfloor = med("BenchmarkDecide", "decisions/s"), med("BenchmarkDecideFloor", "decisions/s")
 print("decide_in_process_per_s %.0f decisions/s" % decide)
 print("decide_floor_per_s %.0f decisions/s" % dfloor)
 print("decide_over_floor %.2f x_floor" % (decide / dfloor))
 PY
+
+# fsync system calls, counted by strace (when installed): of a whole
+# start process beside the floor program's, and per start+approve cycle
+# in one process (they include SQLite's own WAL checkpoints, which the
+# benchmark's durable commits do not count; two runs of different length,
+# so set-up costs cancel out).
+if command -v strace > /dev/null; then
+  count_fsyncs() {
+    strace -f -qq -c -e trace=fsync,fdatasync -o "$work/strace.out" "$@" > /dev/null
+    awk '$NF == "fsync" || $NF == "fdatasync" {n += $4} END {print n + 0}' "$work/strace.out"
+  }
+  echo "start_fsyncs $(count_fsyncs "$A" --data "$data" start fs1 P1099 --reason bench) fsyncs"
+  echo "resume_approve_fsyncs $(count_fsyncs "$A" --data "$data" resume fs1 --action approve) fsyncs"
+  echo "show_fsyncs $(count_fsyncs "$A" --data "$data" show fs1) fsyncs"
+  echo "floor_fsyncs $(count_fsyncs "$work/floor" "$work/floordir") fsyncs"
+  a=$(cd flow/returns && count_fsyncs "$work/returns.test" -test.run '^$' -test.bench 'BenchmarkStartApprove$' -test.benchtime 50x)
+  b=$(cd flow/returns && count_fsyncs "$work/returns.test" -test.run '^$' -test.bench 'BenchmarkStartApprove$' -test.benchtime 200x)
+  echo "fsync_syscalls_per_cycle $(python3 -c "print(f'{($b-$a)/150:.1f}')") fsyncs"
+fi
+if [ -n "$quick" ]; then
+  echo "binary_size $(python3 -c "import os; print(f'{os.path.getsize(\"$A\")/1048576:.1f}')") MiB"
+  summary
+  exit 0
+fi
 
 # One superstep of the engine in one process (flow's BenchmarkSuperstep:
 # node run, state encode, reducer, checkpoint Put) with each store.
@@ -165,20 +278,6 @@ for name in ("memory", "sqlite", "parallel-3"):
     print("superstep_%s_allocs %.0f allocs/op" % (key, vals["allocs/op"]))
     print("superstep_%s_bytes %.0f B/op" % (key, vals["B/op"]))
 PY
-
-# fsync system calls per start+approve, counted by strace (when installed):
-# they include SQLite's own WAL checkpoints, which the stores' count does
-# not. Two runs of different length, so set-up costs cancel out.
-if command -v strace > /dev/null; then
-  go test -c -o "$work/returns.test" ./flow/returns/
-  fsyncs() {
-    (cd flow/returns && strace -f -qq -c -e trace=fsync,fdatasync -o "$work/strace.$1" \
-      "$work/returns.test" -test.run '^$' -test.bench 'BenchmarkStartApprove$' -test.benchtime "$1x" > /dev/null)
-    awk '$NF == "fsync" || $NF == "fdatasync" {n += $4} END {print n + 0}' "$work/strace.$1"
-  }
-  a=$(fsyncs 100); b=$(fsyncs 400)
-  echo "fsync_syscalls_per_task $(python3 -c "print(f'{($b-$a)/300:.1f}')") fsyncs"
-fi
 
 # A 10,000-row batch, each row parked at approval, then decide of the
 # 10,000 approvals (target: decide >= 5,000 decisions/s), from the same
@@ -296,3 +395,4 @@ end=$(date +%s.%N)
 echo "recover_ms $(python3 -c "print(f'{($end-$start)*1000:.0f}')") ms_for_100"
 
 echo "binary_size $(python3 -c "import os; print(f'{os.path.getsize(\"$A\")/1048576:.1f}')") MiB"
+summary
