@@ -36,10 +36,10 @@ type docCommand struct {
 	want int
 }
 
-// wantExit finds the exit code a command's comment gives it: "exit N" in
-// the comment of its last line (`# parks at approval (exit 3)`); 0
-// without one.
-var wantExit = regexp.MustCompile(`#[^'"]*\bexit (\d+)\b[^'"]*$`)
+// wantExit finds the exit code a command's comment gives it: the comment
+// of its last line ends "exit N" (`# killed: exit 137`, `# (here: exit
+// 7)`); 0 without one.
+var wantExit = regexp.MustCompile(`#[^'"]*\bexit (\d+)\)?\s*$`)
 
 // isExample reports whether b is an example of commands: a block of an
 // example language, or one without a language whose lines start "$ ".
@@ -166,12 +166,14 @@ func runDocExamples(t *testing.T, blocks []docBlock) {
 	copyTree(t, filepath.Join("..", "testdata"), filepath.Join(dir, "testdata"))
 	var cmds []docCommand
 	var script strings.Builder
-	script.WriteString("exec </dev/null\nset -o pipefail\n")
+	// Each command's exit code is written down and given back as $?, so
+	// the next command reads it as it would after a paste.
+	script.WriteString("exec </dev/null\nset -o pipefail\n__status() { return \"$1\"; }\n")
 	for _, b := range blocks {
 		for _, c := range docCommands(t, b) {
 			n := len(cmds)
 			cmds = append(cmds, c)
-			fmt.Fprintf(&script, "{\n%s\n} >%q 2>%q; echo \"%d $?\" >>%q\n", c.text,
+			fmt.Fprintf(&script, "{\n%s\n} >%q 2>%q; __rc=$?; echo \"%d $__rc\" >>%q; __status \"$__rc\"\n", c.text,
 				filepath.Join(logs, fmt.Sprint(n, ".out")), filepath.Join(logs, fmt.Sprint(n, ".err")), n, filepath.Join(logs, "codes"))
 		}
 	}
@@ -242,5 +244,19 @@ func copyTree(tb testing.TB, from, to string) {
 	})
 	if err != nil {
 		tb.Fatal(err)
+	}
+}
+
+// TestDocsCIScriptIsTheTestedOne: the script docs/ci.md "The script"
+// shows, which its examples do not run, is testdata/ci_wait.sh, which
+// TestCIWaitScript runs.
+func TestDocsCIScriptIsTheTestedOne(t *testing.T) {
+	t.Parallel()
+	file, err := os.ReadFile(filepath.Join("testdata", "ci_wait.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc := docScript(t, "docs/ci.md", "The script"); doc != string(file) {
+		t.Errorf("docs/ci.md \"The script\" differs from testdata/ci_wait.sh:\n%s\nthe file:\n%s", doc, file)
 	}
 }
