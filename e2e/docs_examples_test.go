@@ -36,10 +36,10 @@ type docCommand struct {
 	want int
 }
 
-// wantExit finds the exit code a command's comment gives it: the comment
-// of its last line ends "exit N" (`# killed: exit 137`, `# (here: exit
-// 7)`); 0 without one.
-var wantExit = regexp.MustCompile(`#[^'"]*\bexit (\d+)\)?\s*$`)
+// wantExit finds the exit code a command's comment gives it: the first
+// "exit N" in the comment of its last line (`# killed: exit 137`, `#
+// exit 7 after 5s: nobody decided`); 0 without one.
+var wantExit = regexp.MustCompile(`#[^'"]*?\bexit (\d+)\b`)
 
 // isExample reports whether b is an example of commands: a block of an
 // example language, or one without a language whose lines start "$ ".
@@ -258,5 +258,37 @@ func TestDocsCIScriptIsTheTestedOne(t *testing.T) {
 	}
 	if doc := docScript(t, "docs/ci.md", "The script"); doc != string(file) {
 		t.Errorf("docs/ci.md \"The script\" differs from testdata/ci_wait.sh:\n%s\nthe file:\n%s", doc, file)
+	}
+}
+
+// TestDocsCommandExamplesRunAsPasted runs the examples of each command's
+// help, as docs/cli/ shows them, the same way: each command's in order,
+// in a new directory of its own.
+func TestDocsCommandExamplesRunAsPasted(t *testing.T) {
+	t.Parallel()
+	pages, err := filepath.Glob(filepath.Join("..", "docs", "cli", "assistant*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, page := range pages {
+		doc := filepath.ToSlash(strings.TrimPrefix(page, ".."+string(filepath.Separator)))
+		for _, b := range docBlocks(t, doc) {
+			if b.heading != "Examples" {
+				continue
+			}
+			// The help indents its examples by two spaces.
+			lines := strings.Split(b.text, "\n")
+			for i, l := range lines {
+				lines[i] = strings.TrimPrefix(l, "  ")
+			}
+			b.text, b.lang = strings.Join(lines, "\n"), "sh"
+			t.Run(strings.TrimSuffix(filepath.Base(doc), ".md"), func(t *testing.T) {
+				t.Parallel()
+				runDocExamples(t, []docBlock{b})
+				if t.Failed() {
+					t.Logf("%s is generated: the examples are the command's help text (cmd/), then go run ./cmd/gendocs", doc)
+				}
+			})
+		}
 	}
 }
