@@ -55,13 +55,15 @@ func isExample(b docBlock) bool {
 func prompted(b docBlock) bool { return b.lang == "console" || b.lang == "" }
 
 // complete reports whether text is a whole bash command list: its quotes
-// closed, its compound commands ended, no line continued (bash -n).
+// closed, its compound commands and here-documents ended, no line
+// continued (bash -n, which only warns of an open here-document).
 func complete(tb testing.TB, text string) bool {
 	tb.Helper()
 	if strings.HasSuffix(strings.TrimRight(text, "\n"), "\\") {
 		return false
 	}
-	return exec.Command("bash", "-n", "-c", text).Run() == nil
+	out, err := exec.Command("bash", "-n", "-c", text).CombinedOutput()
+	return err == nil && len(out) == 0
 }
 
 // docCommands splits the example b into its commands, in order. Blank
@@ -187,8 +189,10 @@ func runDocExamples(t *testing.T, blocks []docBlock) {
 		}
 	}
 	sh.WaitDelay = 5 * time.Second
-	if out, err := sh.CombinedOutput(); err != nil && ctx.Err() != nil {
-		t.Errorf("the examples did not end in 5 minutes: %v\n%s", err, out)
+	// A guard against a command that never ends, not a measure of speed.
+	session, err := sh.CombinedOutput()
+	if err != nil && ctx.Err() != nil {
+		t.Errorf("the examples did not end in 5 minutes: %v\n%s", err, session)
 	}
 	codes := map[int]int{}
 	data, _ := os.ReadFile(filepath.Join(logs, "codes"))
@@ -201,7 +205,7 @@ func runDocExamples(t *testing.T, blocks []docBlock) {
 	for n, c := range cmds {
 		got, ok := codes[n]
 		if !ok {
-			t.Errorf("%s:%d: %s\ndid not run: the session ended before it", blocks[0].file, c.line, c.text)
+			t.Errorf("%s:%d: %s\ndid not run: the session ended before it (%v)\n%s", blocks[0].file, c.line, c.text, err, session)
 			return
 		}
 		if got != c.want {
