@@ -7,6 +7,7 @@ package e2e
 // why, and is counted.
 
 import (
+	"assistant/internal/pgtest"
 	"context"
 	"fmt"
 	"io/fs"
@@ -128,41 +129,55 @@ func exampleDocs(tb testing.TB) []string {
 // ASSISTANT_ variable is set, so each document has its own data dir,
 // ./data. A command that exits other than its document says fails the
 // test with its file and line, its stdout and stderr. Blocks marked
-// `<!-- not run: REASON -->` are counted and logged.
+// `<!-- run with PostgreSQL -->` run in a session of their own on two new
+// databases, $URL and $NEW_URL; blocks marked `<!-- not run: REASON -->`
+// are counted and logged.
 func TestDocsExamplesRunAsPasted(t *testing.T) {
 	t.Parallel()
-	total, skipped := 0, 0
+	total, skipped, withPG := 0, 0, 0
 	for _, doc := range exampleDocs(t) {
-		var run []docBlock
+		var run, runPG []docBlock
 		for _, b := range docBlocks(t, doc) {
 			switch {
 			case !isExample(b):
-				if b.notRun != "" {
-					t.Errorf("%s:%d: a not-run marker before a block that is not an example", b.file, b.line-1)
+				if b.notRun != "" || b.withPG {
+					t.Errorf("%s:%d: a marker before a block that is not an example", b.file, b.line-1)
 				}
 			case b.notRun != "":
 				skipped++
 				t.Logf("%s:%d: not run: %s", b.file, b.line, b.notRun)
+			case b.withPG:
+				withPG++
+				runPG = append(runPG, b)
 			default:
 				total++
 				run = append(run, b)
 			}
 		}
-		if len(run) == 0 {
-			continue
+		name := strings.ReplaceAll(doc, "/", "_")
+		if len(run) > 0 {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				runDocExamples(t, run)
+			})
 		}
-		t.Run(strings.ReplaceAll(doc, "/", "_"), func(t *testing.T) {
-			t.Parallel()
-			runDocExamples(t, run)
-		})
+		if len(runPG) > 0 {
+			// $URL and $NEW_URL are two new, empty databases; without a
+			// server the blocks are skipped (pgtest.Database).
+			t.Run(name+"_PostgreSQL", func(t *testing.T) {
+				t.Parallel()
+				runDocExamples(t, runPG, "URL="+pgtest.Database(t), "NEW_URL="+pgtest.Database(t))
+			})
+		}
 	}
-	t.Logf("%d example blocks run, %d marked not run", total, skipped)
+	t.Logf("%d example blocks run, %d on PostgreSQL when a server is there, %d marked not run", total, withPG, skipped)
 }
 
 // runDocExamples runs the commands of blocks (all of one document) in one
-// bash session in a new directory and fails t for each command whose exit
-// code differs from the one its document gives it.
-func runDocExamples(t *testing.T, blocks []docBlock) {
+// bash session in a new directory, env (KEY=VALUE items) added to its
+// environment, and fails t for each command whose exit code differs from
+// the one its document gives it.
+func runDocExamples(t *testing.T, blocks []docBlock, env ...string) {
 	dir, logs := t.TempDir(), t.TempDir()
 	copyFile(t, assistantBin(), filepath.Join(dir, "assistant"), 0o755)
 	copyTree(t, filepath.Join("..", "testdata"), filepath.Join(dir, "testdata"))
@@ -188,6 +203,7 @@ func runDocExamples(t *testing.T, blocks []docBlock) {
 			sh.Env = append(sh.Env, kv)
 		}
 	}
+	sh.Env = append(sh.Env, env...)
 	sh.WaitDelay = 5 * time.Second
 	// A guard against a command that never ends, not a measure of speed.
 	session, err := sh.CombinedOutput()
