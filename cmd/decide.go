@@ -56,7 +56,7 @@ const decideExample = `  assistant start r-1 A3003 --reason "too small"
   assistant start r-2 A3004 --reason "wrong colour"
   printf 'task,action,draft\nr-1,approve,\nr-2,cancel,\n' > decisions.csv
   assistant decide decisions.csv
-  assistant start r-3 A3003 --reason "broken"
+  assistant start r-3 A3008 --reason "broken"
   assistant list --status waiting --output csv | sed 's/,,/,approve,/' | assistant decide -`
 
 // decideOptions are decide's argument (a file, or - for Stdin) and flags.

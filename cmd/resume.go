@@ -37,6 +37,7 @@ const resumeExample = `  assistant start return-25 A3003 --reason "size does not
   assistant start return-26 A3004                                      # asks for a reason
   assistant resume return-26 --reason "wrong colour"
   assistant resume return-26 --action revise --comment "say which size" # back to the owner
+  assistant resume return-26 --reason "the M is too small"             # at approval again
   assistant resume return-26 --action cancel`
 
 // resumeOptions are resume's argument and flags; HasReason and

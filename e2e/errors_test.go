@@ -147,3 +147,40 @@ func execSQL(tb testing.TB, path string, stmts ...string) {
 		}
 	}
 }
+
+// TestNoStoreYetReadsAsOneSentence: a read command where no task has been
+// started (a data dir that does not exist, a database without the
+// schemas) is exit 4 with a message that says so in a sentence of its
+// own, on stderr and in the JSON error object, without the word of its
+// kind tacked on: the exit code and the JSON code say "not found".
+func TestNoStoreYetReadsAsOneSentence(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		store func(t *testing.T) cliStore
+		says  *regexp.Regexp
+	}{
+		{"DataDir", func(t *testing.T) cliStore { return cliStore{dir: filepath.Join(t.TempDir(), "data")} },
+			regexp.MustCompile(`^data dir /\S+/data does not exist \(no task has been started there\)$`)},
+		{"Postgres", func(t *testing.T) cliStore { return cliStore{pg: newPGStore(t)} },
+			regexp.MustCompile(`^no task has been started in database .+ \(it holds no schemas checkpoints and business\)$`)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := tc.store(t)
+			out, errOut, code := s.run(t, nil, "demo-user", "show", "return-25")
+			var v struct {
+				Error struct{ Code, Message string }
+			}
+			if err := json.Unmarshal([]byte(out), &v); err != nil {
+				t.Fatalf("show: stdout %q is not the error object: %v", out, err)
+			}
+			if code != 4 || v.Error.Code != "not_found" || !tc.says.MatchString(v.Error.Message) {
+				t.Errorf("show: exit %d, code %q, message %q; want 4, not_found and a message matching %s", code, v.Error.Code, v.Error.Message, tc.says)
+			}
+			if errOut != "assistant: "+v.Error.Message+"\n" {
+				t.Errorf("show: stderr %q, want the message in one line", errOut)
+			}
+		})
+	}
+}

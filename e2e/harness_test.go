@@ -1569,6 +1569,10 @@ type docBlock struct {
 	// notRun is the reason of the marker `<!-- not run: REASON -->` on
 	// the line before the block's opening fence; "" without one.
 	notRun string
+	// withPG is set by the marker `<!-- run with PostgreSQL -->` there:
+	// the block runs on databases of the test server (docs/README.md
+	// "Examples").
+	withPG bool
 }
 
 // docBlocks returns the fenced code blocks of the Markdown file path
@@ -1591,6 +1595,7 @@ func docBlocks(tb testing.TB, path string) []docBlock {
 			if r, ok := strings.CutPrefix(strings.TrimSpace(before), "<!-- not run: "); ok {
 				cur.notRun = strings.TrimSuffix(r, " -->")
 			}
+			cur.withPG = strings.TrimSpace(before) == "<!-- run with PostgreSQL -->"
 		case cur != nil && strings.TrimSpace(line) == "```":
 			out = append(out, *cur)
 			cur = nil

@@ -113,7 +113,8 @@ func PrepareDataDir(dir string, mode OpenMode) error {
 	}
 	st, err := os.Stat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("data dir %s does not exist (no task has been started there): %w", dir, ErrNotFound)
+		// A sentence of its own: the kind's words would not read after it.
+		return &marked{fmt.Errorf("data dir %s does not exist (no task has been started there)", dir), ErrNotFound}
 	}
 	if err != nil {
 		return fmt.Errorf("data dir %s: %w", dir, err)

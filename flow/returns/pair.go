@@ -219,7 +219,8 @@ func (s ServerSchemas) Check(mode OpenMode) error {
 		return &schemaRefusal{matches: []error{ErrLostBusiness}, msg: fmt.Sprintf("open business in %s: the schema %s is missing while %s holds %d run(s), so their tasks, drafts and applications are lost (nothing was changed)",
 			s.Where, BusinessSchema, CheckpointsSchema, lost.Count), h: fixLostSchema}
 	case !mode.Creates() && (!s.Checkpoints || !s.Business):
-		return fmt.Errorf("no task has been started in %s (it holds no schemas %s and %s): %w", s.Where, CheckpointsSchema, BusinessSchema, ErrNotFound)
+		// A sentence of its own: the kind's words would not read after it.
+		return &marked{fmt.Errorf("no task has been started in %s (it holds no schemas %s and %s)", s.Where, CheckpointsSchema, BusinessSchema), ErrNotFound}
 	}
 	return nil
 }
