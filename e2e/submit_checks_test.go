@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"assistant/flow/returns"
 )
@@ -132,6 +133,53 @@ func TestTwoApprovalsNeedTwoPeopleOtherThanTheRequester(t *testing.T) {
 			s.want(t, nil, 0, "owner", "start", "c", "Z2", "--reason", "too small", "--approvals", "2")
 			if v, _ := s.want(t, nil, 0, "owner", "resume", "c", "--action", "cancel"); v["status"] != "cancelled" {
 				t.Errorf("the requester's cancel: status %v, want cancelled", v["status"])
+			}
+		})
+	}
+}
+
+// exec runs stmt, SQL valid on both databases, on the store's business
+// tables, as another program would (on PostgreSQL in the schema
+// business).
+func (s cliStore) exec(t *testing.T, stmt string) {
+	t.Helper()
+	if s.dir == "" {
+		s.pg.exec(t, "SET search_path TO business; "+stmt)
+		return
+	}
+	rawExecBusiness(t, s.dir, stmt)
+}
+
+// TestTheRequesterNeverCountsAtTheSubmit: a trail that holds an approval
+// of a task's requester (put there by another program, or by a build
+// that took it) on a task that needs two approvals does not count at
+// the submit, on SQLite and PostgreSQL: alice's approve carries it out
+// with hers, and the submit refuses it, marks it in the trail and makes
+// nothing; the task waits for a second grantee, whose approve submits it
+// once. The requester and one grantee never submit it.
+func TestTheRequesterNeverCountsAtTheSubmit(t *testing.T) {
+	t.Parallel()
+	for name, newStore := range cliStores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := newStore(t)
+			s.ownerOrders(t)
+			v, _ := s.want(t, nil, 0, "owner", "start", "t", "Z1", "--reason", "too small", "--approvals", "2")
+			draft, _ := v["draft"].(map[string]any)["draft_id"].(string)
+			at := time.Now().UTC().Add(-time.Second).Format("2006-01-02T15:04:05.000Z")
+			s.exec(t, fmt.Sprintf(`INSERT INTO decisions (decision_id, task_id, by_user, action, draft_id, version, at) VALUES ('dec-owner', 't', 'owner', 'approve', '%s', 1, '%s')`, draft, at))
+
+			s.want(t, nil, 0, "alice", "resume", "t", "--action", "approve")
+			if v, _ := s.want(t, nil, 0, "owner", "show", "t"); v["status"] != "waiting" || s.apps(t, "t") != "0" {
+				t.Fatalf("after the requester's and alice's approvals: status %v, %s applications; want waiting, 0", v["status"], s.apps(t, "t"))
+			}
+			if trail := s.trailMarks(t, "t"); !strings.Contains(trail, "owner approve (not counted: owner is the task's requester") || !strings.Contains(trail, "alice approve") ||
+				strings.Contains(trail, "alice approve (not counted") {
+				t.Errorf("trail %q; want the requester's approval marked not counted, alice's counted", trail)
+			}
+			s.want(t, nil, 0, "bob", "resume", "t", "--action", "approve")
+			if v, _ := s.want(t, nil, 0, "owner", "show", "t"); v["status"] != "done" || s.apps(t, "t") != "1" {
+				t.Fatalf("after alice's and bob's approvals: status %v, %s applications; want done, 1", v["status"], s.apps(t, "t"))
 			}
 		})
 	}
