@@ -45,9 +45,11 @@ func (e *UncountedError) Error() string {
 // (docs/approvals.md "Approvers", "Two approvals"): each names that draft
 // and that version; its approver is the owner, or holds a grant from the
 // owner now, read in the submit's transaction; and when the task needs
-// need >= 2 approvals, its approver is not the owner (its requester). A
-// version 0 means 1, as stored before drafts had versions. The check
-// reads nothing for an owner's own approval of a task that needs one.
+// need >= 2 approvals, its approver is not the owner (its requester); and
+// an approval of another person that an earlier submit marked not counted
+// (decisions.not_counted) stays so. A version 0 means 1, as stored before
+// drafts had versions. The check reads nothing for an owner's own
+// approval of a task that needs one.
 // Errors: *UncountedError naming every approval that no longer counts and
 // why, the database's.
 func (s *Store) ApprovalsCount(task, owner string, need int, draftID string, version int, approvals []Decision) SubmitCheck {
@@ -82,8 +84,18 @@ func (s *Store) notCounted(ctx context.Context, q sqlstore.Querier, owner string
 	case d.By == owner:
 		return "", nil
 	}
+	// Marked by an earlier submit whose checkpoint was lost (killed after
+	// its commit): the mark stands, a grant given again since or not.
+	var mark string
+	err := q.QueryRowContext(ctx, s.q.decisionMark, d.ID).Scan(&mark)
+	switch {
+	case err == nil && mark != "":
+		return mark, nil
+	case err != nil && !errors.Is(err, sql.ErrNoRows):
+		return "", fmt.Errorf("decision %s: %w", d.ID, err)
+	}
 	var one int
-	err := q.QueryRowContext(ctx, s.q.grant, owner, d.By).Scan(&one)
+	err = q.QueryRowContext(ctx, s.q.grant, owner, d.By).Scan(&one)
 	switch {
 	case err == nil:
 		return "", nil

@@ -88,8 +88,9 @@ func testApprovalsCountAtTheSubmit(t *testing.T, kind storeKind) {
 // TestSubmitMarksWhatNoLongerCounts: a submit without a decision of its
 // own (the approvals of a task that needs two were recorded when given)
 // refused by ApprovalsCount marks, in its commit, only the approvals that
-// no longer count, and makes no application; once another approval
-// counts, the submit goes through.
+// no longer count, and makes no application; a grant given again does not
+// revive a marked approval; once another approval counts, the submit goes
+// through.
 func TestSubmitMarksWhatNoLongerCounts(t *testing.T) {
 	forStores(t, func(t *testing.T, kind storeKind) {
 		ctx := context.Background()
@@ -122,6 +123,14 @@ func TestSubmitMarksWhatNoLongerCounts(t *testing.T) {
 		}
 		if n, _ := s.CountApplications(ctx, d.ID); n != 0 {
 			t.Fatalf("%d applications; want none", n)
+		}
+		// A grant given again does not revive the marked approval.
+		if _, err := s.GrantApprover(ctx, "demo-user", "alice", "demo-user", t0.Add(4*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = s.Submit(ctx, d.ID, "demo-user", t0.Add(4*time.Second), s.ApprovalsCount("t1", "demo-user", 2, d.ID, 1, ds))
+		if !errors.As(err, &ue) || len(ue.Uncounted) != 1 || ue.Uncounted[0].Because != trail[0].NotCounted {
+			t.Fatalf("submit after alice's grant was given again = %v; want her approval still not counted, as marked", err)
 		}
 		carol := Decision{ID: "dec-carol", TaskID: "t1", By: "carol", Action: "approve", DraftID: d.ID, Version: 1, At: t0.Add(5 * time.Second)}
 		if err := s.RecordDecision(ctx, carol); err != nil {

@@ -121,6 +121,8 @@ type queries struct {
 	// insertDecision inserts a decision (its columns, in their order);
 	// nothing when its id is recorded already.
 	insertDecision string
+	// decisionMark reads the not_counted of decision (1).
+	decisionMark string
 	// markUncounted sets why (1) the submit no longer counts decision (2)
 	// of task (3), unless it is marked already.
 	markUncounted string

@@ -89,6 +89,7 @@ var postgresQueries = &queries{
 
 	insertDecision: `INSERT INTO decisions (` + pgDecisionColumns + `)
 		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (decision_id) DO NOTHING`,
+	decisionMark:  `SELECT not_counted FROM decisions WHERE decision_id = $1`,
 	markUncounted: `UPDATE decisions SET not_counted = $1 WHERE decision_id = $2 AND task_id = $3 AND not_counted = ''`,
 	// rowid: an identity column, the order of insertion, among decisions
 	// given at one time.

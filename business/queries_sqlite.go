@@ -91,6 +91,7 @@ var sqliteQueries = &queries{
 
 	insertDecision: `INSERT INTO decisions (` + sqliteDecisionColumns + `)
 		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (decision_id) DO NOTHING`,
+	decisionMark:  `SELECT not_counted FROM decisions WHERE decision_id = ?`,
 	markUncounted: `UPDATE decisions SET not_counted = ? WHERE decision_id = ? AND task_id = ? AND not_counted = ''`,
 	// rowid: the order of insertion, among decisions given at one time.
 	decisions: `SELECT ` + sqliteDecisionColumns + ` FROM decisions WHERE task_id = ? ORDER BY at, rowid`,
