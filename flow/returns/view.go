@@ -68,7 +68,7 @@ type DecisionView struct {
 	// NotCounted says why a submit no longer counts this approval
 	// (business.ApprovalsCount: "revoked at …", the requester's own, another
 	// version); omitted for an answer that counts.
-	NotCounted string `json:"not_counted_because,omitempty"`
+	NotCounted string `json:"not_counted_because,omitempty" output:"absent-when-zero"`
 }
 
 // decisionView is d as printed.
