@@ -24,6 +24,10 @@ type Decision struct {
 	// reason an edit or a reason answer gives.
 	Comment string `json:"comment,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	// NotCounted says why a submit no longer counts this approval
+	// (SubmitCheck ApprovalsCount, written by the submit that found it);
+	// "" for an answer that counts.
+	NotCounted string `json:"not_counted_because,omitempty"`
 }
 
 // RecordDecision adds d to the trail in a durable commit (a checkpoint
@@ -52,8 +56,10 @@ func (s *Store) RecordDecision(ctx context.Context, d Decision) error {
 // adds d, the approval that asked for the submit, to the trail in the same
 // durable commit: one commit (and one fsync) where recording the decision
 // on its own would take two. The decision is recorded whatever the submit
-// comes to: an application made or reused, or refused with ErrDraftExpired
-// or an *IneligibleError (nothing submitted, the decision kept); any other
+// comes to: an application made or reused, or refused with ErrDraftExpired,
+// an *IneligibleError or an *UncountedError (nothing submitted, the
+// decision kept, and the approvals that no longer count marked so in the
+// same commit); any other
 // error rolls both back. d.ID is the idempotency key, as for
 // RecordDecision, so a submit that runs again records it once; a commit
 // that writes nothing (a reused application, a decision recorded already
@@ -75,12 +81,18 @@ func (s *Store) SubmitDecided(ctx context.Context, d Decision, draftID, user str
 			return fmt.Errorf("record decision %s of task %s: %w", d.ID, d.TaskID, err)
 		}
 		a, reused, subErr = s.SubmitTx(ctx, tx, draftID, user, now, checks...)
-		var ie *IneligibleError
+		var ue *UncountedError
 		switch {
 		case subErr == nil && !reused:
 			return nil
-		case subErr != nil && !errors.Is(subErr, ErrDraftExpired) && !errors.As(subErr, &ie):
+		case subErr != nil && !keptRefusal(subErr):
 			return subErr
+		case errors.As(subErr, &ue):
+			if err := s.markUncounted(ctx, tx, ue); err != nil {
+				subErr = err
+				return err
+			}
+			return nil // refused: the decision and its marks are committed
 		case wrote:
 			return nil // refused or reused: the decision alone is committed
 		}
@@ -113,13 +125,17 @@ func (s *Store) SubmitDecided(ctx context.Context, d Decision, draftID, user str
 func (s *Store) submitDecidedInTx(ctx context.Context, d Decision, draftID, user string, now time.Time, checks []SubmitCheck) (Application, bool, error) {
 	q := s.h.Q()
 	a, reused, draft, subErr := s.submitCheck(ctx, q, draftID, user, now, checks)
-	var ie *IneligibleError
-	if subErr != nil && !errors.Is(subErr, ErrDraftExpired) && !errors.As(subErr, &ie) {
+	if subErr != nil && !keptRefusal(subErr) {
 		return Application{}, false, subErr
 	}
 	s.rows.forgetTrail(d.TaskID)
 	if _, err := s.insertDecision(ctx, q, d); err != nil {
 		return Application{}, false, fmt.Errorf("record decision %s of task %s: %w", d.ID, d.TaskID, err)
+	}
+	if ue := (*UncountedError)(nil); errors.As(subErr, &ue) {
+		if err := s.markUncounted(ctx, q, ue); err != nil {
+			return Application{}, false, err
+		}
 	}
 	if subErr != nil || reused {
 		return a, reused, subErr // refused or reused: the decision alone is written
@@ -143,7 +159,7 @@ func checkDecision(d Decision) error {
 // (false: a decision with its id is recorded already, left as it is).
 func (s *Store) insertDecision(ctx context.Context, tx sqlstore.Querier, d Decision) (bool, error) {
 	res, err := tx.ExecContext(ctx, s.q.insertDecision,
-		d.ID, d.TaskID, d.By, d.Action, d.DraftID, d.Version, formatTime(d.At), d.Comment, d.Reason)
+		d.ID, d.TaskID, d.By, d.Action, d.DraftID, d.Version, formatTime(d.At), d.Comment, d.Reason, d.NotCounted)
 	if err != nil {
 		return false, err
 	}
@@ -155,7 +171,7 @@ func (s *Store) insertDecision(ctx context.Context, tx sqlstore.Querier, d Decis
 func scanDecision(sc scanner) (Decision, error) {
 	var d Decision
 	var at string
-	if err := sc.Scan(&d.ID, &d.TaskID, &d.By, &d.Action, &d.DraftID, &d.Version, &at, &d.Comment, &d.Reason); err != nil {
+	if err := sc.Scan(&d.ID, &d.TaskID, &d.By, &d.Action, &d.DraftID, &d.Version, &at, &d.Comment, &d.Reason, &d.NotCounted); err != nil {
 		return Decision{}, err
 	}
 	var err error

@@ -285,6 +285,16 @@ func (s *Store) Submit(ctx context.Context, draftID, user string, now time.Time,
 	var txErr error
 	err = s.h.Durable(ctx, func(tx sqlstore.Querier) error {
 		a, reused, txErr = s.SubmitTx(ctx, tx, draftID, user, now, checks...)
+		var ue *UncountedError
+		if errors.As(txErr, &ue) {
+			// Refused, and the approvals that no longer count are marked
+			// so in the trail, in this commit.
+			if err := s.markUncounted(ctx, tx, ue); err != nil {
+				txErr = err
+				return err
+			}
+			return nil
+		}
 		if txErr == nil && reused {
 			return sqlstore.ErrNothingWritten
 		}
@@ -314,9 +324,10 @@ func (s *Store) Submit(ctx context.Context, draftID, user string, now time.Time,
 //     application): *IneligibleError otherwise (matching ErrIneligible,
 //     and ErrOpenApplication for a pending application), nothing written;
 //   - else every one of checks, the caller's rules judged again in tx
-//     (SubmitCheck: the run still holds the task, the approvers still
-//     hold their authority), must pass: its error otherwise, nothing
-//     written;
+//     (SubmitCheck: the run still holds the task, ApprovalsCount: the
+//     approvals still count), must pass: its error otherwise, no
+//     application written (Submit and SubmitDecided then mark the
+//     approvals of an *UncountedError in the trail, in their commit);
 //   - else an application with review_status ReviewPending is inserted.
 //
 // tx should come from s.Handle().Begin (on SQLite, s.DB() will do): it

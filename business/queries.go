@@ -17,7 +17,7 @@ import "sync"
 //   - an order as order_id, user, item, delivered_at, final_sale, teaching
 //     (scanOrder), and by an import with shop after them (scanStored);
 //   - a decision as decision_id, task_id, by_user, action, draft_id,
-//     version, at, comment, reason (scanDecision).
+//     version, at, comment, reason, not_counted (scanDecision).
 //
 // The flags final_sale, teaching and shop are INTEGER columns, 0 or 1, on
 // both databases: their arguments are bound as integers (flag). A
@@ -115,12 +115,20 @@ type queries struct {
 	// grantChanges reads owner, grantee, change, by_user, at of the
 	// grants and revokes that concern user (1), in their order.
 	grantChanges string
+	// lastRevoke reads the time of the last revoke of grantee (2)'s grant
+	// from owner (1); no row when there was none.
+	lastRevoke string
 	// ownersGranting reads the owners who granted grantee (1), sorted.
 	ownersGranting string
 
 	// insertDecision inserts a decision (its columns, in their order);
 	// nothing when its id is recorded already.
 	insertDecision string
+	// decisionMark reads the not_counted of decision (1).
+	decisionMark string
+	// markUncounted sets why (1) the submit no longer counts decision (2)
+	// of task (3), unless it is marked already.
+	markUncounted string
 	// decisions reads the decisions of task (1) in the order they were
 	// given.
 	decisions string

@@ -22,7 +22,7 @@ const (
 	pgQualifiedAppColumns = `a.application_id, a.draft_id, a.order_id, a."user", a.review_status, a.created_at`
 	pgOrderColumns        = `order_id, "user", item, delivered_at, final_sale, teaching`
 	pgStoredOrderColumns  = `o.order_id, o."user", o.item, o.delivered_at, o.final_sale, o.teaching, o.shop`
-	pgDecisionColumns     = `decision_id, task_id, by_user, action, draft_id, version, at, comment, reason`
+	pgDecisionColumns     = `decision_id, task_id, by_user, action, draft_id, version, at, comment, reason, not_counted`
 )
 
 var postgresQueries = &queries{
@@ -81,6 +81,7 @@ var postgresQueries = &queries{
 	deleteGrant:       `DELETE FROM approver_grants WHERE owner = $1 AND grantee = $2`,
 	insertGrantChange: `INSERT INTO approver_changes (owner, grantee, change, by_user, at) VALUES ($1, $2, $3, $4, $5)`,
 	grant:             `SELECT 1 FROM approver_grants WHERE owner = $1 AND grantee = $2`,
+	lastRevoke:        `SELECT at FROM approver_changes WHERE owner = $1 AND grantee = $2 AND change = 'revoke' ORDER BY seq DESC LIMIT 1`,
 	grants: `SELECT owner, grantee, granted_by, granted_at FROM approver_grants
 		 WHERE owner = $1 OR grantee = $1 ORDER BY granted_at, owner, grantee`,
 	grantChanges: `SELECT owner, grantee, change, by_user, at FROM approver_changes
@@ -88,7 +89,9 @@ var postgresQueries = &queries{
 	ownersGranting: `SELECT owner FROM approver_grants WHERE grantee = $1 ORDER BY owner`,
 
 	insertDecision: `INSERT INTO decisions (` + pgDecisionColumns + `)
-		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (decision_id) DO NOTHING`,
+		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (decision_id) DO NOTHING`,
+	decisionMark:  `SELECT not_counted FROM decisions WHERE decision_id = $1`,
+	markUncounted: `UPDATE decisions SET not_counted = $1 WHERE decision_id = $2 AND task_id = $3 AND not_counted = ''`,
 	// rowid: an identity column, the order of insertion, among decisions
 	// given at one time.
 	decisions: `SELECT ` + pgDecisionColumns + ` FROM decisions WHERE task_id = $1 ORDER BY at, rowid`,

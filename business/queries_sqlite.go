@@ -19,7 +19,7 @@ const (
 	sqliteQualifiedAppColumns = `a.application_id, a.draft_id, a.order_id, a.user, a.review_status, a.created_at`
 	sqliteOrderColumns        = `order_id, user, item, delivered_at, final_sale, teaching`
 	sqliteStoredOrderColumns  = `o.order_id, o.user, o.item, o.delivered_at, o.final_sale, o.teaching, o.shop`
-	sqliteDecisionColumns     = `decision_id, task_id, by_user, action, draft_id, version, at, comment, reason`
+	sqliteDecisionColumns     = `decision_id, task_id, by_user, action, draft_id, version, at, comment, reason, not_counted`
 )
 
 // sqliteInsertUnmarkedSeedOrder inserts a teaching order into a file made
@@ -83,6 +83,7 @@ var sqliteQueries = &queries{
 	deleteGrant:       `DELETE FROM approver_grants WHERE owner = ? AND grantee = ?`,
 	insertGrantChange: `INSERT INTO approver_changes (owner, grantee, change, by_user, at) VALUES (?, ?, ?, ?, ?)`,
 	grant:             `SELECT 1 FROM approver_grants WHERE owner = ? AND grantee = ?`,
+	lastRevoke:        `SELECT at FROM approver_changes WHERE owner = ? AND grantee = ? AND change = 'revoke' ORDER BY seq DESC LIMIT 1`,
 	grants: `SELECT owner, grantee, granted_by, granted_at FROM approver_grants
 		 WHERE owner = ?1 OR grantee = ?1 ORDER BY granted_at, owner, grantee`,
 	grantChanges: `SELECT owner, grantee, change, by_user, at FROM approver_changes
@@ -90,7 +91,9 @@ var sqliteQueries = &queries{
 	ownersGranting: `SELECT owner FROM approver_grants WHERE grantee = ? ORDER BY owner`,
 
 	insertDecision: `INSERT INTO decisions (` + sqliteDecisionColumns + `)
-		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (decision_id) DO NOTHING`,
+		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (decision_id) DO NOTHING`,
+	decisionMark:  `SELECT not_counted FROM decisions WHERE decision_id = ?`,
+	markUncounted: `UPDATE decisions SET not_counted = ? WHERE decision_id = ? AND task_id = ? AND not_counted = ''`,
 	// rowid: the order of insertion, among decisions given at one time.
 	decisions: `SELECT ` + sqliteDecisionColumns + ` FROM decisions WHERE task_id = ? ORDER BY at, rowid`,
 	decisionsOf: func(n int) string {

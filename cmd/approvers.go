@@ -15,7 +15,9 @@ import (
 const approversLong = `A user decides their own tasks (show, resume, history) and the tasks of
 every owner who granted them. approvers grant USER lets USER do so for the
 current user's tasks; revoke takes it back (answers given stay in the
-decision trail). --for names the owner and must be the current user: only
+decision trail, but an approval not yet submitted, the first of two or
+one whose submit has not run, no longer counts at its submit: the task
+waits for another approval). --for names the owner and must be the current user: only
 an owner grants or revokes approvers of their own tasks (exit 2
 otherwise). Granting what is granted, or revoking what is not, changes
 nothing (changed: false). Every change is kept in business.sqlite with who

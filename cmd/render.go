@@ -132,6 +132,9 @@ func cardDecisions(b *strings.Builder, ds []returns.DecisionView) {
 		case d.Reason != "":
 			detail = fmt.Sprintf(": %q", d.Reason)
 		}
+		if d.NotCounted != "" {
+			detail += fmt.Sprintf(" (not counted: %s)", termSafe(d.NotCounted))
+		}
 		fmt.Fprintf(b, "%s %s %s by %s%s%s\n", label, d.At.UTC().Format("2006-01-02 15:04:05 UTC"), termSafe(d.Action), termSafe(d.By), bound, detail)
 	}
 }
@@ -166,13 +169,14 @@ func standsCommand(v *returns.View) string {
 }
 
 // approvedDraft is the version of v's current draft that viewer approved
-// already, as the decision trail holds it; 0 when they did not.
+// already, as the decision trail holds it, with an approval that still
+// counts; 0 when they did not.
 func approvedDraft(v *returns.View, viewer string) int {
 	if v.Draft == nil {
 		return 0
 	}
 	for _, d := range v.Decisions {
-		if d.By == viewer && d.Action == returns.ActionApprove && d.DraftID != nil && *d.DraftID == v.Draft.DraftID {
+		if d.By == viewer && d.Action == returns.ActionApprove && d.NotCounted == "" && d.DraftID != nil && *d.DraftID == v.Draft.DraftID {
 			return max(v.Draft.Version, 1)
 		}
 	}

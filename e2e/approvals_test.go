@@ -187,8 +187,9 @@ func aliceCountsOnce(t *testing.T, dir, id string) {
 // TestKilledFirstApprovalIsInTheTrail: alice's first of two approvals,
 // killed after her command saved it (before the review node ran), is in
 // the decision trail at once and counts once everywhere; a revoke of her
-// grant before bob's approval leaves it counted (it was given while
-// granted); the submit happens once, the trail naming both.
+// grant before bob's approval makes it count no more at the submit (the
+// grant is judged again then): bob's approval waits for carol's, and the
+// submit happens once, the trail naming all three.
 func TestKilledFirstApprovalIsInTheTrail(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -208,12 +209,20 @@ func TestKilledFirstApprovalIsInTheTrail(t *testing.T) {
 	}
 
 	as(t, dir, "ci-bot", 0, "approvers", "revoke", "alice")
-	done, _ := as(t, dir, "bob", 0, "resume", "k1", "--action", "approve")
-	if done.Status != "done" || done.Result == nil || trailOfView(done) != "alice approve, bob approve" {
-		t.Fatalf("bob's approve: %s, decisions %q", done.Status, trailOfView(done))
+	waits, _ := as(t, dir, "bob", 0, "resume", "k1", "--action", "approve")
+	if waits.Status != "waiting" || waits.Result != nil || trailOfView(waits) != "alice approve, bob approve" {
+		t.Fatalf("bob's approve after alice's revoke: %s, decisions %q; want waiting", waits.Status, trailOfView(waits))
 	}
-	if got := decisionsOf(t, dir, "k1"); got != "alice approve, bob approve" {
-		t.Errorf("business decisions of k1 = %q, want alice's and bob's approve once each", got)
+	if got := query(t, dir, "business.sqlite", `SELECT not_counted <> '' FROM decisions WHERE task_id = 'k1' AND by_user = 'alice'`); got != "1" {
+		t.Errorf("alice's approval is not marked not counted in the trail")
+	}
+	as(t, dir, "ci-bot", 0, "approvers", "grant", "carol")
+	done, _ := as(t, dir, "carol", 0, "resume", "k1", "--action", "approve")
+	if done.Status != "done" || done.Result == nil {
+		t.Fatalf("carol's approve: %s, want done", done.Status)
+	}
+	if got := decisionsOf(t, dir, "k1"); got != "alice approve, bob approve, carol approve" {
+		t.Errorf("business decisions of k1 = %q, want alice's, bob's and carol's approve once each", got)
 	}
 	if n := allApplications(t, dir); n != "1" {
 		t.Errorf("%s applications, want 1", n)

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"assistant/flow/returns"
 )
@@ -134,5 +136,105 @@ func TestTwoApprovalsNeedTwoPeopleOtherThanTheRequester(t *testing.T) {
 				t.Errorf("the requester's cancel: status %v, want cancelled", v["status"])
 			}
 		})
+	}
+}
+
+// exec runs stmt, SQL valid on both databases, on the store's business
+// tables, as another program would (on PostgreSQL in the schema
+// business).
+func (s cliStore) exec(t *testing.T, stmt string) {
+	t.Helper()
+	if s.dir == "" {
+		s.pg.exec(t, "SET search_path TO business; "+stmt)
+		return
+	}
+	rawExecBusiness(t, s.dir, stmt)
+}
+
+// TestTheRequesterNeverCountsAtTheSubmit: a trail that holds an approval
+// of a task's requester (put there by another program, or by a build
+// that took it) on a task that needs two approvals does not count at
+// the submit, on SQLite and PostgreSQL: alice's approve carries it out
+// with hers, and the submit refuses it, marks it in the trail and makes
+// nothing; the task waits for a second grantee, whose approve submits it
+// once. The requester and one grantee never submit it.
+func TestTheRequesterNeverCountsAtTheSubmit(t *testing.T) {
+	t.Parallel()
+	for name, newStore := range cliStores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := newStore(t)
+			s.ownerOrders(t)
+			v, _ := s.want(t, nil, 0, "owner", "start", "t", "Z1", "--reason", "too small", "--approvals", "2")
+			draft, _ := v["draft"].(map[string]any)["draft_id"].(string)
+			at := time.Now().UTC().Add(-time.Second).Format("2006-01-02T15:04:05.000Z")
+			s.exec(t, fmt.Sprintf(`INSERT INTO decisions (decision_id, task_id, by_user, action, draft_id, version, at) VALUES ('dec-owner', 't', 'owner', 'approve', '%s', 1, '%s')`, draft, at))
+
+			s.want(t, nil, 0, "alice", "resume", "t", "--action", "approve")
+			if v, _ := s.want(t, nil, 0, "owner", "show", "t"); v["status"] != "waiting" || s.apps(t, "t") != "0" {
+				t.Fatalf("after the requester's and alice's approvals: status %v, %s applications; want waiting, 0", v["status"], s.apps(t, "t"))
+			}
+			if trail := s.trailMarks(t, "t"); !strings.Contains(trail, "owner approve (not counted: owner is the task's requester") || !strings.Contains(trail, "alice approve") ||
+				strings.Contains(trail, "alice approve (not counted") {
+				t.Errorf("trail %q; want the requester's approval marked not counted, alice's counted", trail)
+			}
+			s.want(t, nil, 0, "bob", "resume", "t", "--action", "approve")
+			if v, _ := s.want(t, nil, 0, "owner", "show", "t"); v["status"] != "done" || s.apps(t, "t") != "1" {
+				t.Fatalf("after alice's and bob's approvals: status %v, %s applications; want done, 1", v["status"], s.apps(t, "t"))
+			}
+		})
+	}
+}
+
+// importOrders imports the orders CSV text (with its header) as owner.
+func (s cliStore) importOrders(t *testing.T, text string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "orders.csv")
+	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.want(t, nil, 0, "owner", "orders", "import", file)
+}
+
+// TestAnOrderNoLongerReturnableAtTheSubmit: an orders import that makes
+// the order final sale between its approval and its submit (the second
+// of two approvals, or the recover of an approval killed before its
+// submit) refuses the submit, on SQLite and PostgreSQL: nothing is
+// created, and the task ends failed with final_sale, the approval kept
+// in the trail (docs/approvals.md "Answering a question").
+func TestAnOrderNoLongerReturnableAtTheSubmit(t *testing.T) {
+	t.Parallel()
+	paths := []struct {
+		name, approvals string
+		before, carry   func(t *testing.T, s cliStore)
+	}{
+		{"TwoApprovals/Resume", "2", func(t *testing.T, s cliStore) { s.approveAs(t, nil, "alice", "t") },
+			func(t *testing.T, s cliStore) { s.want(t, nil, 0, "bob", "resume", "t", "--action", "approve") }},
+		{"OneApproval/Recover", "1", func(t *testing.T, s cliStore) {
+			if _, _, code := s.run(t, []string{returns.FaultEnv + "=before:submit"}, "alice", "resume", "t", "--action", "approve"); code != 137 {
+				t.Fatalf("alice's approve killed before its submit: exit %d, want 137", code)
+			}
+		}, func(t *testing.T, s cliStore) { s.want(t, nil, 0, "owner", "recover") }},
+	}
+	for name, newStore := range cliStores(t) {
+		for _, path := range paths {
+			t.Run(name+"/"+path.name, func(t *testing.T) {
+				t.Parallel()
+				s := newStore(t)
+				s.ownerOrders(t)
+				s.want(t, nil, 0, "owner", "start", "t", "Z1", "--reason", "too small", "--approvals", path.approvals)
+				path.before(t, s)
+				s.importOrders(t, "order_id,user,item,delivered_days_ago,final_sale\nZ1,owner,Desk lamp,2,true\n")
+				path.carry(t, s)
+				v, _ := s.want(t, nil, 0, "owner", "show", "t")
+				e, _ := v["error"].(map[string]any)
+				if v["status"] != "failed" || e == nil || e["code"] != "final_sale" || s.apps(t, "t") != "0" {
+					t.Fatalf("after the order became final sale: status %v, error %v, %s applications; want failed, final_sale, 0", v["status"], v["error"], s.apps(t, "t"))
+				}
+				if trail := s.trailMarks(t, "t"); !strings.HasPrefix(trail, "alice approve") {
+					t.Errorf("trail %q; want alice's approval kept", trail)
+				}
+			})
+		}
 	}
 }

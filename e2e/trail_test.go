@@ -467,3 +467,55 @@ func TestKilledAfterTheTrailCountsOnEveryStore(t *testing.T) {
 		})
 	}
 }
+
+// TestTrailWithoutTheMarkOfAnUncountedApprovalIsInconsistent: alice's
+// first of two approvals no longer counted at the submit (her grant
+// revoked before bob's approval was carried out by recover), and the
+// business side put back from before that submit marked it (on a data
+// dir the older business.sqlite, on PostgreSQL the mark cleared): the
+// head counts one approval, the trail two. verify reports the task,
+// show and carol's approve refuse it as inconsistent, and nothing is
+// submitted.
+func TestTrailWithoutTheMarkOfAnUncountedApprovalIsInconsistent(t *testing.T) {
+	t.Parallel()
+	for name, make := range cliStores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := &olderTrail{cliStore: make(t)}
+			s.ownerOrders(t)
+			s.want(t, nil, 0, "owner", "start", "h1", "Z1", "--reason", "size", "--approvals", "2")
+			s.approveAs(t, nil, "alice", "h1")
+			if _, _, code := s.run(t, []string{"ASSISTANT_FAULT=before:submit"}, "bob", "resume", "h1", "--action", "approve"); code != 137 {
+				t.Fatalf("bob's approve killed before its submit: exit %d, want 137", code)
+			}
+			// A write folds the -wal the killed process left into
+			// business.sqlite, so the copy holds bob's approval.
+			s.want(t, nil, 0, "owner", "approvers", "grant", "dave")
+			s.takeOlder(t, "h1")
+			s.want(t, nil, 0, "owner", "approvers", "revoke", "alice")
+			s.want(t, nil, 0, "owner", "recover")
+			if v, _ := s.want(t, nil, 0, "owner", "show", "h1"); v["status"] != "waiting" {
+				t.Fatalf("after recover: status %v, want waiting (alice's approval no longer counts)", v["status"])
+			}
+			if s.dir != "" {
+				s.putBack(t, "h1")
+			} else {
+				s.pg.exec(t, `UPDATE business.decisions SET not_counted = '' WHERE task_id = 'h1'`)
+			}
+
+			out, _, code := s.run(t, nil, "owner", "verify")
+			if code != 1 || !strings.Contains(out, `"task": "h1"`) || !strings.Contains(out, "no longer counts") {
+				t.Fatalf("verify: exit %d, want 1 with h1's finding:\n%s", code, out)
+			}
+			for _, c := range []struct{ user, args string }{{"owner", "show h1"}, {"carol", "resume h1 --action approve"}} {
+				_, errOut, code := s.run(t, nil, c.user, strings.Fields(c.args)...)
+				if code != 1 || !strings.Contains(errOut, "task h1 is inconsistent") || !strings.Contains(errOut, "holds no mark on it") {
+					t.Errorf("--user %s %s: exit %d, %q; want 1, inconsistent, the mark the trail lacks", c.user, c.args, code, errOut)
+				}
+			}
+			if s.apps(t, "h1") != "0" {
+				t.Errorf("%s applications of h1, want 0", s.apps(t, "h1"))
+			}
+		})
+	}
+}

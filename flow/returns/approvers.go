@@ -134,7 +134,9 @@ func trail(ctx context.Context, desk *business.Store, v *View) (*View, error) {
 	}
 	v.Decisions = make([]DecisionView, 0, len(ds))
 	for _, d := range ds {
-		v.Decisions = append(v.Decisions, decisionView(d.By, d.Action, d.DraftID, d.Version, d.At, d.Comment, d.Reason))
+		dv := decisionView(d.By, d.Action, d.DraftID, d.Version, d.At, d.Comment, d.Reason)
+		dv.NotCounted = d.NotCounted
+		v.Decisions = append(v.Decisions, dv)
 	}
 	return v, nil
 }
@@ -348,7 +350,7 @@ func (s *Service) mayAnswerNow(ctx context.Context, t runs.TaskRecord, user stri
 		return false, fmt.Errorf("list: %w", err)
 	}
 	for _, dec := range ds {
-		if dec.DraftID == d.ID && dec.By == user && dec.Action == ActionApprove { // their first of two approvals; a lost edit or revise stands (asAsked)
+		if dec.DraftID == d.ID && dec.By == user && dec.Action == ActionApprove && dec.NotCounted == "" { // their first of two approvals, still counted; a lost edit or revise stands (asAsked)
 			return false, nil
 		}
 	}

@@ -24,3 +24,9 @@ func Errorf(h Hint, format string, args ...any) error { return errorf(h, format,
 // Phrasef is phrasef, for tests: a message argument whose Inputs the front
 // end words.
 func Phrasef(format string, args ...any) any { return phrasef(format, args...) }
+
+// AfterSubmit is the router after the submit node, for tests.
+func AfterSubmit(s State) []string { return afterSubmit(s) }
+
+// RoundAction is what a round's answers decide, for tests.
+func RoundAction(s State) string { return roundAction(s) }

@@ -91,7 +91,7 @@ func Build(d Deps) *flow.Graph[State] {
 	})
 	g.AddConditionalEdges(NodeReview, afterReview)
 	g.AddConditionalEdges(NodeReview2, afterReview)
-	g.AddEdge(NodeSubmit, flow.End)
+	g.AddConditionalEdges(NodeSubmit, afterSubmit)
 	g.AddEdge(NodeCancel, flow.End)
 	g.AddNode(NodeGiveUp, giveUp)
 	g.AddEdge(NodeGiveUp, flow.End)
@@ -128,7 +128,8 @@ func afterReview(s State) []string {
 // roundAction is what the answers to the current draft's approval
 // questions decide: with one approval, the decision; with two, any
 // cancel, edit or revise (each closes every open question of the round),
-// else approve once two different people approved, else "".
+// else approve once two different people approved whose approvals still
+// count (a submit found none of them Uncounted), else "".
 func roundAction(s State) string {
 	if s.Approvals < 2 || s.Draft == nil {
 		return s.Decision
@@ -136,7 +137,7 @@ func roundAction(s State) string {
 	approvers := map[string]bool{}
 	other := ""
 	for _, d := range s.Decisions {
-		if d.DraftID != s.Draft.ID || d.Action == ActionReason {
+		if d.DraftID != s.Draft.ID || d.Action == ActionReason || uncounted(s, d.ID) != "" {
 			continue
 		}
 		if d.Action == ActionApprove {
@@ -152,4 +153,54 @@ func roundAction(s State) string {
 		return ActionApprove
 	}
 	return ""
+}
+
+// afterSubmit routes from a submit: to the end once it submitted or
+// ended the request; else a submit refused because approvals no longer
+// count (State.Uncounted) asks for the approvals missing again: the one
+// approval question of a task that needs one; of a task that needs two,
+// the second question when one approval still counts, both when none
+// does.
+func afterSubmit(s State) []string {
+	if s.Stage == StageSubmitted || s.Stage == StageFailed || s.Stage == StageCancelled || s.Draft == nil {
+		return []string{flow.End}
+	}
+	if s.Approvals < 2 {
+		return []string{NodeReview}
+	}
+	if len(countedApprovals(s)) >= 1 {
+		return []string{NodeReview2}
+	}
+	return []string{NodeReview, NodeReview2}
+}
+
+// countedApprovals are the approvals a submit of the state's draft carries
+// out, as the decision trail holds them, for ApprovalsCount to judge: of
+// a task that needs one, its last approval of the draft; of a task that
+// needs two, the first approval of the draft by each person. An approval
+// found Uncounted before, or one that names nobody or has no id (saved by
+// an older build), is not among them.
+func countedApprovals(s State) []business.Decision {
+	if s.Draft == nil {
+		return nil
+	}
+	var out []business.Decision
+	take := func(d Decision) {
+		out = append(out, business.Decision{ID: d.ID, TaskID: s.Task, By: d.By, Action: d.Action, DraftID: d.DraftID, Version: d.Version, At: d.At})
+	}
+	if s.Approvals < 2 {
+		if d := lastDecision(s, ActionApprove); d != nil && d.DraftID == s.Draft.ID && d.By != "" && d.ID != "" && uncounted(s, d.ID) == "" {
+			take(*d)
+		}
+		return out
+	}
+	by := map[string]bool{}
+	for _, d := range s.Decisions {
+		if d.Action != ActionApprove || d.DraftID != s.Draft.ID || d.By == "" || d.ID == "" || by[d.By] || uncounted(s, d.ID) != "" {
+			continue
+		}
+		by[d.By] = true
+		take(d)
+	}
+	return out
 }

@@ -20,11 +20,18 @@ import (
 // were given; its submit records nothing. The submit's transaction judges
 // again that this run still holds the task running under its lease
 // (Deps.Held): a stop or a takeover committed first refuses the submit
-// with runs.ErrStopped or runs.ErrLeaseLost, and nothing is written.
+// with runs.ErrStopped or runs.ErrLeaseLost, and nothing is written. It
+// judges again too that every approval it carries out still counts
+// (countedApprovals, business.ApprovalsCount): a *business.UncountedError
+// otherwise, no application written and those approvals marked so in the
+// trail in the same commit.
 func (n nodes) submitDecided(ctx context.Context, s State) (business.Application, bool, error) {
 	var checks []business.SubmitCheck
 	if held, ok := n.Held(s.Task); ok {
 		checks = append(checks, held)
+	}
+	if approvals := countedApprovals(s); len(approvals) > 0 {
+		checks = append(checks, n.Desk.ApprovalsCount(s.Task, s.User, s.Approvals, s.Draft.ID, VersionOf(s.Draft), approvals))
 	}
 	if s.Approvals < 2 {
 		if d := lastDecision(s, ActionApprove); d != nil && d.DraftID == s.Draft.ID && d.By != "" && d.ID != "" {
@@ -105,6 +112,16 @@ func (n nodes) submit(ctx context.Context, s State) (State, error) {
 			Code:    CodeDraftExpired,
 			Message: fmt.Sprintf("draft %s expired at %s before it was approved; nothing was submitted", s.Draft.ID, s.Draft.ExpiresAt.UTC().Format(time.RFC3339)),
 		}}, nil
+	}
+	var ue *business.UncountedError
+	if errors.As(err, &ue) {
+		// An approval no longer counts: the trail keeps it, marked why,
+		// and the run asks for another (afterSubmit).
+		upd := State{}
+		for _, u := range ue.Uncounted {
+			upd.Uncounted = append(upd.Uncounted, Uncounted{ID: u.DecisionID, By: u.By, Because: u.Because})
+		}
+		return upd, nil
 	}
 	var ie *business.IneligibleError
 	if errors.As(err, &ie) {

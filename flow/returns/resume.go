@@ -346,13 +346,31 @@ func (r *runner) answer(ctx context.Context, t runs.TaskRecord, head *flow.Snaps
 
 // noteAfter is note, the line plan chose for an answer ("approved as
 // approver 2 of 2"), with what the run came to when it ended failed (a
-// draft that expired before the last approval, say): the answer was taken,
-// and nothing was submitted.
+// draft that expired before the last approval, say), or when it waits for
+// approval again because an approval no longer counts (v's trail says
+// why): the answer was taken, and nothing was submitted.
 func noteAfter(note string, v *View) string {
-	if note == "" || v.Status != StatusFailed {
+	if note == "" {
 		return note
 	}
-	return fmt.Sprintf("%s, but the task ended %s: nothing was submitted", note, endedAs(v))
+	if v.Status == StatusFailed {
+		return fmt.Sprintf("%s, but the task ended %s: nothing was submitted", note, endedAs(v))
+	}
+	if v.Status != StatusWaiting || v.Draft == nil || v.Kind == nil || *v.Kind != KindApproval {
+		return note
+	}
+	// Approved, and still waiting for approval: the submit found an
+	// approval that no longer counts (business.ApprovalsCount).
+	var why []string
+	for _, d := range v.Decisions {
+		if d.NotCounted != "" && d.Action == ActionApprove && d.DraftID != nil && *d.DraftID == v.Draft.DraftID {
+			why = append(why, fmt.Sprintf("the approval of %s no longer counts (%s)", d.By, d.NotCounted))
+		}
+	}
+	if len(why) == 0 {
+		return note
+	}
+	return fmt.Sprintf("%s, but %s: nothing was submitted, and the task waits for another approval", note, strings.Join(why, "; "))
 }
 
 // settled answers a resume of a task whose head is finished, or parked at a

@@ -115,7 +115,7 @@ func (r *runner) supersededQuestion(ctx context.Context, task string, snap *flow
 
 // aheadApprovals returns the approvals of the draft the head snap asks
 // about (a task that needs two) that the business file's decision trail
-// holds and the head neither holds nor has saved: recorded by a command
+// holds, still counted, and the head neither holds nor has saved: recorded by a command
 // killed after it recorded the answer and before it saved it (the trail
 // is written first, recordAnswers), or whose checkpoint was lost. Each
 // counts as given and is carried out by the next approve (plan). One per
@@ -134,7 +134,7 @@ func (r *runner) aheadApprovals(ctx context.Context, snap *flow.Snapshot[State])
 	known := decisionIDs(snap)
 	var ahead []business.Decision
 	for _, d := range ds {
-		if d.Action == ActionApprove && d.DraftID == st.Draft.ID && !known[d.ID] {
+		if d.Action == ActionApprove && d.DraftID == st.Draft.ID && !known[d.ID] && d.NotCounted == "" {
 			ahead = append(ahead, d)
 		}
 	}
@@ -228,8 +228,8 @@ func (r *runner) secondAnswer(ctx context.Context, task, draftID string, o Resum
 		return fmt.Errorf("resume %s: %w", task, err)
 	}
 	for _, d := range ds {
-		if d.DraftID != draftID || d.By != o.User || d.Action != ActionApprove {
-			continue
+		if d.DraftID != draftID || d.By != o.User || d.Action != ActionApprove || d.NotCounted != "" {
+			continue // an approval a submit no longer counted leaves its approver free to approve again
 		}
 		if o.InterruptID == "" {
 			return &savedAnswer{note: fmt.Sprintf("%s approved draft %s already (at %s); that approval stands and counts once: the other approval must come from another person",

@@ -96,6 +96,31 @@ type State struct {
 	// (appended by Reduce). The business file keeps the same trail
 	// (business.Decision), with answers a superstep has not merged yet.
 	Decisions []Decision `json:"decisions,omitempty"`
+	// Uncounted are the approvals of Decisions that a submit found no
+	// longer count (business.ApprovalsCount: an approver whose grant was
+	// revoked, the requester of a task that needs two, another version),
+	// oldest first (appended by Reduce). They stay in the trail, marked
+	// why, and the run asks for another approval instead.
+	Uncounted []Uncounted `json:"uncounted,omitempty"`
+}
+
+// Uncounted is an approval a submit no longer counts: its decision id,
+// its approver and why.
+type Uncounted struct {
+	ID      string `json:"id"`
+	By      string `json:"by"`
+	Because string `json:"because"`
+}
+
+// uncounted returns why the submit of the run of s no longer counts
+// decision id, or "" when it counts.
+func uncounted(s State, id string) string {
+	for _, u := range s.Uncounted {
+		if u.ID == id && id != "" {
+			return u.Because
+		}
+	}
+	return ""
 }
 
 // Decision is one answer in the trail: who gave it, when, the action, and
@@ -153,7 +178,7 @@ type Failure struct {
 }
 
 // Reduce merges a node's update into the state: every non-zero field of upd
-// overwrites, except Decisions, which are appended.
+// overwrites, except Decisions and Uncounted, which are appended.
 func Reduce(s, upd State) State {
 	set := func(dst *string, v string) {
 		if v != "" {
@@ -172,6 +197,9 @@ func Reduce(s, upd State) State {
 	}
 	if len(upd.Decisions) > 0 {
 		s.Decisions = append(slices.Clip(s.Decisions), upd.Decisions...)
+	}
+	if len(upd.Uncounted) > 0 {
+		s.Uncounted = append(slices.Clip(s.Uncounted), upd.Uncounted...)
 	}
 	if upd.TTLSeconds != 0 {
 		s.TTLSeconds = upd.TTLSeconds

@@ -83,8 +83,10 @@ func trailOf(st State, v any) (Decision, bool) {
 // same person again. Such a head is *InconsistentError, never trusted.
 // Not judged: an answer that names nobody (saved by an older build), and
 // the approval of a task that needs one until its submit, which records
-// it in the commit that makes the application (submitDecided). Reads the
-// trail once, and not at all when the head holds no answer, and the head
+// it in the commit that makes the application (submitDecided). An
+// approval the head holds no longer counted (State.Uncounted) must be
+// marked so in the trail, which the submit wrote first. Reads the trail
+// once, and not at all when the head holds no answer, and the head
 // checkpoint of a task that needs two approvals. Errors:
 // *InconsistentError, storage errors.
 func (r *runner) trailHeld(ctx context.Context, task string, snap *flow.Snapshot[State]) error {
@@ -102,7 +104,7 @@ func (r *runner) trailHeld(ctx context.Context, task string, snap *flow.Snapshot
 			}
 		}
 	}
-	if len(held) == 0 {
+	if len(held) == 0 && len(snap.Values.Uncounted) == 0 {
 		return nil
 	}
 	ds, err := r.desk.Decisions(ctx, task)
@@ -124,6 +126,18 @@ func (r *runner) trailHeld(ctx context.Context, task string, snap *flow.Snapshot
 			lacks = fmt.Sprintf("records decision %s as %s by %s", d.ID, t.Action, t.By)
 		}
 		return &InconsistentError{Server: r.onServer(), Task: task, Checkpoints: claim, Business: lacks}
+	}
+	for _, u := range snap.Values.Uncounted {
+		// The submit marks the trail before the checkpoint that holds
+		// the approval uncounted: a trail without the mark is older.
+		if t, ok := trail[u.ID]; !ok || t.NotCounted == "" {
+			claim := fmt.Sprintf("the approval of %s (decision %s) no longer counts (%s)", u.By, u.ID, u.Because)
+			lacks := "has no such answer in its decision trail"
+			if ok {
+				lacks = fmt.Sprintf("counts decision %s: its trail holds no mark on it", u.ID)
+			}
+			return &InconsistentError{Server: r.onServer(), Task: task, Checkpoints: claim, Business: lacks}
+		}
 	}
 	return nil
 }

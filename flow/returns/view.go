@@ -65,6 +65,10 @@ type DecisionView struct {
 	Version *int      `json:"version"`
 	Comment string    `json:"comment,omitempty"`
 	Reason  string    `json:"reason,omitempty"`
+	// NotCounted says why a submit no longer counts this approval
+	// (business.ApprovalsCount: "revoked at …", the requester's own, another
+	// version); omitted for an answer that counts.
+	NotCounted string `json:"not_counted_because,omitempty" output:"absent-when-zero"`
 }
 
 // decisionView is d as printed.
@@ -172,7 +176,9 @@ func view(t runs.TaskRecord, snap *flow.Snapshot[State]) *View {
 		v.Draft = &DraftView{DraftID: st.Draft.ID, Version: VersionOf(st.Draft), OrderID: st.Order, Reason: st.Reason, ExpiresAt: st.Draft.ExpiresAt.UTC()}
 	}
 	for _, d := range st.Decisions {
-		v.Decisions = append(v.Decisions, decisionView(d.By, d.Action, d.DraftID, d.Version, d.At, d.Comment, d.Reason))
+		dv := decisionView(d.By, d.Action, d.DraftID, d.Version, d.At, d.Comment, d.Reason)
+		dv.NotCounted = uncounted(st, d.ID)
+		v.Decisions = append(v.Decisions, dv)
 	}
 	v.Result, v.Error = st.Result, st.Error
 	v.Stage = st.Stage
