@@ -15,7 +15,8 @@ import (
 // waits up to wait for the driving process to notice and let go of the
 // task. Errors: ErrNotFound, ErrConflict when the task is not running (a
 // task that finished first keeps its finished status), or when its run
-// finished before it saw the stop (tooLate; the view is returned too);
+// finished before it saw the stop (tooLate; the view is returned too), or
+// when its trail holds a cancel (cancelledFirst);
 // ErrInvalid for a negative wait, before anything is written.
 func (s *Service) Stop(ctx context.Context, task, user string, wait time.Duration) (*View, error) {
 	if wait < 0 {
@@ -34,13 +35,24 @@ func (s *Service) Stop(ctx context.Context, task, user string, wait time.Duratio
 	// A run that made its application and whose process died before it
 	// let go has nobody left to end it: the stop is written all the same,
 	// and tooLate, below, sets its record to what the run ended as.
-	var sub *business.SubmittedError
-	err = s.runs.RequestStop(ctx, t.ID, s.desk.NotSubmitted(t.ID))
+	// A cancel is judged the same way: once the trail holds it the run
+	// carries it out whatever a stop says, so a stop after it is too late.
+	// The stop ends the steps the run left running (they end "run
+	// interrupted" at the stop's time), so the timeline shows where it cut
+	// the run short even if the process dies without letting go.
+	var (
+		sub *business.SubmittedError
+		can *business.CancelledError
+	)
+	err = s.runs.RequestStop(ctx, t.ID, s.desk.NotSubmitted(t.ID), s.desk.NotCancelled(t.ID))
 	if errors.As(err, &sub) {
 		if l, _, lerr := s.runs.TaskLease(ctx, t.ID); lerr != nil || s.holderAlive(l) {
 			return nil, submittedFirst(t.ID, sub.Application.ID)
 		}
-		err = s.runs.RequestStop(ctx, t.ID)
+		err = s.runs.RequestStopOfEnded(ctx, t.ID)
+	}
+	if errors.As(err, &can) {
+		return nil, s.cancelledFirst(ctx, t.ID, can.Decision)
 	}
 	if errors.Is(err, runs.ErrConflict) {
 		return nil, s.notRunning(ctx, t)
@@ -65,6 +77,21 @@ func (s *Service) Stop(ctx context.Context, task, user string, wait time.Duratio
 func submittedFirst(task, application string) error {
 	return errorf(Hint{Before: "see it with", Do: DoShow, Task: task},
 		"stop %s: too late: submitted: application %s was made before the stop, so the stop changed nothing and the task ends done: %w", task, application, ErrConflict)
+}
+
+// cancelledFirst is the refusal of a stop of task whose trail held d, a
+// cancel, before the stop could be written: the stop wrote nothing, and
+// the run that carries the cancel out ends the task cancelled (recover
+// does, when its process is gone).
+func (s *Service) cancelledFirst(ctx context.Context, task string, d business.Decision) error {
+	hint := Hint{Before: "see it with", Do: DoShow, Task: task}
+	after := "the run that carries it out ends the task cancelled"
+	if l, _, err := s.runs.TaskLease(ctx, task); err == nil && !s.holderAlive(l) {
+		hint = Hint{Before: "its process is gone: end it with", Do: DoRecover}
+		after = "recover carries it out and ends the task cancelled"
+	}
+	return errorf(hint, "stop %s: too late: cancelled: %s cancelled the request at %s, before the stop, so the stop changed nothing and %s: %w",
+		task, d.By, d.At.UTC().Format(time.RFC3339), after, ErrConflict)
 }
 
 // tooLate checks a stop of task once its holder let go, v being the task
