@@ -597,3 +597,53 @@ func checkBatchStopped(t *testing.T, dir string, proc *exec.Cmd, out *bytes.Buff
 		t.Errorf("%s: %s steps recorded as interrupted by %d stops, want %d", what, got, stops, stops)
 	}
 }
+
+// TestAStopAfterARecordedCancelIsTooLate: a cancel is recorded in the
+// trail before the run that carries it out takes the task, so a stop that
+// comes while that run is on its way (paused before or after the cancel
+// step) is too late, as a stop after the submit is: exit 3 "too late:
+// cancelled", nothing written, and the run ends the task cancelled; no
+// stop reports interrupted for a task that then ends cancelled
+// (docs/recovery.md "Operator stop"). On a data dir and on PostgreSQL.
+func TestAStopAfterARecordedCancelIsTooLate(t *testing.T) {
+	t.Parallel()
+	for name, store := range cliStores(t) {
+		for _, point := range []string{"before:cancel", "after:cancel"} {
+			t.Run(name+"/"+point, func(t *testing.T) {
+				t.Parallel()
+				s := store(t)
+				s.want(t, nil, 0, "demo-user", "start", "t1", "A3003", "--reason", "size")
+				env := []string{"ASSISTANT_FAULT=" + point + "@pause"}
+				args := []string{"resume", "t1", "--action", "cancel"}
+				var c *exec.Cmd
+				if s.dir == "" {
+					c = s.pg.cmd(env, args...)
+				} else {
+					c = exec.Command(assistantBin(), withDefaults(args, "--data", s.dir, "--output", "json")...)
+					c.Env = append(os.Environ(), env...)
+				}
+				var out bytes.Buffer
+				c.Stdout = &out
+				p := startPaused(t, c, point)
+				_, errOut := s.want(t, nil, 3, "demo-user", "stop", "t1", "--wait", "0")
+				if !strings.Contains(errOut, "too late: cancelled") {
+					t.Errorf("stop: %q, want it to say it came too late, after the cancel", errOut)
+				}
+				if v, _ := s.want(t, nil, 0, "demo-user", "show", "t1"); v["status"] != "running" {
+					t.Errorf("show after the refused stop: %v, want running (the stop wrote nothing)", v["status"])
+				}
+				if code := p.goOn(t); code != 0 || !strings.Contains(out.String(), `"status": "cancelled"`) {
+					t.Fatalf("the cancel: exit %d, %s%s", code, out.String(), p.stderr)
+				}
+				if v, _ := s.want(t, nil, 0, "demo-user", "show", "t1"); v["status"] != "cancelled" {
+					t.Errorf("show: %v, want cancelled", v["status"])
+				}
+				h, _ := s.want(t, nil, 0, "demo-user", "history", "t1")
+				steps, _ := h["steps"].([]any)
+				if last, _ := steps[len(steps)-1].(map[string]any); last["node"] != "cancel" || last["status"] != "done" {
+					t.Errorf("last step %v, want cancel done", last)
+				}
+			})
+		}
+	}
+}
