@@ -443,6 +443,27 @@ func (s *Store) StaleTasks(ctx context.Context, now time.Time, check func(Lease)
 	return out, nil
 }
 
+// StillLeasedTo returns the check that task taskID's lease is still
+// owner's at epoch, whatever the task's status, read in the caller's
+// transaction q: a stop that found the task's holder gone judges it in the
+// transaction that writes the stop, so that no process took the task over
+// since that look (docs/recovery.md "Operator stop"). Errors: ErrConflict
+// when the lease moved, or the database's.
+func (s *Store) StillLeasedTo(taskID, owner string, epoch int64) func(ctx context.Context, q sqlstore.Querier) error {
+	return func(ctx context.Context, q sqlstore.Querier) error {
+		var cur sql.NullString
+		var status string
+		var curEpoch int64
+		if err := q.QueryRowContext(ctx, s.q.leaseState, taskID).Scan(&cur, &status, &curEpoch); err != nil {
+			return fmt.Errorf("lease of task %s: %w", taskID, err)
+		}
+		if cur.String != owner || curEpoch != epoch {
+			return fmt.Errorf("task %s: its lease moved to %q at epoch %d: %w", taskID, cur.String, curEpoch, ErrConflict)
+		}
+		return nil
+	}
+}
+
 // HeldRunning returns the check that task taskID is still running under
 // the lease owner holds at epoch, read in the caller's transaction q: the
 // submit's business transaction judges it before it makes an application

@@ -35,8 +35,9 @@ func (s *Service) Stop(ctx context.Context, task, user string, wait time.Duratio
 	// A run that made its application and whose process died before it
 	// let go has nobody left to end it: the stop is written all the same,
 	// and tooLate, below, sets its record to what the run ended as.
-	// A cancel is judged the same way: once the trail holds it the run
-	// carries it out whatever a stop says, so a stop after it is too late.
+	// A cancel is judged the same way: once the trail holds it, the live
+	// run carrying it out ends the task cancelled whatever a stop says, so
+	// a stop after it is too late.
 	// The stop ends the steps the run left running (they end "run
 	// interrupted" at the stop's time), so the timeline shows where it cut
 	// the run short even if the process dies without letting go.
@@ -52,7 +53,23 @@ func (s *Service) Stop(ctx context.Context, task, user string, wait time.Duratio
 		err = s.runs.RequestStopOfEnded(ctx, t.ID)
 	}
 	if errors.As(err, &can) {
-		return nil, s.cancelledFirst(ctx, t.ID, can.Decision)
+		// A cancel whose run died before it carried it out is carried out
+		// by nobody but a later resume: the stop is written all the same
+		// (the cancel stays in the trail), unless a process took the task
+		// over since this look at its holder.
+		l, _, lerr := s.runs.TaskLease(ctx, t.ID)
+		if lerr != nil || s.holderAlive(l) {
+			return nil, cancelledFirst(t.ID, can.Decision)
+		}
+		err = s.runs.RequestStop(ctx, t.ID, s.desk.NotSubmitted(t.ID), s.runs.StillLeasedTo(t.ID, l.Owner, l.Epoch))
+		if errors.As(err, &sub) {
+			return nil, submittedFirst(t.ID, sub.Application.ID)
+		}
+		if errors.Is(err, runs.ErrConflict) {
+			if now, terr := s.runs.Task(ctx, t.ID); terr == nil && now.Status == StatusRunning {
+				return nil, cancelledFirst(t.ID, can.Decision)
+			}
+		}
 	}
 	if errors.Is(err, runs.ErrConflict) {
 		return nil, s.notRunning(ctx, t)
@@ -80,18 +97,12 @@ func submittedFirst(task, application string) error {
 }
 
 // cancelledFirst is the refusal of a stop of task whose trail held d, a
-// cancel, before the stop could be written: the stop wrote nothing, and
-// the run that carries the cancel out ends the task cancelled (recover
-// does, when its process is gone).
-func (s *Service) cancelledFirst(ctx context.Context, task string, d business.Decision) error {
-	hint := Hint{Before: "see it with", Do: DoShow, Task: task}
-	after := "the run that carries it out ends the task cancelled"
-	if l, _, err := s.runs.TaskLease(ctx, task); err == nil && !s.holderAlive(l) {
-		hint = Hint{Before: "its process is gone: end it with", Do: DoRecover}
-		after = "recover carries it out and ends the task cancelled"
-	}
-	return errorf(hint, "stop %s: too late: cancelled: %s cancelled the request at %s, before the stop, so the stop changed nothing and %s: %w",
-		task, d.By, d.At.UTC().Format(time.RFC3339), after, ErrConflict)
+// cancel, before the stop could be written, while a live process carries
+// it out: the stop wrote nothing, and that run ends the task cancelled.
+func cancelledFirst(task string, d business.Decision) error {
+	return errorf(Hint{Before: "see it with", Do: DoShow, Task: task},
+		"stop %s: too late: cancelled: %s cancelled the request at %s, before the stop, so the stop changed nothing and the run carrying the cancel out ends the task cancelled: %w",
+		task, d.By, d.At.UTC().Format(time.RFC3339), ErrConflict)
 }
 
 // tooLate checks a stop of task once its holder let go, v being the task
