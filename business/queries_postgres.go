@@ -90,7 +90,7 @@ var postgresQueries = &queries{
 		 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (decision_id) DO NOTHING`,
 	// rowid: an identity column, the order of insertion, among decisions
 	// given at one time.
-	decisions: `SELECT ` + pgDecisionColumns + ` FROM decisions WHERE task_id = $1 ORDER BY at, rowid`,
+	decisions:       `SELECT ` + pgDecisionColumns + ` FROM decisions WHERE task_id = $1 ORDER BY at, rowid`,
 	firstDecisionOf: `SELECT ` + pgDecisionColumns + ` FROM decisions WHERE task_id = $1 AND action = $2 ORDER BY at, rowid LIMIT 1`,
 	decisionsOf: func(n int) string {
 		return `SELECT ` + pgDecisionColumns + ` FROM decisions WHERE task_id IN (` + sqlstore.PostgresParams(1, n) + `) ORDER BY at, rowid`

@@ -91,7 +91,7 @@ var sqliteQueries = &queries{
 	insertDecision: `INSERT INTO decisions (` + sqliteDecisionColumns + `)
 		 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (decision_id) DO NOTHING`,
 	// rowid: the order of insertion, among decisions given at one time.
-	decisions: `SELECT ` + sqliteDecisionColumns + ` FROM decisions WHERE task_id = ? ORDER BY at, rowid`,
+	decisions:       `SELECT ` + sqliteDecisionColumns + ` FROM decisions WHERE task_id = ? ORDER BY at, rowid`,
 	firstDecisionOf: `SELECT ` + sqliteDecisionColumns + ` FROM decisions WHERE task_id = ? AND action = ? ORDER BY at, rowid LIMIT 1`,
 	decisionsOf: func(n int) string {
 		return `SELECT ` + sqliteDecisionColumns + ` FROM decisions WHERE task_id IN (` + sqlstore.SQLiteParams(n) + `) ORDER BY at, rowid`

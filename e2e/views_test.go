@@ -370,7 +370,9 @@ func TestViewsTellTheStateAsItIsNow(t *testing.T) {
 			})
 			t.Run("AwaitingMe", func(t *testing.T) {
 				out, errOut, code := view("list", "--awaiting-me")
-				var l struct{ Tasks []struct{ Task, Status string } }
+				var l struct {
+					Tasks []struct{ Task, Status string }
+				}
 				if err := json.Unmarshal([]byte(out), &l); code != 0 || err != nil {
 					t.Fatalf("list --awaiting-me: exit %d %v\n%s%s", code, err, out, errOut)
 				}
@@ -412,7 +414,9 @@ func TestViewsTellTheStateAsItIsNow(t *testing.T) {
 			})
 			t.Run("OrdersShow", func(t *testing.T) {
 				out, errOut, code := view("orders", "show", s.order)
-				var o struct{ Tasks []struct{ Task, Status string } }
+				var o struct {
+					Tasks []struct{ Task, Status string }
+				}
 				if err := json.Unmarshal([]byte(out), &o); code != 0 || err != nil {
 					t.Fatalf("orders show: exit %d %v\n%s%s", code, err, out, errOut)
 				}
