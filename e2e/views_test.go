@@ -101,11 +101,10 @@ func cardOffers(card string) []string {
 }
 
 // stoppedMidStep starts a resume that approves v1 and parks it past its
-// step check before the submit, stops the task with --wait 0 (which must
-// say what is true when it returns: stopped, its process still holding
-// it), and kills the stopped process without letting it go on: only the
-// stop can have ended the step it cut short.
-func stoppedMidStep(t *testing.T, dir string) {
+// step check before the submit, and stops the task with --wait 0, which
+// must say what is true when it returns: stopped, its process still
+// holding it. It returns the parked process.
+func stoppedMidStep(t *testing.T, dir string) proc {
 	t.Helper()
 	c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "resume", "v1", "--action", "approve")
 	c.Env = append(os.Environ(), "ASSISTANT_FAULT=before:submit@pause")
@@ -124,14 +123,36 @@ func stoppedMidStep(t *testing.T, dir string) {
 	if v.Status != "interrupted" || v.Holder == nil || !v.Holder.Alive {
 		t.Errorf("stop --wait 0: status %s holder %+v, want interrupted with its paused process still holding it", v.Status, v.Holder)
 	}
-	if err := c.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
+	return p
+}
+
+// stoppedStored checks what a stop that cut a step short stored: no step
+// left running (the stop ended it in its own commit, whatever its
+// process does next), and no application.
+func stoppedStored(t *testing.T, dir string) {
+	t.Helper()
+	running := query(t, dir, "business.sqlite", `SELECT count(*) FROM steps WHERE task_id = ? AND status = 'running'`, "v1")
+	if strings.TrimSpace(running) != "0" {
+		t.Errorf("%s steps stored running after the stop, want 0: the stop ends the step it cut short", running)
 	}
-	exitWithin(t, p.done, 30*time.Second)
+	if got := strings.TrimSpace(applications(t, dir, "v1")); got != "0" {
+		t.Errorf("%s applications after a stop that said interrupted, want 0", got)
+	}
+}
+
+// cutByTheStop checks that the timeline's submit step reads ended by the
+// stop.
+func cutByTheStop(t *testing.T, steps []map[string]any, _ map[string]any) {
+	t.Helper()
+	noStepRunning(t, steps)
+	st := stepOf(t, steps, "submit")
+	if st["status"] != "failed" || st["ended_at"] == nil || !strings.Contains(st["error"].(string), "interrupted") {
+		t.Errorf("submit %v, want ended by the stop (failed, ended_at set, run interrupted)", st)
+	}
 }
 
 func nowStates() []nowState {
-	no := false
+	no, yes := false, true
 	return []nowState{
 		{
 			name: "DraftExpired", order: "A3001",
@@ -232,34 +253,37 @@ func nowStates() []nowState {
 			},
 		},
 		{
+			name: "StoppedStillHeld", order: "A3001",
+			setup: func(t *testing.T, dir string) []string {
+				mustRun(t, dir, "start", "v1", "A3001", "--reason", "size", "--draft-ttl", "1h")
+				stoppedMidStep(t, dir) // parked until the test ends
+				return nil
+			},
+			status: "interrupted", exit: 8, holderAlive: &yes,
+			offers: []string{"resume"}, countdown: true,
+			cardHas:  []string{"Stopped", "still holds it until it lets go", "Then continue it"},
+			waitSays: "resume v1",
+			history:  cutByTheStop,
+			stored:   stoppedStored,
+		},
+		{
 			name: "StoppedMidStep", order: "A3001",
 			setup: func(t *testing.T, dir string) []string {
 				mustRun(t, dir, "start", "v1", "A3001", "--reason", "size", "--draft-ttl", "1h")
-				stoppedMidStep(t, dir)
+				p := stoppedMidStep(t, dir)
+				// The stopped process dies without letting go.
+				if err := p.Process.Signal(syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				exitWithin(t, p.done, 30*time.Second)
 				return nil
 			},
 			status: "interrupted", exit: 8, holderAlive: &no,
 			offers: []string{"resume"}, countdown: true,
 			cardHas:  []string{"Stopped", "(next: submit)"},
 			waitSays: "resume v1",
-			history: func(t *testing.T, steps []map[string]any, _ map[string]any) {
-				noStepRunning(t, steps)
-				st := stepOf(t, steps, "submit")
-				if st["status"] != "failed" || st["ended_at"] == nil || !strings.Contains(st["error"].(string), "interrupted") {
-					t.Errorf("submit %v, want ended by the stop (failed, ended_at set, run interrupted)", st)
-				}
-			},
-			stored: func(t *testing.T, dir string) {
-				// The stop ended the step in its own commit: its process
-				// died without recording anything more.
-				running := query(t, dir, "business.sqlite", `SELECT count(*) FROM steps WHERE task_id = ? AND status = 'running'`, "v1")
-				if strings.TrimSpace(running) != "0" {
-					t.Errorf("%s steps stored running after the stop, want 0: the stop ends the step it cut short", running)
-				}
-				if got := strings.TrimSpace(applications(t, dir, "v1")); got != "0" {
-					t.Errorf("%s applications after a stop that said interrupted, want 0", got)
-				}
-			},
+			history:  cutByTheStop,
+			stored:   stoppedStored,
 		},
 	}
 }
