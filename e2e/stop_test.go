@@ -647,3 +647,54 @@ func TestAStopAfterARecordedCancelIsTooLate(t *testing.T) {
 		}
 	}
 }
+
+// TestACancelAfterACommittedStopIsRefused: a cancel answered after a stop
+// committed while the run's submit step was cut short is refused (exit 3,
+// one clean line, nothing stored changed): while the stopped process still holds
+// the task it names that process and offers resume for later; once it is
+// gone, the task was already answered (the approval the stopped run
+// carried stands in the trail, for resume). The task stays interrupted
+// with no application either way (docs/recovery.md "Operator stop").
+func TestACancelAfterACommittedStopIsRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mustRun(t, dir, "start", "v1", "A3001", "--reason", "size", "--draft-ttl", "1h")
+	p := stoppedMidStep(t, dir)
+	for _, tc := range []struct {
+		name string
+		says string
+		kill bool // the stopped process is killed first
+	}{
+		{"WhileItsProcessHoldsIt", "still holds it", false},
+		{"OnceItsProcessIsGone", `already answered "approve"`, true},
+	} {
+		if tc.kill {
+			if err := p.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			exitWithin(t, p.done, 30*time.Second)
+		}
+		// What is stored, not the files' bytes: the first process to open
+		// a file a killed one left folds its WAL in.
+		stored := func() string {
+			return query(t, dir, "business.sqlite", `SELECT status || lease_epoch FROM tasks WHERE task_id = ?`, "v1") +
+				query(t, dir, "business.sqlite", `SELECT group_concat(seq || status || ended_at || error) FROM steps WHERE task_id = ?`, "v1") +
+				query(t, dir, "business.sqlite", `SELECT group_concat(action) FROM decisions WHERE task_id = ?`, "v1") +
+				query(t, dir, "checkpoints.sqlite", `SELECT count(*) FROM checkpoints WHERE thread_id = ?`, "v1")
+		}
+		before := stored()
+		_, errOut, code := run(t, dir, "resume", "v1", "--action", "cancel")
+		if code != 3 || !strings.Contains(errOut, tc.says) || strings.Contains(errOut, "%!") || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%s: cancel: exit %d, stderr %q; want exit 3, one line saying %q", tc.name, code, errOut, tc.says)
+		}
+		if after := stored(); after != before {
+			t.Errorf("%s: a refused cancel changed what is stored:\n%s\nwas\n%s", tc.name, after, before)
+		}
+		if v := mustRun(t, dir, "show", "v1"); v["status"] != "interrupted" {
+			t.Errorf("%s: show: %v, want interrupted", tc.name, v["status"])
+		}
+	}
+	if n := applications(t, dir, "v1"); strings.TrimSpace(n) != "0" {
+		t.Errorf("applications: %s, want 0", n)
+	}
+}
