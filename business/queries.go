@@ -132,6 +132,9 @@ type queries struct {
 	// decisions reads the decisions of task (1) in the order they were
 	// given.
 	decisions string
+	// firstDecisionOf reads the first decision of task (1) whose action is
+	// (2).
+	firstDecisionOf string
 	// decisionsOf reads the decisions of the n tasks, each task's in the
 	// order they were given.
 	decisionsOf func(n int) string

@@ -94,7 +94,8 @@ var postgresQueries = &queries{
 	markUncounted: `UPDATE decisions SET not_counted = $1 WHERE decision_id = $2 AND task_id = $3 AND not_counted = ''`,
 	// rowid: an identity column, the order of insertion, among decisions
 	// given at one time.
-	decisions: `SELECT ` + pgDecisionColumns + ` FROM decisions WHERE task_id = $1 ORDER BY at, rowid`,
+	decisions:       `SELECT ` + pgDecisionColumns + ` FROM decisions WHERE task_id = $1 ORDER BY at, rowid`,
+	firstDecisionOf: `SELECT ` + pgDecisionColumns + ` FROM decisions WHERE task_id = $1 AND action = $2 ORDER BY at, rowid LIMIT 1`,
 	decisionsOf: func(n int) string {
 		return `SELECT ` + pgDecisionColumns + ` FROM decisions WHERE task_id IN (` + sqlstore.PostgresParams(1, n) + `) ORDER BY at, rowid`
 	},

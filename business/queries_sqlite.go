@@ -95,7 +95,8 @@ var sqliteQueries = &queries{
 	decisionMark:  `SELECT not_counted FROM decisions WHERE decision_id = ?`,
 	markUncounted: `UPDATE decisions SET not_counted = ? WHERE decision_id = ? AND task_id = ? AND not_counted = ''`,
 	// rowid: the order of insertion, among decisions given at one time.
-	decisions: `SELECT ` + sqliteDecisionColumns + ` FROM decisions WHERE task_id = ? ORDER BY at, rowid`,
+	decisions:       `SELECT ` + sqliteDecisionColumns + ` FROM decisions WHERE task_id = ? ORDER BY at, rowid`,
+	firstDecisionOf: `SELECT ` + sqliteDecisionColumns + ` FROM decisions WHERE task_id = ? AND action = ? ORDER BY at, rowid LIMIT 1`,
 	decisionsOf: func(n int) string {
 		return `SELECT ` + sqliteDecisionColumns + ` FROM decisions WHERE task_id IN (` + sqlstore.SQLiteParams(n) + `) ORDER BY at, rowid`
 	},

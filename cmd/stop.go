@@ -23,13 +23,17 @@ func newCmdStop(a *app, runF func(context.Context, *stopOptions) error) *cobra.C
 	c := &cobra.Command{
 		Use:   "stop TASK",
 		Short: "Stop a running task (operator stop); resume continues it later",
-		Long: `stop moves a running task to interrupted. The process driving it notices
-within a second, cancels the node that runs, records that timeline step as
-failed, and exits with status interrupted. The last checkpoint stays the
-resume point: "assistant resume TASK" continues from there.
+		Long: `stop moves a running task to interrupted and, in the same commit, records
+the timeline step it cuts short as failed. The process driving it notices
+within a second, cancels the node that runs, and exits with status
+interrupted. The last checkpoint stays the resume point: "assistant resume
+TASK" continues from there. With --wait 0 stop returns at once: the task
+reads interrupted, its process still holding it until it lets go.
 
 A task that is not running (waiting, finished) is a conflict (exit 3): a
-task that finished first keeps its finished status.`,
+task that finished first keeps its finished status. So is a task whose
+application was made, or whose cancel was recorded, before the stop: the
+stop is too late and changes nothing.`,
 		Example: `  printf 'task,order,reason\nb-7-1,A3001,too small\n' > rows.csv
   assistant batch batch-7 rows.csv
   assistant stop batch-7      # a batch that ended is not stopped: exit 3

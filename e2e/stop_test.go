@@ -597,3 +597,104 @@ func checkBatchStopped(t *testing.T, dir string, proc *exec.Cmd, out *bytes.Buff
 		t.Errorf("%s: %s steps recorded as interrupted by %d stops, want %d", what, got, stops, stops)
 	}
 }
+
+// TestAStopAfterARecordedCancelIsTooLate: a cancel is recorded in the
+// trail before the run that carries it out takes the task, so a stop that
+// comes while that run is on its way (paused before or after the cancel
+// step) is too late, as a stop after the submit is: exit 3 "too late:
+// cancelled", nothing written, and the run ends the task cancelled; no
+// stop reports interrupted for a task that then ends cancelled
+// (docs/recovery.md "Operator stop"). On a data dir and on PostgreSQL.
+func TestAStopAfterARecordedCancelIsTooLate(t *testing.T) {
+	t.Parallel()
+	for name, store := range cliStores(t) {
+		for _, point := range []string{"before:cancel", "after:cancel"} {
+			t.Run(name+"/"+point, func(t *testing.T) {
+				t.Parallel()
+				s := store(t)
+				s.want(t, nil, 0, "demo-user", "start", "t1", "A3003", "--reason", "size")
+				env := []string{"ASSISTANT_FAULT=" + point + "@pause"}
+				args := []string{"resume", "t1", "--action", "cancel"}
+				var c *exec.Cmd
+				if s.dir == "" {
+					c = s.pg.cmd(env, args...)
+				} else {
+					c = exec.Command(assistantBin(), withDefaults(args, "--data", s.dir, "--output", "json")...)
+					c.Env = append(os.Environ(), env...)
+				}
+				var out bytes.Buffer
+				c.Stdout = &out
+				p := startPaused(t, c, point)
+				_, errOut := s.want(t, nil, 3, "demo-user", "stop", "t1", "--wait", "0")
+				if !strings.Contains(errOut, "too late: cancelled") {
+					t.Errorf("stop: %q, want it to say it came too late, after the cancel", errOut)
+				}
+				if v, _ := s.want(t, nil, 0, "demo-user", "show", "t1"); v["status"] != "running" {
+					t.Errorf("show after the refused stop: %v, want running (the stop wrote nothing)", v["status"])
+				}
+				if code := p.goOn(t); code != 0 || !strings.Contains(out.String(), `"status": "cancelled"`) {
+					t.Fatalf("the cancel: exit %d, %s%s", code, out.String(), p.stderr)
+				}
+				if v, _ := s.want(t, nil, 0, "demo-user", "show", "t1"); v["status"] != "cancelled" {
+					t.Errorf("show: %v, want cancelled", v["status"])
+				}
+				h, _ := s.want(t, nil, 0, "demo-user", "history", "t1")
+				steps, _ := h["steps"].([]any)
+				if last, _ := steps[len(steps)-1].(map[string]any); last["node"] != "cancel" || last["status"] != "done" {
+					t.Errorf("last step %v, want cancel done", last)
+				}
+			})
+		}
+	}
+}
+
+// TestACancelAfterACommittedStopIsRefused: a cancel answered after a stop
+// committed while the run's submit step was cut short is refused (exit 3,
+// one clean line, nothing stored changed): while the stopped process still holds
+// the task it names that process and offers resume for later; once it is
+// gone, the task was already answered (the approval the stopped run
+// carried stands in the trail, for resume). The task stays interrupted
+// with no application either way (docs/recovery.md "Operator stop").
+func TestACancelAfterACommittedStopIsRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mustRun(t, dir, "start", "v1", "A3001", "--reason", "size", "--draft-ttl", "1h")
+	p := stoppedMidStep(t, dir)
+	for _, tc := range []struct {
+		name string
+		says string
+		kill bool // the stopped process is killed first
+	}{
+		{"WhileItsProcessHoldsIt", "still holds it", false},
+		{"OnceItsProcessIsGone", `already answered "approve"`, true},
+	} {
+		if tc.kill {
+			if err := p.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			exitWithin(t, p.done, 30*time.Second)
+		}
+		// What is stored, not the files' bytes: the first process to open
+		// a file a killed one left folds its WAL in.
+		stored := func() string {
+			return query(t, dir, "business.sqlite", `SELECT status || lease_epoch FROM tasks WHERE task_id = ?`, "v1") +
+				query(t, dir, "business.sqlite", `SELECT group_concat(seq || status || ended_at || error) FROM steps WHERE task_id = ?`, "v1") +
+				query(t, dir, "business.sqlite", `SELECT group_concat(action) FROM decisions WHERE task_id = ?`, "v1") +
+				query(t, dir, "checkpoints.sqlite", `SELECT count(*) FROM checkpoints WHERE thread_id = ?`, "v1")
+		}
+		before := stored()
+		_, errOut, code := run(t, dir, "resume", "v1", "--action", "cancel")
+		if code != 3 || !strings.Contains(errOut, tc.says) || strings.Contains(errOut, "%!") || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%s: cancel: exit %d, stderr %q; want exit 3, one line saying %q", tc.name, code, errOut, tc.says)
+		}
+		if after := stored(); after != before {
+			t.Errorf("%s: a refused cancel changed what is stored:\n%s\nwas\n%s", tc.name, after, before)
+		}
+		if v := mustRun(t, dir, "show", "v1"); v["status"] != "interrupted" {
+			t.Errorf("%s: show: %v, want interrupted", tc.name, v["status"])
+		}
+	}
+	if n := applications(t, dir, "v1"); strings.TrimSpace(n) != "0" {
+		t.Errorf("applications: %s, want 0", n)
+	}
+}

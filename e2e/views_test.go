@@ -1,13 +1,16 @@
 package e2e
 
 // The state as it is now (docs/json.md "The state as it is now"): every
-// view of a task (show, the text card, list, list --awaiting-me, wait,
-// history) tells it as it is at the moment of the view, and they agree.
+// view of a task (show, the text card, list in JSON, text and CSV, list
+// --awaiting-me, wait, history, orders show) tells it as it is at the
+// moment of the view, offers only what can succeed then, and names the
+// same status as every other view.
 
 import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,26 +20,41 @@ import (
 // nowState is one state of a task and what every view must tell of it.
 type nowState struct {
 	name  string
-	setup func(t *testing.T, dir string) // makes task "v1" in this state
-	// status is what show, list, wait and the card name; exit is show
-	// --exit-status's (and wait's, for an outcome) exit code.
+	order string // the task's order
+	// setup makes task "v1" in this state in dir and returns what every
+	// view is run with in its environment (the test clock).
+	setup func(t *testing.T, dir string) []string
+	// status is what show, the card, list, wait and orders show name;
+	// exit is show --exit-status's and wait's exit code.
 	status string
 	exit   int
-	// card must hold every one of cardHas and none of cardLacks.
-	cardHas, cardLacks []string
-	// awaiting: list --awaiting-me lists the task.
-	awaiting bool
+	// offers are the commands the card offers on its Next:, or: and
+	// Recover: lines (cardOffers), in order; questions is how many
+	// questions show's JSON asks (interrupts).
+	offers    []string
+	questions int
+	// countdown: the card counts down to the draft's expiry.
+	countdown bool
+	// cardHas are further lines of text the card must hold.
+	cardHas []string
+	// awaiting: list --awaiting-me lists the task; decidable: list
+	// --output csv (the rows a decide run takes) lists it.
+	awaiting, decidable bool
 	// holderAlive is show's holder.alive and list's holder_alive (nil:
-	// not checked beyond their agreeing).
+	// the task names no holder).
 	holderAlive *bool
-	// check checks the view's JSON further (may be nil).
+	// waitSays is what wait's stderr must name ("" for nothing).
+	waitSays string
+	// check checks show's JSON further (may be nil).
 	check func(t *testing.T, v map[string]any)
-	// history checks history's steps (may be nil).
+	// history checks history's steps and holder (may be nil).
 	history func(t *testing.T, steps []map[string]any, holder map[string]any)
+	// stored checks the stored records of dir (may be nil).
+	stored func(t *testing.T, dir string)
 }
 
-// notRunning fails t when a step of the timeline still reads running.
-func notRunning(t *testing.T, steps []map[string]any) {
+// noStepRunning fails t when a step of the timeline reads running.
+func noStepRunning(t *testing.T, steps []map[string]any) {
 	t.Helper()
 	for _, st := range steps {
 		if st["status"] == "running" {
@@ -45,56 +63,132 @@ func notRunning(t *testing.T, steps []map[string]any) {
 	}
 }
 
-// stepOf is the timeline step of node, failing t when there is none.
+// stepOf is the last timeline step of node, failing t when there is none.
 func stepOf(t *testing.T, steps []map[string]any, node string) map[string]any {
 	t.Helper()
-	for _, st := range steps {
-		if st["node"] == node {
-			return st
+	for i := len(steps) - 1; i >= 0; i-- {
+		if steps[i]["node"] == node {
+			return steps[i]
 		}
 	}
 	t.Fatalf("no step %s in %v", node, steps)
 	return nil
 }
 
+// cardOffers is what card offers to run, in order: for every command the
+// card gives on a Next:, or: or Recover: line, its resume action
+// ("approve", "cancel", …), "resume" for a resume without one, or the
+// command's name (recover, start, stop).
+func cardOffers(card string) []string {
+	var out []string
+	for _, line := range strings.Split(card, "\n") {
+		// A command the card offers names the data dir it was shown for.
+		for _, part := range strings.Split(line, "assistant --data ")[1:] {
+			f := strings.Fields(part)[1:]
+			if len(f) == 0 {
+				continue
+			}
+			what := f[0]
+			if what == "resume" {
+				if i := slices.Index(f, "--action"); i >= 0 && i+1 < len(f) {
+					what = f[i+1]
+				}
+			}
+			out = append(out, what)
+		}
+	}
+	return out
+}
+
+// stoppedMidStep starts a resume that approves v1 and parks it past its
+// step check before the submit, and stops the task with --wait 0, which
+// must say what is true when it returns: stopped, its process still
+// holding it. It returns the parked process.
+func stoppedMidStep(t *testing.T, dir string) proc {
+	t.Helper()
+	c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "resume", "v1", "--action", "approve")
+	c.Env = append(os.Environ(), "ASSISTANT_FAULT=before:submit@pause")
+	p := startPaused(t, c, "before:submit")
+	out, errOut, code := run(t, dir, "stop", "v1", "--wait", "0")
+	if code != 0 {
+		t.Fatalf("stop --wait 0: exit %d, %s", code, errOut)
+	}
+	var v struct {
+		Status string
+		Holder *struct{ Alive bool }
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("stop --wait 0: %v\n%s", err, out)
+	}
+	if v.Status != "interrupted" || v.Holder == nil || !v.Holder.Alive {
+		t.Errorf("stop --wait 0: status %s holder %+v, want interrupted with its paused process still holding it", v.Status, v.Holder)
+	}
+	return p
+}
+
+// stoppedStored checks what a stop that cut a step short stored: no step
+// left running (the stop ended it in its own commit, whatever its
+// process does next), and no application.
+func stoppedStored(t *testing.T, dir string) {
+	t.Helper()
+	running := query(t, dir, "business.sqlite", `SELECT count(*) FROM steps WHERE task_id = ? AND status = 'running'`, "v1")
+	if strings.TrimSpace(running) != "0" {
+		t.Errorf("%s steps stored running after the stop, want 0: the stop ends the step it cut short", running)
+	}
+	if got := strings.TrimSpace(applications(t, dir, "v1")); got != "0" {
+		t.Errorf("%s applications after a stop that said interrupted, want 0", got)
+	}
+}
+
+// cutByTheStop checks that the timeline's submit step reads ended by the
+// stop.
+func cutByTheStop(t *testing.T, steps []map[string]any, _ map[string]any) {
+	t.Helper()
+	noStepRunning(t, steps)
+	st := stepOf(t, steps, "submit")
+	if st["status"] != "failed" || st["ended_at"] == nil || !strings.Contains(st["error"].(string), "interrupted") {
+		t.Errorf("submit %v, want ended by the stop (failed, ended_at set, run interrupted)", st)
+	}
+}
+
 func nowStates() []nowState {
-	no := false
+	no, yes := false, true
 	return []nowState{
 		{
-			name: "DraftExpired",
-			setup: func(t *testing.T, dir string) {
-				mustRun(t, dir, "start", "v1", "A3001", "--reason", "size", "--draft-ttl", "1s")
-				eventually(t, "the draft expires", func() bool {
-					v := mustRun(t, dir, "show", "v1")
-					d, _ := v["draft"].(map[string]any)
-					return d != nil && d["expired"] == true
-				})
+			name: "DraftExpired", order: "A3001",
+			setup: func(t *testing.T, dir string) []string {
+				mustRun(t, dir, "start", "v1", "A3001", "--reason", "size", "--draft-ttl", "1h")
+				return []string{"ASSISTANT_CLOCK=+2h"}
 			},
 			status: "failed", exit: 6,
-			cardHas:   []string{"Status: failed", "(expired)", "recover"},
-			cardLacks: []string{"--action approve", "--action cancel", "(in "},
+			offers:   []string{"start", "recover"},
+			cardHas:  []string{"(expired)"},
+			waitSays: "",
 			check: func(t *testing.T, v map[string]any) {
-				if e, _ := v["error"].(map[string]any); e == nil || e["code"] != "draft_expired" {
-					t.Errorf("error %v, want draft_expired", v["error"])
+				e, _ := v["error"].(map[string]any)
+				if e == nil || e["code"] != "draft_expired" || !strings.Contains(e["hint"].(string), "recover") {
+					t.Errorf("error %v, want draft_expired with a hint naming recover", v["error"])
 				}
-				if qs, _ := v["interrupts"].([]any); len(qs) != 0 {
-					t.Errorf("interrupts %v, want none: no answer can submit an expired draft", qs)
+				if d, _ := v["draft"].(map[string]any); d == nil || d["expired"] != true {
+					t.Errorf("draft %v, want expired", v["draft"])
 				}
 			},
+			history: func(t *testing.T, steps []map[string]any, _ map[string]any) { noStepRunning(t, steps) },
 		},
 		{
-			name: "OrderNoLongerReturnable",
-			setup: func(t *testing.T, dir string) {
+			name: "OrderNoLongerReturnable", order: "Z1",
+			setup: func(t *testing.T, dir string) []string {
 				delivered := time.Now().UTC().AddDate(0, 0, -3).Format(time.RFC3339)
 				mustRun(t, dir, "orders", "import", writeShop(t, "Z1,demo-user,Mug,"+delivered+",false"))
 				mustRun(t, dir, "start", "v1", "Z1", "--reason", "size", "--draft-ttl", "1h")
 				// The shop operator marks the item final sale.
 				mustRun(t, dir, "orders", "import", writeShop(t, "Z1,demo-user,Mug,"+delivered+",true"))
+				return nil
 			},
 			status: "waiting", exit: 7,
-			cardHas:   []string{"Status: waiting", "--action cancel", "cannot be returned now: final_sale", "submits nothing"},
-			cardLacks: []string{"--action approve", "--action edit", "(in "},
-			awaiting:  true,
+			offers: []string{"cancel"}, questions: 1,
+			cardHas:  []string{"cannot be returned now: final_sale", "submits nothing"},
+			awaiting: true,
 			check: func(t *testing.T, v map[string]any) {
 				if d, _ := v["draft"].(map[string]any); d == nil || d["not_returnable"] != "final_sale" {
 					t.Errorf("draft %v, want not_returnable final_sale", v["draft"])
@@ -104,33 +198,52 @@ func nowStates() []nowState {
 					t.Errorf("interrupts %v, want the question whose effect says approve submits nothing", qs)
 				}
 			},
+			history: func(t *testing.T, steps []map[string]any, _ map[string]any) { noStepRunning(t, steps) },
 		},
 		{
-			name: "Finished",
-			setup: func(t *testing.T, dir string) {
+			name: "Done", order: "A3001",
+			setup: func(t *testing.T, dir string) []string {
 				mustRun(t, dir, "start", "v1", "A3001", "--reason", "size", "--draft-ttl", "1h")
 				mustRun(t, dir, "resume", "v1", "--action", "approve")
+				return nil
 			},
 			status: "done", exit: 0,
-			cardHas:   []string{"Status: done", "no longer expires", "Submitted: application"},
-			cardLacks: []string{"(in ", "--action", "recover"},
-			history:   func(t *testing.T, steps []map[string]any, _ map[string]any) { notRunning(t, steps) },
-		},
-		{
-			name: "HolderGone",
-			setup: func(t *testing.T, dir string) {
-				killedAt(t, dir, "before:prepare", "start", "v1", "A3001", "--reason", "size")
-			},
-			status: "running", exit: 8, holderAlive: &no,
-			cardHas:   []string{"Status: running", "is gone", "recover"},
-			cardLacks: []string{"Stop it", "(in "},
+			cardHas: []string{"no longer expires", "Submitted: application"},
 			check: func(t *testing.T, v map[string]any) {
-				if h, _ := v["holder"].(map[string]any); h == nil || h["alive"] != false {
-					t.Errorf("holder %v, want alive false", v["holder"])
+				if r, _ := v["result"].(map[string]any); r == nil || r["application_id"] == nil {
+					t.Errorf("result %v, want the application", v["result"])
 				}
 			},
+			history: func(t *testing.T, steps []map[string]any, _ map[string]any) { noStepRunning(t, steps) },
+		},
+		{
+			name: "Cancelled", order: "A3001",
+			setup: func(t *testing.T, dir string) []string {
+				mustRun(t, dir, "start", "v1", "A3001", "--reason", "size", "--draft-ttl", "1h")
+				mustRun(t, dir, "resume", "v1", "--action", "cancel")
+				return nil
+			},
+			status: "cancelled", exit: 5,
+			cardHas: []string{"no longer expires", "cancel by demo-user"},
+			history: func(t *testing.T, steps []map[string]any, _ map[string]any) { noStepRunning(t, steps) },
+			stored: func(t *testing.T, dir string) {
+				if got := strings.TrimSpace(applications(t, dir, "v1")); got != "0" {
+					t.Errorf("%s applications of a cancelled task, want 0", got)
+				}
+			},
+		},
+		{
+			name: "HolderGone", order: "A3001",
+			setup: func(t *testing.T, dir string) []string {
+				killedAt(t, dir, "before:prepare", "start", "v1", "A3001", "--reason", "size")
+				return nil
+			},
+			status: "running", exit: 8, holderAlive: &no,
+			offers:   []string{"recover", "resume"},
+			cardHas:  []string{"is gone"},
+			waitSays: "recover",
 			history: func(t *testing.T, steps []map[string]any, holder map[string]any) {
-				notRunning(t, steps)
+				noStepRunning(t, steps)
 				if st := stepOf(t, steps, "prepare"); st["status"] != "failed" || !strings.Contains(st["error"].(string), "process gone") {
 					t.Errorf("prepare %v, want failed: process gone", st)
 				}
@@ -140,31 +253,37 @@ func nowStates() []nowState {
 			},
 		},
 		{
-			name: "StoppedMidStep",
-			setup: func(t *testing.T, dir string) {
-				c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "start", "v1", "A3001", "--reason", "size")
-				c.Env = append(os.Environ(), "ASSISTANT_FAULT=before:prepare@pause")
-				p := startPaused(t, c, "before:prepare")
-				if _, errOut, code := run(t, dir, "stop", "v1", "--wait", "0"); code != 0 {
-					t.Fatalf("stop: exit %d, %s", code, errOut)
-				}
-				// The stopped process dies without letting go: only the
-				// stop closed its step.
-				if err := c.Process.Signal(syscall.SIGKILL); err != nil {
+			name: "StoppedStillHeld", order: "A3001",
+			setup: func(t *testing.T, dir string) []string {
+				mustRun(t, dir, "start", "v1", "A3001", "--reason", "size", "--draft-ttl", "1h")
+				stoppedMidStep(t, dir) // parked until the test ends
+				return nil
+			},
+			status: "interrupted", exit: 8, holderAlive: &yes,
+			offers: []string{"resume"}, countdown: true,
+			cardHas:  []string{"Stopped", "still holds it until it lets go", "Then continue it"},
+			waitSays: "resume v1",
+			history:  cutByTheStop,
+			stored:   stoppedStored,
+		},
+		{
+			name: "StoppedMidStep", order: "A3001",
+			setup: func(t *testing.T, dir string) []string {
+				mustRun(t, dir, "start", "v1", "A3001", "--reason", "size", "--draft-ttl", "1h")
+				p := stoppedMidStep(t, dir)
+				// The stopped process dies without letting go.
+				if err := p.Process.Signal(syscall.SIGKILL); err != nil {
 					t.Fatal(err)
 				}
 				exitWithin(t, p.done, 30*time.Second)
+				return nil
 			},
-			status: "interrupted", exit: 8,
-			cardHas:   []string{"Status: interrupted", "Stopped", "resume v1"},
-			cardLacks: []string{"(in ", "Stop it"},
-			history: func(t *testing.T, steps []map[string]any, _ map[string]any) {
-				notRunning(t, steps)
-				st := stepOf(t, steps, "prepare")
-				if st["status"] != "failed" || st["ended_at"] == nil || !strings.Contains(st["error"].(string), "interrupted") {
-					t.Errorf("prepare %v, want ended by the stop (failed, ended_at set, run interrupted)", st)
-				}
-			},
+			status: "interrupted", exit: 8, holderAlive: &no,
+			offers: []string{"resume"}, countdown: true,
+			cardHas:  []string{"Stopped", "(next: submit)"},
+			waitSays: "resume v1",
+			history:  cutByTheStop,
+			stored:   stoppedStored,
 		},
 	}
 }
@@ -178,81 +297,111 @@ func mustJSON(t *testing.T, v any) string {
 	return string(b)
 }
 
-// TestViewsTellTheStateAsItIsNow: for each state a task can be in that its
-// last command did not write (a draft expired, an order no longer
-// returnable, a holder gone, a step cut short by a stop) and a finished
-// task, each view tells the state as it is now, offers only what can
-// succeed, and show, the card, list and wait name the same status.
+// TestViewsTellTheStateAsItIsNow is the matrix of docs/json.md "The state
+// as it is now": for each state a task can be in that its last command
+// did not write (a draft expired, an order no longer returnable, a holder
+// gone, a step cut short by a stop) and a finished task (done,
+// cancelled), each view tells the state as it is now, offers only what
+// can succeed, counts down only to what can still expire, and names the
+// same status as every other view.
 func TestViewsTellTheStateAsItIsNow(t *testing.T) {
 	t.Parallel()
 	for _, s := range nowStates() {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			s.setup(t, dir)
+			env := s.setup(t, dir)
+			view := func(args ...string) (string, string, int) {
+				t.Helper()
+				return runIn(t, dir, env, args...)
+			}
 			t.Run("Show", func(t *testing.T) {
-				out, errOut, code := run(t, dir, "show", "v1", "--exit-status")
+				var shown map[string]any
+				out, errOut, code := view("show", "v1", "--exit-status")
 				if code != s.exit {
 					t.Errorf("show --exit-status: exit %d, want %d; %s", code, s.exit, errOut)
 				}
-				var v map[string]any
-				if err := json.Unmarshal([]byte(out), &v); err != nil {
+				if err := json.Unmarshal([]byte(out), &shown); err != nil {
 					t.Fatalf("show: %v\n%s", err, out)
 				}
-				if v["status"] != s.status {
-					t.Errorf("show: status %v, want %s", v["status"], s.status)
+				if shown["status"] != s.status {
+					t.Errorf("show: status %v, want %s", shown["status"], s.status)
+				}
+				if qs, _ := shown["interrupts"].([]any); len(qs) != s.questions {
+					t.Errorf("show: %d questions, want %d: %v", len(qs), s.questions, qs)
+				}
+				h, _ := shown["holder"].(map[string]any)
+				switch {
+				case s.holderAlive == nil && h != nil && h["alive"] == false:
+					t.Errorf("show: holder %v gone, want none or alive", h)
+				case s.holderAlive != nil && (h == nil || h["alive"] != *s.holderAlive):
+					t.Errorf("show: holder %v, want alive %v", h, *s.holderAlive)
 				}
 				if s.check != nil {
-					s.check(t, v)
+					s.check(t, shown)
 				}
 			})
 			t.Run("Card", func(t *testing.T) {
-				out, errOut, code := runText(t, dir, "show", "v1")
+				out, errOut, code := view("--output", "text", "show", "v1")
 				if code != 0 {
 					t.Fatalf("show --output text: exit %d, %s", code, errOut)
+				}
+				if !strings.Contains(out, "Status: "+s.status+" ") {
+					t.Errorf("card does not say Status: %s:\n%s", s.status, out)
+				}
+				if got := cardOffers(out); !slices.Equal(got, s.offers) {
+					t.Errorf("card offers %q, want %q (only what can succeed now):\n%s", got, s.offers, out)
+				}
+				if got := strings.Contains(out, "(in "); got != s.countdown {
+					t.Errorf("card counts down: %v, want %v:\n%s", got, s.countdown, out)
 				}
 				for _, want := range s.cardHas {
 					if !strings.Contains(out, want) {
 						t.Errorf("card lacks %q:\n%s", want, out)
 					}
 				}
-				for _, not := range s.cardLacks {
-					if strings.Contains(out, not) {
-						t.Errorf("card offers %q, which cannot succeed now:\n%s", not, out)
-					}
-				}
 			})
 			t.Run("List", func(t *testing.T) {
-				if got := listed(t, dir); got != "v1="+s.status {
-					t.Errorf("list: %s, want v1=%s as show says", got, s.status)
-				}
-				out, _, _ := run(t, dir, "list")
+				out, errOut, code := view("list")
 				var l struct{ Tasks []map[string]any }
-				if err := json.Unmarshal([]byte(out), &l); err != nil || len(l.Tasks) != 1 {
-					t.Fatalf("list: %v\n%s", err, out)
+				if err := json.Unmarshal([]byte(out), &l); code != 0 || err != nil || len(l.Tasks) != 1 {
+					t.Fatalf("list: exit %d %v\n%s%s", code, err, out, errOut)
 				}
-				var shown any // show's holder.alive, null without a holder
-				if h, _ := mustRun(t, dir, "show", "v1")["holder"].(map[string]any); h != nil {
-					shown = h["alive"]
+				if got := l.Tasks[0]["status"]; got != s.status {
+					t.Errorf("list: status %v, want %s as show says", got, s.status)
 				}
-				if got := l.Tasks[0]["holder_alive"]; got != shown {
-					t.Errorf("list: holder_alive %v, want %v as show's holder says", got, shown)
+				got := l.Tasks[0]["holder_alive"]
+				if s.holderAlive != nil && got != *s.holderAlive || s.holderAlive == nil && got == false {
+					t.Errorf("list: holder_alive %v, want %v (nil: none or alive)", got, s.holderAlive)
 				}
-				if s.holderAlive != nil && shown != *s.holderAlive {
-					t.Errorf("show: holder alive %v, want %v", shown, *s.holderAlive)
+				text, _, _ := view("--output", "text", "list")
+				want := s.status
+				if s.status == "running" && s.holderAlive != nil && !*s.holderAlive {
+					want = "running (holder gone)"
 				}
-				text, _, _ := runText(t, dir, "list")
-				if s.status == "running" && s.holderAlive != nil && !*s.holderAlive && !strings.Contains(text, "holder gone") {
-					t.Errorf("list --output text does not say the holder is gone:\n%s", text)
+				if !strings.Contains(text, " "+want+" ") {
+					t.Errorf("list --output text does not say %q:\n%s", want, text)
+				}
+			})
+			t.Run("ListCSV", func(t *testing.T) {
+				out, errOut, code := view("--output", "csv", "list")
+				if code != 0 {
+					t.Fatalf("list --output csv: exit %d, %s", code, errOut)
+				}
+				if got := strings.Contains(out, "\nv1,"); got != s.decidable {
+					t.Errorf("list --output csv lists v1: %v, want %v (a row a decide run could approve now):\n%s", got, s.decidable, out)
 				}
 			})
 			t.Run("AwaitingMe", func(t *testing.T) {
-				want := ""
-				if s.awaiting {
-					want = "v1=" + s.status
+				out, errOut, code := view("list", "--awaiting-me")
+				var l struct {
+					Tasks []struct{ Task, Status string }
 				}
-				if got := listed(t, dir, "--awaiting-me"); got != want {
-					t.Errorf("list --awaiting-me: %q, want %q", got, want)
+				if err := json.Unmarshal([]byte(out), &l); code != 0 || err != nil {
+					t.Fatalf("list --awaiting-me: exit %d %v\n%s%s", code, err, out, errOut)
+				}
+				if got := len(l.Tasks) == 1 && l.Tasks[0].Status == s.status; got != s.awaiting || len(l.Tasks) > 1 {
+					t.Errorf("list --awaiting-me: %+v, want v1 listed %s: %v", l.Tasks, s.status, s.awaiting)
 				}
 			})
 			t.Run("Wait", func(t *testing.T) {
@@ -260,16 +409,19 @@ func TestViewsTellTheStateAsItIsNow(t *testing.T) {
 				if s.exit == 7 {
 					args = append(args, "--timeout", "200ms")
 				}
-				out, errOut, code := run(t, dir, args...)
+				out, errOut, code := view(args...)
 				if code != s.exit {
 					t.Errorf("wait: exit %d, want %d; %s", code, s.exit, errOut)
 				}
 				if got := statusOf(t, out); got != s.status {
 					t.Errorf("wait: status %s, want %s as show says", got, s.status)
 				}
+				if s.waitSays != "" && !strings.Contains(errOut, s.waitSays) {
+					t.Errorf("wait: stderr %q does not name %q", errOut, s.waitSays)
+				}
 			})
 			t.Run("History", func(t *testing.T) {
-				out, errOut, code := run(t, dir, "history", "v1")
+				out, errOut, code := view("history", "v1")
 				if code != 0 {
 					t.Fatalf("history: exit %d, %s", code, errOut)
 				}
@@ -282,6 +434,23 @@ func TestViewsTellTheStateAsItIsNow(t *testing.T) {
 				}
 				if s.history != nil {
 					s.history(t, h.Steps, h.Holder)
+				}
+			})
+			t.Run("OrdersShow", func(t *testing.T) {
+				out, errOut, code := view("orders", "show", s.order)
+				var o struct {
+					Tasks []struct{ Task, Status string }
+				}
+				if err := json.Unmarshal([]byte(out), &o); code != 0 || err != nil {
+					t.Fatalf("orders show: exit %d %v\n%s%s", code, err, out, errOut)
+				}
+				if len(o.Tasks) != 1 || o.Tasks[0].Task != "v1" || o.Tasks[0].Status != s.status {
+					t.Errorf("orders show %s: tasks %+v, want v1 %s as show says", s.order, o.Tasks, s.status)
+				}
+			})
+			t.Run("Stored", func(t *testing.T) {
+				if s.stored != nil {
+					s.stored(t, dir)
 				}
 			})
 		})

@@ -326,28 +326,55 @@ func (s *Store) ReleaseLeases(ctx context.Context, owner string, taskIDs []strin
 	return nil
 }
 
-// RequestStop moves a running task to interrupted (an operator stop). The
-// process driving it sees that at its next heartbeat and cancels the node
-// that runs. A task in any other status is ErrConflict, naming the status:
-// a task that finished first keeps its finished status. The stop is
-// durable against power loss when RequestStop returns nil: it commits at
-// synchronous=FULL itself (Handle.Durable), so no Sync has to follow it,
-// and a writer that takes the file's lock right after the commit cannot
-// make a stop that is written report a failure.
+// RequestStop moves a running task to interrupted (an operator stop), and
+// ends, in the same commit, every step of its timeline still running:
+// failed with MsgInterrupted at the stop's time (the record's updated_at),
+// so the timeline shows where the stop cut the run short whatever the
+// stopped process does next (one that dies without letting go records
+// nothing more). The process driving it sees the stop at its next
+// heartbeat and cancels the node that runs; the ends it records of steps
+// that completed after all replace the stop's (endSteps). A task in any
+// other status is ErrConflict, naming the status: a task that finished
+// first keeps its finished status. The stop is durable against power loss
+// when RequestStop returns nil: it commits at synchronous=FULL itself
+// (Handle.Durable), so no Sync has to follow it, and a writer that takes
+// the file's lock right after the commit cannot make a stop that is
+// written report a failure.
 //
 // Each of unless is judged after the update in the same transaction, under
-// the write lock (business.Store.NotSubmitted: the task made no application yet); an
-// error from one refuses the stop, is returned as it is, and nothing is
-// written.
+// the write lock (business.Store.NotSubmitted: the task made no application
+// yet); an error from one refuses the stop, is returned as it is, and
+// nothing is written.
 func (s *Store) RequestStop(ctx context.Context, taskID string, unless ...func(ctx context.Context, q sqlstore.Querier) error) error {
+	return s.requestStop(ctx, taskID, true, unless)
+}
+
+// RequestStopOfEnded moves a running task whose run has ended already (it
+// made its application, and its process died before it let go) to
+// interrupted as RequestStop does, leaving its timeline as it is: the
+// steps its run left running ended as its checkpoints tell, which the
+// repair that follows records (SettleRunningSteps), not cut short.
+func (s *Store) RequestStopOfEnded(ctx context.Context, taskID string) error {
+	return s.requestStop(ctx, taskID, false, nil)
+}
+
+// requestStop is RequestStop's commit; endRunning ends the running steps.
+func (s *Store) requestStop(ctx context.Context, taskID string, endRunning bool, unless []func(ctx context.Context, q sqlstore.Querier) error) error {
 	return s.h.Durable(ctx, func(q sqlstore.Querier) error {
-		if err := s.setProgressStatus(ctx, q, taskID, "running", "interrupted"); err != nil {
+		now := s.now()
+		if err := s.setProgressStatusAt(ctx, q, taskID, "running", "interrupted", now); err != nil {
 			return err
 		}
 		for _, check := range unless {
 			if err := check(ctx, q); err != nil {
 				return err // rolls the stop back
 			}
+		}
+		if !endRunning {
+			return nil
+		}
+		if _, err := q.ExecContext(ctx, s.q.failRunningSteps, StepFailed, MsgInterrupted, formatTime(now), taskID, StepRunning); err != nil {
+			return fmt.Errorf("end the running steps of stopped task %s: %w", taskID, err)
 		}
 		return nil
 	})
@@ -369,7 +396,13 @@ func (s *Store) SetProgressStatus(ctx context.Context, taskID, from, to string) 
 
 // setProgressStatus is SetProgressStatus's update, in q's transaction.
 func (s *Store) setProgressStatus(ctx context.Context, q sqlstore.Querier, taskID, from, to string) error {
-	res, err := q.ExecContext(ctx, s.q.setStatus, to, formatTime(s.now()), taskID, from)
+	return s.setProgressStatusAt(ctx, q, taskID, from, to, s.now())
+}
+
+// setProgressStatusAt is setProgressStatus with now, the record's new
+// updated_at.
+func (s *Store) setProgressStatusAt(ctx context.Context, q sqlstore.Querier, taskID, from, to string, now time.Time) error {
+	res, err := q.ExecContext(ctx, s.q.setStatus, to, formatTime(now), taskID, from)
 	if err := rowsChanged(res, err); errors.Is(err, ErrConflict) {
 		var current string
 		if err := q.QueryRowContext(ctx, s.q.taskStatus, taskID).Scan(&current); errors.Is(err, sql.ErrNoRows) {
@@ -408,6 +441,27 @@ func (s *Store) StaleTasks(ctx context.Context, now time.Time, check func(Lease)
 		}
 	}
 	return out, nil
+}
+
+// StillLeasedTo returns the check that task taskID's lease is still
+// owner's at epoch, whatever the task's status, read in the caller's
+// transaction q: a stop that found the task's holder gone judges it in the
+// transaction that writes the stop, so that no process took the task over
+// since that look (docs/recovery.md "Operator stop"). Errors: ErrConflict
+// when the lease moved, or the database's.
+func (s *Store) StillLeasedTo(taskID, owner string, epoch int64) func(ctx context.Context, q sqlstore.Querier) error {
+	return func(ctx context.Context, q sqlstore.Querier) error {
+		var cur sql.NullString
+		var status string
+		var curEpoch int64
+		if err := q.QueryRowContext(ctx, s.q.leaseState, taskID).Scan(&cur, &status, &curEpoch); err != nil {
+			return fmt.Errorf("lease of task %s: %w", taskID, err)
+		}
+		if cur.String != owner || curEpoch != epoch {
+			return fmt.Errorf("task %s: its lease moved to %q at epoch %d: %w", taskID, cur.String, curEpoch, ErrConflict)
+		}
+		return nil
+	}
 }
 
 // HeldRunning returns the check that task taskID is still running under

@@ -152,7 +152,9 @@ type queries struct {
 	// addSteps inserts n steps, the columns of addStep each.
 	addSteps func(n int) string
 	// endStep sets status (1), error (2) and ended_at (3) of step (5) of
-	// task (4) while it is in status (6).
+	// task (4) while it is in status (6), or in status (7) with error (8):
+	// a step an operator stop ended (RequestStop) that the stopped run
+	// records the end of as it saw it.
 	endStep string
 	// failStep sets status (1), error (2) and ended_at (3) of step (5) of
 	// task (4).

@@ -115,7 +115,7 @@ var postgresQueries = &queries{
 	addSteps: func(n int) string {
 		return `INSERT INTO steps (task_id, seq, node, attempt, status, started_at, ended_at, error) VALUES ` + sqlstore.PostgresRows(1, n, 8)
 	},
-	endStep:          `UPDATE steps SET status = $1, error = $2, ended_at = $3 WHERE task_id = $4 AND seq = $5 AND status = $6`,
+	endStep:          `UPDATE steps SET status = $1, error = $2, ended_at = $3 WHERE task_id = $4 AND seq = $5 AND (status = $6 OR (status = $7 AND error = $8))`,
 	failStep:         `UPDATE steps SET status = $1, error = $2, ended_at = $3 WHERE task_id = $4 AND seq = $5`,
 	failRunningSteps: `UPDATE steps SET status = $1, error = $2, ended_at = $3 WHERE task_id = $4 AND status = $5`,
 	held:             `SELECT count(*) FROM tasks WHERE task_id = $1 AND status = 'running' AND lease_owner = $2 AND lease_epoch = $3`,

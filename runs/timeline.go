@@ -123,9 +123,10 @@ func (s *Store) AddStep(ctx context.Context, st TimelineStep) error {
 	return nil
 }
 
-// EndStep records how step seq ended; only a running step changes.
+// EndStep records how step seq ended; only a running step changes, or one
+// an operator stop ended (RequestStop).
 func (s *Store) EndStep(ctx context.Context, taskID string, seq int, status, msg string, now time.Time) error {
-	_, err := s.h.Q().ExecContext(ctx, s.q.endStep, status, msg, formatTime(now), taskID, seq, StepRunning)
+	_, err := s.h.Q().ExecContext(ctx, s.q.endStep, status, msg, formatTime(now), taskID, seq, StepRunning, StepFailed, MsgInterrupted)
 	if err != nil {
 		return fmt.Errorf("end step %d of task %s: %w", seq, taskID, err)
 	}
@@ -319,10 +320,12 @@ func (s *Store) holds(ctx context.Context, q sqlstore.Querier, taskID string, ho
 }
 
 // endSteps records the ends of steps of taskID on q; a step no longer
-// running (ended by a takeover) is left as it is.
+// running (ended by a takeover) is left as it is, but for one an operator
+// stop ended (RequestStop): the run that it stopped knows better how its
+// step ended.
 func (s *Store) endSteps(ctx context.Context, q sqlstore.Querier, taskID string, ended []StepEnd) error {
 	for _, e := range ended {
-		if _, err := q.ExecContext(ctx, s.q.endStep, e.Status, e.Error, formatTime(e.At), taskID, e.Seq, StepRunning); err != nil {
+		if _, err := q.ExecContext(ctx, s.q.endStep, e.Status, e.Error, formatTime(e.At), taskID, e.Seq, StepRunning, StepFailed, MsgInterrupted); err != nil {
 			return fmt.Errorf("end step %d of task %s: %w", e.Seq, taskID, err)
 		}
 	}
@@ -330,7 +333,8 @@ func (s *Store) endSteps(ctx context.Context, q sqlstore.Querier, taskID string,
 }
 
 // EndSteps records how the steps ended (StepEnd) on the task's timeline,
-// in one commit; a step no longer running is left as it is.
+// in one commit; a step no longer running is left as it is (but for one a
+// stop ended: endSteps).
 func (s *Store) EndSteps(ctx context.Context, taskID string, ended []StepEnd) error {
 	if len(ended) == 0 {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"assistant/business"
@@ -139,8 +140,13 @@ func (e *Error) Text(w Wording) string {
 	if e.format == "" {
 		return e.Message
 	}
-	return fmt.Sprintf(strings.ReplaceAll(e.format, "%w", "%v"), wordArgs(e.args, w)...)
+	return fmt.Sprintf(wrapVerb.ReplaceAllString(e.format, "%${1}v"), wordArgs(e.args, w)...)
 }
+
+// wrapVerb is a %w verb of a format, with its flags, width and precision
+// (%.0w wraps an error its message does not print): Text prints each as
+// %v with the same, as the args it words are strings.
+var wrapVerb = regexp.MustCompile(`%([-+# 0]*[0-9]*(?:\.[0-9]*)?)w`)
 
 // wordArgs is args with each Input and phrase worded by w, and each error
 // by textOf.

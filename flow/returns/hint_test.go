@@ -64,6 +64,18 @@ func TestError(t *testing.T) {
 		}
 	})
 
+	t.Run("AnErrorWrappedUnprintedStaysUnprinted", func(t *testing.T) {
+		held := errors.New("held by pid 7")
+		err := returns.Errorf(show, "task %s is stopped: %w; nothing was done%.0w", "r1", returns.ErrConflict, held)
+		if !errors.Is(err, held) {
+			t.Errorf("%v does not wrap %v", err, held)
+		}
+		want := "task r1 is stopped: conflict; nothing was done"
+		if msg, _ := returns.Describe(err, flagWords{}); msg != want || err.Error() != want {
+			t.Errorf("worded %q, plain %q; want %q for both", msg, err.Error(), want)
+		}
+	})
+
 	t.Run("PlainWords", func(t *testing.T) {
 		for _, tc := range []struct {
 			hint returns.Hint

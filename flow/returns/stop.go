@@ -15,7 +15,8 @@ import (
 // waits up to wait for the driving process to notice and let go of the
 // task. Errors: ErrNotFound, ErrConflict when the task is not running (a
 // task that finished first keeps its finished status), or when its run
-// finished before it saw the stop (tooLate; the view is returned too);
+// finished before it saw the stop (tooLate; the view is returned too), or
+// when its trail holds a cancel (cancelledFirst);
 // ErrInvalid for a negative wait, before anything is written.
 func (s *Service) Stop(ctx context.Context, task, user string, wait time.Duration) (*View, error) {
 	if wait < 0 {
@@ -34,13 +35,41 @@ func (s *Service) Stop(ctx context.Context, task, user string, wait time.Duratio
 	// A run that made its application and whose process died before it
 	// let go has nobody left to end it: the stop is written all the same,
 	// and tooLate, below, sets its record to what the run ended as.
-	var sub *business.SubmittedError
-	err = s.runs.RequestStop(ctx, t.ID, s.desk.NotSubmitted(t.ID))
+	// A cancel is judged the same way: once the trail holds it, the live
+	// run carrying it out ends the task cancelled whatever a stop says, so
+	// a stop after it is too late.
+	// The stop ends the steps the run left running (they end "run
+	// interrupted" at the stop's time), so the timeline shows where it cut
+	// the run short even if the process dies without letting go.
+	var (
+		sub *business.SubmittedError
+		can *business.CancelledError
+	)
+	err = s.runs.RequestStop(ctx, t.ID, s.desk.NotSubmitted(t.ID), s.desk.NotCancelled(t.ID))
 	if errors.As(err, &sub) {
 		if l, _, lerr := s.runs.TaskLease(ctx, t.ID); lerr != nil || s.holderAlive(l) {
 			return nil, submittedFirst(t.ID, sub.Application.ID)
 		}
-		err = s.runs.RequestStop(ctx, t.ID)
+		err = s.runs.RequestStopOfEnded(ctx, t.ID)
+	}
+	if errors.As(err, &can) {
+		// A cancel whose run died before it carried it out is carried out
+		// by nobody but a later resume: the stop is written all the same
+		// (the cancel stays in the trail), unless a process took the task
+		// over since this look at its holder.
+		l, _, lerr := s.runs.TaskLease(ctx, t.ID)
+		if lerr != nil || s.holderAlive(l) {
+			return nil, cancelledFirst(t.ID, can.Decision)
+		}
+		err = s.runs.RequestStop(ctx, t.ID, s.desk.NotSubmitted(t.ID), s.runs.StillLeasedTo(t.ID, l.Owner, l.Epoch))
+		if errors.As(err, &sub) {
+			return nil, submittedFirst(t.ID, sub.Application.ID)
+		}
+		if errors.Is(err, runs.ErrConflict) {
+			if now, terr := s.runs.Task(ctx, t.ID); terr == nil && now.Status == StatusRunning {
+				return nil, cancelledFirst(t.ID, can.Decision)
+			}
+		}
 	}
 	if errors.Is(err, runs.ErrConflict) {
 		return nil, s.notRunning(ctx, t)
@@ -65,6 +94,15 @@ func (s *Service) Stop(ctx context.Context, task, user string, wait time.Duratio
 func submittedFirst(task, application string) error {
 	return errorf(Hint{Before: "see it with", Do: DoShow, Task: task},
 		"stop %s: too late: submitted: application %s was made before the stop, so the stop changed nothing and the task ends done: %w", task, application, ErrConflict)
+}
+
+// cancelledFirst is the refusal of a stop of task whose trail held d, a
+// cancel, before the stop could be written, while a live process carries
+// it out: the stop wrote nothing, and that run ends the task cancelled.
+func cancelledFirst(task string, d business.Decision) error {
+	return errorf(Hint{Before: "see it with", Do: DoShow, Task: task},
+		"stop %s: too late: cancelled: %s cancelled the request at %s, before the stop, so the stop changed nothing and the run carrying the cancel out ends the task cancelled: %w",
+		task, d.By, d.At.UTC().Format(time.RFC3339), ErrConflict)
 }
 
 // tooLate checks a stop of task once its holder let go, v being the task
