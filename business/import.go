@@ -120,6 +120,10 @@ type ImportError struct {
 	// Refused says what a refused file leaves ("nothing was created" for
 	// a batch file; "" reads as "nothing was imported").
 	Refused string
+	// Needs are the import's options that would read the rows refused
+	// for want of them, in the order first needed: what the refusal's
+	// hint offers.
+	Needs []Need
 }
 
 // Error implements the error interface for *ImportError.
@@ -766,7 +770,7 @@ func (f *OrdersFile) checkUser(o Order) {
 		f.lastUser, f.userChecked = o.User, true
 	}
 	if !f.opts.Operator && o.User != f.opts.User {
-		f.fail(kindOtherUser, fmt.Errorf("order %s is of user %s: importing orders of other users than --user %s needs --operator", o.ID, termtext.Quote(o.User), termtext.Quote(f.opts.User)))
+		f.fail(kindOtherUser, fmt.Errorf("order %s is of user %s, not of the importing user %s", o.ID, termtext.Quote(o.User), termtext.Quote(f.opts.User)))
 	}
 }
 
@@ -958,10 +962,10 @@ func parseDate(s string, loc *time.Location) (time.Time, error) {
 	return inLocation(s, wall, loc)
 }
 
-// noZone is the error of a date or time without a zone read without
-// --timezone.
+// noZone is the error of a date or time without a zone read without a
+// location (NeedTimezone).
 func noZone(s string) error {
-	return &timeError{kind: kindNoZone, msg: fmt.Sprintf("delivered_at %s has no time zone; say which with --timezone (an IANA name such as Europe/Berlin)", termtext.Quote(s))}
+	return &timeError{kind: kindNoZone, msg: fmt.Sprintf("delivered_at %s has no time zone", termtext.Quote(s))}
 }
 
 func badTime(s string) error {
