@@ -55,6 +55,9 @@ func (s *Service) startRows(ctx context.Context, o rowsTask) (*View, error) {
 	}
 	t = runs.TaskRecord{ID: o.id, User: o.user, Fingerprint: o.fingerprint, Status: StatusRunning, Kind: runs.KindBatch, Lease: s.cmd.lease()}
 	t.Lease.Epoch = 1 // CreateBatchTTL's
+	if err := s.cmd.fenceNew(ctx, t.ID); err != nil {
+		return nil, fmt.Errorf("start %s: %w", o.id, err)
+	}
 	ttl := o.ttl
 	if ttl == 0 {
 		ttl = business.DefaultDraftTTL

@@ -85,7 +85,8 @@
 // and the chunk runner buffers its timeline, reads its rows' records ahead,
 // records their status in one statement and keeps their leases until the
 // chunk's checkpoints are committed. How a runner takes a lease is its
-// policy's acquireMode: acquireFresh, acquireChunk (the records read under
+// policy's acquireMode: acquireCommand (the checkpoint store fenced
+// before the lease is taken), acquireFresh, acquireChunk (the records read under
 // the chunk's write lock), acquireRecover (recover's runner, recoverPolicy:
 // only a task still recorded running), and a repair's acquireRepair (only
 // while the record is as it was read).
