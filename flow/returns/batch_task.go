@@ -67,6 +67,7 @@ func (s *Service) startRows(ctx context.Context, o rowsTask) (*View, error) {
 	} else if err != nil {
 		return nil, err
 	}
+	Fault("batch:after-record")
 	chunk := o.chunk
 	if chunk <= 0 {
 		chunk = DefaultBatchChunk

@@ -186,6 +186,7 @@ func (r *runner) create(ctx context.Context, o StartOptions, fp string) (*View, 
 	} else if err != nil {
 		return nil, fmt.Errorf("start %s: %w", o.Task, err)
 	}
+	Fault("start:after-record")
 	r.steps.fresh(t.ID)
 	return r.invoke(ctx, t, o.TTL)
 }
