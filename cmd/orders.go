@@ -110,8 +110,8 @@ func newCmdOrdersList(a *app, runF func(context.Context, *ordersListOptions) err
 started now and, if not, why (not_returnable_because: the code start would
 fail with). It changes nothing; a data dir that does not exist is exit 4
 and is not made.`,
-		Args:  exactArgs(0, "orders list takes no arguments"),
-		RunE:  func(c *cobra.Command, _ []string) error { return runF(c.Context(), opts) },
+		Args: exactArgs(0, "orders list takes no arguments"),
+		RunE: func(c *cobra.Command, _ []string) error { return runF(c.Context(), opts) },
 	}
 }
 
