@@ -211,7 +211,7 @@ func (f *OrdersFile) readHeader(t *Table, bad *rowProblems) {
 	}
 	if len(missing) > 0 {
 		bad.missing = &HeaderError{What: f.spec.What, Missing: missing, Wanted: wanted, Found: t.Header, Delim: t.Delimiter(),
-			Note: "name the header that holds a field (--column FIELD=HEADER) or give every row its value (--default FIELD=VALUE)"}
+			Needs: []Need{NeedMapping}}
 	}
 	if f.has[colDeliveredAt] && f.has[colDeliveredDaysAgo] {
 		bad.add(kindHeader, 1, fmt.Errorf("both %s and %s say when an order was delivered; keep one", f.source(t, colDeliveredAt), f.source(t, colDeliveredDaysAgo)))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -209,21 +210,24 @@ func TestRefusalKinds(t *testing.T) {
 		file string
 		opts ParseOptions
 		want string // the whole message after "nothing was imported: "
+		// needs are the options the refusal names for its hint: what the
+		// message leaves out.
+		needs []Need
 	}{
 		{"OneRowTwoProblems", h + "C1,u,Pen,27.11.2026,nein\nC2,u,Cup,28.11.2026,vielleicht\n", ParseOptions{Location: time.UTC},
-			`2 rows with a delivered_at that is not a date YYYY-MM-DD, an RFC 3339 time or YYYY-MM-DD HH:MM:SS [±hhmm] (another format needs --date-format): lines 2, 3 (line 2: delivered_at "27.11.2026" is not a date YYYY-MM-DD, an RFC 3339 time or YYYY-MM-DD HH:MM:SS [±hhmm]); ` +
-				`line 3: final_sale "vielleicht" must be true or false (or yes/no, y/n, 1/0, ja/nein, oui/non, sí/no, 是/否)`},
+			`2 rows with a delivered_at that is not a date YYYY-MM-DD, an RFC 3339 time or YYYY-MM-DD HH:MM:SS [±hhmm]: lines 2, 3 (line 2: delivered_at "27.11.2026" is not a date YYYY-MM-DD, an RFC 3339 time or YYYY-MM-DD HH:MM:SS [±hhmm]); ` +
+				`line 3: final_sale "vielleicht" must be true or false (or yes/no, y/n, 1/0, ja/nein, oui/non, sí/no, 是/否)`, []Need{NeedDateFormat}},
 		{"NoZoneGrouped", h + "C1,u,Pen,2026-11-27,false\nC2,u,Cup,2026-11-28 10:00,false\n", ParseOptions{},
-			`2 rows with a delivered_at without a time zone (say which with --timezone): lines 2, 3 (line 2: delivered_at "2026-11-27" has no time zone; say which with --timezone (an IANA name such as Europe/Berlin))`},
+			`2 rows with a delivered_at without a time zone: lines 2, 3 (line 2: delivered_at "2026-11-27" has no time zone)`, []Need{NeedTimezone}},
 		{"EachOwnMessage", h + ",u,Pen,,false\nC2,,Cup,,false\nC3,,Mug,,false\n", ParseOptions{},
-			`line 2: order id must not be empty; 2 rows with a user that breaks the user name rule: line 3: user must not be empty; line 4: user must not be empty`},
+			`line 2: order id must not be empty; 2 rows with a user that breaks the user name rule: line 3: user must not be empty; line 4: user must not be empty`, nil},
 		{"MissingColumnAndBadRows", "order_id,user,item,delivered_at\nC1,u,Pen,soon\nC2,u,\"Cup\"x\"\n", ParseOptions{Location: time.UTC},
-			`line 1: missing column final_sale; found order_id, user, item, delivered_at; delimiter looks like ','; name the header that holds a field (--column FIELD=HEADER) or give every row its value (--default FIELD=VALUE); ` +
-				`line 2: delivered_at "soon" is not a date YYYY-MM-DD, an RFC 3339 time or YYYY-MM-DD HH:MM:SS [±hhmm]; line 3: extraneous or missing " in quoted-field`},
+			`line 1: missing column final_sale; found order_id, user, item, delivered_at; delimiter looks like ','; ` +
+				`line 2: delivered_at "soon" is not a date YYYY-MM-DD, an RFC 3339 time or YYYY-MM-DD HH:MM:SS [±hhmm]; line 3: extraneous or missing " in quoted-field`, []Need{NeedMapping, NeedDateFormat}},
 		{"DefaultBesideColumn", h + "C1,u,Pen,,false\n", ParseOptions{Mapping: mustMapping(t, nil, []string{"final_sale=ja"}, "", nil)},
-			`line 1: final_sale is both the column "final_sale" and the default "ja"; keep one`},
+			`line 1: final_sale is both the column "final_sale" and the default "ja"; keep one`, nil},
 		{"ManyOfAKind", h + strings.Repeat("C1,u,x,,perhaps\n", 12), ParseOptions{},
-			`12 rows with a final_sale that is not a yes or no word: lines 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 (and 2 more) (line 2: final_sale "perhaps" must be true or false (or yes/no, y/n, 1/0, ja/nein, oui/non, sí/no, 是/否))`},
+			`12 rows with a final_sale that is not a yes or no word: lines 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 (and 2 more) (line 2: final_sale "perhaps" must be true or false (or yes/no, y/n, 1/0, ja/nein, oui/non, sí/no, 是/否))`, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -235,6 +239,10 @@ func TestRefusalKinds(t *testing.T) {
 			if got := strings.TrimPrefix(err.Error(), "orders file has bad rows, nothing was imported: "); got != tt.want {
 				t.Errorf("message\n%s\nwant\n%s", got, tt.want)
 			}
+			var ie *ImportError
+			if errors.As(err, &ie) && !slices.Equal(ie.Needs, tt.needs) {
+				t.Errorf("needs %v, want %v", ie.Needs, tt.needs)
+			}
 		})
 	}
 	t.Run("MissingColumnAloneIsAHeaderError", func(t *testing.T) {
@@ -243,6 +251,20 @@ func TestRefusalKinds(t *testing.T) {
 		var ie *ImportError
 		if !errors.As(err, &he) || errors.As(err, &ie) || he.Missing[0] != "final_sale" {
 			t.Fatalf("err = %v, want a *HeaderError alone naming final_sale", err)
+		}
+		if !slices.Equal(he.Needs, []Need{NeedMapping}) || strings.Contains(err.Error(), "--") {
+			t.Errorf("err = %v, needs %v: want NeedMapping, and no option in the message", err, he.Needs)
+		}
+	})
+	t.Run("OtherUserNeedsOperator", func(t *testing.T) {
+		_, err := ParseOrders(context.Background(), strings.NewReader(h+"C1,bob,Pen,2026-11-27T10:00:00Z,false\n"), ParseOptions{User: "ann"})
+		var ie *ImportError
+		if !errors.As(err, &ie) || !slices.Equal(ie.Needs, []Need{NeedOperator}) {
+			t.Fatalf("err = %v, want an *ImportError that needs the operator option", err)
+		}
+		const want = `line 2: order C1 is of user "bob", not of the importing user "ann"`
+		if got := strings.TrimPrefix(err.Error(), "orders file has bad rows, nothing was imported: "); got != want {
+			t.Errorf("message\n%s\nwant\n%s", got, want)
 		}
 	})
 	t.Run("MissingColumnBesideRowsIsFound", func(t *testing.T) {
@@ -358,7 +380,7 @@ func TestDateFormats(t *testing.T) {
 		{"DD.MM.YYYY", "31.11.2026", berlin, `delivered_at "31.11.2026" is not a date in the format DD.MM.YYYY (day 31 of month 11)`},
 		{"DD.MM.YYYY", "27.13.2026", berlin, "(month 13)"},
 		{"MM/DD/YYYY hh:mm A", "11/27/2026 13:03 PM", time.UTC, "(hour 13 on the 12-hour clock)"},
-		{"DD.MM.YYYY", "27.11.2026", nil, "has no time zone; say which with --timezone"},
+		{"DD.MM.YYYY", "27.11.2026", nil, "has no time zone"},
 		{"DD.MM.YYYY HH:mm", "29.03.2026 02:30", berlin, "does not exist in Europe/Berlin"},
 		{"YYYY-MM-DD HH:mm Z", "2026-11-27 14:03 +1500", nil, "has an offset beyond ±14:00"},
 		// Formats refused as they are read.

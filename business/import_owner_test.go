@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,6 +143,9 @@ func testImportOrdersShopIDs(t *testing.T, kind storeKind) {
 	_, err = importAs(t, s, h+"C72,carol,Red pen,,false\n", ParseOptions{User: "carol"}, false)
 	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "line 2: order C72 is the shop's order") {
 		t.Fatalf("carol's update of the shop's C72: %v, want it refused", err)
+	}
+	if oe := (*OwnerError)(nil); !errors.As(err, &oe) || !slices.Equal(oe.Needs, []Need{NeedOperator}) || strings.Contains(err.Error(), "--") {
+		t.Errorf("carol's refused update: %v, want one that needs the operator option, named in the hint only", err)
 	}
 	if o, err := s.Order(ctx, "C72", "carol"); err != nil || o.Item != "Pen" {
 		t.Fatalf("the shop's C72 after carol's refused import: %+v, %v; want Pen", o, err)

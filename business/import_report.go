@@ -63,7 +63,7 @@ var kindInfos = [numKinds]kindInfo{
 	kindOtherUser:      {name: "other_user", each: true},
 	kindItem:           {name: "item", each: true, summary: fmt.Sprintf("with an empty item or one over %d bytes", MaxItemBytes)},
 	kindDelivered:      {name: "delivered_at"},
-	kindNoZone:         {name: "time_zone", summary: "with a delivered_at without a time zone (say which with --timezone)"},
+	kindNoZone:         {name: "time_zone", summary: "with a delivered_at without a time zone"},
 	kindDeliveredRange: {name: "delivered_at_range", each: true, summary: fmt.Sprintf("with a delivered_at before %s or more than %s after now", MinDeliveredAt.Format("2006-01-02"), MaxDeliveredAhead)},
 	kindClock:          {name: "delivered_at_clock", each: true, summary: "with a wall time that the time zone's clocks skip or show twice (write it with its offset)"},
 	kindOffset:         {name: "delivered_at_offset", summary: "with an offset beyond ±14:00"},
@@ -172,12 +172,12 @@ func rowErrorKind(err error) problemKind {
 func (f *OrdersFile) summary(k problemKind) string {
 	switch k {
 	case kindOtherUser:
-		return fmt.Sprintf("of users other than --user %s (importing them needs --operator)", termtext.Quote(f.opts.User))
+		return fmt.Sprintf("of users other than the importing user %s", termtext.Quote(f.opts.User))
 	case kindDelivered:
 		if f.pattern != nil {
 			return "with a delivered_at that is not a date in the format " + f.pattern.text
 		}
-		return "with a delivered_at that is not a date YYYY-MM-DD, an RFC 3339 time or YYYY-MM-DD HH:MM:SS [±hhmm] (another format needs --date-format)"
+		return "with a delivered_at that is not a date YYYY-MM-DD, an RFC 3339 time or YYYY-MM-DD HH:MM:SS [±hhmm]"
 	}
 	return kindInfos[k].summary
 }
@@ -191,10 +191,15 @@ func (f *OrdersFile) refusal(p *rowProblems, note string) error {
 		return nil
 	}
 	var groups []BadRows
+	var needs []Need
+	if p.missing != nil {
+		needs = p.missing.Needs
+	}
 	for k, b := range p.kinds {
 		if len(b.lines) == 0 {
 			continue
 		}
+		needs = addNeed(needs, need(problemKind(k), f.pattern != nil))
 		groups = append(groups, BadRows{Kind: kindInfos[k].name, Summary: f.summary(problemKind(k)),
 			Count: len(b.lines) + b.more, Lines: b.nums, Messages: b.lines})
 	}
@@ -202,7 +207,7 @@ func (f *OrdersFile) refusal(p *rowProblems, note string) error {
 		return p.missing
 	}
 	slices.SortStableFunc(groups, func(a, b BadRows) int { return a.Lines[0] - b.Lines[0] })
-	ie := &ImportError{What: f.spec.What, Refused: f.spec.Refused, Groups: groups, Header: p.missing, Note: note}
+	ie := &ImportError{What: f.spec.What, Refused: f.spec.Refused, Groups: groups, Header: p.missing, Note: note, Needs: needs}
 	if p.missing != nil {
 		ie.Lines = append(ie.Lines, p.missing.detail())
 	}

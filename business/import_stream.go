@@ -65,7 +65,7 @@ func ImportOrdersNew(ctx context.Context, path string, now time.Time, r io.Reade
 		u.res.Rows, u.res.Orders = f.rows, f.orders
 		res = u.res
 		if u.res.Refused > 0 {
-			return &OwnerError{Lines: u.refused.lines, More: u.refused.more}
+			return &OwnerError{Lines: u.refused.lines, More: u.refused.more, Needs: u.needs}
 		}
 		return nil
 	})

@@ -64,6 +64,11 @@ var (
 	// than the migrations this build knows.
 	ErrNewerSchema = sqlite.ErrNewerSchema
 
+	// ErrOlderSchema refuses, read-only, a business file of an older
+	// schema than this build writes: opening it read-only does not
+	// migrate it. It is sqlite.ErrOlderSchema.
+	ErrOlderSchema = sqlite.ErrOlderSchema
+
 	// ErrCorrupt refuses a file that is not an SQLite database, or is truncated
 	// or damaged (header check and PRAGMA quick_check).
 	ErrCorrupt = sqlite.ErrCorrupt

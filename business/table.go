@@ -85,8 +85,10 @@ type HeaderError struct {
 	// for it (Column.Header), or "" where its name and aliases were
 	// looked for.
 	Wanted []string
-	// Note follows the message when set: what the reader can do.
-	Note string
+	// Needs are the import's options that would name the missing
+	// columns (NeedMapping): what the refusal's hint offers; nil for a
+	// file whose columns have one name only (a batch file).
+	Needs []Need
 }
 
 // Error implements the error interface for *HeaderError.
@@ -117,12 +119,8 @@ func (e *HeaderError) detail() string {
 			missing[i] = fmt.Sprintf("%s (the header %s)", m, termtext.Quote(e.Wanted[i]))
 		}
 	}
-	note := ""
-	if e.Note != "" {
-		note = "; " + e.Note
-	}
-	return fmt.Sprintf("line 1: missing column %s; found %s%s; delimiter looks like %s%s",
-		strings.Join(missing, ", "), strings.Join(found, ", "), more, delimName(e.Delim), note)
+	return fmt.Sprintf("line 1: missing column %s; found %s%s; delimiter looks like %s",
+		strings.Join(missing, ", "), strings.Join(found, ", "), more, delimName(e.Delim))
 }
 
 // delimName names a delimiter in a message.

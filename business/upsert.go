@@ -83,6 +83,9 @@ type OrderChange struct {
 type OwnerError struct {
 	Lines []string
 	More  int
+	// Needs are the import's options that would make the refused
+	// changes (NeedOperator for the shop's orders); nil when none would.
+	Needs []Need
 }
 
 // Error implements the error interface for *OwnerError.
@@ -150,7 +153,7 @@ func (s *Store) ImportOrdersFile(ctx context.Context, f *OrdersFile, opts Import
 		u.res.Rows, u.res.Orders = rows, orders
 		res = u.res
 		if u.res.Refused > 0 && !opts.DryRun {
-			return &OwnerError{Lines: u.refused.lines, More: u.refused.more}
+			return &OwnerError{Lines: u.refused.lines, More: u.refused.more, Needs: u.needs}
 		}
 		if opts.DryRun {
 			return sqlstore.ErrNothingWritten
@@ -237,6 +240,7 @@ type upsert struct {
 	oneUserFull    string                    // insertOneUser's text of a full batch, once made
 	res            ImportResult
 	refused        badLines
+	needs          []Need // what the refused changes need (OwnerError.Needs)
 	// The last delivery time written and its stored text: an export's
 	// rows share a few times, and formatting one is a tenth of a write.
 	lastAt   *time.Time
@@ -402,7 +406,8 @@ func (u *upsert) decideOne(g *group, mine map[[2]string]storedOrder, shop map[st
 	case old.shop && !u.operator:
 		// The shop's order (an --operator import's) is changed by the
 		// shop only: a user's own import keeps every field of it.
-		u.refuse(g, "is the shop's order (imported with --operator); only an --operator import changes it")
+		u.refuse(g, "is the shop's order, imported by its operator; only the operator's import changes it")
+		u.needs = addNeed(u.needs, NeedOperator)
 	default:
 		return u.replace(g, old, ActionUpdated, "")
 	}

@@ -27,6 +27,24 @@ changes.
 For anyone without a grant another user's task is unknown (exit 4), as a
 task id nobody uses.`
 
+const approverGrantLong = `grant lets USER show, answer and read the history of your tasks, as
+you do. It records the grant, with who made it and when, in
+business.sqlite; granting what is granted changes nothing (changed:
+false). --for, when given, must be you (exit 2 otherwise, nothing
+changed). Exit 3 when another process holds the data dir's write lock
+past the busy timeout.`
+
+const approverRevokeLong = `revoke takes back USER's grant to decide your tasks; the answers USER
+gave stay in the decision trail. It records the change, with who made it
+and when, in business.sqlite; revoking what is not granted changes
+nothing (changed: false). --for, when given, must be you (exit 2
+otherwise, nothing changed). Exit 3 when another process holds the data
+dir's write lock past the busy timeout.`
+
+const approversListLong = `list prints the grants you gave and those you hold, and every change to
+them with who made it and when. It changes nothing; a data dir that does
+not exist holds no grant and is not made (exit 0).`
+
 const approversExample = `  printf 'order_id,user,item,delivered_at,final_sale\nC1,ci-bot,Kettle,2026-11-20T10:00:00Z,false\n' > shop.csv
   assistant --user ci-bot orders import shop.csv
   assistant --user ci-bot approvers grant alice --for ci-bot
@@ -59,13 +77,14 @@ type approverChangeOptions struct {
 // runF runs it with its options (approverChangeRun, or a test's).
 func newCmdApproverChange(a *app, change string, runF func(context.Context, *approverChangeOptions) error) *cobra.Command {
 	opts := &approverChangeOptions{app: a, Change: change}
-	short := "Let USER decide your tasks"
+	short, long := "Let USER decide your tasks", approverGrantLong
 	if change == "revoke" {
-		short = "Take back USER's grant to decide your tasks"
+		short, long = "Take back USER's grant to decide your tasks", approverRevokeLong
 	}
 	c := &cobra.Command{
 		Use:   change + " USER [--for OWNER]",
 		Short: short,
+		Long:  long,
 		Args:  exactArgs(1, "approvers "+change+" needs USER"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Grantee = args[0]
@@ -124,6 +143,7 @@ func newCmdApproversList(a *app, runF func(context.Context, *approversListOption
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List the approver grants you gave or hold, and their changes",
+		Long:  approversListLong,
 		Args:  exactArgs(0, "approvers list takes no arguments"),
 		RunE:  func(c *cobra.Command, _ []string) error { return runF(c.Context(), opts) },
 	}

@@ -124,12 +124,12 @@ func TestRunFunctionsRefuseBeforeOpening(t *testing.T) {
 	}{
 		{"StartApprovals", func() error {
 			return startRun(context.Background(), &startOptions{app: a, StartOptions: returns.StartOptions{Task: "r1", Order: "A3003", TTL: time.Minute, Approvals: 3}})
-		}, "invalid input: --approvals must be 1 or 2, not 3"},
+		}, "--approvals must be 1 or 2, not 3"},
 		{"ResumeReasonAndAction", func() error {
 			return resumeRun(context.Background(), &resumeOptions{app: a, ResumeOptions: returns.ResumeOptions{Task: "r1", Action: "approve", Reason: "x", HasReason: true}})
-		}, "invalid input: give --reason or --action, not both (only --action edit takes --reason, the new draft's reason)"},
+		}, "give --reason or --action, not both (only --action edit takes --reason, the new draft's reason)"},
 		{"PruneWithoutAge", func() error { return pruneRun(context.Background(), &pruneOptions{app: a}) },
-			"invalid input: prune needs --finished-before DURATION (e.g. 720h)"},
+			"prune needs --finished-before DURATION (e.g. 720h)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.run()

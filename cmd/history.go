@@ -37,7 +37,10 @@ nodes, time) and, in text output, under each one the state fields it changed
 attempt, status, start, end, error). It changes nothing.
 
 A checkpoint whose state this build cannot decode is listed with the reason;
-it is kept as it is.`,
+it is kept as it is.
+
+Exit 2 for a task id that breaks the task id rule, 4 for a task that does
+not exist or that you may not decide (another user's reads as unknown).`,
 		Example: `  assistant start return-25 A3003 --reason "size does not fit"
   assistant history return-25
   assistant history return-25 --output json`,

@@ -28,7 +28,10 @@ rows of one of your batches. --limit keeps the first N.
 --awaiting-me lists instead the tasks you may decide now: your own and
 those of every owner who granted you (assistant approvers grant), waiting
 for an answer, not expired, and not already answered by you (the first of
-two approvals); another owner's task shows its owner.`
+two approvals); another owner's task shows its owner.
+
+list changes nothing. Exit 2 for an unknown --status, nothing read; an
+empty list is exit 0.`
 
 const listExample = `  assistant list
   assistant list --status waiting

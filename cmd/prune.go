@@ -17,7 +17,11 @@ touched; a task whose draft expired is pruned once "assistant recover" has
 ended it failed. It reports the rows removed and the bytes of their stored
 JSON; the file keeps its size (SQLite reuses the freed pages).
 
---dry-run prints what would be removed and changes no file.`
+--dry-run prints what would be removed and changes no file.
+
+Exit 2 without --finished-before, or with a --keep below 1, nothing
+changed; exit 3 when another process holds checkpoints.sqlite's write
+lock past the busy timeout, nothing removed.`
 
 // pruneOptions are prune's flags; FinishedBeforeGiven says whether
 // --finished-before was given.

@@ -354,7 +354,7 @@ func TestRun(t *testing.T) {
 		{name: "resume_approve_again_reuses", setup: [][]string{startR1, {"resume", "r1", "--action", "approve"}},
 			args: []string{"resume", "r1", "--action", "approve", "--output", "text"}, golden: "resume_approve_again_text"},
 		{name: "resume_cancel", setup: [][]string{startR1}, args: []string{"resume", "r1", "--action", "cancel"}, golden: "resume_cancel_json"},
-		{name: "resume_wrong_kind", setup: [][]string{startR1}, args: []string{"resume", "r1", "--reason", "size"}, code: ExitUsage, stderr: "invalid input"},
+		{name: "resume_wrong_kind", setup: [][]string{startR1}, args: []string{"resume", "r1", "--reason", "size"}, code: ExitUsage, stderr: "is waiting for approval, not a reason"},
 		{name: "resume_wrong_draft", setup: [][]string{startR1}, args: []string{"resume", "r1", "--action", "approve", "--draft", "d_wrong"}, code: ExitUsage, stderr: "d_wrong"},
 		// docs/cli.md: an answer to a task that has ended changes nothing:
 		// the answer it recorded again prints the outcome, any other is
@@ -399,10 +399,10 @@ func TestRun(t *testing.T) {
 		{name: "batch_rows_listed", files: map[string]string{"rows.csv": batchCSV}, setup: [][]string{{"batch", "b1", "$ROOT/rows.csv"}},
 			args: []string{"list", "--output", "text"}, golden: "batch_list_text"},
 		{name: "batch_bad_file", files: map[string]string{"rows.csv": "task,order\nt1,A3001\n"}, args: []string{"batch", "b1", "$ROOT/rows.csv"},
-			code: ExitUsage, stderr: "invalid input"},
+			code: ExitUsage, stderr: "batch file: line 1: missing column reason"},
 		{name: "batch_missing_file", args: []string{"batch", "b1", "$ROOT/nosuch.csv"}, code: ExitUsage, stderr: "batch file"},
 		{name: "batch_answer_refused", files: map[string]string{"rows.csv": batchCSV}, setup: [][]string{{"batch", "b1", "$ROOT/rows.csv"}},
-			args: []string{"resume", "b1", "--action", "approve"}, code: ExitUsage, stderr: "invalid input"},
+			args: []string{"resume", "b1", "--action", "approve"}, code: ExitUsage, stderr: "b1 is a batch; it asks no question"},
 
 		// orders
 		{name: "orders_import_json", files: map[string]string{"shop.csv": ordersCSV}, args: []string{"orders", "import", "$ROOT/shop.csv"}, golden: "orders_import_json"},

@@ -8,11 +8,13 @@ package e2e
 // data dir as it was, making no file.
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -183,4 +185,86 @@ func TestNoStoreYetReadsAsOneSentence(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBusyCheckpointsRefusalChangesNoByte: a command refused because
+// another process holds checkpoints.sqlite's write lock past the busy
+// timeout (exit 3) leaves both files as they were: the tasks' rows (a
+// lease, its epoch, updated_at; no new task), the decision trail and the
+// checkpoints, byte for byte (each file and its -wal) and row for row.
+func TestBusyCheckpointsRefusalChangesNoByte(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"resume", []string{"resume", "t1", "--action", "approve"}},
+		{"start", []string{"start", "t2", "A3001", "--reason", "size"}},
+		{"batch", []string{"batch", "b1", "ROWS"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			mustRun(t, dir, "start", "t1", "A3003", "--reason", "size")
+			rowsFile := writeFile(t, "rows.csv", "task,order,reason\nb1-1,A3001,size\n")
+			args := slices.Clone(tc.args)
+			for i, a := range args {
+				if a == "ROWS" {
+					args[i] = rowsFile
+				}
+			}
+			rows := func() string {
+				return query(t, dir, "business.sqlite", `SELECT group_concat(task_id || '|' || status || '|' || stage || '|' || coalesce(lease_owner, '') || '|' || lease_epoch || '|' || coalesce(lease_until, '') || '|' || updated_at, ';') FROM tasks`) +
+					" decisions " + query(t, dir, "business.sqlite", `SELECT count(*) FROM decisions`)
+			}
+			was := rows()
+			// The sums are read before the lock is taken and after it is let
+			// go: this process closing a file it read would drop its own
+			// POSIX locks on it, the write lock among them.
+			before := dirSums(t, dir)
+			release := holdCheckpointsLock(t, dir)
+			out, errOut, code := run(t, dir, args...)
+			release()
+			after := dirSums(t, dir)
+			if code != 3 || !strings.Contains(errOut+out, "write lock") {
+				t.Fatalf("%v while checkpoints.sqlite is held: exit %d, stderr %q; want 3, the write lock held", args, code, errOut)
+			}
+			for name, sum := range after {
+				// A -shm is the WAL index, shared memory that every
+				// connection (the lock holder's too) writes as it reads: it
+				// holds no data.
+				if before[name] != sum && !strings.HasSuffix(name, "-shm") {
+					t.Errorf("the refused %s changed %s", tc.name, name)
+				}
+			}
+			if got := rows(); got != was {
+				t.Errorf("tasks after the refused %s: %s, want %s", tc.name, got, was)
+			}
+			// Once the lock is let go, the same command goes through.
+			if v := mustRun(t, dir, args...); v["status"] != "done" && v["status"] != "waiting" {
+				t.Errorf("%v once the lock is let go: %v, want it run", args, v["status"])
+			}
+		})
+	}
+}
+
+// holdCheckpointsLock holds the write lock of dir's checkpoints.sqlite on
+// one connection of this process (BEGIN IMMEDIATE), as another process in
+// a long write would, until release.
+func holdCheckpointsLock(t *testing.T, dir string) (release func()) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "checkpoints.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := conn.ExecContext(context.Background(), `BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	return func() { _, _ = conn.ExecContext(context.Background(), `ROLLBACK`) }
 }

@@ -1655,3 +1655,33 @@ func givesFlag(args []string, flag string) bool {
 	}
 	return false
 }
+
+// lockWhileParked waits until proc, started with point+"@pause" in
+// ASSISTANT_FAULT, is stopped at that point, takes the write lock of dir's
+// checkpoints.sqlite (holdWriteLock, without making the data dir) and lets
+// proc go on, so that it meets the lock at its next checkpoint write.
+func lockWhileParked(t *testing.T, dir string, proc *exec.Cmd, point string) (release func()) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !stopped(proc.Process.Pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%v did not reach %s", proc.Args[1:], point)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "checkpoints.sqlite")+"?_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	tx, err := db.Begin() // BEGIN IMMEDIATE: takes the write lock
+	if err != nil {
+		t.Fatal(err)
+	}
+	release = func() { _ = tx.Rollback() }
+	t.Cleanup(release)
+	if err := proc.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	return release
+}

@@ -94,7 +94,7 @@ func TestHugeFieldRefusedInOneShortLine(t *testing.T) {
 }
 
 // TestInputMessageShapes: bad input files give the usual one line, exit 2:
-// a header with a bad quote is "invalid input: orders file: … line 1: …";
+// a header with a bad quote is "orders file has bad rows, …: line 1: …";
 // a directory says it is a directory, not a file; bad rows and orders
 // whose rows do not follow each other are named together, in line order;
 // every orders file refusal says "nothing was imported".
@@ -111,7 +111,7 @@ func TestInputMessageShapes(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"bad quote in the header", []string{"orders", "import", badHeader}, []string{"invalid input: orders file has bad rows, nothing was imported: line 1: "}},
+		{"bad quote in the header", []string{"orders", "import", badHeader}, []string{"orders file has bad rows, nothing was imported: line 1: "}},
 		{"a directory", []string{"orders", "import", tmp}, []string{"orders file: " + tmp + " is a directory, not a file"}},
 		{"a directory for batch", []string{"batch", "BX", tmp}, []string{"batch file: " + tmp + " is a directory, not a file"}},
 		{"a directory for decide", []string{"decide", tmp}, []string{"decide file: " + tmp + " is a directory, not a file"}},

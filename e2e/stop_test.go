@@ -24,8 +24,10 @@ import (
 func approveBlocked(t *testing.T, dir string) (proc *exec.Cmd, out, errb *bytes.Buffer, release func()) {
 	t.Helper()
 	mustRun(t, dir, "start", "t1", "A3003", "--reason", "size")
-	release = holdWriteLock(t, dir, "checkpoints.sqlite")
-	proc, out, errb = background(t, dir, "resume", "t1", "--action", "approve")
+	// The resume fences the checkpoint store before it takes the lease:
+	// the lock is taken once it holds the task, parked after the trail.
+	proc, out, errb = backgroundEnv(t, dir, []string{"ASSISTANT_FAULT=answer:after-trail@pause"}, "resume", "t1", "--action", "approve")
+	release = lockWhileParked(t, dir, proc, "answer:after-trail")
 	eventually(t, "the approving process holds t1", func() bool {
 		return record(t, dir, "t1", "status") == "running" && record(t, dir, "t1", "lease_owner") != ""
 	})
@@ -458,8 +460,8 @@ func TestSecondStopAfterALateStop(t *testing.T) {
 }
 
 // TestStopBeforeFirstCheckpoint interrupts a start, and a batch, that wait
-// for the checkpoints file's write lock (another process holds it) before
-// their first checkpoint: each ends as any stop does, status interrupted,
+// for the checkpoints file's write lock (another process takes it once
+// their task is recorded) before their first checkpoint: each ends as any stop does, status interrupted,
 // not as a failure (show agrees, and a batch still counts its rows), and
 // exits 130 as SIGINT asks; once the lock is free, resume runs it on.
 func TestStopBeforeFirstCheckpoint(t *testing.T) {
@@ -480,14 +482,12 @@ func TestStopBeforeFirstCheckpoint(t *testing.T) {
 		t.Run(tc.args[0], func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			release := holdWriteLock(t, dir, "checkpoints.sqlite")
-
-			proc := exec.Command(assistantBin(), append([]string{"--data", dir, "--output", "json"}, tc.args...)...)
-			out := &bytes.Buffer{}
-			proc.Stdout = out
-			if err := proc.Start(); err != nil {
-				t.Fatal(err)
-			}
+			makeDataDir(t, dir)
+			// The command fences the checkpoint store before it records
+			// the task: the lock is taken once the record is made.
+			point := tc.args[0] + ":after-record"
+			proc, out, _ := backgroundEnv(t, dir, []string{"ASSISTANT_FAULT=" + point + "@pause"}, tc.args...)
+			release := lockWhileParked(t, dir, proc, point)
 			// The task record is made before the first checkpoint, which waits.
 			deadline := time.Now().Add(4 * time.Second)
 			for query(t, dir, "business.sqlite", `SELECT count(*) FROM tasks WHERE task_id = ?`, tc.task) != "1" {

@@ -12,10 +12,16 @@ import (
 
 // acquireMode is how a runner takes a task's lease (acquire), chosen where
 // the runner or the call is made: a value of the runner's policy
-// (acquireFresh, acquireChunk, acquireRecover), or a repair's
+// (acquireCommand, acquireFresh, acquireChunk, acquireRecover), or a repair's
 // (acquireRepair).
 type acquireMode struct {
 	rule takeRule
+	// fenceFirst raises the checkpoint store's fence to the epoch the
+	// lease will take before the lease is taken, also for a record no
+	// process holds (fenceBeforeTakeover): a checkpoint file another
+	// process holds refuses the command before the business file is
+	// written, so the refusal changes no byte of either.
+	fenceFirst bool
 	// status is the record status the lease is taken under (takeWhile,
 	// takeUnchanged).
 	status string
@@ -43,9 +49,12 @@ const (
 )
 
 var (
-	// acquireFresh is a lone command's and a batch row's: any lease it may
-	// take, over a holder that is gone.
+	// acquireFresh is a batch row's: any lease it may take, over a holder
+	// that is gone.
 	acquireFresh = acquireMode{rule: takeAny}
+	// acquireCommand is a lone command's: acquireFresh, the checkpoint
+	// store fenced first (fenceFirst).
+	acquireCommand = acquireMode{rule: takeAny, fenceFirst: true}
 	// acquireChunk is a chunk row's: the chunk read its rows' records
 	// under its write lock, so one guarded statement takes most leases.
 	acquireChunk = acquireMode{rule: takeRead}
@@ -86,7 +95,7 @@ func (r *runner) acquire(ctx context.Context, t *runs.TaskRecord) error {
 func (r *runner) acquireWith(ctx context.Context, t *runs.TaskRecord, m acquireMode) error {
 	now := r.svc.now().UTC()
 	l := r.lease()
-	fenced, err := r.fenceBeforeTakeover(ctx, *t, now)
+	fenced, err := r.fenceBeforeTakeover(ctx, *t, now, m)
 	if err != nil {
 		return err
 	}
@@ -95,6 +104,17 @@ func (r *runner) acquireWith(ctx context.Context, t *runs.TaskRecord, m acquireM
 		return r.refused(*t, m, err)
 	}
 	return r.took(ctx, t, l, got, fenced, now)
+}
+
+// fenceNew fences the thread of task, about to be created holding its
+// first lease (epoch 1), when r's policy fences first (acquireCommand):
+// a checkpoint file another process holds refuses the command before the
+// task is recorded, so the refusal changes no byte.
+func (r *runner) fenceNew(ctx context.Context, task string) error {
+	if !r.policy.acquire.fenceFirst {
+		return nil
+	}
+	return r.fence(ctx, task, 1)
 }
 
 // take takes the lease l of task t by m's rule.

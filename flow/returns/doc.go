@@ -17,8 +17,11 @@
 //     make what is missing (OpenMode); pair.go: the two stores checked as
 //     one pair (a data dir's two files, a server's two schemas);
 //   - runner.go: how runs are driven (a runner and its policy);
-//   - start.go, resume.go, show.go, stop.go, recover.go: the operations of
-//     the same names;
+//   - start.go, resume.go, show.go, stop.go, recover.go, wait.go: the
+//     operations of the same names; recovery.go: what continuing a
+//     crashed run cost (RecoveryView); busy.go: a refusal because another
+//     live process holds the task, told for the user who asked;
+//   - approvers.go: who may decide a task (approvers and their scope);
 //   - answer.go: an answer checked against the question it answers (its
 //     kind, its draft and version);
 //   - answer_recorded.go, answer_ended.go: an answer checked against the
@@ -33,19 +36,34 @@
 //   - lease.go, acquire.go, drive.go, timeline.go: the lease and its
 //     heartbeat, taking a task's lease in the mode the caller names,
 //     driving one run under its lease, and recording the timeline;
-//   - batch.go, batchfile.go, chunk.go, batch_row.go: the batch flow, its
-//     input file, its chunks of rows, and one row's run;
-//   - view.go, history.go, prune.go, orders.go: what is printed, a task's
-//     history, pruning, orders;
+//   - batch.go: the batch graph and its state (BatchState, the limits);
+//     batch_start.go: StartBatch, refusing a batch whose orders another
+//     batch holds (overlap); batch_duplicates.go: rows whose order or task
+//     an earlier row names; batch_task.go: a batch task created with its
+//     rows, or continued when its command is given again; batch_drive.go:
+//     a batch's run driven under its lease, and its view;
+//   - batchfile.go, chunk.go, batch_row.go: a batch's input file, its
+//     chunks of rows, and one row's run;
+//   - decide.go, decide_report.go: a decide run (many decisions from one
+//     file) and the per-row report of a batch or decide run (RowReport);
+//   - view.go, now.go, listed.go, outcome.go, schema.go: what is printed,
+//     the one rule of a task as it stands at the moment of reading, a
+//     listed task shown as show would show it, the outcome a program
+//     branches on, and the JSON's schema version;
+//   - history.go, prune.go, orders.go, order_detail.go: a task's history,
+//     pruning, orders, and one order as it is shown;
 //   - errors.go, hint.go, fault.go: the sentinels that choose exit codes
 //     and the typed error that carries a message and its hint apart
 //     (Error), the inputs and hints a front end words its own way
-//     (Input, Hint, Wording), and fault injection;
+//     (Input, Hint, Wording), and fault injection; refusals.go: the hints
+//     of the stores' refusals of a file or a schema;
 //   - reconcile.go: a head checked against the business file before it is
 //     used (ErrInconsistent);
 //   - verify.go, verify_report.go, verify_runs.go: the read-only check of a
 //     data dir, its report, and its cross-check of runs against records;
-//     backup.go: the data dir's consistent copy.
+//     backup.go: the data dir's consistent copy; newdir.go,
+//     rename_linux.go, rename_other.go: a data dir made aside and renamed
+//     into place, never over one that appeared meanwhile.
 //
 // How a command passes through it, e.g. the approval of task T (Resume
 // with the action approve): cmd opens the checkpoint store and calls Open, which opens the
@@ -67,7 +85,8 @@
 // and the chunk runner buffers its timeline, reads its rows' records ahead,
 // records their status in one statement and keeps their leases until the
 // chunk's checkpoints are committed. How a runner takes a lease is its
-// policy's acquireMode: acquireFresh, acquireChunk (the records read under
+// policy's acquireMode: acquireCommand (the checkpoint store fenced
+// before the lease is taken), acquireFresh, acquireChunk (the records read under
 // the chunk's write lock), acquireRecover (recover's runner, recoverPolicy:
 // only a task still recorded running), and a repair's acquireRepair (only
 // while the record is as it was read).

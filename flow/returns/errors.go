@@ -245,11 +245,15 @@ func Describe(err error, w Wording) (message, hint string) {
 	return message, hint
 }
 
-// withoutKindWords is message without the word of its kind that wrapping
-// left at its end (fmt.Errorf("…: %w", ErrConflict)): ": conflict" is
-// dropped, the exit code and the JSON code say it; "X: not found" reads
-// "X not found".
+// withoutKindWords is message without the words of its kind that
+// wrapping left in it, so that it reads as a sentence: the exit code and
+// the JSON code say the kind. "invalid input: " in front of what was
+// wrong (fmt.Errorf("%w: …", ErrInvalid)) is dropped, at the start and
+// after an operation's "start r1: "; ": conflict" at the end is dropped;
+// "X: not found" reads "X not found".
 func withoutKindWords(message string) string {
+	invalid := ErrInvalid.Error() + ": "
+	message = strings.ReplaceAll(strings.TrimPrefix(message, invalid), ": "+invalid, ": ")
 	if m, ok := strings.CutSuffix(message, ": "+ErrConflict.Error()); ok && m != "" {
 		return m
 	}

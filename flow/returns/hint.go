@@ -64,6 +64,11 @@ const (
 	InputWait           Input = "wait"
 	InputOutput         Input = "output"
 	InputAllowOverlap   Input = "allow-overlap"
+	InputOperator       Input = "operator"
+	InputTimezone       Input = "timezone"
+	InputDateFormat     Input = "date-format"
+	InputColumn         Input = "column"
+	InputDefault        Input = "default"
 )
 
 // Do names an operation a hint offers. A front end turns it into its own

@@ -55,7 +55,7 @@ func TestError(t *testing.T) {
 			t.Errorf("plain message %q", inner)
 		}
 		outer := fmt.Errorf("start r1: %w", returns.Errorf(returns.Hint{}, "%w (%s)", inner, returns.InputDraftTTL))
-		if msg, _ := returns.Describe(outer, flagWords{}); msg != "start r1: invalid input: --approvals must be 1 or 2, not 3 (--draft-ttl)" {
+		if msg, _ := returns.Describe(outer, flagWords{}); msg != "start r1: --approvals must be 1 or 2, not 3 (--draft-ttl)" {
 			t.Errorf("worded message %q", msg)
 		}
 		given := returns.Errorf(returns.Hint{}, "the answer %s changes nothing: %w", returns.Phrasef("%s %q", returns.InputReason, "too small"), returns.ErrConflict)
@@ -110,5 +110,31 @@ func TestErrorLiteral(t *testing.T) {
 	}
 	if msg, hint := returns.Describe(err, returns.PlainWords); msg != "serve: task r1 not found" || hint != "list" {
 		t.Errorf("Describe = %q, %q", msg, hint)
+	}
+}
+
+// TestDescribeReadsAsASentence: the words of an error's kind that wrapping
+// leaves in its message ("invalid input: " in front, ": conflict" at the
+// end) are not printed: the exit code and the JSON code say the kind, and
+// the line reads as a sentence.
+func TestDescribeReadsAsASentence(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"InvalidInFront", fmt.Errorf("%w: backup directory B is not empty", returns.ErrInvalid), "backup directory B is not empty"},
+		{"InvalidAfterTheOperation", fmt.Errorf("start r1: %w", fmt.Errorf("%w: reason is empty", returns.ErrInvalid)), "start r1: reason is empty"},
+		{"InvalidOnlyAsKindWords", fmt.Errorf("%w: the value is \"invalid input\"", returns.ErrInvalid), `the value is "invalid input"`},
+		{"ConflictAtTheEnd", fmt.Errorf("stop r1: it already ended: %w", returns.ErrConflict), "stop r1: it already ended"},
+		{"NotFoundAtTheEnd", fmt.Errorf("task r1: %w", returns.ErrNotFound), "task r1 not found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if msg, _ := returns.Describe(tc.err, returns.PlainWords); msg != tc.want {
+				t.Errorf("Describe(%q) = %q, want %q", tc.err, msg, tc.want)
+			}
+		})
 	}
 }

@@ -218,11 +218,23 @@ func settlement(head *flow.Checkpoint) runs.Settlement {
 // the lease untouched. It returns the epoch fenced, 0 when none.
 //
 // A record t read without a holder (a task waiting for an answer) needs
-// no fence and no second read: a holder that came meanwhile is one
-// AcquireLease meets, and acquire fences at the epoch it takes over.
-func (r *runner) fenceBeforeTakeover(ctx context.Context, t runs.TaskRecord, now time.Time) (int64, error) {
-	if _, ok := r.cps.(flow.Fencer); !ok || t.Lease.Owner == "" {
+// no second read: a holder that came meanwhile is one AcquireLease meets,
+// and acquire fences at the epoch it takes over. Under a mode that fences
+// first (acquireCommand) it is fenced at the epoch the lease will take,
+// so that a checkpoint file another process holds refuses the command
+// before the lease is written.
+func (r *runner) fenceBeforeTakeover(ctx context.Context, t runs.TaskRecord, now time.Time, m acquireMode) (int64, error) {
+	if _, ok := r.cps.(flow.Fencer); !ok {
 		return 0, nil
+	}
+	if t.Lease.Owner == "" {
+		if !m.fenceFirst {
+			return 0, nil
+		}
+		if err := r.fence(ctx, t.ID, t.Lease.Epoch+1); err != nil {
+			return 0, err
+		}
+		return t.Lease.Epoch + 1, nil
 	}
 	task := t.ID
 	l, _, err := r.runs.TaskLease(ctx, task)

@@ -88,7 +88,8 @@ func ImportOrdersNew(ctx context.Context, dir string, r io.Reader, opts business
 
 // importError makes a bad file (*business.ImportError,
 // *business.HeaderError, over a limit: business.ErrTooLarge) ErrInvalid,
-// and an owner change (*business.OwnerError) ErrConflict.
+// and an owner change (*business.OwnerError) ErrConflict, each with the
+// hint of the import options it needs (needsHint).
 func importError(err error) error {
 	var (
 		ie *business.ImportError
@@ -96,14 +97,51 @@ func importError(err error) error {
 		oe *business.OwnerError
 	)
 	switch {
-	case errors.As(err, &ie), errors.As(err, &he):
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
+	case errors.As(err, &ie):
+		return errorf(needsHint(ie.Needs), "%w: %w", ErrInvalid, err)
+	case errors.As(err, &he):
+		return errorf(needsHint(he.Needs), "%w: %w", ErrInvalid, err)
 	case errors.Is(err, business.ErrTooLarge):
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	case errors.As(err, &oe):
-		return fmt.Errorf("%w: %w", ErrConflict, err)
+		return errorf(needsHint(oe.Needs), "%w: %w", ErrConflict, err)
 	}
 	return err
+}
+
+// needHints are the hints of the import options a refused orders file
+// needs (business.Need), each naming its inputs.
+var needHints = map[business.Need][]Hint{
+	business.NeedOperator:   {{Before: "only the shop's operator imports other users' orders or changes the shop's: import with", With: []InputValue{{Input: InputOperator}}}},
+	business.NeedTimezone:   {{Before: "name the time zone of a delivered_at without one with", With: []InputValue{{Input: InputTimezone, Value: "ZONE"}}, After: "(an IANA name such as Europe/Berlin)"}},
+	business.NeedDateFormat: {{Before: "read a delivered_at in another format with", With: []InputValue{{Input: InputDateFormat, Value: "FORMAT"}}}},
+	business.NeedMapping: {
+		{Before: "name the header that holds a field with", With: []InputValue{{Input: InputColumn, Value: "FIELD=HEADER"}}},
+		{Before: "or give every row its value with", With: []InputValue{{Input: InputDefault, Value: "FIELD=VALUE"}}},
+	},
+}
+
+// needsHint is the hint of needs, one after the other ("…; …"); zero for
+// none.
+func needsHint(needs []business.Need) Hint {
+	var steps []Hint
+	for i, n := range needs {
+		hs := append([]Hint(nil), needHints[n]...)
+		if i > 0 && len(hs) > 0 {
+			hs[0].Before = "; " + hs[0].Before
+		}
+		steps = append(steps, hs...)
+	}
+	if len(steps) == 0 {
+		return Hint{}
+	}
+	h := steps[len(steps)-1]
+	for i := len(steps) - 2; i >= 0; i-- {
+		next := h
+		h = steps[i]
+		h.Then = &next
+	}
+	return h
 }
 
 // OrderLine is one order of OrderList with whether it may be returned now.

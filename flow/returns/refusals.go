@@ -32,6 +32,7 @@ var refusalHints = []struct {
 		Then: &Hint{Do: DoBackup, Args: []string{"DIR"}, After: "makes) or move the file aside"}}},
 	{[]error{business.ErrForeignFile}, Hint{Before: "move it aside, or use another data dir"}},
 	{[]error{business.ErrNewerSchema}, Hint{Before: "upgrade assistant to the version that wrote it"}},
+	{[]error{business.ErrOlderSchema}, Hint{Before: "open the data dir once with an operation of this build that writes it (any but verify and backup), which migrates it, then try again"}},
 	{[]error{business.ErrReadOnly}, Hint{Before: "make the data dir and its files writable (chmod u+w), or use another data dir"}},
 	{[]error{ErrLostBusiness}, Hint{Before: "restore business.sqlite from a backup, or move both files away to start afresh"}},
 	{[]error{runs.ErrLostCheckpoints}, Hint{Before: "restore checkpoints.sqlite from a backup, or move both files away to start afresh"}},

@@ -109,7 +109,7 @@ const (
 )
 
 var (
-	commandPolicy = policy{name: "command", heartbeat: true, release: releaseDurable, leaseTTL: DefaultLeaseTTL, acquire: acquireFresh}
+	commandPolicy = policy{name: "command", heartbeat: true, release: releaseDurable, leaseTTL: DefaultLeaseTTL, acquire: acquireCommand}
 	// recover continues a crashed run as a lone command does, but takes
 	// the task only while it is still recorded running (acquireRecover).
 	recoverPolicy = policy{name: "recover", heartbeat: true, release: releaseDurable, leaseTTL: DefaultLeaseTTL, acquire: acquireRecover}

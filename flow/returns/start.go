@@ -172,6 +172,9 @@ func (r *runner) create(ctx context.Context, o StartOptions, fp string) (*View, 
 	now := r.svc.now().UTC()
 	t := runs.TaskRecord{ID: o.Task, User: o.User, OrderID: o.Order, Reason: strings.TrimSpace(o.Reason), Fingerprint: fp, Status: StatusRunning, CreatedAt: now, UpdatedAt: now, Kind: runs.KindReturn, Lease: r.lease(), Approvals: o.Approvals}
 	t.Lease.Epoch = 1 // CreateLeasedTask's
+	if err := r.fenceNew(ctx, t.ID); err != nil {
+		return nil, fmt.Errorf("start %s: %w", o.Task, err)
+	}
 	// The task is created holding its lease, so no other process sees it
 	// running without a holder.
 	if err := r.runs.CreateLeasedTask(ctx, t, runs.KindReturn, o.TTL, t.Lease); errors.Is(err, runs.ErrTaskExists) {
@@ -183,6 +186,7 @@ func (r *runner) create(ctx context.Context, o StartOptions, fp string) (*View, 
 	} else if err != nil {
 		return nil, fmt.Errorf("start %s: %w", o.Task, err)
 	}
+	Fault("start:after-record")
 	r.steps.fresh(t.ID)
 	return r.invoke(ctx, t, o.TTL)
 }

@@ -13,14 +13,14 @@ import (
 	modernc "modernc.org/sqlite"
 )
 
-// OpenReadOnly opens the file at path for reading only, as `assistant
-// verify` and `assistant backup` read a data dir while other processes
+// OpenReadOnly opens the file at path for reading only, as the verify
+// and backup operations read a data dir while other processes
 // use it: nothing is created, migrated, switched to WAL or written, and
 // closing the pool merges no -wal into the file (a read-only connection
 // never checkpoints). The file must be spec's (its application id) and of
 // its newest schema, so the stores' queries fit it. Errors: fs.ErrNotExist
-// for a missing file, ErrCorrupt, ErrForeignFile, ErrNewerSchema, an
-// older schema ("run any command to migrate it first").
+// for a missing file, ErrCorrupt, ErrForeignFile, ErrNewerSchema,
+// ErrOlderSchema.
 func OpenReadOnly(ctx context.Context, path string, spec Spec) (*sql.DB, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func OpenReadOnly(ctx context.Context, path string, spec Spec) (*sql.DB, error) 
 		err = h.check(spec)
 	}
 	if err == nil && !h.current(spec) {
-		err = fmt.Errorf("schema version %d, this build writes %d: run any other command of this build to migrate it first", h.version, spec.Migrations[len(spec.Migrations)-1].Version)
+		err = fmt.Errorf("schema version %d, this build writes %d: %w", h.version, spec.Migrations[len(spec.Migrations)-1].Version, ErrOlderSchema)
 	}
 	if err != nil {
 		db.Close()

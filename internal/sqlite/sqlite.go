@@ -105,6 +105,9 @@ var (
 	ErrForeignFile = errors.New("another program's SQLite file (the file is left unchanged)")
 	// ErrNewerSchema: the file's schema version is newer than this build knows.
 	ErrNewerSchema = errors.New("written by a newer version of assistant (the file is left unchanged)")
+	// ErrOlderSchema: the file's schema version is older than this build
+	// writes, and the file is opened read-only, so it is not migrated.
+	ErrOlderSchema = errors.New("of an older schema than this build reads without migrating it (the file is left unchanged)")
 	// ErrCorrupt: the file is not a SQLite database, or a damaged or truncated one.
 	ErrCorrupt = errors.New("corrupt, truncated or not a SQLite file (the file is left unchanged)")
 	// ErrReadOnly: the file or its directory cannot be written by this process.

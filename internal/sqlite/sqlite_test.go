@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -286,5 +287,32 @@ func TestOpenRefusesByHeaderMakingNoFiles(t *testing.T) {
 				t.Errorf("the read-only open or the check changed the files:\nbefore %v\nafter  %v", before, after)
 			}
 		})
+	}
+}
+
+// TestOpenReadOnlyRefusesOlderSchema: a read-only open of a file whose
+// schema is older than the spec's newest refuses it as ErrOlderSchema,
+// the versions in its message and what to do next left to the caller's
+// hint, and leaves the file unmigrated.
+func TestOpenReadOnlyRefusesOlderSchema(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "x.sqlite")
+	m1 := sqlstore.Migration{Version: 1, Name: "0001_t.sql", SQL: "CREATE TABLE t (x INTEGER)"}
+	m2 := sqlstore.Migration{Version: 2, Name: "0002_u.sql", SQL: "CREATE TABLE u (y INTEGER)"}
+	db, err := sqlite.Open(ctx, path, sqlite.Spec{ApplicationID: 0x12345678, Migrations: []sqlstore.Migration{m1}, Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db, err = sqlite.OpenReadOnly(ctx, path, sqlite.Spec{ApplicationID: 0x12345678, Migrations: []sqlstore.Migration{m1, m2}})
+	if err == nil {
+		db.Close()
+		t.Fatal("OpenReadOnly of an older schema: no error")
+	}
+	if !errors.Is(err, sqlite.ErrOlderSchema) {
+		t.Fatalf("OpenReadOnly: %v, want ErrOlderSchema", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "schema version 1, this build writes 2") || strings.Contains(msg, "run ") {
+		t.Errorf("message %q: want the versions, and no instruction (the hint is the caller's)", msg)
 	}
 }
