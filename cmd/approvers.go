@@ -35,12 +35,13 @@ const approversExample = `  printf 'order_id,user,item,delivered_at,final_sale\n
 // newCmdApprovers is the approvers group: grant, revoke and list.
 func newCmdApprovers(a *app) *cobra.Command {
 	c := &cobra.Command{
-		Use:     "approvers grant|revoke USER [--for OWNER] | approvers list",
-		Short:   "Let another user decide your tasks, take it back, or list who may",
+		Use:     "approvers grant|revoke USER [--for OWNER] | approvers list | approvers token USER | approvers tokens",
+		Short:   "Let another user decide your tasks, take it back, list who may; make access tokens for the server",
 		Long:    approversLong,
 		Example: approversExample,
 	}
-	c.AddCommand(newCmdApproverChange(a, "grant", approverChangeRun), newCmdApproverChange(a, "revoke", approverChangeRun), newCmdApproversList(a, approversListRun))
+	c.AddCommand(newCmdApproverChange(a, "grant", approverChangeRun), newCmdApproverChange(a, "revoke", approverChangeRun), newCmdApproversList(a, approversListRun),
+		newCmdApproversToken(a, approversTokenRun), newCmdApproversTokens(a, approversTokensRun))
 	return c
 }
 
