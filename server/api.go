@@ -163,7 +163,9 @@ func (s *Server) showTask(w http.ResponseWriter, r *http.Request, user string) {
 		case <-ctx.Done():
 		}
 	}()
+	s.metrics.longPolls.Inc()
 	v, err := s.svc.Wait(ctx, returns.WaitOptions{Task: task, User: user, Timeout: d})
+	s.metrics.longPolls.Dec()
 	if err != nil && ctx.Err() != nil && r.Context().Err() == nil {
 		// The server drains: what the task shows now.
 		v, err = s.svc.Show(r.Context(), task, user)

@@ -18,6 +18,7 @@ type Metrics struct {
 	recovery   prometheus.Gauge
 	recovered  prometheus.Gauge
 	leasesHeld prometheus.Gauge
+	longPolls  prometheus.Gauge
 }
 
 // NewMetrics registers the server's metrics in a new registry.
@@ -45,8 +46,12 @@ func NewMetrics() *Metrics {
 			Name: "assistant_leases_held",
 			Help: "Task leases this server holds now (runs of starts, answers and the recovery scan in progress).",
 		}),
+		longPolls: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "assistant_long_polls",
+			Help: "GETs of a task with ?wait= waiting now.",
+		}),
 	}
-	m.reg.MustRegister(m.decisions, m.latency, m.recovery, m.recovered, m.leasesHeld,
+	m.reg.MustRegister(m.decisions, m.latency, m.recovery, m.recovered, m.leasesHeld, m.longPolls,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
