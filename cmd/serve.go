@@ -27,9 +27,9 @@ drains it: /readyz answers 503, no new connection is taken, the requests
 in flight finish and give their leases up, and it exits 0 within
 --shutdown-timeout (1 when requests were still in flight then).`
 
-const serveExample = `  assistant approvers token alice
-  assistant serve --addr 127.0.0.1:8080
-  curl -s -H "Authorization: Bearer $TOKEN" http://127.0.0.1:8080/api/v1/tasks`
+const serveExample = `  assistant approvers token demo-user        # prints the token once
+  assistant serve --addr 127.0.0.1:8080 &
+  curl -s http://127.0.0.1:8080/readyz`
 
 // serveOptions are serve's flags.
 type serveOptions struct {

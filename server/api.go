@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -258,6 +257,3 @@ func bearer(r *http.Request) (string, bool) {
 	}
 	return strings.TrimSpace(token), true
 }
-
-// errNoToken is the refusal of an API request without a token.
-var errNoToken = errors.New("no access token")
