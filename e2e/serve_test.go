@@ -5,9 +5,11 @@ package e2e
 // would, with the command line beside it on the same stores.
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -257,5 +259,72 @@ func TestServeRecoversBeforeReady(t *testing.T) {
 				t.Errorf("applications of s6: %s, want 1", got)
 			}
 		})
+	}
+}
+
+// TestServeTwoServersOnOneDatabase (docs/server.md "Concurrency"): two
+// servers on one PostgreSQL database, each posting the same approvals of
+// the same tasks at once: each task ends done with one application and
+// one approve in its trail, every answer is 200 (the same answer again)
+// or refused busy or conflict, and both servers show the same.
+func TestServeTwoServersOnOneDatabase(t *testing.T) {
+	t.Parallel()
+	var p place
+	for _, pl := range places(t) {
+		if pl.pg != nil {
+			p = pl
+		}
+	}
+	if p.pg == nil {
+		t.Skip("needs ASSISTANT_TEST_PG")
+	}
+	_, owner := p.token(t, "demo-user")
+	a, b := serve(t, p, []string{"ASSISTANT_HOST=machine-a"}), serve(t, p, []string{"ASSISTANT_HOST=machine-b"})
+	a.ready(t)
+	b.ready(t)
+	tasks := []struct{ task, order string }{{"t1", "A3001"}, {"t2", "A3003"}, {"t3", "A3004"}, {"t4", "B4001"}}
+	for _, tk := range tasks {
+		a.call(t, "POST", "/api/v1/tasks", owner, "", fmt.Sprintf(`{"task":%q,"order":%q,"reason":"too small"}`, tk.task, tk.order)).want(t, "start "+tk.task, http.StatusCreated)
+	}
+	const each = 4
+	replies := make(chan string, 2*each*len(tasks))
+	var wg sync.WaitGroup
+	for _, s := range []*server{a, b} {
+		for i := range each {
+			for _, tk := range tasks {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r := s.call(t, "POST", "/api/v1/tasks/"+tk.task+"/answers", owner, "", `{"action":"approve","version":1}`)
+					replies <- fmt.Sprintf("%s#%d %d %s", tk.task, i, r.status, r.errorCode())
+				}()
+			}
+		}
+	}
+	wg.Wait()
+	close(replies)
+	for r := range replies {
+		if !strings.Contains(r, " 200 ") && !strings.HasSuffix(r, " conflict") {
+			t.Errorf("an approve: %s; want 200, or 409/503 conflict", r)
+		}
+	}
+	for _, tk := range tasks {
+		va := a.call(t, "GET", "/api/v1/tasks/"+tk.task, owner, "", "")
+		vb := b.call(t, "GET", "/api/v1/tasks/"+tk.task, owner, "", "")
+		if va.body["status"] != "done" || vb.body["status"] != "done" {
+			// A task every answer found busy is still waiting: answer it once more.
+			a.call(t, "POST", "/api/v1/tasks/"+tk.task+"/answers", owner, "", `{"action":"approve","version":1}`).want(t, "approve "+tk.task+" once more", http.StatusOK)
+			va = a.call(t, "GET", "/api/v1/tasks/"+tk.task, owner, "", "")
+			vb = b.call(t, "GET", "/api/v1/tasks/"+tk.task, owner, "", "")
+		}
+		if va.raw != vb.raw {
+			t.Errorf("%s: the servers' views differ:\n%s\n%s", tk.task, va.raw, vb.raw)
+		}
+		if got := p.apps(t, tk.task); got != "1" {
+			t.Errorf("applications of %s: %s, want 1", tk.task, got)
+		}
+		if got := p.pg.query(t, `SELECT count(*) FROM business.decisions WHERE task_id = $1 AND action = 'approve'`, tk.task); got != "1" {
+			t.Errorf("approve decisions of %s: %s, want 1", tk.task, got)
+		}
 	}
 }
