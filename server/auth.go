@@ -25,12 +25,20 @@ const (
 	maxLimited = 10000
 )
 
-// signedIn wraps an API route: the request's bearer token must sign in
+// signedIn wraps an API route: before the server is ready, 503 with
+// Retry-After (code not_ready); then the request's bearer token must sign in
 // (returns.Service.Authenticate); h runs as its person. Without a token,
 // or with one that does not sign in, 401 with WWW-Authenticate; too many
 // failures from one address, 429 with Retry-After.
 func (s *Server) signedIn(h func(w http.ResponseWriter, r *http.Request, user string)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.ready.Load() {
+			// Until the recovery scan is done a task may still be held
+			// by a dead process: nothing is answered from half a truth.
+			w.Header().Set("Retry-After", "1")
+			s.failWith(w, http.StatusServiceUnavailable, codeNotReady, "the server is starting: its recovery scan is not done yet", "try again once GET /readyz answers 200")
+			return
+		}
 		addr := clientAddr(r)
 		if wait, limited := s.signIns.limited(addr); limited {
 			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))

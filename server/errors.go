@@ -18,6 +18,7 @@ const (
 	codeRateLimited     = "rate_limited"
 	codeKeyReused       = "idempotency_key_reused"
 	codeTooLarge        = "too_large"
+	codeNotReady        = "not_ready"
 )
 
 // errorBody is the JSON error object, rendered as the command line's:

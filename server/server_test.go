@@ -35,6 +35,9 @@ func TestReadyzOnlyBetweenRecoveryAndDrain(t *testing.T) {
 		{"AfterTheScan", s.SetReady, 200, 200},
 		{"Draining", s.Drain, 503, 200},
 	}
+	if got := status("/api/v1/tasks"); got != http.StatusServiceUnavailable {
+		t.Errorf("the API before the scan: %d, want 503", got)
+	}
 	for _, st := range steps {
 		st.do()
 		if got := status("/readyz"); got != st.readyz {
@@ -51,7 +54,9 @@ func TestReadyzOnlyBetweenRecoveryAndDrain(t *testing.T) {
 // before any token is looked at; another address still gets 401.
 func TestFailedSignInsAreRateLimitedPerAddress(t *testing.T) {
 	t.Parallel()
-	h := New(Config{Encode: encodeJSON}).Handler()
+	srv := New(Config{Encode: encodeJSON})
+	srv.SetReady()
+	h := srv.Handler()
 	from := func(addr string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest("GET", "/api/v1/tasks", nil)
 		req.RemoteAddr = addr
