@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 
-	"assistant/business"
 	"assistant/flow/returns"
 )
 
@@ -57,7 +56,7 @@ func (s *Server) idempotent(h func(w http.ResponseWriter, r *http.Request, user 
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		c := &captured{header: http.Header{}}
 		h(c, r, user)
-		resp := business.IdempotentResponse{RequestHash: hash, Status: c.status, Body: c.body.Bytes()}
+		resp := returns.KeptResponse{RequestHash: hash, Status: c.status, Body: c.body.Bytes()}
 		if c.status < 500 {
 			kept, err := s.svc.KeepResponse(r.Context(), user, key, resp)
 			if err != nil {
@@ -81,7 +80,7 @@ func (s *Server) idempotent(h func(w http.ResponseWriter, r *http.Request, user 
 
 // replay sends first, the response kept for a key, to a request whose
 // hash is hash: 422 when it is another request than first answered.
-func (s *Server) replay(w http.ResponseWriter, first business.IdempotentResponse, hash string) {
+func (s *Server) replay(w http.ResponseWriter, first returns.KeptResponse, hash string) {
 	if first.RequestHash != hash {
 		s.failWith(w, http.StatusUnprocessableEntity, codeKeyReused,
 			"the Idempotency-Key was sent before with another request", "send a new key for a new request, or the first request again to get its response")
