@@ -23,7 +23,11 @@ made it and when; list prints the grants you gave or hold and their
 changes.
 
 For anyone without a grant another user's task is unknown (exit 4), as a
-task id nobody uses.`
+task id nobody uses.
+
+approvers token USER makes an access token that signs USER in to the
+server (assistant serve), printed once; approvers tokens lists them and
+approvers token --revoke ID revokes one.`
 
 const approversExample = `  printf 'order_id,user,item,delivered_at,final_sale\nC1,ci-bot,Kettle,2026-11-20T10:00:00Z,false\n' > shop.csv
   assistant --user ci-bot orders import shop.csv
