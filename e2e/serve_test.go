@@ -285,7 +285,7 @@ func TestServeTwoServersOnOneDatabase(t *testing.T) {
 	a, b := serve(t, p, []string{"ASSISTANT_HOST=machine-a"}), serve(t, p, []string{"ASSISTANT_HOST=machine-b"})
 	a.ready(t)
 	b.ready(t)
-	tasks := []struct{ task, order string }{{"t1", "A3001"}, {"t2", "A3003"}, {"t3", "A3004"}, {"t4", "B4001"}}
+	tasks := []struct{ task, order string }{{"t1", "A3001"}, {"t2", "A3003"}, {"t3", "A3004"}, {"t4", "A3008"}}
 	for _, tk := range tasks {
 		a.call(t, "POST", "/api/v1/tasks", owner, "", fmt.Sprintf(`{"task":%q,"order":%q,"reason":"too small"}`, tk.task, tk.order)).want(t, "start "+tk.task, http.StatusCreated)
 	}
