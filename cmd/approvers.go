@@ -25,7 +25,11 @@ made it and when; list prints the grants you gave or hold and their
 changes.
 
 For anyone without a grant another user's task is unknown (exit 4), as a
-task id nobody uses.`
+task id nobody uses.
+
+approvers token USER makes an access token that signs USER in to the
+server (assistant serve), printed once; approvers tokens lists them and
+approvers token --revoke ID revokes one.`
 
 const approverGrantLong = `grant lets USER show, answer and read the history of your tasks, as
 you do. It records the grant, with who made it and when, in
@@ -55,12 +59,13 @@ const approversExample = `  printf 'order_id,user,item,delivered_at,final_sale\n
 // newCmdApprovers is the approvers group: grant, revoke and list.
 func newCmdApprovers(a *app) *cobra.Command {
 	c := &cobra.Command{
-		Use:     "approvers grant|revoke USER [--for OWNER] | approvers list",
-		Short:   "Let another user decide your tasks, take it back, or list who may",
+		Use:     "approvers grant|revoke USER [--for OWNER] | approvers list | approvers token USER | approvers tokens",
+		Short:   "Let another user decide your tasks, take it back, list who may; make access tokens for the server",
 		Long:    approversLong,
 		Example: approversExample,
 	}
-	c.AddCommand(newCmdApproverChange(a, "grant", approverChangeRun), newCmdApproverChange(a, "revoke", approverChangeRun), newCmdApproversList(a, approversListRun))
+	c.AddCommand(newCmdApproverChange(a, "grant", approverChangeRun), newCmdApproverChange(a, "revoke", approverChangeRun), newCmdApproversList(a, approversListRun),
+		newCmdApproversToken(a, approversTokenRun), newCmdApproversTokens(a, approversTokensRun))
 	return c
 }
 

@@ -48,6 +48,11 @@ var missingDirCases = []missingDirCase{
 	{path: "approvers grant", args: []string{"approvers", "grant", "alice"}, code: ExitNotFound},
 	{path: "approvers revoke", args: []string{"approvers", "revoke", "alice"}, code: ExitNotFound},
 	{path: "approvers list", args: []string{"approvers", "list"}},
+	{path: "approvers token", args: []string{"approvers", "token", "alice"}, creates: true},
+	{path: "approvers token", args: []string{"approvers", "token", "--revoke", "tok-1"}, code: ExitNotFound},
+	{path: "approvers tokens", args: []string{"approvers", "tokens"}},
+	// Nobody signs in to a server without a token, which makes the data dir.
+	{path: "serve", args: []string{"serve", "--addr", "127.0.0.1:0"}, code: ExitNotFound},
 	{path: "list", args: []string{"list"}},
 	{path: "recover", args: []string{"recover"}},
 	{path: "variants", args: []string{"variants", "static"}},

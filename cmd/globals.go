@@ -189,6 +189,13 @@ var jsonShapes = map[string]jsonShape{
 	"approvers grant":  shapeOf(returns.GrantResult{}),
 	"approvers revoke": shapeOf(returns.GrantResult{}),
 	"approvers list":   shapeOf(returns.Approvers{}),
+	"approvers token": {sample: func(c *cobra.Command, _ []string) any {
+		if id, err := c.Flags().GetString("revoke"); err == nil && id != "" {
+			return returns.RevokedToken{}
+		}
+		return returns.NewToken{}
+	}},
+	"approvers tokens": listShape("tokens", []business.AccessToken{}),
 	"variants": {sample: func(_ *cobra.Command, args []string) any {
 		if len(args) > 0 && args[0] == "parallel" {
 			return variants.ParallelResult{}
@@ -198,7 +205,7 @@ var jsonShapes = map[string]jsonShape{
 }
 
 // noJSON are the commands that print no JSON (cobra's own among them).
-var noJSON = []string{"", "orders", "approvers", "help", "completion", "completion bash", "completion zsh", "completion fish", "completion powershell"}
+var noJSON = []string{"", "orders", "approvers", "serve", "help", "completion", "completion bash", "completion zsh", "completion fish", "completion powershell"}
 
 // commandPath is c's path under the root ("orders import"; "" for the
 // root itself), the key of jsonShapes and noJSON.

@@ -54,6 +54,11 @@ var interruptNotes = map[string]string{
 	"orders list":      interruptReads("orders list"),
 	"orders show":      interruptReads("orders show"),
 	"approvers list":   interruptReads("approvers list"),
+	"approvers token":  interruptRetry,
+	"approvers tokens": interruptReads("approvers tokens"),
+	// serve ends by a signal once it serves (exit 0); before that it has
+	// opened the stores and recovered what the recovery scan finished.
+	"serve": "each recovered task is all or nothing, so serve again to recover the rest",
 	// The groups alone print their help; completion prints a script.
 	"orders":                interruptPrints,
 	"approvers":             interruptPrints,

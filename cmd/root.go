@@ -80,6 +80,12 @@ type app struct {
 	// reported is set by a command whose output already names its error
 	// (recover's report): fail then prints only the stderr line.
 	reported bool
+	// serving is set by serve: a signal is how it ends, and a drain
+	// that finished is exit 0, not 128 plus the signal.
+	serving bool
+	// words is how the service words its hints and inputs; nil means
+	// cliWords (serve words them for the API).
+	words returns.Wording
 	// shown is the view the command printed (finish), to name its task
 	// when a signal ended the command.
 	shown *returns.View
@@ -126,6 +132,9 @@ func RunAs(ctx context.Context, prog string, args []string, stdout, stderr io.Wr
 		closeStores()
 	}
 	var oe *outcomeExit
+	if ctx.Err() != nil && err == nil && a.serving {
+		return ExitOK
+	}
 	if ctx.Err() != nil && (err == nil || errors.As(err, &oe)) {
 		// A signal ended the command's own run, which saved what it did
 		// and printed the task: the signal's code, whatever the outcome.
@@ -202,7 +211,8 @@ func (a *app) newRoot() *cobra.Command {
 	root.AddCommand(newCmdStart(a, startRun), newCmdShow(a, showRun), newCmdResume(a, resumeRun), newCmdList(a, listRun),
 		newCmdStop(a, stopRun), newCmdRecover(a, recoverRun), newCmdBatch(a, batchRun), newCmdOrders(a),
 		newCmdVariants(a, variantsRun), newCmdHistory(a, historyRun), newCmdPrune(a, pruneRun), newCmdVerify(a, verifyRun),
-		newCmdBackup(a, backupRun), newCmdWait(a, waitRun), newCmdApprovers(a), newCmdDecide(a, decideRun))
+		newCmdBackup(a, backupRun), newCmdWait(a, waitRun), newCmdApprovers(a), newCmdDecide(a, decideRun),
+		newCmdServe(a, serveRun))
 	refuseUnknownSubcommands(root) // after AddCommand: it walks the commands
 	refuseRepeatedFlags(root)      // after AddCommand: it walks the commands
 	a.addCompletions(root)

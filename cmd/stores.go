@@ -68,13 +68,22 @@ func (a *app) service(ctx context.Context, mode returns.OpenMode) (*returns.Serv
 		cps.Close()
 		return nil, err
 	}
-	svc, err := returns.Open(ctx, returns.Config{Business: returns.DataDir{Dir: a.data, Mode: mode, Seed: a.seed, ID: id}, Checkpoints: cps, MaxAttempts: a.maxAttempts, Host: a.host, Now: a.clock(returns.WallClock), Wording: cliWords})
+	svc, err := returns.Open(ctx, returns.Config{Business: returns.DataDir{Dir: a.data, Mode: mode, Seed: a.seed, ID: id}, Checkpoints: cps, MaxAttempts: a.maxAttempts, Host: a.host, Now: a.clock(returns.WallClock), Wording: a.wording()})
 	if err != nil {
 		cps.Close()
 		return nil, err
 	}
 	a.closers = append(a.closers, func() { svc.Close(); cps.Close() })
 	return svc, nil
+}
+
+// wording is how the command's service words its hints: a.words, or
+// cliWords.
+func (a *app) wording() returns.Wording {
+	if a.words != nil {
+		return a.words
+	}
+	return cliWords
 }
 
 // labStore opens, for each run of a variants experiment, the SQLite

@@ -329,7 +329,7 @@ func (a *app) serverService(ctx context.Context, mode returns.OpenMode) (*return
 	if err != nil {
 		return nil, err
 	}
-	svc, err := returns.Open(ctx, returns.Config{Checkpoints: cps, MaxAttempts: a.maxAttempts, Host: a.host, Now: srv.now, Wording: cliWords,
+	svc, err := returns.Open(ctx, returns.Config{Checkpoints: cps, MaxAttempts: a.maxAttempts, Host: a.host, Now: srv.now, Wording: a.wording(),
 		Business: &returns.ServerStore{Desk: desk, Gone: srv.gone}})
 	if err != nil {
 		desk.Close()

@@ -29,6 +29,10 @@ var (
 	// ErrInterrupted: the command's context was cancelled (SIGINT, SIGTERM)
 	// before it did its work (exit 130).
 	ErrInterrupted = errors.New("interrupted")
+	// ErrUnauthenticated: a request to the server carried no access
+	// token, or one that is unknown, revoked or expired (HTTP 401;
+	// docs/server.md "Access tokens"). No command line meets it.
+	ErrUnauthenticated = errors.New("unauthenticated")
 )
 
 // ErrLostBusiness: checkpoints.sqlite holds runs but business.sqlite beside
@@ -175,10 +179,10 @@ func errorf(h Hint, format string, args ...any) error {
 }
 
 // kinds are the sentinels KindOf chooses from, in order.
-var kinds = []error{ErrInterrupted, ErrInconsistent, ErrInvalid, ErrBusy, ErrNotFound, ErrConflict}
+var kinds = []error{ErrInterrupted, ErrInconsistent, ErrInvalid, ErrBusy, ErrNotFound, ErrConflict, ErrUnauthenticated}
 
 // KindOf is the kind of err: the first of ErrInterrupted, ErrInconsistent,
-// ErrInvalid, ErrBusy, ErrNotFound and ErrConflict that errors.Is finds in
+// ErrInvalid, ErrBusy, ErrNotFound, ErrConflict and ErrUnauthenticated that errors.Is finds in
 // it (pass it through Classify first), or nil for a failure of no kind.
 func KindOf(err error) error {
 	for _, k := range kinds {
@@ -249,13 +253,15 @@ func Describe(err error, w Wording) (message, hint string) {
 // wrapping left in it, so that it reads as a sentence: the exit code and
 // the JSON code say the kind. "invalid input: " in front of what was
 // wrong (fmt.Errorf("%w: …", ErrInvalid)) is dropped, at the start and
-// after an operation's "start r1: "; ": conflict" at the end is dropped;
-// "X: not found" reads "X not found".
+// after an operation's "start r1: "; ": conflict" and ": unauthenticated"
+// at the end are dropped; "X: not found" reads "X not found".
 func withoutKindWords(message string) string {
 	invalid := ErrInvalid.Error() + ": "
 	message = strings.ReplaceAll(strings.TrimPrefix(message, invalid), ": "+invalid, ": ")
-	if m, ok := strings.CutSuffix(message, ": "+ErrConflict.Error()); ok && m != "" {
-		return m
+	for _, k := range []error{ErrConflict, ErrUnauthenticated} {
+		if m, ok := strings.CutSuffix(message, ": "+k.Error()); ok && m != "" {
+			return m
+		}
 	}
 	if m, ok := strings.CutSuffix(message, ": "+ErrNotFound.Error()); ok && m != "" {
 		return m + " " + ErrNotFound.Error()

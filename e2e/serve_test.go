@@ -1,0 +1,423 @@
+package e2e
+
+// The server (docs/server.md): `assistant serve` in a process of its
+// own on a data dir and on PostgreSQL, driven over HTTP as a client
+// would, with the command line beside it on the same stores.
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestServeSignIn (docs/server.md "Access tokens"): an API request
+// without a token, with one that is not a token, revoked, or expired by
+// the server's clock is 401 with WWW-Authenticate: Bearer and the error
+// object; a live token signs in as its person, whatever --user says.
+func TestServeSignIn(t *testing.T) {
+	t.Parallel()
+	for _, p := range places(t) {
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			_, live := p.token(t, "demo-user")
+			revokedID, revoked := p.token(t, "demo-user")
+			_, expired := p.token(t, "demo-user", "--expires", "1h")
+			if _, errOut, code := p.cli(t, nil, "approvers", "token", "--revoke", revokedID); code != 0 {
+				t.Fatalf("revoke: exit %d %s", code, errOut)
+			}
+			// The server reads the time two hours ahead: the 1h token
+			// has expired for it, the 90-day ones have not.
+			s := serve(t, p, []string{"ASSISTANT_CLOCK=2h", "ASSISTANT_USER=bob"})
+			s.ready(t)
+			for _, tc := range []struct{ name, token string }{
+				{"NoToken", ""},
+				{"NotAToken", "hello"},
+				{"Revoked", revoked},
+				{"Expired", expired},
+			} {
+				r := s.call(t, "GET", "/api/v1/tasks", tc.token, "", "")
+				if r.status != http.StatusUnauthorized || !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer") || r.errorCode() != "unauthenticated" {
+					t.Errorf("%s: %d %q\n%s; want 401, WWW-Authenticate: Bearer, code unauthenticated", tc.name, r.status, r.header.Get("WWW-Authenticate"), r.raw)
+				}
+				if tc.token != "" && strings.Contains(s.log(t), tc.token) {
+					t.Errorf("%s: the token is in the server's log", tc.name)
+				}
+			}
+			r := s.call(t, "POST", "/api/v1/tasks", live, "", `{"task":"s1","order":"A3003","reason":"too small"}`).want(t, "start as the token's person", http.StatusCreated)
+			if r.body["user"] != "demo-user" {
+				t.Errorf("started as %v, want demo-user (the token's, not ASSISTANT_USER's)", r.body["user"])
+			}
+			if strings.Contains(s.log(t), live) {
+				t.Error("the live token is in the server's log")
+			}
+			list, _, _ := p.cli(t, nil, "approvers", "tokens")
+			if strings.Contains(list, live) || !strings.Contains(list, `"last_used_at": "20`) {
+				t.Errorf("approvers tokens: want the last use and never a token:\n%s", list)
+			}
+		})
+	}
+}
+
+// TestServeTheRulesOfTheCommands (docs/server.md "Status codes"): another
+// person's task is 404 as unknown; bad JSON and unknown fields 400 with
+// the error object; an approval of an older draft version 409; the same
+// start again 200.
+func TestServeTheRulesOfTheCommands(t *testing.T) {
+	t.Parallel()
+	for _, p := range places(t) {
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			_, owner := p.token(t, "demo-user")
+			_, other := p.token(t, "bob")
+			s := serve(t, p, nil)
+			s.ready(t)
+			start := `{"task":"s2","order":"A3003","reason":"too small"}`
+			s.call(t, "POST", "/api/v1/tasks", owner, "", start).want(t, "start", http.StatusCreated)
+			s.call(t, "POST", "/api/v1/tasks", owner, "", start).want(t, "the same start again", http.StatusOK)
+			for _, path := range []string{"/api/v1/tasks/s2", "/api/v1/tasks/s2/history", "/api/v1/tasks/nobody-has-this"} {
+				if r := s.call(t, "GET", path, other, "", ""); r.status != http.StatusNotFound || r.errorCode() != "not_found" {
+					t.Errorf("bob GET %s: %d\n%s; want 404 not_found", path, r.status, r.raw)
+				}
+			}
+			s.call(t, "POST", "/api/v1/tasks/s2/answers", other, "", `{"action":"approve"}`).want(t, "bob's approve", http.StatusNotFound)
+			for _, body := range []string{`{"action":`, `{"action":"approve","bogus":1}`, `{"action":"approve"} {}`, ``} {
+				r := s.call(t, "POST", "/api/v1/tasks/s2/answers", owner, "", body)
+				if r.status != http.StatusBadRequest || r.errorCode() != "invalid_input" || r.body["schema_version"] == nil {
+					t.Errorf("body %q: %d\n%s; want 400 with the error object", body, r.status, r.raw)
+				}
+			}
+			s.call(t, "POST", "/api/v1/tasks/s2/answers", owner, "", `{"action":"edit","reason":"wrong colour"}`).want(t, "edit", http.StatusOK)
+			r := s.call(t, "POST", "/api/v1/tasks/s2/answers", owner, "", `{"action":"approve","version":1}`)
+			if r.status != http.StatusConflict || r.errorCode() != "conflict" {
+				t.Errorf("approve version 1 after an edit: %d\n%s; want 409 conflict", r.status, r.raw)
+			}
+			done := s.call(t, "POST", "/api/v1/tasks/s2/answers", owner, "", `{"action":"approve","version":2}`).want(t, "approve version 2", http.StatusOK)
+			if done.body["status"] != "done" {
+				t.Errorf("approve version 2: status %v, want done", done.body["status"])
+			}
+			if got := p.apps(t, "s2"); got != "1" {
+				t.Errorf("applications of s2: %s, want 1", got)
+			}
+			if code := s.stop(t); code != 0 {
+				t.Errorf("SIGTERM: exit %d, want 0\n%s", code, s.log(t))
+			}
+		})
+	}
+}
+
+// TestServeIdempotencyKey (docs/server.md "Idempotency"): the same
+// approve posted twice with one key makes one decision and one
+// application, and the second reply is the first (status and body);
+// the key with another body is 422; a key is its person's own.
+func TestServeIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	for _, p := range places(t) {
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			_, owner := p.token(t, "demo-user")
+			s := serve(t, p, nil)
+			s.ready(t)
+			s.call(t, "POST", "/api/v1/tasks", owner, "start-1", `{"task":"s3","order":"A3003","reason":"too small"}`).want(t, "start", http.StatusCreated)
+			again := s.call(t, "POST", "/api/v1/tasks", owner, "start-1", `{"task":"s3","order":"A3003","reason":"too small"}`).want(t, "start again with its key", http.StatusCreated)
+			if again.header.Get("Idempotent-Replayed") != "true" {
+				t.Errorf("start again with its key: not replayed: %v", again.header)
+			}
+			approve := `{"action":"approve","version":1}`
+			first := s.call(t, "POST", "/api/v1/tasks/s3/answers", owner, "k-approve", approve).want(t, "approve", http.StatusOK)
+			second := s.call(t, "POST", "/api/v1/tasks/s3/answers", owner, "k-approve", approve).want(t, "approve again with its key", http.StatusOK)
+			if first.raw != second.raw || second.header.Get("Idempotent-Replayed") != "true" {
+				t.Errorf("the second reply is not the first:\n%s\n%s", first.raw, second.raw)
+			}
+			if got := p.apps(t, "s3"); got != "1" {
+				t.Errorf("applications of s3: %s, want 1", got)
+			}
+			decisions := p.sql(t, `SELECT count(*) FROM decisions WHERE task_id = 's3' AND action = 'approve'`,
+				`SELECT count(*) FROM business.decisions WHERE task_id = 's3' AND action = 'approve'`)
+			if decisions != "1" {
+				t.Errorf("approve decisions of s3: %s, want 1", decisions)
+			}
+			r := s.call(t, "POST", "/api/v1/tasks/s3/answers", owner, "k-approve", `{"action":"cancel"}`)
+			if r.status != http.StatusUnprocessableEntity || r.errorCode() != "idempotency_key_reused" {
+				t.Errorf("the key with another body: %d\n%s; want 422", r.status, r.raw)
+			}
+		})
+	}
+}
+
+// TestServeBesideTheCommandLine (docs/server.md "Beside the command
+// line"): while the server runs, an operator's show, stop, resume and
+// approvers token work on the same stores, and the server sees what they did; a
+// long-poll in flight at SIGTERM ends with the task as it is, the
+// server exits 0 and holds no lease.
+func TestServeBesideTheCommandLine(t *testing.T) {
+	t.Parallel()
+	for _, p := range places(t) {
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			_, owner := p.token(t, "demo-user")
+			s := serve(t, p, nil)
+			s.ready(t)
+			s.call(t, "POST", "/api/v1/tasks", owner, "", `{"task":"s4","order":"A3003","reason":"too small"}`).want(t, "start", http.StatusCreated)
+			s.call(t, "POST", "/api/v1/tasks", owner, "", `{"task":"s5","order":"A3004","reason":"wrong colour"}`).want(t, "start", http.StatusCreated)
+			if out, errOut, code := p.cli(t, nil, "show", "s4"); code != 0 || !strings.Contains(out, `"status": "waiting"`) {
+				t.Errorf("show beside the server: exit %d %s%s", code, out, errOut)
+			}
+			// A waiting task runs nowhere, the server neither: stop says so
+			// as it does without a server.
+			if _, errOut, code := p.cli(t, nil, "stop", "s5"); code != 3 || !strings.Contains(errOut, "it is not running: it waits for a person's answer") {
+				t.Errorf("stop beside the server: exit %d %s; want 3, not running", code, errOut)
+			}
+			if out, errOut, code := p.cli(t, nil, "resume", "s5", "--action", "cancel"); code != 0 || !strings.Contains(out, `"status": "cancelled"`) {
+				t.Errorf("resume beside the server: exit %d %s%s", code, out, errOut)
+			}
+			if r := s.call(t, "GET", "/api/v1/tasks/s5", owner, "", ""); r.body["status"] != "cancelled" {
+				t.Errorf("the server's view of the task the command line cancelled: %v, want cancelled", r.body["status"])
+			}
+			_, late := p.token(t, "demo-user")
+			s.call(t, "GET", "/api/v1/tasks", late, "", "").want(t, "a token made while the server runs", http.StatusOK)
+
+			polled := make(chan reply, 1)
+			go func() { polled <- s.call(t, "GET", "/api/v1/tasks/s4?wait=10m", owner, "", "") }()
+			eventually(t, "the long-poll to be in flight", func() bool {
+				return strings.Contains(metricsOf(t, s), "assistant_long_polls 1")
+			})
+			if code := s.stop(t); code != 0 {
+				t.Errorf("SIGTERM: exit %d, want 0\n%s", code, s.log(t))
+			}
+			if r := <-polled; r.status != http.StatusOK || r.body["status"] != "waiting" {
+				t.Errorf("the long-poll at SIGTERM: %d %v, want 200 and the task waiting\n%s", r.status, r.body["status"], r.raw)
+			}
+			held := p.sql(t, `SELECT count(*) FROM tasks WHERE lease_owner IS NOT NULL`, `SELECT count(*) FROM business.tasks WHERE lease_owner IS NOT NULL`)
+			if held != "0" {
+				t.Errorf("leases held after the server stopped: %s, want 0", held)
+			}
+		})
+	}
+}
+
+// metricsOf is the server's /metrics text.
+func metricsOf(t *testing.T, s *server) string {
+	t.Helper()
+	resp, err := http.Get(s.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestServeRecoversBeforeReady (docs/server.md "Start-up"): a server
+// killed (SIGKILL) inside a decision, after the application was
+// committed and before the run's checkpoint, is restarted: /readyz turns
+// 200 only once the recovery scan has taken the crashed run over, so the
+// first look after it shows the truth, done with one application; the
+// client that retries with its key learns it.
+func TestServeRecoversBeforeReady(t *testing.T) {
+	t.Parallel()
+	for _, p := range places(t) {
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			_, owner := p.token(t, "demo-user")
+			s := serve(t, p, []string{"ASSISTANT_FAULT=submit:after-business-commit"})
+			s.ready(t)
+			s.call(t, "POST", "/api/v1/tasks", owner, "", `{"task":"s6","order":"A3003","reason":"too small"}`).want(t, "start", http.StatusCreated)
+			req, _ := http.NewRequest("POST", s.url+"/api/v1/tasks/s6/answers", strings.NewReader(`{"action":"approve","version":1}`))
+			req.Header.Set("Authorization", "Bearer "+owner)
+			req.Header.Set("Idempotency-Key", "k-lost")
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+				t.Fatalf("the approve got a reply (%d) from a server killed inside it", resp.StatusCode)
+			}
+			if code := <-s.done; code != 128+int(syscall.SIGKILL) {
+				t.Fatalf("the server at the fault point: exit %d, want SIGKILL", code)
+			}
+			if got := p.sql(t, `SELECT status FROM tasks WHERE task_id = 's6'`, `SELECT status FROM business.tasks WHERE task_id = 's6'`); got != "running" {
+				t.Fatalf("s6 after the kill: %s, want running (its holder gone)", got)
+			}
+			again := serve(t, p, nil)
+			again.ready(t)
+			log := again.log(t)
+			if rec, ready := strings.Index(log, `"msg":"recovered","task":"s6"`), strings.Index(log, `"msg":"ready"`); rec < 0 || ready < rec {
+				t.Errorf("the restarted server's log: want s6 recovered before ready\n%s", log)
+			}
+			if r := again.call(t, "GET", "/api/v1/tasks/s6", owner, "", ""); r.body["status"] != "done" {
+				t.Errorf("s6 at the first look after ready: %v, want done\n%s", r.body["status"], r.raw)
+			}
+			retry := again.call(t, "POST", "/api/v1/tasks/s6/answers", owner, "k-lost", `{"action":"approve","version":1}`).want(t, "the retry with its key", http.StatusOK)
+			if retry.body["status"] != "done" {
+				t.Errorf("the retry: %v, want done", retry.body["status"])
+			}
+			if got := p.apps(t, "s6"); got != "1" {
+				t.Errorf("applications of s6: %s, want 1", got)
+			}
+		})
+	}
+}
+
+// TestServeTwoServersOnOneDatabase (docs/server.md "Concurrency"): two
+// servers on one PostgreSQL database, each posting the same approvals of
+// the same tasks at once: each task ends done with one application and
+// one approve in its trail, every answer is 200 (the same answer again)
+// or refused busy or conflict, and both servers show the same.
+func TestServeTwoServersOnOneDatabase(t *testing.T) {
+	t.Parallel()
+	var p place
+	for _, pl := range places(t) {
+		if pl.pg != nil {
+			p = pl
+		}
+	}
+	if p.pg == nil {
+		t.Skip("needs ASSISTANT_TEST_PG")
+	}
+	_, owner := p.token(t, "demo-user")
+	a, b := serve(t, p, []string{"ASSISTANT_HOST=machine-a"}), serve(t, p, []string{"ASSISTANT_HOST=machine-b"})
+	a.ready(t)
+	b.ready(t)
+	tasks := []struct{ task, order string }{{"t1", "A3001"}, {"t2", "A3003"}, {"t3", "A3004"}, {"t4", "A3008"}}
+	for _, tk := range tasks {
+		a.call(t, "POST", "/api/v1/tasks", owner, "", fmt.Sprintf(`{"task":%q,"order":%q,"reason":"too small"}`, tk.task, tk.order)).want(t, "start "+tk.task, http.StatusCreated)
+	}
+	const each = 4
+	replies := make(chan string, 2*each*len(tasks))
+	var wg sync.WaitGroup
+	for _, s := range []*server{a, b} {
+		for i := range each {
+			for _, tk := range tasks {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r := s.call(t, "POST", "/api/v1/tasks/"+tk.task+"/answers", owner, "", `{"action":"approve","version":1}`)
+					replies <- fmt.Sprintf("%s#%d %d %s", tk.task, i, r.status, r.errorCode())
+				}()
+			}
+		}
+	}
+	wg.Wait()
+	close(replies)
+	for r := range replies {
+		if !strings.Contains(r, " 200 ") && !strings.HasSuffix(r, " conflict") {
+			t.Errorf("an approve: %s; want 200, or 409/503 conflict", r)
+		}
+	}
+	for _, tk := range tasks {
+		va := a.call(t, "GET", "/api/v1/tasks/"+tk.task, owner, "", "")
+		vb := b.call(t, "GET", "/api/v1/tasks/"+tk.task, owner, "", "")
+		if va.body["status"] != "done" || vb.body["status"] != "done" {
+			// A task every answer found busy is still waiting: answer it once more.
+			a.call(t, "POST", "/api/v1/tasks/"+tk.task+"/answers", owner, "", `{"action":"approve","version":1}`).want(t, "approve "+tk.task+" once more", http.StatusOK)
+			va = a.call(t, "GET", "/api/v1/tasks/"+tk.task, owner, "", "")
+			vb = b.call(t, "GET", "/api/v1/tasks/"+tk.task, owner, "", "")
+		}
+		if va.raw != vb.raw {
+			t.Errorf("%s: the servers' views differ:\n%s\n%s", tk.task, va.raw, vb.raw)
+		}
+		if got := p.apps(t, tk.task); got != "1" {
+			t.Errorf("applications of %s: %s, want 1", tk.task, got)
+		}
+		if got := p.pg.query(t, `SELECT count(*) FROM business.decisions WHERE task_id = $1 AND action = 'approve'`, tk.task); got != "1" {
+			t.Errorf("approve decisions of %s: %s, want 1", tk.task, got)
+		}
+	}
+}
+
+// TestServeKilledWhileClientsDecide (docs/server.md "Idempotency",
+// "Shutdown"): the server is killed (SIGKILL) while clients post
+// approvals with their keys, round after round; after each restart every
+// client retries with its key and gets the task done; every approval
+// acknowledged before the kill is in the trail, and no task has two
+// applications or two approvals.
+func TestServeKilledWhileClientsDecide(t *testing.T) {
+	t.Parallel()
+	const rounds, clients, ackedBeforeKill = 3, 12, 3
+	for _, p := range places(t) {
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			var rows strings.Builder
+			rows.WriteString("order_id,user,item,delivered_at,final_sale\n")
+			day := time.Now().UTC().AddDate(0, 0, -1).Format(time.RFC3339)
+			for i := range rounds * clients {
+				fmt.Fprintf(&rows, "K%d,ops,Kettle,%s,false\n", i, day)
+			}
+			shop := filepath.Join(t.TempDir(), "shop.csv")
+			if err := os.WriteFile(shop, []byte(rows.String()), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, token := p.token(t, "ops")
+			if _, errOut, code := p.cli(t, nil, "--user", "ops", "orders", "import", shop); code != 0 {
+				t.Fatalf("orders import: exit %d %s", code, errOut)
+			}
+			for round := range rounds {
+				s := serve(t, p, nil)
+				s.ready(t)
+				task := func(i int) string { return fmt.Sprintf("k%d-%d", round, i) }
+				for i := range clients {
+					body := fmt.Sprintf(`{"task":%q,"order":"K%d","reason":"broken"}`, task(i), round*clients+i)
+					s.call(t, "POST", "/api/v1/tasks", token, "start-"+task(i), body).want(t, "start "+task(i), http.StatusCreated)
+				}
+				acked := make(chan string, clients)
+				var wg sync.WaitGroup
+				for i := range clients {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						req, _ := http.NewRequest("POST", s.url+"/api/v1/tasks/"+task(i)+"/answers", strings.NewReader(`{"action":"approve","version":1}`))
+						req.Header.Set("Authorization", "Bearer "+token)
+						req.Header.Set("Idempotency-Key", "approve-"+task(i))
+						resp, err := http.DefaultClient.Do(req)
+						if err != nil {
+							return // the kill cut it: unacknowledged
+						}
+						resp.Body.Close()
+						if resp.StatusCode == http.StatusOK {
+							acked <- task(i)
+						}
+					}()
+				}
+				var got []string
+				for len(got) < ackedBeforeKill {
+					got = append(got, <-acked)
+				}
+				if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				<-s.done
+				wg.Wait()
+				close(acked)
+				for a := range acked {
+					got = append(got, a)
+				}
+				again := serve(t, p, nil)
+				again.ready(t)
+				for i := range clients {
+					r := again.call(t, "POST", "/api/v1/tasks/"+task(i)+"/answers", token, "approve-"+task(i), `{"action":"approve","version":1}`)
+					if r.status != http.StatusOK || r.body["status"] != "done" {
+						t.Errorf("round %d: the retry of %s: %d %v\n%s", round, task(i), r.status, r.body["status"], r.raw)
+					}
+				}
+				for i := range clients {
+					apps := p.apps(t, task(i))
+					decisions := p.sql(t, fmt.Sprintf(`SELECT count(*) FROM decisions WHERE task_id = '%s' AND action = 'approve'`, task(i)),
+						fmt.Sprintf(`SELECT count(*) FROM business.decisions WHERE task_id = '%s' AND action = 'approve'`, task(i)))
+					if apps != "1" || decisions != "1" {
+						t.Errorf("round %d: %s has %s applications and %s approvals; want 1 and 1 (acknowledged before the kill: %v)", round, task(i), apps, decisions, got)
+					}
+				}
+				if code := again.stop(t); code != 0 {
+					t.Errorf("round %d: SIGTERM: exit %d", round, code)
+				}
+			}
+		})
+	}
+}

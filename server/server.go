@@ -1,0 +1,222 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"assistant/flow/returns"
+)
+
+// MaxBody is the largest request body the API reads, in bytes; a larger
+// one is refused 413 before anything is done.
+const MaxBody = 64 << 10
+
+// MaxWait is the longest long-poll a GET of a task may ask for
+// (?wait=DURATION); a longer one is refused 400.
+const MaxWait = 10 * time.Minute
+
+// Config is what a Server serves with.
+type Config struct {
+	// Service is the application layer over the stores, opened by the
+	// caller, who closes it after the server has stopped.
+	Service *returns.Service
+	// Encode writes v as the command line's JSON (schema_version first,
+	// times in UTC to the millisecond, none as null) and a newline.
+	Encode func(w io.Writer, v any) error
+	// Log receives the access log and the server's events; nil discards
+	// them. No token is ever logged.
+	Log *slog.Logger
+	// Now is the clock of idempotency keys' 24 hours; nil is time.Now.
+	Now func() time.Time
+	// Metrics are the server's Prometheus metrics; nil makes new ones.
+	Metrics *Metrics
+}
+
+// Server is the HTTP API of `assistant serve` (docs/server.md). Make one
+// with New; it is not ready (/readyz 503) until SetReady.
+type Server struct {
+	svc     *returns.Service
+	encode  func(w io.Writer, v any) error
+	log     *slog.Logger
+	now     func() time.Time
+	metrics *Metrics
+	signIns *signInLimiter
+	// ready: the stores are open and the start-up recovery scan is done;
+	// draining: a shutdown began. /readyz is 200 only when ready and not
+	// draining.
+	ready, draining atomic.Bool
+	// drain is closed when a shutdown begins: long-polls end early.
+	drain     chan struct{}
+	drainOnce sync.Once
+	// tasks serializes the runs this process drives of one task (an
+	// answer, a start): two requests for the same task in one process
+	// would share one lease holder (docs/server.md "Concurrency").
+	tasks keyedMutex
+	// keys serializes the requests of one person with one
+	// Idempotency-Key.
+	keys keyedMutex
+}
+
+// New returns a Server over cfg, not ready yet.
+func New(cfg Config) *Server {
+	s := &Server{svc: cfg.Service, encode: cfg.Encode, log: cfg.Log, now: cfg.Now, metrics: cfg.Metrics, drain: make(chan struct{}), signIns: newSignInLimiter()}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.metrics == nil {
+		s.metrics = NewMetrics()
+	}
+	return s
+}
+
+// SetReady marks the stores open and the start-up recovery scan done:
+// /readyz answers 200 from now until Drain.
+func (s *Server) SetReady() { s.ready.Store(true) }
+
+// Drain marks the server draining: /readyz answers 503, and long-polls
+// in flight return what they see now.
+func (s *Server) Drain() {
+	s.draining.Store(true)
+	s.drainOnce.Do(func() { close(s.drain) })
+}
+
+// Handler returns the server's routes (docs/server.md "Routes") behind
+// the access log and request ids; /api/ behind sign-in.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		s.reply(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", s.metrics.Handler())
+	api := func(pattern string, h func(w http.ResponseWriter, r *http.Request, user string)) {
+		mux.Handle(pattern, s.signedIn(h))
+	}
+	api("POST /api/v1/tasks", s.idempotent(s.startTask))
+	api("GET /api/v1/tasks", s.listTasks)
+	api("GET /api/v1/tasks/{task}", s.showTask)
+	api("POST /api/v1/tasks/{task}/answers", s.idempotent(s.answerTask))
+	api("GET /api/v1/tasks/{task}/history", s.taskHistory)
+	api("GET /api/v1/orders/{order}", s.showOrder)
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		s.failWith(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path), "the routes are listed in docs/server.md")
+	})
+	return s.logged(mux)
+}
+
+// readyz is 200 once ready and until draining, else 503.
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	switch {
+	case s.draining.Load():
+		w.Header().Set("Retry-After", "1")
+		s.reply(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+	case !s.ready.Load():
+		w.Header().Set("Retry-After", "1")
+		s.reply(w, http.StatusServiceUnavailable, map[string]string{"status": "starting"})
+	default:
+		s.reply(w, http.StatusOK, map[string]string{"status": "ready"})
+	}
+}
+
+// reply writes v as JSON with status.
+func (s *Server) reply(w http.ResponseWriter, status int, v any) {
+	var b bytes.Buffer
+	if err := s.encode(&b, v); err != nil {
+		s.log.Error("render a response", "err", err)
+		status = http.StatusInternalServerError
+		b.Reset()
+		b.WriteString(`{"schema_version":` + fmt.Sprint(returns.SchemaVersion) + `,"error":{"code":"internal","message":"the response could not be rendered"}}` + "\n")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b.Bytes())
+}
+
+// decode reads r's body, at most MaxBody bytes, as one JSON object into
+// dst; a field dst does not have, a second value, or a body too large is
+// refused. Errors: ErrInvalid (400), or *http.MaxBytesError (413).
+func decode(w http.ResponseWriter, r *http.Request, dst any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return err
+		}
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("%w: the request body is empty; it must be one JSON object", returns.ErrInvalid)
+		}
+		return fmt.Errorf("%w: the request body is not the JSON object this route takes: %v", returns.ErrInvalid, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("%w: the request body holds more than one JSON value", returns.ErrInvalid)
+	}
+	return nil
+}
+
+// failDecode answers an error of decode: 413 for a body too large, else
+// as fail.
+func (s *Server) failDecode(w http.ResponseWriter, err error) {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		s.failWith(w, http.StatusRequestEntityTooLarge, codeTooLarge, fmt.Sprintf("the request body is larger than %d bytes", MaxBody), "")
+		return
+	}
+	s.fail(w, err)
+}
+
+// keyedMutex is a mutex per key, made when first locked and dropped when
+// its last holder unlocks.
+type keyedMutex struct {
+	mu sync.Mutex
+	m  map[string]*keyedEntry
+}
+
+type keyedEntry struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// lock locks key (waiting for its holder, or until ctx ends) and returns
+// its unlock. Errors: ctx's.
+func (k *keyedMutex) lock(ctx context.Context, key string) (func(), error) {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*keyedEntry{}
+	}
+	e := k.m[key]
+	if e == nil {
+		e = &keyedEntry{}
+		k.m[key] = e
+	}
+	e.refs++
+	k.mu.Unlock()
+	release := func() {
+		k.mu.Lock()
+		if e.refs--; e.refs == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
+	got := make(chan struct{})
+	go func() { e.mu.Lock(); close(got) }()
+	select {
+	case <-got:
+		return func() { e.mu.Unlock(); release() }, nil
+	case <-ctx.Done():
+		go func() { <-got; e.mu.Unlock(); release() }()
+		return nil, ctx.Err()
+	}
+}
