@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"strings"
 	"time"
@@ -31,16 +32,20 @@ type server struct {
 	// now is the clock of every time the command stamps on the server:
 	// the server's, as measured by connectServer (serverClock).
 	now func() time.Time
+	// connectTimeout is the URL's connect_timeout, else the program's.
+	connectTimeout time.Duration
 }
 
 // connectServer parses the URL and connects to it, within the URL's
 // connect_timeout or the program's connect timeout (the connection and its
 // first query); its session has the lock_timeout of every session
-// (business.ParsePGConfig). Errors: ErrInvalid for a URL that does not
+// (business.ParsePGConfig). A server with no free connection slot is
+// waited for for wait (0: the connect timeout), then busy
+// (business.ErrPGServerBusy). Errors: ErrInvalid for a URL that does not
 // parse or names an unknown sslmode, without the URL; an unreachable or
 // silent server is one line naming its host, port, database and user,
 // never the password.
-func connectServer(ctx context.Context, rawURL string) (*server, error) {
+func connectServer(ctx context.Context, rawURL string, wait time.Duration) (*server, error) {
 	// Its errors never repeat the URL; it sets the connect timeout and
 	// the lock_timeout every connection of the program has.
 	cfg, err := business.ParsePGConfig(rawURL)
@@ -48,7 +53,7 @@ func connectServer(ctx context.Context, rawURL string) (*server, error) {
 		return nil, usageErr("--store: %v", scrub(strings.TrimPrefix(err.Error(), business.ErrPGURL.Error()+": "), rawURL))
 	}
 	where := fmt.Sprintf("database %s on %s", cfg.Database, hostPort(cfg.Host, cfg.Port))
-	conn, err := business.ConnectPG(ctx, cfg)
+	conn, err := business.ConnectPG(ctx, cfg, wait)
 	if err != nil {
 		// scrubbed keeps err's chain: a signal while connecting is still
 		// context.Canceled (exit 130), not a storage failure.
@@ -58,7 +63,7 @@ func connectServer(ctx context.Context, rawURL string) (*server, error) {
 		}
 		return nil, &scrubbed{err: err, msg: fmt.Sprintf("cannot reach the PostgreSQL server for %s as user %s: %s", where, cfg.User, scrub(cause, rawURL))}
 	}
-	srv := &server{url: rawURL, where: where, conn: conn}
+	srv := &server{url: rawURL, where: where, conn: conn, connectTimeout: cfg.ConnectTimeout}
 	// The first query has the connect timeout too: a server that took
 	// the handshake and then goes silent does not hang the command.
 	qctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
@@ -248,11 +253,69 @@ func (s *server) close() { s.conn.Close(context.Background()) }
 // serverStores opens both stores on the server of --store. Under
 // returns.OpenExisting a database without them is ErrNotFound, and nothing
 // is made. close closes what it opened.
+//
+// A server with no free connection slot (or starting up) is waited for
+// within the connect timeout as a whole (docs/postgres.md "Busy"): the
+// first connection waits for a slot while the command holds none; a store
+// that then finds no slot within business.PGHeldBusyWait makes the command
+// close what it holds, pause (jittered) and open all three again, so
+// processes that each hold a slot of a full server do not wait for each
+// other until all fail. Once the connect timeout has passed since the first
+// try the error is the server's busy refusal (business.ErrPGServerBusy).
 func (a *app) serverStores(ctx context.Context, mode returns.OpenMode) (*server, *postgres.Store, *business.Store, error) {
-	srv, err := connectServer(ctx, a.store)
-	if err != nil {
-		return nil, nil, nil, err
+	timeout := business.PGConnectTimeout
+	if cfg, err := business.ParsePGConfig(a.store); err == nil {
+		timeout = cfg.ConnectTimeout
 	}
+	deadline := time.Now().Add(timeout)
+	pause := storesRetryFirstPause
+	for {
+		srv, cps, desk, held, err := a.openServerStores(ctx, mode, time.Until(deadline))
+		if !held {
+			return srv, cps, desk, err
+		}
+		// A store found no slot while the command held the server's
+		// first connection, now closed: try all again, if time is left.
+		sleep := pause/2 + rand.N(pause/2+1)
+		if time.Now().Add(sleep).After(deadline) {
+			return nil, nil, nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, nil, ctx.Err()
+		case <-time.After(sleep):
+		}
+		pause = min(2*pause, storesRetryMaxPause)
+	}
+}
+
+// The pause of serverStores before it opens the stores again, after a store
+// found no free connection slot: the first, and the most it grows to by
+// doubling; each is jittered (between half and the whole of it).
+const (
+	storesRetryFirstPause = 50 * time.Millisecond
+	storesRetryMaxPause   = 500 * time.Millisecond
+)
+
+// openServerStores is one try of serverStores: the server's first
+// connection waits for a free slot for wait, each store's for
+// business.PGHeldBusyWait. On an error it closes what it opened; held
+// says the error is a store's busy server, met while the server's first
+// connection was held (worth a try again once it is closed).
+func (a *app) openServerStores(ctx context.Context, mode returns.OpenMode, wait time.Duration) (srv *server, cps *postgres.Store, desk *business.Store, held bool, err error) {
+	srv, err = connectServer(ctx, a.store, max(wait, business.PGHeldBusyWait))
+	if err != nil {
+		return nil, nil, nil, false, err
+	}
+	opened, openedCps := srv, (*postgres.Store)(nil)
+	defer func() {
+		if err != nil {
+			if openedCps != nil {
+				openedCps.Close()
+			}
+			opened.close()
+		}
+	}()
 	// The test clock moves the server's time as measured: every machine
 	// then reads the same later time.
 	srv.now = a.clock(srv.now)
@@ -264,31 +327,27 @@ func (a *app) serverStores(ctx context.Context, mode returns.OpenMode) (*server,
 		err = a.beforeCreate()
 	}
 	if err != nil {
-		srv.close()
-		return nil, nil, nil, err
+		return nil, nil, nil, false, err
 	}
-	cps, err := postgres.Open(ctx, a.store, postgres.Options{})
+	cps, err = postgres.Open(ctx, a.store, postgres.Options{OpenBusyWait: postgres.HeldBusyWait})
 	if err != nil {
-		srv.close()
-		return nil, nil, nil, a.storeErr(srv, err)
+		return nil, nil, nil, errors.Is(err, business.ErrPGServerBusy), a.storeErr(srv, err)
 	}
+	openedCps = cps
 	// The business schema must carry the checkpoint schema's identity,
 	// as the two files of a data dir do: a pair that does not belong
 	// together (one schema restored from another database) is refused
 	// before anything is written.
 	id, err := cps.DataDirID(ctx)
 	if err != nil {
-		cps.Close()
-		srv.close()
-		return nil, nil, nil, a.storeErr(srv, err)
+		return nil, nil, nil, false, a.storeErr(srv, err)
 	}
-	desk, err := business.OpenPostgres(ctx, a.store, business.Options{Create: mode.Creates(), Seed: a.seed, Now: srv.now, DataDirID: id})
+	desk, err = business.OpenPostgres(ctx, a.store, business.Options{Create: mode.Creates(), Seed: a.seed, Now: srv.now, DataDirID: id,
+		PGOpenBusyWait: business.PGHeldBusyWait})
 	if err != nil {
-		cps.Close()
-		srv.close()
-		return nil, nil, nil, a.storeErr(srv, err)
+		return nil, nil, nil, errors.Is(err, business.ErrPGServerBusy), a.storeErr(srv, err)
 	}
-	return srv, cps, desk, nil
+	return srv, cps, desk, false, nil
 }
 
 // storeErr is err of opening a store on srv, naming the database and
@@ -347,7 +406,7 @@ func (a *app) serverService(ctx context.Context, mode returns.OpenMode) (*return
 // identities) is reported as an error finding, as on a data dir; a
 // database without either schema is ErrNotFound.
 func (a *app) verifyServer(ctx context.Context) (*returns.VerifyReport, error) {
-	srv, err := connectServer(ctx, a.store)
+	srv, err := connectServer(ctx, a.store, 0)
 	if err != nil {
 		return nil, err
 	}

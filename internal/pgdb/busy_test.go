@@ -128,7 +128,7 @@ func TestBusyServerShortShortageIsWaitedFor(t *testing.T) {
 					return
 				}
 				var conn *pgx.Conn
-				conn, err = pgdb.Connect(ctx, cfg)
+				conn, err = pgdb.Connect(ctx, cfg, 0)
 				if err == nil {
 					closer = func() { conn.Close(ctx) }
 				}
@@ -141,7 +141,7 @@ func TestBusyServerShortShortageIsWaitedFor(t *testing.T) {
 				pgdb.SetLimits(cfg.ConnConfig)
 				cfg.MaxConns = 1
 				var pool *pgxpool.Pool
-				pool, err = pgdb.NewPool(ctx, cfg)
+				pool, err = pgdb.NewPool(ctx, cfg, 0)
 				if err == nil {
 					closer = pool.Close
 				}
@@ -180,7 +180,7 @@ func TestBusyServerLongShortageIsBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	conn, err := pgdb.Connect(context.Background(), cfg)
+	conn, err := pgdb.Connect(context.Background(), cfg, 0)
 	took := time.Since(start)
 	if err == nil {
 		conn.Close(context.Background())
