@@ -53,7 +53,11 @@ func connectServer(ctx context.Context, rawURL string, wait time.Duration) (*ser
 		return nil, usageErr("--store: %v", scrub(strings.TrimPrefix(err.Error(), business.ErrPGURL.Error()+": "), rawURL))
 	}
 	where := fmt.Sprintf("database %s on %s", cfg.Database, hostPort(cfg.Host, cfg.Port))
+	began := time.Now()
 	conn, err := business.ConnectPG(ctx, cfg, wait)
+	if errors.Is(err, business.ErrPGServerBusy) {
+		return nil, serverBusy(cfg, time.Since(began), err)
+	}
 	if err != nil {
 		// scrubbed keeps err's chain: a signal while connecting is still
 		// context.Canceled (exit 130), not a storage failure.
@@ -98,6 +102,25 @@ func serverClock(ctx context.Context, conn *pgx.Conn, local func() time.Time) (f
 	back := local()
 	offset := at.Sub(sent.Add(back.Sub(sent) / 2))
 	return func() time.Time { return local().Add(offset).UTC().Truncate(time.Millisecond) }, nil
+}
+
+// serverBusy is err, a server's refusal of a connection for lack of a free
+// slot or while starting up (business.ErrPGServerBusy) that lasted
+// waited, as one message naming the database and user once and the
+// server's own words (its refusal and SQLSTATE), without the address
+// again or the password; it matches what err matches.
+func serverBusy(cfg *pgx.ConnConfig, waited time.Duration, err error) error {
+	state := "had no free connection slot"
+	refusal := connectCause(err)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		refusal = pe.Error()
+		if pe.Code == "57P03" {
+			state = "was starting up"
+		}
+	}
+	return &scrubbed{err: err, msg: fmt.Sprintf("the PostgreSQL server of database %s on %s, as user %s, %s for %s: %s",
+		cfg.Database, hostPort(cfg.Host, cfg.Port), cfg.User, state, waited.Round(10*time.Millisecond), refusal)}
 }
 
 // hostPort names a server's address: host:port, or the Unix socket.
@@ -263,14 +286,20 @@ func (s *server) close() { s.conn.Close(context.Background()) }
 // other until all fail. Once the connect timeout has passed since the first
 // try the error is the server's busy refusal (business.ErrPGServerBusy).
 func (a *app) serverStores(ctx context.Context, mode returns.OpenMode) (*server, *postgres.Store, *business.Store, error) {
-	timeout := business.PGConnectTimeout
-	if cfg, err := business.ParsePGConfig(a.store); err == nil {
-		timeout = cfg.ConnectTimeout
+	cfg, err := business.ParsePGConfig(a.store)
+	if err != nil {
+		_, err := connectServer(ctx, a.store, 0) // its refusal of the URL
+		return nil, nil, nil, err
 	}
-	deadline := time.Now().Add(timeout)
+	began := time.Now()
+	deadline := began.Add(cfg.ConnectTimeout)
 	pause := storesRetryFirstPause
 	for {
-		srv, cps, desk, held, err := a.openServerStores(ctx, mode, time.Until(deadline))
+		srv, cps, desk, held, err := a.openServerStores(ctx, mode, deadline)
+		if errors.Is(err, business.ErrPGServerBusy) {
+			// Said once, for the whole wait.
+			err = serverBusy(cfg, time.Since(began), err)
+		}
 		if !held {
 			return srv, cps, desk, err
 		}
@@ -298,12 +327,16 @@ const (
 )
 
 // openServerStores is one try of serverStores: the server's first
-// connection waits for a free slot for wait, each store's for
-// business.PGHeldBusyWait. On an error it closes what it opened; held
+// connection waits for a free slot until deadline, each store's for
+// business.PGHeldBusyWait at most (and not past deadline); each connection
+// is tried at least once. On an error it closes what it opened; held
 // says the error is a store's busy server, met while the server's first
 // connection was held (worth a try again once it is closed).
-func (a *app) openServerStores(ctx context.Context, mode returns.OpenMode, wait time.Duration) (srv *server, cps *postgres.Store, desk *business.Store, held bool, err error) {
-	srv, err = connectServer(ctx, a.store, max(wait, business.PGHeldBusyWait))
+func (a *app) openServerStores(ctx context.Context, mode returns.OpenMode, deadline time.Time) (srv *server, cps *postgres.Store, desk *business.Store, held bool, err error) {
+	// A wait of 0 would be the whole connect timeout: one try is at
+	// least a nanosecond's.
+	left := func(most time.Duration) time.Duration { return max(min(most, time.Until(deadline)), time.Nanosecond) }
+	srv, err = connectServer(ctx, a.store, left(time.Until(deadline)))
 	if err != nil {
 		return nil, nil, nil, false, err
 	}
@@ -329,7 +362,7 @@ func (a *app) openServerStores(ctx context.Context, mode returns.OpenMode, wait 
 	if err != nil {
 		return nil, nil, nil, false, err
 	}
-	cps, err = postgres.Open(ctx, a.store, postgres.Options{OpenBusyWait: postgres.HeldBusyWait})
+	cps, err = postgres.Open(ctx, a.store, postgres.Options{OpenBusyWait: left(postgres.HeldBusyWait)})
 	if err != nil {
 		return nil, nil, nil, errors.Is(err, business.ErrPGServerBusy), a.storeErr(srv, err)
 	}
@@ -343,7 +376,7 @@ func (a *app) openServerStores(ctx context.Context, mode returns.OpenMode, wait 
 		return nil, nil, nil, false, a.storeErr(srv, err)
 	}
 	desk, err = business.OpenPostgres(ctx, a.store, business.Options{Create: mode.Creates(), Seed: a.seed, Now: srv.now, DataDirID: id,
-		PGOpenBusyWait: business.PGHeldBusyWait})
+		PGOpenBusyWait: left(business.PGHeldBusyWait)})
 	if err != nil {
 		return nil, nil, nil, errors.Is(err, business.ErrPGServerBusy), a.storeErr(srv, err)
 	}

@@ -50,6 +50,7 @@ func runCapped(t *testing.T, env []string, args ...string) (string, int) {
 		t.Errorf("%v: still running after %s: it hangs (stderr so far %q)", args[2:], hangCap, errb.String())
 		return errb.String(), -1
 	}
+	wantOneContext(t, args, errb.String())
 	return errb.String(), exitOf(t, err)
 }
 
@@ -399,6 +400,7 @@ func TestPostgresLongSlotShortageIsBusy(t *testing.T) {
 	} {
 		c := exec.Command(assistantBin(), append([]string{"--store", short, "--output", "json"}, args...)...)
 		out, stderr, code := runCmd(t, c, t.TempDir(), nil)
+		wantOneContext(t, args, stderr)
 		var e struct {
 			Error struct{ Code, Message, Hint string }
 		}

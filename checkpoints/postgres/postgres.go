@@ -474,7 +474,7 @@ func (s *Store) Get(ctx context.Context, threadID, checkpointID string) (*flow.C
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get checkpoint %s/%s: %w", threadID, checkpointID, err)
+		return nil, fmt.Errorf("%s: %w", checkpoints.GetContext(threadID, checkpointID), err)
 	}
 	return cp, nil
 }
