@@ -286,36 +286,65 @@ func (s *server) close() { s.conn.Close(context.Background()) }
 // other until all fail. Once the connect timeout has passed since the first
 // try the error is the server's busy refusal (business.ErrPGServerBusy).
 func (a *app) serverStores(ctx context.Context, mode returns.OpenMode) (*server, *postgres.Store, *business.Store, error) {
+	var (
+		srv  *server
+		cps  *postgres.Store
+		desk *business.Store
+	)
+	err := a.withinConnectTimeout(ctx, func(deadline time.Time) (held bool, err error) {
+		srv, cps, desk, held, err = a.openServerStores(ctx, mode, deadline)
+		return held, err
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return srv, cps, desk, nil
+}
+
+// withinConnectTimeout calls try until it succeeds, or fails with held
+// false, or the connect timeout of the --store URL has passed since the
+// first call: the opening of serverStores and verifyServer. try opens what
+// it needs, waiting for a free slot until deadline for its first
+// connection and at most business.PGHeldBusyWait for each later one
+// (waitUntil); held reports that a later one found no slot, so try closed
+// what it held and a pause (jittered) and a try again may succeed. A
+// server busy at the end is one message for the whole wait (serverBusy).
+func (a *app) withinConnectTimeout(ctx context.Context, try func(deadline time.Time) (held bool, err error)) error {
 	cfg, err := business.ParsePGConfig(a.store)
 	if err != nil {
 		_, err := connectServer(ctx, a.store, 0) // its refusal of the URL
-		return nil, nil, nil, err
+		return err
 	}
 	began := time.Now()
 	deadline := began.Add(cfg.ConnectTimeout)
 	pause := storesRetryFirstPause
 	for {
-		srv, cps, desk, held, err := a.openServerStores(ctx, mode, deadline)
+		held, err := try(deadline)
 		if errors.Is(err, business.ErrPGServerBusy) {
 			// Said once, for the whole wait.
 			err = serverBusy(cfg, time.Since(began), err)
 		}
 		if !held {
-			return srv, cps, desk, err
+			return err
 		}
-		// A store found no slot while the command held the server's
-		// first connection, now closed: try all again, if time is left.
 		sleep := pause/2 + rand.N(pause/2+1)
 		if time.Now().Add(sleep).After(deadline) {
-			return nil, nil, nil, err
+			return err
 		}
 		select {
 		case <-ctx.Done():
-			return nil, nil, nil, ctx.Err()
+			return ctx.Err()
 		case <-time.After(sleep):
 		}
 		pause = min(2*pause, storesRetryMaxPause)
 	}
+}
+
+// waitUntil is how long a connection opened now may wait for a free slot:
+// most, but not past deadline, and at least one try (a wait of 0 would be
+// the whole connect timeout).
+func waitUntil(deadline time.Time, most time.Duration) time.Duration {
+	return max(min(most, time.Until(deadline)), time.Nanosecond)
 }
 
 // The pause of serverStores before it opens the stores again, after a store
@@ -333,10 +362,7 @@ const (
 // says the error is a store's busy server, met while the server's first
 // connection was held (worth a try again once it is closed).
 func (a *app) openServerStores(ctx context.Context, mode returns.OpenMode, deadline time.Time) (srv *server, cps *postgres.Store, desk *business.Store, held bool, err error) {
-	// A wait of 0 would be the whole connect timeout: one try is at
-	// least a nanosecond's.
-	left := func(most time.Duration) time.Duration { return max(min(most, time.Until(deadline)), time.Nanosecond) }
-	srv, err = connectServer(ctx, a.store, left(time.Until(deadline)))
+	srv, err = connectServer(ctx, a.store, waitUntil(deadline, time.Until(deadline)))
 	if err != nil {
 		return nil, nil, nil, false, err
 	}
@@ -362,7 +388,7 @@ func (a *app) openServerStores(ctx context.Context, mode returns.OpenMode, deadl
 	if err != nil {
 		return nil, nil, nil, false, err
 	}
-	cps, err = postgres.Open(ctx, a.store, postgres.Options{OpenBusyWait: left(postgres.HeldBusyWait)})
+	cps, err = postgres.Open(ctx, a.store, postgres.Options{OpenBusyWait: waitUntil(deadline, postgres.HeldBusyWait)})
 	if err != nil {
 		return nil, nil, nil, errors.Is(err, business.ErrPGServerBusy), a.storeErr(srv, err)
 	}
@@ -376,7 +402,7 @@ func (a *app) openServerStores(ctx context.Context, mode returns.OpenMode, deadl
 		return nil, nil, nil, false, a.storeErr(srv, err)
 	}
 	desk, err = business.OpenPostgres(ctx, a.store, business.Options{Create: mode.Creates(), Seed: a.seed, Now: srv.now, DataDirID: id,
-		PGOpenBusyWait: left(business.PGHeldBusyWait)})
+		PGOpenBusyWait: waitUntil(deadline, business.PGHeldBusyWait)})
 	if err != nil {
 		return nil, nil, nil, errors.Is(err, business.ErrPGServerBusy), a.storeErr(srv, err)
 	}
@@ -437,16 +463,33 @@ func (a *app) serverService(ctx context.Context, mode returns.OpenMode) (*return
 // over the two schemas). A pair every other command refuses (a schema lost
 // while the other holds runs or task records, or two schemas of different
 // identities) is reported as an error finding, as on a data dir; a
-// database without either schema is ErrNotFound.
+// database without either schema is ErrNotFound. A server with no free
+// connection slot is waited for as serverStores waits for it.
 func (a *app) verifyServer(ctx context.Context) (*returns.VerifyReport, error) {
-	srv, err := connectServer(ctx, a.store, 0)
+	var rep *returns.VerifyReport
+	err := a.withinConnectTimeout(ctx, func(deadline time.Time) (held bool, err error) {
+		rep, held, err = a.verifyServerWithin(ctx, deadline)
+		return held, err
+	})
 	if err != nil {
 		return nil, err
+	}
+	return rep, nil
+}
+
+// verifyServerWithin is one try of verifyServer, the server's first
+// connection waiting for a free slot until deadline, each store's at most
+// business.PGHeldBusyWait; held says a store's opening found the server
+// busy (withinConnectTimeout).
+func (a *app) verifyServerWithin(ctx context.Context, deadline time.Time) (rep *returns.VerifyReport, held bool, err error) {
+	srv, err := connectServer(ctx, a.store, waitUntil(deadline, time.Until(deadline)))
+	if err != nil {
+		return nil, false, err
 	}
 	defer srv.close()
 	found, err := srv.schemas(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	v := returns.ServerVerify{}
 	err = found.Check(returns.OpenExisting)
@@ -454,36 +497,38 @@ func (a *app) verifyServer(ctx context.Context) (*returns.VerifyReport, error) {
 		// Nothing to open: the report says which schema is lost.
 		v.Lost = found.Lost()
 		if err := srv.schemaFacts(ctx, &v, v.Lost.File != returns.CheckpointsSchema, v.Lost.File != returns.BusinessSchema); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		return returns.Verify(ctx, returns.VerifyOptions{DataDir: redactURL(a.store), Host: a.host, Server: &v, Wording: a.fixWording})
+		rep, err = returns.Verify(ctx, returns.VerifyOptions{DataDir: redactURL(a.store), Host: a.host, Server: &v, Wording: a.fixWording})
+		return rep, false, err
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	cps, err := postgres.Open(ctx, a.store, postgres.Options{})
+	cps, err := postgres.Open(ctx, a.store, postgres.Options{OpenBusyWait: waitUntil(deadline, postgres.HeldBusyWait)})
 	if err != nil {
-		return nil, a.storeErr(srv, err)
+		return nil, errors.Is(err, business.ErrPGServerBusy), a.storeErr(srv, err)
 	}
 	defer cps.Close()
 	id, err := cps.DataDirID(ctx)
 	if err != nil {
-		return nil, a.storeErr(srv, err)
+		return nil, false, a.storeErr(srv, err)
 	}
-	desk, err := business.OpenPostgres(ctx, a.store, business.Options{Now: srv.now, DataDirID: id})
+	desk, err := business.OpenPostgres(ctx, a.store, business.Options{Now: srv.now, DataDirID: id, PGOpenBusyWait: waitUntil(deadline, business.PGHeldBusyWait)})
 	switch {
 	case errors.Is(err, business.ErrPairMismatch):
 		// Reported from the identities read below; no cross-store check.
 	case err != nil:
-		return nil, a.storeErr(srv, err)
+		return nil, errors.Is(err, business.ErrPGServerBusy), a.storeErr(srv, err)
 	default:
 		defer desk.Close()
 		v.Desk = desk
 	}
 	if err := srv.schemaFacts(ctx, &v, true, true); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return returns.Verify(ctx, returns.VerifyOptions{DataDir: redactURL(a.store), Checkpoints: cps, Host: a.host, Server: &v, Wording: a.fixWording})
+	rep, err = returns.Verify(ctx, returns.VerifyOptions{DataDir: redactURL(a.store), Checkpoints: cps, Host: a.host, Server: &v, Wording: a.fixWording})
+	return rep, false, err
 }
 
 // schemaFacts reads into v the schema version and the data dir identity

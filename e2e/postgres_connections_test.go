@@ -397,6 +397,7 @@ func TestPostgresLongSlotShortageIsBusy(t *testing.T) {
 		{"start", "second", "A3003", "--reason", "too small"},
 		{"resume", "first", "--action", "approve"},
 		{"show", "first"},
+		{"verify"},
 	} {
 		c := exec.Command(assistantBin(), append([]string{"--store", short, "--output", "json"}, args...)...)
 		out, stderr, code := runCmd(t, c, t.TempDir(), nil)
