@@ -40,8 +40,9 @@ const (
 // for each other until every one of them failed.
 const HeldBusyWait = 500 * time.Millisecond
 
-// ErrServerBusy marks a connection the server refused for the whole
-// connect timeout because it had no free connection slot
+// ErrServerBusy marks a connection the server refused for the whole wait
+// (the connect timeout, or a shorter wait the caller gave) because it had
+// no free connection slot
 // (too_many_connections, 53300) or was starting up (cannot_connect_now,
 // 57P03). IsBusy reports it.
 var ErrServerBusy = errors.New("PostgreSQL server busy")
