@@ -384,8 +384,9 @@ func TestPostgresShortSlotShortageIsWaitedFor(t *testing.T) {
 
 // TestPostgresLongSlotShortageIsBusy: every connection slot stays taken
 // past the connect timeout (here the URL's connect_timeout, 1 s): a
-// command ends busy, exit 3, one line, the JSON error code "busy" with a
-// hint, and the database is as it was.
+// command ends busy, exit 3, one line naming the server once and giving
+// its refusal, the JSON error code "busy" with a hint, and the database is
+// as it was.
 func TestPostgresLongSlotShortageIsBusy(t *testing.T) {
 	t.Parallel()
 	pg := pgStore{url: ownServer(t, slotSessions)}
@@ -410,6 +411,11 @@ func TestPostgresLongSlotShortageIsBusy(t *testing.T) {
 		}
 		if code != 3 || e.Error.Code != "busy" || e.Error.Hint == "" || strings.Count(strings.TrimSuffix(stderr, "\n"), "\n") != 0 {
 			t.Errorf("%v with every slot taken past the connect timeout: exit %d, error %+v, stderr %q; want exit 3, code busy with a hint, one line", args, code, e.Error, stderr)
+		}
+		// What happened, the server named once, in its own words.
+		if !strings.Contains(e.Error.Message, "had no free connection slot") || !strings.Contains(e.Error.Message, "SQLSTATE 53300") ||
+			strings.Count(e.Error.Message, ".s.PGSQL.") != 1 {
+			t.Errorf("%v: message %q; want it to say the server had no free connection slot, its SQLSTATE, and name the server once", args, e.Error.Message)
 		}
 	}
 	release()
