@@ -6,6 +6,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -57,6 +58,10 @@ func IsPGLockBusy(err error) bool { return pgdb.IsBusy(err) && !errors.Is(err, E
 // beside ErrForeignFile or ErrNewerSchema (pgdb.ErrSchemaRefused).
 var ErrPGSchemaRefused = pgdb.ErrSchemaRefused
 
+// PGHeldBusyWait is the PGOpenBusyWait of a caller that holds other
+// connections of the server (pgdb.HeldBusyWait).
+const PGHeldBusyWait = pgdb.HeldBusyWait
+
 // PGConnectTimeout is how long opening a connection may take, waits for a
 // busy server included, unless the URL sets connect_timeout.
 const PGConnectTimeout = pgdb.ConnectTimeout
@@ -71,10 +76,11 @@ func ParsePGConfig(url string) (*pgx.ConnConfig, error) { return pgdb.ParseConfi
 
 // ConnectPG opens one connection with cfg (made by ParsePGConfig) as every
 // connection of the program opens: a server with no free connection slot,
-// or starting up, is waited for within cfg's connect timeout, then the
-// error is busy (IsBusy). Other errors: pgx's.
-func ConnectPG(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
-	return pgdb.Connect(ctx, cfg)
+// or starting up, is waited for for wait (0 or less: cfg's connect
+// timeout), then the error is busy (IsBusy, ErrPGServerBusy). Other
+// errors: pgx's.
+func ConnectPG(ctx context.Context, cfg *pgx.ConnConfig, wait time.Duration) (*pgx.Conn, error) {
+	return pgdb.Connect(ctx, cfg, wait)
 }
 
 // pgBusyTimeout is the sessions' lock_timeout: DefaultBusyTimeout, as for
@@ -140,6 +146,7 @@ func openPostgres(ctx context.Context, url string, opts Options) (*Store, error)
 		MigrationLock: pgMigrationLock,
 		DataDirID:     opts.DataDirID,
 		BusyTimeout:   pgBusyTimeout,
+		OpenBusyWait:  opts.PGOpenBusyWait,
 		OnCreate: func(ctx context.Context, tx *sql.Tx) error {
 			return loadSeed(ctx, tx, postgresQueries, seed, now(), true)
 		},

@@ -131,6 +131,14 @@ type Options struct {
 	// written; a new file, or one migrated to schema 4 now, gets it. ""
 	// checks nothing (a file opened on its own, in tests).
 	DataDirID string
+
+	// PGOpenBusyWait is, on PostgreSQL, how long OpenPostgres waits for a
+	// server with no free connection slot (or starting up) for the
+	// store's first connection before it fails busy (ErrPGServerBusy); 0
+	// takes the connect timeout. A caller that holds other connections
+	// of the server passes PGHeldBusyWait, and on busy closes them and
+	// tries again (docs/postgres.md "Busy"). SQLite ignores it.
+	PGOpenBusyWait time.Duration
 }
 
 // Store is the return desk kept in business.sqlite (Open) or in a

@@ -201,3 +201,14 @@ func encodeMetadata(m flow.Metadata) (string, error) {
 	b.WriteByte('}')
 	return b.String(), nil
 }
+
+// GetContext is the context an error of a store's Get says: "get
+// checkpoint THREAD/ID", or "get the head checkpoint of THREAD" when
+// checkpointID is "" (the thread's head), so no message names an empty
+// id.
+func GetContext(threadID, checkpointID string) string {
+	if checkpointID == "" {
+		return "get the head checkpoint of " + threadID
+	}
+	return "get checkpoint " + threadID + "/" + checkpointID
+}

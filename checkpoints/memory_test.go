@@ -59,3 +59,16 @@ func benchmarkPut(b *testing.B, s flow.Checkpointer) {
 		step++
 	}
 }
+
+// TestGetContextNamesEveryID: a Get error's context names the thread and
+// the checkpoint, or says it is the head; never an empty id ("t/").
+func TestGetContextNamesEveryID(t *testing.T) {
+	for _, tc := range []struct{ thread, id, want string }{
+		{"t1", "c1", "get checkpoint t1/c1"},
+		{"t1", "", "get the head checkpoint of t1"},
+	} {
+		if got := checkpoints.GetContext(tc.thread, tc.id); got != tc.want {
+			t.Errorf("GetContext(%q, %q) = %q, want %q", tc.thread, tc.id, got, tc.want)
+		}
+	}
+}

@@ -422,7 +422,7 @@ func scanCheckpoint(threadID string, row interface{ Scan(...any) error }) (*flow
 func (s *SQLite) Get(ctx context.Context, threadID, checkpointID string) (*flow.Checkpoint, error) {
 	cp, err := s.get(ctx, threadID, checkpointID)
 	if err != nil {
-		return nil, fmt.Errorf("get checkpoint %s/%s: %w", threadID, checkpointID, err)
+		return nil, fmt.Errorf("%s: %w", GetContext(threadID, checkpointID), err)
 	}
 	return cp, nil
 }

@@ -46,13 +46,24 @@ func exitCode(err error) int {
 }
 
 // errorCodeOf is the "code" of the JSON error object for err, which exits
-// with code: "inconsistent" for returns.ErrInconsistent, else errorCode.
+// with code: "inconsistent" for returns.ErrInconsistent, "busy" for
+// returns.ErrBusy (a data file locked past the busy timeout, a lock on the
+// server waited on past the lock timeout, a server without a free
+// connection slot for the connect timeout: trying again later may
+// succeed), else errorCode.
 func errorCodeOf(err error, code int) string {
-	if errors.Is(err, returns.ErrInconsistent) {
+	switch {
+	case errors.Is(err, returns.ErrInconsistent):
 		return returns.CodeInconsistent
+	case errors.Is(err, returns.ErrBusy):
+		return CodeBusy
 	}
 	return errorCode(code)
 }
+
+// CodeBusy is the JSON error code of a busy store (exit 3; docs/cli.md
+// "Errors").
+const CodeBusy = "busy"
 
 func errorCode(code int) string {
 	switch code {

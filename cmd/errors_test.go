@@ -40,6 +40,29 @@ func TestExitCode(t *testing.T) {
 	}
 }
 
+// TestErrorCodeOfBusyStore: the JSON error code of a busy store (a data
+// file or a server lock past the busy timeout, a server without a free
+// connection slot) is "busy", exit 3; a conflict that is not busy stays
+// "conflict" (docs/cli.md "Errors").
+func TestErrorCodeOfBusyStore(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"Busy", fmt.Errorf("start r1: %w", returns.ErrBusy), CodeBusy},
+		{"ServerBusy", &returns.Error{Kind: returns.ErrBusy, Message: "no connection slot free"}, CodeBusy},
+		{"Conflict", fmt.Errorf("stop r1: %w", returns.ErrConflict), "conflict"},
+		{"Inconsistent", fmt.Errorf("task r1 is %w", returns.ErrInconsistent), returns.CodeInconsistent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := errorCodeOf(tc.err, exitCode(tc.err)); got != tc.want {
+				t.Errorf("errorCodeOf(%v) = %q, want %q", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
 // TestCLIWords: the command line words the application layer's inputs as
 // flags and its hints as commands to paste, arguments quoted for a shell.
 func TestCLIWords(t *testing.T) {

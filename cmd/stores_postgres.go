@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"strings"
 	"time"
@@ -31,16 +32,20 @@ type server struct {
 	// now is the clock of every time the command stamps on the server:
 	// the server's, as measured by connectServer (serverClock).
 	now func() time.Time
+	// connectTimeout is the URL's connect_timeout, else the program's.
+	connectTimeout time.Duration
 }
 
 // connectServer parses the URL and connects to it, within the URL's
 // connect_timeout or the program's connect timeout (the connection and its
 // first query); its session has the lock_timeout of every session
-// (business.ParsePGConfig). Errors: ErrInvalid for a URL that does not
+// (business.ParsePGConfig). A server with no free connection slot is
+// waited for for wait (0: the connect timeout), then busy
+// (business.ErrPGServerBusy). Errors: ErrInvalid for a URL that does not
 // parse or names an unknown sslmode, without the URL; an unreachable or
 // silent server is one line naming its host, port, database and user,
 // never the password.
-func connectServer(ctx context.Context, rawURL string) (*server, error) {
+func connectServer(ctx context.Context, rawURL string, wait time.Duration) (*server, error) {
 	// Its errors never repeat the URL; it sets the connect timeout and
 	// the lock_timeout every connection of the program has.
 	cfg, err := business.ParsePGConfig(rawURL)
@@ -48,7 +53,11 @@ func connectServer(ctx context.Context, rawURL string) (*server, error) {
 		return nil, usageErr("--store: %v", scrub(strings.TrimPrefix(err.Error(), business.ErrPGURL.Error()+": "), rawURL))
 	}
 	where := fmt.Sprintf("database %s on %s", cfg.Database, hostPort(cfg.Host, cfg.Port))
-	conn, err := business.ConnectPG(ctx, cfg)
+	began := time.Now()
+	conn, err := business.ConnectPG(ctx, cfg, wait)
+	if errors.Is(err, business.ErrPGServerBusy) {
+		return nil, serverBusy(cfg, time.Since(began), err)
+	}
 	if err != nil {
 		// scrubbed keeps err's chain: a signal while connecting is still
 		// context.Canceled (exit 130), not a storage failure.
@@ -58,7 +67,7 @@ func connectServer(ctx context.Context, rawURL string) (*server, error) {
 		}
 		return nil, &scrubbed{err: err, msg: fmt.Sprintf("cannot reach the PostgreSQL server for %s as user %s: %s", where, cfg.User, scrub(cause, rawURL))}
 	}
-	srv := &server{url: rawURL, where: where, conn: conn}
+	srv := &server{url: rawURL, where: where, conn: conn, connectTimeout: cfg.ConnectTimeout}
 	// The first query has the connect timeout too: a server that took
 	// the handshake and then goes silent does not hang the command.
 	qctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
@@ -93,6 +102,25 @@ func serverClock(ctx context.Context, conn *pgx.Conn, local func() time.Time) (f
 	back := local()
 	offset := at.Sub(sent.Add(back.Sub(sent) / 2))
 	return func() time.Time { return local().Add(offset).UTC().Truncate(time.Millisecond) }, nil
+}
+
+// serverBusy is err, a server's refusal of a connection for lack of a free
+// slot or while starting up (business.ErrPGServerBusy) that lasted
+// waited, as one message naming the database and user once and the
+// server's own words (its refusal and SQLSTATE), without the address
+// again or the password; it matches what err matches.
+func serverBusy(cfg *pgx.ConnConfig, waited time.Duration, err error) error {
+	state := "had no free connection slot"
+	refusal := connectCause(err)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		refusal = pe.Error()
+		if pe.Code == "57P03" {
+			state = "was starting up"
+		}
+	}
+	return &scrubbed{err: err, msg: fmt.Sprintf("the PostgreSQL server of database %s on %s, as user %s, %s for %s: %s",
+		cfg.Database, hostPort(cfg.Host, cfg.Port), cfg.User, state, waited.Round(10*time.Millisecond), refusal)}
 }
 
 // hostPort names a server's address: host:port, or the Unix socket.
@@ -248,11 +276,105 @@ func (s *server) close() { s.conn.Close(context.Background()) }
 // serverStores opens both stores on the server of --store. Under
 // returns.OpenExisting a database without them is ErrNotFound, and nothing
 // is made. close closes what it opened.
+//
+// A server with no free connection slot (or starting up) is waited for
+// within the connect timeout as a whole (docs/postgres.md "Busy"): the
+// first connection waits for a slot while the command holds none; a store
+// that then finds no slot within business.PGHeldBusyWait makes the command
+// close what it holds, pause (jittered) and open all three again, so
+// processes that each hold a slot of a full server do not wait for each
+// other until all fail. Once the connect timeout has passed since the first
+// try the error is the server's busy refusal (business.ErrPGServerBusy).
 func (a *app) serverStores(ctx context.Context, mode returns.OpenMode) (*server, *postgres.Store, *business.Store, error) {
-	srv, err := connectServer(ctx, a.store)
+	var (
+		srv  *server
+		cps  *postgres.Store
+		desk *business.Store
+	)
+	err := a.withinConnectTimeout(ctx, func(deadline time.Time) (held bool, err error) {
+		srv, cps, desk, held, err = a.openServerStores(ctx, mode, deadline)
+		return held, err
+	})
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	return srv, cps, desk, nil
+}
+
+// withinConnectTimeout calls try until it succeeds, or fails with held
+// false, or the connect timeout of the --store URL has passed since the
+// first call: the opening of serverStores and verifyServer. try opens what
+// it needs, waiting for a free slot until deadline for its first
+// connection and at most business.PGHeldBusyWait for each later one
+// (waitUntil); held reports that a later one found no slot, so try closed
+// what it held and a pause (jittered) and a try again may succeed. A
+// server busy at the end is one message for the whole wait (serverBusy).
+func (a *app) withinConnectTimeout(ctx context.Context, try func(deadline time.Time) (held bool, err error)) error {
+	cfg, err := business.ParsePGConfig(a.store)
+	if err != nil {
+		_, err := connectServer(ctx, a.store, 0) // its refusal of the URL
+		return err
+	}
+	began := time.Now()
+	deadline := began.Add(cfg.ConnectTimeout)
+	pause := storesRetryFirstPause
+	for {
+		held, err := try(deadline)
+		if errors.Is(err, business.ErrPGServerBusy) {
+			// Said once, for the whole wait.
+			err = serverBusy(cfg, time.Since(began), err)
+		}
+		if !held {
+			return err
+		}
+		sleep := pause/2 + rand.N(pause/2+1)
+		if time.Now().Add(sleep).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(sleep):
+		}
+		pause = min(2*pause, storesRetryMaxPause)
+	}
+}
+
+// waitUntil is how long a connection opened now may wait for a free slot:
+// most, but not past deadline, and at least one try (a wait of 0 would be
+// the whole connect timeout).
+func waitUntil(deadline time.Time, most time.Duration) time.Duration {
+	return max(min(most, time.Until(deadline)), time.Nanosecond)
+}
+
+// The pause of serverStores before it opens the stores again, after a store
+// found no free connection slot: the first, and the most it grows to by
+// doubling; each is jittered (between half and the whole of it).
+const (
+	storesRetryFirstPause = 50 * time.Millisecond
+	storesRetryMaxPause   = 500 * time.Millisecond
+)
+
+// openServerStores is one try of serverStores: the server's first
+// connection waits for a free slot until deadline, each store's for
+// business.PGHeldBusyWait at most (and not past deadline); each connection
+// is tried at least once. On an error it closes what it opened; held
+// says the error is a store's busy server, met while the server's first
+// connection was held (worth a try again once it is closed).
+func (a *app) openServerStores(ctx context.Context, mode returns.OpenMode, deadline time.Time) (srv *server, cps *postgres.Store, desk *business.Store, held bool, err error) {
+	srv, err = connectServer(ctx, a.store, waitUntil(deadline, time.Until(deadline)))
+	if err != nil {
+		return nil, nil, nil, false, err
+	}
+	opened, openedCps := srv, (*postgres.Store)(nil)
+	defer func() {
+		if err != nil {
+			if openedCps != nil {
+				openedCps.Close()
+			}
+			opened.close()
+		}
+	}()
 	// The test clock moves the server's time as measured: every machine
 	// then reads the same later time.
 	srv.now = a.clock(srv.now)
@@ -264,31 +386,27 @@ func (a *app) serverStores(ctx context.Context, mode returns.OpenMode) (*server,
 		err = a.beforeCreate()
 	}
 	if err != nil {
-		srv.close()
-		return nil, nil, nil, err
+		return nil, nil, nil, false, err
 	}
-	cps, err := postgres.Open(ctx, a.store, postgres.Options{})
+	cps, err = postgres.Open(ctx, a.store, postgres.Options{OpenBusyWait: waitUntil(deadline, postgres.HeldBusyWait)})
 	if err != nil {
-		srv.close()
-		return nil, nil, nil, a.storeErr(srv, err)
+		return nil, nil, nil, errors.Is(err, business.ErrPGServerBusy), a.storeErr(srv, err)
 	}
+	openedCps = cps
 	// The business schema must carry the checkpoint schema's identity,
 	// as the two files of a data dir do: a pair that does not belong
 	// together (one schema restored from another database) is refused
 	// before anything is written.
 	id, err := cps.DataDirID(ctx)
 	if err != nil {
-		cps.Close()
-		srv.close()
-		return nil, nil, nil, a.storeErr(srv, err)
+		return nil, nil, nil, false, a.storeErr(srv, err)
 	}
-	desk, err := business.OpenPostgres(ctx, a.store, business.Options{Create: mode.Creates(), Seed: a.seed, Now: srv.now, DataDirID: id})
+	desk, err = business.OpenPostgres(ctx, a.store, business.Options{Create: mode.Creates(), Seed: a.seed, Now: srv.now, DataDirID: id,
+		PGOpenBusyWait: waitUntil(deadline, business.PGHeldBusyWait)})
 	if err != nil {
-		cps.Close()
-		srv.close()
-		return nil, nil, nil, a.storeErr(srv, err)
+		return nil, nil, nil, errors.Is(err, business.ErrPGServerBusy), a.storeErr(srv, err)
 	}
-	return srv, cps, desk, nil
+	return srv, cps, desk, false, nil
 }
 
 // storeErr is err of opening a store on srv, naming the database and
@@ -345,16 +463,33 @@ func (a *app) serverService(ctx context.Context, mode returns.OpenMode) (*return
 // over the two schemas). A pair every other command refuses (a schema lost
 // while the other holds runs or task records, or two schemas of different
 // identities) is reported as an error finding, as on a data dir; a
-// database without either schema is ErrNotFound.
+// database without either schema is ErrNotFound. A server with no free
+// connection slot is waited for as serverStores waits for it.
 func (a *app) verifyServer(ctx context.Context) (*returns.VerifyReport, error) {
-	srv, err := connectServer(ctx, a.store)
+	var rep *returns.VerifyReport
+	err := a.withinConnectTimeout(ctx, func(deadline time.Time) (held bool, err error) {
+		rep, held, err = a.verifyServerWithin(ctx, deadline)
+		return held, err
+	})
 	if err != nil {
 		return nil, err
+	}
+	return rep, nil
+}
+
+// verifyServerWithin is one try of verifyServer, the server's first
+// connection waiting for a free slot until deadline, each store's at most
+// business.PGHeldBusyWait; held says a store's opening found the server
+// busy (withinConnectTimeout).
+func (a *app) verifyServerWithin(ctx context.Context, deadline time.Time) (rep *returns.VerifyReport, held bool, err error) {
+	srv, err := connectServer(ctx, a.store, waitUntil(deadline, time.Until(deadline)))
+	if err != nil {
+		return nil, false, err
 	}
 	defer srv.close()
 	found, err := srv.schemas(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	v := returns.ServerVerify{}
 	err = found.Check(returns.OpenExisting)
@@ -362,36 +497,38 @@ func (a *app) verifyServer(ctx context.Context) (*returns.VerifyReport, error) {
 		// Nothing to open: the report says which schema is lost.
 		v.Lost = found.Lost()
 		if err := srv.schemaFacts(ctx, &v, v.Lost.File != returns.CheckpointsSchema, v.Lost.File != returns.BusinessSchema); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		return returns.Verify(ctx, returns.VerifyOptions{DataDir: redactURL(a.store), Host: a.host, Server: &v, Wording: a.fixWording})
+		rep, err = returns.Verify(ctx, returns.VerifyOptions{DataDir: redactURL(a.store), Host: a.host, Server: &v, Wording: a.fixWording})
+		return rep, false, err
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	cps, err := postgres.Open(ctx, a.store, postgres.Options{})
+	cps, err := postgres.Open(ctx, a.store, postgres.Options{OpenBusyWait: waitUntil(deadline, postgres.HeldBusyWait)})
 	if err != nil {
-		return nil, a.storeErr(srv, err)
+		return nil, errors.Is(err, business.ErrPGServerBusy), a.storeErr(srv, err)
 	}
 	defer cps.Close()
 	id, err := cps.DataDirID(ctx)
 	if err != nil {
-		return nil, a.storeErr(srv, err)
+		return nil, false, a.storeErr(srv, err)
 	}
-	desk, err := business.OpenPostgres(ctx, a.store, business.Options{Now: srv.now, DataDirID: id})
+	desk, err := business.OpenPostgres(ctx, a.store, business.Options{Now: srv.now, DataDirID: id, PGOpenBusyWait: waitUntil(deadline, business.PGHeldBusyWait)})
 	switch {
 	case errors.Is(err, business.ErrPairMismatch):
 		// Reported from the identities read below; no cross-store check.
 	case err != nil:
-		return nil, a.storeErr(srv, err)
+		return nil, errors.Is(err, business.ErrPGServerBusy), a.storeErr(srv, err)
 	default:
 		defer desk.Close()
 		v.Desk = desk
 	}
 	if err := srv.schemaFacts(ctx, &v, true, true); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return returns.Verify(ctx, returns.VerifyOptions{DataDir: redactURL(a.store), Checkpoints: cps, Host: a.host, Server: &v, Wording: a.fixWording})
+	rep, err = returns.Verify(ctx, returns.VerifyOptions{DataDir: redactURL(a.store), Checkpoints: cps, Host: a.host, Server: &v, Wording: a.fixWording})
+	return rep, false, err
 }
 
 // schemaFacts reads into v the schema version and the data dir identity

@@ -54,7 +54,7 @@ func TestConnectCauseOnce(t *testing.T) {
 // TestConnectServerUnknownHostOnce: a host name that does not resolve
 // (.invalid never does) is one line that names the lookup once.
 func TestConnectServerUnknownHostOnce(t *testing.T) {
-	_, err := connectServer(context.Background(), "postgres://u@no-such-host.invalid/db?connect_timeout=5")
+	_, err := connectServer(context.Background(), "postgres://u@no-such-host.invalid/db?connect_timeout=5", 0)
 	if err == nil {
 		t.Fatal("connected to no-such-host.invalid")
 	}

@@ -268,3 +268,26 @@ func holdCheckpointsLock(t *testing.T, dir string) (release func()) {
 	}
 	return func() { _, _ = conn.ExecContext(context.Background(), `ROLLBACK`) }
 }
+
+// TestContextFault: the check every PostgreSQL command's error line goes
+// through finds a context said twice and an id left empty, and passes a
+// line that says each context once.
+func TestContextFault(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		line  string
+		fault bool
+	}{
+		{"assistant: task g3: task g3: ERROR: canceling statement due to lock timeout (SQLSTATE 55P03); try again", true},
+		{"assistant: show g1: state g1: get checkpoint g1/: ERROR: canceling statement due to lock timeout (SQLSTATE 55P03)", true},
+		{"assistant: show g1: state g1: read the head checkpoint of g1: ERROR: canceling statement due to lock timeout (SQLSTATE 55P03); try again", false},
+		{"assistant: task g1: no such task for user ann; run `assistant list` to see your tasks", false},
+		// The hint may repeat what the message says.
+		{"assistant: task g1: busy; run `assistant show g1`: task g1", false},
+		{"not an error line: a: a", false},
+	} {
+		if got := contextFault(tc.line); (got != "") != tc.fault {
+			t.Errorf("contextFault(%q) = %q, want a fault: %v", tc.line, got, tc.fault)
+		}
+	}
+}

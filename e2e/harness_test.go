@@ -1356,14 +1356,60 @@ func (s pgStore) cmd(env []string, args ...string) *exec.Cmd {
 }
 
 // run runs the binary on the store and returns stdout, stderr and the exit
-// code (128+signal for a killed process).
+// code (128+signal for a killed process). Every error line it prints is
+// checked to say each context once and name every id (wantOneContext).
 func (s pgStore) run(tb testing.TB, env []string, args ...string) (string, string, int) {
 	tb.Helper()
 	c := s.cmd(env, args...)
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
 	err := c.Run()
-	return out.String(), errb.String(), exitOf(tb, err)
+	code := exitOf(tb, err)
+	wantOneContext(tb, args, errb.String())
+	return out.String(), errb.String(), code
+}
+
+// wantOneContext fails tb for each error line of stderr (args' run) that
+// contextFault finds fault with.
+func wantOneContext(tb testing.TB, args []string, stderr string) {
+	tb.Helper()
+	for _, line := range strings.Split(stderr, "\n") {
+		if fault := contextFault(line); fault != "" {
+			tb.Errorf("%v: %s: %q", args, fault, line)
+		}
+	}
+}
+
+// emptyID is an id left empty in a message: "thread/" before a colon, a
+// space or the end, or an empty quoted name.
+var emptyID = regexp.MustCompile(`\w/(:|\s|$)|""|''`)
+
+// contextFault says what is wrong with one error line, "" for nothing: a
+// message says each of its contexts once ("task g1: task g1: …" wraps the
+// same context twice) and names every id it speaks of ("get checkpoint
+// g1/: …" leaves one empty). The contexts are the message's parts between
+// ": ", before the hint ("; " and what follows).
+func contextFault(line string) string {
+	msg, ok := strings.CutPrefix(line, "assistant: ")
+	if !ok {
+		return ""
+	}
+	msg, _, _ = strings.Cut(msg, "; ")
+	seen := map[string]bool{}
+	for _, part := range strings.Split(msg, ": ") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if seen[part] {
+			return fmt.Sprintf("the context %q is said twice", part)
+		}
+		seen[part] = true
+	}
+	if loc := emptyID.FindStringIndex(msg); loc != nil {
+		return fmt.Sprintf("an id is left empty at %q", msg[max(0, loc[0]-20):loc[1]])
+	}
+	return ""
 }
 
 // must runs the binary on the store and fails unless it exits 0; it

@@ -2,12 +2,16 @@ package e2e
 
 // The limits of every PostgreSQL connection (docs/postgres.md "Busy",
 // "A frozen holder"): a lock another session holds ends a command
-// busy instead of hanging it; a server that never answers ends it with
-// exit 1; a --store URL that is refused never repeats itself.
+// busy instead of hanging it; a server with no free connection slot is
+// waited for within the connect timeout, then busy; a server that never
+// answers ends it with exit 1; a --store URL that is refused never
+// repeats itself.
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -18,7 +22,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+
+	"assistant/internal/pgtest"
 )
 
 // hangCap is how long a command may run in these tests before it is
@@ -43,6 +50,7 @@ func runCapped(t *testing.T, env []string, args ...string) (string, int) {
 		t.Errorf("%v: still running after %s: it hangs (stderr so far %q)", args[2:], hangCap, errb.String())
 		return errb.String(), -1
 	}
+	wantOneContext(t, args, errb.String())
 	return errb.String(), exitOf(t, err)
 }
 
@@ -267,5 +275,151 @@ func TestPostgresStoreURLRefusedWithoutRepeatingIt(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// ownServer starts a throw-away cluster for t alone with maxConns
+// connection slots, every one of which a superuser's session may take,
+// and returns the URL of its database postgres; the cluster is stopped
+// and removed with t. Without initdb the test is skipped, or fails when
+// a server is required (CI, ASSISTANT_REQUIRE_PG), as pgtest.Database
+// decides.
+func ownServer(t *testing.T, maxConns int) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), pgtest.DefaultSetupTimeout)
+	defer cancel()
+	srv, err := pgtest.StartWith(ctx, pgtest.Settings{MaxConnections: maxConns})
+	if errors.Is(err, pgtest.ErrNoServer) && !pgtest.Required() {
+		t.Skipf("skipped, no PostgreSQL to start a cluster of %d connection slots: %v; %s=1 or CI makes this a failure", maxConns, err, pgtest.EnvRequire)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), pgtest.DefaultSetupTimeout)
+		defer cancel()
+		if err := srv.Stop(ctx); err != nil {
+			t.Errorf("stop the test's cluster: %v", err)
+		}
+	})
+	return srv.URL
+}
+
+// takeEverySlot opens plain sessions on url until the server refuses the
+// next with too_many_connections (SQLSTATE 53300), so no slot is free,
+// and returns release, which closes them all (once; later calls do
+// nothing). A refusal of another kind fails t.
+func takeEverySlot(t *testing.T, url string) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	var conns []*pgx.Conn
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			for _, c := range conns {
+				c.Close(ctx)
+			}
+		})
+	}
+	t.Cleanup(release)
+	for {
+		c, err := pgx.Connect(ctx, url)
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "53300" {
+			break
+		}
+		if err != nil {
+			t.Fatalf("after %d sessions: %v, want too_many_connections", len(conns), err)
+		}
+		conns = append(conns, c)
+	}
+	if len(conns) == 0 {
+		t.Fatal("the server took no session at all")
+	}
+	return release
+}
+
+// slotSessions is the max_connections of the clusters of the slot tests:
+// fewer than the concurrent starts, which so contend for the slots among
+// themselves too once the test's sessions are gone.
+const slotSessions = 20
+
+// TestPostgresShortSlotShortageIsWaitedFor: every connection slot of the
+// server is taken for 2 s, well inside the connect timeout (10 s), while
+// 24 starts run at once: each waits for a slot and succeeds, one task and
+// one draft each.
+func TestPostgresShortSlotShortageIsWaitedFor(t *testing.T) {
+	t.Parallel()
+	pg := pgStore{url: ownServer(t, slotSessions)}
+	// The schemas are made first: the test is about slots, not about 24
+	// processes making the same schemas.
+	pg.must(t, nil, "start", "first", "A3003", "--reason", "too small")
+	release := takeEverySlot(t, pg.url)
+	time.AfterFunc(2*time.Second, release)
+	const n = 24
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			task := fmt.Sprintf("slot%02d", i)
+			stderr, code := runCapped(t, nil, "--store", pg.url, "start", task, "A3003", "--reason", "too small")
+			if code != 0 {
+				t.Errorf("start %s while every slot was taken for 2 s: exit %d, %q; want 0: a shortage shorter than the connect timeout is waited for", task, code, stderr)
+			}
+		}()
+	}
+	wg.Wait()
+	release()
+	if t.Failed() {
+		return
+	}
+	got := pg.query(t, `SELECT count(*) FROM business.tasks WHERE task_id LIKE 'slot%'`)
+	drafts := pg.query(t, `SELECT count(*) FROM business.drafts WHERE task_id LIKE 'slot%'`)
+	perTask := pg.query(t, `SELECT count(*) FROM (SELECT task_id FROM business.drafts WHERE task_id LIKE 'slot%' GROUP BY task_id HAVING count(*) <> 1) x`)
+	if got != fmt.Sprint(n) || drafts != fmt.Sprint(n) || perTask != "0" {
+		t.Errorf("after %d starts: %s tasks, %s drafts, %s tasks without exactly one draft; want %d, %d, 0", n, got, drafts, perTask, n, n)
+	}
+}
+
+// TestPostgresLongSlotShortageIsBusy: every connection slot stays taken
+// past the connect timeout (here the URL's connect_timeout, 1 s): a
+// command ends busy, exit 3, one line naming the server once and giving
+// its refusal, the JSON error code "busy" with a hint, and the database is
+// as it was.
+func TestPostgresLongSlotShortageIsBusy(t *testing.T) {
+	t.Parallel()
+	pg := pgStore{url: ownServer(t, slotSessions)}
+	pg.must(t, nil, "start", "first", "A3003", "--reason", "too small")
+	before := pg.contents(t)
+	release := takeEverySlot(t, pg.url)
+	short := pg.url + "&connect_timeout=1"
+	for _, args := range [][]string{
+		{"start", "second", "A3003", "--reason", "too small"},
+		{"resume", "first", "--action", "approve"},
+		{"show", "first"},
+		{"verify"},
+	} {
+		c := exec.Command(assistantBin(), append([]string{"--store", short, "--output", "json"}, args...)...)
+		out, stderr, code := runCmd(t, c, t.TempDir(), nil)
+		wantOneContext(t, args, stderr)
+		var e struct {
+			Error struct{ Code, Message, Hint string }
+		}
+		if err := json.Unmarshal([]byte(out), &e); err != nil {
+			t.Errorf("%v: stdout %q is not a JSON error object: %v", args, out, err)
+		}
+		if code != 3 || e.Error.Code != "busy" || e.Error.Hint == "" || strings.Count(strings.TrimSuffix(stderr, "\n"), "\n") != 0 {
+			t.Errorf("%v with every slot taken past the connect timeout: exit %d, error %+v, stderr %q; want exit 3, code busy with a hint, one line", args, code, e.Error, stderr)
+		}
+		// What happened, the server named once, in its own words.
+		if !strings.Contains(e.Error.Message, "had no free connection slot") || !strings.Contains(e.Error.Message, "SQLSTATE 53300") ||
+			strings.Count(e.Error.Message, ".s.PGSQL.") != 1 {
+			t.Errorf("%v: message %q; want it to say the server had no free connection slot, its SQLSTATE, and name the server once", args, e.Error.Message)
+		}
+	}
+	release()
+	if after := pg.contents(t); after != before {
+		t.Errorf("a busy server was written to:\nbefore %s\nafter %s", before, after)
 	}
 }

@@ -6,6 +6,7 @@ package e2e
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -102,7 +103,8 @@ func TestDraftTTLIsPartOfTheInput(t *testing.T) {
 
 // TestLockedFileIsConflict holds business.sqlite's write lock from another
 // connection for longer than the busy timeout: a command that must write
-// exits 3 (busy, as a task held by another process) with a hint, not 1.
+// exits 3 (busy, as a task held by another process) with a hint, not 1;
+// its JSON error code is busy.
 func TestLockedFileIsConflict(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -121,9 +123,13 @@ func TestLockedFileIsConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.ExecContext(context.Background(), `ROLLBACK`)
-	_, stderr, code := run(t, dir, "start", "t1", "A3001", "--reason", "too small")
+	out, stderr, code := run(t, dir, "start", "t1", "A3001", "--reason", "too small")
 	if code != 3 || !strings.Contains(stderr, "write lock") {
 		t.Errorf("start on a locked file: exit %d, stderr %q; want 3 and a hint about the lock", code, stderr)
+	}
+	var e struct{ Error struct{ Code, Hint string } }
+	if err := json.Unmarshal([]byte(out), &e); err != nil || e.Error.Code != "busy" || e.Error.Hint == "" {
+		t.Errorf("start on a locked file: error object %q (%v); want code busy with a hint", out, err)
 	}
 }
 

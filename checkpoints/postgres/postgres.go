@@ -90,7 +90,18 @@ type Options struct {
 	// pool_max_conns, else pgxpool's default (4, or the number of CPUs
 	// when more).
 	MaxConns int32
+	// OpenBusyWait is how long Open waits for a server with no free
+	// connection slot (or starting up) for the pool's first connection,
+	// before it fails busy (pgdb.ErrServerBusy); 0 takes the connect
+	// timeout. A caller that holds other connections of the server passes
+	// HeldBusyWait, and on busy closes them and tries again
+	// (docs/postgres.md "Busy").
+	OpenBusyWait time.Duration
 }
+
+// HeldBusyWait is the OpenBusyWait of a caller that holds other
+// connections of the server (pgdb.HeldBusyWait).
+const HeldBusyWait = pgdb.HeldBusyWait
 
 // Store is a flow.Checkpointer in a PostgreSQL database, safe for
 // concurrent use by goroutines and by processes on many machines. Open it
@@ -148,7 +159,7 @@ func open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if params["application_name"] == "" {
 		params["application_name"] = DefaultApplicationName
 	}
-	pool, err := pgdb.NewPool(ctx, cfg)
+	pool, err := pgdb.NewPool(ctx, cfg, opts.OpenBusyWait)
 	if err != nil {
 		return nil, err
 	}
@@ -463,7 +474,7 @@ func (s *Store) Get(ctx context.Context, threadID, checkpointID string) (*flow.C
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get checkpoint %s/%s: %w", threadID, checkpointID, err)
+		return nil, fmt.Errorf("%s: %w", checkpoints.GetContext(threadID, checkpointID), err)
 	}
 	return cp, nil
 }

@@ -32,14 +32,15 @@ func (s *Service) decidable(ctx context.Context, id, user string) (runs.TaskReco
 		return runs.TaskRecord{}, s.unknownTask(ctx, id, user, err)
 	}
 	if err != nil {
-		return runs.TaskRecord{}, fmt.Errorf("task %s: %w", id, err)
+		return runs.TaskRecord{}, err // mayDecide names the task
 	}
 	return t, nil
 }
 
 // mayDecide reads task id's record from rs and reports whether user may
 // decide it (owner, or a grantee of the owner for a return task, read
-// from desk). Errors: runs.ErrNotFound, storage errors.
+// from desk). Errors: runs.ErrNotFound, storage errors; each names the
+// task once ("task ID: …"), so a caller adds no "task ID" of its own.
 func mayDecide(ctx context.Context, rs *runs.Store, desk *business.Store, id, user string) (runs.TaskRecord, bool, error) {
 	t, err := rs.Task(ctx, id)
 	if err != nil {
@@ -57,8 +58,11 @@ func mayDecideRecord(ctx context.Context, desk *business.Store, t runs.TaskRecor
 		return runs.TaskRecord{}, false, nil
 	}
 	ok, err := desk.MayDecide(ctx, t.User, user)
-	if err != nil || !ok {
-		return runs.TaskRecord{}, false, err
+	if err != nil {
+		return runs.TaskRecord{}, false, fmt.Errorf("task %s: who may decide it: %w", t.ID, err)
+	}
+	if !ok {
+		return runs.TaskRecord{}, false, nil
 	}
 	return t, true, nil
 }
@@ -96,7 +100,7 @@ func (r *runner) answerOnly(ctx context.Context, o ResumeOptions) (*View, error)
 		return nil, taskNotFound(o.Task, o.User)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("task %s: %w", o.Task, err)
+		return nil, err // mayDecide names the task
 	}
 	v, err := r.resume(ctx, t, o)
 	return v.markExpired(r.svc.now()), err

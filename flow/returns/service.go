@@ -152,7 +152,7 @@ func (s *Service) task(ctx context.Context, id, user string) (runs.TaskRecord, e
 		return runs.TaskRecord{}, s.unknownTask(ctx, id, user, err)
 	}
 	if err != nil {
-		return runs.TaskRecord{}, fmt.Errorf("task %s: %w", id, err)
+		return runs.TaskRecord{}, err // runs.Task names the task
 	}
 	return t, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,8 +31,18 @@ const (
 	BusyMaxWait   = 250 * time.Millisecond
 )
 
-// ErrServerBusy marks a connection the server refused for the whole
-// connect timeout because it had no free connection slot
+// HeldBusyWait is how long a process that already holds a connection
+// waits for a busy server to take one more, when it opens another store
+// (OpenBusyWait of Spec, the wait argument of NewPool), before it gives up
+// with ErrServerBusy, so that its caller closes what it holds and tries the
+// whole again (docs/postgres.md "Busy"). Waiting the whole connect timeout
+// instead, processes that each hold one slot of a full server would wait
+// for each other until every one of them failed.
+const HeldBusyWait = 500 * time.Millisecond
+
+// ErrServerBusy marks a connection the server refused for the whole wait
+// (the connect timeout, or a shorter wait the caller gave) because it had
+// no free connection slot
 // (too_many_connections, 53300) or was starting up (cannot_connect_now,
 // 57P03). IsBusy reports it.
 var ErrServerBusy = errors.New("PostgreSQL server busy")
@@ -102,43 +113,54 @@ func retryBusy[T any](ctx context.Context, timeout time.Duration, connect func(c
 }
 
 // Connect opens one connection with cfg (made by ParseConfig), waiting
-// for a busy server within cfg's connect timeout. Errors: pgx's, or
-// ErrServerBusy for a server busy all that time.
-func Connect(ctx context.Context, cfg *pgx.ConnConfig) (*pgx.Conn, error) {
-	return retryBusy(ctx, cfg.ConnectTimeout, func(ctx context.Context) (*pgx.Conn, error) {
+// for a busy server for wait (0 or less: cfg's connect timeout; each try
+// has the connect timeout of its own). Errors: pgx's, or ErrServerBusy for
+// a server busy all that time.
+func Connect(ctx context.Context, cfg *pgx.ConnConfig, wait time.Duration) (*pgx.Conn, error) {
+	if wait <= 0 {
+		wait = cfg.ConnectTimeout
+	}
+	return retryBusy(ctx, wait, func(ctx context.Context) (*pgx.Conn, error) {
 		return pgx.ConnectConfig(ctx, cfg)
 	})
 }
 
 // busyConnector is a database/sql connector whose connections wait for a
-// busy server within the connect timeout.
+// busy server for wait (nanoseconds), which Open sets to the open's wait
+// for the pool's first connection and to the connect timeout after.
 type busyConnector struct {
 	driver.Connector
-	timeout time.Duration
+	wait *atomic.Int64
 }
 
 func (c busyConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	return retryBusy(ctx, c.timeout, c.Connector.Connect)
+	return retryBusy(ctx, time.Duration(c.wait.Load()), c.Connector.Connect)
 }
 
 // newBusyConnector is the database/sql connector of cfg whose every
-// connection waits for a busy server (Connect).
-func newBusyConnector(cfg pgx.ConnConfig) driver.Connector {
-	return busyConnector{Connector: stdlib.GetConnector(cfg), timeout: cfg.ConnectTimeout}
+// connection waits for a busy server for wait (Connect).
+func newBusyConnector(cfg pgx.ConnConfig, wait time.Duration) busyConnector {
+	c := busyConnector{Connector: stdlib.GetConnector(cfg), wait: new(atomic.Int64)}
+	c.wait.Store(int64(wait))
+	return c
 }
 
 // NewPool makes a pgxpool with cfg and opens its first connection, waiting
-// for a busy server within the connect timeout; the connection stays in
-// the pool, so the pool's later work reuses it rather than meet the
+// for a busy server for wait (0 or less: cfg's connect timeout; a caller
+// that holds other connections passes HeldBusyWait); the connection stays
+// in the pool, so the pool's later work reuses it rather than meet the
 // shortage again. pgxpool has no hook around the connections it opens
 // itself, so one it opens later (work on more than one connection at a
 // time) does not wait. Errors: as Connect's.
-func NewPool(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {
+func NewPool(ctx context.Context, cfg *pgxpool.Config, wait time.Duration) (*pgxpool.Pool, error) {
+	if wait <= 0 {
+		wait = cfg.ConnConfig.ConnectTimeout
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	conn, err := retryBusy(ctx, cfg.ConnConfig.ConnectTimeout, pool.Acquire)
+	conn, err := retryBusy(ctx, wait, pool.Acquire)
 	if err != nil {
 		pool.Close()
 		return nil, err

@@ -15,6 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"assistant/business"
+	"assistant/checkpoints/postgres"
 	"assistant/flow/returns"
 	"assistant/internal/pgdb"
 	"assistant/internal/pgtest"
@@ -128,7 +130,7 @@ func TestBusyServerShortShortageIsWaitedFor(t *testing.T) {
 					return
 				}
 				var conn *pgx.Conn
-				conn, err = pgdb.Connect(ctx, cfg)
+				conn, err = pgdb.Connect(ctx, cfg, 0)
 				if err == nil {
 					closer = func() { conn.Close(ctx) }
 				}
@@ -141,7 +143,7 @@ func TestBusyServerShortShortageIsWaitedFor(t *testing.T) {
 				pgdb.SetLimits(cfg.ConnConfig)
 				cfg.MaxConns = 1
 				var pool *pgxpool.Pool
-				pool, err = pgdb.NewPool(ctx, cfg)
+				pool, err = pgdb.NewPool(ctx, cfg, 0)
 				if err == nil {
 					closer = pool.Close
 				}
@@ -180,7 +182,7 @@ func TestBusyServerLongShortageIsBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	conn, err := pgdb.Connect(context.Background(), cfg)
+	conn, err := pgdb.Connect(context.Background(), cfg, 0)
 	took := time.Since(start)
 	if err == nil {
 		conn.Close(context.Background())
@@ -197,5 +199,57 @@ func TestBusyServerLongShortageIsBusy(t *testing.T) {
 	}
 	if h, ok := returns.HintOf(returns.Classify(err)); !ok || h.IsZero() {
 		t.Error("a busy server has no hint")
+	}
+}
+
+// A caller that holds other connections of the server gives a short wait
+// (HeldBusyWait): the opening of either store, and one connection, gives
+// up busy after it, well before the connect timeout, so the caller can
+// give back what it holds (docs/postgres.md "Busy").
+func TestBusyServerHeldWaitGivesUpEarly(t *testing.T) {
+	roleURL := limitedRole(t, pgtest.Database(t), 1, "")
+	takeSlots(t, roleURL, 1, 0)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		open func() error
+	}{
+		{"Connect", func() error {
+			cfg, err := pgdb.ParseConfig(roleURL)
+			if err != nil {
+				return err
+			}
+			conn, err := pgdb.Connect(ctx, cfg, pgdb.HeldBusyWait)
+			if err == nil {
+				conn.Close(ctx)
+			}
+			return err
+		}},
+		{"BusinessStore", func() error {
+			s, err := business.OpenPostgres(ctx, roleURL, business.Options{PGOpenBusyWait: business.PGHeldBusyWait})
+			if err == nil {
+				s.Close()
+			}
+			return err
+		}},
+		{"CheckpointStore", func() error {
+			s, err := postgres.Open(ctx, roleURL, postgres.Options{OpenBusyWait: postgres.HeldBusyWait})
+			if err == nil {
+				s.Close()
+			}
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			err := tc.open()
+			took := time.Since(start)
+			if !errors.Is(err, pgdb.ErrServerBusy) {
+				t.Fatalf("open with no slot free: %v, want ErrServerBusy", err)
+			}
+			if took >= pgdb.ConnectTimeout {
+				t.Errorf("gave up after %s: the whole connect timeout (%s), not the wait given (%s)", took, pgdb.ConnectTimeout, pgdb.HeldBusyWait)
+			}
+		})
 	}
 }

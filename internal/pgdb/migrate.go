@@ -47,6 +47,13 @@ type Spec struct {
 	// IsBusy reports, as SQLite's busy timeout does. 0 takes
 	// LockTimeout (ParseConfig).
 	BusyTimeout time.Duration
+	// OpenBusyWait is how long Open waits for a server with no free
+	// connection slot (or starting up) for the pool's first connection,
+	// before it fails with ErrServerBusy; 0 takes the connect timeout. A
+	// caller that holds other connections of the server passes
+	// HeldBusyWait. The pool's later connections wait the connect
+	// timeout.
+	OpenBusyWait time.Duration
 }
 
 // refusal is a refusal of Open that also matches (errors.Is) its SQLite
@@ -104,7 +111,12 @@ func Open(ctx context.Context, url string, spec Spec) (*sql.DB, error) {
 	if params["application_name"] == "" {
 		params["application_name"] = DefaultApplicationName
 	}
-	db := sql.OpenDB(newBusyConnector(*cfg))
+	openWait := spec.OpenBusyWait
+	if openWait <= 0 {
+		openWait = cfg.ConnectTimeout
+	}
+	connector := newBusyConnector(*cfg, openWait)
+	db := sql.OpenDB(connector)
 	if spec.MaxConns > 0 {
 		db.SetMaxOpenConns(spec.MaxConns)
 	}
@@ -112,6 +124,8 @@ func Open(ctx context.Context, url string, spec Spec) (*sql.DB, error) {
 		db.Close()
 		return nil, err
 	}
+	// The pool's later connections wait the whole connect timeout.
+	connector.wait.Store(int64(cfg.ConnectTimeout))
 	return db, nil
 }
 

@@ -25,9 +25,24 @@ type Server struct {
 	// Dir holds the cluster (data/), its socket and its log (server.log).
 	Dir string
 
-	bin  string              // the directory of initdb and pg_ctl
-	cred *syscall.Credential // whom the cluster runs as; nil: this process's user
+	bin      string              // the directory of initdb and pg_ctl
+	cred     *syscall.Credential // whom the cluster runs as; nil: this process's user
+	settings Settings
 }
+
+// Settings are the server settings of a cluster StartWith makes that differ
+// from Start's.
+type Settings struct {
+	// MaxConnections is the server's max_connections: how many sessions
+	// it takes at once, the superuser's included (its
+	// superuser_reserved_connections is 0, so a test's superuser sessions
+	// can take every slot). 0 means 300, enough for every test of a
+	// package running in parallel.
+	MaxConnections int
+}
+
+// DefaultMaxConnections is the max_connections of a cluster Start makes.
+const DefaultMaxConnections = 300
 
 // dirPrefix starts the name of every directory Start makes; the process id
 // follows, so that a later Start can tell a cluster whose process is gone.
@@ -43,7 +58,15 @@ const maxSocketPath = 107
 // earlier test processes that are gone (killed before Main could stop
 // them). The caller must Stop the server. Errors: ErrNoServer (wrapped)
 // when PostgreSQL is not installed; else what initdb or pg_ctl said.
-func Start(ctx context.Context) (*Server, error) {
+func Start(ctx context.Context) (*Server, error) { return StartWith(ctx, Settings{}) }
+
+// StartWith is Start with settings: a cluster of its own for a test about
+// the server's limits (a few connection slots), beside the shared one of
+// Database. Errors: as Start's.
+func StartWith(ctx context.Context, settings Settings) (*Server, error) {
+	if settings.MaxConnections <= 0 {
+		settings.MaxConnections = DefaultMaxConnections
+	}
 	bin, err := findBinDir()
 	if err != nil {
 		return nil, err
@@ -57,7 +80,7 @@ func Start(ctx context.Context) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start a test cluster: %w", err)
 	}
-	s := &Server{Dir: dir, bin: bin, cred: cred}
+	s := &Server{Dir: dir, bin: bin, cred: cred, settings: settings}
 	if err := s.start(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("start a test cluster in %s: %w", dir, err), s.Stop(ctx))
 	}
@@ -86,8 +109,9 @@ port = 5432
 fsync = off
 full_page_writes = off
 synchronous_commit = on
-max_connections = 300
-`, s.Dir)
+max_connections = %d
+superuser_reserved_connections = 0
+`, s.Dir, s.settings.MaxConnections)
 	f, err := os.OpenFile(filepath.Join(data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		return err
