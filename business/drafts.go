@@ -316,18 +316,21 @@ func (s *Store) Submit(ctx context.Context, draftID, user string, now time.Time,
 //     reused=true, even if the draft has expired since (the draft id is the
 //     idempotency key, applications.draft_id UNIQUE);
 //   - else the draft must exist and belong to user (ErrNotFound otherwise,
-//     also when an existing application belongs to another user), be the
-//     task's current version (ErrConflict for a superseded one), and now
-//     must be before expires_at (ErrDraftExpired otherwise, nothing written);
-//   - else the draft's order must still be eligible at now (Eligibility:
-//     delivered, within its return window, not final sale, no pending
-//     application): *IneligibleError otherwise (matching ErrIneligible,
-//     and ErrOpenApplication for a pending application), nothing written;
+//     also when an existing application belongs to another user) and be
+//     the task's current version (ErrConflict for a superseded one);
 //   - else every one of checks, the caller's rules judged again in tx
 //     (SubmitCheck: the run still holds the task, ApprovalsCount: the
 //     approvals still count), must pass: its error otherwise, no
 //     application written (Submit and SubmitDecided then mark the
-//     approvals of an *UncountedError in the trail, in their commit);
+//     approvals of an *UncountedError in the trail, in their commit).
+//     They come before the two rules below, so that a committed stop
+//     wins over an expiry or an order that changed;
+//   - else now must be before expires_at (ErrDraftExpired otherwise,
+//     nothing written);
+//   - else the draft's order must still be eligible at now (Eligibility:
+//     delivered, within its return window, not final sale, no pending
+//     application): *IneligibleError otherwise (matching ErrIneligible,
+//     and ErrOpenApplication for a pending application), nothing written;
 //   - else an application with review_status ReviewPending is inserted.
 //
 // tx should come from s.Handle().Begin (on SQLite, s.DB() will do): it
@@ -387,6 +390,15 @@ func (s *Store) submitCheck(ctx context.Context, tx sqlstore.Querier, draftID, u
 	if d.Superseded {
 		return Application{}, false, Draft{}, fmt.Errorf("submit draft %s: version %d was superseded by a newer version: %w", draftID, d.Version, ErrConflict)
 	}
+	// The caller's checks come before the draft's own expiry and the
+	// order's eligibility: a stop committed first (the run no longer
+	// holds the task) refuses the submit before any refusal that would end
+	// the run, so a stopped run changes no status again.
+	for _, check := range checks {
+		if err := check(ctx, tx); err != nil {
+			return Application{}, false, Draft{}, err
+		}
+	}
 	if !now.Before(d.ExpiresAt) {
 		return Application{}, false, Draft{}, fmt.Errorf("submit draft %s: expired at %s: %w",
 			draftID, d.ExpiresAt.Format(time.RFC3339), ErrDraftExpired)
@@ -407,12 +419,6 @@ func (s *Store) submitCheck(ctx context.Context, tx sqlstore.Querier, draftID, u
 	if code != "" {
 		return Application{}, false, Draft{}, fmt.Errorf("submit draft %s: %w", draftID, &IneligibleError{Order: d.OrderID, Code: code})
 	}
-	for _, check := range checks {
-		if err := check(ctx, tx); err != nil {
-			return Application{}, false, Draft{}, err
-		}
-	}
-
 	return Application{}, false, d, nil
 }
 

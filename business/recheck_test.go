@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"assistant/internal/sqlstore"
 )
 
 // TestSubmitChecksEligibilityAgain: the facts a draft was prepared on may
@@ -74,6 +76,43 @@ func testSubmitChecksEligibilityAgain(t *testing.T, kind storeKind) {
 			t.Fatalf("Submit after the window closed = %+v reused=%v err=%v, want %s reused", again, reused, err, a.ID)
 		}
 	})
+}
+
+// TestSubmitChecksComeBeforeExpiryAndEligibility: a caller's check that
+// refuses (a stop committed first) is the submit's answer even when the
+// draft has expired or its order can no longer be returned, so that a
+// stopped run is refused, not ended failed.
+func TestSubmitChecksComeBeforeExpiryAndEligibility(t *testing.T) {
+	forStores(t, testSubmitChecksComeBeforeExpiryAndEligibility)
+}
+
+func testSubmitChecksComeBeforeExpiryAndEligibility(t *testing.T, kind storeKind) {
+	ctx := context.Background()
+	day := 24 * time.Hour
+	stopped := errors.New("the run no longer holds the task")
+	refuse := func(context.Context, sqlstore.Querier) error { return stopped }
+	for _, tt := range []struct {
+		name  string
+		order string
+		ttl   time.Duration
+		at    time.Duration
+	}{
+		{"Expired", "A3003", time.Hour, 2 * time.Hour},
+		{"WindowClosed", "A3008", 7 * day, day + time.Minute},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := newSeededOn(t, kind)
+			d := mustPrepare(t, s, "stopped", tt.order, tt.ttl, t0)
+			before, _ := s.CountApplications(ctx, "")
+			_, _, err := s.Submit(ctx, d.ID, "demo-user", t0.Add(tt.at), refuse)
+			if !errors.Is(err, stopped) {
+				t.Fatalf("Submit = %v, want the check's refusal first", err)
+			}
+			if after, _ := s.CountApplications(ctx, ""); after != before {
+				t.Errorf("applications %d → %d, want none made", before, after)
+			}
+		})
+	}
 }
 
 func TestApplicationLookups(t *testing.T) { forStores(t, testApplicationLookups) }
