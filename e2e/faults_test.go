@@ -11,6 +11,7 @@ package e2e
 // one line (keepFigures).
 
 import (
+	"assistant/flow/returns"
 	"assistant/internal/pgtest"
 	"bytes"
 	"encoding/json"
@@ -339,31 +340,43 @@ func faultMatrix(t *testing.T, kind storeKind, scs []scenario) {
 				}
 				// The run with no fault, the reference for equivalence; on
 				// the way, a copy of what the steps before each step leave,
-				// where a case of that step starts (nil: from nothing).
+				// where a case of that step starts (nil: from nothing), and
+				// the points each step passes, as it traces them.
 				ref := kind.make(t)
 				before := make([]faultStore, len(sc.steps))
+				passes := make([]map[string]bool, len(sc.steps))
+				traces := t.TempDir()
 				for k, st := range sc.steps {
 					if k > 0 && kind.copy != nil {
 						before[k] = kind.copy(t, ref)
 					}
-					if _, code, _ := faultRunOn(t, ref, "", st); code != 0 {
+					trace := filepath.Join(traces, fmt.Sprintf("step-%d", k+1))
+					if _, code, _ := faultRunOn(t, ref, returns.FaultTrace+trace, st); code != 0 {
 						t.Fatalf("%s: reference run: %v exit %d", sc.name, st, code)
 					}
+					passes[k] = tracedPoints(t, trace)
 				}
 				final, _, _ := faultRunOn(t, ref, "", []string{"show", "t"})
 				for k := range sc.steps {
 					for j, point := range faultPoints() {
 						t.Run(fmt.Sprintf("%d_%s", k+1, point), func(t *testing.T) {
+							// A point the step does not pass is no case:
+							// switched on, it would kill nothing.
+							if !passes[k][point] {
+								return
+							}
 							if parallel {
 								t.Parallel()
 							}
-							c, reached := runFaultCase(t, kind, sc, k, point, mask(final), before[k], !parallel)
-							if reached {
-								c.order = [3]int{i, k, j}
-								mu.Lock()
-								cases = append(cases, c)
-								mu.Unlock()
+							c, killed := runFaultCase(t, kind, sc, k, point, mask(final), before[k], !parallel)
+							if !killed {
+								t.Errorf("%s: step %v passes %s without a fault, but with it switched on it was not killed there", sc.name, sc.steps[k], point)
+								return
 							}
+							c.order = [3]int{i, k, j}
+							mu.Lock()
+							cases = append(cases, c)
+							mu.Unlock()
 						})
 					}
 				}
@@ -406,10 +419,26 @@ func faultMatrix(t *testing.T, kind storeKind, scs []scenario) {
 	}
 }
 
+// tracedPoints is the set of fault points a trace file names
+// (returns.FaultTrace), one a line; a missing file names none (the
+// command passed no point).
+func tracedPoints(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	points := map[string]bool{}
+	for _, p := range strings.Fields(string(b)) {
+		points[p] = true
+	}
+	return points
+}
+
 // runFaultCase kills step k of sc at point and checks recovery. The case
 // starts from a copy of before, what the steps before k leave, or, when
-// before is nil, runs those steps on a new store. reached is false when
-// the command never reaches the point.
+// before is nil, runs those steps on a new store. the bool is false when
+// the command was not killed at the point.
 //
 // timed says the case runs alone (measured), so that its recovery's wall
 // time is its own and check 7 bounds it; else check 7 is n/a.
