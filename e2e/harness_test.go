@@ -707,16 +707,18 @@ func makeDataDir(t *testing.T, dir string) {
 		}
 		mustRun(tb, dir, "orders", "import", file)
 	}
-	if !fromFixture(t, dir, "init", importInit) {
+	if !fromLastingFixture(t, dir, "init", importInit) {
 		importInit(t, dir)
 	}
 }
 
 // A fixture is a data dir that many tests start from: made once by the
 // commands that make it, then copied into each test's new data dir, which
-// costs a copy of two files instead of the commands. One older than
-// fixtureMaxAge is made again, so that the drafts a test finds in it are
-// as fresh as if it had made them (a draft is valid for 300 s by default).
+// costs a copy of two files instead of the commands. One that holds
+// drafts (fromFixture) is made again once older than fixtureMaxAge, so
+// that the drafts a test finds in it are as fresh as if it had made them
+// (a draft is valid for 300 s by default); one that holds nothing that
+// expires (fromLastingFixture: orders, grants) is made once.
 type fixture struct {
 	mu  sync.Mutex
 	dir string    // the data dir; "" until made
@@ -737,6 +739,21 @@ var (
 // fixture makes a data dir, it does not add to one.
 func fromFixture(tb testing.TB, dir, name string, build func(tb testing.TB, dir string)) bool {
 	tb.Helper()
+	return fromFixtureAged(tb, dir, name, fixtureMaxAge, build)
+}
+
+// fromLastingFixture is fromFixture for a fixture that holds nothing that
+// expires (orders delivered days ago, grants; no draft, no lease): made the
+// first time it is asked for, and never again.
+func fromLastingFixture(tb testing.TB, dir, name string, build func(tb testing.TB, dir string)) bool {
+	tb.Helper()
+	return fromFixtureAged(tb, dir, name, 0, build)
+}
+
+// fromFixtureAged is fromFixture with the age past which the fixture is
+// made again (0: never).
+func fromFixtureAged(tb testing.TB, dir, name string, maxAge time.Duration, build func(tb testing.TB, dir string)) bool {
+	tb.Helper()
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return false
 	}
@@ -749,7 +766,7 @@ func fromFixture(tb testing.TB, dir, name string, build func(tb testing.TB, dir 
 	fixturesMu.Unlock()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.dir == "" || time.Since(f.at) > fixtureMaxAge {
+	if f.dir == "" || (maxAge > 0 && time.Since(f.at) > maxAge) {
 		parent, err := os.MkdirTemp(binDir, "fixture-"+name+"-")
 		if err != nil {
 			tb.Fatal(err)
@@ -1064,7 +1081,7 @@ func batchFile(tb testing.TB, dir string, n int) string {
 		tb.Helper()
 		mustRun(tb, dir, "orders", "import", ordersPath)
 	}
-	if !fromFixture(tb, dir, fmt.Sprintf("orders-%d", n), importOrders) {
+	if !fromLastingFixture(tb, dir, fmt.Sprintf("orders-%d", n), importOrders) {
 		importOrders(tb, dir)
 	}
 	return path
@@ -1303,7 +1320,8 @@ func as(t *testing.T, dir, user string, want int, args ...string) (approvalView,
 	return v, stderr
 }
 
-// ciBotOrders imports returnable orders C1..C9 of ci-bot into dir.
+// ciBotOrders imports returnable orders C1..C9 of ci-bot into dir. A new
+// data dir is a copy of the fixture that import made.
 func ciBotOrders(t *testing.T, dir string) {
 	t.Helper()
 	var b strings.Builder
@@ -1315,7 +1333,13 @@ func ciBotOrders(t *testing.T, dir string) {
 	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	as(t, dir, "ci-bot", 0, "orders", "import", file)
+	importOrders := func(tb testing.TB, dir string) {
+		tb.Helper()
+		mustRun(tb, dir, "--user", "ci-bot", "orders", "import", file)
+	}
+	if !fromLastingFixture(t, dir, "ci-bot-orders", importOrders) {
+		importOrders(t, dir)
+	}
 }
 
 // listedAs is list as user with args: "task=owner" of each task.
@@ -1528,7 +1552,8 @@ func (s cliStore) want(t *testing.T, env []string, code int, user string, args .
 }
 
 // ownerOrders imports owner's returnable orders Z1..Z5 and grants alice,
-// bob and carol.
+// bob and carol. A new data dir is a copy of the fixture those commands
+// made.
 func (s cliStore) ownerOrders(t *testing.T) {
 	t.Helper()
 	var b strings.Builder
@@ -1539,6 +1564,16 @@ func (s cliStore) ownerOrders(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "orders.csv")
 	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	build := func(tb testing.TB, dir string) {
+		tb.Helper()
+		mustRun(tb, dir, "--user", "owner", "orders", "import", file)
+		for _, u := range []string{"alice", "bob", "carol"} {
+			mustRun(tb, dir, "--user", "owner", "approvers", "grant", u)
+		}
+	}
+	if s.dir != "" && fromLastingFixture(t, s.dir, "owner-orders", build) {
+		return
 	}
 	s.want(t, nil, 0, "owner", "orders", "import", file)
 	for _, u := range []string{"alice", "bob", "carol"} {
