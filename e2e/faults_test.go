@@ -72,9 +72,16 @@ var scenarios = []scenario{
 // faultRunOn is faultRun on the stores of st.
 func faultRunOn(tb testing.TB, st faultStore, point string, args []string) (string, int, time.Duration) {
 	tb.Helper()
+	return faultRunEnv(tb, st, point, nil, args)
+}
+
+// faultRunEnv is faultRunOn with env (KEY=VALUE items) added to the
+// command's environment.
+func faultRunEnv(tb testing.TB, st faultStore, point string, env, args []string) (string, int, time.Duration) {
+	tb.Helper()
 	args = withCurrentDraft(tb, st, args)
 	c := exec.Command(assistantBin(), withDefaults(args, append(st.flags(), "--output", "json")...)...)
-	c.Env = append(os.Environ(), "ASSISTANT_FAULT="+point)
+	c.Env = append(append(os.Environ(), "ASSISTANT_FAULT="+point), env...)
 	var out bytes.Buffer
 	c.Stdout = &out
 	start := time.Now()
@@ -558,16 +565,19 @@ func runFaultCase(t *testing.T, kind storeKind, sc scenario, k int, point, wantF
 	return c, true
 }
 
-// expiryAcrossCrash kills the approval command at point with a 1 s draft,
-// lets the draft expire while no process runs, then recovers: the request
-// must end failed/draft_expired with nothing submitted — unless the kill
-// came after the application committed, when the application stands.
+// expiryAcrossCrash kills the approval command at point, lets the draft
+// expire while no process runs, then recovers: the request must end
+// failed/draft_expired with nothing submitted — unless the kill came
+// after the application committed, when the application stands. The
+// draft is valid for draftTTLAcrossCrash, which no load outlasts before
+// the approval runs; the recovering command lives past it on the test
+// clock (docs/ci.md "A test clock").
 func expiryAcrossCrash(t *testing.T, kind storeKind, sc scenario, k int, point string) string {
 	if sc.name != "approve" || k != 1 {
 		return "n/a"
 	}
 	dir := kind.make(t)
-	start := append(slices.Clone(sc.steps[0]), "--draft-ttl", "1s")
+	start := append(slices.Clone(sc.steps[0]), "--draft-ttl", draftTTLAcrossCrash)
 	if _, code, _ := faultRunOn(t, dir, "", start); code != 0 {
 		return "FAIL: start"
 	}
@@ -575,8 +585,7 @@ func expiryAcrossCrash(t *testing.T, kind storeKind, sc scenario, k int, point s
 		return "FAIL: not killed"
 	}
 	committed := dir.scalar(t, qApps) == "1"
-	time.Sleep(1100 * time.Millisecond) // the draft expires on the wall clock while no process runs
-	out, code, _ := faultRunOn(t, dir, "", sc.steps[1])
+	out, code, _ := faultRunEnv(t, dir, "", []string{"ASSISTANT_CLOCK=" + clockPastTTL}, sc.steps[1])
 	if code != 0 {
 		return fmt.Sprintf("FAIL: recovery exit %d", code)
 	}
@@ -594,6 +603,13 @@ func expiryAcrossCrash(t *testing.T, kind storeKind, sc scenario, k int, point s
 	}
 	return fmt.Sprintf("FAIL: stage %q, %s applications, committed before kill %v", v.Stage, apps, committed)
 }
+
+// The draft of check 5 (expiryAcrossCrash) and the test clock of its
+// recovery, a minute past the draft's expiry.
+const (
+	draftTTLAcrossCrash = "10m"
+	clockPastTTL        = "+11m"
+)
 
 // faultRecoveryLimit bounds each recovery of the fault matrix, by the
 // recovering command's recovery_ms (check 7, docs/recovery.md "The fault
