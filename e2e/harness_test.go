@@ -76,6 +76,7 @@ func TestMain(m *testing.M) {
 	// pgtest.Run: the PostgreSQL tests (newPGStore) get their databases
 	// from a server it starts once and stops here.
 	code := pgtest.Run(m)
+	dropPGFixtures()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -1503,6 +1504,88 @@ func (s pgStore) pausedAt(t *testing.T, point string, env []string, args ...stri
 	return startPaused(t, s.cmd(append([]string{returns.FaultEnv + "=" + point + returns.FaultPause}, env...), args...), point)
 }
 
+// A PostgreSQL fixture is a database that many tests start from, as a
+// data dir's fixture is (fromLastingFixture): made once by the commands
+// that make it, kept until the tests end, and copied (CREATE DATABASE …
+// TEMPLATE) into each test's database in place of the commands. It holds
+// nothing that expires.
+type pgFixture struct {
+	mu    sync.Mutex
+	name  string // the database; "" until made
+	admin string // a connection string to the server's postgres database
+}
+
+var (
+	pgFixturesMu sync.Mutex
+	pgFixtures   = map[string]*pgFixture{}
+)
+
+// fromPGFixture makes the database of s, when it holds neither store's
+// schema, a copy of the fixture name, which build makes on a database of
+// its own the first time it is asked for, and reports true; it copies
+// nothing and reports false when s holds a store. No session may be open
+// on s's database: it is dropped and made again under its name.
+func fromPGFixture(t *testing.T, s pgStore, name string, build func(t *testing.T, s pgStore)) bool {
+	t.Helper()
+	if s.query(t, `SELECT count(*) FROM pg_namespace WHERE nspname IN ('checkpoints', 'business')`) != "0" {
+		return false
+	}
+	db, err := databaseName(s.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgtest.WithDatabase(s.url, "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgFixturesMu.Lock()
+	f := pgFixtures[name]
+	if f == nil {
+		f = &pgFixture{}
+		pgFixtures[name] = f
+	}
+	pgFixturesMu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.name == "" {
+		made := newPGStore(t)
+		build(t, made)
+		from, err := databaseName(made.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fixture := from + "_fixture_" + name
+		pgStore{admin}.exec(t, `CREATE DATABASE `+pgx.Identifier{fixture}.Sanitize()+` TEMPLATE `+pgx.Identifier{from}.Sanitize())
+		f.name, f.admin = fixture, admin
+	}
+	ident := pgx.Identifier{db}.Sanitize()
+	pgStore{admin}.exec(t, `DROP DATABASE `+ident+` WITH (FORCE)`)
+	pgStore{admin}.exec(t, `CREATE DATABASE `+ident+` TEMPLATE `+pgx.Identifier{f.name}.Sanitize())
+	return true
+}
+
+// dropPGFixtures drops the databases of the PostgreSQL fixtures, once the
+// tests have ended. A server the tests started is gone by then, and its
+// databases with it: a drop that fails is only reported.
+func dropPGFixtures() {
+	pgFixturesMu.Lock()
+	defer pgFixturesMu.Unlock()
+	for _, f := range pgFixtures {
+		if f.name == "" {
+			continue
+		}
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, f.admin)
+		if err != nil {
+			continue // the server the tests started is gone
+		}
+		if _, err := conn.Exec(ctx, `DROP DATABASE IF EXISTS `+pgx.Identifier{f.name}.Sanitize()+` WITH (FORCE)`); err != nil {
+			fmt.Fprintf(os.Stderr, "drop fixture database %s: %v\n", f.name, err)
+		}
+		conn.Close(ctx)
+	}
+}
+
 // cliStore is where a test's commands keep both stores: a data dir, or a
 // PostgreSQL database.
 type cliStore struct {
@@ -1573,6 +1656,16 @@ func (s cliStore) ownerOrders(t *testing.T) {
 		}
 	}
 	if s.dir != "" && fromLastingFixture(t, s.dir, "owner-orders", build) {
+		return
+	}
+	buildPG := func(t *testing.T, db pgStore) {
+		t.Helper()
+		db.must(t, nil, "--user", "owner", "orders", "import", file)
+		for _, u := range []string{"alice", "bob", "carol"} {
+			db.must(t, nil, "--user", "owner", "approvers", "grant", u)
+		}
+	}
+	if s.dir == "" && fromPGFixture(t, s.pg, "owner_orders", buildPG) {
 		return
 	}
 	s.want(t, nil, 0, "owner", "orders", "import", file)
