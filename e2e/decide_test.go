@@ -244,7 +244,10 @@ func TestDecideRowsRefused(t *testing.T) {
 func TestDecideWaitStopResume(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	file := parked(t, dir, 3000)
+	// As many rows as rowsCommands' decide, from the same fixture: in
+	// chunks of 10, far from done when the stop lands.
+	n := rowsCommands[1].n
+	file := parked(t, dir, n)
 	c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "decide", "-", "--id", "d1", "--chunk", "10", "--exit-status")
 	c.Stdin = strings.NewReader(file)
 	var out bytes.Buffer
@@ -266,7 +269,7 @@ func TestDecideWaitStopResume(t *testing.T) {
 	if _, stderr, code := run(t, dir, "wait", "d1"); code != 0 {
 		t.Fatalf("wait d1: exit %d, %s", code, stderr)
 	}
-	checkAppliedOnce(t, dir, 3000)
+	checkAppliedOnce(t, dir, n)
 	verifyClean(t, dir)
 }
 

@@ -11,6 +11,7 @@ package e2e
 // one line (keepFigures).
 
 import (
+	"assistant/flow/returns"
 	"assistant/internal/pgtest"
 	"bytes"
 	"encoding/json"
@@ -57,23 +58,33 @@ type scenario struct {
 	width int
 }
 
+// Each walkthrough's draft lives an hour: a case starts from a copy of
+// what the reference run left, which on a loaded machine (or with
+// -parallel 1) may be more than the default 300 s older than the case.
 var scenarios = []scenario{
-	{"approve", [][]string{{"start", "t", "A3003", "--reason", "too small"}, {"resume", "t", "--action", "approve"}}, 1, 0, 0},
-	{"reason", [][]string{{"start", "t", "A3004"}, {"resume", "t", "--reason", "wrong colour"}, {"resume", "t", "--action", "approve"}}, 1, 0, 0},
-	{"cancel", [][]string{{"start", "t", "A3001", "--reason", "broken"}, {"resume", "t", "--action", "cancel"}}, 0, 0, 0},
+	{"approve", [][]string{{"start", "t", "A3003", "--reason", "too small", "--draft-ttl", "1h"}, {"resume", "t", "--action", "approve"}}, 1, 0, 0},
+	{"reason", [][]string{{"start", "t", "A3004", "--draft-ttl", "1h"}, {"resume", "t", "--reason", "wrong colour"}, {"resume", "t", "--action", "approve"}}, 1, 0, 0},
+	{"cancel", [][]string{{"start", "t", "A3001", "--reason", "broken", "--draft-ttl", "1h"}, {"resume", "t", "--action", "cancel"}}, 0, 0, 0},
 	// An edit loops back through prepare (a second draft
 	// version); two approvals run review and review_2 in one superstep.
 	// The grant comes after start: only start makes a data dir.
-	{"edit", [][]string{{"start", "t", "A3002", "--reason", "broken"}, {"resume", "t", "--action", "edit", "--reason", "too big"}, {"resume", "t", "--action", "approve", "--draft", currentDraft}}, 1, 2, 0},
-	{"two", [][]string{{"start", "t", "A3003", "--reason", "broken", "--approvals", "2"}, {"approvers", "grant", "alice"}, {"approvers", "grant", "bob"}, {"resume", "t", "--action", "approve", "--user", "alice"}, {"resume", "t", "--action", "approve", "--user", "bob"}}, 1, 0, 2},
+	{"edit", [][]string{{"start", "t", "A3002", "--reason", "broken", "--draft-ttl", "1h"}, {"resume", "t", "--action", "edit", "--reason", "too big"}, {"resume", "t", "--action", "approve", "--draft", currentDraft}}, 1, 2, 0},
+	{"two", [][]string{{"start", "t", "A3003", "--reason", "broken", "--approvals", "2", "--draft-ttl", "1h"}, {"approvers", "grant", "alice"}, {"approvers", "grant", "bob"}, {"resume", "t", "--action", "approve", "--user", "alice"}, {"resume", "t", "--action", "approve", "--user", "bob"}}, 1, 0, 2},
 }
 
 // faultRunOn is faultRun on the stores of st.
 func faultRunOn(tb testing.TB, st faultStore, point string, args []string) (string, int, time.Duration) {
 	tb.Helper()
+	return faultRunEnv(tb, st, point, nil, args)
+}
+
+// faultRunEnv is faultRunOn with env (KEY=VALUE items) added to the
+// command's environment.
+func faultRunEnv(tb testing.TB, st faultStore, point string, env, args []string) (string, int, time.Duration) {
+	tb.Helper()
 	args = withCurrentDraft(tb, st, args)
 	c := exec.Command(assistantBin(), withDefaults(args, append(st.flags(), "--output", "json")...)...)
-	c.Env = append(os.Environ(), "ASSISTANT_FAULT="+point)
+	c.Env = append(append(os.Environ(), "ASSISTANT_FAULT="+point), env...)
 	var out bytes.Buffer
 	c.Stdout = &out
 	start := time.Now()
@@ -339,31 +350,43 @@ func faultMatrix(t *testing.T, kind storeKind, scs []scenario) {
 				}
 				// The run with no fault, the reference for equivalence; on
 				// the way, a copy of what the steps before each step leave,
-				// where a case of that step starts (nil: from nothing).
+				// where a case of that step starts (nil: from nothing), and
+				// the points each step passes, as it traces them.
 				ref := kind.make(t)
 				before := make([]faultStore, len(sc.steps))
+				passes := make([]map[string]bool, len(sc.steps))
+				traces := t.TempDir()
 				for k, st := range sc.steps {
 					if k > 0 && kind.copy != nil {
 						before[k] = kind.copy(t, ref)
 					}
-					if _, code, _ := faultRunOn(t, ref, "", st); code != 0 {
+					trace := filepath.Join(traces, fmt.Sprintf("step-%d", k+1))
+					if _, code, _ := faultRunOn(t, ref, returns.FaultTrace+trace, st); code != 0 {
 						t.Fatalf("%s: reference run: %v exit %d", sc.name, st, code)
 					}
+					passes[k] = tracedPoints(t, trace)
 				}
 				final, _, _ := faultRunOn(t, ref, "", []string{"show", "t"})
 				for k := range sc.steps {
 					for j, point := range faultPoints() {
 						t.Run(fmt.Sprintf("%d_%s", k+1, point), func(t *testing.T) {
+							// A point the step does not pass is no case:
+							// switched on, it would kill nothing.
+							if !passes[k][point] {
+								return
+							}
 							if parallel {
 								t.Parallel()
 							}
-							c, reached := runFaultCase(t, kind, sc, k, point, mask(final), before[k], !parallel)
-							if reached {
-								c.order = [3]int{i, k, j}
-								mu.Lock()
-								cases = append(cases, c)
-								mu.Unlock()
+							c, killed := runFaultCase(t, kind, sc, k, point, mask(final), before[k], !parallel)
+							if !killed {
+								t.Errorf("%s: step %v passes %s without a fault, but with it switched on it was not killed there", sc.name, sc.steps[k], point)
+								return
 							}
+							c.order = [3]int{i, k, j}
+							mu.Lock()
+							cases = append(cases, c)
+							mu.Unlock()
 						})
 					}
 				}
@@ -406,10 +429,26 @@ func faultMatrix(t *testing.T, kind storeKind, scs []scenario) {
 	}
 }
 
+// tracedPoints is the set of fault points a trace file names
+// (returns.FaultTrace), one a line; a missing file names none (the
+// command passed no point).
+func tracedPoints(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	points := map[string]bool{}
+	for _, p := range strings.Fields(string(b)) {
+		points[p] = true
+	}
+	return points
+}
+
 // runFaultCase kills step k of sc at point and checks recovery. The case
 // starts from a copy of before, what the steps before k leave, or, when
-// before is nil, runs those steps on a new store. reached is false when
-// the command never reaches the point.
+// before is nil, runs those steps on a new store. the bool is false when
+// the command was not killed at the point.
 //
 // timed says the case runs alone (measured), so that its recovery's wall
 // time is its own and check 7 bounds it; else check 7 is n/a.
@@ -529,16 +568,19 @@ func runFaultCase(t *testing.T, kind storeKind, sc scenario, k int, point, wantF
 	return c, true
 }
 
-// expiryAcrossCrash kills the approval command at point with a 1 s draft,
-// lets the draft expire while no process runs, then recovers: the request
-// must end failed/draft_expired with nothing submitted — unless the kill
-// came after the application committed, when the application stands.
+// expiryAcrossCrash kills the approval command at point, lets the draft
+// expire while no process runs, then recovers: the request must end
+// failed/draft_expired with nothing submitted — unless the kill came
+// after the application committed, when the application stands. The
+// draft is valid for draftTTLAcrossCrash, which no load outlasts before
+// the approval runs; the recovering command lives past it on the test
+// clock (docs/ci.md "A test clock").
 func expiryAcrossCrash(t *testing.T, kind storeKind, sc scenario, k int, point string) string {
 	if sc.name != "approve" || k != 1 {
 		return "n/a"
 	}
 	dir := kind.make(t)
-	start := append(slices.Clone(sc.steps[0]), "--draft-ttl", "1s")
+	start := append(withoutFlag(sc.steps[0], "--draft-ttl"), "--draft-ttl", draftTTLAcrossCrash)
 	if _, code, _ := faultRunOn(t, dir, "", start); code != 0 {
 		return "FAIL: start"
 	}
@@ -546,8 +588,7 @@ func expiryAcrossCrash(t *testing.T, kind storeKind, sc scenario, k int, point s
 		return "FAIL: not killed"
 	}
 	committed := dir.scalar(t, qApps) == "1"
-	time.Sleep(1100 * time.Millisecond) // the draft expires on the wall clock while no process runs
-	out, code, _ := faultRunOn(t, dir, "", sc.steps[1])
+	out, code, _ := faultRunEnv(t, dir, "", []string{"ASSISTANT_CLOCK=" + clockPastTTL}, sc.steps[1])
 	if code != 0 {
 		return fmt.Sprintf("FAIL: recovery exit %d", code)
 	}
@@ -565,6 +606,26 @@ func expiryAcrossCrash(t *testing.T, kind storeKind, sc scenario, k int, point s
 	}
 	return fmt.Sprintf("FAIL: stage %q, %s applications, committed before kill %v", v.Stage, apps, committed)
 }
+
+// withoutFlag is args without flag and the value after it.
+func withoutFlag(args []string, flag string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		if args[i] == flag {
+			i++
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
+}
+
+// The draft of check 5 (expiryAcrossCrash) and the test clock of its
+// recovery, a minute past the draft's expiry.
+const (
+	draftTTLAcrossCrash = "10m"
+	clockPastTTL        = "+11m"
+)
 
 // faultRecoveryLimit bounds each recovery of the fault matrix, by the
 // recovering command's recovery_ms (check 7, docs/recovery.md "The fault

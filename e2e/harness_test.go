@@ -76,6 +76,7 @@ func TestMain(m *testing.M) {
 	// pgtest.Run: the PostgreSQL tests (newPGStore) get their databases
 	// from a server it starts once and stops here.
 	code := pgtest.Run(m)
+	dropPGFixtures()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -707,16 +708,18 @@ func makeDataDir(t *testing.T, dir string) {
 		}
 		mustRun(tb, dir, "orders", "import", file)
 	}
-	if !fromFixture(t, dir, "init", importInit) {
+	if !fromLastingFixture(t, dir, "init", importInit) {
 		importInit(t, dir)
 	}
 }
 
 // A fixture is a data dir that many tests start from: made once by the
 // commands that make it, then copied into each test's new data dir, which
-// costs a copy of two files instead of the commands. One older than
-// fixtureMaxAge is made again, so that the drafts a test finds in it are
-// as fresh as if it had made them (a draft is valid for 300 s by default).
+// costs a copy of two files instead of the commands. One that holds
+// drafts (fromFixture) is made again once older than fixtureMaxAge, so
+// that the drafts a test finds in it are as fresh as if it had made them
+// (a draft is valid for 300 s by default); one that holds nothing that
+// expires (fromLastingFixture: orders, grants) is made once.
 type fixture struct {
 	mu  sync.Mutex
 	dir string    // the data dir; "" until made
@@ -737,6 +740,21 @@ var (
 // fixture makes a data dir, it does not add to one.
 func fromFixture(tb testing.TB, dir, name string, build func(tb testing.TB, dir string)) bool {
 	tb.Helper()
+	return fromFixtureAged(tb, dir, name, fixtureMaxAge, build)
+}
+
+// fromLastingFixture is fromFixture for a fixture that holds nothing that
+// expires (orders delivered days ago, grants; no draft, no lease): made the
+// first time it is asked for, and never again.
+func fromLastingFixture(tb testing.TB, dir, name string, build func(tb testing.TB, dir string)) bool {
+	tb.Helper()
+	return fromFixtureAged(tb, dir, name, 0, build)
+}
+
+// fromFixtureAged is fromFixture with the age past which the fixture is
+// made again (0: never).
+func fromFixtureAged(tb testing.TB, dir, name string, maxAge time.Duration, build func(tb testing.TB, dir string)) bool {
+	tb.Helper()
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return false
 	}
@@ -749,7 +767,7 @@ func fromFixture(tb testing.TB, dir, name string, build func(tb testing.TB, dir 
 	fixturesMu.Unlock()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.dir == "" || time.Since(f.at) > fixtureMaxAge {
+	if f.dir == "" || (maxAge > 0 && time.Since(f.at) > maxAge) {
 		parent, err := os.MkdirTemp(binDir, "fixture-"+name+"-")
 		if err != nil {
 			tb.Fatal(err)
@@ -1064,7 +1082,7 @@ func batchFile(tb testing.TB, dir string, n int) string {
 		tb.Helper()
 		mustRun(tb, dir, "orders", "import", ordersPath)
 	}
-	if !fromFixture(tb, dir, fmt.Sprintf("orders-%d", n), importOrders) {
+	if !fromLastingFixture(tb, dir, fmt.Sprintf("orders-%d", n), importOrders) {
 		importOrders(tb, dir)
 	}
 	return path
@@ -1303,7 +1321,8 @@ func as(t *testing.T, dir, user string, want int, args ...string) (approvalView,
 	return v, stderr
 }
 
-// ciBotOrders imports returnable orders C1..C9 of ci-bot into dir.
+// ciBotOrders imports returnable orders C1..C9 of ci-bot into dir. A new
+// data dir is a copy of the fixture that import made.
 func ciBotOrders(t *testing.T, dir string) {
 	t.Helper()
 	var b strings.Builder
@@ -1315,7 +1334,13 @@ func ciBotOrders(t *testing.T, dir string) {
 	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	as(t, dir, "ci-bot", 0, "orders", "import", file)
+	importOrders := func(tb testing.TB, dir string) {
+		tb.Helper()
+		mustRun(tb, dir, "--user", "ci-bot", "orders", "import", file)
+	}
+	if !fromLastingFixture(t, dir, "ci-bot-orders", importOrders) {
+		importOrders(t, dir)
+	}
 }
 
 // listedAs is list as user with args: "task=owner" of each task.
@@ -1525,6 +1550,88 @@ func (s pgStore) pausedAt(t *testing.T, point string, env []string, args ...stri
 	return startPaused(t, s.cmd(append([]string{returns.FaultEnv + "=" + point + returns.FaultPause}, env...), args...), point)
 }
 
+// A PostgreSQL fixture is a database that many tests start from, as a
+// data dir's fixture is (fromLastingFixture): made once by the commands
+// that make it, kept until the tests end, and copied (CREATE DATABASE …
+// TEMPLATE) into each test's database in place of the commands. It holds
+// nothing that expires.
+type pgFixture struct {
+	mu    sync.Mutex
+	name  string // the database; "" until made
+	admin string // a connection string to the server's postgres database
+}
+
+var (
+	pgFixturesMu sync.Mutex
+	pgFixtures   = map[string]*pgFixture{}
+)
+
+// fromPGFixture makes the database of s, when it holds neither store's
+// schema, a copy of the fixture name, which build makes on a database of
+// its own the first time it is asked for, and reports true; it copies
+// nothing and reports false when s holds a store. No session may be open
+// on s's database: it is dropped and made again under its name.
+func fromPGFixture(t *testing.T, s pgStore, name string, build func(t *testing.T, s pgStore)) bool {
+	t.Helper()
+	if s.query(t, `SELECT count(*) FROM pg_namespace WHERE nspname IN ('checkpoints', 'business')`) != "0" {
+		return false
+	}
+	db, err := databaseName(s.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := pgtest.WithDatabase(s.url, "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgFixturesMu.Lock()
+	f := pgFixtures[name]
+	if f == nil {
+		f = &pgFixture{}
+		pgFixtures[name] = f
+	}
+	pgFixturesMu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.name == "" {
+		made := newPGStore(t)
+		build(t, made)
+		from, err := databaseName(made.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fixture := from + "_fixture_" + name
+		pgStore{admin}.exec(t, `CREATE DATABASE `+pgx.Identifier{fixture}.Sanitize()+` TEMPLATE `+pgx.Identifier{from}.Sanitize())
+		f.name, f.admin = fixture, admin
+	}
+	ident := pgx.Identifier{db}.Sanitize()
+	pgStore{admin}.exec(t, `DROP DATABASE `+ident+` WITH (FORCE)`)
+	pgStore{admin}.exec(t, `CREATE DATABASE `+ident+` TEMPLATE `+pgx.Identifier{f.name}.Sanitize())
+	return true
+}
+
+// dropPGFixtures drops the databases of the PostgreSQL fixtures, once the
+// tests have ended. A server the tests started is gone by then, and its
+// databases with it: a drop that fails is only reported.
+func dropPGFixtures() {
+	pgFixturesMu.Lock()
+	defer pgFixturesMu.Unlock()
+	for _, f := range pgFixtures {
+		if f.name == "" {
+			continue
+		}
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, f.admin)
+		if err != nil {
+			continue // the server the tests started is gone
+		}
+		if _, err := conn.Exec(ctx, `DROP DATABASE IF EXISTS `+pgx.Identifier{f.name}.Sanitize()+` WITH (FORCE)`); err != nil {
+			fmt.Fprintf(os.Stderr, "drop fixture database %s: %v\n", f.name, err)
+		}
+		conn.Close(ctx)
+	}
+}
+
 // cliStore is where a test's commands keep both stores: a data dir, or a
 // PostgreSQL database.
 type cliStore struct {
@@ -1574,7 +1681,8 @@ func (s cliStore) want(t *testing.T, env []string, code int, user string, args .
 }
 
 // ownerOrders imports owner's returnable orders Z1..Z5 and grants alice,
-// bob and carol.
+// bob and carol. A new data dir is a copy of the fixture those commands
+// made.
 func (s cliStore) ownerOrders(t *testing.T) {
 	t.Helper()
 	var b strings.Builder
@@ -1585,6 +1693,26 @@ func (s cliStore) ownerOrders(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "orders.csv")
 	if err := os.WriteFile(file, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	build := func(tb testing.TB, dir string) {
+		tb.Helper()
+		mustRun(tb, dir, "--user", "owner", "orders", "import", file)
+		for _, u := range []string{"alice", "bob", "carol"} {
+			mustRun(tb, dir, "--user", "owner", "approvers", "grant", u)
+		}
+	}
+	if s.dir != "" && fromLastingFixture(t, s.dir, "owner-orders", build) {
+		return
+	}
+	buildPG := func(t *testing.T, db pgStore) {
+		t.Helper()
+		db.must(t, nil, "--user", "owner", "orders", "import", file)
+		for _, u := range []string{"alice", "bob", "carol"} {
+			db.must(t, nil, "--user", "owner", "approvers", "grant", u)
+		}
+	}
+	if s.dir == "" && fromPGFixture(t, s.pg, "owner_orders", buildPG) {
+		return
 	}
 	s.want(t, nil, 0, "owner", "orders", "import", file)
 	for _, u := range []string{"alice", "bob", "carol"} {

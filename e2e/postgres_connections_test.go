@@ -229,8 +229,16 @@ func TestPostgresSilentServerIsUnreachable(t *testing.T) {
 			port := silentServer(t, tc.handshake)
 			addr := fmt.Sprintf("127.0.0.1:%d", port)
 			url := "postgres://someone:" + password + "@" + addr + "/db" + tc.params
-			for _, args := range [][]string{{"show", "x"}, {"start", "x", "A3003", "--reason", "r"}} {
-				stderr, code := runCapped(t, nil, append([]string{"--store", url}, args...)...)
+			// The two commands wait out their timeouts side by side.
+			commands := [][]string{{"show", "x"}, {"start", "x", "A3003", "--reason", "r"}}
+			stderrs, codes := make([]string, len(commands)), make([]int, len(commands))
+			var wg sync.WaitGroup
+			for i, args := range commands {
+				wg.Go(func() { stderrs[i], codes[i] = runCapped(t, nil, append([]string{"--store", url}, args...)...) })
+			}
+			wg.Wait()
+			for i, args := range commands {
+				stderr, code := stderrs[i], codes[i]
 				if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, addr) || !strings.Contains(stderr, tc.want) {
 					t.Errorf("%v: exit %d, %q; want 1 and one line naming %s, saying %q", args, code, stderr, addr, tc.want)
 				}

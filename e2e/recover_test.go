@@ -156,8 +156,8 @@ func TestStaleTaskShownWithRecoverCommand(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	// Rows enough that the kill lands while the batch runs (thousands of
-	// rows a second).
-	proc, _ := startBatch(t, dir, batchFile(t, dir, 5000))
+	// rows a second), as a signal's does.
+	proc, _ := startBatch(t, dir, batchFile(t, dir, signalledRows))
 	waitPosition(t, dir, "b1", 1, proc)
 	_ = proc.Process.Signal(syscall.SIGKILL)
 	_ = proc.Wait()

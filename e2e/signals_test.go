@@ -23,6 +23,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// signalledRows is the rows of a batch that a signal ends part-way: the
+// signal comes once 50 rows are saved, and at thousands of rows a second
+// the batch is far from its end by then. The count of rowsCommands' batch,
+// so that both start from one fixture.
+const signalledRows = 3000
+
 // TestSIGTERMStopsLikeStop sends SIGTERM to a running batch: it must end as
 // an operator stop does — status interrupted, the step failed — but exit
 // 143, so `batch … && deploy` does not go on, and resume must
@@ -30,14 +36,14 @@ import (
 func TestSIGTERMStopsLikeStop(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	proc, out := startBatch(t, dir, batchFile(t, dir, 5000))
+	proc, out := startBatch(t, dir, batchFile(t, dir, signalledRows))
 	waitPosition(t, dir, "b1", 50, proc)
 	if err := proc.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	checkBatchStopped(t, dir, proc, out, "batch after SIGTERM", 1, 143)
 	mustRun(t, dir, "resume", "b1")
-	checkBatchDone(t, dir, "b1", 5000)
+	checkBatchDone(t, dir, "b1", signalledRows)
 }
 
 // TestSignalledBatchExits130Or143: a batch ended by SIGINT or
@@ -58,7 +64,7 @@ func TestSignalledBatchExits130Or143(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir() // batchFile's import makes the data dir
-			c := exec.Command(assistantBin(), append([]string{"--data", dir, "--output", "json", "batch", "b1", batchFile(t, dir, 5000)}, tc.flag...)...)
+			c := exec.Command(assistantBin(), append([]string{"--data", dir, "--output", "json", "batch", "b1", batchFile(t, dir, signalledRows)}, tc.flag...)...)
 			var out, errb bytes.Buffer
 			c.Stdout, c.Stderr = &out, &errb
 			started(t, c)
@@ -76,7 +82,7 @@ func TestSignalledBatchExits130Or143(t *testing.T) {
 				t.Errorf("stderr %q, want one line with the resume command", errb.String())
 			}
 			mustRun(t, dir, "resume", "b1")
-			checkBatchDone(t, dir, "b1", 5000)
+			checkBatchDone(t, dir, "b1", signalledRows)
 		})
 	}
 }

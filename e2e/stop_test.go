@@ -529,9 +529,11 @@ func TestStopBeforeFirstCheckpoint(t *testing.T) {
 func TestBatchStopAndResume(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	// Big enough that the stop lands while the batch runs (a chunk of rows
-	// is one commit, thousands of rows a second).
-	proc, out := startBatch(t, dir, batchFile(t, dir, 10000))
+	// Big enough that both stops land while the batch runs (a chunk of
+	// rows is one commit, thousands of rows a second; each stop comes
+	// 100 rows after the batch starts).
+	const n = 5000
+	proc, out := startBatch(t, dir, batchFile(t, dir, n))
 	waitPosition(t, dir, "b1", 100, proc)
 
 	stopped := mustRun(t, dir, "stop", "b1")
@@ -561,7 +563,7 @@ func TestBatchStopAndResume(t *testing.T) {
 	checkBatchStopped(t, dir, proc, out, "stopped resume", 2, 0)
 
 	mustRun(t, dir, "resume", "b1")
-	checkBatchDone(t, dir, "b1", 10000)
+	checkBatchDone(t, dir, "b1", n)
 	// Timeline numbers go on with no gap and no reuse.
 	if got := query(t, dir, "business.sqlite", `SELECT max(seq) = count(*) FROM steps WHERE task_id = 'b1'`); got != "1" {
 		t.Errorf("batch timeline has gaps or reused numbers")

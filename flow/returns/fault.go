@@ -27,6 +27,37 @@ const FaultPause = "@pause"
 // whose duration does not parse is ignored.
 const FaultClock = "clock:"
 
+// FaultTrace, as an item of ASSISTANT_FAULT followed by a file's path
+// ("trace:/tmp/points"), makes every fault point the process passes add
+// its name and a newline to that file (made 0600 if missing) before the
+// point acts, whether it is switched on or not. It is not a point either:
+// a test learns from one run which points a command reaches, instead of
+// switching each on in a run of its own. A file that cannot be written is
+// ignored.
+const FaultTrace = "trace:"
+
+var faultTrace = sync.OnceValue(func() string {
+	path := ""
+	for _, p := range strings.Split(os.Getenv(FaultEnv), ",") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(p), FaultTrace); ok {
+			path = v
+		}
+	}
+	return path
+})
+
+// traceFault adds point to the trace file at path (FaultTrace): one
+// write of the whole line, appended, so that the lines of points passed
+// at once by the nodes of one superstep do not mix.
+func traceFault(path, point string) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return
+	}
+	_, _ = f.WriteString(point + "\n")
+	_ = f.Close()
+}
+
 // WallClock is this process's wall clock: time.Now, moved by the skew
 // that ASSISTANT_FAULT's FaultClock item sets (none without one). The
 // Service's default clock and the clock of a store on a server
@@ -50,7 +81,7 @@ var faults = sync.OnceValue(func() map[string]syscall.Signal {
 	for _, p := range strings.Split(os.Getenv(FaultEnv), ",") {
 		p = strings.TrimSpace(p)
 		switch {
-		case p == "", strings.HasPrefix(p, FaultClock):
+		case p == "", strings.HasPrefix(p, FaultClock), strings.HasPrefix(p, FaultTrace):
 		case strings.HasSuffix(p, FaultPause):
 			m[strings.TrimSuffix(p, FaultPause)] = syscall.SIGSTOP
 		default:
@@ -68,8 +99,12 @@ const faultResumeWait = 50 * time.Millisecond
 // ASSISTANT_FAULT; otherwise it costs one map lookup. SIGKILL, not exit:
 // no deferred function, no flush, exactly what a crash leaves behind. A
 // point switched on with FaultPause stops the process instead, and it goes
-// on from the point once it gets SIGCONT.
+// on from the point once it gets SIGCONT. With FaultTrace the point is
+// written to the trace file first.
 func Fault(point string) {
+	if path := faultTrace(); path != "" {
+		traceFault(path, point)
+	}
 	switch faults()[point] {
 	case syscall.SIGKILL:
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
