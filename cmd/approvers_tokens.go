@@ -24,7 +24,7 @@ again. approvers tokens lists every token by id, without the tokens.`
 
 const approversTokenExample = `  assistant --user ops approvers token alice --expires 30d
   assistant approvers tokens
-  assistant approvers token --revoke ID      # ID: a token's id from approvers tokens`
+  assistant approvers token --revoke ID      # exit 4 here: ID stands for an id that approvers tokens lists`
 
 // approversTokenOptions are approvers token's argument and flags.
 type approversTokenOptions struct {

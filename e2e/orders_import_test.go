@@ -67,7 +67,7 @@ func TestOrdersTeaching(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	missing := filepath.Join(root, "typo")
-	if _, errOut, code := run(t, missing, "orders", "list"); code != 4 || !strings.Contains(errOut, "not found") {
+	if _, errOut, code := run(t, missing, "orders", "list"); code != 4 || !strings.Contains(errOut, "does not exist") {
 		t.Fatalf("orders list on a missing dir: exit %d, %q; want 4", code, errOut)
 	}
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {

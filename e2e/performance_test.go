@@ -16,8 +16,10 @@ import (
 var initLine = regexp.MustCompile(`(?m)^init (\S+) @.* clock, (\d+) bytes, (\d+) allocs$`)
 
 // TestStartUpInitAllocatesLittle: the package inits of the binary, which
-// every command runs, allocate under 256 KiB in all and under 128 KiB in
-// any one of assistant's packages (statement texts an import alone uses
+// every command runs, allocate under 512 KiB in all (the metrics library
+// of `assistant serve`, client_golang, registers its default collectors at
+// init: about 260 KiB of it) and under 128 KiB in any one of assistant's
+// packages (statement texts an import alone uses
 // are built on first use, not at init). Counted in bytes, not timed.
 func TestStartUpInitAllocatesLittle(t *testing.T) {
 	t.Parallel()
@@ -39,7 +41,7 @@ func TestStartUpInitAllocatesLittle(t *testing.T) {
 			t.Errorf("init of %s allocated %d bytes (%s allocs), want at most 128 KiB", m[1], n, m[3])
 		}
 	}
-	if total > 256<<10 {
-		t.Errorf("package inits allocated %d bytes in all, want at most 256 KiB", total)
+	if total > 512<<10 {
+		t.Errorf("package inits allocated %d bytes in all, want at most 512 KiB", total)
 	}
 }
