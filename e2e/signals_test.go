@@ -132,45 +132,41 @@ func TestDecideSignalPrintsTheView(t *testing.T) {
 	}
 }
 
-// TestBatchStopKeepsFinishedRows: a batch ended inside a chunk
-// (SIGTERM, which reaches it mid-chunk; an operator stop is written only
-// between chunks, as the chunk holds the write lock) keeps the rows the
-// chunk finished: its checkpoint counts exactly the row tasks that exist,
-// and over a few signals some lands inside a chunk (a signal that threw
-// the whole chunk away would leave the batch always at a chunk boundary).
+// TestBatchStopKeepsFinishedRows: a batch ended inside a chunk (SIGTERM,
+// which reaches it mid-chunk; an operator stop is written only between
+// chunks, as the chunk holds the write lock) keeps the rows the chunk
+// finished: its checkpoint counts exactly the row tasks that exist. The
+// batch is parked right after its first row (batch:after-row@pause) and
+// gets the signal there, so the signal lands inside a chunk every time; a
+// build that threw the chunk away would stand at position 0.
 func TestBatchStopKeepsFinishedRows(t *testing.T) {
 	t.Parallel()
-	const chunk = 100
-	offBoundary := false
-	for attempt := 0; attempt < 6 && !offBoundary; attempt++ {
-		dir := t.TempDir()
-		proc, out := startBatch(t, dir, batchFile(t, dir, 20000))
-		waitPosition(t, dir, "b1", 300, proc)
-		// The position moves at a chunk's commit: a signal sent the moment
-		// it is seen may land before the next chunk's first row ends (a
-		// boundary, rightly). Later attempts wait a little longer, so that
-		// the signal lands inside a chunk; a build that throws the chunk
-		// away stands at a boundary however late it comes.
-		time.Sleep(time.Duration(attempt) * 15 * time.Millisecond)
-		if err := proc.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		_ = proc.Wait()
-		var v struct {
-			Status string
-			Batch  struct{ Position int }
-		}
-		if err := json.Unmarshal(out.Bytes(), &v); err != nil || v.Status != "interrupted" {
-			t.Fatalf("batch ended by SIGTERM: %s (%v)", out, err)
-		}
-		rows := atoi(query(t, dir, "business.sqlite", `SELECT count(*) FROM tasks WHERE task_id LIKE 'row-%'`))
-		if rows != v.Batch.Position {
-			t.Fatalf("stopped at position %d with %d row tasks: the checkpoint and the rows disagree", v.Batch.Position, rows)
-		}
-		offBoundary = v.Batch.Position%chunk != 0
+	dir := t.TempDir()
+	rows := batchFile(t, dir, 300)
+	c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "batch", "b1", rows)
+	c.Env = append(os.Environ(), "ASSISTANT_FAULT=batch:after-row"+"@pause")
+	var out bytes.Buffer
+	c.Stdout = &out
+	p := startPaused(t, c, "batch:after-row")
+	if err := p.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
 	}
-	if !offBoundary {
-		t.Errorf("six SIGTERMs all left the batch at a chunk boundary: a signal throws away the chunk it lands in")
+	if code := p.goOn(t); code != 143 {
+		t.Fatalf("batch ended by SIGTERM: exit %d, want 143; stderr %q", code, p.stderr)
+	}
+	var v struct {
+		Status string
+		Batch  struct{ Position int }
+	}
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil || v.Status != "interrupted" {
+		t.Fatalf("batch ended by SIGTERM printed %s (%v); want the view, interrupted", out.String(), err)
+	}
+	if v.Batch.Position != 1 {
+		t.Errorf("signalled after its first row, the batch stands at position %d, want 1: a signal throws away the rows its chunk finished", v.Batch.Position)
+	}
+	tasks := atoi(query(t, dir, "business.sqlite", `SELECT count(*) FROM tasks WHERE task_id LIKE 'row-%'`))
+	if tasks != v.Batch.Position {
+		t.Fatalf("stopped at position %d with %d row tasks: the checkpoint and the rows disagree", v.Batch.Position, tasks)
 	}
 }
 
