@@ -108,24 +108,18 @@ func (s *Store) MayDecide(ctx context.Context, owner, user string) (bool, error)
 
 // Grants returns the grants user gave or holds, oldest first.
 func (s *Store) Grants(ctx context.Context, user string) ([]Grant, error) {
-	rows, err := s.h.Q().QueryContext(ctx, s.q.grants, user)
-	if err != nil {
-		return nil, fmt.Errorf("grants of %s: %w", user, err)
-	}
-	defer rows.Close()
 	out := []Grant{}
-	for rows.Next() {
+	err := scanEach(ctx, s, s.q.grants, []any{user}, func(sc scanner) (Grant, error) {
 		var g Grant
 		var at string
-		if err := rows.Scan(&g.Owner, &g.Grantee, &g.GrantedBy, &at); err != nil {
-			return nil, fmt.Errorf("grants of %s: %w", user, err)
+		if err := sc.Scan(&g.Owner, &g.Grantee, &g.GrantedBy, &at); err != nil {
+			return g, err
 		}
-		if g.GrantedAt, err = parseTime(at); err != nil {
-			return nil, fmt.Errorf("grants of %s: %w", user, err)
-		}
-		out = append(out, g)
-	}
-	if err := rows.Err(); err != nil {
+		var err error
+		g.GrantedAt, err = parseTime(at)
+		return g, err
+	}, func(g Grant) { out = append(out, g) })
+	if err != nil {
 		return nil, fmt.Errorf("grants of %s: %w", user, err)
 	}
 	return out, nil
@@ -134,46 +128,32 @@ func (s *Store) Grants(ctx context.Context, user string) ([]Grant, error) {
 // GrantChanges returns the recorded grants and revokes that concern user
 // (as owner or grantee), in the order they were made.
 func (s *Store) GrantChanges(ctx context.Context, user string) ([]GrantChange, error) {
-	rows, err := s.h.Q().QueryContext(ctx, s.q.grantChanges, user)
-	if err != nil {
-		return nil, fmt.Errorf("grant changes of %s: %w", user, err)
-	}
-	defer rows.Close()
 	out := []GrantChange{}
-	for rows.Next() {
+	err := scanEach(ctx, s, s.q.grantChanges, []any{user}, func(sc scanner) (GrantChange, error) {
 		var c GrantChange
 		var at string
-		if err := rows.Scan(&c.Owner, &c.Grantee, &c.Change, &c.By, &at); err != nil {
-			return nil, fmt.Errorf("grant changes of %s: %w", user, err)
+		if err := sc.Scan(&c.Owner, &c.Grantee, &c.Change, &c.By, &at); err != nil {
+			return c, err
 		}
-		if c.At, err = parseTime(at); err != nil {
-			return nil, fmt.Errorf("grant changes of %s: %w", user, err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
+		var err error
+		c.At, err = parseTime(at)
+		return c, err
+	}, func(c GrantChange) { out = append(out, c) })
+	if err != nil {
 		return nil, fmt.Errorf("grant changes of %s: %w", user, err)
 	}
 	return out, nil
 }
 
 // OwnersGranting returns the owners whose tasks grantee may decide
-// (besides their own), sorted.
+// (besides their own), sorted; nil when there is none.
 func (s *Store) OwnersGranting(ctx context.Context, grantee string) ([]string, error) {
-	rows, err := s.h.Q().QueryContext(ctx, s.q.ownersGranting, grantee)
-	if err != nil {
-		return nil, fmt.Errorf("owners granting %s: %w", grantee, err)
-	}
-	defer rows.Close()
 	var out []string
-	for rows.Next() {
+	err := scanEach(ctx, s, s.q.ownersGranting, []any{grantee}, func(sc scanner) (string, error) {
 		var o string
-		if err := rows.Scan(&o); err != nil {
-			return nil, fmt.Errorf("owners granting %s: %w", grantee, err)
-		}
-		out = append(out, o)
-	}
-	if err := rows.Err(); err != nil {
+		return o, sc.Scan(&o)
+	}, func(o string) { out = append(out, o) })
+	if err != nil {
 		return nil, fmt.Errorf("owners granting %s: %w", grantee, err)
 	}
 	return out, nil
