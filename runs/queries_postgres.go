@@ -124,7 +124,7 @@ var postgresQueries = &queries{
 	AND EXISTS (SELECT 1 FROM tasks WHERE task_id = $3 AND lease_owner = $4 AND status <> 'interrupted')`,
 	endHeld: `UPDATE tasks SET status = 'failed', stage = $1, error_code = $2, error = $3, updated_at = $4
 	WHERE task_id = $5 AND status = 'running' AND lease_owner = $6 AND lease_epoch = $7`,
-	held:             `SELECT count(*) FROM tasks WHERE task_id = $1 AND status = 'running' AND lease_owner = $2 AND lease_epoch = $3`,
+	held: `SELECT count(*) FROM tasks WHERE task_id = $1 AND status = 'running' AND lease_owner = $2 AND lease_epoch = $3`,
 	heldRenew: `UPDATE tasks SET lease_until = $1
 	WHERE task_id = $2 AND status = 'running' AND lease_owner = $3 AND lease_epoch = $4`,
 	beginStep: `INSERT INTO steps (task_id, seq, node, attempt, status, started_at)

@@ -123,7 +123,7 @@ var sqliteQueries = &queries{
 	AND EXISTS (SELECT 1 FROM tasks WHERE task_id = ?3 AND lease_owner = ?4 AND status <> 'interrupted')`,
 	endHeld: `UPDATE tasks SET status = 'failed', stage = ?, error_code = ?, error = ?, updated_at = ?
 	WHERE task_id = ? AND status = 'running' AND lease_owner = ? AND lease_epoch = ?`,
-	held:             `SELECT count(*) FROM tasks WHERE task_id = ? AND status = 'running' AND lease_owner = ? AND lease_epoch = ?`,
+	held: `SELECT count(*) FROM tasks WHERE task_id = ? AND status = 'running' AND lease_owner = ? AND lease_epoch = ?`,
 	heldRenew: `UPDATE tasks SET lease_until = ?
 	WHERE task_id = ? AND status = 'running' AND lease_owner = ? AND lease_epoch = ?`,
 	beginStep: `INSERT INTO steps (task_id, seq, node, attempt, status, started_at)
