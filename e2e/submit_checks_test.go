@@ -1,15 +1,18 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"assistant/flow/returns"
+	"assistant/runs"
 )
 
 // cmd is the binary as user with args (and env added) on the store.
@@ -236,5 +239,209 @@ func TestAnOrderNoLongerReturnableAtTheSubmit(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// steps is task's timeline as history prints it on the store s.
+func (s cliStore) steps(t *testing.T, task string) []map[string]any {
+	t.Helper()
+	v, _ := s.want(t, nil, 0, "owner", "history", task)
+	raw, _ := v["steps"].([]any)
+	out := make([]map[string]any, 0, len(raw))
+	for _, r := range raw {
+		st, _ := r.(map[string]any)
+		out = append(out, st)
+	}
+	return out
+}
+
+// findings is what verify finds on the store s, one "task: problem" each.
+func (s cliStore) findings(t *testing.T) []string {
+	t.Helper()
+	v, _ := s.want(t, nil, 0, "owner", "verify")
+	raw, _ := v["findings"].([]any)
+	var out []string
+	for _, r := range raw {
+		f, _ := r.(map[string]any)
+		out = append(out, fmt.Sprintf("%v: %v", f["task"], f["problem"]))
+	}
+	return out
+}
+
+// TestAStoppedRunWritesNothingMore: a run parked right before its submit
+// (before:submit@pause) is stopped from another process; when it goes on
+// it sees the stop in the submit's transaction and gives up, writing no
+// step record: the stop's end of the submit step (failed, "run
+// interrupted", ended at the stop) stands as the stop wrote it, and no
+// step is added. Three such stops (the approve, then two resumes) leave
+// three submit steps, attempts 1 to 3, none of them a failed attempt;
+// five real failures after them (the process killed before its submit,
+// each found gone by the next recover) reach the limit of five, and the
+// run ends failed with attempts_exhausted at attempt 8, nothing
+// submitted. On SQLite and PostgreSQL (docs/recovery.md "Operator stop",
+// "Attempts").
+func TestAStoppedRunWritesNothingMore(t *testing.T) {
+	t.Parallel()
+	for name, newStore := range cliStores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := newStore(t)
+			s.ownerOrders(t)
+			s.want(t, nil, 0, "owner", "start", "t", "Z1", "--reason", "too small")
+			pause := []string{returns.FaultEnv + "=before:submit" + returns.FaultPause}
+			var stopped []map[string]any // the submit steps as each stop ended them
+			for i, args := range [][]string{{"resume", "t", "--action", "approve"}, {"resume", "t"}, {"resume", "t"}} {
+				holder := startPaused(t, s.cmd(pause, "owner", args...), "before:submit")
+				if v, _ := s.want(t, nil, 0, "owner", "stop", "t", "--wait", "0"); v["status"] != "interrupted" {
+					t.Fatalf("stop %d: status %v, want interrupted", i+1, v["status"])
+				}
+				before := s.steps(t, "t")
+				if code := holder.goOn(t); code != 0 {
+					t.Fatalf("the stopped %v: exit %d, %s", args, code, holder.stderr)
+				}
+				after := s.steps(t, "t")
+				if !reflect.DeepEqual(before, after) {
+					t.Fatalf("stop %d: the stopped process wrote step records after the stop:\nbefore %v\nafter  %v", i+1, before, after)
+				}
+				last := after[len(after)-1]
+				if last["node"] != "submit" || last["attempt"] != float64(i+1) || last["status"] != "failed" || last["error"] != runs.MsgInterrupted {
+					t.Fatalf("stop %d: last step %v; want submit attempt %d failed %q", i+1, last, i+1, runs.MsgInterrupted)
+				}
+				stopped = append(stopped, last)
+			}
+			kill := []string{returns.FaultEnv + "=before:submit"}
+			if _, _, code := s.run(t, kill, "owner", "resume", "t"); code != 137 {
+				t.Fatalf("resume killed before its submit: exit %d, want 137", code)
+			}
+			for range 4 {
+				if _, _, code := s.run(t, kill, "owner", "recover"); code != 137 {
+					t.Fatalf("recover killed before its submit: exit %d, want 137", code)
+				}
+			}
+			s.want(t, nil, 0, "owner", "recover")
+			v, _ := s.want(t, nil, 0, "owner", "show", "t")
+			if e, _ := v["error"].(map[string]any); v["status"] != "failed" || e == nil || e["code"] != "attempts_exhausted" {
+				t.Fatalf("after three stops and five failures: status %v, error %v; want failed, attempts_exhausted", v["status"], v["error"])
+			}
+			var submits []map[string]any
+			for _, st := range s.steps(t, "t") {
+				if st["node"] == "submit" {
+					submits = append(submits, st)
+				}
+			}
+			if len(submits) != 8 {
+				t.Fatalf("submit steps %v; want 8: three stopped, five failed", submits)
+			}
+			for i, st := range submits {
+				if st["attempt"] != float64(i+1) {
+					t.Errorf("submit step %d is attempt %v, want %d", i+1, st["attempt"], i+1)
+				}
+				if i < 3 && !reflect.DeepEqual(st, stopped[i]) {
+					t.Errorf("submit step %d %v; want it as the stop ended it: %v", i+1, st, stopped[i])
+				}
+				if i >= 3 && (st["status"] != "failed" || st["error"] != runs.MsgProcessGone) {
+					t.Errorf("submit step %d %v; want failed %q", i+1, st, runs.MsgProcessGone)
+				}
+			}
+			if got := s.apps(t, "t"); got != "0" {
+				t.Errorf("applications: %s, want 0", got)
+			}
+		})
+	}
+}
+
+// TestARefusalAndAStopTellOneEnd: a node that ends the run failed (the
+// order no longer returnable, at the submit or at the lookup) and a stop
+// from another process: whichever the business store holds first is the
+// task's one end in every view. Parked after the node (after:NODE@pause),
+// the failure is recorded already: the stop is refused (exit 3, nothing
+// written) and show, list, the record and the head say failed with the
+// refusal's code once the run goes on. Parked before it
+// (before:NODE@pause), the stop comes first: the run goes on, sees it
+// when it would record the failure and gives up, so the task is
+// interrupted everywhere, nothing of the failure written, until a resume
+// runs the node again and ends it failed. verify finds nothing to warn
+// of. On SQLite and PostgreSQL (docs/recovery.md "Operator stop").
+func TestARefusalAndAStopTellOneEnd(t *testing.T) {
+	t.Parallel()
+	paths := []struct {
+		name, node string
+		// setup brings task t, of order Z1, to where args runs node
+		// with Z1 no longer returnable.
+		setup func(t *testing.T, s cliStore)
+		args  []string
+	}{
+		{"Submit", "submit", func(t *testing.T, s cliStore) {
+			s.want(t, nil, 0, "owner", "start", "t", "Z1", "--reason", "too small")
+			s.importOrders(t, "order_id,user,item,delivered_days_ago,final_sale\nZ1,owner,Desk lamp,2,true\n")
+		}, []string{"resume", "t", "--action", "approve"}},
+		{"Lookup", "lookup", func(t *testing.T, s cliStore) {
+			s.importOrders(t, "order_id,user,item,delivered_days_ago,final_sale\nZ1,owner,Desk lamp,2,true\n")
+		}, []string{"start", "t", "Z1", "--reason", "too small"}},
+	}
+	for name, newStore := range cliStores(t) {
+		for _, path := range paths {
+			for _, when := range []string{"after", "before"} {
+				t.Run(name+"/"+path.name+"/"+when, func(t *testing.T) {
+					t.Parallel()
+					s := newStore(t)
+					s.ownerOrders(t)
+					path.setup(t, s)
+					point := when + ":" + path.node
+					var out bytes.Buffer
+					c := s.cmd([]string{returns.FaultEnv + "=" + point + returns.FaultPause}, "owner", path.args...)
+					c.Stdout = &out
+					holder := startPaused(t, c, point)
+					want := "failed"
+					if when == "after" {
+						_, stderr := s.want(t, nil, 3, "owner", "stop", "t", "--wait", "0")
+						if !strings.Contains(stderr, "already ended (failed)") {
+							t.Errorf("stop after the refusal: %q; want it refused, the task ended failed", stderr)
+						}
+					} else {
+						s.want(t, nil, 0, "owner", "stop", "t", "--wait", "0")
+						want = "interrupted"
+					}
+					if code := holder.goOn(t); code != 0 || !strings.Contains(out.String(), `"status": "`+want+`"`) {
+						t.Fatalf("%v: exit %d, %s%s; want status %s", path.args, code, out.String(), holder.stderr, want)
+					}
+					s.wantOneEnd(t, want)
+					if want == "interrupted" {
+						s.want(t, nil, 0, "owner", "resume", "t")
+						s.wantOneEnd(t, "failed")
+					}
+				})
+			}
+		}
+	}
+}
+
+// wantOneEnd fails t unless task t reads status (failed with final_sale,
+// or interrupted with no error) in show, list and history's head alike,
+// with no application and nothing for verify to warn of.
+func (s cliStore) wantOneEnd(t *testing.T, status string) {
+	t.Helper()
+	v, _ := s.want(t, nil, 0, "owner", "show", "t")
+	e, _ := v["error"].(map[string]any)
+	if v["status"] != status || (status == "failed") != (e != nil && e["code"] == "final_sale") {
+		t.Errorf("show: status %v, error %v; want %s", v["status"], v["error"], status)
+	}
+	l, _ := s.want(t, nil, 0, "owner", "list")
+	if ts, _ := l["tasks"].([]any); len(ts) != 1 || ts[0].(map[string]any)["status"] != status {
+		t.Errorf("list: %v; want t %s", l["tasks"], status)
+	}
+	h, _ := s.want(t, nil, 0, "owner", "history", "t")
+	cps, _ := h["checkpoints"].([]any)
+	if len(cps) > 0 {
+		head, _ := cps[0].(map[string]any)["values"].(map[string]any)
+		if failed := head["stage"] == "failed"; failed != (status == "failed") {
+			t.Errorf("history's head: stage %v; want the task %s", head["stage"], status)
+		}
+	}
+	if f := s.findings(t); len(f) != 0 {
+		t.Errorf("verify: %v; want nothing", f)
+	}
+	if got := s.apps(t, "t"); got != "0" {
+		t.Errorf("applications: %s, want 0", got)
 	}
 }

@@ -248,17 +248,21 @@ type Release struct {
 // Release records the run's final status and stage and the ends of its last
 // steps, and gives the lease up (unless r.Keep), in one commit, only while
 // r.Owner holds the lease. ErrConflict: the owner lost the lease; nothing
-// is written then.
+// is written then. The ends are not written for a run a stop ended: the
+// stop's ends of its steps stand.
 func (s *Store) Release(ctx context.Context, taskID string, r Release) error {
 	query, args := s.q.releaseLease, []any{r.Status, r.Stage, r.ErrorCode, r.Error, formatTime(s.now()), taskID, r.Owner}
 	if r.Keep {
 		query = s.q.recordProgress
 	}
 	write := func(q sqlstore.Querier) error {
-		if err := rowsChanged(q.ExecContext(ctx, query, args...)); err != nil {
+		// The ends first, while the record still names the holder: they
+		// are written only while it holds the task and no stop ended its
+		// run (a stop's ends stand).
+		if err := s.endStepsHeld(ctx, q, taskID, r.Owner, r.Ended); err != nil {
 			return err
 		}
-		return s.endSteps(ctx, q, taskID, r.Ended)
+		return rowsChanged(q.ExecContext(ctx, query, args...))
 	}
 	var err error
 	switch {
@@ -332,8 +336,9 @@ func (s *Store) ReleaseLeases(ctx context.Context, owner string, taskIDs []strin
 // so the timeline shows where the stop cut the run short whatever the
 // stopped process does next (one that dies without letting go records
 // nothing more). The process driving it sees the stop at its next
-// heartbeat and cancels the node that runs; the ends it records of steps
-// that completed after all replace the stop's (endSteps). A task in any
+// heartbeat or superstep and cancels the node that runs, and writes no
+// step end after it (endStepsHeld): the stop's ends stand, the first end
+// wins. A task in any
 // other status is ErrConflict, naming the status: a task that finished
 // first keeps its finished status. The stop is durable against power loss
 // when RequestStop returns nil: it commits at synchronous=FULL itself
@@ -378,6 +383,24 @@ func (s *Store) requestStop(ctx context.Context, taskID string, endRunning bool,
 		}
 		return nil
 	})
+}
+
+// EndHeld records that the run owner drives at epoch ended failed, with
+// stage, the failure's code and message: the task moves running → failed
+// in one guarded update, while owner holds it at epoch, so that what the
+// run ended as is in the business store before its checkpoint, and a stop
+// written after it is refused (the task is no longer running). The lease
+// stays owner's until its release, which keeps the status. Errors:
+// ErrStopped (a stop came first: nothing is written, and the run ends
+// interrupted), ErrLeaseLost, ErrNotFound.
+func (s *Store) EndHeld(ctx context.Context, taskID, owner string, epoch int64, stage, code, msg string) error {
+	res, err := s.h.Q().ExecContext(ctx, s.q.endHeld, stage, code, msg, formatTime(s.now()), taskID, owner, epoch)
+	if err := rowsChanged(res, err); errors.Is(err, ErrConflict) {
+		return s.whyNotHeld(ctx, taskID, owner, epoch)
+	} else if err != nil {
+		return fmt.Errorf("record the end of task %s: %w", taskID, err)
+	}
+	return nil
 }
 
 // SetProgressStatus moves a task from status from to status to, keeping its

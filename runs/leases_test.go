@@ -914,7 +914,7 @@ func testClosedFile(t *testing.T, kind storeKind) {
 			return s.AddStep(ctx, TimelineStep{Task: "return-25", Seq: 9, Node: "n", Attempt: 1, Status: StepDone, StartedAt: t0})
 		}},
 		{"EndStep", func(s *Store) error { return s.EndStep(ctx, "return-25", 1, StepDone, "", t0) }},
-		{"InterruptedStep", func(s *Store) error { return s.InterruptedStep(ctx, "return-25", "n", "stopped", t0) }},
+		{"EndHeld", func(s *Store) error { return s.EndHeld(ctx, "return-25", "o1", 1, "failed", "final_sale", "x") }},
 		{"FailRunningSteps", func(s *Store) error { _, err := s.FailRunningSteps(ctx, "return-25", "died", t0); return err }},
 		{"Steps", func(s *Store) error { _, err := s.Steps(ctx, "return-25"); return err }},
 		{"CreateBatch", func(s *Store) error { return s.CreateBatch(ctx, TaskRecord{ID: "b", User: "u"}, holder, nil) }},

@@ -88,7 +88,8 @@ type queries struct {
 	// lease_owner (7) holds it. A task an operator stopped stays
 	// interrupted (docs/design.md "Run status"): once interrupted is
 	// written, the stopped run changes no status again; only its stage
-	// follows the head.
+	// follows the head. A task its run recorded failed (endHeld) stays
+	// failed too.
 	releaseLease string
 	// recordProgress is releaseLease that keeps the lease, with the same
 	// arguments.
@@ -152,16 +153,24 @@ type queries struct {
 	// addSteps inserts n steps, the columns of addStep each.
 	addSteps func(n int) string
 	// endStep sets status (1), error (2) and ended_at (3) of step (5) of
-	// task (4) while it is in status (6), or in status (7) with error (8):
-	// a step an operator stop ended (RequestStop) that the stopped run
-	// records the end of as it saw it.
+	// task (4) while it is running: a step that ended is never rewritten
+	// (the first end wins).
 	endStep string
-	// failStep sets status (1), error (2) and ended_at (3) of step (5) of
-	// task (4).
-	failStep string
 	// failRunningSteps sets status (1), error (2) and ended_at (3) of the
 	// steps of task (4) in status (5).
 	failRunningSteps string
+	// endStepHeld is endStep, with the same arguments, of a holder: only
+	// while lease_owner (6) holds task (4) and no stop has ended its run
+	// (the task is not interrupted).
+	endStepHeld string
+	// failRunningStepsHeld fails, with error (1) at ended_at (2), the
+	// steps of task (3) still running, only while lease_owner (4) holds
+	// the task and no stop has ended its run.
+	failRunningStepsHeld string
+	// endHeld moves task (5) from running to failed with stage (1),
+	// error_code (2), error (3), updated_at (4), while lease_owner (6)
+	// holds it at epoch (7).
+	endHeld string
 	// held counts task (1) when it is running and held by lease_owner (2)
 	// at epoch (3): BeginSteps' guard without a renewal. A read: it
 	// dirties no page.

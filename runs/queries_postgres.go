@@ -18,9 +18,10 @@ const (
 	pgStepColumns     = `seq, node, attempt, status, started_at, ended_at, error`
 	pgBatchRowColumns = `row_no, line, task_id, order_id, reason, action, draft_id, outcome, error_code, error, duplicate_of`
 	// pgKeepInterrupted sets the status to (1) unless the task is
-	// interrupted: the one place of the rule that a stop is final for the
-	// run it stopped (releaseLease, recordProgress).
-	pgKeepInterrupted = `CASE status WHEN 'interrupted' THEN status ELSE $1 END`
+	// interrupted or failed: the one place of the rule that a stop is
+	// final for the run it stopped, and so is the failure its run recorded
+	// under its lease (endHeld) (releaseLease, recordProgress).
+	pgKeepInterrupted = `CASE WHEN status IN ('interrupted', 'failed') THEN status ELSE $1 END`
 )
 
 var postgresQueries = &queries{
@@ -115,10 +116,15 @@ var postgresQueries = &queries{
 	addSteps: func(n int) string {
 		return `INSERT INTO steps (task_id, seq, node, attempt, status, started_at, ended_at, error) VALUES ` + sqlstore.PostgresRows(1, n, 8)
 	},
-	endStep:          `UPDATE steps SET status = $1, error = $2, ended_at = $3 WHERE task_id = $4 AND seq = $5 AND (status = $6 OR (status = $7 AND error = $8))`,
-	failStep:         `UPDATE steps SET status = $1, error = $2, ended_at = $3 WHERE task_id = $4 AND seq = $5`,
+	endStep:          `UPDATE steps SET status = $1, error = $2, ended_at = $3 WHERE task_id = $4 AND seq = $5 AND status = 'running'`,
 	failRunningSteps: `UPDATE steps SET status = $1, error = $2, ended_at = $3 WHERE task_id = $4 AND status = $5`,
-	held:             `SELECT count(*) FROM tasks WHERE task_id = $1 AND status = 'running' AND lease_owner = $2 AND lease_epoch = $3`,
+	endStepHeld: `UPDATE steps SET status = $1, error = $2, ended_at = $3 WHERE task_id = $4 AND seq = $5 AND status = 'running'
+	AND EXISTS (SELECT 1 FROM tasks WHERE task_id = $4 AND lease_owner = $6 AND status <> 'interrupted')`,
+	failRunningStepsHeld: `UPDATE steps SET status = 'failed', error = $1, ended_at = $2 WHERE task_id = $3 AND status = 'running'
+	AND EXISTS (SELECT 1 FROM tasks WHERE task_id = $3 AND lease_owner = $4 AND status <> 'interrupted')`,
+	endHeld: `UPDATE tasks SET status = 'failed', stage = $1, error_code = $2, error = $3, updated_at = $4
+	WHERE task_id = $5 AND status = 'running' AND lease_owner = $6 AND lease_epoch = $7`,
+	held: `SELECT count(*) FROM tasks WHERE task_id = $1 AND status = 'running' AND lease_owner = $2 AND lease_epoch = $3`,
 	heldRenew: `UPDATE tasks SET lease_until = $1
 	WHERE task_id = $2 AND status = 'running' AND lease_owner = $3 AND lease_epoch = $4`,
 	beginStep: `INSERT INTO steps (task_id, seq, node, attempt, status, started_at)

@@ -17,9 +17,10 @@ const (
 	sqliteStepColumns     = `seq, node, attempt, status, started_at, ended_at, error`
 	sqliteBatchRowColumns = `row_no, line, task_id, order_id, reason, action, draft_id, outcome, error_code, error, duplicate_of`
 	// sqliteKeepInterrupted sets the status to the bound one unless the
-	// task is interrupted: the one place of the rule that a stop is final
-	// for the run it stopped (releaseLease, recordProgress).
-	sqliteKeepInterrupted = `CASE status WHEN 'interrupted' THEN status ELSE ? END`
+	// task is interrupted or failed: the one place of the rule that a stop
+	// is final for the run it stopped, and so is the failure its run
+	// recorded under its lease (endHeld) (releaseLease, recordProgress).
+	sqliteKeepInterrupted = `CASE WHEN status IN ('interrupted', 'failed') THEN status ELSE ? END`
 )
 
 var sqliteQueries = &queries{
@@ -114,10 +115,15 @@ var sqliteQueries = &queries{
 	addSteps: func(n int) string {
 		return `INSERT INTO steps (task_id, seq, node, attempt, status, started_at, ended_at, error) VALUES ` + sqlstore.SQLiteRows(n, 8)
 	},
-	endStep:          `UPDATE steps SET status = ?, error = ?, ended_at = ? WHERE task_id = ? AND seq = ? AND (status = ? OR (status = ? AND error = ?))`,
-	failStep:         `UPDATE steps SET status = ?, error = ?, ended_at = ? WHERE task_id = ? AND seq = ?`,
+	endStep:          `UPDATE steps SET status = ?, error = ?, ended_at = ? WHERE task_id = ? AND seq = ? AND status = 'running'`,
 	failRunningSteps: `UPDATE steps SET status = ?, error = ?, ended_at = ? WHERE task_id = ? AND status = ?`,
-	held:             `SELECT count(*) FROM tasks WHERE task_id = ? AND status = 'running' AND lease_owner = ? AND lease_epoch = ?`,
+	endStepHeld: `UPDATE steps SET status = ?1, error = ?2, ended_at = ?3 WHERE task_id = ?4 AND seq = ?5 AND status = 'running'
+	AND EXISTS (SELECT 1 FROM tasks WHERE task_id = ?4 AND lease_owner = ?6 AND status <> 'interrupted')`,
+	failRunningStepsHeld: `UPDATE steps SET status = 'failed', error = ?1, ended_at = ?2 WHERE task_id = ?3 AND status = 'running'
+	AND EXISTS (SELECT 1 FROM tasks WHERE task_id = ?3 AND lease_owner = ?4 AND status <> 'interrupted')`,
+	endHeld: `UPDATE tasks SET status = 'failed', stage = ?, error_code = ?, error = ?, updated_at = ?
+	WHERE task_id = ? AND status = 'running' AND lease_owner = ? AND lease_epoch = ?`,
+	held: `SELECT count(*) FROM tasks WHERE task_id = ? AND status = 'running' AND lease_owner = ? AND lease_epoch = ?`,
 	heldRenew: `UPDATE tasks SET lease_until = ?
 	WHERE task_id = ? AND status = 'running' AND lease_owner = ? AND lease_epoch = ?`,
 	beginStep: `INSERT INTO steps (task_id, seq, node, attempt, status, started_at)

@@ -123,27 +123,13 @@ func (s *Store) AddStep(ctx context.Context, st TimelineStep) error {
 	return nil
 }
 
-// EndStep records how step seq ended; only a running step changes, or one
-// an operator stop ended (RequestStop).
+// EndStep records how step seq ended, while it is running: a step that
+// ended (done, waiting, or failed: by its run, a takeover or a stop) is
+// never rewritten; the first end wins.
 func (s *Store) EndStep(ctx context.Context, taskID string, seq int, status, msg string, now time.Time) error {
-	_, err := s.h.Q().ExecContext(ctx, s.q.endStep, status, msg, formatTime(now), taskID, seq, StepRunning, StepFailed, MsgInterrupted)
+	_, err := s.h.Q().ExecContext(ctx, s.q.endStep, status, msg, formatTime(now), taskID, seq)
 	if err != nil {
 		return fmt.Errorf("end step %d of task %s: %w", seq, taskID, err)
-	}
-	return nil
-}
-
-// InterruptedStep appends a failed step for node with error msg that
-// started and ended at now: the step that was due when a run stopped
-// between two steps.
-func (s *Store) InterruptedStep(ctx context.Context, taskID, node, msg string, now time.Time) error {
-	seq, err := s.StartStep(ctx, taskID, node, now)
-	if err != nil {
-		return err
-	}
-	_, err = s.h.Q().ExecContext(ctx, s.q.failStep, StepFailed, msg, formatTime(now), taskID, seq)
-	if err != nil {
-		return fmt.Errorf("interrupted step of task %s: %w", taskID, err)
 	}
 	return nil
 }
@@ -153,6 +139,19 @@ func (s *Store) InterruptedStep(ctx context.Context, taskID, node, msg string, n
 // many it marked.
 func (s *Store) FailRunningSteps(ctx context.Context, taskID, msg string, now time.Time) (int, error) {
 	res, err := s.h.Q().ExecContext(ctx, s.q.failRunningSteps, StepFailed, msg, formatTime(now), taskID, StepRunning)
+	if err != nil {
+		return 0, fmt.Errorf("fail running steps of task %s: %w", taskID, err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// FailRunningStepsHeld is FailRunningSteps by the holder owner of the
+// task: it writes only while owner holds the task and no stop has ended
+// its run (the task is not interrupted), so a process whose run was
+// stopped writes no step end, and the stop's ends stand.
+func (s *Store) FailRunningStepsHeld(ctx context.Context, taskID, owner, msg string, now time.Time) (int, error) {
+	res, err := s.h.Q().ExecContext(ctx, s.q.failRunningStepsHeld, msg, formatTime(now), taskID, owner)
 	if err != nil {
 		return 0, fmt.Errorf("fail running steps of task %s: %w", taskID, err)
 	}
@@ -320,12 +319,25 @@ func (s *Store) holds(ctx context.Context, q sqlstore.Querier, taskID string, ho
 }
 
 // endSteps records the ends of steps of taskID on q; a step no longer
-// running (ended by a takeover) is left as it is, but for one an operator
-// stop ended (RequestStop): the run that it stopped knows better how its
-// step ended.
+// running (ended by a takeover or a stop) is left as it is: the first end
+// wins.
 func (s *Store) endSteps(ctx context.Context, q sqlstore.Querier, taskID string, ended []StepEnd) error {
 	for _, e := range ended {
-		if _, err := q.ExecContext(ctx, s.q.endStep, e.Status, e.Error, formatTime(e.At), taskID, e.Seq, StepRunning, StepFailed, MsgInterrupted); err != nil {
+		if _, err := q.ExecContext(ctx, s.q.endStep, e.Status, e.Error, formatTime(e.At), taskID, e.Seq); err != nil {
+			return fmt.Errorf("end step %d of task %s: %w", e.Seq, taskID, err)
+		}
+	}
+	return nil
+}
+
+// endStepsHeld is endSteps by the holder owner of the task: nothing is
+// written unless owner holds the task and no stop has ended its run (the
+// task is not interrupted). The fence of the lease decides who may write
+// a step's end: a process whose run was stopped, or that lost its lease,
+// writes none.
+func (s *Store) endStepsHeld(ctx context.Context, q sqlstore.Querier, taskID, owner string, ended []StepEnd) error {
+	for _, e := range ended {
+		if _, err := q.ExecContext(ctx, s.q.endStepHeld, e.Status, e.Error, formatTime(e.At), taskID, e.Seq, owner); err != nil {
 			return fmt.Errorf("end step %d of task %s: %w", e.Seq, taskID, err)
 		}
 	}
@@ -333,9 +345,22 @@ func (s *Store) endSteps(ctx context.Context, q sqlstore.Querier, taskID string,
 }
 
 // EndSteps records how the steps ended (StepEnd) on the task's timeline,
-// in one commit; a step no longer running is left as it is (but for one a
-// stop ended: endSteps).
+// in one commit; a step no longer running is left as it is (endSteps).
 func (s *Store) EndSteps(ctx context.Context, taskID string, ended []StepEnd) error {
+	return s.endStepsIn(ctx, taskID, ended, s.endSteps)
+}
+
+// EndStepsHeld is EndSteps by the holder owner of the task: nothing is
+// written unless owner holds it and no stop has ended its run
+// (endStepsHeld).
+func (s *Store) EndStepsHeld(ctx context.Context, taskID, owner string, ended []StepEnd) error {
+	return s.endStepsIn(ctx, taskID, ended, func(ctx context.Context, q sqlstore.Querier, taskID string, ended []StepEnd) error {
+		return s.endStepsHeld(ctx, q, taskID, owner, ended)
+	})
+}
+
+// endStepsIn records ended with write in one transaction.
+func (s *Store) endStepsIn(ctx context.Context, taskID string, ended []StepEnd, write func(context.Context, sqlstore.Querier, string, []StepEnd) error) error {
 	if len(ended) == 0 {
 		return nil
 	}
@@ -344,7 +369,7 @@ func (s *Store) EndSteps(ctx context.Context, taskID string, ended []StepEnd) er
 		return fmt.Errorf("end steps of task %s: %w", taskID, err)
 	}
 	defer tx.Rollback()
-	if err := s.endSteps(ctx, tx, taskID, ended); err != nil {
+	if err := write(ctx, tx, taskID, ended); err != nil {
 		return err
 	}
 	return tx.Commit()

@@ -140,22 +140,6 @@ func testTimeline(t *testing.T, kind storeKind) {
 		}
 	})
 
-	t.Run("InterruptedStepAppendsAFailedStepStartedAndEndedAtNow", func(t *testing.T) {
-		s := setup(t)
-		mustStart(t, s, "return-25", "prepare", t0)
-		if err := s.EndStep(ctx, "return-25", 1, StepDone, "", t1); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.InterruptedStep(ctx, "return-25", "prepare", "stopped by operator", t2); err != nil {
-			t.Fatal(err)
-		}
-		want := TimelineStep{Task: "return-25", Seq: 2, Node: "prepare", Attempt: 2, Status: StepFailed,
-			StartedAt: t2, EndedAt: t2, Error: "stopped by operator"}
-		if got, err := s.LastStep(ctx, "return-25"); err != nil || got != want {
-			t.Errorf("LastStep = %+v (%v), want %+v", got, err, want)
-		}
-	})
-
 	t.Run("FailRunningStepsMarksOnlyRunningStepsOfTheTask", func(t *testing.T) {
 		s := setup(t)
 		mustCreateLeased(t, s, "return-26", holder)

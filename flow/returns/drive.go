@@ -37,8 +37,9 @@ type driven struct {
 // How it ends:
 //   - taken over (lease lost): nothing more is written, not even the
 //     status; the error matches ErrConflict;
-//   - stopped by an operator: its half-done step is closed failed and the
-//     task stays interrupted (a stop is final for the run it stopped);
+//   - stopped by an operator: the stop's commit closed its half-done
+//     step, this run writes no step end after it, and the task stays
+//     interrupted (a stop is final for the run it stopped);
 //   - ended by SIGINT or SIGTERM part-way: interrupted, as with a stop;
 //   - a guard stop (a node failed MaxAttempts times, the recursion limit):
 //     failed at once, with a checkpoint that says why, so recover does not
@@ -48,6 +49,7 @@ type driven struct {
 func (r *runner) drive(ctx context.Context, t runs.TaskRecord, d driven) (*View, error) {
 	r.holds.Store(t.ID, t.Lease)
 	defer r.holds.Delete(t.ID)
+	defer r.endedHere.Delete(t.ID)
 	rec, recovering := r.recoveries.LoadAndDelete(t.ID)
 	_, wasStopped := r.resumedStopped.LoadAndDelete(t.ID)
 	cause, runErr := r.runWithHeartbeat(ctx, t.ID, d.do)
@@ -69,7 +71,7 @@ func (r *runner) drive(ctx context.Context, t runs.TaskRecord, d driven) (*View,
 	}
 	if stopped(cause, runErr, v) {
 		// The last checkpoint is the resume point.
-		if err := r.recordInterrupted(bg, t.ID, v, ended); err != nil {
+		if err := r.recordInterrupted(bg, t.ID, ended); err != nil {
 			return nil, err
 		}
 		v.Status, runErr, ended = StatusInterrupted, nil, nil
@@ -176,20 +178,22 @@ func (r *runner) runWithHeartbeat(ctx context.Context, task string, fn func(cont
 	return cause, err
 }
 
-// recordInterrupted closes the timeline of a stopped run: the ends of its
-// steps that ended (ended), then its running step failed, or, stopped
-// between two supersteps, the step that was due recorded as not completed,
-// so the timeline shows where the run stopped.
-func (r *runner) recordInterrupted(ctx context.Context, task string, v *View, ended []runs.StepEnd) error {
-	now := r.svc.now().UTC()
-	if err := r.runs.EndSteps(ctx, task, ended); err != nil {
+// recordInterrupted closes the timeline of a run that ends interrupted:
+// the ends of its steps that ended (ended), then its running steps failed
+// "run interrupted". Both are the holder's writes (runs.EndStepsHeld,
+// runs.FailRunningStepsHeld): a run an operator stopped writes none of
+// them, since the stop's own commit ended its running steps and a step
+// that ended is never rewritten; a run ended by a signal still holds its
+// task running and records them. Nothing is recorded for a node that was
+// due and never ran: the timeline holds only steps that ran, so the
+// attempts it counts are real ones.
+func (r *runner) recordInterrupted(ctx context.Context, task string, ended []runs.StepEnd) error {
+	owner := r.svc.me.owner
+	if err := r.runs.EndStepsHeld(ctx, task, owner, ended); err != nil {
 		return err
 	}
-	n, err := r.runs.FailRunningSteps(ctx, task, msgInterrupted, now)
-	if err != nil || n > 0 || len(v.Next) == 0 || r.endedInterrupted(ctx, task) {
-		return err
-	}
-	return r.runs.InterruptedStep(ctx, task, v.Next[0], msgInterrupted, now)
+	_, err := r.runs.FailRunningStepsHeld(ctx, task, owner, msgInterrupted, r.svc.now().UTC())
+	return err
 }
 
 // release records the run's status and stage, and the ends of its last
@@ -248,14 +252,6 @@ func runResult(task string, v *View, runErr error) (*View, error) {
 		return nil, fmt.Errorf("task %s changed under the request (another process advanced it): %w", task, ErrConflict)
 	}
 	return nil, fmt.Errorf("run task %s: %w", task, runErr)
-}
-
-// endedInterrupted reports whether the task's last step already ended
-// failed by the stop (the node saw its context cancelled), so that no
-// second entry is recorded for the same stop.
-func (r *runner) endedInterrupted(ctx context.Context, task string) bool {
-	st, err := r.runs.LastStep(ctx, task)
-	return err == nil && st.Status == runs.StepFailed && st.Error == msgInterrupted
 }
 
 // driveReturn drives a return task's run and views its head. fn runs the

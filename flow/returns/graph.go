@@ -35,6 +35,13 @@ type Deps struct {
 	// runner's runs.Store.HeldRunning at the lease the run holds. A run
 	// driven under no lease (verify's replay) has none, and ok is false.
 	Held func(task string) (check business.SubmitCheck, ok bool)
+	// Ended records, before the node's update is saved, that the run of
+	// task ends failed with f: the runner's endHeld, which moves the task
+	// record to failed while the run still holds it running under its
+	// lease. An error (a stop committed first: runs.ErrStopped) fails the
+	// node, and nothing of its update is saved. nil records nothing (a run
+	// under no lease).
+	Ended func(ctx context.Context, task string, f Failure) error
 }
 
 // Build returns the return-request graph (docs/design.md "The return-request flow"):
@@ -59,15 +66,18 @@ func Build(d Deps) *flow.Graph[State] {
 	if d.Held == nil {
 		d.Held = func(string) (business.SubmitCheck, bool) { return nil, false }
 	}
+	if d.Ended == nil {
+		d.Ended = func(context.Context, string, Failure) error { return nil }
+	}
 	n := nodes{d}
 	g := flow.NewGraph(Reduce)
 	g.StateFormat(StateFormat, stateUpgrades)
-	g.AddNode(NodeLookup, n.lookup)
+	g.AddNode(NodeLookup, n.ending(n.lookup))
 	g.AddNode(NodeAskReason, n.askReason)
-	g.AddNode(NodePrepare, n.prepare)
-	g.AddNode(NodeReview, n.review(1))
-	g.AddNode(NodeReview2, n.review(2))
-	g.AddNode(NodeSubmit, n.submit)
+	g.AddNode(NodePrepare, n.ending(n.prepare))
+	g.AddNode(NodeReview, n.ending(n.review(1)))
+	g.AddNode(NodeReview2, n.ending(n.review(2)))
+	g.AddNode(NodeSubmit, n.ending(n.submit))
 	g.AddNode(NodeCancel, n.cancel)
 	g.AddEdge(flow.Start, NodeLookup)
 	g.AddConditionalEdges(NodeLookup, func(s State) []string {
@@ -99,6 +109,25 @@ func Build(d Deps) *flow.Graph[State] {
 }
 
 type nodes struct{ Deps }
+
+// ending wraps a node that may end the run failed (a refused order, an
+// expired draft, too many revisions): such an update is recorded in the
+// business store first (Deps.Ended), so the task record and the
+// checkpoint after the node tell one end, and a stop committed before it
+// wins: the node fails, and the run ends interrupted with nothing of the
+// failure saved (docs/recovery.md "Operator stop").
+func (n nodes) ending(node flow.NodeFunc[State]) flow.NodeFunc[State] {
+	return func(ctx context.Context, s State) (State, error) {
+		upd, err := node(ctx, s)
+		if err != nil || upd.Stage != StageFailed || upd.Error == nil {
+			return upd, err
+		}
+		if err := n.Ended(ctx, s.Task, *upd.Error); err != nil {
+			return State{}, err
+		}
+		return upd, nil
+	}
+}
 
 // giveUp is NodeGiveUp's work: nothing. The node is only named by a state
 // update that ends a run a guard stopped.

@@ -305,6 +305,11 @@ func (r *runner) heartbeat(ctx context.Context, task string, done <-chan struct{
 				cancel(errLeaseLost)
 				return
 			case errors.Is(err, runs.ErrConflict):
+				if _, ended := r.endedHere.Load(task); ended {
+					// The run recorded its own failure: the task is no
+					// longer running, and nothing stopped it.
+					return
+				}
 				cancel(errStopped)
 				return
 			}

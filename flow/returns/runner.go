@@ -41,6 +41,11 @@ type runner struct {
 	// continues on purpose), until drive ends the run: an answer refused
 	// under the lease leaves the stop standing.
 	resumedStopped *sync.Map
+	// endedHere holds the threads whose run recorded its failure in the
+	// business store under its lease (endHeld), until drive ends the run:
+	// the task is no longer running, and its heartbeat stops renewing
+	// without cancelling the run.
+	endedHere *sync.Map
 	// ahead holds the records of a chunk's tasks, read for all of them in
 	// one statement by the chunk's prepare (prepareTasks), each used once
 	// by the row that runs it (runner.mayDecide, runner.knownTask). Other
@@ -124,11 +129,11 @@ var (
 // with policy p. A chunk runner buffers its timeline (stepLog); the others
 // write each step as it starts and ends.
 func (s *Service) newRunner(desk *business.Store, rs *runs.Store, cps flow.Checkpointer, p policy) (*runner, error) {
-	r := &runner{svc: s, desk: desk, runs: rs, cps: cps, policy: p, steps: newDirectSteps(rs, s.now), holds: &sync.Map{}, recoveries: &sync.Map{}, resumedStopped: &sync.Map{}}
+	r := &runner{svc: s, desk: desk, runs: rs, cps: cps, policy: p, steps: newDirectSteps(rs, s.now), holds: &sync.Map{}, recoveries: &sync.Map{}, resumedStopped: &sync.Map{}, endedHere: &sync.Map{}}
 	if p.release == keepLease {
 		r.steps = newStepLog(rs, s.now)
 	}
-	g, err := Build(Deps{Desk: desk, Now: s.now, Fault: Fault, Held: r.holdsRunning}).Compile(flow.Options{
+	g, err := Build(Deps{Desk: desk, Now: s.now, Fault: Fault, Held: r.holdsRunning, Ended: r.endHeld}).Compile(flow.Options{
 		Checkpointer: cps,
 		Now:          s.now,
 		Hook:         Fault,
@@ -159,6 +164,34 @@ func (r *runner) holdsRunning(task string) (business.SubmitCheck, bool) {
 	}
 	l := v.(runs.Lease)
 	return r.runs.HeldRunning(task, l.Owner, l.Epoch), true
+}
+
+// endHeld records in the business store that the run of task this runner
+// drives ends failed with f (runs.Store.EndHeld), while it still holds
+// the task running under its lease: a node's update that ends the run
+// failed is true in the business store before its checkpoint is written,
+// and a stop written after it is refused. A stop that came first is
+// runs.ErrStopped (the node then fails and the run ends interrupted, its
+// failure written nowhere), a takeover runs.ErrLeaseLost. A run under no
+// lease, a chunk's row (its chunk holds the write lock and records the
+// rows' ends), and a run that recorded its end already record nothing.
+func (r *runner) endHeld(ctx context.Context, task string, f Failure) error {
+	if r.policy.release == keepLease {
+		return nil
+	}
+	v, ok := r.holds.Load(task)
+	if !ok {
+		return nil
+	}
+	if _, again := r.endedHere.LoadOrStore(task, struct{}{}); again {
+		return nil
+	}
+	l := v.(runs.Lease)
+	err := r.runs.EndHeld(context.WithoutCancel(ctx), task, l.Owner, l.Epoch, StageFailed, f.Code, f.Message)
+	if err != nil {
+		r.endedHere.Delete(task)
+	}
+	return err
 }
 
 // rowRunner is the command runner's stores and graph with rowPolicy.
