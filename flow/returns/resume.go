@@ -144,7 +144,10 @@ func (s *Service) resumeWith(ctx context.Context, r *runner, o ResumeOptions) (*
 	if err != nil {
 		return v, err
 	}
-	return s.withTrail(ctx, v)
+	if v, err = s.withTrail(ctx, v); err != nil {
+		return nil, err
+	}
+	return s.forViewer(ctx, v, o.User)
 }
 
 // How long an answer waits for a live process that holds its task

@@ -22,7 +22,10 @@ func (s *Service) Show(ctx context.Context, task, user string) (*View, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.asNow(ctx, v, s.now())
+	if v, err = s.asNow(ctx, v, s.now()); err != nil {
+		return nil, err
+	}
+	return s.forViewer(ctx, v, user)
 }
 
 // recordedView is the task's view as its head and records hold it, with

@@ -47,6 +47,13 @@ type View struct {
 	// Note is a line for the person about what the command chose (which of
 	// two approval questions an answer went to); not part of the JSON.
 	Note string `json:"-"`
+	// NoApprove is, for the person the view was made for (the user of
+	// Show, Start or Resume), why their approve of the draft asked about
+	// could not be carried out now (forViewer: they approved it already,
+	// or the submit would not count it, as of the requester of a task
+	// that needs two); "" when it could, or nothing asks an approval. The
+	// card then offers them no approve. Not part of the JSON.
+	NoApprove string `json:"-"`
 	// Unrecorded is set on a view that shows the end a task has now but
 	// its records do not hold yet: a draft that expired while it waited
 	// for approval (asNow); recover records that end. Not part of the JSON.
