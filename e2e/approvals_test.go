@@ -381,8 +381,9 @@ func TestBusyHintsNameNoStopToApprovers(t *testing.T) {
 // part-way leaves the record running; list, list --awaiting-me and list
 // --status waiting --output csv show the task as show does (waiting for
 // the other approval: alice's saved answer is in the trail, killed
-// after review ran or before), so `list | decide -` does not skip it, and
-// list writes nothing.
+// after review ran or before), so an approver's `list --awaiting-me
+// --output csv | decide -` does not skip it (the requester's holds no row
+// of it: their approve cannot count), and list writes nothing.
 func TestCrashedFirstApprovalIsListedAsShown(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -413,9 +414,15 @@ func TestCrashedFirstApprovalIsListedAsShown(t *testing.T) {
 			if got := listedAs(t, dir, "alice", "--awaiting-me"); got != want {
 				t.Errorf("alice list --awaiting-me = %q, want %q", got, want)
 			}
-			out, _, code := run(t, dir, "--user", "ci-bot", "list", "--status", "waiting", "--output", "csv")
+			out, _, code := run(t, dir, "--user", "bob", "list", "--awaiting-me", "--output", "csv")
 			if code != 0 || !strings.Contains(out, "\nk1,") {
-				t.Errorf("list --status waiting --output csv: exit %d\n%s", code, out)
+				t.Errorf("bob list --awaiting-me --output csv: exit %d\n%s", code, out)
+			}
+			// The requester's approve of a task that needs two never
+			// counts: their decide file holds no row of it.
+			out, _, code = run(t, dir, "--user", "ci-bot", "list", "--status", "waiting", "--output", "csv")
+			if code != 0 || strings.Contains(out, "\nk1,") {
+				t.Errorf("the requester's list --status waiting --output csv: exit %d, want no row of k1\n%s", code, out)
 			}
 			sameFiles(t, dir, before, "list")
 			v, _ = as(t, dir, "bob", 0, "resume", "k1", "--action", "approve")

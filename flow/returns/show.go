@@ -54,7 +54,6 @@ func (s *Service) recordedView(ctx context.Context, task, user string) (*View, e
 		if v, err = s.withTrail(ctx, view(t, snap)); err != nil {
 			return nil, fmt.Errorf("show %s: %w", t.ID, err)
 		}
-		v = withHeld(v, snap)
 		d, err := standing(ctx, s.desk, t.ID, snap)
 		if err != nil {
 			return nil, fmt.Errorf("show %s: %w", t.ID, err)
