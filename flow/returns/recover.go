@@ -33,7 +33,7 @@ type Recovered struct {
 	// The report's line of the task and a line on stderr say it; not part
 	// of the JSON.
 	Note string `json:"-"`
-	err      error
+	err  error
 }
 
 // RecoverError reports the tasks Recover could not recover. It matches
