@@ -138,3 +138,11 @@ func keptRefusal(err error) bool {
 	var ue *UncountedError
 	return errors.Is(err, ErrDraftExpired) || errors.As(err, &ie) || errors.As(err, &ue)
 }
+
+// Judge runs check outside any transaction, on the store as it is now,
+// and returns what a submit that ran it now would find: nil, or its
+// refusal (an *UncountedError for ApprovalsCount). A view judges what it
+// offers by the rule the submit judges by. It writes nothing.
+func (s *Store) Judge(ctx context.Context, check SubmitCheck) error {
+	return check(ctx, s.h.Q())
+}

@@ -46,7 +46,7 @@ func (a *app) writeListCSV(ctx context.Context, svc *returns.Service, tasks []re
 	rows := []returns.DecisionRow{}
 	if svc != nil {
 		var err error
-		if rows, err = svc.DecisionRows(ctx, tasks); err != nil {
+		if rows, err = svc.DecisionRows(ctx, a.user, tasks); err != nil {
 			return err
 		}
 	}

@@ -63,7 +63,7 @@ func errorCodeOf(err error, code int) string {
 
 // CodeBusy is the JSON error code of a busy store (exit 3; docs/cli.md
 // "Errors").
-const CodeBusy = "busy"
+const CodeBusy = returns.CodeBusy
 
 func errorCode(code int) string {
 	switch code {

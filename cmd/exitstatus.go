@@ -78,7 +78,9 @@ func (a *app) outcomeNote(v *returns.View, code int) string {
 	case code == ExitNotFinished:
 		return fmt.Sprintf("task %s is not finished: a live process runs it (`%s show %s`)", v.Task, prog, task)
 	case code == ExitStopped && v.Status == returns.StatusRunning:
-		return fmt.Sprintf("task %s is interrupted: the process that ran it is gone; continue it with `%s recover` (or `%s resume %s`)", v.Task, prog, prog, task)
+		// Its status is running (docs/json.md "The state as it is now"):
+		// nobody stopped it; its process ended before it let go.
+		return fmt.Sprintf("task %s is running (holder gone): it was left running by a process that is gone; continue it with `%s recover` (or `%s resume %s`)", v.Task, prog, prog, task)
 	case code == ExitStopped:
 		return fmt.Sprintf("task %s is interrupted: it was stopped; continue it with `%s resume %s`", v.Task, prog, task)
 	}

@@ -69,6 +69,12 @@ func recoverRun(ctx context.Context, opts *recoverOptions) error {
 	if err := a.printRecovered(got); err != nil {
 		return err
 	}
+	for _, r := range got {
+		if r.Note != "" {
+			// As resume says it of the approve it carried out.
+			a.note(fmt.Sprintf("recover %s: %s", r.Task, r.Note))
+		}
+	}
 	if failed != nil {
 		a.reported = true // the report on stdout names each failure
 	}
@@ -101,6 +107,9 @@ func (a *app) printRecovered(got []returns.Recovered) error {
 			if rc.RowsKept != nil && rc.RowsRedone != nil {
 				fmt.Fprintf(&b, "; %d rows kept, %d redone", *rc.RowsKept, *rc.RowsRedone)
 			}
+		}
+		if r.Note != "" {
+			fmt.Fprintf(&b, "; %s", termtext.EscapeControls(r.Note))
 		}
 		fmt.Fprintln(&b)
 	}

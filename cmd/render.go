@@ -49,7 +49,7 @@ func writeCard(w io.Writer, v *returns.View, prog, viewer string) error {
 	} else {
 		first := true
 		for _, in := range v.Interrupts {
-			cardQuestion(&b, in, prog, task, cardAsk{first: first, approvedBy: approvedDraft(v, viewer), stands: v.Stands, standsCmd: standsCommand(v), notReturnable: notReturnable(v)})
+			cardQuestion(&b, in, prog, task, cardAsk{first: first, noApprove: v.NoApprove, stands: v.Stands, standsCmd: standsCommand(v), notReturnable: notReturnable(v)})
 			first = first && in.Kind != returns.KindApproval
 		}
 	}
@@ -141,9 +141,11 @@ func cardDecisions(b *strings.Builder, ds []returns.DecisionView) {
 
 // cardAsk is what a question's lines depend on besides the question: first
 // is set for the first approval question of the card (the commands that
-// answer every approval question at once go under it), and approvedBy is
-// the version of the draft the viewer approved already (0: none), so that
-// the card offers them no second approval.
+// answer every approval question at once go under it), and noApprove is
+// why the viewer's approve could not be carried out now (View.NoApprove:
+// they approved the draft already, they requested a task that needs two
+// other approvers; "" when it could), so that the card offers them no
+// approve.
 // stands is the answer the decision trail holds for the question (its
 // checkpoint lost): only it carries the task on, so it is the one command
 // offered.
@@ -153,7 +155,7 @@ func cardDecisions(b *strings.Builder, ds []returns.DecisionView) {
 // offered.
 type cardAsk struct {
 	first         bool
-	approvedBy    int
+	noApprove     string
 	stands        *returns.DecisionView
 	standsCmd     string
 	notReturnable string
@@ -166,21 +168,6 @@ func standsCommand(v *returns.View) string {
 		return ""
 	}
 	return strings.TrimPrefix(cliWords.commandLine(returns.StandingHint(v.Task, *v.Stands)), "assistant ")
-}
-
-// approvedDraft is the version of v's current draft that viewer approved
-// already, as the decision trail holds it, with an approval that still
-// counts; 0 when they did not.
-func approvedDraft(v *returns.View, viewer string) int {
-	if v.Draft == nil {
-		return 0
-	}
-	for _, d := range v.Decisions {
-		if d.By == viewer && d.Action == returns.ActionApprove && d.NotCounted == "" && d.DraftID != nil && *d.DraftID == v.Draft.DraftID {
-			return max(v.Draft.Version, 1)
-		}
-	}
-	return 0
 }
 
 // cardStands writes the question in and the one command, cmd (without its
@@ -242,10 +229,9 @@ func cardQuestion(b *strings.Builder, in returns.InterruptView, prog, task strin
 			}
 			return
 		}
-		if ask.approvedBy > 0 {
-			// Two approvals need two people: the viewer's second approve
-			// would be refused.
-			fmt.Fprintf(b, "Next:     another approver gives this approval (you approved version %d already)\n", ask.approvedBy)
+		if ask.noApprove != "" {
+			// The viewer's approve would be refused, or not counted.
+			fmt.Fprintf(b, "Next:     another approver gives this approval (yours cannot count: %s)\n", termSafe(ask.noApprove))
 		} else {
 			fmt.Fprintf(b, "Next:     %s resume %s --action approve --draft %s%s\n", prog, task, shellQuote(q.DraftID), interrupt)
 		}

@@ -123,9 +123,10 @@ func pasteArgs(tb testing.TB, line string) []string {
 }
 
 // TestCardOffersOnlyWhatTheViewerMayDo: the card of a task waiting for
-// the second of two approvals offers the first approver no approve (it
-// would be refused: two approvals need two people) but the cancel, edit
-// and revise they may give; another approver gets the approve command.
+// the second of two approvals offers the viewer whose approve could not
+// be carried out (View.NoApprove: the first approver; two approvals need
+// two people) no approve but the cancel, edit and revise they may give;
+// another approver gets the approve command.
 // The card of a task a live process runs offers stop to its owner only:
 // an approver may not stop another user's task.
 func TestCardOffersOnlyWhatTheViewerMayDo(t *testing.T) {
@@ -140,6 +141,10 @@ func TestCardOffersOnlyWhatTheViewerMayDo(t *testing.T) {
 		Draft:      &returns.DraftView{DraftID: "d_1", Version: 1, OrderID: "C1", Reason: "broken", ExpiresAt: expires},
 		Decisions:  []returns.DecisionView{{By: "alice", At: expires, Action: returns.ActionApprove, DraftID: &draft, Version: &one}},
 	}
+	// The view shown to alice, who gave the first approval (Show sets
+	// NoApprove for the person it shows the task to).
+	toAlice := *waiting
+	toAlice.NoApprove = "alice approved version 1 already; the other approval must come from another person"
 	running := &returns.View{Task: "p1", User: "ci-bot", Order: "C1", Status: returns.StatusRunning, Stage: returns.StageDraftReady,
 		Holder: &returns.HolderView{PID: 42, Host: "h", Until: expires, Alive: true}}
 	for _, c := range []struct {
@@ -147,7 +152,7 @@ func TestCardOffersOnlyWhatTheViewerMayDo(t *testing.T) {
 		v            *returns.View
 		want, not    []string
 	}{
-		{"first approver", "alice", waiting, []string{"another approver", "--action cancel", "--action edit"}, []string{"--action approve"}},
+		{"first approver", "alice", &toAlice, []string{"another approver", "--action cancel", "--action edit"}, []string{"--action approve"}},
 		{"other approver", "bob", waiting, []string{"--action approve --draft d_1 --interrupt i2", "--action cancel"}, []string{"another approver"}},
 		{"owner of a running task", "ci-bot", running, []string{"stop p1"}, nil},
 		{"approver of a running task", "alice", running, []string{"show p1"}, []string{" stop "}},

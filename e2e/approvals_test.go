@@ -304,12 +304,12 @@ func TestInterruptRetryOfAnAnsweredQuestion(t *testing.T) {
 	verifyClean(t, dir)
 }
 
-// TestKilledSingleApprovalIsShown: the approval of a task that needs one
-// is recorded in the trail by submit; killed before that (its answer
-// saved before review ran, or in the state after it), show lists it all
-// the same, as it counts (recover submits it), and once submitted the
-// trail holds it once.
-func TestKilledSingleApprovalIsShown(t *testing.T) {
+// TestKilledSingleApprovalEntersTheTrailWithItsSubmit: the approval of a
+// task that needs one is recorded in the trail by submit; killed before
+// that (its answer saved before review ran, or in the state after it),
+// no view lists it yet: show and history read the same trail, which holds
+// nothing; recover submits it, and then the trail holds it once.
+func TestKilledSingleApprovalEntersTheTrailWithItsSubmit(t *testing.T) {
 	t.Parallel()
 	for _, point := range []string{"before:review", "after-checkpoint:review"} {
 		t.Run(point, func(t *testing.T) {
@@ -322,8 +322,9 @@ func TestKilledSingleApprovalIsShown(t *testing.T) {
 				t.Fatalf("alice's approve killed at %s: exit %d, want 137", point, code)
 			}
 			v, _ := as(t, dir, "ci-bot", 0, "show", "s1")
-			if got := trailOfView(v); got != "alice approve" {
-				t.Errorf("show s1 after the kill: decisions %q, want alice's approve", got)
+			h := mustRun(t, dir, "--user", "ci-bot", "history", "s1")
+			if got, ds := trailOfView(v), h["decisions"].([]any); got != "" || len(ds) != 0 {
+				t.Errorf("after the kill: show lists %q, history %v; want none in either (the trail holds none)", got, ds)
 			}
 			as(t, dir, "ci-bot", 0, "recover")
 			v, _ = as(t, dir, "ci-bot", 0, "show", "s1")
@@ -381,8 +382,9 @@ func TestBusyHintsNameNoStopToApprovers(t *testing.T) {
 // part-way leaves the record running; list, list --awaiting-me and list
 // --status waiting --output csv show the task as show does (waiting for
 // the other approval: alice's saved answer is in the trail, killed
-// after review ran or before), so `list | decide -` does not skip it, and
-// list writes nothing.
+// after review ran or before), so an approver's `list --awaiting-me
+// --output csv | decide -` does not skip it (the requester's holds no row
+// of it: their approve cannot count), and list writes nothing.
 func TestCrashedFirstApprovalIsListedAsShown(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -413,9 +415,15 @@ func TestCrashedFirstApprovalIsListedAsShown(t *testing.T) {
 			if got := listedAs(t, dir, "alice", "--awaiting-me"); got != want {
 				t.Errorf("alice list --awaiting-me = %q, want %q", got, want)
 			}
-			out, _, code := run(t, dir, "--user", "ci-bot", "list", "--status", "waiting", "--output", "csv")
+			out, _, code := run(t, dir, "--user", "bob", "list", "--awaiting-me", "--output", "csv")
 			if code != 0 || !strings.Contains(out, "\nk1,") {
-				t.Errorf("list --status waiting --output csv: exit %d\n%s", code, out)
+				t.Errorf("bob list --awaiting-me --output csv: exit %d\n%s", code, out)
+			}
+			// The requester's approve of a task that needs two never
+			// counts: their decide file holds no row of it.
+			out, _, code = run(t, dir, "--user", "ci-bot", "list", "--status", "waiting", "--output", "csv")
+			if code != 0 || strings.Contains(out, "\nk1,") {
+				t.Errorf("the requester's list --status waiting --output csv: exit %d, want no row of k1\n%s", code, out)
 			}
 			sameFiles(t, dir, before, "list")
 			v, _ = as(t, dir, "bob", 0, "resume", "k1", "--action", "approve")

@@ -134,10 +134,7 @@ var revokedPaths = []revokedPath{
 			t.Fatalf("alice's approve killed before its submit: exit %d, want 137", code)
 		}
 		s.want(t, nil, 0, "owner", "approvers", "revoke", "alice")
-	}, func(t *testing.T, s cliStore) string {
-		_, stderr := s.want(t, nil, 0, "owner", "recover")
-		return stderr
-	}, "owner"},
+	}, recoverSaysWhy, "owner"},
 	{"TwoApprovals/Resume", "2", func(t *testing.T, s cliStore) {
 		s.approveAs(t, nil, "alice", "t")
 		s.want(t, nil, 0, "owner", "approvers", "revoke", "alice")
@@ -155,10 +152,7 @@ var revokedPaths = []revokedPath{
 			t.Fatalf("bob's approve killed before its submit: exit %d, want 137", code)
 		}
 		s.want(t, nil, 0, "owner", "approvers", "revoke", "alice")
-	}, func(t *testing.T, s cliStore) string {
-		_, stderr := s.want(t, nil, 0, "owner", "recover")
-		return stderr
-	}, "carol"},
+	}, recoverSaysWhy, "carol"},
 	{"TwoApprovals/Decide", "2", func(t *testing.T, s cliStore) {
 		s.approveAs(t, nil, "alice", "t")
 		s.want(t, nil, 0, "owner", "approvers", "revoke", "alice")
@@ -170,10 +164,30 @@ var revokedPaths = []revokedPath{
 		v, stderr := s.want(t, nil, 0, "bob", "decide", file)
 		rows, _ := v["rows"].([]any)
 		if len(rows) != 1 || rows[0].(map[string]any)["outcome"] == "submitted" {
-			t.Errorf("bob's decide row: %v; want one row, not submitted", rows)
+			t.Fatalf("bob's decide row: %v; want one row, not submitted", rows)
+		}
+		// The row says what resume and recover say: taken, and why the
+		// task waits for another approval.
+		row := rows[0].(map[string]any)
+		if why, _ := row["error"].(string); row["outcome"] != "draft_ready" || row["error_code"] != "approval_not_counted" ||
+			!strings.Contains(why, "the approval of alice no longer counts (revoked at") || !strings.Contains(why, "the task waits for another approval") {
+			t.Errorf("bob's decide row: %v; want draft_ready, approval_not_counted, saying alice's approval no longer counts", row)
 		}
 		return stderr
 	}, "carol"},
+}
+
+// recoverSaysWhy runs recover as the owner and checks that it says, on
+// stderr and in its text report's line of task t, that the approval it
+// carried out no longer counts and that t waits for another approval.
+func recoverSaysWhy(t *testing.T, s cliStore) string {
+	t.Helper()
+	_, stderr := s.want(t, nil, 0, "owner", "recover")
+	why := "the approval of alice no longer counts (revoked at "
+	if !strings.Contains(stderr, "recover t: "+why) || !strings.Contains(stderr, "the task waits for another approval") {
+		t.Errorf("recover's stderr %q; want it to say alice's approval no longer counts and t waits for another approval", stderr)
+	}
+	return stderr
 }
 
 // TestARevokedApprovalNoLongerCounts: an approval whose approver's grant
@@ -207,6 +221,18 @@ func TestARevokedApprovalNoLongerCounts(t *testing.T) {
 				card, _, _ := s.run(t, nil, path.next, "--output", "text", "show", "t")
 				if !strings.Contains(card, "(not counted: revoked at") || !strings.Contains(card, "--action approve") {
 					t.Errorf("%s's card does not show alice's approval not counted, or offers no approve:\n%s", path.next, card)
+				}
+				if path.approvals == "2" {
+					// The requester's approve of a task that needs two
+					// never counts: neither the card nor the decide file
+					// offers it.
+					card, _, _ := s.run(t, nil, "owner", "--output", "text", "show", "t")
+					if strings.Contains(card, "--action approve") || !strings.Contains(card, "yours cannot count: owner is the task's requester") {
+						t.Errorf("the requester's card offers an approve, or does not say why not:\n%s", card)
+					}
+					if out, _, _ := s.run(t, nil, "owner", "--output", "csv", "list"); strings.Contains(out, "\nt,") {
+						t.Errorf("the requester's list --output csv holds t:\n%s", out)
+					}
 				}
 				if path.next != "owner" {
 					if out, _, _ := s.run(t, nil, path.next, "--output", "csv", "list", "--awaiting-me"); !strings.Contains(out, "\nt,") {

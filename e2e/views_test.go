@@ -24,6 +24,10 @@ type nowState struct {
 	// setup makes task "v1" in this state in dir and returns what every
 	// view is run with in its environment (the test clock).
 	setup func(t *testing.T, dir string) []string
+	// viewer is who the card, show, list --awaiting-me, the decide file
+	// (list --output csv; --awaiting-me for another user than the
+	// owner) and history are run as; "" is the owner, demo-user.
+	viewer string
 	// status is what show, the card, list, wait and orders show name;
 	// exit is show --exit-status's and wait's exit code.
 	status string
@@ -43,8 +47,9 @@ type nowState struct {
 	// holderAlive is show's holder.alive and list's holder_alive (nil:
 	// the task names no holder).
 	holderAlive *bool
-	// waitSays is what wait's stderr must name ("" for nothing).
-	waitSays string
+	// says is what wait's and show --exit-status's stderr must name (""
+	// for nothing).
+	says string
 	// check checks show's JSON further (may be nil).
 	check func(t *testing.T, v map[string]any)
 	// history checks history's steps and holder (may be nil).
@@ -85,6 +90,9 @@ func cardOffers(card string) []string {
 		// A command the card offers names the data dir it was shown for.
 		for _, part := range strings.Split(line, "assistant --data ")[1:] {
 			f := strings.Fields(part)[1:]
+			if len(f) > 1 && f[0] == "--user" {
+				f = f[2:]
+			}
 			if len(f) == 0 {
 				continue
 			}
@@ -161,9 +169,8 @@ func nowStates() []nowState {
 				return []string{"ASSISTANT_CLOCK=+2h"}
 			},
 			status: "failed", exit: 6,
-			offers:   []string{"start", "recover"},
-			cardHas:  []string{"(expired)"},
-			waitSays: "",
+			offers:  []string{"start", "recover"},
+			cardHas: []string{"(expired)"},
 			check: func(t *testing.T, v map[string]any) {
 				e, _ := v["error"].(map[string]any)
 				if e == nil || e["code"] != "draft_expired" || !strings.Contains(e["hint"].(string), "recover") {
@@ -239,9 +246,9 @@ func nowStates() []nowState {
 				return nil
 			},
 			status: "running", exit: 8, holderAlive: &no,
-			offers:   []string{"recover", "resume"},
-			cardHas:  []string{"is gone"},
-			waitSays: "recover",
+			offers:  []string{"recover", "resume"},
+			cardHas: []string{"is gone"},
+			says:    "is running (holder gone): it was left running by a process that is gone; continue it with",
 			history: func(t *testing.T, steps []map[string]any, holder map[string]any) {
 				noStepRunning(t, steps)
 				if st := stepOf(t, steps, "prepare"); st["status"] != "failed" || !strings.Contains(st["error"].(string), "process gone") {
@@ -261,10 +268,10 @@ func nowStates() []nowState {
 			},
 			status: "interrupted", exit: 8, holderAlive: &yes,
 			offers: []string{"resume"}, countdown: true,
-			cardHas:  []string{"Stopped", "still holds it until it lets go", "Then continue it"},
-			waitSays: "resume v1",
-			history:  cutByTheStop,
-			stored:   stoppedStored,
+			cardHas: []string{"Stopped", "still holds it until it lets go", "Then continue it"},
+			says:    "resume v1",
+			history: cutByTheStop,
+			stored:  stoppedStored,
 		},
 		{
 			name: "StoppedMidStep", order: "A3001",
@@ -280,12 +287,89 @@ func nowStates() []nowState {
 			},
 			status: "interrupted", exit: 8, holderAlive: &no,
 			offers: []string{"resume"}, countdown: true,
-			cardHas:  []string{"Stopped", "(next: submit)"},
-			waitSays: "resume v1",
-			history:  cutByTheStop,
-			stored:   stoppedStored,
+			cardHas: []string{"Stopped", "(next: submit)"},
+			says:    "resume v1",
+			history: cutByTheStop,
+			stored:  stoppedStored,
+		},
+		{
+			// Four-eyes: the requester's approve never counts.
+			name: "TwoApprovalsShownToTheRequester", order: "A3001",
+			setup: func(t *testing.T, dir string) []string {
+				mustRun(t, dir, "start", "v1", "A3001", "--reason", "size", "--draft-ttl", "1h", "--approvals", "2")
+				return nil
+			},
+			status: "waiting", exit: 7,
+			offers: []string{"cancel", "edit", "revise"}, questions: 2, countdown: true,
+			cardHas: []string{"yours cannot count: demo-user is the task's requester"},
+			history: func(t *testing.T, steps []map[string]any, _ map[string]any) { noStepRunning(t, steps) },
+		},
+		{
+			name: "FirstApprovalRevokedShownToTheOwner", order: "A3001",
+			setup:  revokedFirstApproval,
+			status: "waiting", exit: 7,
+			offers: []string{"cancel", "edit", "revise"}, questions: 1, countdown: true,
+			cardHas: []string{"(not counted: revoked at", "yours cannot count: demo-user is the task's requester"},
+			history: func(t *testing.T, steps []map[string]any, _ map[string]any) { noStepRunning(t, steps) },
+		},
+		{
+			name: "FirstApprovalRevokedShownToAnotherApprover", order: "A3001",
+			setup: revokedFirstApproval, viewer: "dave",
+			status: "waiting", exit: 7,
+			offers: []string{"approve", "cancel", "edit", "revise"}, questions: 1, countdown: true,
+			cardHas:  []string{"(not counted: revoked at"},
+			awaiting: true, decidable: true,
+			history: func(t *testing.T, steps []map[string]any, _ map[string]any) { noStepRunning(t, steps) },
+		},
+		{
+			// The approval of a task that needs one is in the trail once
+			// its submit ran: no view lists it before.
+			name: "ApprovalOfOneKilledBeforeItsSubmit", order: "A3001",
+			setup: func(t *testing.T, dir string) []string {
+				mustRun(t, dir, "start", "v1", "A3001", "--reason", "size", "--draft-ttl", "1h")
+				mustRun(t, dir, "approvers", "grant", "bob")
+				killedAt(t, dir, "before:submit", "--user", "bob", "resume", "v1", "--action", "approve")
+				return nil
+			},
+			status: "running", exit: 8, holderAlive: &no,
+			// A recover may still submit it before it expires.
+			offers: []string{"recover", "resume"}, countdown: true,
+			cardHas: []string{"is gone", "(next: submit)"},
+			says:    "is running (holder gone)",
+			check: func(t *testing.T, v map[string]any) {
+				if ds, _ := v["decisions"].([]any); len(ds) != 0 {
+					t.Errorf("decisions %v, want none: the trail holds none before the submit", ds)
+				}
+			},
+			history: func(t *testing.T, steps []map[string]any, _ map[string]any) { noStepRunning(t, steps) },
 		},
 	}
+}
+
+// revokedFirstApproval makes v1, a task that needs two approvals, whose
+// first approval (bob's) no longer counts: the owner revoked bob's grant
+// before carol gave the second, so the task waits for another approval.
+// dave holds a grant too.
+func revokedFirstApproval(t *testing.T, dir string) []string {
+	t.Helper()
+	mustRun(t, dir, "start", "v1", "A3001", "--reason", "size", "--draft-ttl", "1h", "--approvals", "2")
+	for _, u := range []string{"bob", "carol", "dave"} {
+		mustRun(t, dir, "approvers", "grant", u)
+	}
+	mustRun(t, dir, "--user", "bob", "resume", "v1", "--action", "approve")
+	mustRun(t, dir, "approvers", "revoke", "bob")
+	mustRun(t, dir, "--user", "carol", "resume", "v1", "--action", "approve")
+	return nil
+}
+
+// sameJSON is the JSON text s as one line, whatever its indentation.
+func sameJSON(s string) string {
+	var v any
+	if json.Unmarshal([]byte(s), &v) != nil {
+		return s
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 func mustJSON(t *testing.T, v any) string {
@@ -311,15 +395,35 @@ func TestViewsTellTheStateAsItIsNow(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			env := s.setup(t, dir)
-			view := func(args ...string) (string, string, int) {
+			// view runs a view as the viewer; owner as the task's owner
+			// (list, wait and orders show are the owner's alone).
+			owner := func(args ...string) (string, string, int) {
 				t.Helper()
 				return runIn(t, dir, env, args...)
+			}
+			view := owner
+			if s.viewer != "" {
+				view = func(args ...string) (string, string, int) {
+					t.Helper()
+					return runIn(t, dir, env, append([]string{"--user", s.viewer}, args...)...)
+				}
+			}
+			shownDecisions := func(t *testing.T) string {
+				out, _, _ := view("show", "v1")
+				var v struct{ Decisions json.RawMessage }
+				if err := json.Unmarshal([]byte(out), &v); err != nil {
+					t.Fatalf("show: %v\n%s", err, out)
+				}
+				return string(v.Decisions)
 			}
 			t.Run("Show", func(t *testing.T) {
 				var shown map[string]any
 				out, errOut, code := view("show", "v1", "--exit-status")
 				if code != s.exit {
 					t.Errorf("show --exit-status: exit %d, want %d; %s", code, s.exit, errOut)
+				}
+				if s.says != "" && !strings.Contains(errOut, s.says) {
+					t.Errorf("show --exit-status: stderr %q does not name %q", errOut, s.says)
 				}
 				if err := json.Unmarshal([]byte(out), &shown); err != nil {
 					t.Fatalf("show: %v\n%s", err, out)
@@ -362,7 +466,7 @@ func TestViewsTellTheStateAsItIsNow(t *testing.T) {
 				}
 			})
 			t.Run("List", func(t *testing.T) {
-				out, errOut, code := view("list")
+				out, errOut, code := owner("list")
 				var l struct{ Tasks []map[string]any }
 				if err := json.Unmarshal([]byte(out), &l); code != 0 || err != nil || len(l.Tasks) != 1 {
 					t.Fatalf("list: exit %d %v\n%s%s", code, err, out, errOut)
@@ -374,7 +478,7 @@ func TestViewsTellTheStateAsItIsNow(t *testing.T) {
 				if s.holderAlive != nil && got != *s.holderAlive || s.holderAlive == nil && got == false {
 					t.Errorf("list: holder_alive %v, want %v (nil: none or alive)", got, s.holderAlive)
 				}
-				text, _, _ := view("--output", "text", "list")
+				text, _, _ := owner("--output", "text", "list")
 				want := s.status
 				if s.status == "running" && s.holderAlive != nil && !*s.holderAlive {
 					want = "running (holder gone)"
@@ -384,7 +488,11 @@ func TestViewsTellTheStateAsItIsNow(t *testing.T) {
 				}
 			})
 			t.Run("ListCSV", func(t *testing.T) {
-				out, errOut, code := view("--output", "csv", "list")
+				args := []string{"--output", "csv", "list"}
+				if s.viewer != "" {
+					args = append(args, "--awaiting-me") // their decide file
+				}
+				out, errOut, code := view(args...)
 				if code != 0 {
 					t.Fatalf("list --output csv: exit %d, %s", code, errOut)
 				}
@@ -409,15 +517,15 @@ func TestViewsTellTheStateAsItIsNow(t *testing.T) {
 				if s.exit == 7 {
 					args = append(args, "--timeout", "200ms")
 				}
-				out, errOut, code := view(args...)
+				out, errOut, code := owner(args...)
 				if code != s.exit {
 					t.Errorf("wait: exit %d, want %d; %s", code, s.exit, errOut)
 				}
 				if got := statusOf(t, out); got != s.status {
 					t.Errorf("wait: status %s, want %s as show says", got, s.status)
 				}
-				if s.waitSays != "" && !strings.Contains(errOut, s.waitSays) {
-					t.Errorf("wait: stderr %q does not name %q", errOut, s.waitSays)
+				if s.says != "" && !strings.Contains(errOut, s.says) {
+					t.Errorf("wait: stderr %q does not name %q", errOut, s.says)
 				}
 			})
 			t.Run("History", func(t *testing.T) {
@@ -426,18 +534,23 @@ func TestViewsTellTheStateAsItIsNow(t *testing.T) {
 					t.Fatalf("history: exit %d, %s", code, errOut)
 				}
 				var h struct {
-					Steps  []map[string]any
-					Holder map[string]any
+					Steps     []map[string]any
+					Holder    map[string]any
+					Decisions json.RawMessage
 				}
 				if err := json.Unmarshal([]byte(out), &h); err != nil {
 					t.Fatalf("history: %v\n%s", err, out)
+				}
+				// Both read the decision trail the business store holds.
+				if shown := shownDecisions(t); sameJSON(shown) != sameJSON(string(h.Decisions)) {
+					t.Errorf("history's decisions %s, show's %s: every view lists the same trail", h.Decisions, shown)
 				}
 				if s.history != nil {
 					s.history(t, h.Steps, h.Holder)
 				}
 			})
 			t.Run("OrdersShow", func(t *testing.T) {
-				out, errOut, code := view("orders", "show", s.order)
+				out, errOut, code := owner("orders", "show", s.order)
 				var o struct {
 					Tasks []struct{ Task, Status string }
 				}

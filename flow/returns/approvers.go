@@ -329,8 +329,10 @@ func (s *Service) awaitingMe(ctx context.Context, o ListOptions) ([]TaskSummary,
 
 // mayAnswerNow reports whether user can answer waiting task t at now: its
 // draft has not expired, its head agrees with the business file (consistent:
-// an answer to a task whose two files disagree is refused), and user has
-// not answered one of the approval questions of its current draft already.
+// an answer to a task whose two files disagree is refused), and, at an
+// approval, user's approve of its current draft could be carried out now
+// (approveRefused: not a second approval of theirs, not one the submit
+// would not count).
 func (s *Service) mayAnswerNow(ctx context.Context, t runs.TaskRecord, user string, now time.Time) (bool, error) {
 	expired, err := s.expiredNow(ctx, t, now)
 	if err != nil || expired || t.Status != StatusWaiting {
@@ -349,16 +351,12 @@ func (s *Service) mayAnswerNow(ctx context.Context, t runs.TaskRecord, user stri
 	if err != nil {
 		return false, fmt.Errorf("list: %w", err)
 	}
-	ds, err := s.desk.Decisions(ctx, t.ID)
-	if err != nil {
-		return false, fmt.Errorf("list: %w", err)
-	}
-	for _, dec := range ds {
-		if dec.DraftID == d.ID && dec.By == user && dec.Action == ActionApprove && dec.NotCounted == "" { // their first of two approvals, still counted; a lost edit or revise stands (asAsked)
-			return false, nil
-		}
-	}
-	return true, nil
+	// Their first of two approvals, still counted, or an approval the
+	// submit would not count (the requester's own of a task that needs
+	// two): the task does not wait for them. A lost edit or revise stands
+	// (asAsked).
+	why, err := s.recordApproveRefused(ctx, t.ID, t.User, d, user)
+	return why == "" && err == nil, err
 }
 
 // consistent reports whether the head of return task t agrees with the

@@ -32,6 +32,13 @@ const (
 	CodeInvalidInput = "invalid_input"
 	CodeConflict     = "conflict"
 	CodeNotFound     = "not_found"
+	// CodeBusy is the code of a store that stayed busy (ErrBusy): exit 3,
+	// as a command's own error (docs/cli.md "Errors").
+	CodeBusy = "busy"
+	// CodeNotCounted is the code of a decide row whose approve was taken
+	// while the task waits for approval again: an approval of its draft
+	// no longer counts (waitsAgain); the row's outcome is draft_ready.
+	CodeNotCounted = "approval_not_counted"
 )
 
 // decidePrefix starts the input binding (task fingerprint) of a decide
@@ -283,7 +290,13 @@ func (r *runner) decideRow(ctx context.Context, run, user string, row runs.Batch
 	v, err := r.answerOnly(ctx, ResumeOptions{Task: row.TaskID, User: user, Action: row.Action, DraftID: row.DraftID, DecisionID: rowDecisionID(run, row.RowNo)})
 	switch {
 	case err == nil:
-		return stageOutcome(row.RowNo, v.Stage, v.Error), nil
+		out := stageOutcome(row.RowNo, v.Stage, v.Error)
+		if why := waitsAgain(v); why != "" {
+			// Taken, and the submit it led to counted an approval no
+			// more: the row says so, as recover and resume do.
+			out.ErrorCode, out.Error = CodeNotCounted, why
+		}
+		return out, nil
 	case errors.Is(err, runs.ErrBusy):
 		return runs.RowOutcome{}, err
 	case isRefusal(err):
@@ -332,11 +345,18 @@ func isRefusal(err error) bool {
 }
 
 // ErrorCode is the code of the JSON error object for err (docs/json.md
-// "Errors"): invalid_input, conflict, not_found, inconsistent (the data
-// dir's two files disagree on the task: ErrInconsistent), or internal for
-// anything else (a storage failure).
+// "Errors"), as a command that met err prints it: invalid_input,
+// conflict, busy (a store locked past its busy timeout, a server without
+// a free connection slot: ErrBusy once Classify marked it; a task another
+// live process holds stays conflict, as resume says), not_found,
+// inconsistent (the data dir's two files disagree on the task:
+// ErrInconsistent), or internal for anything else (a storage failure).
 func ErrorCode(err error) string {
+	err = Classify(err)
 	switch {
+	case errors.Is(err, ErrBusy):
+		// Before conflict: a busy store matches ErrConflict too (exit 3).
+		return CodeBusy
 	case errors.Is(err, ErrInconsistent):
 		return CodeInconsistent
 	case errors.Is(err, ErrInvalid):

@@ -133,8 +133,11 @@ type DecisionRow struct {
 // the draft its question carries; tasks that wait for nothing a decision
 // answers (a reason, an expired draft, an ended task) are left out, and so
 // are those whose order may not be returned now (asNow): an approve would
-// submit nothing. It writes nothing. Errors: storage errors.
-func (s *Service) DecisionRows(ctx context.Context, tasks []TaskSummary) ([]DecisionRow, error) {
+// submit nothing; and so are those user's approve could not be carried
+// out for now (approveRefused: a second approval of theirs, the requester's
+// own of a task that needs two), as the card offers them none. It writes
+// nothing. Errors: storage errors.
+func (s *Service) DecisionRows(ctx context.Context, user string, tasks []TaskSummary) ([]DecisionRow, error) {
 	out := []DecisionRow{}
 	for _, t := range tasks {
 		if t.Status != StatusWaiting || t.Stage != StageDraftReady {
@@ -153,6 +156,13 @@ func (s *Service) DecisionRows(ctx context.Context, tasks []TaskSummary) ([]Deci
 			return nil, err
 		}
 		if v.Draft.NotReturnable != nil {
+			continue
+		}
+		why, err := s.recordApproveRefused(ctx, t.Task, d.User, d, user)
+		if err != nil {
+			return nil, err
+		}
+		if why != "" {
 			continue
 		}
 		out = append(out, DecisionRow{Task: t.Task, Draft: d.ID})

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"assistant/business"
 	"assistant/checkpoints"
 	"assistant/flow"
 	"assistant/flow/returns"
@@ -174,4 +175,34 @@ func TestCheckPair(t *testing.T) {
 		}
 		wantErr(t, returns.CheckPair(context.Background(), dir, threads(2)), returns.ErrLostBusiness)
 	})
+}
+
+// TestRowErrorCodeIsTheCommandsCode: a batch or decide row's error code
+// (returns.ErrorCode) is the code of the JSON error object the command
+// itself prints for the same error: a store that stayed busy is busy
+// (never conflict, though it exits 3 as a conflict does), whether it was
+// classified yet or not; a task another live process holds is conflict,
+// as resume says.
+func TestRowErrorCodeIsTheCommandsCode(t *testing.T) {
+	locked := busyError(t)
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"LockedStore", fmt.Errorf("row 1: %w", locked), "busy"},
+		{"LockedStoreClassified", returns.Classify(fmt.Errorf("row 1: %w", locked)), "busy"},
+		{"ServerWithoutSlots", fmt.Errorf("connect: %w", business.ErrPGServerBusy), "busy"},
+		{"TaskHeldByALiveProcess", fmt.Errorf("%w: %w", &runs.LeaseHeldError{Task: "t1"}, returns.ErrConflict), "conflict"},
+		{"Conflict", fmt.Errorf("task t1: %w", returns.ErrConflict), "conflict"},
+		{"Invalid", fmt.Errorf("%w: bad draft", returns.ErrInvalid), "invalid_input"},
+		{"NotFound", fmt.Errorf("task t1: %w", returns.ErrNotFound), "not_found"},
+		{"Inconsistent", fmt.Errorf("task t1: %w", returns.ErrInconsistent), "inconsistent"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := returns.ErrorCode(c.err); got != c.want {
+				t.Errorf("ErrorCode(%v) = %q, want %q", c.err, got, c.want)
+			}
+		})
+	}
 }

@@ -26,7 +26,14 @@ type Recovered struct {
 	// Recovery is what continuing the crashed run cost; nil when it was
 	// not recovered.
 	Recovery *RecoveryView `json:"recovery,omitempty"`
-	err      error
+	// Note is, for a task recovered to wait for approval again because an
+	// approval it carried out no longer counts, why (waitsAgain: "the
+	// approval of bob no longer counts (revoked at …): nothing was
+	// submitted, and the task waits for another approval"); "" otherwise.
+	// The report's line of the task and a line on stderr say it; not part
+	// of the JSON.
+	Note string `json:"-"`
+	err  error
 }
 
 // RecoverError reports the tasks Recover could not recover. It matches
@@ -118,7 +125,7 @@ func (s *Service) Recover(ctx context.Context) ([]Recovered, error) {
 			r.Error = Say(r.err, s.words)
 			failed = append(failed, r)
 		} else {
-			r.Status, r.Stage, r.Recovery = v.Status, v.Stage, v.Recovery
+			r.Status, r.Stage, r.Recovery, r.Note = v.Status, v.Stage, v.Recovery, waitsAgain(v)
 		}
 		out = append(out, r)
 	}

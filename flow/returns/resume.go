@@ -144,7 +144,10 @@ func (s *Service) resumeWith(ctx context.Context, r *runner, o ResumeOptions) (*
 	if err != nil {
 		return v, err
 	}
-	return s.withTrail(ctx, v)
+	if v, err = s.withTrail(ctx, v); err != nil {
+		return nil, err
+	}
+	return s.forViewer(ctx, v, o.User)
 }
 
 // How long an answer waits for a live process that holds its task
@@ -347,8 +350,8 @@ func (r *runner) answer(ctx context.Context, t runs.TaskRecord, head *flow.Snaps
 // noteAfter is note, the line plan chose for an answer ("approved as
 // approver 2 of 2"), with what the run came to when it ended failed (a
 // draft that expired before the last approval, say), or when it waits for
-// approval again because an approval no longer counts (v's trail says
-// why): the answer was taken, and nothing was submitted.
+// approval again because an approval no longer counts (waitsAgain): the
+// answer was taken, and nothing was submitted.
 func noteAfter(note string, v *View) string {
 	if note == "" {
 		return note
@@ -356,11 +359,22 @@ func noteAfter(note string, v *View) string {
 	if v.Status == StatusFailed {
 		return fmt.Sprintf("%s, but the task ended %s: nothing was submitted", note, endedAs(v))
 	}
-	if v.Status != StatusWaiting || v.Draft == nil || v.Kind == nil || *v.Kind != KindApproval {
-		return note
+	if why := waitsAgain(v); why != "" {
+		return fmt.Sprintf("%s, but %s", note, why)
 	}
-	// Approved, and still waiting for approval: the submit found an
-	// approval that no longer counts (business.ApprovalsCount).
+	return note
+}
+
+// waitsAgain says why v, a task waiting for approval of its draft, waits
+// for another approval after a submit: the approvals of that draft its
+// trail marks not counted (business.ApprovalsCount), each with why, and
+// that nothing was submitted ("the approval of bob no longer counts
+// (revoked at …): nothing was submitted, and the task waits for another
+// approval"); "" when none is marked or v asks no approval.
+func waitsAgain(v *View) string {
+	if v == nil || v.Status != StatusWaiting || v.Draft == nil || v.Kind == nil || *v.Kind != KindApproval {
+		return ""
+	}
 	var why []string
 	for _, d := range v.Decisions {
 		if d.NotCounted != "" && d.Action == ActionApprove && d.DraftID != nil && *d.DraftID == v.Draft.DraftID {
@@ -368,9 +382,9 @@ func noteAfter(note string, v *View) string {
 		}
 	}
 	if len(why) == 0 {
-		return note
+		return ""
 	}
-	return fmt.Sprintf("%s, but %s: nothing was submitted, and the task waits for another approval", note, strings.Join(why, "; "))
+	return strings.Join(why, "; ") + ": nothing was submitted, and the task waits for another approval"
 }
 
 // settled answers a resume of a task whose head is finished, or parked at a

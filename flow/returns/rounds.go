@@ -227,15 +227,15 @@ func (r *runner) secondAnswer(ctx context.Context, task, draftID string, o Resum
 	if err != nil {
 		return fmt.Errorf("resume %s: %w", task, err)
 	}
-	for _, d := range ds {
-		if d.DraftID != draftID || d.By != o.User || d.Action != ActionApprove || d.NotCounted != "" {
-			continue // an approval a submit no longer counted leaves its approver free to approve again
-		}
-		if o.InterruptID == "" {
-			return &savedAnswer{note: fmt.Sprintf("%s approved draft %s already (at %s); that approval stands and counts once: the other approval must come from another person",
-				o.User, draftID, d.At.UTC().Format(time.RFC3339))}
-		}
-		return fmt.Errorf("task %s: %s has approved draft %s already; the other approval must come from another person: %w", task, o.User, draftID, ErrConflict)
+	// An approval a submit no longer counted leaves its approver free to
+	// approve again (approvedBy).
+	d := approvedBy(ds, draftID, o.User)
+	switch {
+	case d == nil:
+		return nil
+	case o.InterruptID == "":
+		return &savedAnswer{note: fmt.Sprintf("%s approved draft %s already (at %s); that approval stands and counts once: the other approval must come from another person",
+			o.User, draftID, d.At.UTC().Format(time.RFC3339))}
 	}
-	return nil
+	return fmt.Errorf("task %s: %s has approved draft %s already; the other approval must come from another person: %w", task, o.User, draftID, ErrConflict)
 }

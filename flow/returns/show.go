@@ -22,7 +22,10 @@ func (s *Service) Show(ctx context.Context, task, user string) (*View, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.asNow(ctx, v, s.now())
+	if v, err = s.asNow(ctx, v, s.now()); err != nil {
+		return nil, err
+	}
+	return s.forViewer(ctx, v, user)
 }
 
 // recordedView is the task's view as its head and records hold it, with
@@ -51,7 +54,6 @@ func (s *Service) recordedView(ctx context.Context, task, user string) (*View, e
 		if v, err = s.withTrail(ctx, view(t, snap)); err != nil {
 			return nil, fmt.Errorf("show %s: %w", t.ID, err)
 		}
-		v = withHeld(v, snap)
 		d, err := standing(ctx, s.desk, t.ID, snap)
 		if err != nil {
 			return nil, fmt.Errorf("show %s: %w", t.ID, err)

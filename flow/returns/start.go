@@ -142,7 +142,10 @@ func (s *Service) Start(ctx context.Context, o StartOptions) (*View, error) {
 	if err != nil {
 		return v, err
 	}
-	return s.withTrail(ctx, v)
+	if v, err = s.withTrail(ctx, v); err != nil {
+		return nil, err
+	}
+	return s.forViewer(ctx, v, o.User)
 }
 
 // start runs Start's request (o valid, its TTL set) with r's policy.

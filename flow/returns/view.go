@@ -2,7 +2,6 @@ package returns
 
 import (
 	"encoding/json"
-	"slices"
 	"time"
 
 	"assistant/flow"
@@ -47,6 +46,13 @@ type View struct {
 	// Note is a line for the person about what the command chose (which of
 	// two approval questions an answer went to); not part of the JSON.
 	Note string `json:"-"`
+	// NoApprove is, for the person the view was made for (the user of
+	// Show, Start or Resume), why their approve of the draft asked about
+	// could not be carried out now (forViewer: they approved it already,
+	// or the submit would not count it, as of the requester of a task
+	// that needs two); "" when it could, or nothing asks an approval. The
+	// card then offers them no approve. Not part of the JSON.
+	NoApprove string `json:"-"`
 	// Unrecorded is set on a view that shows the end a task has now but
 	// its records do not hold yet: a draft that expired while it waited
 	// for approval (asNow); recover records that end. Not part of the JSON.
@@ -208,44 +214,6 @@ func view(t runs.TaskRecord, snap *flow.Snapshot[State]) *View {
 		v.Status = StatusRunning
 		if t.Status == StatusInterrupted {
 			v.Status = StatusInterrupted
-		}
-	}
-	return v
-}
-
-// withHeld adds to v, a view whose Decisions are the business file's
-// trail, the approval of a task that needs one which its head snap holds
-// and the trail does not yet: submit records that approval, in the commit
-// that makes the application, so a command killed after it saved the
-// approve leaves it only in the state (review ran) or saved at the head
-// (review did not run). It counts all the same (a continued run submits
-// it), so show lists it. v may be nil.
-func withHeld(v *View, snap *flow.Snapshot[State]) *View {
-	if v == nil || snap == nil || snap.Done() || snap.Values.Approvals >= 2 || snap.Values.Draft == nil {
-		return v
-	}
-	st := snap.Values
-	var held []Decision
-	if d := lastDecision(st, ActionApprove); d != nil && d.DraftID == st.Draft.ID && d.By != "" {
-		held = append(held, *d)
-	}
-	for _, ts := range snap.Tasks {
-		if ts.Node != NodeReview {
-			continue
-		}
-		for _, raw := range ts.Answers {
-			var a ApprovalAnswer
-			if json.Unmarshal(raw, &a) == nil && a.Action == ActionApprove && a.DraftID == st.Draft.ID && a.By != "" {
-				held = append(held, Decision{ID: a.DecisionID, By: a.By, Action: ActionApprove, DraftID: st.Draft.ID, Version: VersionOf(st.Draft), At: a.At})
-			}
-		}
-	}
-	for _, d := range held {
-		dv := decisionView(d.By, d.Action, d.DraftID, d.Version, d.At, d.Comment, d.Reason)
-		if !slices.ContainsFunc(v.Decisions, func(x DecisionView) bool {
-			return x.By == dv.By && x.Action == dv.Action && x.DraftID != nil && *x.DraftID == d.DraftID && x.At.Equal(dv.At)
-		}) {
-			v.Decisions = append(v.Decisions, dv)
 		}
 	}
 	return v
