@@ -41,9 +41,17 @@ import (
 //     (read in the business file itself).
 func TestServeSIGKILLLosesNothingAcknowledged(t *testing.T) {
 	t.Parallel()
+	for _, p := range places(t) {
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			killUnderLoad(t, p)
+		})
+	}
+}
+
+// killUnderLoad is TestServeSIGKILLLosesNothingAcknowledged on p.
+func killUnderLoad(t *testing.T, p place) {
 	const kills, tasksPerKill = 20, 16
-	dir := filepath.Join(t.TempDir(), "data")
-	p := place{name: "SQLite", flags: []string{"--data", dir}, dir: dir}
 	ids := []string{"kill-first"}
 	for k := range kills {
 		for j := range tasksPerKill {
@@ -58,8 +66,8 @@ func TestServeSIGKILLLosesNothingAcknowledged(t *testing.T) {
 		t.Fatalf("approve at submit:after-business-commit: exit %d %s; want SIGKILL", code, errOut)
 	}
 	s, held := serveAfterScan(t, p, token)
-	if held != 1 || record(t, dir, "kill-first", "status") != "done" {
-		t.Fatalf("the first start: the scan waited %d times, kill-first is %s; want 1 and done", held, record(t, dir, "kill-first", "status"))
+	if done := tasksWith(t, p, "done"); held != 1 || len(done) != 2 { // the batch and kill-first
+		t.Fatalf("the first start: the scan waited %d times, done are %v; want 1 and kill-first done", held, done)
 	}
 	leftRunning := 0
 	for k := range kills {
@@ -91,7 +99,8 @@ func TestServeSIGKILLLosesNothingAcknowledged(t *testing.T) {
 	if code := s.stop(t); code != 0 {
 		t.Errorf("SIGTERM: exit %d\n%s", code, s.log(t))
 	}
-	twice := query(t, dir, "business.sqlite", `SELECT count(*) FROM (SELECT d.task_id FROM applications a JOIN drafts d USING (draft_id) GROUP BY d.task_id HAVING count(*) > 1)`)
+	twice := p.sql(t, `SELECT count(*) FROM (SELECT d.task_id FROM applications a JOIN drafts d USING (draft_id) GROUP BY d.task_id HAVING count(*) > 1)`,
+		`SELECT count(*) FROM (SELECT d.task_id FROM business.applications a JOIN business.drafts d ON d.draft_id = a.draft_id GROUP BY d.task_id HAVING count(*) > 1) twice`)
 	if twice != "0" {
 		t.Errorf("tasks with more than one application: %s, want 0", twice)
 	}
@@ -399,4 +408,104 @@ func storedOutcomes(t *testing.T, p place, ds []decision) (trail map[string][]st
 		status[kv[0]] = kv[1]
 	}
 	return trail, apps, status
+}
+
+// TestServeTwoServersDecideTheSameTasks (docs/server.md "Concurrency",
+// "Idempotency"): two servers on one PostgreSQL database, 32 clients on
+// each, every client deciding every one of the same tasks (three of four
+// approve, one cancels) with a key of its own, retrying a 5xx with it:
+// each task ends with one decision in its trail, one application if
+// approved and none if cancelled, every 200 acknowledged that decision;
+// each client's key posted again to the other server gets its reply
+// again, and both servers show each task the same, byte for byte.
+func TestServeTwoServersDecideTheSameTasks(t *testing.T) {
+	t.Parallel()
+	var p place
+	for _, pl := range places(t) {
+		if pl.pg != nil {
+			p = pl
+		}
+	}
+	if p.pg == nil {
+		t.Skip("needs ASSISTANT_TEST_PG")
+	}
+	const tasks, clientsEach = 8, 32
+	var ids []string
+	for j := range tasks {
+		ids = append(ids, fmt.Sprintf("shared-%d", j))
+	}
+	token := waitingTasks(t, p, "ops", ids)
+	servers := []*server{serve(t, p, []string{"ASSISTANT_HOST=machine-a"}), serve(t, p, []string{"ASSISTANT_HOST=machine-b"})}
+	for _, s := range servers {
+		s.ready(t)
+	}
+	var ds []decision
+	for si := range servers {
+		for c := range clientsEach {
+			for j := range tasks {
+				// Each client takes the tasks in an order of its own.
+				d := decision{task: ids[(j+c)%tasks], action: returns.ActionApprove, body: `{"action":"approve","version":1}`}
+				if c%4 == 3 {
+					d.action, d.body = returns.ActionCancel, `{"action":"cancel"}`
+				}
+				d.key = fmt.Sprintf("%s-server-%d-client-%d", d.task, si, c)
+				ds = append(ds, d)
+			}
+		}
+	}
+	got := make(map[int]reply, len(ds))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for si, s := range servers {
+		for c := range clientsEach {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := range tasks {
+					i := (si*clientsEach+c)*tasks + j
+					r := answerUntilKept(t, s, token, ds[i])
+					mu.Lock()
+					got[i] = r
+					mu.Unlock()
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	statuses := map[int]int{}
+	for _, r := range got {
+		statuses[r.status]++
+	}
+	t.Logf("replies by status: %v", statuses)
+	checkOutcomes(t, p, "two servers", ds, nil, got)
+	// A key is its person's on every server: the other server replays
+	// the reply each client got.
+	for si := range servers {
+		other := servers[1-si]
+		for c := range clientsEach {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := range tasks {
+					i := (si*clientsEach+c)*tasks + j
+					r, err := other.try("POST", ds[i].path(), token, ds[i].key, ds[i].body)
+					if err != nil {
+						t.Error(err)
+						continue
+					}
+					if r.status != got[i].status || r.raw != got[i].raw || r.header.Get("Idempotent-Replayed") != "true" {
+						t.Errorf("%s on the other server: %d (replayed %q), first %d:\n%s\n%s", ds[i].key, r.status, r.header.Get("Idempotent-Replayed"), got[i].status, got[i].raw, r.raw)
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	for _, task := range ids {
+		va := servers[0].call(t, "GET", "/api/v1/tasks/"+task, token, "", "").want(t, "GET "+task+" on machine-a", http.StatusOK)
+		vb := servers[1].call(t, "GET", "/api/v1/tasks/"+task, token, "", "").want(t, "GET "+task+" on machine-b", http.StatusOK)
+		if va.raw != vb.raw {
+			t.Errorf("%s: the servers' views differ:\n%s\n%s", task, va.raw, vb.raw)
+		}
+	}
 }
