@@ -101,16 +101,20 @@ func serve(t *testing.T, p place, env []string, args ...string) *server {
 	t.Cleanup(func() { logFile.Close() })
 	c.Stderr = logFile
 	done := exited(t, c)
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	out := bufio.NewReader(stdout)
+	line, err := out.ReadString('\n')
 	if err != nil {
 		b, _ := os.ReadFile(logPath)
 		t.Fatalf("serve printed no address: %v; stderr:\n%s", err, b)
 	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
 	url, ok := strings.CutPrefix(strings.TrimSpace(line), "serving on ")
 	if !ok {
-		t.Fatalf("serve's first line %q; want \"serving on URL\"", line)
+		// A server that could not start prints its error object: all of it, and its log.
+		rest, _ := io.ReadAll(out)
+		b, _ := os.ReadFile(logPath)
+		t.Fatalf("serve's first line %q; want \"serving on URL\"; stdout:\n%s%s\nstderr:\n%s", line, line, rest, b)
 	}
+	go func() { _, _ = io.Copy(io.Discard, out) }()
 	return &server{cmd: c, url: url, stderr: logPath, done: done}
 }
 
