@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -100,16 +101,20 @@ func serve(t *testing.T, p place, env []string, args ...string) *server {
 	t.Cleanup(func() { logFile.Close() })
 	c.Stderr = logFile
 	done := exited(t, c)
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	out := bufio.NewReader(stdout)
+	line, err := out.ReadString('\n')
 	if err != nil {
 		b, _ := os.ReadFile(logPath)
 		t.Fatalf("serve printed no address: %v; stderr:\n%s", err, b)
 	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
 	url, ok := strings.CutPrefix(strings.TrimSpace(line), "serving on ")
 	if !ok {
-		t.Fatalf("serve's first line %q; want \"serving on URL\"", line)
+		// A server that could not start prints its error object: all of it, and its log.
+		rest, _ := io.ReadAll(out)
+		b, _ := os.ReadFile(logPath)
+		t.Fatalf("serve's first line %q; want \"serving on URL\"; stdout:\n%s%s\nstderr:\n%s", line, line, rest, b)
 	}
+	go func() { _, _ = io.Copy(io.Discard, out) }()
 	return &server{cmd: c, url: url, stderr: logPath, done: done}
 }
 
@@ -168,16 +173,28 @@ func (r reply) errorCode() string {
 }
 
 // call sends method path with body ("" for none) signed in with token
-// ("" for none) and the Idempotency-Key key ("" for none).
+// ("" for none) and the Idempotency-Key key ("" for none); a request
+// that gets no reply fails t.
 func (s *server) call(t *testing.T, method, path, token, key, body string) reply {
 	t.Helper()
+	r, err := s.try(method, path, token, key, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// try is call for a request that may get no reply (a server killed
+// meanwhile): the error says why there is none, or that the body is not
+// JSON.
+func (s *server) try(method, path, token, key, body string) (reply, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req, err := http.NewRequest(method, s.url+path, rd)
 	if err != nil {
-		t.Fatal(err)
+		return reply{}, err
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -187,18 +204,18 @@ func (s *server) call(t *testing.T, method, path, token, key, body string) reply
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		return reply{}, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		return reply{}, fmt.Errorf("%s %s: %d, reading the body: %w", method, path, resp.StatusCode, err)
 	}
 	r := reply{status: resp.StatusCode, header: resp.Header, raw: string(b)}
 	if len(bytes.TrimSpace(b)) > 0 && json.Unmarshal(b, &r.body) != nil {
-		t.Fatalf("%s %s: %d, body is not JSON:\n%s", method, path, r.status, b)
+		return r, fmt.Errorf("%s %s: %d, body is not JSON:\n%s", method, path, r.status, b)
 	}
-	return r
+	return r, nil
 }
 
 // want fails t unless r has status.

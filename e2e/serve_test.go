@@ -5,16 +5,11 @@ package e2e
 // would, with the command line beside it on the same stores.
 
 import (
-	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // TestServeSignIn (docs/server.md "Access tokens"): an API request
@@ -260,163 +255,6 @@ func TestServeRecoversBeforeReady(t *testing.T) {
 			}
 			if got := p.apps(t, "s6"); got != "1" {
 				t.Errorf("applications of s6: %s, want 1", got)
-			}
-		})
-	}
-}
-
-// TestServeTwoServersOnOneDatabase (docs/server.md "Concurrency"): two
-// servers on one PostgreSQL database, each posting the same approvals of
-// the same tasks at once: each task ends done with one application and
-// one approve in its trail, every answer is 200 (the same answer again)
-// or refused busy or conflict, and both servers show the same.
-func TestServeTwoServersOnOneDatabase(t *testing.T) {
-	t.Parallel()
-	var p place
-	for _, pl := range places(t) {
-		if pl.pg != nil {
-			p = pl
-		}
-	}
-	if p.pg == nil {
-		t.Skip("needs ASSISTANT_TEST_PG")
-	}
-	_, owner := p.token(t, "demo-user")
-	a, b := serve(t, p, []string{"ASSISTANT_HOST=machine-a"}), serve(t, p, []string{"ASSISTANT_HOST=machine-b"})
-	a.ready(t)
-	b.ready(t)
-	tasks := []struct{ task, order string }{{"t1", "A3001"}, {"t2", "A3003"}, {"t3", "A3004"}, {"t4", "A3008"}}
-	for _, tk := range tasks {
-		a.call(t, "POST", "/api/v1/tasks", owner, "", fmt.Sprintf(`{"task":%q,"order":%q,"reason":"too small"}`, tk.task, tk.order)).want(t, "start "+tk.task, http.StatusCreated)
-	}
-	const each = 4
-	replies := make(chan string, 2*each*len(tasks))
-	var wg sync.WaitGroup
-	for _, s := range []*server{a, b} {
-		for i := range each {
-			for _, tk := range tasks {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					r := s.call(t, "POST", "/api/v1/tasks/"+tk.task+"/answers", owner, "", `{"action":"approve","version":1}`)
-					replies <- fmt.Sprintf("%s#%d %d %s", tk.task, i, r.status, r.errorCode())
-				}()
-			}
-		}
-	}
-	wg.Wait()
-	close(replies)
-	for r := range replies {
-		if !strings.Contains(r, " 200 ") && !strings.HasSuffix(r, " conflict") {
-			t.Errorf("an approve: %s; want 200, or 409/503 conflict", r)
-		}
-	}
-	for _, tk := range tasks {
-		va := a.call(t, "GET", "/api/v1/tasks/"+tk.task, owner, "", "")
-		vb := b.call(t, "GET", "/api/v1/tasks/"+tk.task, owner, "", "")
-		if va.body["status"] != "done" || vb.body["status"] != "done" {
-			// A task every answer found busy is still waiting: answer it once more.
-			a.call(t, "POST", "/api/v1/tasks/"+tk.task+"/answers", owner, "", `{"action":"approve","version":1}`).want(t, "approve "+tk.task+" once more", http.StatusOK)
-			va = a.call(t, "GET", "/api/v1/tasks/"+tk.task, owner, "", "")
-			vb = b.call(t, "GET", "/api/v1/tasks/"+tk.task, owner, "", "")
-		}
-		if va.raw != vb.raw {
-			t.Errorf("%s: the servers' views differ:\n%s\n%s", tk.task, va.raw, vb.raw)
-		}
-		if got := p.apps(t, tk.task); got != "1" {
-			t.Errorf("applications of %s: %s, want 1", tk.task, got)
-		}
-		if got := p.pg.query(t, `SELECT count(*) FROM business.decisions WHERE task_id = $1 AND action = 'approve'`, tk.task); got != "1" {
-			t.Errorf("approve decisions of %s: %s, want 1", tk.task, got)
-		}
-	}
-}
-
-// TestServeKilledWhileClientsDecide (docs/server.md "Idempotency",
-// "Shutdown"): the server is killed (SIGKILL) while clients post
-// approvals with their keys, round after round; after each restart every
-// client retries with its key and gets the task done; every approval
-// acknowledged before the kill is in the trail, and no task has two
-// applications or two approvals.
-func TestServeKilledWhileClientsDecide(t *testing.T) {
-	t.Parallel()
-	const rounds, clients, ackedBeforeKill = 3, 12, 3
-	for _, p := range places(t) {
-		t.Run(p.name, func(t *testing.T) {
-			t.Parallel()
-			var rows strings.Builder
-			rows.WriteString("order_id,user,item,delivered_at,final_sale\n")
-			day := time.Now().UTC().AddDate(0, 0, -1).Format(time.RFC3339)
-			for i := range rounds * clients {
-				fmt.Fprintf(&rows, "K%d,ops,Kettle,%s,false\n", i, day)
-			}
-			shop := filepath.Join(t.TempDir(), "shop.csv")
-			if err := os.WriteFile(shop, []byte(rows.String()), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			_, token := p.token(t, "ops")
-			if _, errOut, code := p.cli(t, nil, "--user", "ops", "orders", "import", shop); code != 0 {
-				t.Fatalf("orders import: exit %d %s", code, errOut)
-			}
-			for round := range rounds {
-				s := serve(t, p, nil)
-				s.ready(t)
-				task := func(i int) string { return fmt.Sprintf("k%d-%d", round, i) }
-				for i := range clients {
-					body := fmt.Sprintf(`{"task":%q,"order":"K%d","reason":"broken"}`, task(i), round*clients+i)
-					s.call(t, "POST", "/api/v1/tasks", token, "start-"+task(i), body).want(t, "start "+task(i), http.StatusCreated)
-				}
-				acked := make(chan string, clients)
-				var wg sync.WaitGroup
-				for i := range clients {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						req, _ := http.NewRequest("POST", s.url+"/api/v1/tasks/"+task(i)+"/answers", strings.NewReader(`{"action":"approve","version":1}`))
-						req.Header.Set("Authorization", "Bearer "+token)
-						req.Header.Set("Idempotency-Key", "approve-"+task(i))
-						resp, err := http.DefaultClient.Do(req)
-						if err != nil {
-							return // the kill cut it: unacknowledged
-						}
-						resp.Body.Close()
-						if resp.StatusCode == http.StatusOK {
-							acked <- task(i)
-						}
-					}()
-				}
-				var got []string
-				for len(got) < ackedBeforeKill {
-					got = append(got, <-acked)
-				}
-				if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-					t.Fatal(err)
-				}
-				<-s.done
-				wg.Wait()
-				close(acked)
-				for a := range acked {
-					got = append(got, a)
-				}
-				again := serve(t, p, nil)
-				again.ready(t)
-				for i := range clients {
-					r := again.call(t, "POST", "/api/v1/tasks/"+task(i)+"/answers", token, "approve-"+task(i), `{"action":"approve","version":1}`)
-					if r.status != http.StatusOK || r.body["status"] != "done" {
-						t.Errorf("round %d: the retry of %s: %d %v\n%s", round, task(i), r.status, r.body["status"], r.raw)
-					}
-				}
-				for i := range clients {
-					apps := p.apps(t, task(i))
-					decisions := p.sql(t, fmt.Sprintf(`SELECT count(*) FROM decisions WHERE task_id = '%s' AND action = 'approve'`, task(i)),
-						fmt.Sprintf(`SELECT count(*) FROM business.decisions WHERE task_id = '%s' AND action = 'approve'`, task(i)))
-					if apps != "1" || decisions != "1" {
-						t.Errorf("round %d: %s has %s applications and %s approvals; want 1 and 1 (acknowledged before the kill: %v)", round, task(i), apps, decisions, got)
-					}
-				}
-				if code := again.stop(t); code != 0 {
-					t.Errorf("round %d: SIGTERM: exit %d", round, code)
-				}
 			}
 		})
 	}

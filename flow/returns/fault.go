@@ -2,6 +2,7 @@ package returns
 
 import (
 	"os"
+	"os/signal"
 	"runtime"
 	"strings"
 	"sync"
@@ -19,6 +20,17 @@ const FaultEnv = "ASSISTANT_FAULT"
 // the task over from another process and let this one go on with SIGCONT,
 // as a holder paused past its lease (a long GC, a frozen VM) would.
 const FaultPause = "@pause"
+
+// FaultHold, appended to a fault point ("recover:before-lease@hold"),
+// stops only the goroutine that reaches the point, until the process
+// gets SIGCONT; the rest of the process runs on. A server whose start-up
+// recovery scan waits there still answers /readyz (503), so a test sees
+// the server while its scan runs. One SIGCONT lets one goroutine waiting
+// at a point go on; a SIGCONT that comes while none waits lets the next
+// one through. The process watches SIGCONT from its first fault point on
+// (before that point's FaultTrace line is written), so a signal sent
+// once the trace names the point is never lost.
+const FaultHold = "@hold"
 
 // FaultClock, as an item of ASSISTANT_FAULT followed by a signed
 // duration ("clock:+1h", "clock:-90s"; time.ParseDuration), sets this
@@ -76,19 +88,41 @@ var clockSkew = sync.OnceValue(func() time.Duration {
 	return skew
 })
 
-var faults = sync.OnceValue(func() map[string]syscall.Signal {
-	m := map[string]syscall.Signal{}
+// faultAct is what a point switched on does; the zero value, a point
+// switched off, does nothing.
+type faultAct int
+
+const (
+	faultKill  faultAct = iota + 1 // SIGKILL to the process
+	faultPause                     // SIGSTOP to the process (FaultPause)
+	faultHold                      // the goroutine waits for SIGCONT (FaultHold)
+)
+
+var faults = sync.OnceValue(func() map[string]faultAct {
+	m := map[string]faultAct{}
 	for _, p := range strings.Split(os.Getenv(FaultEnv), ",") {
 		p = strings.TrimSpace(p)
 		switch {
 		case p == "", strings.HasPrefix(p, FaultClock), strings.HasPrefix(p, FaultTrace):
 		case strings.HasSuffix(p, FaultPause):
-			m[strings.TrimSuffix(p, FaultPause)] = syscall.SIGSTOP
+			m[strings.TrimSuffix(p, FaultPause)] = faultPause
+		case strings.HasSuffix(p, FaultHold):
+			m[strings.TrimSuffix(p, FaultHold)] = faultHold
+			faultHolds() // watched from now on: no SIGCONT sent from here is lost
 		default:
-			m[p] = syscall.SIGKILL
+			m[p] = faultKill
 		}
 	}
 	return m
+})
+
+// faultHolds is the channel of the SIGCONTs that let goroutines held at
+// a FaultHold point go on; it keeps one signal that came while none
+// waited.
+var faultHolds = sync.OnceValue(func() chan os.Signal {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGCONT)
+	return c
 })
 
 // faultResumeWait is how long a point paused by FaultPause waits, once
@@ -99,17 +133,24 @@ const faultResumeWait = 50 * time.Millisecond
 // ASSISTANT_FAULT; otherwise it costs one map lookup. SIGKILL, not exit:
 // no deferred function, no flush, exactly what a crash leaves behind. A
 // point switched on with FaultPause stops the process instead, and it goes
-// on from the point once it gets SIGCONT. With FaultTrace the point is
-// written to the trace file first.
+// on from the point once it gets SIGCONT; one switched on with FaultHold
+// stops only the goroutine that reaches it, until SIGCONT. With
+// FaultTrace the point is written to the trace file first.
 func Fault(point string) {
+	// The points are read before the trace is written: a hold's SIGCONT
+	// is watched before a test can learn from the trace that the point
+	// is reached.
+	act := faults()[point]
 	if path := faultTrace(); path != "" {
 		traceFault(path, point)
 	}
-	switch faults()[point] {
-	case syscall.SIGKILL:
+	switch act {
+	case faultHold:
+		<-faultHolds()
+	case faultKill:
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is on its way; never run past the point
-	case syscall.SIGSTOP:
+	case faultPause:
 		// To this thread, locked to the goroutine: the stop is delivered
 		// as the call returns, so the goroutine runs nothing past the
 		// point. kill(2) lets the process pick a thread, and this one
