@@ -197,12 +197,6 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, user string) 
 			return
 		}
 	}
-	for k := range q {
-		if k != "status" && k != "awaiting_me" && k != "limit" {
-			s.fail(w, fmt.Errorf("%w: unknown query parameter %q; this route takes status, awaiting_me and limit", returns.ErrInvalid, k))
-			return
-		}
-	}
 	if err := returns.CheckListOptions(o); err != nil {
 		s.fail(w, err)
 		return
@@ -248,12 +242,18 @@ func (s *Server) showOrder(w http.ResponseWriter, r *http.Request, user string) 
 	s.reply(w, http.StatusOK, d)
 }
 
-// bearer is the token of an Authorization: Bearer header, "" without one.
-func bearer(r *http.Request) (string, bool) {
-	h := r.Header.Get("Authorization")
+// bearer is the token of the request's one Authorization: Bearer
+// header, "" without one; given says an Authorization header was sent.
+// Two Authorization headers are no token (the request names no one
+// person), given.
+func bearer(r *http.Request) (token string, given bool) {
+	h, given, err := oneHeader(r, "Authorization")
+	if err != nil {
+		return "", true
+	}
 	scheme, token, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", h != ""
+		return "", given
 	}
 	return strings.TrimSpace(token), true
 }

@@ -48,7 +48,10 @@ func (s *Server) signedIn(h func(w http.ResponseWriter, r *http.Request, user st
 		token, given := bearer(r)
 		if token == "" {
 			msg := "the request carries no access token"
-			if given {
+			switch {
+			case len(r.Header.Values("Authorization")) > 1:
+				msg = "the request carries more than one Authorization header"
+			case given:
 				msg = "the Authorization header is not a bearer token"
 			}
 			s.signIns.failed(addr)
