@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -72,6 +73,17 @@ func (p place) sql(tb testing.TB, q, pgq string) string {
 		return p.pg.query(tb, pgq)
 	}
 	return query(tb, p.dir, "business.sqlite", q)
+}
+
+// contents is what p's stores hold: the SHA-256 of each store file (and
+// its -wal) of a data dir, every table's rows on PostgreSQL. Stores left
+// unchanged give the same text.
+func (p place) contents(tb testing.TB) string {
+	tb.Helper()
+	if p.pg != nil {
+		return p.pg.contents(tb)
+	}
+	return fmt.Sprint(fileSums(tb, p.dir))
 }
 
 // server is `assistant serve` running in a process of its own.
@@ -185,9 +197,16 @@ func (s *server) call(t *testing.T, method, path, token, key, body string) reply
 	if key != "" {
 		req.Header.Set("Idempotency-Key", key)
 	}
+	return s.do(t, req)
+}
+
+// do sends req, a request to s made by the caller (headers as it wants
+// them), and reads the reply.
+func (s *server) do(t *testing.T, req *http.Request) reply {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
@@ -196,7 +215,7 @@ func (s *server) call(t *testing.T, method, path, token, key, body string) reply
 	}
 	r := reply{status: resp.StatusCode, header: resp.Header, raw: string(b)}
 	if len(bytes.TrimSpace(b)) > 0 && json.Unmarshal(b, &r.body) != nil {
-		t.Fatalf("%s %s: %d, body is not JSON:\n%s", method, path, r.status, b)
+		t.Fatalf("%s %s: %d, body is not JSON:\n%s", req.Method, req.URL.Path, r.status, b)
 	}
 	return r
 }
