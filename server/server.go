@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,14 @@ type Config struct {
 	Now func() time.Time
 	// Metrics are the server's Prometheus metrics; nil makes new ones.
 	Metrics *Metrics
+	// TrustHeader names the header (such as X-Forwarded-User) whose
+	// value is the signed-in person when a request comes from one of
+	// TrustedProxies (docs/server.md "Sign-in behind a proxy"); "" signs
+	// in by token only. Check it with ValidHeaderName.
+	TrustHeader string
+	// TrustedProxies are the addresses TrustHeader is taken from
+	// (ParseTrustedProxies).
+	TrustedProxies []netip.Prefix
 }
 
 // Server is the HTTP API of `assistant serve` (docs/server.md). Make one
@@ -48,7 +57,11 @@ type Server struct {
 	log     *slog.Logger
 	now     func() time.Time
 	metrics *Metrics
-	signIns *signInLimiter
+	// signIns and personSignIns count failed sign-ins per client
+	// address and per person a refused token names.
+	signIns, personSignIns *signInLimiter
+	trustHeader            string
+	trustedProxies         []netip.Prefix
 	// ready: the stores are open and the start-up recovery scan is done;
 	// draining: a shutdown began. /readyz is 200 only when ready and not
 	// draining.
@@ -67,7 +80,11 @@ type Server struct {
 
 // New returns a Server over cfg, not ready yet.
 func New(cfg Config) *Server {
-	s := &Server{svc: cfg.Service, encode: cfg.Encode, log: cfg.Log, now: cfg.Now, metrics: cfg.Metrics, drain: make(chan struct{}), signIns: newSignInLimiter()}
+	s := &Server{svc: cfg.Service, encode: cfg.Encode, log: cfg.Log, now: cfg.Now, metrics: cfg.Metrics, drain: make(chan struct{}),
+		signIns: newSignInLimiter(), personSignIns: newSignInLimiter(), trustedProxies: cfg.TrustedProxies}
+	if cfg.TrustHeader != "" {
+		s.trustHeader = http.CanonicalHeaderKey(cfg.TrustHeader)
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
