@@ -913,12 +913,12 @@ func setLease(dir, task string, pid int, ttl time.Duration) error {
 
 // fileSums is the SHA-256 of each store file of dir and its -wal, by name
 // (a missing file is ""), to tell that a command changed no file.
-func fileSums(t *testing.T, dir string) map[string]string {
-	t.Helper()
+func fileSums(tb testing.TB, dir string) map[string]string {
+	tb.Helper()
 	sums := map[string]string{}
 	for _, f := range []string{"business.sqlite", "checkpoints.sqlite"} {
 		for _, name := range []string{f, f + "-wal"} {
-			sums[name] = testkit.FileSHA256(t, filepath.Join(dir, name))
+			sums[name] = testkit.FileSHA256(tb, filepath.Join(dir, name))
 		}
 	}
 	return sums

@@ -75,6 +75,17 @@ func (p place) sql(tb testing.TB, q, pgq string) string {
 	return query(tb, p.dir, "business.sqlite", q)
 }
 
+// contents is what p's stores hold: the SHA-256 of each store file (and
+// its -wal) of a data dir, every table's rows on PostgreSQL. Stores left
+// unchanged give the same text.
+func (p place) contents(tb testing.TB) string {
+	tb.Helper()
+	if p.pg != nil {
+		return p.pg.contents(tb)
+	}
+	return fmt.Sprint(fileSums(tb, p.dir))
+}
+
 // server is `assistant serve` running in a process of its own.
 type server struct {
 	cmd    *exec.Cmd
@@ -202,6 +213,24 @@ func (s *server) try(method, path, token, key, body string) (reply, error) {
 	if key != "" {
 		req.Header.Set("Idempotency-Key", key)
 	}
+	return s.send(req)
+}
+
+// do sends req, a request to s made by the caller (headers as it wants
+// them), and reads the reply; a request that gets no reply fails t.
+func (s *server) do(t *testing.T, req *http.Request) reply {
+	t.Helper()
+	r, err := s.send(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// send sends req and reads the reply: the error says why there is none,
+// or that the body is not JSON.
+func (s *server) send(req *http.Request) (reply, error) {
+	method, path := req.Method, req.URL.Path
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return reply{}, fmt.Errorf("%s %s: %w", method, path, err)

@@ -176,7 +176,15 @@ func (s *Server) showTask(w http.ResponseWriter, r *http.Request, user string) {
 	s.reply(w, http.StatusOK, v)
 }
 
-// listTasks is list's JSON: ?status=S,…&awaiting_me=true&limit=N.
+// taskPage is the list route's JSON: list's, and the cursor of the next
+// page (null on the last page).
+type taskPage struct {
+	Tasks      []returns.TaskSummary `json:"tasks"`
+	NextCursor *string               `json:"next_cursor"`
+}
+
+// listTasks is list's JSON with next_cursor:
+// ?status=S,…&awaiting_me=true&limit=N&cursor=C.
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, user string) {
 	q := r.URL.Query()
 	o := returns.ListOptions{User: user}
@@ -197,9 +205,9 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, user string) 
 			return
 		}
 	}
-	for k := range q {
-		if k != "status" && k != "awaiting_me" && k != "limit" {
-			s.fail(w, fmt.Errorf("%w: unknown query parameter %q; this route takes status, awaiting_me and limit", returns.ErrInvalid, k))
+	if raw, ok := q["cursor"]; ok {
+		if o.After, err = parseCursor(raw[0]); err != nil {
+			s.fail(w, err)
 			return
 		}
 	}
@@ -207,15 +215,25 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, user string) 
 		s.fail(w, err)
 		return
 	}
+	limit := o.Limit
+	if limit > 0 {
+		o.Limit++ // one more than the page tells whether a next page has any task
+	}
 	tasks, err := s.svc.ListTasks(r.Context(), o)
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	if tasks == nil {
-		tasks = []returns.TaskSummary{}
+	page := taskPage{Tasks: tasks}
+	if limit > 0 && len(tasks) > limit {
+		page.Tasks = tasks[:limit]
+		next := encodeCursor(returns.PositionOf(tasks[limit-1]))
+		page.NextCursor = &next
 	}
-	s.reply(w, http.StatusOK, map[string]any{"tasks": tasks})
+	if page.Tasks == nil {
+		page.Tasks = []returns.TaskSummary{}
+	}
+	s.reply(w, http.StatusOK, page)
 }
 
 // taskHistory is history's JSON.
@@ -248,12 +266,18 @@ func (s *Server) showOrder(w http.ResponseWriter, r *http.Request, user string) 
 	s.reply(w, http.StatusOK, d)
 }
 
-// bearer is the token of an Authorization: Bearer header, "" without one.
-func bearer(r *http.Request) (string, bool) {
-	h := r.Header.Get("Authorization")
+// bearer is the token of the request's one Authorization: Bearer
+// header, "" without one; given says an Authorization header was sent.
+// Two Authorization headers are no token (the request names no one
+// person), given.
+func bearer(r *http.Request) (token string, given bool) {
+	h, given, err := oneHeader(r, "Authorization")
+	if err != nil {
+		return "", true
+	}
 	scheme, token, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", h != ""
+		return "", given
 	}
 	return strings.TrimSpace(token), true
 }

@@ -19,6 +19,13 @@ import (
 // directory, with n orders O1…On of alice delivered a day ago.
 func openService(tb testing.TB, n int) *returns.Service {
 	tb.Helper()
+	return openServiceAt(tb, n, nil)
+}
+
+// openServiceAt is openService with the service's clock now (nil: the
+// wall clock).
+func openServiceAt(tb testing.TB, n int, now func() time.Time) *returns.Service {
+	tb.Helper()
 	ctx := context.Background()
 	dir := tb.TempDir()
 	cps, err := checkpoints.OpenSQLite(ctx, filepath.Join(dir, returns.CheckpointsFile), checkpoints.SQLiteOptions{Create: true})
@@ -30,7 +37,7 @@ func openService(tb testing.TB, n int) *returns.Service {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	svc, err := returns.Open(ctx, returns.Config{Business: returns.DataDir{Dir: dir, Mode: returns.CreateIfMissing, ID: id}, Checkpoints: cps, Wording: APIWords})
+	svc, err := returns.Open(ctx, returns.Config{Business: returns.DataDir{Dir: dir, Mode: returns.CreateIfMissing, ID: id}, Checkpoints: cps, Wording: APIWords, Now: now})
 	if err != nil {
 		tb.Fatal(err)
 	}

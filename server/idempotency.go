@@ -22,8 +22,12 @@ const maxKey = 255
 // durably before it is sent, unless it is a failure worth retrying (5xx).
 func (s *Server) idempotent(h func(w http.ResponseWriter, r *http.Request, user string)) func(w http.ResponseWriter, r *http.Request, user string) {
 	return func(w http.ResponseWriter, r *http.Request, user string) {
-		key := r.Header.Get("Idempotency-Key")
-		if key == "" {
+		key, given, err := oneHeader(r, "Idempotency-Key")
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		if !given {
 			h(w, r, user)
 			return
 		}
@@ -94,7 +98,7 @@ func (s *Server) replay(w http.ResponseWriter, first returns.KeptResponse, hash 
 
 // fitKey reports whether key may be an Idempotency-Key.
 func fitKey(key string) bool {
-	if len(key) > maxKey {
+	if key == "" || len(key) > maxKey {
 		return false
 	}
 	for i := 0; i < len(key); i++ {

@@ -3,12 +3,12 @@ package server
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +39,14 @@ type Config struct {
 	Now func() time.Time
 	// Metrics are the server's Prometheus metrics; nil makes new ones.
 	Metrics *Metrics
+	// TrustHeader names the header (such as X-Forwarded-User) whose
+	// value is the signed-in person when a request comes from one of
+	// TrustedProxies (docs/server.md "Sign-in behind a proxy"); "" signs
+	// in by token only. Check it with ValidHeaderName.
+	TrustHeader string
+	// TrustedProxies are the addresses TrustHeader is taken from
+	// (ParseTrustedProxies).
+	TrustedProxies []netip.Prefix
 }
 
 // Server is the HTTP API of `assistant serve` (docs/server.md). Make one
@@ -49,7 +57,11 @@ type Server struct {
 	log     *slog.Logger
 	now     func() time.Time
 	metrics *Metrics
-	signIns *signInLimiter
+	// signIns and personSignIns count failed sign-ins per client
+	// address and per person a refused token names.
+	signIns, personSignIns *signInLimiter
+	trustHeader            string
+	trustedProxies         []netip.Prefix
 	// ready: the stores are open and the start-up recovery scan is done;
 	// draining: a shutdown began. /readyz is 200 only when ready and not
 	// draining.
@@ -68,7 +80,11 @@ type Server struct {
 
 // New returns a Server over cfg, not ready yet.
 func New(cfg Config) *Server {
-	s := &Server{svc: cfg.Service, encode: cfg.Encode, log: cfg.Log, now: cfg.Now, metrics: cfg.Metrics, drain: make(chan struct{}), signIns: newSignInLimiter()}
+	s := &Server{svc: cfg.Service, encode: cfg.Encode, log: cfg.Log, now: cfg.Now, metrics: cfg.Metrics, drain: make(chan struct{}),
+		signIns: newSignInLimiter(), personSignIns: newSignInLimiter(), trustedProxies: cfg.TrustedProxies}
+	if cfg.TrustHeader != "" {
+		s.trustHeader = http.CanonicalHeaderKey(cfg.TrustHeader)
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -101,15 +117,16 @@ func (s *Server) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", s.metrics.Handler())
-	api := func(pattern string, h func(w http.ResponseWriter, r *http.Request, user string)) {
-		mux.Handle(pattern, s.signedIn(h))
+	api := func(pattern string, p params, h func(w http.ResponseWriter, r *http.Request, user string)) {
+		mux.Handle(pattern, s.signedIn(s.strictQuery(p, h)))
 	}
-	api("POST /api/v1/tasks", s.idempotent(s.startTask))
-	api("GET /api/v1/tasks", s.listTasks)
-	api("GET /api/v1/tasks/{task}", s.showTask)
-	api("POST /api/v1/tasks/{task}/answers", s.idempotent(s.answerTask))
-	api("GET /api/v1/tasks/{task}/history", s.taskHistory)
-	api("GET /api/v1/orders/{order}", s.showOrder)
+	none := params{}
+	api("POST /api/v1/tasks", none, s.idempotent(s.startTask))
+	api("GET /api/v1/tasks", params{single: []string{"awaiting_me", "limit", "cursor"}, multi: []string{"status"}}, s.listTasks)
+	api("GET /api/v1/tasks/{task}", params{single: []string{"wait"}}, s.showTask)
+	api("POST /api/v1/tasks/{task}/answers", none, s.idempotent(s.answerTask))
+	api("GET /api/v1/tasks/{task}/history", none, s.taskHistory)
+	api("GET /api/v1/orders/{order}", none, s.showOrder)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		s.failWith(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path), "the routes are listed in docs/server.md")
 	})
@@ -142,28 +159,6 @@ func (s *Server) reply(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(b.Bytes())
-}
-
-// decode reads r's body, at most MaxBody bytes, as one JSON object into
-// dst; a field dst does not have, a second value, or a body too large is
-// refused. Errors: ErrInvalid (400), or *http.MaxBytesError (413).
-func decode(w http.ResponseWriter, r *http.Request, dst any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return err
-		}
-		if errors.Is(err, io.EOF) {
-			return fmt.Errorf("%w: the request body is empty; it must be one JSON object", returns.ErrInvalid)
-		}
-		return fmt.Errorf("%w: the request body is not the JSON object this route takes: %v", returns.ErrInvalid, err)
-	}
-	if dec.More() {
-		return fmt.Errorf("%w: the request body holds more than one JSON value", returns.ErrInvalid)
-	}
-	return nil
 }
 
 // failDecode answers an error of decode: 413 for a body too large, else

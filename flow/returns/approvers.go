@@ -292,6 +292,9 @@ func (s *Service) awaitingMe(ctx context.Context, o ListOptions) ([]TaskSummary,
 			return nil, fmt.Errorf("list: %w", err)
 		}
 		for _, t := range tasks {
+			if !o.After.before(t.CreatedAt, t.ID) {
+				continue
+			}
 			if t = s.asShown(ctx, t); t.Kind != runs.KindReturn || t.Status != StatusWaiting {
 				continue
 			}

@@ -145,6 +145,38 @@ type ListOptions struct {
 	// own and those of owners who granted them, waiting and not expired
 	// (not with Statuses or Batch).
 	AwaitingMe bool
+	// After keeps only the tasks after that place in the list's order
+	// (the next page after a task); the zero ListPosition keeps all.
+	After ListPosition
+}
+
+// ListPosition is a place in a list's order, oldest first: a task's
+// created_at, then its id. A page of a list continues at the tasks after
+// the last one of the page before; a task made since (created later) is
+// after it, so the pages neither repeat nor skip a task because of it.
+type ListPosition struct {
+	CreatedAt time.Time
+	Task      string
+}
+
+// PositionOf is the place of sum in a list's order.
+func PositionOf(sum TaskSummary) ListPosition {
+	return ListPosition{CreatedAt: sum.CreatedAt, Task: sum.Task}
+}
+
+// IsZero reports whether p is the start of the list (before every task).
+func (p ListPosition) IsZero() bool { return p.Task == "" && p.CreatedAt.IsZero() }
+
+// before reports whether p comes before the task created at created with
+// id task in a list's order; the zero position comes before every task.
+func (p ListPosition) before(created time.Time, task string) bool {
+	if p.IsZero() {
+		return true
+	}
+	if c := p.CreatedAt.Compare(created); c != 0 {
+		return c < 0
+	}
+	return p.Task < task
 }
 
 // ParseStatuses splits the values of a status filter, each one status or several
@@ -232,7 +264,7 @@ func (s *Service) ListTasks(ctx context.Context, o ListOptions) ([]TaskSummary, 
 	now := s.now()
 	out := make([]TaskSummary, 0, len(tasks))
 	for _, t := range tasks {
-		if inBatch != nil && !inBatch[t.ID] {
+		if inBatch != nil && !inBatch[t.ID] || !o.After.before(t.CreatedAt, t.ID) {
 			continue
 		}
 		t = s.asShown(ctx, t)

@@ -135,11 +135,25 @@ func (s *Service) RevokeToken(ctx context.Context, id string) (*RevokedToken, er
 	return nil, fmt.Errorf("access token %s: %w", id, ErrNotFound)
 }
 
+// TokenRefusedError is the refusal of an access token the store knows
+// that no longer signs in (revoked or expired): its id and its person,
+// so that the server can count the failure against that person
+// (docs/server.md "Access tokens"). It matches ErrUnauthenticated.
+type TokenRefusedError struct {
+	ID, User string
+	err      error
+}
+
+func (e *TokenRefusedError) Error() string { return e.err.Error() }
+
+func (e *TokenRefusedError) Unwrap() error { return e.err }
+
 // Authenticate returns the person access token token signs in as, and
 // records its use (at most once a TokenTouchEvery). Errors:
 // ErrUnauthenticated for a token that is malformed, unknown, revoked or
 // expired (at or after its expires_at by the service's clock), the
-// message saying which without the token; storage errors.
+// message saying which without the token; a revoked or expired one is a
+// *TokenRefusedError naming its person; storage errors.
 func (s *Service) Authenticate(ctx context.Context, token string) (string, error) {
 	hint := Hint{Before: "ask an operator for a new access token"}
 	if !strings.HasPrefix(token, TokenPrefix) || len(token) != len(TokenPrefix)+base64.RawURLEncoding.EncodedLen(tokenBytes) {
@@ -155,9 +169,9 @@ func (s *Service) Authenticate(ctx context.Context, token string) (string, error
 	now := s.now()
 	switch {
 	case !t.RevokedAt.IsZero():
-		return "", errorf(hint, "access token %s was revoked at %s: %w", t.ID, t.RevokedAt.UTC().Format(time.RFC3339), ErrUnauthenticated)
+		return "", &TokenRefusedError{ID: t.ID, User: t.User, err: errorf(hint, "access token %s was revoked at %s: %w", t.ID, t.RevokedAt.UTC().Format(time.RFC3339), ErrUnauthenticated)}
 	case !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt):
-		return "", errorf(hint, "access token %s expired at %s: %w", t.ID, t.ExpiresAt.UTC().Format(time.RFC3339), ErrUnauthenticated)
+		return "", &TokenRefusedError{ID: t.ID, User: t.User, err: errorf(hint, "access token %s expired at %s: %w", t.ID, t.ExpiresAt.UTC().Format(time.RFC3339), ErrUnauthenticated)}
 	}
 	if t.LastUsedAt.IsZero() || now.Sub(t.LastUsedAt) >= TokenTouchEvery {
 		// A sign-in does not fail because its use could not be recorded
