@@ -78,11 +78,12 @@ type Committer struct {
 
 // groupCall is one decision waiting in a Committer.
 type groupCall struct {
-	ctx  context.Context
-	o    ResumeOptions
-	v    *View
-	err  error
-	done chan struct{}
+	ctx     context.Context
+	arrived time.Time
+	o       ResumeOptions
+	v       *View
+	err     error
+	done    chan struct{}
 }
 
 // NewCommitter returns a Committer over s gathering as o says.
@@ -109,7 +110,7 @@ func (c *Committer) Decide(ctx context.Context, o ResumeOptions) (*View, error) 
 	if err := checkResume(o); err != nil {
 		return nil, err
 	}
-	call := &groupCall{ctx: ctx, o: o, done: make(chan struct{})}
+	call := &groupCall{ctx: ctx, o: o, done: make(chan struct{}), arrived: time.Now()}
 	c.mu.Lock()
 	c.pending = append(c.pending, call)
 	if len(c.pending) == c.size {
@@ -142,16 +143,25 @@ func (c *Committer) grouped(n int) {
 	}
 }
 
-// lead gathers a group for the Committer's wait (or until it is full),
-// commits it, and goes on with the next while decisions wait.
+// lead gathers a group until the Committer's wait has passed since its
+// first decision arrived (or until it is full), commits it, and goes on
+// with the next while decisions wait.
 func (c *Committer) lead() {
 	for {
-		t := time.NewTimer(c.wait)
-		select {
-		case <-t.C:
-		case <-c.full:
+		// The group gathers for wait from its first decision's arrival:
+		// decisions that queued while the group before committed waited
+		// already.
+		c.mu.Lock()
+		d := c.wait - time.Since(c.pending[0].arrived)
+		c.mu.Unlock()
+		if d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-c.full:
+			}
+			t.Stop()
 		}
-		t.Stop()
 		c.mu.Lock()
 		n := min(len(c.pending), c.size)
 		group := c.pending[:n:n]
