@@ -76,6 +76,9 @@ type Server struct {
 	// keys serializes the requests of one person with one
 	// Idempotency-Key.
 	keys keyedMutex
+	// group gives the API's decisions, those that arrive together in
+	// shared durable commits (docs/server.md "Group commit").
+	group *returns.Committer
 }
 
 // New returns a Server over cfg, not ready yet.
@@ -94,6 +97,7 @@ func New(cfg Config) *Server {
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
 	}
+	s.group = s.svc.NewCommitter(returns.GroupOptions{OnGroup: func(n int) { s.metrics.groupSizes.Observe(float64(n)) }})
 	return s
 }
 
