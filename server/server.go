@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html/template"
 	"io"
 	"log/slog"
 	"net/http"
@@ -39,6 +40,9 @@ type Config struct {
 	Now func() time.Time
 	// Metrics are the server's Prometheus metrics; nil makes new ones.
 	Metrics *Metrics
+	// SessionIdle is how long a page session lasts unused; 0 is
+	// DefaultSessionIdle.
+	SessionIdle time.Duration
 }
 
 // Server is the HTTP API of `assistant serve` (docs/server.md). Make one
@@ -64,6 +68,9 @@ type Server struct {
 	// keys serializes the requests of one person with one
 	// Idempotency-Key.
 	keys keyedMutex
+	// pages are the inbox's templates; sessions its signed-in browsers.
+	pages    map[string]*template.Template
+	sessions *sessions
 }
 
 // New returns a Server over cfg, not ready yet.
@@ -78,6 +85,10 @@ func New(cfg Config) *Server {
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
 	}
+	if cfg.SessionIdle <= 0 {
+		cfg.SessionIdle = DefaultSessionIdle
+	}
+	s.pages, s.sessions = parsePages(), newSessions(cfg.SessionIdle)
 	return s
 }
 
@@ -93,7 +104,8 @@ func (s *Server) Drain() {
 }
 
 // Handler returns the server's routes (docs/server.md "Routes") behind
-// the access log and request ids; /api/ behind sign-in.
+// the access log and request ids; /api/ behind sign-in, the pages
+// behind a session (pageRoutes).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -110,6 +122,7 @@ func (s *Server) Handler() http.Handler {
 	api("POST /api/v1/tasks/{task}/answers", s.idempotent(s.answerTask))
 	api("GET /api/v1/tasks/{task}/history", s.taskHistory)
 	api("GET /api/v1/orders/{order}", s.showOrder)
+	s.pageRoutes(mux)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		s.failWith(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path), "the routes are listed in docs/server.md")
 	})
