@@ -433,11 +433,18 @@ func (s *Server) answerPage(w http.ResponseWriter, r *http.Request, user string)
 	if err == nil {
 		err = returns.CheckResume(o)
 	}
+	var v *returns.View
 	if err == nil {
-		err = s.decide(r.Context(), o, action)
+		v, err = s.decide(r.Context(), o, action)
 	}
 	if err != nil {
 		s.answerRefused(w, r, user, o, err)
+		return
+	}
+	if !answeredBy(v, user, action, o.Version) {
+		// The task had ended with this same answer from someone else:
+		// resume reports that end, and nothing of this person's changed.
+		s.answerOvertaken(w, r, user, action)
 		return
 	}
 	http.Redirect(w, r, "/tasks/"+url.PathEscape(task)+"?answered="+url.QueryEscape(action), http.StatusSeeOther)
@@ -445,21 +452,50 @@ func (s *Server) answerPage(w http.ResponseWriter, r *http.Request, user string)
 
 // decide gives the answer o as the API does (one run of a task at a time
 // in this process), counted in the decisions metric by outcome.
-func (s *Server) decide(ctx context.Context, o returns.ResumeOptions, outcome string) error {
+func (s *Server) decide(ctx context.Context, o returns.ResumeOptions, outcome string) (*returns.View, error) {
 	unlock, err := s.tasks.lock(ctx, o.Task)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer unlock()
 	s.metrics.leasesHeld.Inc()
-	_, err = s.svc.Resume(ctx, o)
+	v, err := s.svc.Resume(ctx, o)
 	s.metrics.leasesHeld.Dec()
 	code := "ok"
 	if err != nil {
 		_, code = statusOf(err)
 	}
 	s.metrics.decisions.WithLabelValues(outcome, code).Inc()
-	return err
+	return v, err
+}
+
+// answeredBy reports whether v's trail holds user's answer action (of
+// version, when not 0): false when the task took someone else's answer
+// and reports it to this one (an approve of a task another approver
+// submitted first).
+func answeredBy(v *returns.View, user, action string, version int) bool {
+	for _, d := range v.Decisions {
+		if d.By == user && d.Action == action && (version == 0 || d.Version == nil || *d.Version == version) {
+			return true
+		}
+	}
+	return false
+}
+
+// answerOvertaken answers an answer action that found the task already ended
+// by someone else's: 409, the task page saying who was faster.
+func (s *Server) answerOvertaken(w http.ResponseWriter, r *http.Request, user, action string) {
+	p, ok := s.loadTask(w, r, user)
+	if !ok {
+		return
+	}
+	p.ProblemTitle = "Someone was faster: the task was decided before your answer arrived"
+	p.Problem = fmt.Sprintf("Your %s changed nothing: the task is %s.", action, p.View.Status)
+	if n := len(p.View.Decisions); n > 0 {
+		last := p.View.Decisions[n-1]
+		p.Problem = fmt.Sprintf("%s answered %s at %s, before your %s arrived; yours changed nothing, and the task is %s.", last.By, last.Action, last.At.UTC().Format("2006-01-02 15:04:05 UTC"), action, p.View.Status)
+	}
+	s.render(w, http.StatusConflict, "task", user, p)
 }
 
 // answerRefused answers an answer o that was not taken (err): the task
