@@ -187,7 +187,7 @@ func button(label string) chromedp.Search {
 // has reports whether p's page has a button labelled label.
 func (p *person) has(label string) bool {
 	p.t.Helper()
-	return get(p, chromedp.Evaluate[bool](`document.evaluate(` + jsString(`//button[normalize-space(.)=`+xpathString(label)+`]`) + `, document, null, XPathResult.BOOLEAN_TYPE, null).booleanValue`))
+	return get(p, chromedp.Evaluate[bool](`document.evaluate(`+jsString(`//button[normalize-space(.)=`+xpathString(label)+`]`)+`, document, null, XPathResult.BOOLEAN_TYPE, null).booleanValue`))
 }
 
 // xpathString quotes s for an XPath expression.
@@ -219,7 +219,7 @@ func (p *person) text(sel string) string {
 // count is how many elements sel matches.
 func (p *person) count(sel string) int {
 	p.t.Helper()
-	return get(p, chromedp.Evaluate[int](`document.querySelectorAll(` + jsString(sel) + `).length`))
+	return get(p, chromedp.Evaluate[int](`document.querySelectorAll(`+jsString(sel)+`).length`))
 }
 
 // jsString quotes s for a JavaScript expression.
