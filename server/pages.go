@@ -243,6 +243,9 @@ type taskPage struct {
 	NoApprove string
 	// Closed says why nothing can be pressed; "" when something can.
 	Closed string
+	// DraftTitle heads the draft: as it will be submitted, as it was, or
+	// plainly the draft of an ended task.
+	DraftTitle string
 	// Outcome is what the person's answer led to (after a redirect);
 	// Problem what happened to an answer that was not taken, with its
 	// title.
@@ -299,7 +302,13 @@ func (s *Server) loadTask(w http.ResponseWriter, r *http.Request, user string) (
 // of a returnable order, not twice by one person, never by the requester
 // of a task that needs two), or why none can.
 func taskPageOf(v *returns.View, item, user string, now time.Time) *taskPage {
-	p := &taskPage{View: v, Item: item, Needed: 1, Trail: v.Decisions, Now: now}
+	p := &taskPage{View: v, Item: item, Needed: 1, Trail: v.Decisions, Now: now, DraftTitle: "The draft"}
+	switch v.Status {
+	case returns.StatusWaiting:
+		p.DraftTitle = "The draft as it will be submitted"
+	case returns.StatusDone:
+		p.DraftTitle = "The draft that was submitted"
+	}
 	if v.Kind != nil && *v.Kind == returns.KindApproval && len(v.Interrupts) > 0 {
 		var q returns.ApprovalQuestion
 		if json.Unmarshal(v.Interrupts[0].Value, &q) == nil {
@@ -516,7 +525,7 @@ func (s *Server) answerRefused(w http.ResponseWriter, r *http.Request, user stri
 		return
 	}
 	msg, _ := returns.Describe(returns.Classify(err), APIWords)
-	p.ProblemTitle, p.Problem = problemTitle(p.View, o, status), msg+"."
+	p.ProblemTitle, p.Problem = problemTitle(p, o, status), msg+"."
 	if status >= http.StatusInternalServerError && status != http.StatusServiceUnavailable {
 		s.log.Error("answer", "task", o.Task, "err", err)
 	}
@@ -524,8 +533,9 @@ func (s *Server) answerRefused(w http.ResponseWriter, r *http.Request, user stri
 }
 
 // problemTitle names, in a person's words, why answer o was not taken,
-// from the task as it is now (cur) and the answer's status.
-func problemTitle(cur *returns.View, o returns.ResumeOptions, status int) string {
+// from the task's page as it is now and the answer's status.
+func problemTitle(p *taskPage, o returns.ResumeOptions, status int) string {
+	cur := p.View
 	switch {
 	case status == http.StatusServiceUnavailable:
 		return "The task is busy: try again in a moment"
@@ -533,6 +543,8 @@ func problemTitle(cur *returns.View, o returns.ResumeOptions, status int) string
 		return "Someone was faster: the task was decided before your answer arrived"
 	case o.Version > 0 && cur.Draft != nil && cur.Draft.Version != o.Version:
 		return fmt.Sprintf("The draft changed since you loaded the page: you saw version %d, it is version %d now", o.Version, cur.Draft.Version)
+	case o.Action == returns.ActionApprove && o.User == cur.User && p.Needed >= 2:
+		return "You requested this task: your approval cannot be one of its two"
 	case status == http.StatusConflict:
 		return "Your answer no longer fits the task"
 	}
