@@ -57,10 +57,6 @@ type InboxRow struct {
 	Key       string
 }
 
-// inboxNoDraft sorts a task without a draft after every expiry (stored
-// times begin with a digit).
-const inboxNoDraft = "~"
-
 // inboxQuery is the inbox statement with parameter markers mark ("?" on
 // SQLite, "$" on PostgreSQL), numbered: user (1), now (2), filter (3),
 // after key (4), after task (5), limit (6). The page is chosen first (one
