@@ -146,6 +146,8 @@ type queries struct {
 	// decidedWaiting reads the ids of user (1)'s waiting tasks that have
 	// a decision.
 	decidedWaiting string
+	// inbox reads a page of an inbox (inboxQuery's parameters).
+	inbox string
 
 	// deleteTeachingOrder deletes user (1)'s teaching order (2).
 	deleteTeachingOrder string

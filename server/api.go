@@ -176,9 +176,9 @@ func (s *Server) showTask(w http.ResponseWriter, r *http.Request, user string) {
 	s.reply(w, http.StatusOK, v)
 }
 
-// taskPage is the list route's JSON: list's, and the cursor of the next
+// listPage is the list route's JSON: list's, and the cursor of the next
 // page (null on the last page).
-type taskPage struct {
+type listPage struct {
 	Tasks      []returns.TaskSummary `json:"tasks"`
 	NextCursor *string               `json:"next_cursor"`
 }
@@ -224,7 +224,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request, user string) 
 		s.fail(w, err)
 		return
 	}
-	page := taskPage{Tasks: tasks}
+	page := listPage{Tasks: tasks}
 	if limit > 0 && len(tasks) > limit {
 		page.Tasks = tasks[:limit]
 		next := encodeCursor(returns.PositionOf(tasks[limit-1]))

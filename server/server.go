@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html/template"
 	"io"
 	"log/slog"
 	"net/http"
@@ -47,6 +48,9 @@ type Config struct {
 	// TrustedProxies are the addresses TrustHeader is taken from
 	// (ParseTrustedProxies).
 	TrustedProxies []netip.Prefix
+	// SessionIdle is how long a page session lasts unused; 0 is
+	// DefaultSessionIdle.
+	SessionIdle time.Duration
 }
 
 // Server is the HTTP API of `assistant serve` (docs/server.md). Make one
@@ -79,6 +83,9 @@ type Server struct {
 	// group gives the API's decisions, those that arrive together in
 	// shared durable commits (docs/server.md "Group commit").
 	group *returns.Committer
+	// pages are the inbox's templates; sessions its signed-in browsers.
+	pages    map[string]*template.Template
+	sessions *sessions
 }
 
 // New returns a Server over cfg, not ready yet.
@@ -98,6 +105,10 @@ func New(cfg Config) *Server {
 		s.metrics = NewMetrics()
 	}
 	s.group = s.svc.NewCommitter(returns.GroupOptions{OnGroup: func(n int) { s.metrics.groupSizes.Observe(float64(n)) }})
+	if cfg.SessionIdle <= 0 {
+		cfg.SessionIdle = DefaultSessionIdle
+	}
+	s.pages, s.sessions = parsePages(), newSessions(cfg.SessionIdle)
 	return s
 }
 
@@ -113,7 +124,8 @@ func (s *Server) Drain() {
 }
 
 // Handler returns the server's routes (docs/server.md "Routes") behind
-// the access log and request ids; /api/ behind sign-in.
+// the access log and request ids; /api/ behind sign-in, the pages
+// behind a session (pageRoutes).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -131,6 +143,7 @@ func (s *Server) Handler() http.Handler {
 	api("POST /api/v1/tasks/{task}/answers", none, s.idempotent(s.answerTask))
 	api("GET /api/v1/tasks/{task}/history", none, s.taskHistory)
 	api("GET /api/v1/orders/{order}", none, s.showOrder)
+	s.pageRoutes(mux)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		s.failWith(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path), "the routes are listed in docs/server.md")
 	})
