@@ -36,7 +36,7 @@ in flight finish and give their leases up, and it exits 0 within
 
 const serveExample = `  assistant approvers token demo-user        # prints the token once
   assistant serve --addr 127.0.0.1:8080 &
-  curl -s http://127.0.0.1:8080/readyz`
+  curl -s --retry 10 --retry-connrefused --retry-delay 1 http://127.0.0.1:8080/readyz   # once it listens`
 
 // serveOptions are serve's flags.
 type serveOptions struct {
