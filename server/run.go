@@ -67,12 +67,15 @@ func (s *Server) Run(ctx context.Context, o RunOptions) error {
 	if srv.TLSConfig != nil {
 		ln = tls.NewListener(ln, srv.TLSConfig)
 	}
+	// Read before Serve: Serve sets up HTTP/2 and may fill srv.TLSConfig
+	// on a plain listener.
+	useTLS := srv.TLSConfig != nil
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	if o.Announce != nil {
 		fmt.Fprintf(o.Announce, "serving on %s://%s\n", scheme, ln.Addr())
 	}
-	s.log.Info("listening", "addr", ln.Addr().String(), "tls", srv.TLSConfig != nil)
+	s.log.Info("listening", "addr", ln.Addr().String(), "tls", useTLS)
 	if err := s.recoverAtStart(ctx); err != nil && ctx.Err() == nil {
 		_ = srv.Close()
 		return err

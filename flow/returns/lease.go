@@ -1,10 +1,13 @@
 package returns
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -122,10 +125,36 @@ func (s *Service) liveness(l runs.Lease) runs.Liveness {
 			return runs.HolderAlive
 		}
 		return runs.HolderGone // an earlier process with this pid
-	case errors.Is(syscall.Kill(l.PID, 0), syscall.ESRCH):
+	case !processRuns(l.PID):
 		return runs.HolderGone
 	}
 	return runs.HolderAlive
+}
+
+// processRuns reports whether the process pid on this host still runs. A
+// pid that is gone does not; nor does a zombie (state Z or X in
+// /proc/PID/stat): a process killed whose parent has not reaped it yet
+// holds nothing, though kill(pid, 0) still succeeds for it. Where /proc
+// cannot be read, kill decides.
+func processRuns(pid int) bool {
+	if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return !errors.Is(err, fs.ErrNotExist)
+	}
+	// "pid (comm) S …": comm may hold spaces and parentheses, so the state
+	// is the first field after the last ')'.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || i+2 >= len(stat) {
+		return true
+	}
+	switch stat[i+2] {
+	case 'Z', 'X':
+		return false
+	}
+	return true
 }
 
 // holderAlive reports whether a live process holds the lease now: there is
