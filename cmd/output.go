@@ -496,8 +496,16 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// render prints a view as JSON or as a card for a person.
+// render prints a view as JSON or as a card for a person, the commands
+// its error quotes worded as this program was run (pasteable).
 func (a *app) render(v *returns.View) error {
+	if v != nil && v.Error != nil {
+		e := *v.Error
+		e.Message, e.Hint = a.pasteable(e.Message), a.pasteable(e.Hint)
+		c := *v
+		c.Error = &e
+		v = &c
+	}
 	if a.output == "json" {
 		return writeJSON(a.stdout, v)
 	}

@@ -354,6 +354,23 @@ func TestNextCommandsNameTheProgramAsRun(t *testing.T) {
 			if want := "`" + tc.prog + " --data " + data + " list`"; code != 4 || !strings.Contains(errOut, want) {
 				t.Errorf("show nosuch: exit %d, %q; want exit 4 and the hint %s", code, errOut, want)
 			}
+			// An expired draft's error, on the card and in the JSON, quotes
+			// recover as the program was run.
+			if _, errOut, code = cmd("start", "r2", "A3004", "--reason", "too small"); code != 0 {
+				t.Fatalf("start r2: exit %d: %s", code, errOut)
+			}
+			recoverCmd := "`" + tc.prog + " --data " + data + " recover`"
+			for _, output := range []string{"text", "json"} {
+				c := exec.Command(tc.path, "--data", data, "show", "r2", "--output", output)
+				c.Dir, c.Env = binDir, append(os.Environ(), append(tc.env, "ASSISTANT_CLOCK=+11m")...)
+				got, err := c.Output()
+				if err != nil {
+					t.Fatalf("show r2 --output %s: %v", output, err)
+				}
+				if !strings.Contains(string(got), recoverCmd) || strings.Contains(string(got), "`assistant recover`") && tc.prog != "assistant" {
+					t.Errorf("show r2 --output %s after expiry:\n%s\nwant its error to quote %s", output, got, recoverCmd)
+				}
+			}
 		})
 	}
 }
