@@ -452,10 +452,12 @@ func overlapFile(t *testing.T, prefix string, from, to int) string {
 
 // TestBatchOverlap (docs/batch.md "Two batches over the same orders"): a
 // new batch over orders that a running batch (here one whose process was
-// killed), or a stopped one, of the same user holds is refused before it
+// killed), or a stopped one, of the same user holds, or that a task of a
+// finished batch still waits on, is refused before it
 // starts: exit 3 naming that batch and some of the orders, nothing
-// written. --allow-overlap starts it anyway; a finished batch holds
-// nothing; the same batch given again continues; other orders start. On
+// written. --allow-overlap starts it anyway; a finished batch whose tasks
+// all ended holds nothing; the same batch given again continues; other
+// orders start. On
 // SQLite and on PostgreSQL.
 func TestBatchOverlap(t *testing.T) {
 	t.Parallel()
@@ -472,7 +474,8 @@ func TestBatchOverlap(t *testing.T) {
 		{"RunningBatchHoldsItsOrders", "killed", []string{"batch", "b2", "@b2"}, 3, []string{"batch b1 (running) already holds 5 of this file's orders (R00005, R00006, R00007, …)", "nothing was written", "show b1", "--allow-overlap"}},
 		{"StoppedBatchHoldsItsOrders", "stopped", []string{"batch", "b2", "@b2"}, 3, []string{"batch b1 (stopped) already holds 5", "resume b1", "--allow-overlap"}},
 		{"AllowOverlapStartsAnyway", "killed", []string{"batch", "b2", "@b2", "--allow-overlap"}, 0, nil},
-		{"FinishedBatchHoldsNothing", "done", []string{"batch", "b2", "@b2"}, 0, nil},
+		{"FinishedBatchsWaitingTasksHoldTheirOrders", "done", []string{"batch", "b2", "@b2"}, 3, []string{"5 of this file's orders already have a task that has not ended (b1-05, b1-06, b1-07, …)", "nothing was written", "list --status waiting", "--allow-overlap"}},
+		{"FinishedBatchWhoseTasksEndedHoldsNothing", "decided", []string{"batch", "b2", "@b2"}, 0, nil},
 		{"SameBatchAgainContinues", "killed", []string{"batch", "b1", "@b1"}, 0, nil},
 		{"OtherOrdersStart", "killed", []string{"batch", "b3", "@b3"}, 0, nil},
 	}
@@ -495,11 +498,19 @@ func TestBatchOverlap(t *testing.T) {
 						t.Fatalf("orders import: exit %d, %s", code, stderr)
 					}
 					var env []string
-					if tc.first != "done" {
+					finished := tc.first == "done" || tc.first == "decided"
+					if !finished {
 						env = []string{"ASSISTANT_FAULT=batch:after-row"}
 					}
-					if _, stderr, code := runOn(t, st, env, "batch", "b1", files["@b1"]); (tc.first == "done") != (code == 0) {
+					if _, stderr, code := runOn(t, st, env, "batch", "b1", files["@b1"]); finished != (code == 0) {
 						t.Fatalf("first batch: exit %d (%s)", code, stderr)
+					}
+					if tc.first == "decided" {
+						for i := range 10 {
+							if _, stderr, code := runOn(t, st, nil, "resume", fmt.Sprintf("b1-%02d", i), "--action", "cancel"); code != 0 {
+								t.Fatalf("cancel b1-%02d: exit %d (%s), want 0", i, code, stderr)
+							}
+						}
 					}
 					if tc.first == "stopped" {
 						if _, stderr, code := runOn(t, st, nil, "stop", "b1"); code != 0 {

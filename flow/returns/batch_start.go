@@ -22,8 +22,9 @@ type BatchOptions struct {
 	// part of the batch's input; 0 means business.DefaultDraftTTL.
 	TTL time.Duration
 	// AllowOverlap starts a new batch even when a running or stopped
-	// batch of the user holds some of its orders (InputAllowOverlap);
-	// without it that is ErrConflict (overlap). Not part of the input.
+	// batch of the user holds some of its orders, or a task of the user
+	// that has not ended names one (InputAllowOverlap); without it that is
+	// ErrConflict (overlap). Not part of the input.
 	AllowOverlap bool
 }
 
@@ -77,10 +78,10 @@ func (s *Service) overlap(ctx context.Context, id, user string, rows []runs.Batc
 	if _, err := s.runs.Task(ctx, id); !errors.Is(err, runs.ErrNotFound) {
 		return nil // the same batch again, or startRows' error to report
 	}
-	orders := make(map[string]bool, len(rows))
+	orders := make(map[string]string, len(rows)) // order: its row's task
 	for _, r := range rows {
 		if r.DuplicateOf == 0 {
-			orders[r.OrderID] = true
+			orders[r.OrderID] = r.TaskID
 		}
 	}
 	for _, status := range []string{StatusRunning, StatusInterrupted} {
@@ -95,7 +96,7 @@ func (s *Service) overlap(ctx context.Context, id, user string, rows []runs.Batc
 			var shared []string
 			n := 0
 			err := s.runs.HeldOrders(ctx, b.ID, func(order string) bool {
-				if orders[order] {
+				if _, ok := orders[order]; ok {
 					delete(orders, order) // a row of b is counted once
 					if n++; len(shared) < overlapShown {
 						shared = append(shared, order)
@@ -111,7 +112,44 @@ func (s *Service) overlap(ctx context.Context, id, user string, rows []runs.Batc
 			}
 		}
 	}
-	return nil
+	return s.openTasks(ctx, user, orders)
+}
+
+// openTasks checks that no return task of user that has not ended
+// (waiting for an answer, or running) names an order of orders: a
+// finished batch holds nothing, but the tasks its rows made still wait
+// for approval, and a second task for their orders would meet the first's
+// application. orders maps each order to its row's task; that task
+// itself is the row's own (reused or a conflict of its own), not a second
+// one. Errors: ErrConflict naming how many orders have such a
+// task and the first of those tasks; storage errors.
+func (s *Service) openTasks(ctx context.Context, user string, orders map[string]string) error {
+	var tasks []string
+	for _, status := range []string{StatusWaiting, StatusRunning} {
+		open, err := s.runs.ListTasks(ctx, user, status)
+		if err != nil {
+			return fmt.Errorf("tasks of %s: %w", user, err)
+		}
+		for _, t := range open {
+			row, ok := orders[t.OrderID]
+			if t.Kind == runs.KindBatch || !ok || row == t.ID {
+				continue
+			}
+			delete(orders, t.OrderID) // an order is counted once
+			tasks = append(tasks, t.ID)
+		}
+	}
+	if len(tasks) == 0 {
+		return nil
+	}
+	some := strings.Join(tasks[:min(len(tasks), overlapShown)], ", ")
+	if len(tasks) > overlapShown {
+		some += ", …"
+	}
+	anyway := &Hint{Before: "to run this one over the same orders anyway, give the same command with", With: []InputValue{{Input: InputAllowOverlap}}}
+	h := Hint{Before: "decide those tasks first (see them with", Do: DoList, With: []InputValue{{Input: InputStatus, Value: StatusWaiting}}, After: ");", Then: anyway}
+	return errorf(h,
+		"%d of this file's orders already have a task that has not ended (%s); a second task for an order would meet the first one's application, so this batch was not started and nothing was written: %w", len(tasks), some, ErrConflict)
 }
 
 // overlapError is the error of a new batch whose rows name n orders that
