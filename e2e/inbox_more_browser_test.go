@@ -6,6 +6,7 @@ package e2e
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +70,9 @@ func TestInboxApprovalNoLongerCounts(t *testing.T) {
 	}
 	if n := bob.count("main p.outcome"); n != 0 {
 		t.Errorf("an approval that submitted nothing is shown as a success (%d .outcome)", n)
+	}
+	if regexp.MustCompile(`\dT\d\d:\d\d`).MatchString(out) {
+		t.Errorf("bob's outcome %q writes a time as RFC 3339, not as the page's times", out)
 	}
 	if tr := bob.text(".trail"); !strings.Contains(tr, "does not count") {
 		t.Errorf("the trail %q; want alice's approval marked as not counting", tr)

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"regexp"
 	"time"
 
 	"assistant/business"
@@ -40,26 +41,26 @@ var pageFuncs = template.FuncMap{
 	"utc": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
 	// machine is t as a <time datetime>: RFC 3339 UTC, milliseconds.
 	"machine": func(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") },
-	// stepWords names a step of the run's timeline as a person reads it.
-	"stepWords": func(node string) string {
-		if w, ok := stepNames[node]; ok {
-			return w
-		}
-		return node
-	},
+	// readable is text with each RFC 3339 UTC time in it ("revoked at
+	// 2026-12-03T01:09:14Z") as the pages write times, "2026-12-03
+	// 01:09:14 UTC".
+	"readable": func(text string) string { return rfc3339UTC.ReplaceAllString(text, "$1 $2 UTC") },
 }
 
+// rfc3339UTC matches an RFC 3339 time in UTC, to the second or finer.
+var rfc3339UTC = regexp.MustCompile(`\b(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}:\d{2})(?:\.\d+)?Z\b`)
+
 // stepNames word the nodes of the return-request flow (docs/design.md
-// "The return-request flow").
+// "The return-request flow") as the steps of a timeline.
 var stepNames = map[string]string{
-	returns.NodeLookup:    "Looked up the order",
-	returns.NodeAskReason: "Asked for a reason",
-	returns.NodePrepare:   "Prepared the draft",
-	returns.NodeReview:    "Asked for approval",
-	returns.NodeReview2:   "Asked for the second approval",
-	returns.NodeSubmit:    "Submitted the return application",
-	returns.NodeCancel:    "Cancelled the request",
-	returns.NodeGiveUp:    "Gave up",
+	returns.NodeLookup:    "Look up the order",
+	returns.NodeAskReason: "Ask for a reason",
+	returns.NodePrepare:   "Prepare the draft",
+	returns.NodeReview:    "Ask for approval",
+	returns.NodeReview2:   "Ask for the second approval",
+	returns.NodeSubmit:    "Submit the return application",
+	returns.NodeCancel:    "Cancel the request",
+	returns.NodeGiveUp:    "Give up",
 }
 
 // parsePages parses every page with the layout; a template that does not

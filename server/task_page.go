@@ -49,8 +49,48 @@ type taskPage struct {
 	// Changes the fields that differ from it.
 	Previous *returns.DraftView
 	Changes  []draftChange
-	// Steps are the run's timeline, as history shows it.
-	Steps []runs.TimelineStep
+	// Steps are the run's timeline, as history shows it (timelineOf).
+	Steps []timelineStep
+}
+
+// timelineStep is one step of the run's timeline as the page words it:
+// what the step does, how it ended, when it started, and the attempt
+// when an earlier run of the same step failed or was cut short (a
+// question asked again after an answer is not a retry).
+type timelineStep struct {
+	runs.TimelineStep
+	Words, StatusWords string
+	Retry              int
+}
+
+// timelineOf words the steps of a run's timeline.
+func timelineOf(steps []runs.TimelineStep) []timelineStep {
+	out := make([]timelineStep, 0, len(steps))
+	broken := map[string]bool{}
+	for i, st := range steps {
+		ts := timelineStep{TimelineStep: st, Words: st.Node, StatusWords: st.Status}
+		if w, ok := stepNames[st.Node]; ok {
+			ts.Words = w
+		}
+		switch {
+		case st.Status == runs.StepDone && (st.Node == returns.NodeReview || st.Node == returns.NodeReview2 || st.Node == returns.NodeAskReason):
+			ts.StatusWords = "answered"
+		case st.Status == runs.StepDone:
+			ts.StatusWords = "finished"
+		case st.Status == runs.StepWaiting:
+			ts.StatusWords = "waiting for an answer"
+		case st.Status == runs.StepRunning && i < len(steps)-1:
+			ts.StatusWords = "cut short"
+		}
+		if broken[st.Node] {
+			ts.Retry = st.Attempt
+		}
+		if st.Status == runs.StepFailed || ts.StatusWords == "cut short" {
+			broken[st.Node] = true
+		}
+		out = append(out, ts)
+	}
+	return out
 }
 
 // draftChange is one field of the draft that differs from the version
@@ -170,7 +210,7 @@ func (s *Server) loadTask(w http.ResponseWriter, r *http.Request, user string) (
 		s.pageFailed(w, err)
 		return nil, false
 	}
-	p.Steps = h.Steps
+	p.Steps = timelineOf(h.Steps)
 	return p, true
 }
 
