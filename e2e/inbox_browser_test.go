@@ -214,7 +214,7 @@ func TestInboxEditThenApproveVersion2(t *testing.T) {
 		t.Errorf("what changed: %q %q; want version 1's reason and expiry beside version 2's", h, ch)
 	}
 	tl := p.text(".timeline")
-	for _, want := range []string{"Look up the order · finished", "Prepare the draft · finished", "Ask for approval · answered", "Ask for approval · waiting for an answer"} {
+	for _, want := range []string{"Look up the order · finished", "Prepare the draft · finished", "Ask for approval · asked", "Ask for approval · answered", "Ask for approval · waiting for an answer"} {
 		if !strings.Contains(tl, want) {
 			t.Errorf("the timeline reads %q; want %q", tl, want)
 		}
@@ -284,7 +284,7 @@ func TestInboxAnotherApproverFaster(t *testing.T) {
 	if bob.last != http.StatusConflict || !strings.Contains(bob.text("#problem-title"), "Someone was faster") {
 		t.Errorf("the slower approver: %d %q; want 409 and someone was faster", bob.last, bob.text("main"))
 	}
-	if msg := bob.text(".problem p"); !strings.Contains(msg, "alice answered approve at") || !strings.Contains(msg, "yours changed nothing") {
+	if msg := bob.text(".problem p"); !strings.Contains(msg, "alice answered approve at") || !strings.Contains(msg, "before your approval arrived: yours changed nothing") {
 		t.Errorf("the slower approver is told %q; want who was faster, when, and that theirs changed nothing", msg)
 	}
 	if !strings.Contains(bob.text(".status"), "done") || bob.count("main form") != 0 {

@@ -28,16 +28,25 @@ var pastTense = map[string]string{
 	returns.ActionReason:  "answered",
 }
 
+// answerNoun names an answer as "your …" says it.
+var answerNoun = map[string]string{
+	returns.ActionApprove: "approval",
+	returns.ActionEdit:    "edit",
+	returns.ActionRevise:  "request for changes",
+	returns.ActionCancel:  "cancel",
+	returns.ActionReason:  "reason",
+}
+
 // fasterWords says that someone else's answer ended the task before
 // action arrived: who, what and when, and that the task is as below.
 func fasterWords(p *taskPage, action string) problem {
 	out := problem{ProblemTitle: "Someone was faster: the task was decided before your answer arrived",
-		Problem: fmt.Sprintf("Your %s changed nothing: the task is %s.", action, p.View.Status)}
+		Problem: fmt.Sprintf("Your %s changed nothing: the task is %s.", answerNoun[action], p.View.Status)}
 	if n := len(p.View.Decisions); n > 0 {
 		last := p.View.Decisions[n-1]
 		out.Problem = fmt.Sprintf("%s answered %s at", last.By, last.Action)
 		out.ProblemAt = last.At
-		out.ProblemAfter = fmt.Sprintf(", before your %s arrived: yours changed nothing, and the task is %s. It is shown below as it is now.", action, p.View.Status)
+		out.ProblemAfter = fmt.Sprintf(", before your %s arrived: yours changed nothing, and the task is %s. It is shown below as it is now.", answerNoun[action], p.View.Status)
 	}
 	return out
 }

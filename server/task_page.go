@@ -77,6 +77,8 @@ func timelineOf(steps []runs.TimelineStep) []timelineStep {
 			ts.StatusWords = "answered"
 		case st.Status == runs.StepDone:
 			ts.StatusWords = "finished"
+		case st.Status == runs.StepWaiting && i < len(steps)-1:
+			ts.StatusWords = "asked"
 		case st.Status == runs.StepWaiting:
 			ts.StatusWords = "waiting for an answer"
 		case st.Status == runs.StepRunning && i < len(steps)-1:
