@@ -17,8 +17,9 @@ import (
 
 // The pages of the approvals inbox (docs/inbox.md): server-rendered with
 // html/template (every value escaped for where it lands), their
-// stylesheet and one small script embedded in the binary, every action a
-// plain form post that works without JavaScript.
+// stylesheet and two small scripts (local times, live refresh) embedded
+// in the binary, every action a plain form post that works without
+// JavaScript.
 
 //go:embed templates/*.html
 var templateFS embed.FS
