@@ -313,7 +313,7 @@ func TestInboxRequesterRefusedAsSecondApprover(t *testing.T) {
 	p.navigate(chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const f = document.createElement('form'); f.method = 'post'; f.action = '/tasks/rq1/answers';
 		for (const [k, v] of [['task', 'rq1'], ['draft', %s], ['version', '1'], ['action', 'approve']]) { const i = document.createElement('input'); i.type = 'hidden'; i.name = k; i.value = v; f.appendChild(i); }
 		document.body.appendChild(f); f.submit(); })()`, jsString(draft))))
-	if p.last != http.StatusBadRequest || !strings.Contains(p.text(".problem"), "You requested this task") {
+	if p.last != http.StatusBadRequest || !strings.Contains(p.text(".problem"), "You requested this task") || !strings.Contains(p.text(".problem"), "waits for one more approval from someone else") {
 		t.Errorf("the requester's approval: %d %q; want 400 and why", p.last, p.text("main"))
 	}
 	d.settled(t, p, "refused", "rq1", "waiting", "0")

@@ -66,7 +66,7 @@ func refusalWords(p *taskPage, o returns.ResumeOptions, action string, status in
 		return staleWords(p, o, action)
 	case o.Action == returns.ActionApprove && o.User == cur.User && p.Needed >= 2:
 		return problem{ProblemTitle: "You requested this task: your approval cannot be one of its two",
-			Problem: fmt.Sprintf("A task that needs %d approvals takes them from people other than its requester. Nothing was approved; the task waits for them.", p.Needed)}
+			Problem: fmt.Sprintf("A task that needs %d approvals takes them from people other than its requester. Nothing was approved; the task waits for %s from someone else.", p.Needed, plural(p.Needed-p.Given, "one more approval", "more approvals"))}
 	case status == http.StatusConflict:
 		return problem{ProblemTitle: "Your answer no longer fits the task", Problem: msg + ". Nothing changed; the task as it is now is below."}
 	}

@@ -63,6 +63,17 @@ type timelineStep struct {
 	Retry              int
 }
 
+// ranAgain reports whether later holds a step of node: a question asked
+// and then answered (or asked again) is no longer waiting.
+func ranAgain(later []runs.TimelineStep, node string) bool {
+	for _, st := range later {
+		if st.Node == node {
+			return true
+		}
+	}
+	return false
+}
+
 // timelineOf words the steps of a run's timeline.
 func timelineOf(steps []runs.TimelineStep) []timelineStep {
 	out := make([]timelineStep, 0, len(steps))
@@ -77,7 +88,7 @@ func timelineOf(steps []runs.TimelineStep) []timelineStep {
 			ts.StatusWords = "answered"
 		case st.Status == runs.StepDone:
 			ts.StatusWords = "finished"
-		case st.Status == runs.StepWaiting && i < len(steps)-1:
+		case st.Status == runs.StepWaiting && ranAgain(steps[i+1:], st.Node):
 			ts.StatusWords = "asked"
 		case st.Status == runs.StepWaiting:
 			ts.StatusWords = "waiting for an answer"

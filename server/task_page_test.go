@@ -25,6 +25,8 @@ func TestTimelineCountsOnlyRetries(t *testing.T) {
 			"Ask for approval asked; Ask for approval answered; Prepare the draft finished; Ask for approval waiting for an answer"},
 		{"CutShortThenRunAgain", []runs.TimelineStep{step("lookup", "done", 1), step("prepare", "running", 1), step("prepare", "done", 2)},
 			"Look up the order finished; Prepare the draft cut short; Prepare the draft finished (attempt 2)"},
+		{"TwoQuestionsOneAnswered", []runs.TimelineStep{step("review", "waiting", 1), step("review_2", "waiting", 1), step("review", "done", 2)},
+			"Ask for approval asked; Ask for the second approval waiting for an answer; Ask for approval answered"},
 		{"FailedThenRunAgain", []runs.TimelineStep{step("submit", "failed", 1), step("submit", "running", 2)},
 			"Submit the return application failed; Submit the return application running (attempt 2)"},
 	} {
