@@ -57,42 +57,79 @@ type InboxRow struct {
 	Key       string
 }
 
-// inboxQuery is the inbox statement with parameter markers mark ("?" on
-// SQLite, "$" on PostgreSQL), numbered: user (1), now (2), filter (3),
-// after key (4), after task (5), limit (6). The page is chosen first (one
-// index probe of the trail per candidate), then only its rows are joined
-// with their orders and counted.
+// inboxPage wraps page, the statement that chooses an inbox page's rows,
+// in the statement that joins only those rows with their orders and
+// counts the approvals of their current drafts. page is a derived table,
+// not a WITH: on PostgreSQL a statement that begins with WITH counts as a
+// write (pgdb.IsWrite), and the inbox is a read.
+func inboxPage(page string) string {
+	return `SELECT p.task_id, p.owner, p.order_id, COALESCE(o.item, ''), p.stage, p.draft_id, p.version, p.reason,
+       p.expires_at, p.approvals, p.sort_key,
+       (SELECT COUNT(DISTINCT x.by_user) FROM decisions x WHERE x.task_id = p.task_id AND x.draft_id = p.draft_id
+        AND x.action = 'approve' AND x.not_counted = '' AND NOT (p.approvals >= 2 AND x.by_user = p.owner))
+FROM (` + page + `) p LEFT JOIN orders o ON o."user" = p.owner AND o.order_id = p.order_id
+ORDER BY p.sort_key, p.task_id`
+}
+
+// inboxWaitingQuery is the statement of the InboxWaiting filter with
+// parameter markers mark ("?" on SQLite, "$" on PostgreSQL), numbered:
+// user (1), now (2), after key (3), after task (4), limit (5). It walks
+// the current drafts in expiry order from the later of now and the
+// cursor (index drafts_current_expiry), keeps those whose task the
+// person may approve now, and stops at the limit: a page reads about as
+// many drafts as it shows, plus those of other people's tasks that
+// expire in between, however many tasks wait.
+func inboxWaitingQuery(mark string) string {
+	q := inboxPage(`SELECT t.task_id, t."user" AS owner, t.order_id, t.stage, t.approvals,
+	       d.draft_id, d.version, d.reason, d.expires_at, d.expires_at AS sort_key
+	FROM drafts d CROSS JOIN tasks t
+	WHERE t.task_id = d.task_id AND d.superseded_at IS NULL AND d.expires_at > @2 AND (d.expires_at, d.task_id) > (@3, @4)
+	  AND t.status = 'waiting' AND t.kind = 'return' AND t.stage = 'draft_ready'
+	  AND (t."user" = @1 OR t."user" IN (SELECT g.owner FROM approver_grants g WHERE g.grantee = @1))
+	  AND NOT (t.approvals >= 2 AND t."user" = @1)
+	  AND NOT EXISTS (SELECT 1 FROM decisions x WHERE x.task_id = t.task_id AND x.draft_id = d.draft_id
+	                  AND x.by_user = @1 AND x.action = 'approve')
+	ORDER BY d.expires_at, d.task_id
+	LIMIT @5`)
+	return strings.ReplaceAll(q, "@", mark)
+}
+
+// inboxQuery is the statement of the InboxMine and InboxAll filters with
+// parameter markers mark, numbered: user (1), filter (2), after key (3),
+// after task (4), limit (5). It reads the waiting tasks of the person
+// (and, for InboxAll, of the owners who granted them) by the index of
+// tasks by owner and status, with their current drafts, and sorts them:
+// a page costs the owners' waiting tasks, not every task ever recorded.
+// Tasks without a draft sort last (key "~").
 func inboxQuery(mark string) string {
-	q := `WITH page AS (
-	SELECT t.task_id, t."user" AS owner, t.order_id, t.stage, t.approvals,
+	q := inboxPage(`SELECT t.task_id, t."user" AS owner, t.order_id, t.stage, t.approvals,
 	       COALESCE(d.draft_id, '') AS draft_id, COALESCE(d.version, 0) AS version,
 	       COALESCE(d.reason, t.reason) AS reason, COALESCE(d.expires_at, '') AS expires_at,
 	       COALESCE(d.expires_at, '~') AS sort_key
 	FROM tasks t
 	LEFT JOIN drafts d ON d.task_id = t.task_id AND d.superseded_at IS NULL
 	WHERE t.status = 'waiting' AND t.kind = 'return'
-	  AND (t."user" = @1 OR (@3 <> 'mine' AND t."user" IN (SELECT g.owner FROM approver_grants g WHERE g.grantee = @1)))
-	  AND (@3 <> 'waiting' OR (t.stage = 'draft_ready' AND d.expires_at > @2
-	       AND NOT (t.approvals >= 2 AND t."user" = @1)
-	       AND NOT EXISTS (SELECT 1 FROM decisions x WHERE x.task_id = t.task_id AND x.draft_id = d.draft_id
-	                       AND x.by_user = @1 AND x.action = 'approve')))
-	  AND (COALESCE(d.expires_at, '~') > @4 OR (COALESCE(d.expires_at, '~') = @4 AND t.task_id > @5))
+	  AND t."user" IN (SELECT @1 UNION ALL SELECT g.owner FROM approver_grants g WHERE g.grantee = @1 AND @2 = 'all')
+	  AND (COALESCE(d.expires_at, '~') > @3 OR (COALESCE(d.expires_at, '~') = @3 AND t.task_id > @4))
 	ORDER BY sort_key, t.task_id
-	LIMIT @6)
-SELECT p.task_id, p.owner, p.order_id, COALESCE(o.item, ''), p.stage, p.draft_id, p.version, p.reason,
-       p.expires_at, p.approvals, p.sort_key,
-       (SELECT COUNT(DISTINCT x.by_user) FROM decisions x WHERE x.task_id = p.task_id AND x.draft_id = p.draft_id
-        AND x.action = 'approve' AND x.not_counted = '' AND NOT (p.approvals >= 2 AND x.by_user = p.owner))
-FROM page p LEFT JOIN orders o ON o."user" = p.owner AND o.order_id = p.order_id
-ORDER BY p.sort_key, p.task_id`
+	LIMIT @5`)
 	return strings.ReplaceAll(q, "@", mark)
 }
 
-// Inbox reads one page of q.User's inbox (InboxQuery), reading only the
-// page's rows and one index probe per candidate task. It writes nothing.
+// Inbox reads one page of q.User's inbox (InboxQuery) in one statement:
+// for InboxWaiting the drafts that expire next, up to the page's limit
+// (inboxWaitingQuery); for the others the owners' waiting tasks
+// (inboxQuery). Only the page's rows are joined with their orders and
+// counted. It writes nothing.
 // Errors: the database's.
 func (s *Store) Inbox(ctx context.Context, q InboxQuery) ([]InboxRow, error) {
-	rows, err := s.h.Q().QueryContext(ctx, s.q.inbox, q.User, formatTime(q.Now), q.Filter, q.AfterKey, q.AfterTask, q.Limit)
+	var rows *sql.Rows
+	var err error
+	if q.Filter == InboxWaiting {
+		rows, err = s.h.Q().QueryContext(ctx, s.q.inboxWaiting, q.User, formatTime(q.Now), q.AfterKey, q.AfterTask, q.Limit)
+	} else {
+		rows, err = s.h.Q().QueryContext(ctx, s.q.inbox, q.User, q.Filter, q.AfterKey, q.AfterTask, q.Limit)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("inbox of %s: %w", q.User, err)
 	}

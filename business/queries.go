@@ -146,8 +146,9 @@ type queries struct {
 	// decidedWaiting reads the ids of user (1)'s waiting tasks that have
 	// a decision.
 	decidedWaiting string
-	// inbox reads a page of an inbox (inboxQuery's parameters).
-	inbox string
+	// inbox reads a page of a "mine" or "all" inbox (inboxQuery's
+	// parameters); inboxWaiting of a "waiting" one (inboxWaitingQuery's).
+	inbox, inboxWaiting string
 
 	// deleteTeachingOrder deletes user (1)'s teaching order (2).
 	deleteTeachingOrder string

@@ -108,7 +108,8 @@ var postgresQueries = &queries{
 	},
 	decidedWaiting: `SELECT DISTINCT d.task_id FROM decisions d JOIN tasks t ON t.task_id = d.task_id
 		 WHERE t."user" = $1 AND t.status = 'waiting'`,
-	inbox: inboxQuery("$"),
+	inbox:        inboxQuery("$"),
+	inboxWaiting: inboxWaitingQuery("$"),
 
 	deleteTeachingOrder: `DELETE FROM orders WHERE "user" = $1 AND order_id = $2 AND teaching = 1`,
 	storedRange: `SELECT ` + pgStoredOrderColumns + ` FROM orders o

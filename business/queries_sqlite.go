@@ -109,7 +109,8 @@ var sqliteQueries = &queries{
 	},
 	decidedWaiting: `SELECT DISTINCT d.task_id FROM decisions d JOIN tasks t ON t.task_id = d.task_id
 		 WHERE t.user = ? AND t.status = 'waiting'`,
-	inbox: inboxQuery("?"),
+	inbox:        inboxQuery("?"),
+	inboxWaiting: inboxWaitingQuery("?"),
 
 	deleteTeachingOrder: `DELETE FROM orders WHERE user = ? AND order_id = ? AND teaching = 1`,
 	storedRange: `SELECT ` + sqliteStoredOrderColumns + ` FROM orders o

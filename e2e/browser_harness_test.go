@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
@@ -300,4 +301,17 @@ func (p *person) session() *network.Cookie {
 		}
 	}
 	return nil
+}
+
+// emulate makes p's tab show pages as a browser in time zone zone (an
+// IANA name) does, and with scripts off when noScript is set; it holds
+// for the pages p opens next.
+func (p *person) emulate(zone string, noScript bool) {
+	p.t.Helper()
+	get(p, func(ctx context.Context, tg *chromedp.Target) (cdp.Empty, error) {
+		if _, err := cdp.Call(ctx, tg, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: zone}); err != nil {
+			return cdp.Empty{}, err
+		}
+		return cdp.Call(ctx, tg, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: noScript})
+	})
 }

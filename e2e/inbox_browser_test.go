@@ -32,7 +32,13 @@ type desk struct {
 // server with env and waits until it is ready.
 func newDesk(t *testing.T, users []string, setup func(p place), env ...string) *desk {
 	t.Helper()
-	d := &desk{place: browserPlace(t), tokens: map[string]string{}}
+	return newDeskOn(t, browserPlace(t), users, setup, env...)
+}
+
+// newDeskOn is newDesk on the stores of pl.
+func newDeskOn(t *testing.T, pl place, users []string, setup func(p place), env ...string) *desk {
+	t.Helper()
+	d := &desk{place: pl, tokens: map[string]string{}}
 	for _, u := range users {
 		_, d.tokens[u] = d.token(t, u)
 	}
@@ -42,6 +48,15 @@ func newDesk(t *testing.T, users []string, setup func(p place), env ...string) *
 	d.s = serve(t, d.place, env)
 	d.s.ready(t)
 	return d
+}
+
+// withTask is a desk of demo-user's with task started on order (reason
+// "too small"), the server started with env.
+func withTask(t *testing.T, task, order string, env ...string) *desk {
+	t.Helper()
+	return newDesk(t, []string{"demo-user"}, func(p place) {
+		p.mustCLI(t, "demo-user", "start", task, order, "--reason", "too small")
+	}, env...)
 }
 
 // signedIn is a browser of user's, signed in, showing the inbox.
@@ -71,6 +86,15 @@ func (d *desk) wantStatus(t *testing.T, task, status, apps string) {
 	}
 }
 
+// settled saves p's page as screenshot shot, then checks task as
+// wantStatus does: the page a test ends on, and what the data dir holds
+// after it.
+func (d *desk) settled(t *testing.T, p *person, shot, task, status, apps string) {
+	t.Helper()
+	p.shot(shot)
+	d.wantStatus(t, task, status, apps)
+}
+
 // twoPeople starts task on order as demo-user with approvals, after
 // granting alice and bob the approval of demo-user's tasks.
 func twoPeople(t *testing.T, task, order, approvals string) func(p place) {
@@ -80,6 +104,13 @@ func twoPeople(t *testing.T, task, order, approvals string) func(p place) {
 		}
 		p.mustCLI(t, "demo-user", "start", task, order, "--reason", "too small", "--approvals", approvals)
 	}
+}
+
+// approveVersion1 opens task's page and presses "Approve version 1".
+func (p *person) approveVersion1(task string) {
+	p.t.Helper()
+	p.open("/tasks/" + task)
+	p.press("Approve version 1")
 }
 
 // TestInboxSignIn (docs/inbox.md "Sign-in and sessions"): the inbox
@@ -131,9 +162,7 @@ func TestInboxSignIn(t *testing.T) {
 // application.
 func TestInboxApprove(t *testing.T) {
 	t.Parallel()
-	d := newDesk(t, []string{"demo-user"}, func(p place) {
-		p.mustCLI(t, "demo-user", "start", "ap1", "A3001", "--reason", "too small")
-	})
+	d := withTask(t, "ap1", "A3001")
 	p := d.signedIn(t, "demo-user")
 	p.navigate(chromedp.Click(chromedp.Search(`//a[.="ap1"]`)))
 	draft := p.text("dl.draft")
@@ -157,8 +186,7 @@ func TestInboxApprove(t *testing.T) {
 	if n := p.count("main form"); n != 0 {
 		t.Errorf("a submitted task offers %d forms, want none", n)
 	}
-	p.shot("submitted")
-	d.wantStatus(t, "ap1", "done", "1")
+	d.settled(t, p, "submitted", "ap1", "done", "1")
 	app := d.show(t, "ap1")["result"].(map[string]any)["application_id"].(string)
 	if !strings.Contains(out, app) {
 		t.Errorf("the outcome %q does not name the application %s", out, app)
@@ -166,13 +194,12 @@ func TestInboxApprove(t *testing.T) {
 }
 
 // TestInboxEditThenApproveVersion2: an edit makes version 2, which the
-// page then shows and offers to approve; approving it submits version 2
-// and the trail shows both answers.
+// page then shows and offers to approve, with what changed from version
+// 1 (old → new) and the run's timeline, one column at 320 px;
+// approving it submits version 2 and the trail shows both answers.
 func TestInboxEditThenApproveVersion2(t *testing.T) {
 	t.Parallel()
-	d := newDesk(t, []string{"demo-user"}, func(p place) {
-		p.mustCLI(t, "demo-user", "start", "ed1", "A3002", "--reason", "too small")
-	})
+	d := withTask(t, "ed1", "A3002")
 	p := d.signedIn(t, "demo-user")
 	p.open("/tasks/ed1")
 	p.do(chromedp.SetValue(chromedp.ID("edit-reason"), "wrong colour"))
@@ -183,6 +210,25 @@ func TestInboxEditThenApproveVersion2(t *testing.T) {
 	if r := p.text("dd.reason"); r != "wrong colour" {
 		t.Errorf("the draft's reason is %q, want the edited one", r)
 	}
+	if h, ch := p.text("#changes-title"), p.text("dl.changes"); h != "What changed from version 1" || !strings.Contains(ch, "too small") || !strings.Contains(ch, "wrong colour") || !strings.Contains(ch, "Expires") {
+		t.Errorf("what changed: %q %q; want version 1's reason and expiry beside version 2's", h, ch)
+	}
+	tl := p.text(".timeline")
+	for _, want := range []string{"Look up the order · finished", "Prepare the draft · finished", "Ask for approval · asked", "Ask for approval · answered", "Ask for approval · waiting for an answer"} {
+		if !strings.Contains(tl, want) {
+			t.Errorf("the timeline reads %q; want %q", tl, want)
+		}
+	}
+	if strings.Contains(tl, "attempt") {
+		t.Errorf("the timeline %q counts a question asked again as a retry", tl)
+	}
+	narrow := newPerson(t, d.s, 320)
+	narrow.signIn(d.tokens["demo-user"])
+	narrow.open("/tasks/ed1")
+	if w := get(narrow, chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > 320 {
+		t.Errorf("at 320 px the task page is %d px wide: it scrolls sideways", w)
+	}
+	narrow.shot("version-2-320px")
 	p.shot("version-2")
 	p.press("Approve version 2")
 	if out := p.text(".outcome"); !strings.Contains(out, "Submitted") {
@@ -192,8 +238,7 @@ func TestInboxEditThenApproveVersion2(t *testing.T) {
 	if !strings.Contains(trail, "edit version 1") || !strings.Contains(trail, "approve version 2") {
 		t.Errorf("the trail %q; want the edit of version 1 and the approval of version 2", trail)
 	}
-	p.shot("submitted")
-	d.wantStatus(t, "ed1", "done", "1")
+	d.settled(t, p, "submitted", "ed1", "done", "1")
 }
 
 // TestInboxTwoApprovers (docs/approvals.md "Two approvals"): on a task
@@ -206,27 +251,23 @@ func TestInboxTwoApprovers(t *testing.T) {
 	if row := bob.text("table.inbox tbody tr"); !strings.Contains(row, "tp1") || !strings.Contains(row, "0 of 2") {
 		t.Errorf("bob's inbox row %q; want tp1 with 0 of 2", row)
 	}
-	alice.open("/tasks/tp1")
-	alice.press("Approve version 1")
+	alice.approveVersion1("tp1")
 	if out := alice.text(".outcome"); !strings.Contains(out, "waiting for the second approver") || !strings.Contains(out, "1 of 2") {
 		t.Errorf("alice's outcome %q; want 1 of 2, waiting for the second approver", out)
 	}
 	if alice.has("Approve version 1") {
 		t.Error("alice is offered a second approval of the version she approved")
 	}
-	alice.shot("first-approval")
-	d.wantStatus(t, "tp1", "waiting", "0")
+	d.settled(t, alice, "first-approval", "tp1", "waiting", "0")
 	bob.open("/inbox")
 	if row := bob.text("table.inbox tbody tr"); !strings.Contains(row, "1 of 2") {
 		t.Errorf("bob's inbox row %q; want 1 of 2", row)
 	}
-	bob.open("/tasks/tp1")
-	bob.press("Approve version 1")
+	bob.approveVersion1("tp1")
 	if out := bob.text(".outcome"); !strings.Contains(out, "Submitted") {
 		t.Errorf("bob's outcome %q; want submitted", out)
 	}
-	bob.shot("second-approval")
-	d.wantStatus(t, "tp1", "done", "1")
+	d.settled(t, bob, "second-approval", "tp1", "done", "1")
 }
 
 // TestInboxAnotherApproverFaster: two people load the page of a task
@@ -243,11 +284,13 @@ func TestInboxAnotherApproverFaster(t *testing.T) {
 	if bob.last != http.StatusConflict || !strings.Contains(bob.text("#problem-title"), "Someone was faster") {
 		t.Errorf("the slower approver: %d %q; want 409 and someone was faster", bob.last, bob.text("main"))
 	}
+	if msg := bob.text(".problem p"); !strings.Contains(msg, "alice answered approve at") || !strings.Contains(msg, "before your approval arrived: yours changed nothing") {
+		t.Errorf("the slower approver is told %q; want who was faster, when, and that theirs changed nothing", msg)
+	}
 	if !strings.Contains(bob.text(".status"), "done") || bob.count("main form") != 0 {
 		t.Errorf("the slower approver's page %q; want the task done and nothing to press", bob.text("main"))
 	}
-	bob.shot("faster")
-	d.wantStatus(t, "fa1", "done", "1")
+	d.settled(t, bob, "faster", "fa1", "done", "1")
 }
 
 // TestInboxRequesterRefusedAsSecondApprover (docs/approvals.md "Two
@@ -258,8 +301,7 @@ func TestInboxRequesterRefusedAsSecondApprover(t *testing.T) {
 	t.Parallel()
 	d := newDesk(t, []string{"demo-user", "alice"}, twoPeople(t, "rq1", "A3004", "2"))
 	alice := d.signedIn(t, "alice")
-	alice.open("/tasks/rq1")
-	alice.press("Approve version 1")
+	alice.approveVersion1("rq1")
 	p := d.signedIn(t, "demo-user")
 	p.open("/tasks/rq1")
 	if p.has("Approve version 1") || !strings.Contains(p.text(".actions .notice"), "You requested this task") {
@@ -271,11 +313,10 @@ func TestInboxRequesterRefusedAsSecondApprover(t *testing.T) {
 	p.navigate(chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const f = document.createElement('form'); f.method = 'post'; f.action = '/tasks/rq1/answers';
 		for (const [k, v] of [['task', 'rq1'], ['draft', %s], ['version', '1'], ['action', 'approve']]) { const i = document.createElement('input'); i.type = 'hidden'; i.name = k; i.value = v; f.appendChild(i); }
 		document.body.appendChild(f); f.submit(); })()`, jsString(draft))))
-	if p.last != http.StatusBadRequest || !strings.Contains(p.text(".problem"), "You requested this task") {
+	if p.last != http.StatusBadRequest || !strings.Contains(p.text(".problem"), "You requested this task") || !strings.Contains(p.text(".problem"), "waits for one more approval from someone else") {
 		t.Errorf("the requester's approval: %d %q; want 400 and why", p.last, p.text("main"))
 	}
-	p.shot("refused")
-	d.wantStatus(t, "rq1", "waiting", "0")
+	d.settled(t, p, "refused", "rq1", "waiting", "0")
 }
 
 // TestInboxStaleVersionInSecondTab: a page loaded at version 1 in one
@@ -284,9 +325,7 @@ func TestInboxRequesterRefusedAsSecondApprover(t *testing.T) {
 // submitted.
 func TestInboxStaleVersionInSecondTab(t *testing.T) {
 	t.Parallel()
-	d := newDesk(t, []string{"demo-user"}, func(p place) {
-		p.mustCLI(t, "demo-user", "start", "st1", "A3002", "--reason", "too small")
-	})
+	d := withTask(t, "st1", "A3002")
 	first := d.signedIn(t, "demo-user")
 	first.open("/tasks/st1")
 	second := first.tab()
@@ -294,24 +333,32 @@ func TestInboxStaleVersionInSecondTab(t *testing.T) {
 	second.do(chromedp.SetValue(chromedp.ID("edit-reason"), "too large"))
 	second.press("Edit the reason")
 	first.press("Approve version 1")
-	title := first.text("#problem-title")
-	if first.last != http.StatusConflict || !strings.Contains(title, "you saw version 1, it is version 2 now") {
-		t.Errorf("the stale approval: %d %q; want 409 and the draft changed", first.last, title)
+	title, msg := first.text("#problem-title"), first.text(".problem p")
+	if first.last != http.StatusConflict || title != "This draft was changed to version 2 after you opened it; review version 2 below" {
+		t.Errorf("the stale approval: %d %q; want 409 and the draft changed to version 2", first.last, title)
+	}
+	for _, want := range []string{"You opened version 1, and demo-user made version 2 at", "with the reason “too large”", "Nothing was approved"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the stale approval says %q; want %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "d_") {
+		t.Errorf("the stale approval quotes draft ids: %q", msg)
+	}
+	if ch := first.text("dl.changes"); !strings.Contains(ch, "too small") || !strings.Contains(ch, "too large") {
+		t.Errorf("what changed from version 1 reads %q; want too small → too large", ch)
 	}
 	if !first.has("Approve version 2") || first.text("dd.reason") != "too large" {
 		t.Errorf("the stale tab's page %q; want version 2 shown and offered", first.text("main"))
 	}
-	first.shot("stale")
-	d.wantStatus(t, "st1", "waiting", "0")
+	d.settled(t, first, "stale", "st1", "waiting", "0")
 }
 
 // TestInboxCancel: cancelling ends the task without an application; the
 // page says so and offers nothing more.
 func TestInboxCancel(t *testing.T) {
 	t.Parallel()
-	d := newDesk(t, []string{"demo-user"}, func(p place) {
-		p.mustCLI(t, "demo-user", "start", "cn1", "A3001", "--reason", "too small")
-	})
+	d := withTask(t, "cn1", "A3001")
 	p := d.signedIn(t, "demo-user")
 	p.open("/tasks/cn1")
 	p.press("Cancel the request")
@@ -321,8 +368,7 @@ func TestInboxCancel(t *testing.T) {
 	if n := p.count("main form"); n != 0 {
 		t.Errorf("a cancelled task offers %d forms, want none", n)
 	}
-	p.shot("cancelled")
-	d.wantStatus(t, "cn1", "cancelled", "0")
+	d.settled(t, p, "cancelled", "cn1", "cancelled", "0")
 }
 
 // TestInboxExpiredDraft: a task whose draft expired (the server's clock
@@ -330,9 +376,7 @@ func TestInboxCancel(t *testing.T) {
 // inbox, and its page says why and offers nothing.
 func TestInboxExpiredDraft(t *testing.T) {
 	t.Parallel()
-	d := newDesk(t, []string{"demo-user"}, func(p place) {
-		p.mustCLI(t, "demo-user", "start", "ex1", "A3001", "--reason", "too small")
-	}, "ASSISTANT_CLOCK=+11m")
+	d := withTask(t, "ex1", "A3001", "ASSISTANT_CLOCK=+11m")
 	p := d.signedIn(t, "demo-user")
 	if p.count("table.inbox") != 0 || !strings.Contains(p.text(".empty"), "Nothing waits") {
 		t.Errorf("the inbox %q; want nothing waiting", p.text("main"))
@@ -378,9 +422,7 @@ func TestInboxScriptReasonIsText(t *testing.T) {
 // nothing.
 func TestInboxCrossOriginPostRefused(t *testing.T) {
 	t.Parallel()
-	d := newDesk(t, []string{"demo-user"}, func(p place) {
-		p.mustCLI(t, "demo-user", "start", "co1", "A3001", "--reason", "too small")
-	})
+	d := withTask(t, "co1", "A3001")
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_, _ = io.WriteString(w, `<!doctype html><title>elsewhere</title><h1>Win a prize</h1>
@@ -394,8 +436,7 @@ func TestInboxCrossOriginPostRefused(t *testing.T) {
 	if p.last != http.StatusForbidden || !strings.Contains(p.text("main"), "sent from another site") {
 		t.Errorf("the cross-origin post: %d %q; want 403 and why", p.last, p.text("main"))
 	}
-	p.shot("refused")
-	d.wantStatus(t, "co1", "waiting", "0")
+	d.settled(t, p, "refused", "co1", "waiting", "0")
 }
 
 // TestInboxSignOut: signing out ends the session on the server: the

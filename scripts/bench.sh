@@ -53,6 +53,8 @@ rows = [
     ("decide on PostgreSQL, server CPU ms per 1,000", "pg_decide_server_cpu_ms_per_1000", "<= 500"),
     ("show on PostgreSQL / show on a data dir", "pg_show_over_sqlite_show", "<= 2"),
     ("fsyncs of a start process (the floor's)", "start_fsyncs", "floor " + got.get("floor_fsyncs", "-")),
+    ("inbox's first page of 10,000 waiting tasks, ms", "inbox_first_page_ms", "<= 50"),
+    ("inbox's first page of 10,000 waiting tasks, bytes", "inbox_first_page_bytes", "<= 100,000"),
 ]
 print("# figure | this run | target")
 for name, key, target in rows:
@@ -252,6 +254,9 @@ if command -v strace > /dev/null; then
   b=$(cd flow/returns && count_fsyncs "$work/returns.test" -test.run '^$' -test.bench 'BenchmarkStartApprove$' -test.benchtime 200x)
   echo "fsync_syscalls_per_cycle $(python3 -c "print(f'{($b-$a)/150:.1f}')") fsyncs"
 fi
+# The inbox of `serve` with 10,000 tasks waiting at approval: its first
+# page and the next, timed with curl (scripts/bench-inbox.sh).
+RUNS=$RUNS scripts/bench-inbox.sh "$A"
 if [ -n "$quick" ]; then
   echo "binary_size $(python3 -c "import os; print(f'{os.path.getsize(\"$A\")/1048576:.1f}')") MiB"
   summary

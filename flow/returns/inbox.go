@@ -97,3 +97,24 @@ func (s *Service) OrderItem(ctx context.Context, v *View) (string, error) {
 	}
 	return o.Item, nil
 }
+
+// PreviousDraft returns the version before the draft of v, a view Show
+// gave (so its reader may see the task), as the business file keeps it:
+// what a person compares the draft with before approving it. nil when
+// v has no draft or its draft is the first version. Errors: storage
+// errors.
+func (s *Service) PreviousDraft(ctx context.Context, v *View) (*DraftView, error) {
+	if v.Draft == nil || v.Draft.Version < 2 {
+		return nil, nil
+	}
+	ds, err := s.desk.DraftVersions(ctx, v.Task)
+	if err != nil {
+		return nil, fmt.Errorf("drafts of %s: %w", v.Task, err)
+	}
+	for _, d := range ds {
+		if d.Version == v.Draft.Version-1 {
+			return &DraftView{DraftID: d.ID, Version: d.Version, OrderID: d.OrderID, Reason: d.Reason, ExpiresAt: d.ExpiresAt}, nil
+		}
+	}
+	return nil, nil
+}

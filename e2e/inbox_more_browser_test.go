@@ -1,0 +1,135 @@
+package e2e
+
+// More of the approvals inbox in a real browser (docs/inbox.md): times in
+// the viewer's zone, an approval that stops counting, and the inbox's
+// pages on each store.
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestInboxTimesInViewersZone (docs/inbox.md "Times"): in a browser whose
+// zone is Asia/Shanghai the task page shows each time in that zone with
+// the UTC time beside it; with scripts off it shows the UTC time alone,
+// as the server wrote it.
+func TestInboxTimesInViewersZone(t *testing.T) {
+	t.Parallel()
+	d := withTask(t, "tz1", "A3001")
+	shanghai := time.FixedZone("CST", 8*60*60) // no daylight saving time
+	for _, tc := range []struct {
+		name     string
+		noScript bool
+	}{{"local", false}, {"no-script", true}} {
+		p := d.signedIn(t, "demo-user")
+		p.emulate("Asia/Shanghai", tc.noScript)
+		p.open("/tasks/tz1")
+		raw := get(p, chromedp.Evaluate[string](`document.querySelector('dl.draft time').getAttribute('datetime')`))
+		at, err := time.Parse(time.RFC3339, raw)
+		if err != nil {
+			t.Fatalf("the expiry's datetime %q: %v", raw, err)
+		}
+		utc := at.UTC().Format("2006-01-02 15:04:05") + " UTC"
+		got := p.text("dl.draft time")
+		want := at.In(shanghai).Format("2006-01-02 15:04:05") + " Asia/Shanghai (" + at.UTC().Format("15:04:05") + " UTC)"
+		if at.In(shanghai).Format("2006-01-02") != at.UTC().Format("2006-01-02") {
+			want = at.In(shanghai).Format("2006-01-02 15:04:05") + " Asia/Shanghai (" + utc + ")"
+		}
+		if tc.noScript {
+			want = utc
+		}
+		if got != want {
+			t.Errorf("%s: the expiry reads %q, want %q", tc.name, got, want)
+		}
+		p.shot(tc.name)
+	}
+}
+
+// TestInboxApprovalNoLongerCounts (docs/approvals.md "Two approvals"):
+// alice approves a task that needs two, the owner revokes her grant, and
+// bob's approval is taken but submits nothing: his page says so in plain
+// words, that alice's approval no longer counts and why, and what the
+// task waits for.
+func TestInboxApprovalNoLongerCounts(t *testing.T) {
+	t.Parallel()
+	d := newDesk(t, []string{"alice", "bob"}, twoPeople(t, "nc1", "A3004", "2"))
+	alice, bob := d.signedIn(t, "alice"), d.signedIn(t, "bob")
+	alice.approveVersion1("nc1")
+	d.mustCLI(t, "demo-user", "approvers", "revoke", "alice")
+	bob.approveVersion1("nc1")
+	out := bob.text("main [role=status]")
+	for _, want := range []string{"Your approval of version 1 is recorded, but the approval of alice no longer counts", "alice no longer holds a grant from demo-user", "nothing was submitted", "1 of 2 approvals count now", "waits for another approval"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("bob's outcome %q lacks %q", out, want)
+		}
+	}
+	if n := bob.count("main p.outcome"); n != 0 {
+		t.Errorf("an approval that submitted nothing is shown as a success (%d .outcome)", n)
+	}
+	if regexp.MustCompile(`\dT\d\d:\d\d`).MatchString(out) {
+		t.Errorf("bob's outcome %q writes a time as RFC 3339, not as the page's times", out)
+	}
+	if tr := bob.text(".trail"); !strings.Contains(tr, "does not count") {
+		t.Errorf("the trail %q; want alice's approval marked as not counting", tr)
+	}
+	d.settled(t, bob, "not-counted", "nc1", "waiting", "0")
+}
+
+// TestInboxPagesOnEachStore (docs/inbox.md "Inbox"): on a data dir and on
+// PostgreSQL (--store, when ASSISTANT_TEST_PG names a server) the inbox
+// of 55 waiting tasks shows 50, soonest expiry first, and a next page
+// with the other 5; "My requests" lists the task still without a draft
+// last; a task of the list approves and is submitted.
+func TestInboxPagesOnEachStore(t *testing.T) {
+	t.Parallel()
+	for _, pl := range places(t) {
+		t.Run(pl.name, func(t *testing.T) {
+			d := newDeskOn(t, pl, []string{"demo-user"}, func(p place) {
+				var orders, rows []string
+				day := time.Now().UTC().AddDate(0, 0, -2).Format("2006-01-02")
+				for i := range 55 {
+					orders = append(orders, fmt.Sprintf("P%02d,demo-user,运动鞋 42码 no. %d,%s,false", i, i, day))
+					rows = append(rows, fmt.Sprintf("pg%02d,P%02d,尺码偏小 %d", i, i, i))
+				}
+				p.mustCLI(t, "demo-user", "orders", "import", "--timezone", "UTC", writeShop(t, orders...))
+				p.mustCLI(t, "demo-user", "batch", "pg", writeFile(t, "rows.csv", "task,order,reason\n"+strings.Join(rows, "\n")+"\n"))
+				p.mustCLI(t, "demo-user", "start", "zz-noreason", "A3001")
+			})
+			p := d.signedIn(t, "demo-user")
+			if n := p.count("table.inbox tbody tr"); n != 50 {
+				t.Errorf("the first page lists %d tasks, want 50", n)
+			}
+			if first := p.text("table.inbox tbody tr"); !strings.Contains(first, "pg00") || !strings.Contains(first, "运动鞋 42码 no. 0") {
+				t.Errorf("the first row %q; want pg00, the soonest to expire, with its item", first)
+			}
+			p.shot("first-page")
+			p.navigate(chromedp.Click(chromedp.Search(`//a[@rel="next"]`)))
+			var tasks []string
+			for i := range p.count("table.inbox tbody tr") {
+				tasks = append(tasks, p.text(fmt.Sprintf("table.inbox tbody tr:nth-child(%d) td", i+1)))
+			}
+			if got := strings.Join(tasks, " "); got != "pg50 pg51 pg52 pg53 pg54" {
+				t.Errorf("the second page lists %q, want pg50 … pg54", got)
+			}
+			p.shot("second-page")
+			p.navigate(chromedp.Click(chromedp.Search(`//a[.="My requests"]`)))
+			if n := p.count("table.inbox tbody tr"); n != 50 {
+				t.Errorf("my requests list %d tasks on the first page, want 50", n)
+			}
+			p.navigate(chromedp.Click(chromedp.Search(`//a[@rel="next"]`)))
+			if last := p.text("table.inbox tbody tr:last-child"); !strings.Contains(last, "zz-noreason") || !strings.Contains(last, "no draft yet") {
+				t.Errorf("the last of my requests %q; want the task without a draft", last)
+			}
+			p.approveVersion1("pg07")
+			if out := p.text(".outcome"); !strings.Contains(out, "Submitted") {
+				t.Errorf("approving pg07: %q, want submitted", out)
+			}
+			d.wantStatus(t, "pg07", "done", "1")
+		})
+	}
+}
