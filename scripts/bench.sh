@@ -52,6 +52,10 @@ rows = [
     ("decide on PostgreSQL, decisions/s", "pg_decide_per_s", ">= 1,500"),
     ("decide on PostgreSQL, server CPU ms per 1,000", "pg_decide_server_cpu_ms_per_1000", "<= 500"),
     ("show on PostgreSQL / show on a data dir", "pg_show_over_sqlite_show", "<= 2"),
+    ("decisions/s, 64 API clients (group commit)", "serve_decisions_per_s", ">= 2,000"),
+    ("p99 ms of an API decision, 64 clients", "serve_p99_ms", "<= 100"),
+    ("API decisions/s / 64 resume processes'", "serve_over_resume_64", ">= 20"),
+    ("API decisions/s / decide's", "serve_over_decide", "-"),
     ("fsyncs of a start process (the floor's)", "start_fsyncs", "floor " + got.get("floor_fsyncs", "-")),
 ]
 print("# figure | this run | target")
@@ -252,6 +256,10 @@ if command -v strace > /dev/null; then
   b=$(cd flow/returns && count_fsyncs "$work/returns.test" -test.run '^$' -test.bench 'BenchmarkStartApprove$' -test.benchtime 200x)
   echo "fsync_syscalls_per_cycle $(python3 -c "print(f'{($b-$a)/150:.1f}')") fsyncs"
 fi
+# The server: decisions/s and p50/p99 of 64 concurrent API clients
+# (group commit), beside 64 concurrent resume processes and decide, in one
+# data dir (scripts/bench-serve.sh).
+scripts/bench-serve.sh "$A"
 if [ -n "$quick" ]; then
   echo "binary_size $(python3 -c "import os; print(f'{os.path.getsize(\"$A\")/1048576:.1f}')") MiB"
   summary

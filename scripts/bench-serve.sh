@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The server benchmark of scripts/bench.sh, also run on its own:
+#
+#   scripts/bench-serve.sh BIN
+#
+# In one data dir, a batch parks N tasks at approval (each an order of its
+# own); then, on three disjoint sets of them, the same decision (approve
+# version 1) is given three ways, one after the other:
+#
+#   - 64 concurrent API clients (scripts/loadgen) against `assistant
+#     serve`, each posting its next approval once the last was answered,
+#     which is only after the decision is durable in both stores (group
+#     commit, docs/server.md): decisions/s, p50 and p99 latency, and the
+#     mean group size from the server's /metrics;
+#   - 64 concurrent `assistant resume TASK --action approve` processes
+#     (xargs -P 64): decisions/s;
+#   - one `assistant decide FILE` of the same number of approvals as the
+#     API clients: decisions/s.
+#
+# and prints the API's rate as a ratio to each. Sizes: BENCH_SERVE_API
+# (default 6,400; 2,000 with BENCH_QUICK), BENCH_SERVE_CLI (640; 128) and
+# the decide file as large as the API's set.
+set -euo pipefail
+A=$1
+root=$(cd "$(dirname "$0")/.." && pwd)
+quick=${BENCH_QUICK:-}
+n=${BENCH_SERVE_API:-$([ -n "$quick" ] && echo 2000 || echo 6400)}
+ncli=${BENCH_SERVE_CLI:-$([ -n "$quick" ] && echo 128 || echo 640)}
+clients=64
+work=$(mktemp -d)
+server=""
+trap '[ -n "$server" ] && kill "$server" 2> /dev/null; rm -rf "$work"' EXIT
+(cd "$root" && CGO_ENABLED=0 go build -o "$work/loadgen" ./scripts/loadgen)
+total=$((2 * n + ncli))
+python3 -c "
+import datetime
+d = (datetime.date.today() - datetime.timedelta(days=2)).isoformat()
+print('order_id,user,item,delivered_at,final_sale')
+for i in range($total): print(f'Z{i},demo-user,Bench item {i},{d},false')" > "$work/orders.csv"
+python3 -c "
+print('task,order,reason')
+for i in range($total): print(f'z{i},Z{i},reason {i}')" > "$work/rows.csv"
+python3 -c "
+n, c = $n, $ncli
+with open('$work/api.txt', 'w') as f:
+    for i in range(n): print(f'z{i}', file=f)
+with open('$work/cli.txt', 'w') as f:
+    for i in range(n, n + c): print(f'z{i}', file=f)
+with open('$work/decide.csv', 'w') as f:
+    print('task,action', file=f)
+    for i in range(n + c, 2 * n + c): print(f'z{i},approve', file=f)"
+data="$work/data"
+"$A" --data "$data" orders import --timezone UTC "$work/orders.csv" > /dev/null
+"$A" --data "$data" batch park "$work/rows.csv" --draft-ttl 86400s > /dev/null
+token=$("$A" --data "$data" --output json approvers token demo-user | python3 -c 'import json, sys; print(json.load(sys.stdin)["token"])')
+
+# now_s: the wall clock, in seconds.
+now_s() { date +%s.%N; }
+
+"$A" --data "$data" serve --addr 127.0.0.1:0 > "$work/serve.out" 2> "$work/serve.log" &
+server=$!
+until grep -q '^serving on ' "$work/serve.out" 2> /dev/null; do sleep 0.05; done
+url=$(sed -n 's/^serving on //p' "$work/serve.out")
+until curl -sf "$url/readyz" > /dev/null; do sleep 0.05; done
+"$work/loadgen" -url "$url" -token "$token" -clients "$clients" "$work/api.txt" > "$work/api.out"
+cat "$work/api.out"
+curl -s "$url/metrics" | python3 -c "
+import sys
+v = {l.split()[0]: float(l.split()[1]) for l in sys.stdin if l.startswith('assistant_group_commit_decisions_')}
+print('serve_decisions_per_group %.1f decisions' % (v['assistant_group_commit_decisions_sum'] / v['assistant_group_commit_decisions_count']))"
+kill -TERM "$server"
+wait "$server"
+server=""
+
+start=$(now_s)
+xargs -P "$clients" -I{} "$A" --data "$data" resume {} --action approve < "$work/cli.txt" > /dev/null
+end=$(now_s)
+resume_rate=$(python3 -c "print(f'{$ncli / ($end - $start):.0f}')")
+echo "resume_64_decisions_per_s $resume_rate decisions/s"
+
+start=$(now_s)
+"$A" --data "$data" decide "$work/decide.csv" > /dev/null
+end=$(now_s)
+decide_rate=$(python3 -c "print(f'{$n / ($end - $start):.0f}')")
+echo "decide_file_decisions_per_s $decide_rate decisions/s"
+
+api_rate=$(awk '$1 == "serve_decisions_per_s" {print $2}' "$work/api.out")
+echo "serve_over_resume_64 $(python3 -c "print(f'{$api_rate / $resume_rate:.1f}')") x_resume_processes"
+echo "serve_over_decide $(python3 -c "print(f'{$api_rate / $decide_rate:.2f}')") x_decide"
