@@ -316,6 +316,9 @@ func (s *Service) decideGroup(calls []*groupCall) []*groupCall {
 			call.err = errs[i]
 		default:
 			call.v, call.err = s.withTrail(call.ctx, views[i])
+			if call.err == nil {
+				call.v, call.err = s.forViewer(call.ctx, call.v, call.o.User)
+			}
 		}
 	}
 	return apart
