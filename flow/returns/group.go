@@ -252,6 +252,7 @@ func (s *Service) decideGroup(calls []*groupCall) []*groupCall {
 	errs := make([]error, len(calls))
 	var apart []*groupCall
 	var held []string
+	var ended []runs.Progress
 	err := s.desk.InTx(ctx, func(tx *business.Store) error {
 		// Read once the business file's write lock is held, as a chunk's.
 		if err := buf.Preload(ctx, ids); err != nil {
@@ -261,7 +262,7 @@ func (s *Service) decideGroup(calls []*groupCall) []*groupCall {
 		if err != nil {
 			return err
 		}
-		defer func() { held = r.held }()
+		defer func() { held, ended = r.held, r.progress }()
 		if err := prepareDecisions(ctx, r, BatchState{}, rows); err != nil {
 			return err
 		}
@@ -281,7 +282,11 @@ func (s *Service) decideGroup(calls []*groupCall) []*groupCall {
 			}
 			Fault("group:after-decision")
 		}
-		if err := r.runs.RecordProgressAll(ctx, s.me.owner, r.progress); err != nil {
+		// Until the checkpoints are stored too, each task is recorded
+		// running under this process's lease, as a run of resume is until
+		// it lets go: a crash between the commits leaves it to the
+		// recovery scan of the next start.
+		if err := r.runs.RecordProgressAll(ctx, s.me.owner, stillRunning(r.progress)); err != nil {
 			return err
 		}
 		if log, ok := r.steps.(*stepLog); ok {
@@ -299,8 +304,8 @@ func (s *Service) decideGroup(calls []*groupCall) []*groupCall {
 		buf.Discard()
 	}
 	Fault("group:before-release")
-	if err := s.runs.ReleaseLeases(ctx, s.me.owner, held); err != nil && flushErr == nil {
-		flushErr = fmt.Errorf("let go of the group's tasks: %w", err)
+	if err := s.letGo(ctx, ended, held); err != nil && flushErr == nil {
+		flushErr = err
 	}
 	for i, call := range calls {
 		if slices.Contains(apart, call) {
@@ -330,4 +335,27 @@ func (s *Service) decideGroup(calls []*groupCall) []*groupCall {
 func heldElsewhere(err error) bool {
 	var held *runs.LeaseHeldError
 	return errors.Is(err, runs.ErrBusy) || errors.As(err, &held)
+}
+
+// stillRunning is ps, each task's progress at the end of its decision,
+// with each status running: what the group's business commit records.
+func stillRunning(ps []runs.Progress) []runs.Progress {
+	out := make([]runs.Progress, len(ps))
+	for i, p := range ps {
+		p.Status = StatusRunning
+		out[i] = p
+	}
+	return out
+}
+
+// letGo records each task of a group as its decision left it (ended, the
+// status and stage of each), then lets go of the group's tasks (held).
+func (s *Service) letGo(ctx context.Context, ended []runs.Progress, held []string) error {
+	if err := s.runs.RecordProgressAll(ctx, s.me.owner, ended); err != nil {
+		return fmt.Errorf("record how the group's tasks ended: %w", err)
+	}
+	if err := s.runs.ReleaseLeases(ctx, s.me.owner, held); err != nil {
+		return fmt.Errorf("let go of the group's tasks: %w", err)
+	}
+	return nil
 }
