@@ -72,11 +72,15 @@ kill -TERM "$server"
 wait "$server"
 server=""
 
+# A resume refused busy (the data dir's write lock held past its busy
+# timeout by the 63 others) is counted, not retried: the rate is of the
+# decisions made.
 start=$(now_s)
-xargs -P "$clients" -I{} "$A" --data "$data" resume {} --action approve < "$work/cli.txt" > /dev/null
+made=$(xargs -P "$clients" -I{} sh -c '"$0" --data "$1" resume "$2" --action approve > /dev/null 2>> "$3" && echo made' "$A" "$data" {} "$work/resume.err" < "$work/cli.txt" | wc -l || true)
 end=$(now_s)
-resume_rate=$(python3 -c "print(f'{$ncli / ($end - $start):.0f}')")
+resume_rate=$(python3 -c "print(f'{$made / ($end - $start):.0f}')")
 echo "resume_64_decisions_per_s $resume_rate decisions/s"
+echo "resume_64_refused $((ncli - made)) of $ncli"
 
 start=$(now_s)
 "$A" --data "$data" decide "$work/decide.csv" > /dev/null
