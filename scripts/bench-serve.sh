@@ -19,7 +19,9 @@
 #
 # and prints the API's rate as a ratio to each. Sizes: BENCH_SERVE_API
 # (default 6,400; 2,000 with BENCH_QUICK), BENCH_SERVE_CLI (640; 128) and
-# the decide file as large as the API's set.
+# the decide file as large as the API's set. With BENCH_SERVE_PG (a
+# PostgreSQL URL whose user may create databases), the API approvals
+# again on a database of their own through two servers (see the end).
 set -euo pipefail
 A=$1
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -91,3 +93,33 @@ echo "decide_file_decisions_per_s $decide_rate decisions/s"
 api_rate=$(awk '$1 == "serve_decisions_per_s" {print $2}' "$work/api.out")
 echo "serve_over_resume_64 $(python3 -c "print(f'{$api_rate / $resume_rate:.1f}')") x_resume_processes"
 echo "serve_over_decide $(python3 -c "print(f'{$api_rate / $decide_rate:.2f}')") x_decide"
+
+# With BENCH_SERVE_PG set to a PostgreSQL URL (of any database on the
+# server: ASSISTANT_TEST_PG's form), the same API approvals again on a
+# database of their own made there, through two servers over it, the
+# clients split between them: decisions/s, p50 and p99.
+if [ -n "${BENCH_SERVE_PG:-}" ]; then
+  db="bench_serve_$$"
+  store=$(python3 -c "
+import sys, urllib.parse as u
+p = u.urlsplit(sys.argv[1]); print(p.scheme + '://' + p.netloc + '/$db' + ('?' + p.query if p.query else ''))" "$BENCH_SERVE_PG")
+  psql "$BENCH_SERVE_PG" -qc "CREATE DATABASE $db" > /dev/null
+  pgserve=()
+  trap '[ -n "$server" ] && kill "$server" 2> /dev/null; for p in "${pgserve[@]}"; do kill "$p" 2> /dev/null; done; psql "$BENCH_SERVE_PG" -qc "DROP DATABASE IF EXISTS $db" > /dev/null 2>&1; rm -rf "$work"' EXIT
+  "$A" --store "$store" orders import --timezone UTC "$work/orders.csv" > /dev/null
+  head -n $((n + 1)) "$work/rows.csv" > "$work/pgrows.csv"
+  "$A" --store "$store" batch park "$work/pgrows.csv" --draft-ttl 86400s > /dev/null
+  token=$("$A" --store "$store" --output json approvers token demo-user | python3 -c 'import json, sys; print(json.load(sys.stdin)["token"])')
+  urls=""
+  for i in 1 2; do
+    "$A" --store "$store" serve --addr 127.0.0.1:0 > "$work/pg$i.out" 2> "$work/pg$i.log" &
+    pgserve+=($!)
+    until grep -q '^serving on ' "$work/pg$i.out" 2> /dev/null; do sleep 0.05; done
+    u=$(sed -n 's/^serving on //p' "$work/pg$i.out")
+    until curl -sf "$u/readyz" > /dev/null; do sleep 0.05; done
+    urls="$urls${urls:+,}$u"
+  done
+  "$work/loadgen" -url "$urls" -token "$token" -clients "$clients" -prefix pg_serve_two "$work/api.txt"
+  for p in "${pgserve[@]}"; do kill -TERM "$p"; wait "$p" || true; done
+  pgserve=()
+fi

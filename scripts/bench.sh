@@ -56,6 +56,8 @@ rows = [
     ("p99 ms of an API decision, 64 clients", "serve_p99_ms", "<= 100"),
     ("API decisions/s / 64 resume processes'", "serve_over_resume_64", ">= 20"),
     ("API decisions/s / decide's", "serve_over_decide", "-"),
+    ("decisions/s, two servers on PostgreSQL, 64 API clients", "pg_serve_two_decisions_per_s", ">= 1,500"),
+    ("p99 ms of an API decision, two servers on PostgreSQL", "pg_serve_two_p99_ms", "-"),
     ("fsyncs of a start process (the floor's)", "start_fsyncs", "floor " + got.get("floor_fsyncs", "-")),
 ]
 print("# figure | this run | target")
@@ -258,8 +260,9 @@ if command -v strace > /dev/null; then
 fi
 # The server: decisions/s and p50/p99 of 64 concurrent API clients
 # (group commit), beside 64 concurrent resume processes and decide, in one
-# data dir (scripts/bench-serve.sh).
-scripts/bench-serve.sh "$A"
+# data dir (scripts/bench-serve.sh); with BENCH_PG, the API clients
+# again on two servers over one PostgreSQL database.
+BENCH_SERVE_PG=${BENCH_PG:-} scripts/bench-serve.sh "$A"
 if [ -n "$quick" ]; then
   echo "binary_size $(python3 -c "import os; print(f'{os.path.getsize(\"$A\")/1048576:.1f}')") MiB"
   summary

@@ -26,7 +26,7 @@ import (
 )
 
 func main() {
-	url := flag.String("url", "", "the server's base URL")
+	url := flag.String("url", "", "the server's base URL; several, comma-separated, share the clients in turn")
 	token := flag.String("token", "", "an access token of the tasks' owner")
 	clients := flag.Int("clients", 64, "concurrent clients")
 	prefix := flag.String("prefix", "serve", "the first word of each printed name")
@@ -63,10 +63,12 @@ func readTasks(path string) ([]string, error) {
 	return tasks, sc.Err()
 }
 
-// run approves tasks with clients concurrent clients and prints the rate
+// run approves tasks with clients concurrent clients, client c posting
+// to the c-th of the comma-separated urls (in turn), and prints the rate
 // and the latencies.
 func run(url, token, prefix string, clients int, tasks []string) error {
 	http.DefaultTransport.(*http.Transport).MaxIdleConnsPerHost = clients
+	urls := strings.Split(url, ",")
 	var next atomic.Int64
 	lat := make([][]time.Duration, clients)
 	errs := make(chan error, clients)
@@ -80,7 +82,7 @@ func run(url, token, prefix string, clients int, tasks []string) error {
 					return
 				}
 				t := time.Now()
-				if err := approve(url, token, tasks[i]); err != nil {
+				if err := approve(urls[c%len(urls)], token, tasks[i]); err != nil {
 					errs <- err
 					return
 				}
