@@ -59,8 +59,10 @@ func wantList(t *testing.T, dir string, want map[string]string) {
 // TestCancelAfterALostSubmitCheckpointEndsSubmitted: an approval's
 // application commits, then a power loss takes the checkpoints after the
 // last sync (here: the checkpoint file as it was before the approval is put
-// back). Cancel must end the task submitted, reusing the application, not
-// cancelled with the application pending.
+// back). The approve the trail holds made the application and ended the
+// task: a cancel is refused as on a task that ended done (exit 3), never
+// cancels it with the application pending, and the approve again reports
+// the application, reused.
 func TestCancelAfterALostSubmitCheckpointEndsSubmitted(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -72,10 +74,11 @@ func TestCancelAfterALostSubmitCheckpointEndsSubmitted(t *testing.T) {
 	}
 	copyTo(t, before, dir, "checkpoints.sqlite") // the unsynced checkpoints are lost
 
-	v := mustRun(t, dir, "resume", "t", "--action", "cancel")
+	wantConflictSays(t, dir, []string{"task t ended as done"}, "resume", "t", "--action", "cancel")
+	v := mustRun(t, dir, "resume", "t", "--action", "approve")
 	result, _ := v["result"].(map[string]any)
 	if v["stage"] != "submitted" || v["status"] != "done" || result == nil || result["reused"] != true {
-		t.Fatalf("cancel after a lost submit: status %v, stage %v, result %v; want done, submitted, reused", v["status"], v["stage"], v["result"])
+		t.Fatalf("approve after a lost submit: status %v, stage %v, result %v; want done, submitted, reused", v["status"], v["stage"], v["result"])
 	}
 	if n := appsOf(t, dir, "t"); n != "1" {
 		t.Fatalf("%s applications, want 1", n)
@@ -87,9 +90,9 @@ func TestCancelAfterALostSubmitCheckpointEndsSubmitted(t *testing.T) {
 }
 
 // TestOlderCheckpointsFileFindsTheApplication: an older checkpoints.sqlite
-// (restored) beside the business file. A submitted task's cancel ends it
-// submitted; starting it again finds its application instead of failing it
-// with open_application.
+// (restored) beside the business file. A submitted task's cancel is
+// refused (it ended done) and show reports it submitted; starting it again
+// finds its application instead of failing it with open_application.
 func TestOlderCheckpointsFileFindsTheApplication(t *testing.T) {
 	t.Parallel()
 	t.Run("CancelAfterSubmit", func(t *testing.T) {
@@ -99,9 +102,10 @@ func TestOlderCheckpointsFileFindsTheApplication(t *testing.T) {
 		older := snapshotFiles(t, dir)
 		done := mustRun(t, dir, "resume", "t", "--action", "approve")
 		copyTo(t, older, dir, "checkpoints.sqlite")
-		v := mustRun(t, dir, "resume", "t", "--action", "cancel")
+		wantConflictSays(t, dir, []string{"task t ended as done"}, "resume", "t", "--action", "cancel")
+		v := mustRun(t, dir, "show", "t")
 		if v["stage"] != "submitted" || v["result"].(map[string]any)["application_id"] != done["result"].(map[string]any)["application_id"] {
-			t.Fatalf("cancel with an older checkpoint file: stage %v, result %v; want submitted with %v", v["stage"], v["result"], done["result"])
+			t.Fatalf("show with an older checkpoint file: stage %v, result %v; want submitted with %v", v["stage"], v["result"], done["result"])
 		}
 		if n := appsOf(t, dir, "t"); n != "1" {
 			t.Fatalf("%s applications, want 1", n)
@@ -233,10 +237,13 @@ func TestOlderCheckpointsKeepACancelledTaskCancelled(t *testing.T) {
 	verifyClean(t, dir)
 }
 
-// TestOlderCheckpointsKeepASubmittedTaskSubmitted: every answer to the
-// submitted s1 reports its application (recovery.md: the task's own
-// application ends it submitted, whatever the answer); nothing marks it
-// failed, and verify stays clean.
+// TestOlderCheckpointsKeepASubmittedTaskSubmitted: s1 was approved and
+// submitted; its older checkpoints still ask for approval. The approve the
+// trail holds made the application and ended the task (recovery.md: the
+// task's application, the decision trail): that approve again and show
+// report the application; every other answer is refused as on a task
+// that ended done with the files in step (exit 3), and changes nothing.
+// Nothing marks it failed, and verify stays clean.
 func TestOlderCheckpointsKeepASubmittedTaskSubmitted(t *testing.T) {
 	t.Parallel()
 	dir, app := olderCheckpoints(t)
@@ -245,6 +252,10 @@ func TestOlderCheckpointsKeepASubmittedTaskSubmitted(t *testing.T) {
 		{"resume", "s1", "--action", "revise", "--comment", "x"},
 		{"resume", "s1", "--reason", "newr"},
 		{"resume", "s1", "--action", "cancel"},
+	} {
+		wantConflictSays(t, dir, []string{"task s1 ended as done"}, args...)
+	}
+	for _, args := range [][]string{
 		{"resume", "s1", "--action", "approve"},
 		{"show", "s1"},
 	} {

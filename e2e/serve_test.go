@@ -214,7 +214,9 @@ func metricsOf(t *testing.T, s *server) string {
 
 // TestServeRecoversBeforeReady (docs/server.md "Start-up"): a server
 // killed (SIGKILL) inside a decision, after the application was
-// committed and before the run's checkpoint, is restarted: /readyz turns
+// committed and before the run's checkpoint (between the business and the
+// checkpoint commit of the decision's group: docs/server.md "Group
+// commit"), is restarted: /readyz turns
 // 200 only once the recovery scan has taken the crashed run over, so the
 // first look after it shows the truth, done with one application; the
 // client that retries with its key learns it.
@@ -224,7 +226,7 @@ func TestServeRecoversBeforeReady(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			t.Parallel()
 			_, owner := p.token(t, "demo-user")
-			s := serve(t, p, []string{"ASSISTANT_FAULT=submit:after-business-commit"})
+			s := serve(t, p, []string{"ASSISTANT_FAULT=group:between-commits"})
 			s.ready(t)
 			s.call(t, "POST", "/api/v1/tasks", owner, "", `{"task":"s6","order":"A3003","reason":"too small"}`).want(t, "start", http.StatusCreated)
 			req, _ := http.NewRequest("POST", s.url+"/api/v1/tasks/s6/answers", strings.NewReader(`{"action":"approve","version":1}`))

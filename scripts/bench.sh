@@ -52,6 +52,12 @@ rows = [
     ("decide on PostgreSQL, decisions/s", "pg_decide_per_s", ">= 1,500"),
     ("decide on PostgreSQL, server CPU ms per 1,000", "pg_decide_server_cpu_ms_per_1000", "<= 500"),
     ("show on PostgreSQL / show on a data dir", "pg_show_over_sqlite_show", "<= 2"),
+    ("decisions/s, 64 API clients (group commit)", "serve_decisions_per_s", ">= 2,000"),
+    ("p99 ms of an API decision, 64 clients", "serve_p99_ms", "<= 100"),
+    ("API decisions/s / 64 resume processes'", "serve_over_resume_64", ">= 20"),
+    ("API decisions/s / decide's", "serve_over_decide", "-"),
+    ("decisions/s, two servers on PostgreSQL, 64 API clients", "pg_serve_two_decisions_per_s", ">= 1,500"),
+    ("p99 ms of an API decision, two servers on PostgreSQL", "pg_serve_two_p99_ms", "-"),
     ("fsyncs of a start process (the floor's)", "start_fsyncs", "floor " + got.get("floor_fsyncs", "-")),
     ("inbox's first page of 10,000 waiting tasks, ms", "inbox_first_page_ms", "<= 50"),
     ("inbox's first page of 10,000 waiting tasks, bytes", "inbox_first_page_bytes", "<= 100,000"),
@@ -257,6 +263,11 @@ fi
 # The inbox of `serve` with 10,000 tasks waiting at approval: its first
 # page and the next, timed with curl (scripts/bench-inbox.sh).
 RUNS=$RUNS scripts/bench-inbox.sh "$A"
+# The server: decisions/s and p50/p99 of 64 concurrent API clients
+# (group commit), beside 64 concurrent resume processes and decide, in one
+# data dir (scripts/bench-serve.sh); with BENCH_PG, the API clients
+# again on two servers over one PostgreSQL database.
+BENCH_SERVE_PG=${BENCH_PG:-} scripts/bench-serve.sh "$A"
 if [ -n "$quick" ]; then
   echo "binary_size $(python3 -c "import os; print(f'{os.path.getsize(\"$A\")/1048576:.1f}')") MiB"
   summary

@@ -113,7 +113,7 @@ func (s *Server) answerTask(w http.ResponseWriter, r *http.Request, user string)
 	}
 	defer unlock()
 	s.metrics.leasesHeld.Inc()
-	v, err := s.svc.Resume(r.Context(), o)
+	v, err := s.group.Decide(r.Context(), o)
 	s.metrics.leasesHeld.Dec()
 	outcome := "answered"
 	if b.Action != "" {

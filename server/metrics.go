@@ -19,6 +19,7 @@ type Metrics struct {
 	recovered  prometheus.Gauge
 	leasesHeld prometheus.Gauge
 	longPolls  prometheus.Gauge
+	groupSizes prometheus.Histogram
 }
 
 // NewMetrics registers the server's metrics in a new registry.
@@ -50,8 +51,13 @@ func NewMetrics() *Metrics {
 			Name: "assistant_long_polls",
 			Help: "GETs of a task with ?wait= waiting now.",
 		}),
+		groupSizes: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "assistant_group_commit_decisions",
+			Help:    "Decisions per group commit: answers that shared one business and one checkpoint commit (1: an answer committed alone).",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
+		}),
 	}
-	m.reg.MustRegister(m.decisions, m.latency, m.recovery, m.recovered, m.leasesHeld, m.longPolls,
+	m.reg.MustRegister(m.decisions, m.latency, m.recovery, m.recovered, m.leasesHeld, m.longPolls, m.groupSizes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

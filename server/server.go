@@ -80,6 +80,9 @@ type Server struct {
 	// keys serializes the requests of one person with one
 	// Idempotency-Key.
 	keys keyedMutex
+	// group gives the API's decisions, those that arrive together in
+	// shared durable commits (docs/server.md "Group commit").
+	group *returns.Committer
 	// pages are the inbox's templates; sessions its signed-in browsers.
 	pages    map[string]*template.Template
 	sessions *sessions
@@ -101,6 +104,7 @@ func New(cfg Config) *Server {
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
 	}
+	s.group = s.svc.NewCommitter(returns.GroupOptions{OnGroup: func(n int) { s.metrics.groupSizes.Observe(float64(n)) }})
 	if cfg.SessionIdle <= 0 {
 		cfg.SessionIdle = DefaultSessionIdle
 	}

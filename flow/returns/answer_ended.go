@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	"assistant/business"
 	"assistant/flow"
 	"assistant/runs"
 )
@@ -45,6 +47,35 @@ func (r *runner) endedAnswer(ctx context.Context, t runs.TaskRecord, snap *flow.
 		return nil
 	}
 	return errorf(Hint{}, "task %s ended as %s; the answer %s changes nothing: %w", t.ID, endedAs(v), o.given(), ErrConflict)
+}
+
+// approvedAnswer checks o, an answer to task t whose head has not ended
+// while the business file holds its application (snap: the head as the
+// business file has it, ended submitted), against the approve of that
+// draft the decision trail holds: the answer that made the application,
+// whose checkpoints were lost (a crash between the business and the
+// checkpoint commit of a group or a decide chunk, an older
+// checkpoints.sqlite put back). That approve ended the task, so o is
+// judged as on a task that ended with the files in step (endedAnswer): the
+// approve again reports the application, any other answer is ErrConflict
+// saying the task ended done. nil when the trail holds no approve of the
+// draft (the application alone ends the task then, whatever the answer)
+// or o answers nothing. Reads the trail once. Errors: those, and storage
+// errors.
+func (r *runner) approvedAnswer(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[State], o ResumeOptions) error {
+	if !o.answering() || snap.Values.Draft == nil {
+		return nil
+	}
+	ds, err := r.desk.Decisions(ctx, t.ID)
+	if err != nil {
+		return fmt.Errorf("resume %s: %w", t.ID, err)
+	}
+	if !slices.ContainsFunc(ds, func(d business.Decision) bool {
+		return d.Action == ActionApprove && d.DraftID == snap.Values.Draft.ID
+	}) {
+		return nil
+	}
+	return r.endedAnswer(ctx, t, snap, o)
 }
 
 // endedInterrupt checks the interrupt o names, an answer to a task whose

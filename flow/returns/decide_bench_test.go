@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"assistant/flow/returns"
@@ -66,4 +67,37 @@ func approvals(tb testing.TB, prefix string, n int) ([]runs.BatchRow, string) {
 		tb.Fatal(err)
 	}
 	return rows, fp
+}
+
+// BenchmarkCommitter gives b.N approvals, each of a task a batch parked
+// at approval (not timed), through one Committer from 64 goroutines, as
+// 64 API clients do, and reports decisions per second and durable
+// commits per decision.
+func BenchmarkCommitter(b *testing.B) {
+	ctx := context.Background()
+	svc, _ := openService(b, b.N)
+	parkTasks(b, svc, "g", b.N, 0)
+	c := svc.NewCommitter(returns.GroupOptions{})
+	next := make(chan int, b.N)
+	for i := range b.N {
+		next <- i
+	}
+	close(next)
+	syncsBefore := sqlstore.Syncs()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			for i := range next {
+				o := returns.ResumeOptions{Task: fmt.Sprintf("g%d", i), User: "demo-user", Action: returns.ActionApprove, Version: 1}
+				if _, err := c.Decide(ctx, o); err != nil {
+					b.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+	b.ReportMetric(float64(sqlstore.Syncs()-syncsBefore)/float64(b.N), "fsyncs/decision")
 }

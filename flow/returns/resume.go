@@ -204,6 +204,9 @@ func (r *runner) resume(ctx context.Context, t runs.TaskRecord, o ResumeOptions)
 		if err := r.endedInterrupt(ctx, t.ID, head, o); err != nil {
 			return nil, err
 		}
+		if err := r.approvedAnswer(ctx, t, snap, o); err != nil {
+			return nil, err
+		}
 	}
 	if snap.Done() || (snap.Waiting() && !o.answering() && t.Status != StatusWaiting) {
 		v, err := r.settled(ctx, t, snap, o)

@@ -71,12 +71,19 @@ func setup(tb testing.TB) (*returns.Service, *bundle) {
 func setupSQLite(tb testing.TB) (*returns.Service, *bundle) {
 	tb.Helper()
 	dir := tb.TempDir()
+	return setupWith(tb, dir, openCheckpoints(tb, dir))
+}
+
+// openCheckpoints opens (creating it) dir's checkpoints.sqlite, closed at
+// the test's end.
+func openCheckpoints(tb testing.TB, dir string) *checkpoints.SQLite {
+	tb.Helper()
 	cps, err := checkpoints.OpenSQLite(context.Background(), filepath.Join(dir, returns.CheckpointsFile), checkpoints.SQLiteOptions{Create: true})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { cps.Close() })
-	return setupWith(tb, dir, cps)
+	return cps
 }
 
 // setupWith opens a Service over dir and cps.
