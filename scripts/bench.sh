@@ -41,6 +41,8 @@ for line in open(sys.argv[1]):
     if len(f) >= 2 and not line.startswith("#"):
         got[f[0]] = f[1]
 rows = [
+    ("fsyncs of a resume --action approve process", "resume_approve_fsyncs", "floor " + got.get("floor_fsyncs", "-")),
+    ("package init, bytes (assistant's own)", "init_bytes", "ours " + got.get("init_ours_bytes", "-")),
     ("show x the floor command", "show_ratio", "<= 1.3"),
     ("start x the floor command", "start_ratio", "<= 2.0"),
     ("resume --action approve x the floor command", "resume_approve_ratio", "<= 2.0"),
@@ -53,8 +55,6 @@ rows = [
     ("decide on PostgreSQL, server CPU ms per 1,000", "pg_decide_server_cpu_ms_per_1000", "<= 500"),
     ("show on PostgreSQL / show on a data dir", "pg_show_over_sqlite_show", "<= 2"),
     ("fsyncs of a start process (the floor's)", "start_fsyncs", "floor " + got.get("floor_fsyncs", "-")),
-    ("fsyncs of a resume --action approve process", "resume_approve_fsyncs", "floor " + got.get("floor_fsyncs", "-")),
-    ("package init, bytes (assistant's own)", "init_bytes", "ours " + got.get("init_ours_bytes", "-")),
 ]
 print("# figure | this run | target")
 print("# load average at the start (1/5/15 min) | " + got.get("load_average_start", "-") + " | -")
