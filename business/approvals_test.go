@@ -43,7 +43,7 @@ func testDraftVersions(t *testing.T, kind storeKind) {
 		if kind != sqliteStore {
 			t.Skip("a file of an older schema: SQLite only")
 		}
-		withMigrations(t, migrations[:5])
+		withMigrations(t, migrations()[:5])
 		s, path := newSeededOn(t, kind)
 		// Rows as a schema-5 build wrote them.
 		d := Draft{ID: "d_old"}

@@ -6,6 +6,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -90,9 +91,9 @@ var pgBusyTimeout = DefaultBusyTimeout
 //go:embed pgmigrations/*.sql
 var pgMigrationFiles embed.FS
 
-// pgMigrations holds the PostgreSQL steps, versions 1..len(pgMigrations).
-// A var: tests swap it to make a schema of an older or newer version.
-var pgMigrations = mustLoadPGMigrations()
+// pgMigrations returns the PostgreSQL steps, versions 1..n, read on first
+// use: a command on a data dir does not pay for them at start-up.
+var pgMigrations = sync.OnceValue(mustLoadPGMigrations)
 
 func mustLoadPGMigrations() []migration {
 	ms, err := sqlstore.LoadMigrations(pgMigrationFiles, "pgmigrations")
@@ -105,7 +106,7 @@ func mustLoadPGMigrations() []migration {
 // PGSchemaVersion is the newest version of the schema PGSchema this build
 // knows: the number of its PostgreSQL migrations. A schema at a higher
 // version is refused (ErrNewerSchema).
-func PGSchemaVersion() int { return len(pgMigrations) }
+func PGSchemaVersion() int { return len(pgMigrations()) }
 
 // OpenPostgres opens the business store in the schema PGSchema of the
 // PostgreSQL database at url (a postgres:// URL or a keyword/value string),
@@ -142,7 +143,7 @@ func openPostgres(ctx context.Context, url string, opts Options) (*Store, error)
 	}
 	db, err := pgdb.Open(ctx, url, pgdb.Spec{
 		Schema:        PGSchema,
-		Migrations:    pgMigrations,
+		Migrations:    pgMigrations(),
 		MigrationLock: pgMigrationLock,
 		DataDirID:     opts.DataDirID,
 		BusyTimeout:   pgBusyTimeout,

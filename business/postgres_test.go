@@ -48,7 +48,7 @@ func TestOpenPostgresRefusesNewerSchema(t *testing.T) {
 	}
 	s.Close()
 	conn := pgtest.Connect(t, url)
-	newer := len(pgMigrations) + 1
+	newer := len(pgMigrations()) + 1
 	pgtest.Exec(t, conn, `INSERT INTO business.schema_version (version, name) VALUES ($1, 'from_the_future')`, newer)
 	pgtest.Exec(t, conn, `ALTER TABLE business.tasks ADD COLUMN future text`)
 	pgtest.ReadOnly(t, conn)
@@ -59,7 +59,7 @@ func TestOpenPostgresRefusesNewerSchema(t *testing.T) {
 	if !errors.Is(err, ErrNewerSchema) {
 		t.Fatalf("OpenPostgres = %v, want ErrNewerSchema", err)
 	}
-	if want := fmt.Sprintf("version %d, this build knows %d", newer, len(pgMigrations)); !strings.Contains(err.Error(), want) {
+	if want := fmt.Sprintf("version %d, this build knows %d", newer, len(pgMigrations())); !strings.Contains(err.Error(), want) {
 		t.Errorf("OpenPostgres = %q, want it to say %q", err, want)
 	}
 }
@@ -116,8 +116,8 @@ func TestOpenPostgresConcurrentOpensMigrateOnce(t *testing.T) {
 	if err := conn.QueryRow(ctx, `SELECT count(*), count(DISTINCT version) FROM business.schema_version`).Scan(&rows, &distinct); err != nil {
 		t.Fatal(err)
 	}
-	if rows != len(pgMigrations) || distinct != rows {
-		t.Errorf("schema_version has %d rows, %d versions; want each of %d once", rows, distinct, len(pgMigrations))
+	if rows != len(pgMigrations()) || distinct != rows {
+		t.Errorf("schema_version has %d rows, %d versions; want each of %d once", rows, distinct, len(pgMigrations()))
 	}
 	parsed, err := parseSeed(seed)
 	if err != nil {

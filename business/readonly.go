@@ -20,7 +20,7 @@ type FileCheck = sqlite.FileCheck
 // "open business PATH: …": a missing file (fs.ErrNotExist), ErrCorrupt,
 // ErrForeignFile, ErrNewerSchema, an older schema.
 func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
-	db, err := sqlite.OpenReadOnly(ctx, path, sqlite.Spec{ApplicationID: ApplicationID, Migrations: migrations[:SchemaVersion]})
+	db, err := sqlite.OpenReadOnly(ctx, path, sqlite.Spec{ApplicationID: ApplicationID, Migrations: migrations()})
 	if err != nil {
 		return nil, fmt.Errorf("open business %s: %w", path, err)
 	}
@@ -31,7 +31,7 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 // header, its -wal, PRAGMA integrity_check, and the data dir identity it
 // carries (sqlite.CheckFile).
 func CheckFile(ctx context.Context, path string) (FileCheck, error) {
-	return sqlite.CheckFile(ctx, path, sqlite.Spec{ApplicationID: ApplicationID, Migrations: migrations[:SchemaVersion]})
+	return sqlite.CheckFile(ctx, path, sqlite.Spec{ApplicationID: ApplicationID, Migrations: migrations()})
 }
 
 // ApplicationProblem is an application that breaks a rule of the desk:
@@ -76,7 +76,7 @@ func (s *Store) CheckApplications(ctx context.Context) ([]ApplicationProblem, er
 // connection, from which CopyTo writes a copy while other processes write
 // on. Errors are wrapped as "snapshot business PATH: …".
 func TakeSnapshot(ctx context.Context, path string) (*sqlite.Snapshot, error) {
-	s, err := sqlite.TakeSnapshot(ctx, path, sqlite.Spec{ApplicationID: ApplicationID, Migrations: migrations[:SchemaVersion]})
+	s, err := sqlite.TakeSnapshot(ctx, path, sqlite.Spec{ApplicationID: ApplicationID, Migrations: migrations()})
 	if err != nil {
 		return nil, fmt.Errorf("snapshot business %s: %w", path, err)
 	}
@@ -88,7 +88,7 @@ func TakeSnapshot(ctx context.Context, path string) (*sqlite.Snapshot, error) {
 // Errors are wrapped as "open business PATH: …": ErrCorrupt,
 // ErrForeignFile, ErrNewerSchema, ErrReadOnly, ErrForeignWAL.
 func Inspect(ctx context.Context, path string) error {
-	if err := sqlite.Inspect(ctx, path, sqlite.Spec{ApplicationID: ApplicationID, Migrations: migrations[:SchemaVersion]}); err != nil {
+	if err := sqlite.Inspect(ctx, path, sqlite.Spec{ApplicationID: ApplicationID, Migrations: migrations()}); err != nil {
 		return fmt.Errorf("open business %s: %w", path, err)
 	}
 	return nil

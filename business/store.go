@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"sync"
 	"time"
 
 	"assistant/internal/pgdb"
@@ -94,14 +95,27 @@ var migrationFiles embed.FS
 // migration is one embedded schema step; version n is migrations/000n_*.sql.
 type migration = sqlstore.Migration
 
-// migrations holds the embedded steps in order, versions 1..len(migrations).
-// A var, not a constant list: tests swap it to make files of older versions.
-var migrations = mustLoadMigrations(migrationFiles)
+// embeddedMigrations reads the embedded steps, versions 1..n, on first
+// use: a command that never opens business.sqlite (--version, help, a
+// store on PostgreSQL) does not pay for them at start-up.
+var embeddedMigrations = sync.OnceValue(func() []migration { return mustLoadMigrations(migrationFiles) })
 
-// SchemaVersion is the PRAGMA user_version this build writes: the number of
-// embedded migrations. Files with a larger version are refused with
+// migrationsOverride, when not nil, replaces the embedded steps: tests
+// make files of older or newer versions with it.
+var migrationsOverride []migration
+
+// migrations returns the steps this build knows, in version order.
+func migrations() []migration {
+	if migrationsOverride != nil {
+		return migrationsOverride
+	}
+	return embeddedMigrations()
+}
+
+// SchemaVersion returns the PRAGMA user_version this build writes: the
+// number of its migrations. Files with a larger version are refused with
 // ErrNewerSchema.
-var SchemaVersion = len(migrations)
+func SchemaVersion() int { return len(migrations()) }
 
 // Options configures Open.
 type Options struct {
@@ -180,7 +194,7 @@ func open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	db, err := sqlite.Open(ctx, path, sqlite.Spec{
 		ApplicationID: ApplicationID,
-		Migrations:    migrations[:SchemaVersion],
+		Migrations:    migrations(),
 		Create:        opts.Create,
 		Synchronous:   opts.Synchronous,
 		BusyTimeout:   DefaultBusyTimeout,

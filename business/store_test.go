@@ -41,9 +41,9 @@ func TestOpen(t *testing.T) {
 		if err := db.QueryRow("PRAGMA journal_mode").Scan(&journal); err != nil {
 			t.Fatal(err)
 		}
-		if appID != ApplicationID || version != SchemaVersion || journal != "wal" {
+		if appID != ApplicationID || version != SchemaVersion() || journal != "wal" {
 			t.Errorf("application_id=%#x user_version=%d journal_mode=%s, want %#x %d wal",
-				appID, version, journal, ApplicationID, SchemaVersion)
+				appID, version, journal, ApplicationID, SchemaVersion())
 		}
 		if n := count(t, s, "SELECT count(*) FROM orders"); n != 12 {
 			t.Errorf("orders = %d, want 12", n)
@@ -302,14 +302,14 @@ func TestTimesAreFixedWidthUTC(t *testing.T) {
 // later build with more migration files would.
 func withMigrations(tb testing.TB, ms []migration) {
 	tb.Helper()
-	saved, savedVersion := migrations, SchemaVersion
-	migrations, SchemaVersion = ms, len(ms)
-	tb.Cleanup(func() { migrations, SchemaVersion = saved, savedVersion })
+	saved := migrationsOverride
+	migrationsOverride = ms
+	tb.Cleanup(func() { migrationsOverride = saved })
 }
 
 func TestMigrate(t *testing.T) {
 	ctx := context.Background()
-	v1 := migrations[:1]
+	v1 := migrations()[:1]
 	addNote := migration{Version: 2, Name: "0002_task_note.sql",
 		SQL: "ALTER TABLE tasks ADD COLUMN note TEXT NOT NULL DEFAULT '';\nCREATE INDEX tasks_note ON tasks (note);"}
 
@@ -367,7 +367,7 @@ func TestMigrate(t *testing.T) {
 	})
 
 	t.Run("EmbeddedMigrationsAreNumbered", func(t *testing.T) {
-		for i, m := range migrations {
+		for i, m := range migrations() {
 			if m.Version != int64(i+1) || !strings.HasPrefix(m.Name, fmt.Sprintf("%04d_", i+1)) {
 				t.Errorf("migration %d is %s (version %d)", i, m.Name, m.Version)
 			}

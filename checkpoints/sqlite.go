@@ -67,6 +67,13 @@ type SQLiteOptions struct {
 	// BusyTimeout overrides DefaultBusyTimeout when positive. SQLite counts
 	// it in whole milliseconds.
 	BusyTimeout time.Duration
+	// DurableByCheckpoint is for a process that runs one run and closes
+	// the file: a durable Put or PutWrites (a run's last write) commits
+	// at NORMAL and is made durable by checkpointing the WAL into the
+	// file (sqlite.SyncByCheckpoint), which spares the close one fsync.
+	// A process that goes on writing would pay more for it: the WAL's
+	// header is synced again at the next write.
+	DurableByCheckpoint bool
 }
 
 // SQLite is a flow.Checkpointer in one SQLite file, shared safely by
@@ -76,6 +83,8 @@ type SQLite struct {
 	db          *sql.DB
 	synchronous string
 	stmts       *sqlstore.Stmts
+	// byCheckpoint is SQLiteOptions.DurableByCheckpoint.
+	byCheckpoint bool
 	// fence is set on a view made by Fenced: its writes to fence.thread
 	// check the thread's fence first (fence.go).
 	fence *threadFence
@@ -115,7 +124,7 @@ func openSQLite(ctx context.Context, path string, opts SQLiteOptions) (*SQLite, 
 	if synchronous == "" {
 		synchronous = DefaultSynchronous
 	}
-	return &SQLite{db: db, synchronous: synchronous, stmts: sqlstore.NewStmts(db)}, nil
+	return &SQLite{db: db, synchronous: synchronous, stmts: sqlstore.NewStmts(db), byCheckpoint: opts.DurableByCheckpoint}, nil
 }
 
 // Close closes the database. Any use of the store after Close fails. On a
@@ -270,9 +279,10 @@ func (s *SQLite) putCheckpoint(ctx context.Context, cp *flow.Checkpoint, durable
 
 // inTx runs fn in a write transaction (BEGIN IMMEDIATE) and commits it;
 // with durable, the commit is durable against power loss together with
-// every earlier one (sqlite.DurableTx).
+// every earlier one (sqlite.DurableTx; with byCheckpoint, a commit at the
+// pool's level and sqlite.SyncByCheckpoint).
 func (s *SQLite) inTx(ctx context.Context, durable bool, fn func(tx *sql.Tx) error) error {
-	if durable {
+	if durable && !s.byCheckpoint {
 		return sqlite.DurableTx(ctx, s.db, s.synchronous, fn)
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
@@ -280,10 +290,15 @@ func (s *SQLite) inTx(ctx context.Context, durable bool, fn func(tx *sql.Tx) err
 		return err
 	}
 	defer tx.Rollback()
-	if err := fn(tx); err != nil {
+	if err := fn(tx); durable && errors.Is(err, sqlstore.ErrNothingWritten) {
+		return nil
+	} else if err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil || !durable {
+		return err
+	}
+	return sqlite.SyncByCheckpoint(ctx, s.db, s.synchronous)
 }
 
 // put writes cp (encoded as row) as the head in tx, which began with BEGIN

@@ -618,3 +618,49 @@ func TestSQLiteTwoProcesses(t *testing.T) {
 func BenchmarkSQLitePut(b *testing.B) {
 	benchmarkPut(b, mustOpenSQLite(b, filepath.Join(b.TempDir(), "checkpoints.sqlite"), checkpoints.SQLiteOptions{}))
 }
+
+// TestDurableByCheckpointPutsTheRunInTheFile: with DurableByCheckpoint a
+// durable Put is in the database file itself when it returns (the WAL was
+// synced and copied into it, so the close has nothing left to sync); a
+// plain durable Put leaves it in the WAL. A reader of an older snapshot
+// keeps the checkpoint from copying the new frames: the Put is then made
+// durable by a synced commit instead. Each counts one durable commit.
+func TestDurableByCheckpointPutsTheRunInTheFile(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		byCheckpoint bool
+		reader       bool
+		inFile       int
+	}{
+		{"by checkpoint", true, false, 1},
+		{"by a synced commit", false, false, 0},
+		{"by checkpoint, a reader holds an older snapshot", true, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "checkpoints.sqlite")
+			mustOpenSQLite(t, path, checkpoints.SQLiteOptions{Create: true}).Close() // the schema in the file, the -wal empty
+			s := mustOpenSQLite(t, path, checkpoints.SQLiteOptions{DurableByCheckpoint: tc.byCheckpoint})
+			defer s.Close()
+			if tc.reader {
+				db, err := sql.Open("sqlite", path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer db.Close()
+				tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tx.Rollback()
+				var n int
+				if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM checkpoints`).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cp := &flow.Checkpoint{ThreadID: "t1", ID: uuid.Must(uuid.NewV7()).String(), Format: 2,
+				Values: json.RawMessage(`{}`), Metadata: flow.Metadata{Source: flow.SourceInput, Step: -1}, CreatedAt: time.Now()}
+			testkit.CheckDurableWrite(t, path, "checkpoints", tc.inFile, func() error { return s.PutDurable(ctx, cp) })
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 )
@@ -74,8 +75,9 @@ __%[1]s_filedir()
     fi
 }`
 
-// bashFiledirCall is a call of bash-completion's _filedir in the script.
-var bashFiledirCall = regexp.MustCompile(`(^|[\s"])_filedir\b`)
+// bashFiledirCall is a call of bash-completion's _filedir in the script,
+// compiled when a bash script is made, not at start-up.
+var bashFiledirCall = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(^|[\s"])_filedir\b`) })
 
 // bashScript is cobra's bash completion script of root (descriptions
 // unless noDesc) made to work without the bash-completion package.
@@ -91,7 +93,7 @@ func bashScript(root *cobra.Command, noDesc bool) (string, error) {
 	if strings.Count(s, bashInitCompletion) != 1 {
 		return "", errors.New("completion bash: the generated script has no init function to complete without the bash-completion package")
 	}
-	s = bashFiledirCall.ReplaceAllString(s, "${1}__"+root.Name()+"_filedir")
+	s = bashFiledirCall().ReplaceAllString(s, "${1}__"+root.Name()+"_filedir")
 	s = strings.Replace(s, bashInitCompletion, fmt.Sprintf(bashWordsFallback, root.Name()), 1)
 	return s, nil
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"assistant/flow/returns"
@@ -55,15 +56,18 @@ func (a *app) note(msg string) {
 }
 
 // unknownCommand matches cobra's error for an unknown command (its
-// suggestions are switched off in newRoot and made here instead).
-var unknownCommand = regexp.MustCompile(`^unknown command "(.*)" for "(.*)"`)
+// suggestions are switched off in newRoot and made here instead),
+// compiled on the first error, not at start-up.
+var unknownCommand = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^unknown command "(.*)" for "(.*)"`)
+})
 
 // oneLine is an error's message as one line for a person (see fail), and
 // the hint cobra's refusal of an unknown command gets here ("" for any
 // other message): the commands to look at, or the names it may have
 // meant.
 func (a *app) oneLine(msg string) (line, hint string) {
-	if m := unknownCommand.FindStringSubmatch(msg); m != nil {
+	if m := unknownCommand().FindStringSubmatch(msg); m != nil {
 		msg = fmt.Sprintf("unknown command %q", m[1])
 		if strings.Contains(m[2], " ") {
 			msg += fmt.Sprintf(" for %q", m[2]) // a group's subcommand: say which group

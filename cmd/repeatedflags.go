@@ -69,8 +69,12 @@ func refuseRepeatedFlags(root *cobra.Command) {
 	}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
+		// A command's flags are its own (Flags) and its persistent ones;
+		// those it inherits are its parents' persistent flags, wrapped
+		// there. Not LocalNonPersistentFlags: it would merge the parents'
+		// flags into every command of the tree, which cobra does at parse
+		// for the one command that runs.
 		c.PersistentFlags().VisitAll(wrap)
-		c.LocalNonPersistentFlags().VisitAll(wrap)
 		c.Flags().VisitAll(wrap)
 		for _, sub := range c.Commands() {
 			walk(sub)

@@ -91,7 +91,7 @@ func resumeRun(ctx context.Context, opts *resumeOptions) error {
 	if err := returns.CheckResume(opts.ResumeOptions); err != nil {
 		return err
 	}
-	svc, err := a.service(ctx, returns.OpenExisting)
+	svc, err := a.oneRunService(ctx, returns.OpenExisting)
 	if err != nil {
 		return err
 	}

@@ -73,7 +73,7 @@ func startRun(ctx context.Context, opts *startOptions) error {
 	// order not among them is exit 4 with nothing made (a mistyped --data
 	// makes no data dir).
 	a.beforeCreate = func() error { return returns.OrderInNewStores(a.seed, opts.StartOptions) }
-	svc, err := a.service(ctx, returns.CreateIfMissing)
+	svc, err := a.oneRunService(ctx, returns.CreateIfMissing)
 	if err != nil {
 		return err
 	}

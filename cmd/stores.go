@@ -31,6 +31,17 @@ func (a *app) onServer() bool { return a.store != "" }
 // returns.OpenExisting a missing data dir or file (schema) is ErrNotFound
 // and nothing is created.
 func (a *app) service(ctx context.Context, mode returns.OpenMode) (*returns.Service, error) {
+	return a.openService(ctx, mode, false)
+}
+
+// oneRunService is service for a command that runs one task's run and
+// exits (start, resume): the run's last write to each file is made durable
+// by checkpointing the file's WAL, as the close would (returns.Config.OneRun).
+func (a *app) oneRunService(ctx context.Context, mode returns.OpenMode) (*returns.Service, error) {
+	return a.openService(ctx, mode, true)
+}
+
+func (a *app) openService(ctx context.Context, mode returns.OpenMode, oneRun bool) (*returns.Service, error) {
 	if a.onServer() {
 		return a.serverService(ctx, mode)
 	}
@@ -53,7 +64,7 @@ func (a *app) service(ctx context.Context, mode returns.OpenMode) (*returns.Serv
 			return nil, err
 		}
 	}
-	cps, err := checkpoints.OpenSQLite(ctx, path, checkpoints.SQLiteOptions{Create: mode.Creates()})
+	cps, err := checkpoints.OpenSQLite(ctx, path, checkpoints.SQLiteOptions{Create: mode.Creates(), DurableByCheckpoint: oneRun})
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w (no task has been started in %s)", path, returns.ErrNotFound, a.data)
 	}
@@ -68,7 +79,7 @@ func (a *app) service(ctx context.Context, mode returns.OpenMode) (*returns.Serv
 		cps.Close()
 		return nil, err
 	}
-	svc, err := returns.Open(ctx, returns.Config{Business: returns.DataDir{Dir: a.data, Mode: mode, Seed: a.seed, ID: id}, Checkpoints: cps, MaxAttempts: a.maxAttempts, Host: a.host, Now: a.clock(returns.WallClock), Wording: a.wording()})
+	svc, err := returns.Open(ctx, returns.Config{Business: returns.DataDir{Dir: a.data, Mode: mode, Seed: a.seed, ID: id}, Checkpoints: cps, MaxAttempts: a.maxAttempts, Host: a.host, OneRun: oneRun, Now: a.clock(returns.WallClock), Wording: a.wording()})
 	if err != nil {
 		cps.Close()
 		return nil, err

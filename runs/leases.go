@@ -243,6 +243,10 @@ type Release struct {
 	// earlier commit to the file (as Sync, in the same commit): the last
 	// business write of a command.
 	Durable bool
+	// Last, with Durable, says the process writes the file no more before
+	// it closes it: the commit is made durable by checkpointing the WAL
+	// into the file (sqlstore.Handle.DurableLast).
+	Last bool
 }
 
 // Release records the run's final status and stage and the ends of its last
@@ -266,6 +270,8 @@ func (s *Store) Release(ctx context.Context, taskID string, r Release) error {
 	}
 	var err error
 	switch {
+	case r.Durable && r.Last:
+		err = s.h.DurableLast(ctx, write)
 	case r.Durable:
 		err = s.h.Durable(ctx, write)
 	case len(r.Ended) == 0:

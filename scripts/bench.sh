@@ -41,6 +41,8 @@ for line in open(sys.argv[1]):
     if len(f) >= 2 and not line.startswith("#"):
         got[f[0]] = f[1]
 rows = [
+    ("fsyncs of a resume --action approve process", "resume_approve_fsyncs", "floor " + got.get("floor_fsyncs", "-")),
+    ("package init, bytes (assistant's own)", "init_bytes", "ours " + got.get("init_ours_bytes", "-")),
     ("show x the floor command", "show_ratio", "<= 1.3"),
     ("start x the floor command", "start_ratio", "<= 2.0"),
     ("resume --action approve x the floor command", "resume_approve_ratio", "<= 2.0"),
@@ -63,6 +65,7 @@ rows = [
     ("inbox's first page of 10,000 waiting tasks, bytes", "inbox_first_page_bytes", "<= 100,000"),
 ]
 print("# figure | this run | target")
+print("# load average at the start (1/5/15 min) | " + got.get("load_average_start", "-") + " | -")
 for name, key, target in rows:
     print(f"# {name} | {got.get(key, 'not measured')} | {target}")
 PY
@@ -71,6 +74,11 @@ PY
 CGO_ENABLED=0 go build -o "$work/assistant" .
 CGO_ENABLED=0 go build -o "$work/floor" ./scripts/floor
 A="$work/assistant"
+echo "load_average_start $(cut -d' ' -f1-3 /proc/loadavg | tr ' ' '/') (1/5/15 min)"
+# What every command pays at package init (GODEBUG=inittrace=1 of
+# --version): all packages, and assistant's own.
+GODEBUG=inittrace=1 "$A" --version 2>&1 >/dev/null | awk '/^init /{b+=$8; a+=$10; if ($2 ~ /^assistant/) {ob+=$8; oa+=$10}}
+  END {printf "init_bytes %d bytes\ninit_allocs %d allocs\ninit_ours_bytes %d bytes\ninit_ours_allocs %d allocs\n", b, a, ob, oa}'
 # The Eino peer (built into the temporary directory, never into its own
 # folder), when its folder is there.
 eino=""

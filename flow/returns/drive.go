@@ -219,7 +219,7 @@ func (r *runner) release(ctx context.Context, task string, v *View, ended []runs
 		}
 		rel.Keep = true
 	case releaseDurable:
-		rel.Durable = true
+		rel.Durable, rel.Last = true, r.svc.oneRun
 	}
 	err := r.runs.Release(ctx, task, rel)
 	switch {

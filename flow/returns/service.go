@@ -40,6 +40,12 @@ type Config struct {
 	// Host is how this process's leases name its machine (HostIdentity);
 	// "" means ThisHost().
 	Host string
+	// OneRun says the process runs one task's run and closes the stores
+	// after it (start, resume): the run's release, its last business
+	// write, is made durable by checkpointing the WAL into the file
+	// (runs.Release.Last). Open the checkpoint store with
+	// checkpoints.SQLiteOptions.DurableByCheckpoint to the same end.
+	OneRun bool
 }
 
 // DefaultMaxAttempts is how often a node of a task may fail before its run
@@ -62,6 +68,8 @@ type Service struct {
 	progress func(done, total int)
 	// maxAttempts is Config.MaxAttempts, defaulted.
 	maxAttempts int
+	// oneRun is Config.OneRun.
+	oneRun bool
 	// words is Config.Wording, defaulted.
 	words Wording
 	// stops maps a batch driven by this Service to the context a stop or a
@@ -98,7 +106,7 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{desk: desk, runs: runs.New(desk.Handle(), now), cps: cfg.Checkpoints, now: now, me: newIdentity(cfg.Host), maxAttempts: cfg.MaxAttempts, stillThere: stillThere}
+	s := &Service{desk: desk, runs: runs.New(desk.Handle(), now), cps: cfg.Checkpoints, now: now, me: newIdentity(cfg.Host), maxAttempts: cfg.MaxAttempts, oneRun: cfg.OneRun, stillThere: stillThere}
 	if s.maxAttempts <= 0 {
 		s.maxAttempts = DefaultMaxAttempts
 	}

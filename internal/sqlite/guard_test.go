@@ -14,6 +14,7 @@ import (
 
 	"assistant/internal/sqlite"
 	"assistant/internal/sqlstore"
+	"assistant/internal/testkit"
 )
 
 // rowsSpec is pairSpec with a table big enough to span many pages.
@@ -295,5 +296,42 @@ func copyFile(tb testing.TB, src, dst string) {
 	}
 	if err := os.WriteFile(dst, b, 0o600); err != nil {
 		tb.Fatal(fmt.Errorf("copy %s: %w", src, err))
+	}
+}
+
+// TestDurableLastCheckpointsTheCommitIntoTheFile: Handle.DurableLast
+// leaves its commit in the database file itself (the WAL synced and copied
+// into it), and Durable leaves it in the WAL; each counts one durable
+// commit.
+func TestDurableLastCheckpointsTheCommitIntoTheFile(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		last   bool
+		inFile int
+	}{
+		{"DurableLast", true, 1},
+		{"Durable", false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "f.sqlite")
+			spec := rowsSpec()
+			db, err := sqlite.Open(ctx, path, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			db.Close() // the schema in the file, the -wal empty
+			h := sqlite.NewHandle(mustOpenPool(t, path, spec), path, "")
+			durable := h.Durable
+			if tc.last {
+				durable = h.DurableLast
+			}
+			testkit.CheckDurableWrite(t, path, "t", tc.inFile, func() error {
+				return durable(ctx, func(q sqlstore.Querier) error {
+					_, err := q.ExecContext(ctx, `INSERT INTO t (x, pad) VALUES (1, 'a')`)
+					return err
+				})
+			})
+		})
 	}
 }

@@ -42,6 +42,12 @@ func (e engine) Durable(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) err
 
 func (e engine) Sync(ctx context.Context, db *sql.DB) error { return Sync(ctx, db, e.synchronous) }
 
+// SyncByCheckpoint makes every commit on db durable by a checkpoint of
+// the WAL (SyncByCheckpoint): sqlstore.Handle.DurableLast.
+func (e engine) SyncByCheckpoint(ctx context.Context, db *sql.DB) error {
+	return SyncByCheckpoint(ctx, db, e.synchronous)
+}
+
 // CachesStatements is false: modernc.org/sqlite caches no statement, and
 // compiling SQL is a fifth of the CPU of a loop of short commands.
 func (engine) CachesStatements() bool { return false }

@@ -20,6 +20,10 @@ var syncs atomic.Int64
 // WAL, apart from SQLite's own checkpoints).
 func Syncs() int64 { return syncs.Load() }
 
+// CountSync counts in Syncs a commit made durable by other means than a
+// durable commit (sqlite.SyncByCheckpoint).
+func CountSync() { syncs.Add(1) }
+
 // CommitDurable runs fn in tx, a write transaction the caller began in a
 // way that makes its commit durable, and commits it, counting the commit
 // in Syncs; fn returning ErrNothingWritten (or any error) commits

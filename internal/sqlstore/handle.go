@@ -192,6 +192,33 @@ func (t *Txn) Rollback() error {
 	return err
 }
 
+// checkpointSyncer is an Engine that can make a file's commits durable
+// by checkpointing its WAL into it (sqlite's engine).
+type checkpointSyncer interface {
+	SyncByCheckpoint(ctx context.Context, db *sql.DB) error
+}
+
+// DurableLast is Durable for a process's last write to the database before
+// it closes it: on SQLite the transaction commits at the pool's level and
+// a checkpoint of the WAL into the file then makes it durable with every
+// earlier commit (sqlite.SyncByCheckpoint), which the close's own
+// checkpoint would have done after one more fsync of the WAL. A write
+// after it is still committed but durable only at the next sync or the
+// close. Elsewhere (PostgreSQL, inside InTx) it is Durable.
+func (h *Handle) DurableLast(ctx context.Context, fn func(q Querier) error) error {
+	cs, ok := h.e.(checkpointSyncer)
+	if !ok || h.chunk != nil {
+		return h.Durable(ctx, fn)
+	}
+	if wrote, err := h.commit(ctx, fn); err != nil || !wrote {
+		return err
+	}
+	if err := cs.SyncByCheckpoint(ctx, h.db); err != nil {
+		return fmt.Errorf("sync %s: %w", h.name, err)
+	}
+	return nil
+}
+
 // Durable runs fn in a write transaction committed durably against power
 // loss together with every earlier commit (the Engine's Durable); inside
 // InTx, in a savepoint (the commit of InTx is durable). fn returning
@@ -200,15 +227,23 @@ func (h *Handle) Durable(ctx context.Context, fn func(q Querier) error) error {
 	if h.chunk == nil {
 		return h.e.Durable(ctx, h.db, func(tx *sql.Tx) error { return fn(h.stmts.Tx(tx)) })
 	}
+	_, err := h.commit(ctx, fn)
+	return err
+}
+
+// commit runs fn in a method's transaction (Begin) and commits it; wrote
+// is false when fn returned ErrNothingWritten, which rolls back and is
+// success.
+func (h *Handle) commit(ctx context.Context, fn func(q Querier) error) (wrote bool, err error) {
 	t, err := h.Begin(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer t.Rollback()
 	if err := fn(t); errors.Is(err, ErrNothingWritten) {
-		return nil
+		return false, nil
 	} else if err != nil {
-		return err
+		return false, err
 	}
-	return t.Commit()
+	return true, t.Commit()
 }
