@@ -338,6 +338,12 @@ func (r *runner) answer(ctx context.Context, t runs.TaskRecord, head *flow.Snaps
 	})
 	if err == nil {
 		v.Note = noteAfter(note, v)
+		if !o.answering() && v.Note == "" {
+			// A continued run whose submit no longer counted an
+			// approval it carried: say why it waits again, as recover
+			// does.
+			v.Note = waitsAgain(v)
+		}
 	}
 	if err == nil && endedBefore && o.Action == ActionApprove && v.Result != nil {
 		// Another process submitted while this one waited for the lease:
