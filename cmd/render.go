@@ -80,6 +80,35 @@ func cardHeader(b *strings.Builder, v *returns.View) {
 		fmt.Fprintf(b, "Draft %s (version %d): reason %q, expires %s (%s)\n", termSafe(v.Draft.DraftID), max(v.Draft.Version, 1), v.Draft.Reason, v.Draft.ExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC"), draftWhen(v))
 	}
 	cardDecisions(b, v.Decisions)
+	cardAwaitingSubmit(b, v)
+}
+
+// cardAwaitingSubmit writes the approvals v's head carries to a submit
+// that has not finished (View.AwaitingSubmit): recorded, nothing
+// submitted yet, and what carries the submit on (cardRun gives the
+// command), or why the submit would no longer count one.
+func cardAwaitingSubmit(b *strings.Builder, v *returns.View) {
+	goesOn := "recover continues it"
+	switch {
+	case v.Holder != nil && v.Holder.Alive && v.Status == returns.StatusRunning:
+		goesOn = "its process is carrying it out"
+	case v.Holder != nil && v.Holder.Alive:
+		goesOn = "a resume continues it once its process lets go"
+	case v.Status == returns.StatusInterrupted:
+		goesOn = "a resume continues it"
+	}
+	for _, d := range v.AwaitingSubmit {
+		bound := ""
+		if d.Version != nil {
+			bound = fmt.Sprintf(" (version %d)", *d.Version)
+		}
+		fmt.Fprintf(b, "Recorded: %s approve by %s%s; its submit has not finished, nothing is submitted yet", d.At.UTC().Format("2006-01-02 15:04:05 UTC"), termSafe(d.By), bound)
+		if d.NotCounted != "" {
+			fmt.Fprintf(b, "; it no longer counts (%s): the submit will not carry it out, and the task waits for another approval\n", termSafe(d.NotCounted))
+			continue
+		}
+		fmt.Fprintf(b, "; %s\n", goesOn)
+	}
 }
 
 // draftWhen is what the card says of the expiry of v's draft: expired, a

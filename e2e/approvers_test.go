@@ -135,6 +135,20 @@ var revokedPaths = []revokedPath{
 		}
 		s.want(t, nil, 0, "owner", "approvers", "revoke", "alice")
 	}, recoverSaysWhy, "owner"},
+	{"OneApproval/Resume", "1", func(t *testing.T, s cliStore) {
+		if _, _, code := s.run(t, []string{returns.FaultEnv + "=before:submit"}, "alice", "resume", "t", "--action", "approve"); code != 137 {
+			t.Fatalf("alice's approve killed before its submit: exit %d, want 137", code)
+		}
+		s.want(t, nil, 0, "owner", "approvers", "revoke", "alice")
+	}, func(t *testing.T, s cliStore) string {
+		// The owner continues the killed run: its submit no longer
+		// counts alice's approval, and says so as recover does.
+		_, stderr := s.want(t, nil, 0, "owner", "resume", "t")
+		if !strings.Contains(stderr, "the approval of alice no longer counts (revoked at ") || !strings.Contains(stderr, "the task waits for another approval") {
+			t.Errorf("resume's stderr %q; want it to say alice's approval no longer counts and t waits for another approval", stderr)
+		}
+		return stderr
+	}, "owner"},
 	{"TwoApprovals/Resume", "2", func(t *testing.T, s cliStore) {
 		s.approveAs(t, nil, "alice", "t")
 		s.want(t, nil, 0, "owner", "approvers", "revoke", "alice")

@@ -53,7 +53,7 @@ var submitPaths = []submitPath{
 	{"Resume", 20, func(*testing.T, cliStore) {}, func(*testing.T, cliStore) []string {
 		return []string{"resume", "t", "--action", "approve"}
 	}},
-	{"Recover", 3, func(t *testing.T, s cliStore) {
+	{"Recover", 20, func(t *testing.T, s cliStore) {
 		if _, _, code := s.run(t, []string{returns.FaultEnv + "=before:submit"}, "owner", "resume", "t", "--action", "approve"); code != 137 {
 			t.Fatalf("approve killed before its submit: exit %d, want 137", code)
 		}
@@ -65,7 +65,7 @@ var submitPaths = []submitPath{
 // stop commits first, so the submit's transaction, which judges the run
 // still running under its lease, refuses to make the application when the
 // process goes on. A stop that does not say "too late" leaves no
-// application (20 times on each store by resume); the task stays
+// application (20 times on each store by each path); the task stays
 // interrupted, and a resume submits it once.
 func TestAStopBeforeTheSubmitWins(t *testing.T) {
 	t.Parallel()

@@ -37,6 +37,13 @@ type nowState struct {
 	// questions show's JSON asks (interrupts).
 	offers    []string
 	questions int
+	// actions are show's actions for the viewer: what they may do now,
+	// each one the card offers too.
+	actions []string
+	// awaitingSubmit are the approvers show's awaiting_submit names (the
+	// approvals the head carries to a submit not finished), in order;
+	// uncounted those of them the submit would no longer count.
+	awaitingSubmit, uncounted []string
 	// countdown: the card counts down to the draft's expiry.
 	countdown bool
 	// cardHas are further lines of text the card must hold.
@@ -170,6 +177,7 @@ func nowStates() []nowState {
 			},
 			status: "failed", exit: 6,
 			offers:  []string{"start", "recover"},
+			actions: []string{"start", "recover"},
 			cardHas: []string{"(expired)"},
 			check: func(t *testing.T, v map[string]any) {
 				e, _ := v["error"].(map[string]any)
@@ -194,6 +202,7 @@ func nowStates() []nowState {
 			},
 			status: "waiting", exit: 7,
 			offers: []string{"cancel"}, questions: 1,
+			actions:  []string{"cancel"},
 			cardHas:  []string{"cannot be returned now: final_sale", "submits nothing"},
 			awaiting: true,
 			check: func(t *testing.T, v map[string]any) {
@@ -247,6 +256,7 @@ func nowStates() []nowState {
 			},
 			status: "running", exit: 8, holderAlive: &no,
 			offers:  []string{"recover", "resume"},
+			actions: []string{"recover", "resume"},
 			cardHas: []string{"is gone"},
 			says:    "is running (holder gone): it was left running by a process that is gone; continue it with",
 			history: func(t *testing.T, steps []map[string]any, holder map[string]any) {
@@ -268,7 +278,9 @@ func nowStates() []nowState {
 			},
 			status: "interrupted", exit: 8, holderAlive: &yes,
 			offers: []string{"resume"}, countdown: true,
-			cardHas: []string{"Stopped", "still holds it until it lets go", "Then continue it"},
+			// Nothing succeeds until its process lets go.
+			actions: []string{}, awaitingSubmit: []string{"demo-user"},
+			cardHas: []string{"Stopped", "still holds it until it lets go", "Then continue it", "approve by demo-user (version 1); its submit has not finished, nothing is submitted yet; a resume continues it once its process lets go"},
 			says:    "resume v1",
 			history: cutByTheStop,
 			stored:  stoppedStored,
@@ -287,7 +299,8 @@ func nowStates() []nowState {
 			},
 			status: "interrupted", exit: 8, holderAlive: &no,
 			offers: []string{"resume"}, countdown: true,
-			cardHas: []string{"Stopped", "(next: submit)"},
+			actions: []string{"resume"}, awaitingSubmit: []string{"demo-user"},
+			cardHas: []string{"Stopped", "(next: submit)", "approve by demo-user (version 1); its submit has not finished, nothing is submitted yet; a resume continues it"},
 			says:    "resume v1",
 			history: cutByTheStop,
 			stored:  stoppedStored,
@@ -301,6 +314,7 @@ func nowStates() []nowState {
 			},
 			status: "waiting", exit: 7,
 			offers: []string{"cancel", "edit", "revise"}, questions: 2, countdown: true,
+			actions: []string{"cancel", "edit", "revise"},
 			cardHas: []string{"yours cannot count: demo-user is the task's requester"},
 			history: func(t *testing.T, steps []map[string]any, _ map[string]any) { noStepRunning(t, steps) },
 		},
@@ -309,6 +323,7 @@ func nowStates() []nowState {
 			setup:  revokedFirstApproval,
 			status: "waiting", exit: 7,
 			offers: []string{"cancel", "edit", "revise"}, questions: 1, countdown: true,
+			actions: []string{"cancel", "edit", "revise"},
 			cardHas: []string{"(not counted: revoked at", "yours cannot count: demo-user is the task's requester"},
 			history: func(t *testing.T, steps []map[string]any, _ map[string]any) { noStepRunning(t, steps) },
 		},
@@ -317,13 +332,15 @@ func nowStates() []nowState {
 			setup: revokedFirstApproval, viewer: "dave",
 			status: "waiting", exit: 7,
 			offers: []string{"approve", "cancel", "edit", "revise"}, questions: 1, countdown: true,
+			actions:  []string{"approve", "cancel", "edit", "revise"},
 			cardHas:  []string{"(not counted: revoked at"},
 			awaiting: true, decidable: true,
 			history: func(t *testing.T, steps []map[string]any, _ map[string]any) { noStepRunning(t, steps) },
 		},
 		{
 			// The approval of a task that needs one is in the trail once
-			// its submit ran: no view lists it before.
+			// its submit ran; before, awaiting_submit and the card name
+			// it, and that recover carries it out.
 			name: "ApprovalOfOneKilledBeforeItsSubmit", order: "A3001",
 			setup: func(t *testing.T, dir string) []string {
 				mustRun(t, dir, "start", "v1", "A3001", "--reason", "size", "--draft-ttl", "1h")
@@ -334,7 +351,8 @@ func nowStates() []nowState {
 			status: "running", exit: 8, holderAlive: &no,
 			// A recover may still submit it before it expires.
 			offers: []string{"recover", "resume"}, countdown: true,
-			cardHas: []string{"is gone", "(next: submit)"},
+			actions: []string{"recover", "resume"}, awaitingSubmit: []string{"bob"},
+			cardHas: []string{"is gone", "(next: submit)", "approve by bob (version 1); its submit has not finished, nothing is submitted yet; recover continues it"},
 			says:    "is running (holder gone)",
 			check: func(t *testing.T, v map[string]any) {
 				if ds, _ := v["decisions"].([]any); len(ds) != 0 {
@@ -342,6 +360,30 @@ func nowStates() []nowState {
 				}
 			},
 			history: func(t *testing.T, steps []map[string]any, _ map[string]any) { noStepRunning(t, steps) },
+		},
+		{
+			// The approver's grant is revoked after their approve was
+			// recorded and before its submit ran: every view tells that
+			// the submit will not carry it out.
+			name: "ApprovalOfOneKilledBeforeItsSubmitThenRevoked", order: "A3001",
+			setup: func(t *testing.T, dir string) []string {
+				mustRun(t, dir, "start", "v1", "A3001", "--reason", "size", "--draft-ttl", "1h")
+				mustRun(t, dir, "approvers", "grant", "bob")
+				killedAt(t, dir, "before:submit", "--user", "bob", "resume", "v1", "--action", "approve")
+				mustRun(t, dir, "approvers", "revoke", "bob")
+				return nil
+			},
+			status: "running", exit: 8, holderAlive: &no,
+			offers: []string{"recover", "resume"}, countdown: true,
+			actions: []string{"recover", "resume"}, awaitingSubmit: []string{"bob"}, uncounted: []string{"bob"},
+			cardHas: []string{"approve by bob (version 1); its submit has not finished, nothing is submitted yet; it no longer counts (revoked at", "the task waits for another approval"},
+			says:    "is running (holder gone)",
+			history: func(t *testing.T, steps []map[string]any, _ map[string]any) { noStepRunning(t, steps) },
+			stored: func(t *testing.T, dir string) {
+				if got := strings.TrimSpace(applications(t, dir, "v1")); got != "0" {
+					t.Errorf("%s applications, want 0", got)
+				}
+			},
 		},
 	}
 }
@@ -370,6 +412,22 @@ func sameJSON(s string) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// stringsOf is v, a JSON list of strings, as a Go list (nil for none).
+func stringsOf(v any) []string {
+	var out []string
+	l, _ := v.([]any)
+	for _, x := range l {
+		out = append(out, jsonString(x))
+	}
+	return out
+}
+
+// jsonString is v, a JSON string, as a Go string ("" for anything else).
+func jsonString(v any) string {
+	s, _ := v.(string)
+	return s
 }
 
 func mustJSON(t *testing.T, v any) string {
@@ -441,6 +499,21 @@ func TestViewsTellTheStateAsItIsNow(t *testing.T) {
 				case s.holderAlive != nil && (h == nil || h["alive"] != *s.holderAlive):
 					t.Errorf("show: holder %v, want alive %v", h, *s.holderAlive)
 				}
+				if got := stringsOf(shown["actions"]); !slices.Equal(got, s.actions) && len(got)+len(s.actions) > 0 {
+					t.Errorf("show: actions %q, want %q (what the viewer may do now)", got, s.actions)
+				}
+				var by, uncounted []string
+				ws, _ := shown["awaiting_submit"].([]any)
+				for _, w := range ws {
+					w, _ := w.(map[string]any)
+					by = append(by, jsonString(w["by"]))
+					if w["not_counted_because"] != nil {
+						uncounted = append(uncounted, jsonString(w["by"]))
+					}
+				}
+				if shown["awaiting_submit"] == nil || !slices.Equal(by, s.awaitingSubmit) || !slices.Equal(uncounted, s.uncounted) {
+					t.Errorf("show: awaiting_submit %v, want by %q, not counted %q", shown["awaiting_submit"], s.awaitingSubmit, s.uncounted)
+				}
 				if s.check != nil {
 					s.check(t, shown)
 				}
@@ -455,6 +528,11 @@ func TestViewsTellTheStateAsItIsNow(t *testing.T) {
 				}
 				if got := cardOffers(out); !slices.Equal(got, s.offers) {
 					t.Errorf("card offers %q, want %q (only what can succeed now):\n%s", got, s.offers, out)
+				}
+				for _, a := range s.actions {
+					if !slices.Contains(cardOffers(out), a) {
+						t.Errorf("show's action %s is not on the card:\n%s", a, out)
+					}
 				}
 				if got := strings.Contains(out, "(in "); got != s.countdown {
 					t.Errorf("card counts down: %v, want %v:\n%s", got, s.countdown, out)

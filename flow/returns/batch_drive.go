@@ -94,7 +94,7 @@ func (s *Service) driveBatch(ctx context.Context, r *runner, t runs.TaskRecord, 
 // batchView builds the View of a batch task from its head (nil before the
 // first checkpoint, when the total comes from the batch's stored rows).
 func (s *Service) batchView(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[BatchState]) *View {
-	v := &View{Task: t.ID, User: t.User, Kind: nil, Next: []string{}, Interrupts: []InterruptView{}, Status: StatusRunning}
+	v := &View{Task: t.ID, User: t.User, Kind: nil, Next: []string{}, Interrupts: []InterruptView{}, AwaitingSubmit: []DecisionView{}, Actions: []string{}, Status: StatusRunning}
 	v.Batch = &BatchProgress{Of: RowsOfOrders, Counts: map[string]int{}}
 	if strings.HasPrefix(t.Fingerprint, decidePrefix) {
 		v.Batch.Of = RowsOfDecisions

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"assistant/business"
 )
@@ -73,8 +74,11 @@ func approvedBy(ds []business.Decision, draftID, user string) *business.Decision
 // still submit (an expired draft, an order no longer returnable: the view
 // tells those itself). v may be nil. Errors: storage errors.
 func (s *Service) forViewer(ctx context.Context, v *View, user string) (*View, error) {
-	if v == nil || v.Batch != nil || v.Draft == nil || v.Kind == nil || *v.Kind != KindApproval || v.Status != StatusWaiting {
+	if v == nil {
 		return v, nil
+	}
+	if v.Batch != nil || v.Draft == nil || v.Kind == nil || *v.Kind != KindApproval || v.Status != StatusWaiting {
+		return withActions(v, user), nil
 	}
 	need := 1
 	for _, in := range v.Interrupts {
@@ -85,7 +89,84 @@ func (s *Service) forViewer(ctx context.Context, v *View, user string) (*View, e
 		return nil, fmt.Errorf("show %s: %w", v.Task, err)
 	}
 	v.NoApprove = why
-	return v, nil
+	return withActions(v, user), nil
+}
+
+// Actions a view offers its viewer (View.Actions), besides the answers
+// of the decision trail (ActionApprove, …, ActionReason).
+const (
+	ActionResume  = "resume"
+	ActionRecover = "recover"
+	ActionStop    = "stop"
+	ActionStart   = "start"
+)
+
+// withActions sets v.Actions to what user, the person v is shown to, may
+// do now with the task (viewerActions). v may be nil.
+func withActions(v *View, user string) *View {
+	if v != nil {
+		v.Actions = viewerActions(v, user)
+	}
+	return v
+}
+
+// viewerActions is what user may do now with the task v shows, each an
+// action that can succeed at the time of the view; the card offers the
+// same commands:
+//
+//   - a draft that expired before it was approved: recover (it ends the
+//     task failed) and, for the owner, start (a new request);
+//   - a question asked: its answers (reason; approve, cancel, edit,
+//     revise), only cancel when the order cannot be returned now, only
+//     the standing answer when the trail holds one, no approve when the
+//     viewer's could not count (View.NoApprove);
+//   - a stopped run: resume, once no live process holds it;
+//   - a running run: stop, for the owner, while its process is alive;
+//     recover and resume once its process is gone.
+//
+// A finished task offers nothing.
+func viewerActions(v *View, user string) []string {
+	if v.DraftExpired() || v.ExpiredNow() {
+		if user == v.User {
+			return []string{ActionStart, ActionRecover}
+		}
+		return []string{ActionRecover}
+	}
+	alive := v.Holder != nil && v.Holder.Alive
+	out := []string{}
+	add := func(as ...string) {
+		for _, a := range as {
+			if !slices.Contains(out, a) {
+				out = append(out, a)
+			}
+		}
+	}
+	if !(v.Status == StatusInterrupted && alive) {
+		for _, in := range v.Interrupts {
+			switch {
+			case v.Stands != nil:
+				add(v.Stands.Action)
+			case in.Kind == KindNeedReason:
+				add(ActionReason)
+			case in.Kind != KindApproval:
+			case v.Draft != nil && v.Draft.NotReturnable != nil:
+				add(ActionCancel)
+			case v.NoApprove != "":
+				add(ActionCancel, ActionEdit, ActionRevise)
+			default:
+				add(ActionApprove, ActionCancel, ActionEdit, ActionRevise)
+			}
+		}
+	}
+	switch {
+	case v.Status == StatusInterrupted && !alive:
+		add(ActionResume)
+	case v.Status == StatusRunning && alive && user == v.User:
+		add(ActionStop)
+	case v.Status == StatusRunning && !alive:
+		add(ActionRecover, ActionResume)
+	}
+	return out
 }
 
 // recordApproveRefused is approveRefused for user of task id, owned by

@@ -61,6 +61,9 @@ func (s *Service) recordedView(ctx context.Context, task, user string) (*View, e
 		if d != nil {
 			v.Stands = standingView(d)
 		}
+		if v.AwaitingSubmit, err = s.awaitingSubmit(ctx, t.ID, t.User, snap); err != nil {
+			return nil, fmt.Errorf("show %s: %w", t.ID, err)
+		}
 	}
 	s.addHolder(v, t.Lease)
 	return v.markExpired(s.now()), nil

@@ -85,7 +85,7 @@ func (s *Service) Stop(ctx context.Context, task, user string, wait time.Duratio
 	if err != nil {
 		return nil, err
 	}
-	return v, s.tooLate(ctx, t.ID, v)
+	return withActions(v, user), s.tooLate(ctx, t.ID, v)
 }
 
 // submittedFirst is the refusal of a stop of task whose run, still

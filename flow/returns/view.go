@@ -31,8 +31,14 @@ type View struct {
 	// asked whose checkpoint was lost: it stands, and only it given again
 	// (StandingHint) carries the task on; omitted otherwise.
 	Stands *DecisionView `json:"stands,omitempty"`
-	Result *Result       `json:"result"`
-	Error  *Failure      `json:"error"`
+	// AwaitingSubmit are the approvals the task's head carries to a
+	// submit that has not finished (its run was killed or stopped before
+	// it): no application was made yet, and the approval of a task that
+	// needs one is not in the trail yet. Each says, by NotCounted, whether
+	// the submit would no longer count it now. [] when none.
+	AwaitingSubmit []DecisionView `json:"awaiting_submit"`
+	Result         *Result        `json:"result"`
+	Error          *Failure       `json:"error"`
 	// Holder is the process driving a running or interrupted task, if any;
 	// omitted otherwise. Alive false means it is gone: Recover or Resume
 	// continues the run.
@@ -43,6 +49,13 @@ type View struct {
 	// (resume, start or recover of a run whose process died); omitted
 	// otherwise.
 	Recovery *RecoveryView `json:"recovery,omitempty"`
+	// Actions are what the person the view was made for (the user of
+	// show, start, resume, wait or stop) may do now with the task, each
+	// one that can succeed at the time of the view (viewerActions): the
+	// answers approve, cancel, edit, revise and reason, resume (continue a
+	// stopped or abandoned run), recover, stop, and start (a new request
+	// for the same order, after its draft expired). [] when nothing can.
+	Actions []string `json:"actions"`
 	// Note is a line for the person about what the command chose (which of
 	// two approval questions an answer went to); not part of the JSON.
 	Note string `json:"-"`
@@ -159,7 +172,7 @@ func (v *View) ExpiredNow() bool {
 // view builds the View of a task from its head snapshot (nil when the task
 // has no checkpoint yet).
 func view(t runs.TaskRecord, snap *flow.Snapshot[State]) *View {
-	v := &View{Task: t.ID, User: t.User, Order: t.OrderID, Next: []string{}, Interrupts: []InterruptView{}, Decisions: []DecisionView{}}
+	v := &View{Task: t.ID, User: t.User, Order: t.OrderID, Next: []string{}, Interrupts: []InterruptView{}, Decisions: []DecisionView{}, AwaitingSubmit: []DecisionView{}, Actions: []string{}}
 	if snap == nil {
 		// No checkpoint yet: the run is part-way, or stopped part-way.
 		v.Status, v.Stage = StatusRunning, t.Stage
