@@ -51,6 +51,9 @@
 // order's rows; import_mapping.go names columns by an export's headers;
 // import_errors.go, import_report.go and import_needs.go are a refused
 // file's error, its problems by kind and the import options it needs;
-// import_spool.go, import_stream.go and upsert.go keep the checked orders
-// and write them.
+// import_orders.go is the import itself (ImportOrdersFile) and its
+// report; import_spool.go, import_stream.go, upsert.go (which orders an
+// import adds, updates or refuses) and upsert_stored.go (the stored orders
+// it compares with, and its writes) keep the checked orders and write
+// them.
 package business
