@@ -112,6 +112,12 @@ func useMemoryTempDir() string {
 	if err != nil {
 		return ""
 	}
+	// Open to every user, as /tmp is: a test may run the binary as
+	// another user (TestStorageReadOnlyDataDir).
+	if err := os.Chmod(dir, os.ModeSticky|0o777); err != nil {
+		os.Remove(dir)
+		return ""
+	}
 	os.Setenv("TMPDIR", dir)
 	return dir
 }
