@@ -99,7 +99,7 @@ const memoryTempDir = "/dev/shm"
 // tests start) at a directory of its own under memoryTempDir, unless
 // TMPDIR is set or memoryTempDir is not there. The tests kill processes,
 // never the machine, so the fsyncs of a disk prove nothing here; on a disk
-// they cost the package about a third of its CPU time. It returns the
+// they cost the package about a fifth of its CPU time. It returns the
 // directory to remove at the end, "" when it changed nothing.
 func useMemoryTempDir() string {
 	if os.Getenv("TMPDIR") != "" {
