@@ -45,12 +45,17 @@
 //   - times are stored as UTC RFC 3339 text with nine fraction digits.
 //
 // An orders import (docs/orders.md), file by file: import.go reads and
-// checks a file (ParseOrders, OrdersFile); import_rows.go checks one row
+// checks a file (ParseOrders, OrdersFile) through a Table (table.go: its
+// header and columns; table_records.go: its delimiter, its lines and
+// their limits); import_rows.go checks one row
 // (its id, its user, an order's rows that must agree); import_delivery.go
 // and import_dates.go read its delivery times; import_group.go merges an
-// order's rows; import_mapping.go names columns by an export's headers;
+// order's rows (and keeps a pool of groups); import_mapping.go names columns by an export's headers;
 // import_errors.go, import_report.go and import_needs.go are a refused
 // file's error, its problems by kind and the import options it needs;
-// import_spool.go, import_stream.go and upsert.go keep the checked orders
-// and write them.
+// import_orders.go is the import itself (ImportOrdersFile) and its
+// report; import_spool.go, import_stream.go, upsert.go (which orders an
+// import adds, updates or refuses) and upsert_stored.go (the stored orders
+// it compares with, and its writes) keep the checked orders and write
+// them.
 package business

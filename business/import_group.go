@@ -104,3 +104,29 @@ func JoinItems(items []string, more int) string {
 	}
 	return first + suffix
 }
+
+// groupPool is how many groups an OrdersFile keeps for reuse: the batches
+// that may be under way between its reader and its writer.
+const groupPool = (importQueue + 2) * importBatch
+
+// newGroup returns a group to fill: one given back by freeGroup, or a new
+// one (a file's orders reuse a few thousand groups instead of allocating
+// one each).
+func (f *OrdersFile) newGroup() *group {
+	select {
+	case g := <-f.pool:
+		*g = group{}
+		return g
+	default:
+		return new(group)
+	}
+}
+
+// freeGroup gives a group back for reuse; the caller keeps nothing of it
+// but copies (strings are never changed).
+func (f *OrdersFile) freeGroup(g *group) {
+	select {
+	case f.pool <- g:
+	default:
+	}
+}

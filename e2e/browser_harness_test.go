@@ -255,7 +255,7 @@ func screenshotDir(t *testing.T) string {
 	t.Helper()
 	dir := os.Getenv("ASSISTANT_SCREENSHOTS")
 	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "assistant-screenshots")
+		dir = filepath.Join(systemTempDir, "assistant-screenshots")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

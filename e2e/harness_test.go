@@ -54,12 +54,14 @@ func TestMain(m *testing.M) {
 	if !flagSet("test.parallel") {
 		_ = flag.Set("test.parallel", strconv.Itoa(min(maxParallel, parallelPerCPU*runtime.GOMAXPROCS(0))))
 	}
+	systemTempDir = os.TempDir()
 	dir, err := os.MkdirTemp("", "assistant-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	binDir = dir
+	memDir := useMemoryTempDir()
 	// The binary is on PATH, as an installed one is: a test runs it by its
 	// full path, which PATH finds by its name, so the next commands it
 	// prints start "assistant" (docs/cli.md "Text output").
@@ -78,7 +80,46 @@ func TestMain(m *testing.M) {
 	code := pgtest.Run(m)
 	dropPGFixtures()
 	os.RemoveAll(dir)
+	if memDir != "" {
+		os.RemoveAll(memDir)
+	}
 	os.Exit(code)
+}
+
+// systemTempDir is the temporary directory of the system, before
+// useMemoryTempDir moved TMPDIR: what outlives the run (the screenshots)
+// goes there.
+var systemTempDir string
+
+// memoryTempDir is where useMemoryTempDir makes the tests' temporary
+// directory: a memory file system on Linux.
+const memoryTempDir = "/dev/shm"
+
+// useMemoryTempDir points TMPDIR (every t.TempDir, and the processes the
+// tests start) at a directory of its own under memoryTempDir, unless
+// TMPDIR is set or memoryTempDir is not there. The tests kill processes,
+// never the machine, so the fsyncs of a disk prove nothing here; on a disk
+// they cost the package about a fifth of its CPU time. It returns the
+// directory to remove at the end, "" when it changed nothing.
+func useMemoryTempDir() string {
+	if os.Getenv("TMPDIR") != "" {
+		return ""
+	}
+	if fi, err := os.Stat(memoryTempDir); err != nil || !fi.IsDir() {
+		return ""
+	}
+	dir, err := os.MkdirTemp(memoryTempDir, "assistant-e2e-tmp-")
+	if err != nil {
+		return ""
+	}
+	// Open to every user, as /tmp is: a test may run the binary as
+	// another user (TestStorageReadOnlyDataDir).
+	if err := os.Chmod(dir, os.ModeSticky|0o777); err != nil {
+		os.Remove(dir)
+		return ""
+	}
+	os.Setenv("TMPDIR", dir)
+	return dir
 }
 
 // How many tests run at once by default: parallelPerCPU a CPU, at most

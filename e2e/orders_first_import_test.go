@@ -128,7 +128,7 @@ func TestFirstImportReportsAsAnyImport(t *testing.T) {
 // wantCleanFile fails t unless the SQLite file at path is left as a clean
 // close leaves it: WAL mode in its header, an empty -wal whose
 // modification time is not before the file's last change (ctime), so the
-// next open reads no page to check it (sqlitedb's leftState).
+// next open reads no page to check it (internal/sqlite's leftState).
 func wantCleanFile(t *testing.T, path string) {
 	t.Helper()
 	hdr := make([]byte, 100)

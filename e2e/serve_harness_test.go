@@ -40,6 +40,22 @@ func places(t *testing.T) []place {
 	return out
 }
 
+// servedOnEachPlace runs test in a parallel subtest for each of places:
+// a server started there with env added and ready, and an access token of
+// demo-user (owner) to call it with.
+func servedOnEachPlace(t *testing.T, env []string, test func(t *testing.T, p place, s *server, owner string)) {
+	t.Helper()
+	for _, p := range places(t) {
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			_, owner := p.token(t, "demo-user")
+			s := serve(t, p, env)
+			s.ready(t)
+			test(t, p, s, owner)
+		})
+	}
+}
+
 // cli runs the binary on p with json output, env added; stdout, stderr
 // and the exit code.
 func (p place) cli(tb testing.TB, env []string, args ...string) (string, string, int) {

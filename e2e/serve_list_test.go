@@ -18,47 +18,41 @@ import (
 // null; a cursor the server did not give is 400 invalid_input.
 func TestServeListPagesByCursor(t *testing.T) {
 	t.Parallel()
-	for _, p := range places(t) {
-		t.Run(p.name, func(t *testing.T) {
-			t.Parallel()
-			_, owner := p.token(t, "demo-user")
-			s := serve(t, p, nil)
-			s.ready(t)
-			start := func(task, order string) {
-				t.Helper()
-				s.call(t, "POST", "/api/v1/tasks", owner, "", fmt.Sprintf(`{"task":%q,"order":%q,"reason":"too small"}`, task, order)).want(t, "start "+task, http.StatusCreated)
+	servedOnEachPlace(t, nil, func(t *testing.T, p place, s *server, owner string) {
+		start := func(task, order string) {
+			t.Helper()
+			s.call(t, "POST", "/api/v1/tasks", owner, "", fmt.Sprintf(`{"task":%q,"order":%q,"reason":"too small"}`, task, order)).want(t, "start "+task, http.StatusCreated)
+		}
+		start("l1", "A3001")
+		start("l2", "A3003")
+		start("l3", "A3004")
+		page := func(query string) (string, any) {
+			t.Helper()
+			r := s.call(t, "GET", "/api/v1/tasks?"+query, owner, "", "").want(t, "list "+query, http.StatusOK)
+			var ids []string
+			for _, task := range r.body["tasks"].([]any) {
+				ids = append(ids, task.(map[string]any)["task"].(string))
 			}
-			start("l1", "A3001")
-			start("l2", "A3003")
-			start("l3", "A3004")
-			page := func(query string) (string, any) {
-				t.Helper()
-				r := s.call(t, "GET", "/api/v1/tasks?"+query, owner, "", "").want(t, "list "+query, http.StatusOK)
-				var ids []string
-				for _, task := range r.body["tasks"].([]any) {
-					ids = append(ids, task.(map[string]any)["task"].(string))
-				}
-				next, ok := r.body["next_cursor"]
-				if !ok {
-					t.Fatalf("list %s: no next_cursor\n%s", query, r.raw)
-				}
-				return strings.Join(ids, ","), next
+			next, ok := r.body["next_cursor"]
+			if !ok {
+				t.Fatalf("list %s: no next_cursor\n%s", query, r.raw)
 			}
-			ids, next := page("limit=2")
-			cursor, ok := next.(string)
-			if ids != "l1,l2" || !ok || cursor == "" {
-				t.Fatalf("the first page: %s, next_cursor %v; want l1,l2 and a cursor", ids, next)
+			return strings.Join(ids, ","), next
+		}
+		ids, next := page("limit=2")
+		cursor, ok := next.(string)
+		if ids != "l1,l2" || !ok || cursor == "" {
+			t.Fatalf("the first page: %s, next_cursor %v; want l1,l2 and a cursor", ids, next)
+		}
+		start("l4", "A3008")
+		if ids, next := page("limit=2&cursor=" + url.QueryEscape(cursor)); ids != "l3,l4" || next != nil {
+			t.Errorf("the second page: %s, next_cursor %v; want l3,l4 and null", ids, next)
+		}
+		for _, bad := range []string{"nonsense", cursor + "x", ""} {
+			r := s.call(t, "GET", "/api/v1/tasks?limit=2&cursor="+url.QueryEscape(bad), owner, "", "")
+			if r.status != http.StatusBadRequest || r.errorCode() != "invalid_input" {
+				t.Errorf("cursor %q: %d\n%s; want 400 invalid_input", bad, r.status, r.raw)
 			}
-			start("l4", "A3008")
-			if ids, next := page("limit=2&cursor=" + url.QueryEscape(cursor)); ids != "l3,l4" || next != nil {
-				t.Errorf("the second page: %s, next_cursor %v; want l3,l4 and null", ids, next)
-			}
-			for _, bad := range []string{"nonsense", cursor + "x", ""} {
-				r := s.call(t, "GET", "/api/v1/tasks?limit=2&cursor="+url.QueryEscape(bad), owner, "", "")
-				if r.status != http.StatusBadRequest || r.errorCode() != "invalid_input" {
-					t.Errorf("cursor %q: %d\n%s; want 400 invalid_input", bad, r.status, r.raw)
-				}
-			}
-		})
-	}
+		}
+	})
 }

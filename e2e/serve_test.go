@@ -113,37 +113,31 @@ func TestServeTheRulesOfTheCommands(t *testing.T) {
 // the key with another body is 422; a key is its person's own.
 func TestServeIdempotencyKey(t *testing.T) {
 	t.Parallel()
-	for _, p := range places(t) {
-		t.Run(p.name, func(t *testing.T) {
-			t.Parallel()
-			_, owner := p.token(t, "demo-user")
-			s := serve(t, p, nil)
-			s.ready(t)
-			s.call(t, "POST", "/api/v1/tasks", owner, "start-1", `{"task":"s3","order":"A3003","reason":"too small"}`).want(t, "start", http.StatusCreated)
-			again := s.call(t, "POST", "/api/v1/tasks", owner, "start-1", `{"task":"s3","order":"A3003","reason":"too small"}`).want(t, "start again with its key", http.StatusCreated)
-			if again.header.Get("Idempotent-Replayed") != "true" {
-				t.Errorf("start again with its key: not replayed: %v", again.header)
-			}
-			approve := `{"action":"approve","version":1}`
-			first := s.call(t, "POST", "/api/v1/tasks/s3/answers", owner, "k-approve", approve).want(t, "approve", http.StatusOK)
-			second := s.call(t, "POST", "/api/v1/tasks/s3/answers", owner, "k-approve", approve).want(t, "approve again with its key", http.StatusOK)
-			if first.raw != second.raw || second.header.Get("Idempotent-Replayed") != "true" {
-				t.Errorf("the second reply is not the first:\n%s\n%s", first.raw, second.raw)
-			}
-			if got := p.apps(t, "s3"); got != "1" {
-				t.Errorf("applications of s3: %s, want 1", got)
-			}
-			decisions := p.sql(t, `SELECT count(*) FROM decisions WHERE task_id = 's3' AND action = 'approve'`,
-				`SELECT count(*) FROM business.decisions WHERE task_id = 's3' AND action = 'approve'`)
-			if decisions != "1" {
-				t.Errorf("approve decisions of s3: %s, want 1", decisions)
-			}
-			r := s.call(t, "POST", "/api/v1/tasks/s3/answers", owner, "k-approve", `{"action":"cancel"}`)
-			if r.status != http.StatusUnprocessableEntity || r.errorCode() != "idempotency_key_reused" {
-				t.Errorf("the key with another body: %d\n%s; want 422", r.status, r.raw)
-			}
-		})
-	}
+	servedOnEachPlace(t, nil, func(t *testing.T, p place, s *server, owner string) {
+		s.call(t, "POST", "/api/v1/tasks", owner, "start-1", `{"task":"s3","order":"A3003","reason":"too small"}`).want(t, "start", http.StatusCreated)
+		again := s.call(t, "POST", "/api/v1/tasks", owner, "start-1", `{"task":"s3","order":"A3003","reason":"too small"}`).want(t, "start again with its key", http.StatusCreated)
+		if again.header.Get("Idempotent-Replayed") != "true" {
+			t.Errorf("start again with its key: not replayed: %v", again.header)
+		}
+		approve := `{"action":"approve","version":1}`
+		first := s.call(t, "POST", "/api/v1/tasks/s3/answers", owner, "k-approve", approve).want(t, "approve", http.StatusOK)
+		second := s.call(t, "POST", "/api/v1/tasks/s3/answers", owner, "k-approve", approve).want(t, "approve again with its key", http.StatusOK)
+		if first.raw != second.raw || second.header.Get("Idempotent-Replayed") != "true" {
+			t.Errorf("the second reply is not the first:\n%s\n%s", first.raw, second.raw)
+		}
+		if got := p.apps(t, "s3"); got != "1" {
+			t.Errorf("applications of s3: %s, want 1", got)
+		}
+		decisions := p.sql(t, `SELECT count(*) FROM decisions WHERE task_id = 's3' AND action = 'approve'`,
+			`SELECT count(*) FROM business.decisions WHERE task_id = 's3' AND action = 'approve'`)
+		if decisions != "1" {
+			t.Errorf("approve decisions of s3: %s, want 1", decisions)
+		}
+		r := s.call(t, "POST", "/api/v1/tasks/s3/answers", owner, "k-approve", `{"action":"cancel"}`)
+		if r.status != http.StatusUnprocessableEntity || r.errorCode() != "idempotency_key_reused" {
+			t.Errorf("the key with another body: %d\n%s; want 422", r.status, r.raw)
+		}
+	})
 }
 
 // TestServeBesideTheCommandLine (docs/server.md "Beside the command
@@ -153,48 +147,42 @@ func TestServeIdempotencyKey(t *testing.T) {
 // server exits 0 and holds no lease.
 func TestServeBesideTheCommandLine(t *testing.T) {
 	t.Parallel()
-	for _, p := range places(t) {
-		t.Run(p.name, func(t *testing.T) {
-			t.Parallel()
-			_, owner := p.token(t, "demo-user")
-			s := serve(t, p, nil)
-			s.ready(t)
-			s.call(t, "POST", "/api/v1/tasks", owner, "", `{"task":"s4","order":"A3003","reason":"too small"}`).want(t, "start", http.StatusCreated)
-			s.call(t, "POST", "/api/v1/tasks", owner, "", `{"task":"s5","order":"A3004","reason":"wrong colour"}`).want(t, "start", http.StatusCreated)
-			if out, errOut, code := p.cli(t, nil, "show", "s4"); code != 0 || !strings.Contains(out, `"status": "waiting"`) {
-				t.Errorf("show beside the server: exit %d %s%s", code, out, errOut)
-			}
-			// A waiting task runs nowhere, the server neither: stop says so
-			// as it does without a server.
-			if _, errOut, code := p.cli(t, nil, "stop", "s5"); code != 3 || !strings.Contains(errOut, "it is not running: it waits for a person's answer") {
-				t.Errorf("stop beside the server: exit %d %s; want 3, not running", code, errOut)
-			}
-			if out, errOut, code := p.cli(t, nil, "resume", "s5", "--action", "cancel"); code != 0 || !strings.Contains(out, `"status": "cancelled"`) {
-				t.Errorf("resume beside the server: exit %d %s%s", code, out, errOut)
-			}
-			if r := s.call(t, "GET", "/api/v1/tasks/s5", owner, "", ""); r.body["status"] != "cancelled" {
-				t.Errorf("the server's view of the task the command line cancelled: %v, want cancelled", r.body["status"])
-			}
-			_, late := p.token(t, "demo-user")
-			s.call(t, "GET", "/api/v1/tasks", late, "", "").want(t, "a token made while the server runs", http.StatusOK)
+	servedOnEachPlace(t, nil, func(t *testing.T, p place, s *server, owner string) {
+		s.call(t, "POST", "/api/v1/tasks", owner, "", `{"task":"s4","order":"A3003","reason":"too small"}`).want(t, "start", http.StatusCreated)
+		s.call(t, "POST", "/api/v1/tasks", owner, "", `{"task":"s5","order":"A3004","reason":"wrong colour"}`).want(t, "start", http.StatusCreated)
+		if out, errOut, code := p.cli(t, nil, "show", "s4"); code != 0 || !strings.Contains(out, `"status": "waiting"`) {
+			t.Errorf("show beside the server: exit %d %s%s", code, out, errOut)
+		}
+		// A waiting task runs nowhere, the server neither: stop says so
+		// as it does without a server.
+		if _, errOut, code := p.cli(t, nil, "stop", "s5"); code != 3 || !strings.Contains(errOut, "it is not running: it waits for a person's answer") {
+			t.Errorf("stop beside the server: exit %d %s; want 3, not running", code, errOut)
+		}
+		if out, errOut, code := p.cli(t, nil, "resume", "s5", "--action", "cancel"); code != 0 || !strings.Contains(out, `"status": "cancelled"`) {
+			t.Errorf("resume beside the server: exit %d %s%s", code, out, errOut)
+		}
+		if r := s.call(t, "GET", "/api/v1/tasks/s5", owner, "", ""); r.body["status"] != "cancelled" {
+			t.Errorf("the server's view of the task the command line cancelled: %v, want cancelled", r.body["status"])
+		}
+		_, late := p.token(t, "demo-user")
+		s.call(t, "GET", "/api/v1/tasks", late, "", "").want(t, "a token made while the server runs", http.StatusOK)
 
-			polled := make(chan reply, 1)
-			go func() { polled <- s.call(t, "GET", "/api/v1/tasks/s4?wait=10m", owner, "", "") }()
-			eventually(t, "the long-poll to be in flight", func() bool {
-				return strings.Contains(metricsOf(t, s), "assistant_long_polls 1")
-			})
-			if code := s.stop(t); code != 0 {
-				t.Errorf("SIGTERM: exit %d, want 0\n%s", code, s.log(t))
-			}
-			if r := <-polled; r.status != http.StatusOK || r.body["status"] != "waiting" {
-				t.Errorf("the long-poll at SIGTERM: %d %v, want 200 and the task waiting\n%s", r.status, r.body["status"], r.raw)
-			}
-			held := p.sql(t, `SELECT count(*) FROM tasks WHERE lease_owner IS NOT NULL`, `SELECT count(*) FROM business.tasks WHERE lease_owner IS NOT NULL`)
-			if held != "0" {
-				t.Errorf("leases held after the server stopped: %s, want 0", held)
-			}
+		polled := make(chan reply, 1)
+		go func() { polled <- s.call(t, "GET", "/api/v1/tasks/s4?wait=10m", owner, "", "") }()
+		eventually(t, "the long-poll to be in flight", func() bool {
+			return strings.Contains(metricsOf(t, s), "assistant_long_polls 1")
 		})
-	}
+		if code := s.stop(t); code != 0 {
+			t.Errorf("SIGTERM: exit %d, want 0\n%s", code, s.log(t))
+		}
+		if r := <-polled; r.status != http.StatusOK || r.body["status"] != "waiting" {
+			t.Errorf("the long-poll at SIGTERM: %d %v, want 200 and the task waiting\n%s", r.status, r.body["status"], r.raw)
+		}
+		held := p.sql(t, `SELECT count(*) FROM tasks WHERE lease_owner IS NOT NULL`, `SELECT count(*) FROM business.tasks WHERE lease_owner IS NOT NULL`)
+		if held != "0" {
+			t.Errorf("leases held after the server stopped: %s, want 0", held)
+		}
+	})
 }
 
 // metricsOf is the server's /metrics text.
@@ -222,42 +210,36 @@ func metricsOf(t *testing.T, s *server) string {
 // client that retries with its key learns it.
 func TestServeRecoversBeforeReady(t *testing.T) {
 	t.Parallel()
-	for _, p := range places(t) {
-		t.Run(p.name, func(t *testing.T) {
-			t.Parallel()
-			_, owner := p.token(t, "demo-user")
-			s := serve(t, p, []string{"ASSISTANT_FAULT=group:between-commits"})
-			s.ready(t)
-			s.call(t, "POST", "/api/v1/tasks", owner, "", `{"task":"s6","order":"A3003","reason":"too small"}`).want(t, "start", http.StatusCreated)
-			req, _ := http.NewRequest("POST", s.url+"/api/v1/tasks/s6/answers", strings.NewReader(`{"action":"approve","version":1}`))
-			req.Header.Set("Authorization", "Bearer "+owner)
-			req.Header.Set("Idempotency-Key", "k-lost")
-			if resp, err := http.DefaultClient.Do(req); err == nil {
-				resp.Body.Close()
-				t.Fatalf("the approve got a reply (%d) from a server killed inside it", resp.StatusCode)
-			}
-			if code := <-s.done; code != 128+int(syscall.SIGKILL) {
-				t.Fatalf("the server at the fault point: exit %d, want SIGKILL", code)
-			}
-			if got := p.sql(t, `SELECT status FROM tasks WHERE task_id = 's6'`, `SELECT status FROM business.tasks WHERE task_id = 's6'`); got != "running" {
-				t.Fatalf("s6 after the kill: %s, want running (its holder gone)", got)
-			}
-			again := serve(t, p, nil)
-			again.ready(t)
-			log := again.log(t)
-			if rec, ready := strings.Index(log, `"msg":"recovered","task":"s6"`), strings.Index(log, `"msg":"ready"`); rec < 0 || ready < rec {
-				t.Errorf("the restarted server's log: want s6 recovered before ready\n%s", log)
-			}
-			if r := again.call(t, "GET", "/api/v1/tasks/s6", owner, "", ""); r.body["status"] != "done" {
-				t.Errorf("s6 at the first look after ready: %v, want done\n%s", r.body["status"], r.raw)
-			}
-			retry := again.call(t, "POST", "/api/v1/tasks/s6/answers", owner, "k-lost", `{"action":"approve","version":1}`).want(t, "the retry with its key", http.StatusOK)
-			if retry.body["status"] != "done" {
-				t.Errorf("the retry: %v, want done", retry.body["status"])
-			}
-			if got := p.apps(t, "s6"); got != "1" {
-				t.Errorf("applications of s6: %s, want 1", got)
-			}
-		})
-	}
+	servedOnEachPlace(t, []string{"ASSISTANT_FAULT=group:between-commits"}, func(t *testing.T, p place, s *server, owner string) {
+		s.call(t, "POST", "/api/v1/tasks", owner, "", `{"task":"s6","order":"A3003","reason":"too small"}`).want(t, "start", http.StatusCreated)
+		req, _ := http.NewRequest("POST", s.url+"/api/v1/tasks/s6/answers", strings.NewReader(`{"action":"approve","version":1}`))
+		req.Header.Set("Authorization", "Bearer "+owner)
+		req.Header.Set("Idempotency-Key", "k-lost")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			t.Fatalf("the approve got a reply (%d) from a server killed inside it", resp.StatusCode)
+		}
+		if code := <-s.done; code != 128+int(syscall.SIGKILL) {
+			t.Fatalf("the server at the fault point: exit %d, want SIGKILL", code)
+		}
+		if got := p.sql(t, `SELECT status FROM tasks WHERE task_id = 's6'`, `SELECT status FROM business.tasks WHERE task_id = 's6'`); got != "running" {
+			t.Fatalf("s6 after the kill: %s, want running (its holder gone)", got)
+		}
+		again := serve(t, p, nil)
+		again.ready(t)
+		log := again.log(t)
+		if rec, ready := strings.Index(log, `"msg":"recovered","task":"s6"`), strings.Index(log, `"msg":"ready"`); rec < 0 || ready < rec {
+			t.Errorf("the restarted server's log: want s6 recovered before ready\n%s", log)
+		}
+		if r := again.call(t, "GET", "/api/v1/tasks/s6", owner, "", ""); r.body["status"] != "done" {
+			t.Errorf("s6 at the first look after ready: %v, want done\n%s", r.body["status"], r.raw)
+		}
+		retry := again.call(t, "POST", "/api/v1/tasks/s6/answers", owner, "k-lost", `{"action":"approve","version":1}`).want(t, "the retry with its key", http.StatusOK)
+		if retry.body["status"] != "done" {
+			t.Errorf("the retry: %v, want done", retry.body["status"])
+		}
+		if got := p.apps(t, "s6"); got != "1" {
+			t.Errorf("applications of s6: %s, want 1", got)
+		}
+	})
 }
