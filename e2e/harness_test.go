@@ -95,9 +95,14 @@ var systemTempDir string
 // directory: a memory file system on Linux.
 const memoryTempDir = "/dev/shm"
 
+// memoryTempMin is the free space, in bytes, memoryTempDir must have for
+// the tests to use it.
+const memoryTempMin = 2 << 30
+
 // useMemoryTempDir points TMPDIR (every t.TempDir, and the processes the
 // tests start) at a directory of its own under memoryTempDir, unless
-// TMPDIR is set or memoryTempDir is not there. The tests kill processes,
+// TMPDIR is set or memoryTempDir is not there or has less than
+// memoryTempMin free. The tests kill processes,
 // never the machine, so the fsyncs of a disk prove nothing here; on a disk
 // they cost the package about a fifth of its CPU time. It returns the
 // directory to remove at the end, "" when it changed nothing.
@@ -106,6 +111,11 @@ func useMemoryTempDir() string {
 		return ""
 	}
 	if fi, err := os.Stat(memoryTempDir); err != nil || !fi.IsDir() {
+		return ""
+	}
+	// A small one (a container's 64 MiB /dev/shm) would fill up.
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(memoryTempDir, &fs); err != nil || fs.Bavail*uint64(fs.Bsize) < memoryTempMin {
 		return ""
 	}
 	dir, err := os.MkdirTemp(memoryTempDir, "assistant-e2e-tmp-")
