@@ -36,6 +36,25 @@ type InboxQuery struct {
 	Limit     int
 }
 
+// ValidInboxCursor reports whether (key, task) can name the last row of
+// an inbox page as InboxRow.Key and Task give it: both "" (the first
+// page), or a task id and a stored expiry in the store's own time form
+// (or "~", the key of a task without a draft). Anything else is a cursor
+// no page gave.
+func ValidInboxCursor(key, task string) bool {
+	if key == "" && task == "" {
+		return true
+	}
+	if task == "" || key == "" {
+		return false
+	}
+	if key == "~" {
+		return true
+	}
+	t, err := parseTime(key)
+	return err == nil && formatTime(t) == key
+}
+
 // InboxRow is one task of an inbox page, as its records hold it. DraftID
 // is "" (and Version 0, ExpiresAt zero) for a task with no draft yet; Item
 // is "" for an order the owner does not hold. Given counts the distinct

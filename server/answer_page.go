@@ -18,11 +18,11 @@ import (
 func (s *Server) answerPage(w http.ResponseWriter, r *http.Request, user string) {
 	task := r.PathValue("task")
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
-	if err := r.ParseForm(); err != nil {
-		s.render(w, http.StatusBadRequest, "notice", user, noticePage{Title: "Not an answer", Message: "The form could not be read: " + err.Error() + "."})
+	f, err := oneForm(r)
+	if err != nil {
+		s.render(w, http.StatusBadRequest, "notice", user, noticePage{Title: "Not an answer", Message: "Nothing changed: " + err.Error() + "."})
 		return
 	}
-	f := r.PostForm
 	if f.Get("task") != task {
 		s.render(w, http.StatusBadRequest, "notice", user, noticePage{Title: "Not an answer", Message: fmt.Sprintf("The form is for task %q, and it was sent to task %q: nothing changed.", f.Get("task"), task)})
 		return
@@ -50,7 +50,7 @@ func (s *Server) answerPage(w http.ResponseWriter, r *http.Request, user string)
 		s.render(w, http.StatusBadRequest, "notice", user, noticePage{Title: "Not an answer", Message: fmt.Sprintf("The form's action must be approve, cancel, edit, revise or reason, not %q: nothing changed.", action)})
 		return
 	}
-	err := returns.ValidTaskID(task)
+	err = returns.ValidTaskID(task)
 	if err == nil {
 		err = returns.CheckResume(o)
 	}

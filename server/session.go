@@ -190,7 +190,12 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
-	token := r.PostFormValue("token")
+	f, err := oneForm(r)
+	if err != nil {
+		s.render(w, http.StatusBadRequest, "login", "", loginPage{Failed: true, Message: "Not signed in: " + err.Error() + "."})
+		return
+	}
+	token := f.Get("token")
 	user, err := s.svc.Authenticate(r.Context(), token)
 	if err != nil {
 		if returns.KindOf(returns.Classify(err)) == returns.ErrUnauthenticated || token == "" {

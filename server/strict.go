@@ -262,3 +262,28 @@ func (s *Server) strictQuery(p params, h func(w http.ResponseWriter, r *http.Req
 		h(w, r, user)
 	}
 }
+
+// oneForm reads r's form as a page's POST must send it: fields in the body
+// only (the address carries no query), each field once. It returns the
+// body's fields; the error says, in a person's words, what was not so.
+// A request means one thing or is refused, as the API's JSON bodies are
+// (decodeStrict).
+func oneForm(r *http.Request) (url.Values, error) {
+	if err := r.ParseForm(); err != nil {
+		return nil, fmt.Errorf("the form could not be read: %v", err)
+	}
+	if r.URL.RawQuery != "" {
+		return nil, errors.New("the form was sent to an address with a query; a form gives its fields in its body only")
+	}
+	keys := make([]string, 0, len(r.PostForm))
+	for k := range r.PostForm {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if len(r.PostForm[k]) > 1 {
+			return nil, fmt.Errorf("the form gives %q %d times; a form gives each field once", k, len(r.PostForm[k]))
+		}
+	}
+	return r.PostForm, nil
+}

@@ -54,8 +54,8 @@ type InboxPage struct {
 // page's limit from the task records, drafts and trail (one query, not
 // every task). The rows are what the records hold; the task's page
 // (Show) judges the task as it is now. It writes nothing. Errors:
-// ErrInvalid for an unknown filter or a limit out of 0..MaxInboxPage;
-// storage errors.
+// ErrInvalid for an unknown filter, a limit out of 0..MaxInboxPage or
+// a cursor no page gave (business.ValidInboxCursor); storage errors.
 func (s *Service) Inbox(ctx context.Context, o InboxOptions) (*InboxPage, error) {
 	if o.Filter == "" {
 		o.Filter = InboxFilters[0]
@@ -68,6 +68,9 @@ func (s *Service) Inbox(ctx context.Context, o InboxOptions) (*InboxPage, error)
 	}
 	if o.Limit == 0 {
 		o.Limit = DefaultInboxPage
+	}
+	if !business.ValidInboxCursor(o.After.Key, o.After.Task) || (o.After.Task != "" && ValidTaskID(o.After.Task) != nil) {
+		return nil, errorf(Hint{}, "%w: the inbox page's cursor is not one an inbox page gave; start again from the first page", ErrInvalid)
 	}
 	now := s.now()
 	rows, err := s.desk.Inbox(ctx, business.InboxQuery{User: o.User, Filter: o.Filter, Now: now, AfterKey: o.After.Key, AfterTask: o.After.Task, Limit: o.Limit + 1})
