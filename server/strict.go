@@ -56,9 +56,54 @@ func decodeStrict(body []byte, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return fmt.Errorf("%w: the request body is not the JSON object this route takes: %v", returns.ErrInvalid, err)
+		return fmt.Errorf("%w: the request body is not the JSON object this route takes: %s", returns.ErrInvalid, decodeWords(err))
 	}
 	return nil
+}
+
+// decodeWords is a decoding error of encoding/json in the API's words:
+// for a value of the wrong type, the field by its JSON name and the type
+// it takes ("field \"version\" takes a number, not a string"), never
+// the Go names of the server's own types.
+func decodeWords(err error) string {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return err.Error()
+	}
+	want := "a string"
+	switch te.Type.Kind() {
+	case reflect.Bool:
+		want = "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		want = "a whole number"
+	case reflect.Float32, reflect.Float64:
+		want = "a number"
+	case reflect.Slice, reflect.Array:
+		want = "a list"
+	case reflect.Map, reflect.Struct:
+		want = "an object"
+	}
+	got := te.Value
+	switch kind, value, _ := strings.Cut(te.Value, " "); kind {
+	case "string":
+		got = "a string"
+	case "bool":
+		got = "a boolean"
+	case "array":
+		got = "a list"
+	case "object":
+		got = "an object"
+	case "number":
+		got = "a number"
+		if value != "" {
+			got = value
+		}
+	}
+	if te.Field == "" {
+		return fmt.Sprintf("the body takes %s, not %s", want, got)
+	}
+	return fmt.Sprintf("field %q takes %s, not %s", te.Field, want, got)
 }
 
 // checkObject walks body's JSON tokens: one object, its keys among

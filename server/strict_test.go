@@ -58,6 +58,9 @@ func TestRequestsMeanOneThingOrAreRefused(t *testing.T) {
 		{"BadUTF8", "POST", answers, "{\"action\":\"approve\",\"comment\":\"\xff\"}", nil, 400, "UTF-8"},
 		{"Truncated", "POST", answers, `{"action":`, nil, 400, "ends inside"},
 		{"Empty", "POST", answers, ``, nil, 400, "empty"},
+		{"StringForANumber", "POST", answers, `{"action":"cancel","version":"1"}`, nil, 400, `field "version" takes a whole number, not a string`},
+		{"FractionForANumber", "POST", answers, `{"action":"cancel","version":1.5}`, nil, 400, `field "version" takes a whole number, not 1.5`},
+		{"NumberForAString", "POST", answers, `{"action":7}`, nil, 400, `field "action" takes a string, not a number`},
 		{"StartWithDuplicateKey", "POST", tasks, `{"task":"t2","order":"O2","task":"t3"}`, nil, 400, `"task" twice`},
 		{"TwoIdempotencyKeys", "POST", answers, `{"action":"approve"}`, http.Header{"Idempotency-Key": {"k1", "k2"}}, 400, "2 Idempotency-Key headers"},
 		{"EmptyIdempotencyKey", "POST", answers, `{"action":"approve"}`, http.Header{"Idempotency-Key": {""}}, 400, "Idempotency-Key"},
@@ -87,6 +90,9 @@ func TestRequestsMeanOneThingOrAreRefused(t *testing.T) {
 			}
 			if rec.Code != tc.status || body.Error.Code != wantCode || !strings.Contains(body.Error.Message, tc.says) {
 				t.Errorf("%d %s; want %d %s saying %q", rec.Code, rec.Body, tc.status, wantCode, tc.says)
+			}
+			if strings.Contains(body.Error.Message, "Go ") || strings.Contains(body.Error.Message, "Body.") {
+				t.Errorf("%s: the message names the server's Go types", body.Error.Message)
 			}
 		})
 	}
