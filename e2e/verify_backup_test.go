@@ -369,9 +369,16 @@ func TestBackupWhileProcessesRun(t *testing.T) {
 	t.Run("OnlyCheckpoints", func(t *testing.T) {
 		d := restore(t, "checkpoints.sqlite")
 		verifyClean(t, d)
-		v := mustRun(t, d, "resume", "t5", "--action", "cancel") // its application exists
+		// t5's application exists and its trail holds the approve that made
+		// it: the task ended done, whatever the older checkpoints say, so a
+		// cancel changes nothing and the approve again reports it.
+		wantRefused(t, d, 3, "conflict", []string{"task t5 ended as done; the answer cancel changes nothing"}, "resume", "t5", "--action", "cancel")
+		v := mustRun(t, d, "resume", "t5", "--action", "approve")
 		if v["stage"] != "submitted" {
-			t.Fatalf("cancel of a task submitted after the backup: stage %v, want submitted", v["stage"])
+			t.Fatalf("approve again of a task submitted after the backup: stage %v, want submitted", v["stage"])
+		}
+		if got := query(t, d, "business.sqlite", `SELECT count(*) FROM applications a JOIN drafts d USING (draft_id) WHERE d.task_id = 't5'`); got != "1" {
+			t.Fatalf("t5 has %s applications, want 1", got)
 		}
 		mustRun(t, d, "recover")
 		verifyClean(t, d)

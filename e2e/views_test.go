@@ -94,6 +94,9 @@ func stepOf(t *testing.T, steps []map[string]any, node string) map[string]any {
 func cardOffers(card string) []string {
 	var out []string
 	for _, line := range strings.Split(card, "\n") {
+		if strings.HasPrefix(line, "Error:") {
+			continue // the error's hint restates what the Next: lines offer
+		}
 		// A command the card offers names the data dir it was shown for.
 		for _, part := range strings.Split(line, "assistant --data ")[1:] {
 			f := strings.Fields(part)[1:]

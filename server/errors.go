@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"assistant/flow/returns"
+	"assistant/runs"
 )
 
 // Error codes of the JSON error object that only the server sends; the
@@ -35,12 +36,20 @@ type errorObject struct {
 
 // statusOf is the HTTP status and error code of err, an error of the
 // application layer (docs/server.md "Status codes"): invalid input 400,
-// conflict 409, busy 503, not found 404, unauthenticated 401, a request
+// conflict 409, busy 503 (a store locked past its timeout, or the task
+// driven by another process now: runs.ErrBusy), not found 404, unauthenticated 401, a request
 // cancelled 503, anything else (inconsistent stores, storage) 500.
 func statusOf(err error) (int, string) {
 	err = returns.Classify(err)
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return http.StatusServiceUnavailable, "interrupted"
+	}
+	if errors.Is(err, runs.ErrBusy) {
+		// Another process (a server, a command) drives the task at this
+		// moment: what this request comes to is not known until it lets
+		// go, so it is to be tried again, never a final 409 that an
+		// Idempotency-Key would keep.
+		return http.StatusServiceUnavailable, "conflict"
 	}
 	switch returns.KindOf(err) {
 	case returns.ErrInvalid:

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"assistant/flow/returns"
+	"assistant/runs"
 )
 
 // encodeJSON stands in for the command line's encoder in these tests.
@@ -93,6 +95,9 @@ func TestStatusOfEveryKind(t *testing.T) {
 		{returns.ErrUnauthenticated, 401},
 		{returns.ErrInconsistent, 500},
 		{io.ErrUnexpectedEOF, 500},
+		// Another process drives the task now: what the answer comes to
+		// is learnt by trying again, so it is not a final 409.
+		{fmt.Errorf("%w: %w; this answer changes nothing", &runs.LeaseHeldError{Task: "t1"}, returns.ErrConflict), 503},
 	} {
 		if got, _ := statusOf(tc.kind); got != tc.status {
 			t.Errorf("%v: %d, want %d", tc.kind, got, tc.status)
