@@ -210,7 +210,8 @@ var ErrForeignWAL = errors.New("its -wal file holds frames that were not written
 // ignores the -wal), and a stamp no lower. The first write of every pool
 // raises the stamp (guard), so the frames of a -wal a process of ours
 // wrote hold the page of DataDirTable with its file's identity. A file of
-// a schema without the identity is not checked. Errors: ErrForeignWAL,
+// a schema without the identity is not checked, nor is a file that does
+// not read alone (a checkpoint cut off part-way). Errors: ErrForeignWAL,
 // reading the files.
 func walBelongs(ctx context.Context, tx *sql.Tx, path string) error {
 	alone, err := sql.Open("sqlite", DSN(path, "mode=ro", "immutable=1"))
@@ -219,6 +220,14 @@ func walBelongs(ctx context.Context, tx *sql.Tx, path string) error {
 	}
 	defer alone.Close()
 	fileID, fileStamp, err := dataDirRow(ctx, alone)
+	if errors.Is(err, ErrCorrupt) {
+		// The file alone is no state of the database: a checkpoint (which
+		// copies the -wal's pages into the file) was cut off part-way, so
+		// only the file read through its -wal is whole. There is no
+		// identity of its own to compare; the full check through the
+		// -wal that every file left with frames gets decides.
+		return nil
+	}
 	if err != nil || fileID == "" {
 		return err
 	}
