@@ -98,8 +98,11 @@ func (e *usageError) Unwrap() error { return e.err }
 func (e *usageError) Is(target error) bool { return target == returns.ErrInvalid }
 
 // flagRefusal is cobra's refusal err of a flag of command c as a usage
-// error: cobra's message, and the hint to read c's flags.
-func flagRefusal(c *cobra.Command, err error) error {
+// error: cobra's message, and the hint to read c's flags. The hint's
+// command is the program alone (app.flagsRefused): the global flags
+// parsed so far may hold the refused value.
+func (a *app) flagRefusal(c *cobra.Command, err error) error {
+	a.flagsRefused = true
 	return &returns.Error{Kind: returns.ErrInvalid, Message: err.Error(),
 		Hint: returns.Hint{Before: fmt.Sprintf("run `%s --help` for its flags", c.CommandPath())}}
 }

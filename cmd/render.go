@@ -13,13 +13,17 @@ import (
 
 // nextCommandPrefix is the program's name (app.prog) plus the global
 // flags that differ from their defaults, so a printed next command can be
-// pasted as it is.
+// pasted as it is; the program alone once a flag was refused
+// (flagsRefused).
 func (a *app) nextCommandPrefix() string {
 	prog := a.prog
 	if prog == "" {
 		prog = DefaultProgram
 	}
 	parts := []string{prog}
+	if a.flagsRefused {
+		return prog
+	}
 	switch {
 	case a.onServer() && a.storeFromFlag:
 		// Without its password: pgx reads it from PGPASSWORD or ~/.pgpass.

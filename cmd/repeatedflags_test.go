@@ -69,6 +69,11 @@ func TestSingleValuedFlagGivenTwiceIsRefused(t *testing.T) {
 			if _, err := os.Stat(data); !os.IsNotExist(err) {
 				t.Errorf("%v made the data dir (%v)", args, err)
 			}
+			// The hint's command repeats no global flag: one of them may
+			// hold the refused value.
+			if help := "; run `" + strings.Join(append([]string{DefaultProgram}, tc.path...), " ") + " --help` for its flags\n"; !strings.HasSuffix(stderr.String(), help) {
+				t.Errorf("%v: stderr %q; want it to end %q", args, stderr.String(), help)
+			}
 		})
 	}
 	for name, args := range map[string][]string{

@@ -60,12 +60,16 @@ type app struct {
 	storeFromFlag bool
 	// host is how this process's leases name its machine (ASSISTANT_HOST
 	// through returns.HostIdentity); "" means returns.ThisHost().
-	host   string
-	user   string
-	output string
-	stdout io.Writer
-	stderr io.Writer
-	seed   []byte
+	host string
+	user string
+	// flagsRefused: cobra refused a flag of this command line, so the
+	// values of the global flags are not to be repeated in a printed
+	// command (nextCommandPrefix is the program alone).
+	flagsRefused bool
+	output       string
+	stdout       io.Writer
+	stderr       io.Writer
+	seed         []byte
 	// closers close what service opened, when the command has returned.
 	closers []func()
 	// beforeCreate, when set, runs before service makes the stores (a
@@ -206,7 +210,7 @@ func (a *app) newRoot() *cobra.Command {
 	root.PersistentFlags().IntVar(&a.maxAttempts, "max-attempts", returns.DefaultMaxAttempts, "how often a node of a task may fail in a row (crash, error) before its run ends failed (attempts_exhausted)")
 	a.addGlobalFlags(root)
 	root.PersistentPreRunE = a.withTeachingOrders(root, a.checkGlobals)
-	root.SetFlagErrorFunc(flagRefusal)
+	root.SetFlagErrorFunc(a.flagRefusal)
 	root.SetHelpCommand(newCmdHelp(root))
 	root.AddCommand(newCmdStart(a, startRun), newCmdShow(a, showRun), newCmdResume(a, resumeRun), newCmdList(a, listRun),
 		newCmdStop(a, stopRun), newCmdRecover(a, recoverRun), newCmdBatch(a, batchRun), newCmdOrders(a),
