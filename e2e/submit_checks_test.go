@@ -48,7 +48,8 @@ type submitPath struct {
 // before its submit), each on task t of owner waiting for approval of
 // order Z1. A decide chunk holds the write lock from its first row to its
 // commit, so no stop comes between its check and its submit: a stop
-// waits for the chunk, and finds the application.
+// waits for the chunk, and finds the application
+// (TestAStopNeverOvertakesADecide).
 var submitPaths = []submitPath{
 	{"Resume", 20, func(*testing.T, cliStore) {}, func(*testing.T, cliStore) []string {
 		return []string{"resume", "t", "--action", "approve"}
@@ -105,6 +106,64 @@ func TestAStopBeforeTheSubmitWins(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestAStopNeverOvertakesADecide: a decide run paused just before the
+// submit of its row (before:submit@pause) holds the write of its chunk,
+// and the task is stopped (stop --wait 0) from another process meanwhile.
+// Whatever order the two commit in, the stop tells the truth: a stop that
+// reports the task interrupted leaves no application, and one that finds
+// the application says the task ended done. 20 times on each store.
+func TestAStopNeverOvertakesADecide(t *testing.T) {
+	t.Parallel()
+	for name, newStore := range cliStores(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			for i := range 20 {
+				t.Run(fmt.Sprint(i), func(t *testing.T) {
+					t.Parallel()
+					s := newStore(t)
+					s.ownerOrders(t)
+					s.want(t, nil, 0, "owner", "start", "t", "Z1", "--reason", "too small")
+					rows := filepath.Join(t.TempDir(), "decisions.csv")
+					if err := os.WriteFile(rows, []byte("task,action\nt,approve\n"), 0o600); err != nil {
+						t.Fatal(err)
+					}
+					env := []string{returns.FaultEnv + "=before:submit" + returns.FaultPause}
+					holder := startPaused(t, s.cmd(env, "owner", "decide", rows), "before:submit")
+					stop := s.cmd(nil, "owner", "stop", "t", "--wait", "0")
+					var out bytes.Buffer
+					stop.Stdout = &out
+					stopper := startProc(t, stop)
+					// The stop has done what it can before the decide goes
+					// on: it has ended, or it sleeps on the chunk's lock.
+					deadline := time.Now().Add(10 * time.Second)
+					for len(stopper.done) == 0 && !asleep(stop.Process.Pid) && time.Now().Before(deadline) {
+						time.Sleep(10 * time.Millisecond)
+					}
+					if code := holder.goOn(t); code != 0 {
+						t.Fatalf("the paused decide: exit %d, %s", code, holder.stderr)
+					}
+					code := exitWithin(t, stopper.done, 30*time.Second)
+					apps := s.apps(t, "t")
+					v, _ := s.want(t, nil, 0, "owner", "show", "t")
+					t.Logf("stop: exit %d, %s", code, strings.TrimSpace(stopper.stderr.String()))
+					switch {
+					case code == 0 && strings.Contains(out.String(), `"interrupted"`):
+						if apps != "0" || v["status"] != "interrupted" {
+							t.Fatalf("stop reported interrupted, and then: status %v, %s applications; want interrupted, 0", v["status"], apps)
+						}
+					case strings.Contains(stopper.stderr.String(), "ended (done)") || strings.Contains(stopper.stderr.String(), "too late"):
+						if apps != "1" || v["status"] != "done" {
+							t.Fatalf("stop said %q, and then: status %v, %s applications; want done, 1", stopper.stderr, v["status"], apps)
+						}
+					default:
+						t.Fatalf("stop during the decide: exit %d, stdout %s, stderr %s; want interrupted or the task done", code, out.String(), stopper.stderr)
+					}
+				})
+			}
+		})
 	}
 }
 
