@@ -377,8 +377,19 @@ func (o *opening) pool() (*sql.DB, *guard, error) {
 		return nil, nil, err
 	}
 	g := &guard{path: o.path}
-	return sql.OpenDB(guardConnector{connector, g}), g, nil
+	db := sql.OpenDB(guardConnector{connector, g})
+	// database/sql keeps 2 idle connections by default: a server's
+	// concurrent requests (each a short read on a connection of its own)
+	// would then open and close a connection per request, each paying its
+	// pragmas, its statements' compilation and a cold page cache.
+	db.SetMaxIdleConns(idleConns)
+	return db, g, nil
 }
+
+// idleConns is how many idle connections a pool keeps open for the next
+// request: a command uses one or two, a server as many as it has requests
+// in flight at once.
+const idleConns = 32
 
 // finish inspects a clean file in WAL mode through the pool, migrates a
 // file that is not current, and records the file's data dir identity with
