@@ -1,9 +1,13 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -104,5 +108,50 @@ func TestRequestsMeanOneThingOrAreRefused(t *testing.T) {
 		if _, err := svc.Show(ctx, task, "alice"); !errors.Is(returns.Classify(err), returns.ErrNotFound) {
 			t.Errorf("%s after the refused start: %v; want not found", task, err)
 		}
+	}
+}
+
+// TestWhatHTTPForbidsNetHTTPRefuses (docs/server.md "Strict requests"): a
+// header value with a control character never reaches the server's
+// handlers: net/http answers 400 with its plain-text body, and no task
+// is made.
+func TestWhatHTTPForbidsNetHTTPRefuses(t *testing.T) {
+	t.Parallel()
+	svc := openService(t, 1)
+	made, err := svc.MakeToken(context.Background(), returns.TokenOptions{User: "alice", By: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{Service: svc, Encode: encodeJSON})
+	s.SetReady()
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	for name, header := range map[string]string{
+		"ControlInKey":   "Idempotency-Key: a\x01b",
+		"NewlineInValue": "Idempotency-Key: a\rb",
+		"SpaceInName":    "Idempotency Key: k",
+	} {
+		t.Run(name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			body := `{"task":"t1","order":"O1","reason":"broken"}`
+			fmt.Fprintf(conn, "POST /api/v1/tasks HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n%s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+				made.Token, header, len(body), body)
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest || !strings.HasPrefix(string(got), "400 Bad Request") {
+				t.Errorf("%q: %d %q; want net/http's 400 Bad Request", header, resp.StatusCode, got)
+			}
+			if _, err := svc.Show(context.Background(), "t1", "alice"); !errors.Is(err, returns.ErrNotFound) {
+				t.Errorf("%q: task t1 after the refused request: %v; want none made", header, err)
+			}
+		})
 	}
 }
