@@ -54,6 +54,21 @@ func openServiceAt(tb testing.TB, n int, now func() time.Time) *returns.Service 
 	return svc
 }
 
+// apiServer serves svc, ready, on a loopback port until tb ends, and
+// makes alice's token for it.
+func apiServer(tb testing.TB, svc *returns.Service) (*httptest.Server, *returns.NewToken) {
+	tb.Helper()
+	made, err := svc.MakeToken(context.Background(), returns.TokenOptions{User: "alice", By: "test"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := New(Config{Service: svc, Encode: encodeJSON})
+	s.SetReady()
+	ts := httptest.NewServer(s.Handler())
+	tb.Cleanup(ts.Close)
+	return ts, made
+}
+
 // TestConcurrentDecisionsEachOnce: clients that start and approve tasks
 // at the same time through one server each get their task done, with
 // one application per task (run with -race: the Service is shared by
@@ -62,14 +77,7 @@ func TestConcurrentDecisionsEachOnce(t *testing.T) {
 	t.Parallel()
 	const clients = 8
 	svc := openService(t, clients)
-	made, err := svc.MakeToken(context.Background(), returns.TokenOptions{User: "alice", By: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := New(Config{Service: svc, Encode: encodeJSON})
-	s.SetReady()
-	ts := httptest.NewServer(s.Handler())
-	t.Cleanup(ts.Close)
+	ts, made := apiServer(t, svc)
 	post := func(path, key, body string) (int, string) {
 		req, _ := http.NewRequest("POST", ts.URL+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+made.Token)

@@ -118,14 +118,7 @@ func TestRequestsMeanOneThingOrAreRefused(t *testing.T) {
 func TestWhatHTTPForbidsNetHTTPRefuses(t *testing.T) {
 	t.Parallel()
 	svc := openService(t, 1)
-	made, err := svc.MakeToken(context.Background(), returns.TokenOptions{User: "alice", By: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := New(Config{Service: svc, Encode: encodeJSON})
-	s.SetReady()
-	ts := httptest.NewServer(s.Handler())
-	t.Cleanup(ts.Close)
+	ts, made := apiServer(t, svc)
 	for name, header := range map[string]string{
 		"ControlInKey":   "Idempotency-Key: a\x01b",
 		"NewlineInValue": "Idempotency-Key: a\rb",
