@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -98,12 +100,14 @@ func (e *usageError) Unwrap() error { return e.err }
 func (e *usageError) Is(target error) bool { return target == returns.ErrInvalid }
 
 // flagRefusal is cobra's refusal err of a flag of command c as a usage
-// error: cobra's message, and the hint to read c's flags. The hint's
+// error: cobra's message, which quotes the values typed, with every
+// PostgreSQL URL in it without its password (redactURLs), and the hint
+// to read c's flags. The hint's
 // command is the program alone (app.flagsRefused): the global flags
 // parsed so far may hold the refused value.
 func (a *app) flagRefusal(c *cobra.Command, err error) error {
 	a.flagsRefused = true
-	return &returns.Error{Kind: returns.ErrInvalid, Message: err.Error(),
+	return &returns.Error{Kind: returns.ErrInvalid, Message: redactURLs(err.Error()),
 		Hint: returns.Hint{Before: fmt.Sprintf("run `%s --help` for its flags", c.CommandPath())}}
 }
 
@@ -224,4 +228,16 @@ func (w cliWording) commandLine(h returns.Hint) string {
 		words = append(words, shellQuote(arg))
 	}
 	return strings.Join(append(words, w.flags(h)...), " ")
+}
+
+// storeURL matches a PostgreSQL URL quoted in a message, up to the quote,
+// space or bracket that ends it.
+var storeURL = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`postgres(?:ql)?://[^\s"'()]*`)
+})
+
+// redactURLs is msg with every PostgreSQL URL in it as redactURL gives
+// it: without its password, in the user part or the query.
+func redactURLs(msg string) string {
+	return storeURL().ReplaceAllStringFunc(msg, redactURL)
 }

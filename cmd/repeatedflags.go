@@ -16,19 +16,21 @@ import (
 type onceValue struct {
 	pflag.Value
 	set   bool
-	first string
+	first string // the value as the flag reads it back
+	typed string // the value as it was typed, for the refusal
 }
 
 // Set sets the wrapped value the first time; later it accepts only the
 // value given first (compared as the flag reads it back, so "1s" and
 // "1000ms" of a duration are the same value). Errors: the wrapped value's,
-// or the flag given twice with different values (the flag error, exit 2).
+// or the flag given twice with different values (the flag error, exit 2),
+// which quotes both values as they were typed.
 func (v *onceValue) Set(s string) error {
 	if !v.set {
 		if err := v.Value.Set(s); err != nil {
 			return err
 		}
-		v.set, v.first = true, v.Value.String()
+		v.set, v.first, v.typed = true, v.Value.String(), s
 		return nil
 	}
 	if err := v.Value.Set(s); err != nil {
@@ -36,7 +38,7 @@ func (v *onceValue) Set(s string) error {
 	}
 	if again := v.Value.String(); again != v.first {
 		_ = v.Value.Set(v.first)
-		return fmt.Errorf("given twice with different values (%q, then %q): give it once", v.first, again)
+		return fmt.Errorf("given twice with different values (%q, then %q): give it once", v.typed, s)
 	}
 	return nil
 }

@@ -89,3 +89,34 @@ func TestSingleValuedFlagGivenTwiceIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// A flag given twice is refused quoting both values as they were typed
+// ("1d", not the duration read back), and a PostgreSQL URL without its
+// password, in the user part or the query, on stderr and in the JSON
+// error object alike.
+func TestRefusedRepeatedFlagQuotesValuesAsTyped(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+		not  []string
+	}{
+		"Duration": {[]string{"approvers", "token", "bob", "--expires", "1d", "--expires", "2d"}, `("1d", then "2d")`, []string{"24h0m0s"}},
+		"StorePassword": {[]string{"--store", "postgres://u:sekrit@127.0.0.1:1/db", "--store", "postgres://u:sekrit2@127.0.0.1:1/db?password=p3&sslmode=disable", "list"},
+			`("postgres://u@127.0.0.1:1/db", then "postgres://u@127.0.0.1:1/db?sslmode=disable")`, []string{"sekrit", "p3"}},
+		"StoreQueryPassword": {[]string{"--store", "postgresql:///db?host=/tmp&password=hush", "--store", "postgresql:///db2?password=hush2", "list"},
+			`"postgresql:///db2"`, []string{"hush"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := Run(context.Background(), append([]string{"--data", filepath.Join(t.TempDir(), "d"), "--output", "json"}, tc.args...), &stdout, &stderr, nil)
+			if code != ExitUsage || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("%v: exit %d, stderr %q; want exit %d and %s", tc.args, code, stderr.String(), ExitUsage, tc.want)
+			}
+			for _, secret := range tc.not {
+				if strings.Contains(stderr.String(), secret) || strings.Contains(stdout.String(), secret) {
+					t.Errorf("%v: the output holds %q:\n%s%s", tc.args, secret, stdout.String(), stderr.String())
+				}
+			}
+		})
+	}
+}
