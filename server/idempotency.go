@@ -32,7 +32,7 @@ func (s *Server) idempotent(h func(w http.ResponseWriter, r *http.Request, user 
 			return
 		}
 		if !fitKey(key) {
-			s.fail(w, fmt.Errorf("%w: the Idempotency-Key must be 1 to %d printable ASCII characters", returns.ErrInvalid, maxKey))
+			s.fail(w, fmt.Errorf("%w: the Idempotency-Key must be 1 to %d visible ASCII characters (! to ~, no space)", returns.ErrInvalid, maxKey))
 			return
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))

@@ -10,7 +10,9 @@ import (
 	"net/url"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"assistant/flow/returns"
@@ -41,13 +43,18 @@ func decode(w http.ResponseWriter, r *http.Request, dst any) error {
 }
 
 // decodeStrict decodes body into dst, a pointer to a struct, when body is
-// valid UTF-8 holding exactly one JSON object and nothing after it, whose
+// valid UTF-8, escapes no lone surrogate (encoding/json would read one as
+// U+FFFD, a character the sender did not send), holds exactly one JSON
+// object and nothing after it, whose
 // keys are each one of dst's json names spelled exactly, none twice (in
 // nested values neither), and whose values are not null (a field without
 // a value is left out). Errors: ErrInvalid saying what is wrong.
 func decodeStrict(body []byte, dst any) error {
 	if !utf8.Valid(body) {
 		return fmt.Errorf("%w: the request body is not valid UTF-8", returns.ErrInvalid)
+	}
+	if esc, ok := loneSurrogate(body); ok {
+		return fmt.Errorf("%w: the request body escapes half a UTF-16 surrogate pair (%s), which is no character", returns.ErrInvalid, esc)
 	}
 	fields := jsonNames(dst)
 	if err := checkObject(body, fields); err != nil {
@@ -59,6 +66,46 @@ func decodeStrict(body []byte, dst any) error {
 		return fmt.Errorf("%w: the request body is not the JSON object this route takes: %s", returns.ErrInvalid, decodeWords(err))
 	}
 	return nil
+}
+
+// loneSurrogate finds the first \u escape in a JSON string of body that
+// is half a UTF-16 surrogate pair without its other half (a high one not
+// followed by a low one, or a low one alone) and returns it as written.
+// Only strings are read: outside them a backslash is not JSON, which the
+// decoding refuses.
+func loneSurrogate(body []byte) (string, bool) {
+	hex4 := func(i int) (rune, bool) {
+		if i+6 > len(body) || body[i] != '\\' || body[i+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(body[i+2:i+6]), 16, 16)
+		return rune(n), err == nil
+	}
+	inString := false
+	for i := 0; i < len(body); i++ {
+		switch c := body[i]; {
+		case c == '"':
+			inString = !inString
+		case c == '\\' && inString:
+			r, ok := hex4(i)
+			if !ok {
+				i++ // the escaped character, whatever it is
+				continue
+			}
+			switch {
+			case utf16.IsSurrogate(r) && r < 0xdc00:
+				if low, ok := hex4(i + 6); ok && low >= 0xdc00 && low <= 0xdfff {
+					i += 11
+					continue
+				}
+				return string(body[i : i+6]), true
+			case utf16.IsSurrogate(r):
+				return string(body[i : i+6]), true
+			}
+			i += 5
+		}
+	}
+	return "", false
 }
 
 // decodeWords is a decoding error of encoding/json in the API's words:

@@ -21,7 +21,8 @@ import (
 // requests"): a body with a key twice (at any depth, or spelled with an
 // escape), a key of another case, an unknown key, a null field, null or
 // another JSON value than an object, something after the object, bad
-// UTF-8; a repeated Idempotency-Key or an empty one; a repeated,
+// UTF-8, an escaped lone surrogate (which encoding/json reads as
+// U+FFFD); a repeated Idempotency-Key or an empty one; a repeated,
 // malformed or unknown query parameter: each is 400 invalid_input with
 // the error object, and the task is as it was. Two Authorization headers
 // are 401, as a request signed in as no one person.
@@ -60,6 +61,10 @@ func TestRequestsMeanOneThingOrAreRefused(t *testing.T) {
 		{"ObjectThenObject", "POST", answers, `{"action":"approve"} {"action":"cancel"}`, nil, 400, "more after its JSON object"},
 		{"ObjectThenGarbage", "POST", answers, `{"action":"approve"} x`, nil, 400, "more after its JSON object"},
 		{"BadUTF8", "POST", answers, "{\"action\":\"approve\",\"comment\":\"\xff\"}", nil, 400, "UTF-8"},
+		{"LoneHighSurrogate", "POST", answers, `{"action":"edit","reason":"a\ud800b"}`, nil, 400, `surrogate pair (\ud800)`},
+		{"LoneLowSurrogate", "POST", tasks, `{"task":"t2","order":"O2","reason":"\udfff"}`, nil, 400, `surrogate pair (\udfff)`},
+		{"HighSurrogateBeforeAnotherHigh", "POST", answers, `{"action":"edit","reason":"\uD83D\uD83D"}`, nil, 400, `surrogate pair (\uD83D)`},
+		{"SurrogateInAKey", "POST", answers, `{"action":"approve","comment":{"\ud800":1}}`, nil, 400, "surrogate pair"},
 		{"Truncated", "POST", answers, `{"action":`, nil, 400, "ends inside"},
 		{"Empty", "POST", answers, ``, nil, 400, "empty"},
 		{"StringForANumber", "POST", answers, `{"action":"cancel","version":"1"}`, nil, 400, `field "version" takes a whole number, not a string`},
@@ -146,5 +151,27 @@ func TestWhatHTTPForbidsNetHTTPRefuses(t *testing.T) {
 				t.Errorf("%q: task t1 after the refused request: %v; want none made", header, err)
 			}
 		})
+	}
+}
+
+// loneSurrogate finds half a surrogate pair escaped in a string, and
+// nothing in a whole pair, in text that only looks like an escape (an
+// escaped backslash before "u"), or outside strings.
+func TestLoneSurrogateIsFoundInStringsOnly(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"r":"\ud83d\ude00"}`: "",
+		`{"r":"\\ud800"}`:      "",
+		`{"r":"\u00e9\u4e2d"}`: "",
+		`{"r":"a\"\ud800"}`:    `\ud800`,
+		`{"r":"\ud83d"}`:       `\ud83d`,
+		`{"r":"\ud83dx"}`:      `\ud83d`,
+		`{"r":"\ude00\ud83d"}`: `\ude00`,
+		`{"r":"\\\udbff"}`:     `\udbff`,
+		`{"r":"ok"} \ud800`:    "",
+	} {
+		got, found := loneSurrogate([]byte(body))
+		if got != want || found != (want != "") {
+			t.Errorf("loneSurrogate(%s) = %q, %v; want %q", body, got, found, want)
+		}
 	}
 }
