@@ -55,8 +55,10 @@ func TestSnapshotCopiesItsMoment(t *testing.T) {
 }
 
 // TestCopyPutBackBesideAStaleWAL: a backup copy put back into a data dir
-// whose -wal still holds frames of the file it replaces is refused: SQLite
-// would take the copy for a WAL file and merge them.
+// whose -wal still holds frames of the file it replaces is refused by
+// every opening, the read-only ones of verify (CheckFile) and backup
+// (TakeSnapshot) too: SQLite would take the copy for a WAL file and read
+// them, or merge them.
 func TestCopyPutBackBesideAStaleWAL(t *testing.T) {
 	ctx := context.Background()
 	src := filepath.Join(t.TempDir(), "x.sqlite")
@@ -76,6 +78,13 @@ func TestCopyPutBackBesideAStaleWAL(t *testing.T) {
 	_, err = sqlite.Open(ctx, crashed, rowsSpec())
 	if !errors.Is(err, sqlite.ErrForeignWAL) || !strings.Contains(err.Error(), "rollback-journal mode") {
 		t.Fatalf("Open: %v, want ErrForeignWAL", err)
+	}
+	if _, err := sqlite.TakeSnapshot(ctx, crashed, rowsSpec()); !errors.Is(err, sqlite.ErrForeignWAL) {
+		t.Fatalf("TakeSnapshot: %v, want ErrForeignWAL", err)
+	}
+	check, err := sqlite.CheckFile(ctx, crashed, rowsSpec())
+	if err != nil || check.Usable() || len(check.Problems) != 1 || !strings.Contains(check.Problems[0], "rollback-journal mode") {
+		t.Fatalf("CheckFile: %+v, %v; want the foreign -wal its one problem", check, err)
 	}
 	if after := fileSums(t, filepath.Dir(crashed), "x.sqlite", "x.sqlite-wal"); after["x.sqlite"] != before["x.sqlite"] || after["x.sqlite-wal"] != before["x.sqlite-wal"] {
 		t.Fatal("the refused files changed")

@@ -32,8 +32,12 @@ func OpenReadOnly(ctx context.Context, path string, spec Spec) (*sql.DB, error) 
 	if hdr == nil {
 		return nil, fmt.Errorf("empty file: %w", ErrCorrupt)
 	}
-	if err := headerRefusal(hdr, fileLeftState(path), spec); err != nil {
+	left := fileLeftState(path)
+	if err := headerRefusal(hdr, left, spec); err != nil {
 		return nil, err // before SQLite would make a -wal and -shm beside it
+	}
+	if err := walOfReplacedFile(hdr, left, spec, path); err != nil {
+		return nil, err
 	}
 	connector, err := openConnector(path, "mode=ro", "_pragma=busy_timeout("+strconv.FormatInt(DefaultBusyTimeout.Milliseconds(), 10)+")")
 	if err != nil {
@@ -107,8 +111,14 @@ func CheckFile(ctx context.Context, path string, spec Spec) (FileCheck, error) {
 		c.Problems = append(c.Problems, err.Error())
 		return c, nil
 	}
-	if err := headerRefusal(hdr, fileLeftState(path), spec); err != nil {
+	left := fileLeftState(path)
+	if err := headerRefusal(hdr, left, spec); err != nil {
 		// Before SQLite would make a -wal and -shm beside it.
+		c.Version = int64(binary.BigEndian.Uint32(hdr[60:64]))
+		c.Problems = append(c.Problems, err.Error())
+		return c, nil
+	}
+	if err := walOfReplacedFile(hdr, left, spec, path); err != nil {
 		c.Version = int64(binary.BigEndian.Uint32(hdr[60:64]))
 		c.Problems = append(c.Problems, err.Error())
 		return c, nil

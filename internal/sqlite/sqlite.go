@@ -280,6 +280,21 @@ func headerRefusal(hdr []byte, left leftState, spec Spec) error {
 	return nil
 }
 
+// walOfReplacedFile refuses a file of spec's in rollback-journal mode (a
+// copy made by `assistant backup`, put back) with frames in a -wal beside
+// it that no process has open: they were written for the file it
+// replaced, and SQLite would take the file for a WAL file and read them,
+// or merge them. hdr is the file's first 100 bytes (nil: no file). Every
+// opening checks it before SQLite reads the file: the pool's and the
+// read-only ones of verify and backup. Errors: ErrForeignWAL.
+func walOfReplacedFile(hdr []byte, left leftState, spec Spec, path string) error {
+	if hdr == nil || (hdr[18] == 2 && hdr[19] == 2) || !left.walFrames || left.inUse ||
+		int64(binary.BigEndian.Uint32(hdr[68:72])) != spec.ApplicationID {
+		return nil
+	}
+	return fmt.Errorf("the file is in rollback-journal mode (a copy put back?), %s-wal holds frames of the file it replaced: %w", filepath.Base(path), ErrForeignWAL)
+}
+
 // optionsOf checks spec and fills in its defaults.
 func optionsOf(path string, spec Spec) (*opening, error) {
 	if len(spec.Migrations) == 0 {
@@ -304,12 +319,8 @@ func optionsOf(path string, spec Spec) (*opening, error) {
 // checks, and whether the pool may inspect it.
 func (o *opening) planChecks(left leftState) error {
 	unclean := left.walFrames && !left.inUse
-	if o.hdr != nil && !o.inWAL && unclean && int64(binary.BigEndian.Uint32(o.hdr[68:72])) == o.spec.ApplicationID {
-		// A file of ours in rollback-journal mode (a copy made by
-		// `assistant backup`, put back) with frames in a -wal beside it:
-		// they were written for the file it replaced, and SQLite would
-		// take the file for a WAL file and merge them.
-		return fmt.Errorf("inspect: the file is in rollback-journal mode (a copy put back?), %s-wal holds frames of the file it replaced: %w", filepath.Base(o.path), ErrForeignWAL)
+	if err := walOfReplacedFile(o.hdr, left, o.spec, o.path); err != nil {
+		return fmt.Errorf("inspect: %w", err)
 	}
 	o.checks = inspection{
 		full: o.hdr != nil && (unclean || (left.changed && !left.inUse)),
