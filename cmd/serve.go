@@ -2,10 +2,12 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -109,5 +111,11 @@ func serveRun(ctx context.Context, opts *serveOptions) error {
 		TrustedProxies: proxies,
 	})
 	a.serving = true
-	return s.Run(ctx, opts.RunOptions)
+	err = s.Run(ctx, opts.RunOptions)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		// Still a failure (exit 1); the hint says how to pick another.
+		return &returns.Error{Message: err.Error(), Hint: returns.Hint{Before: fmt.Sprintf(
+			"another program listens on %s; give serve another address with --addr (127.0.0.1:0 takes any free port and prints it)", opts.Addr)}}
+	}
+	return err
 }

@@ -243,3 +243,23 @@ func TestServeRecoversBeforeReady(t *testing.T) {
 		}
 	})
 }
+
+// TestServeOnAnAddressInUse (docs/server.md "Starting it"): a second
+// server on the address another already listens on fails (exit 1) with
+// one line that says so once and how to pick another address, and the
+// first one serves on.
+func TestServeOnAnAddressInUse(t *testing.T) {
+	t.Parallel()
+	servedOnEachPlace(t, nil, func(t *testing.T, p place, s *server, owner string) {
+		addr := strings.TrimPrefix(s.url, "http://")
+		stdout, stderr, code := p.cli(t, nil, "serve", "--addr", addr)
+		if code != 1 || strings.Count(stderr, "\n") != 1 || strings.Count(stderr, addr) != 2 ||
+			!strings.Contains(stderr, "address already in use; another program listens on "+addr+"; give serve another address with --addr") {
+			t.Errorf("serve on %s, where another listens: exit %d, stderr %q; want exit 1, one line naming it and --addr", addr, code, stderr)
+		}
+		if !strings.Contains(stdout, `"hint"`) {
+			t.Errorf("the error object has no hint: %s", stdout)
+		}
+		s.call(t, "GET", "/api/v1/tasks", owner, "", "").want(t, "the first server", http.StatusOK)
+	})
+}

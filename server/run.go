@@ -62,6 +62,9 @@ func (s *Server) Run(ctx context.Context, o RunOptions) error {
 	}
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
+		if op, ok := err.(*net.OpError); ok {
+			err = op.Err // without the address again
+		}
 		return fmt.Errorf("listen on %s: %w", o.Addr, err)
 	}
 	if srv.TLSConfig != nil {
