@@ -195,6 +195,31 @@ func (s *Store) Decisions(ctx context.Context, taskID string) ([]Decision, error
 	return out, nil
 }
 
+// DecisionsOf returns the trail of each task of taskIDs as Decisions
+// returns it (empty for a task without decisions), read in one statement
+// for every 250 tasks instead of one a task: the trails of a group of
+// decisions read back for their views.
+func (s *Store) DecisionsOf(ctx context.Context, taskIDs []string) (map[string][]Decision, error) {
+	out := make(map[string][]Decision, len(taskIDs))
+	for _, id := range taskIDs {
+		out[id] = []Decision{}
+	}
+	for len(taskIDs) > 0 {
+		n := min(len(taskIDs), preloadTasksPerStatement)
+		args := make([]any, n)
+		for i, id := range taskIDs[:n] {
+			args[i] = id
+		}
+		err := scanEach(ctx, s, s.q.decisionsOf(n), args,
+			scanDecision, func(d Decision) { out[d.TaskID] = append(out[d.TaskID], d) })
+		if err != nil {
+			return nil, fmt.Errorf("decisions of %d tasks: %w", n, err)
+		}
+		taskIDs = taskIDs[n:]
+	}
+	return out, nil
+}
+
 // DecidedWaiting returns the ids of user's tasks recorded waiting that
 // have at least one answer in the trail (a task no answer reached cannot
 // have lost one): one query, for a list to read the heads of those only.

@@ -249,3 +249,44 @@ func testSubmitDecidedInTx(t *testing.T, kind storeKind) {
 		})
 	}
 }
+
+// TestDecisionsOf checks the trails read for many tasks at once: each is
+// the one Decisions reads, in the same order, and empty (not nil) for a
+// task without decisions or an unknown one, in one statement.
+func TestDecisionsOf(t *testing.T) { forStores(t, testDecisionsOf) }
+
+func testDecisionsOf(t *testing.T, kind storeKind) {
+	ctx := context.Background()
+	s, _ := newSeededOn(t, kind)
+	now := t0.Add(time.Minute)
+	for i, d := range []Decision{
+		{ID: "dec_t2_reason", TaskID: "t2", By: "demo-user", Action: "reason", At: now, Reason: "wrong colour"},
+		{ID: "dec_t1_reason", TaskID: "t1", By: "demo-user", Action: "reason", At: now.Add(time.Second), Reason: "too small"},
+		{ID: "dec_t2_cancel", TaskID: "t2", By: "demo-user", Action: "cancel", At: now.Add(-time.Second)},
+	} {
+		if err := s.RecordDecision(ctx, d); err != nil {
+			t.Fatalf("decision %d: %v", i, err)
+		}
+	}
+	tasks := []string{"t1", "t2", "t3", "nobody"}
+	before := sqlstore.Statements()
+	got, err := s.DecisionsOf(ctx, tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := sqlstore.Statements() - before; n != 1 {
+		t.Errorf("DecisionsOf ran %d statements, want 1", n)
+	}
+	if len(got) != len(tasks) {
+		t.Errorf("DecisionsOf gave %d trails, want %d", len(got), len(tasks))
+	}
+	for _, task := range tasks {
+		want, err := s.Decisions(ctx, task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got[task], want) {
+			t.Errorf("DecisionsOf: trail of %s = %v; Decisions reads %v", task, got[task], want)
+		}
+	}
+}

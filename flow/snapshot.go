@@ -138,12 +138,24 @@ type subgraphQuestion struct {
 	Value json.RawMessage `json:"value"`
 }
 
+// put sets m[k] to v, making m first when it is nil, and returns m: a
+// task's maps are made only when it has such writes.
+func put[V any](m map[int]V, k int, v V) map[int]V {
+	if m == nil {
+		m = make(map[int]V, 1)
+	}
+	m[k] = v
+	return m
+}
+
+// groupWrites groups ws by task; a task's maps are nil while it has no
+// write of their kind.
 func groupWrites(ws []Write) map[string]*taskWrites {
 	m := map[string]*taskWrites{}
 	for _, w := range ws {
 		t := m[w.TaskID]
 		if t == nil {
-			t = &taskWrites{node: w.Node, interrupts: map[int]json.RawMessage{}, paths: map[int][]string{}, resumes: map[int]json.RawMessage{}}
+			t = &taskWrites{node: w.Node}
 			m[w.TaskID] = t
 		}
 		switch w.Kind {
@@ -156,16 +168,17 @@ func groupWrites(ws []Write) map[string]*taskWrites {
 			}
 			t.err = msg
 		case WriteInterrupt:
-			t.interrupts[w.Idx] = w.Value
+			t.interrupts = put(t.interrupts, w.Idx, w.Value)
 		case WriteSubgraphInterrupt:
 			var q subgraphQuestion
 			if json.Unmarshal(w.Value, &q) != nil {
 				// Unreadable: still a question, so the task is not run past it.
 				q.Value = w.Value
 			}
-			t.interrupts[w.Idx], t.paths[w.Idx] = q.Value, q.Path
+			t.interrupts = put(t.interrupts, w.Idx, q.Value)
+			t.paths = put(t.paths, w.Idx, q.Path)
 		case WriteResume:
-			t.resumes[w.Idx] = w.Value
+			t.resumes = put(t.resumes, w.Idx, w.Value)
 		}
 	}
 	return m

@@ -73,8 +73,8 @@ func (r *runner) answerFor(ctx context.Context, task string, in flow.PendingInte
 	case KindNeedReason:
 		return ReasonAnswer{Reason: o.Reason, By: o.User, At: at, DecisionID: id}, nil
 	case KindApproval:
-		var q ApprovalQuestion
-		if err := json.Unmarshal(approvalView(in.Value, st), &q); err != nil {
+		q, err := approvalAsAnswered(in.Value, st)
+		if err != nil {
 			return nil, fmt.Errorf("decode approval question of %s: %w", task, err)
 		}
 		if err := r.boundTo(ctx, task, q, o); err != nil {
@@ -90,6 +90,21 @@ func (r *runner) answerFor(ctx context.Context, task string, in flow.PendingInte
 		return a, nil
 	}
 	return nil, fmt.Errorf("%w: task %s waits on an interrupt of unknown kind %q", ErrInvalid, task, kindOf(in.Value))
+}
+
+// approvalAsAnswered is the approval question stored as shown
+// (approvalView), decoded: the shown question itself, without encoding
+// it and decoding it again, when its expiry is a time JSON can encode (a
+// year from 0 to 9999; every question of a decoded state is).
+func approvalAsAnswered(stored json.RawMessage, st State) (ApprovalQuestion, error) {
+	if q, ok := approvalShown(stored, st); ok {
+		if y := q.ExpiresAt.Year(); y >= 0 && y <= 9999 {
+			return q, nil
+		}
+	}
+	var q ApprovalQuestion
+	err := json.Unmarshal(approvalView(stored, st), &q)
+	return q, err
 }
 
 // boundTo checks the draft and version an answer names against q, the approval question

@@ -136,13 +136,18 @@ func trail(ctx context.Context, desk *business.Store, v *View) (*View, error) {
 	if err != nil {
 		return nil, err
 	}
+	return withDecisions(v, ds), nil
+}
+
+// withDecisions sets v.Decisions from ds, its task's trail, and returns v.
+func withDecisions(v *View, ds []business.Decision) *View {
 	v.Decisions = make([]DecisionView, 0, len(ds))
 	for _, d := range ds {
 		dv := decisionView(d.By, d.Action, d.DraftID, d.Version, d.At, d.Comment, d.Reason)
 		dv.NotCounted = d.NotCounted
 		v.Decisions = append(v.Decisions, dv)
 	}
-	return v, nil
+	return v
 }
 
 // GrantOptions are the input of Grant and Revoke: User (the current user)

@@ -231,7 +231,7 @@ func splitGroup(group []*groupCall) (shared, apart []*groupCall) {
 // path, the same order of the commits and the storage rule they keep: a
 // checkpoint never names a business row that could be lost). It sets each
 // call's view or refusal, with its trail read back as Resume's view has
-// it, and returns the calls it did not decide, to be run alone: one whose
+// it (one read for the group: trails), and returns the calls it did not decide, to be run alone: one whose
 // task a live process holds, or all of them when the group failed as a
 // whole. A crash between the two commits (fault point
 // group:between-commits) leaves task records and trails ahead of their
@@ -307,6 +307,11 @@ func (s *Service) decideGroup(calls []*groupCall) []*groupCall {
 	if err := s.letGo(ctx, ended, held); err != nil && flushErr == nil {
 		flushErr = err
 	}
+	var trails map[string][]business.Decision
+	var trailErr error
+	if flushErr == nil {
+		trails, trailErr = s.trails(ctx, calls, views, errs, apart)
+	}
 	for i, call := range calls {
 		if slices.Contains(apart, call) {
 			continue
@@ -319,14 +324,34 @@ func (s *Service) decideGroup(calls []*groupCall) []*groupCall {
 			call.err = fmt.Errorf("save the checkpoints of a group of %d decisions: %w", len(calls), flushErr)
 		case errs[i] != nil:
 			call.err = errs[i]
+		case trailErr != nil:
+			call.err = trailErr
 		default:
-			call.v, call.err = s.withTrail(call.ctx, views[i])
-			if call.err == nil {
-				call.v, call.err = s.forViewer(call.ctx, call.v, call.o.User)
+			call.v = views[i]
+			if call.v != nil && call.v.Batch == nil {
+				call.v = withDecisions(call.v, trails[call.v.Task])
 			}
+			call.v, call.err = s.forViewer(call.ctx, call.v, call.o.User)
 		}
 	}
 	return apart
+}
+
+// trails reads back, once both commits are durable, the decision trails
+// of the views of the group's calls that were decided (views[i] with no
+// errs[i], not apart): one read for the group instead of one a call, as
+// withTrail reads each.
+func (s *Service) trails(ctx context.Context, calls []*groupCall, views []*View, errs []error, apart []*groupCall) (map[string][]business.Decision, error) {
+	var ids []string
+	for i, call := range calls {
+		if v := views[i]; errs[i] == nil && v != nil && v.Batch == nil && !slices.Contains(apart, call) {
+			ids = append(ids, v.Task)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return s.desk.DecisionsOf(ctx, ids)
 }
 
 // heldElsewhere reports whether err refuses an answer because another

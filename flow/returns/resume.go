@@ -133,7 +133,8 @@ func (r *runner) resume(ctx context.Context, t runs.TaskRecord, o ResumeOptions)
 	if err := r.trailAhead(ctx, t, snap, &o); err != nil {
 		return nil, err
 	}
-	if err := r.checkAnswer(ctx, t, snap, o); errors.Is(err, errAnswerSaved) {
+	planned, err := r.checkAnswer(ctx, t, snap, o)
+	if errors.Is(err, errAnswerSaved) {
 		// The same answer again, saved by a command that was killed or
 		// taken already: show the task, which waits for the other approval.
 		note := savedNote(err)
@@ -158,34 +159,45 @@ func (r *runner) resume(ctx context.Context, t runs.TaskRecord, o ResumeOptions)
 		return nil, r.busyFor(ctx, t, snap, o, err)
 	}
 	if !free || t.Lease.Epoch != epoch+1 {
-		snap = nil
+		snap, planned = nil, nil
 	}
-	return r.answer(ctx, t, snap, o)
+	return r.answer(ctx, t, snap, o, planned)
+}
+
+// answerPlan is what plan made of an answer against a head: the command
+// that gives it and the note for the person.
+type answerPlan struct {
+	cmd  flow.Command
+	note string
 }
 
 // checkAnswer checks o against the head before anything is written: a live
 // process driving the task is told first (any answer now would meet a run
 // part-way, and the reason is that it is busy: ErrConflict), then the
 // answer must fit the question (plan's errors). A wrong answer changes
-// nothing.
-func (r *runner) checkAnswer(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[State], o ResumeOptions) error {
+// nothing. It returns plan's command for snap, which answer gives while
+// snap is still the head.
+func (r *runner) checkAnswer(ctx context.Context, t runs.TaskRecord, snap *flow.Snapshot[State], o ResumeOptions) (*answerPlan, error) {
 	if o.answering() && len(snap.Interrupts) == 0 {
 		if l, _, err := r.runs.TaskLease(ctx, t.ID); err == nil && r.svc.holderAlive(l) {
 			if t.Status == StatusInterrupted {
-				return r.svc.stoppedHeld(&runs.LeaseHeldError{Task: t.ID, Lease: l})
+				return nil, r.svc.stoppedHeld(&runs.LeaseHeldError{Task: t.ID, Lease: l})
 			}
 			// Both refusals wrap the holder's lease (a live process runs
 			// the task: waitsForHolder), printed as nothing.
 			held := &runs.LeaseHeldError{Task: t.ID, Lease: l}
 			if err := r.answeredMeanwhile(ctx, t, snap, l, held); err != nil {
-				return err
+				return nil, err
 			}
-			return errorf(Hint{Before: "wait for it to ask its question (", Do: DoShow, Task: t.ID, After: ")"},
+			return nil, errorf(Hint{Before: "wait for it to ask its question (", Do: DoShow, Task: t.ID, After: ")"},
 				"task %s is being run by process %d on %s: %w%.0w", t.ID, l.PID, l.Host, ErrConflict, held)
 		}
 	}
-	_, _, err := r.plan(ctx, t, snap, o)
-	return err
+	cmd, note, err := r.plan(ctx, t, snap, o)
+	if err != nil {
+		return nil, err
+	}
+	return &answerPlan{cmd: cmd, note: note}, nil
 }
 
 // answeredMeanwhile is the refusal of an answer that lost a race: the
@@ -212,8 +224,11 @@ func (r *runner) answeredMeanwhile(ctx context.Context, t runs.TaskRecord, snap 
 
 // answer runs the answer (or the continuation) o from head, the thread's
 // head as read before the lease was taken, or nil when it must be read
-// again under the lease. The caller holds the lease.
-func (r *runner) answer(ctx context.Context, t runs.TaskRecord, head *flow.Snapshot[State], o ResumeOptions) (*View, error) {
+// again under the lease. planned, when not nil, is plan's command for
+// head, made before the lease was taken: nobody wrote the task between
+// (its lease was free and this process took it next), so plan would make
+// the same again. The caller holds the lease.
+func (r *runner) answer(ctx context.Context, t runs.TaskRecord, head *flow.Snapshot[State], o ResumeOptions, planned *answerPlan) (*View, error) {
 	endedBefore := false
 	note := ""
 	v, err := r.driveReturn(ctx, t, func(ctx context.Context, g *flow.Runnable[State]) (*flow.Snapshot[State], error) {
@@ -238,7 +253,7 @@ func (r *runner) answer(ctx context.Context, t runs.TaskRecord, head *flow.Snaps
 			}
 			head = cur
 		}
-		cmd, n, err := r.plan(ctx, t, head, o)
+		cmd, n, err := r.planOnce(ctx, t, head, o, planned)
 		if errors.Is(err, errAnswerSaved) {
 			return head, nil // saved by another process meanwhile
 		}
@@ -269,6 +284,15 @@ func (r *runner) answer(ctx context.Context, t runs.TaskRecord, head *flow.Snaps
 		v.Result.Reused = true
 	}
 	return v, err
+}
+
+// planOnce is plan's command for head: planned when it is there, else
+// made now.
+func (r *runner) planOnce(ctx context.Context, t runs.TaskRecord, head *flow.Snapshot[State], o ResumeOptions, planned *answerPlan) (flow.Command, string, error) {
+	if planned != nil {
+		return planned.cmd, planned.note, nil
+	}
+	return r.plan(ctx, t, head, o)
 }
 
 // settled answers a resume of a task whose head is finished, or parked at a

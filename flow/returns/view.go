@@ -237,9 +237,23 @@ func view(t runs.TaskRecord, snap *flow.Snapshot[State]) *View {
 // effect taken from the state. A payload stored by state format 1 already
 // holds them and keeps its own.
 func approvalView(stored json.RawMessage, st State) json.RawMessage {
+	q, ok := approvalShown(stored, st)
+	if !ok {
+		return stored
+	}
+	b, err := json.Marshal(q)
+	if err != nil {
+		return stored
+	}
+	return b
+}
+
+// approvalShown is the approval question approvalView shows, decoded:
+// false when stored does not decode.
+func approvalShown(stored json.RawMessage, st State) (ApprovalQuestion, bool) {
 	var q ApprovalQuestion
 	if err := json.Unmarshal(stored, &q); err != nil {
-		return stored
+		return q, false
 	}
 	if q.DraftID == "" && st.Draft != nil {
 		q.DraftID, q.ExpiresAt, q.Version = st.Draft.ID, st.Draft.ExpiresAt, VersionOf(st.Draft)
@@ -257,11 +271,7 @@ func approvalView(stored json.RawMessage, st State) json.RawMessage {
 		q.Effect = approvalEffect(q.OrderID)
 	}
 	q.ExpiresAt = q.ExpiresAt.UTC().Truncate(time.Millisecond) // docs/json.md "Times"
-	b, err := json.Marshal(q)
-	if err != nil {
-		return stored
-	}
-	return b
+	return q, true
 }
 
 // done reports whether v is a finished run's (done, cancelled, failed).
