@@ -65,12 +65,12 @@ func checkResume(o ResumeOptions) error {
 	}
 	if o.Action == ActionEdit {
 		if err := ValidReason(strings.TrimSpace(o.Reason)); !o.HasReason || err != nil {
-			return errorf(Hint{}, "%w: %s edit needs %s R, the reason of the new draft version (%v)", ErrInvalid, InputAction, InputReason, err)
+			return errorf(Hint{}, "%w: %s edit needs %s, the reason of the new draft version (%v)", ErrInvalid, InputAction, InputReason, err)
 		}
 	}
 	if (o.Comment != "") != (o.Action == ActionRevise) {
 		if o.Action == ActionRevise {
-			return errorf(Hint{}, "%w: %s revise needs %s C, what the owner should change", ErrInvalid, InputAction, InputComment)
+			return errorf(Hint{}, "%w: %s revise needs %s, what the owner should change", ErrInvalid, InputAction, InputComment)
 		}
 		return errorf(Hint{}, "%w: %s goes with %s revise", ErrInvalid, InputComment, InputAction)
 	}
