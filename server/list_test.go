@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -98,4 +99,39 @@ func (p taskPageJSON) tasks() string {
 		ids = append(ids, t.Task)
 	}
 	return strings.Join(ids, ",")
+}
+
+// TestEditedCursorIsRefused (docs/server.md "Pages of the list"): every
+// cursor that differs from one the server gave by a character cut off,
+// added or changed is refused as invalid input, also where what is left
+// still decodes to a place in the list; the cursor itself names its place.
+func TestEditedCursorIsRefused(t *testing.T) {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	for _, p := range []returns.ListPosition{
+		{CreatedAt: time.Date(2026, 12, 3, 8, 10, 34, 680_000_000, time.UTC), Task: "l2"},
+		{CreatedAt: time.Date(2026, 12, 3, 8, 10, 34, 0, time.UTC), Task: "return-25"},
+		{CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC), Task: "a"},
+	} {
+		c := encodeCursor(p)
+		if got, err := parseCursor(c); err != nil || !got.CreatedAt.Equal(p.CreatedAt) || got.Task != p.Task {
+			t.Fatalf("parseCursor(encodeCursor(%v)) = %v, %v", p, got, err)
+		}
+		var edited []string
+		for i := range len(c) {
+			edited = append(edited, c[:i])
+			for _, ch := range alphabet {
+				if byte(ch) != c[i] {
+					edited = append(edited, c[:i]+string(ch)+c[i+1:])
+				}
+			}
+		}
+		for _, ch := range alphabet {
+			edited = append(edited, c+string(ch))
+		}
+		for _, e := range edited {
+			if _, err := parseCursor(e); !errors.Is(err, returns.ErrInvalid) {
+				t.Errorf("cursor %q, edited from %q: %v; want invalid input", e, c, err)
+			}
+		}
+	}
 }
