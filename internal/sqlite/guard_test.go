@@ -95,10 +95,31 @@ func countRows(tb testing.TB, path string) int {
 	return n
 }
 
+// refusedByReadOnlyOpenings fails t unless the read-only openings of
+// verify (CheckFile) and backup (TakeSnapshot) refuse the file at path
+// as Open does: ErrForeignWAL saying says, the file and its -wal unchanged.
+func refusedByReadOnlyOpenings(t *testing.T, path, says string) {
+	t.Helper()
+	dir, base := filepath.Dir(path), filepath.Base(path)
+	before := fileSums(t, dir, base, base+"-wal")
+	ctx := context.Background()
+	if _, err := sqlite.TakeSnapshot(ctx, path, rowsSpec()); !errors.Is(err, sqlite.ErrForeignWAL) || !strings.Contains(err.Error(), says) {
+		t.Errorf("TakeSnapshot: %v, want ErrForeignWAL: %s", err, says)
+	}
+	check, err := sqlite.CheckFile(ctx, path, rowsSpec())
+	if err != nil || check.Usable() || len(check.Problems) != 1 || !strings.Contains(check.Problems[0], says) {
+		t.Errorf("CheckFile: %+v, %v; want the one problem %q", check, err, says)
+	}
+	if after := fileSums(t, dir, base, base+"-wal"); !maps.Equal(before, after) {
+		t.Errorf("the read-only openings changed the files:\nbefore %v\nafter  %v", before, after)
+	}
+}
+
 // TestWALThatBelongsElsewhere: SQLite merges any -wal beside a database
 // when it opens it (it checks the frames against the -wal's own header, not
 // against the database). Open refuses, unchanged, a -wal with frames that
-// were not written for the file, and merges one that was.
+// were not written for the file, and merges one that was; so do the
+// read-only openings of verify and backup.
 func TestWALThatBelongsElsewhere(t *testing.T) {
 	t.Run("OwnWALOfACrashIsMerged", func(t *testing.T) {
 		src := filepath.Join(t.TempDir(), "x.sqlite")
@@ -120,6 +141,7 @@ func TestWALThatBelongsElsewhere(t *testing.T) {
 		fill(t, other, 0, 20)
 		other.Close()
 		copyFile(t, crashed+"-wal", path+"-wal")
+		refusedByReadOnlyOpenings(t, path, "x.sqlite-wal carries data dir")
 		before := fileSums(t, dir, "x.sqlite", "x.sqlite-wal")
 		_, err := sqlite.Open(context.Background(), path, rowsSpec())
 		if !errors.Is(err, sqlite.ErrForeignWAL) || !strings.Contains(err.Error(), "x.sqlite-wal carries data dir") {
@@ -148,6 +170,7 @@ func TestWALThatBelongsElsewhere(t *testing.T) {
 		if err := os.WriteFile(crashed+"-wal", old, 0o600); err != nil {
 			t.Fatal(err)
 		}
+		refusedByReadOnlyOpenings(t, crashed, "older than the file")
 		_, err = sqlite.Open(context.Background(), crashed, rowsSpec())
 		if !errors.Is(err, sqlite.ErrForeignWAL) || !strings.Contains(err.Error(), "older than the file") {
 			t.Fatalf("Open: %v, want ErrForeignWAL: older than the file", err)

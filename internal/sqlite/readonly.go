@@ -18,9 +18,10 @@ import (
 // use it: nothing is created, migrated, switched to WAL or written, and
 // closing the pool merges no -wal into the file (a read-only connection
 // never checkpoints). The file must be spec's (its application id) and of
-// its newest schema, so the stores' queries fit it. Errors: fs.ErrNotExist
-// for a missing file, ErrCorrupt, ErrForeignFile, ErrNewerSchema,
-// ErrOlderSchema.
+// its newest schema, so the stores' queries fit it, and a -wal with frames
+// that nobody has open must have been written for it (walBelongs).
+// Errors: fs.ErrNotExist for a missing file, ErrCorrupt, ErrForeignFile,
+// ErrNewerSchema, ErrOlderSchema, ErrForeignWAL.
 func OpenReadOnly(ctx context.Context, path string, spec Spec) (*sql.DB, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, err
@@ -49,6 +50,9 @@ func OpenReadOnly(ctx context.Context, path string, spec Spec) (*sql.DB, error) 
 	if err == nil {
 		err = h.check(spec)
 	}
+	if err == nil && left.walFrames && !left.inUse {
+		err = walBelongsIn(ctx, db, path)
+	}
 	if err == nil && !h.current(spec) {
 		err = fmt.Errorf("schema version %d, this build writes %d: %w", h.version, spec.Migrations[len(spec.Migrations)-1].Version, ErrOlderSchema)
 	}
@@ -58,6 +62,17 @@ func OpenReadOnly(ctx context.Context, path string, spec Spec) (*sql.DB, error) 
 	}
 	g.setDataDirID(h.dataDirID)
 	return db, nil
+}
+
+// walBelongsIn is walBelongs in a read transaction of db, a read-only
+// pool over the file at path.
+func walBelongsIn(ctx context.Context, db *sql.DB, path string) error {
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return classify(err)
+	}
+	defer tx.Rollback()
+	return walBelongs(ctx, tx, path)
 }
 
 // fileHeaderOf reads the header fields and the data dir identity in one
@@ -145,7 +160,9 @@ func CheckFile(ctx context.Context, path string, spec Spec) (FileCheck, error) {
 		return c, nil
 	}
 	c.Older = !h.current(spec)
-	if left := fileLeftState(path); left.walFrames && !left.inUse {
+	// left as read before this connection opened the file: its own
+	// -shm lock would read as another process's.
+	if left.walFrames && !left.inUse {
 		if err := walBelongs(ctx, tx, path); err != nil {
 			c.Problems = append(c.Problems, err.Error())
 			return c, nil
