@@ -101,13 +101,20 @@ func (e *usageError) Is(target error) bool { return target == returns.ErrInvalid
 
 // flagRefusal is cobra's refusal err of a flag of command c as a usage
 // error: cobra's message, which quotes the values typed, with every
-// PostgreSQL URL in it without its password (redactURLs), and the hint
-// to read c's flags. The hint's
+// PostgreSQL URL in it without its password (redactURLs) and a secret
+// flag given twice (secretFlags) not quoted at all, and the hint to read
+// c's flags. The hint's
 // command is the program alone (app.flagsRefused): the global flags
 // parsed so far may hold the refused value.
 func (a *app) flagRefusal(c *cobra.Command, err error) error {
 	a.flagsRefused = true
-	return &returns.Error{Kind: returns.ErrInvalid, Message: redactURLs(err.Error()),
+	msg := redactURLs(err.Error())
+	if name := secretRefused(c); name != "" {
+		// pflag's message quotes the value; a mistyped URL would keep
+		// its password past redactURLs.
+		msg = fmt.Sprintf("--%s given twice with different values: give it once (neither is shown: it may hold a password)", name)
+	}
+	return &returns.Error{Kind: returns.ErrInvalid, Message: msg,
 		Hint: returns.Hint{Before: fmt.Sprintf("run `%s --help` for its flags", c.CommandPath())}}
 }
 

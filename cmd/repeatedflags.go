@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -18,6 +19,10 @@ type onceValue struct {
 	set   bool
 	first string // the value as the flag reads it back
 	typed string // the value as it was typed, for the refusal
+	// secret: the values may hold a password (--store), so the refusal
+	// quotes neither, and refused marks it for flagRefusal, which drops
+	// the value pflag quotes before it.
+	secret, refused bool
 }
 
 // Set sets the wrapped value the first time; later it accepts only the
@@ -38,6 +43,10 @@ func (v *onceValue) Set(s string) error {
 	}
 	if again := v.Value.String(); again != v.first {
 		_ = v.Value.Set(v.first)
+		if v.secret {
+			v.refused = true
+			return errors.New("given twice with different values: give it once")
+		}
 		return fmt.Errorf("given twice with different values (%q, then %q): give it once", v.typed, s)
 	}
 	return nil
@@ -51,6 +60,23 @@ type onceBool struct{ *onceValue }
 // IsBoolFlag reports true: the wrapped value is a boolean flag's.
 func (onceBool) IsBoolFlag() bool { return true }
 
+// secretFlags are the flags whose values may hold a password: a refusal
+// never quotes them.
+var secretFlags = map[string]bool{"store": true}
+
+// secretRefused is the name of the secret flag of c (secretFlags) that
+// onceValue refused as given twice, or "".
+func secretRefused(c *cobra.Command) string {
+	for name := range secretFlags {
+		if f := c.Flag(name); f != nil {
+			if v, ok := f.Value.(*onceValue); ok && v.refused {
+				return name
+			}
+		}
+	}
+	return ""
+}
+
 // refuseRepeatedFlags makes every single-valued flag of root and its
 // commands (their own and the persistent ones) take one value only
 // (onceValue, docs/cli.md "Conventions"); flags that take a list
@@ -62,7 +88,7 @@ func refuseRepeatedFlags(root *cobra.Command) {
 		case *onceValue, onceBool, pflag.SliceValue:
 			return
 		}
-		once := &onceValue{Value: f.Value}
+		once := &onceValue{Value: f.Value, secret: secretFlags[f.Name]}
 		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
 			f.Value = onceBool{once}
 			return

@@ -173,7 +173,8 @@ func passwordOf(u *url.URL) string {
 	return pw
 }
 
-// redactURL is the URL without its password, to print in a next command
+// redactURL is the URL without its password (in the user part, or the
+// query's password and sslpassword), to print in a next command
 // or a report. A URL that does not parse is "the --store URL".
 func redactURL(rawURL string) string {
 	u, err := url.Parse(rawURL)
@@ -183,8 +184,9 @@ func redactURL(rawURL string) string {
 	if u.User != nil {
 		u.User = url.User(u.User.Username())
 	}
-	if q := u.Query(); q.Has("password") {
+	if q := u.Query(); q.Has("password") || q.Has("sslpassword") {
 		q.Del("password")
+		q.Del("sslpassword")
 		u.RawQuery = q.Encode()
 	}
 	return u.String()
