@@ -102,10 +102,9 @@ func (e *usageError) Is(target error) bool { return target == returns.ErrInvalid
 // flagRefusal is cobra's refusal err of a flag of command c as a usage
 // error: cobra's message, which quotes the values typed, with every
 // PostgreSQL URL in it without its password (redactURLs) and a secret
-// flag given twice (secretFlags) not quoted at all, and the hint to read
-// c's flags. The hint's
-// command is the program alone (app.flagsRefused): the global flags
-// parsed so far may hold the refused value.
+// flag given twice (secretFlags) not quoted at all; and the hint to read
+// c's flags, whose command is the program alone (app.flagsRefused): the
+// global flags parsed so far may hold the refused value.
 func (a *app) flagRefusal(c *cobra.Command, err error) error {
 	a.flagsRefused = true
 	msg := redactURLs(err.Error())

@@ -20,10 +20,10 @@ func (a *app) nextCommandPrefix() string {
 	if prog == "" {
 		prog = DefaultProgram
 	}
-	parts := []string{prog}
 	if a.flagsRefused {
 		return prog
 	}
+	parts := []string{prog}
 	switch {
 	case a.onServer() && a.storeFromFlag:
 		// Without its password: pgx reads it from PGPASSWORD or ~/.pgpass.
