@@ -64,7 +64,10 @@ func checkResume(o ResumeOptions) error {
 		return errorf(Hint{}, "%w: give %s or %s, not both (only %s edit takes %s, the new draft's reason)", ErrInvalid, InputReason, InputAction, InputAction, InputReason)
 	}
 	if o.Action == ActionEdit {
-		if err := ValidReason(strings.TrimSpace(o.Reason)); !o.HasReason || err != nil {
+		if !o.HasReason {
+			return errorf(Hint{}, "%w: %s edit needs %s, the reason of the new draft version", ErrInvalid, InputAction, InputReason)
+		}
+		if err := ValidReason(strings.TrimSpace(o.Reason)); err != nil {
 			return errorf(Hint{}, "%w: %s edit needs %s, the reason of the new draft version (%v)", ErrInvalid, InputAction, InputReason, err)
 		}
 	}
