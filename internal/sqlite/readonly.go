@@ -34,10 +34,7 @@ func OpenReadOnly(ctx context.Context, path string, spec Spec) (*sql.DB, error) 
 		return nil, fmt.Errorf("empty file: %w", ErrCorrupt)
 	}
 	left := fileLeftState(path)
-	if err := headerRefusal(hdr, left, spec); err != nil {
-		return nil, err // before SQLite would make a -wal and -shm beside it
-	}
-	if err := walOfReplacedFile(hdr, left, spec, path); err != nil {
+	if err := refusedUnread(hdr, left, spec, path); err != nil {
 		return nil, err
 	}
 	connector, err := openConnector(path, "mode=ro", "_pragma=busy_timeout("+strconv.FormatInt(DefaultBusyTimeout.Milliseconds(), 10)+")")
@@ -62,6 +59,18 @@ func OpenReadOnly(ctx context.Context, path string, spec Spec) (*sql.DB, error) 
 	}
 	g.setDataDirID(h.dataDirID)
 	return db, nil
+}
+
+// refusedUnread is the refusal of the file at path (hdr its first 100
+// bytes, left how it was left) that the read-only openings make before
+// SQLite reads it, so that nothing is made beside it and no -wal is read
+// through: its header's (headerRefusal), or a backup copy put back beside
+// the -wal of the file it replaced (walOfReplacedFile).
+func refusedUnread(hdr []byte, left leftState, spec Spec, path string) error {
+	if err := headerRefusal(hdr, left, spec); err != nil {
+		return err
+	}
+	return walOfReplacedFile(hdr, left, spec, path)
 }
 
 // walBelongsIn is walBelongs in a read transaction of db, a read-only
@@ -127,13 +136,7 @@ func CheckFile(ctx context.Context, path string, spec Spec) (FileCheck, error) {
 		return c, nil
 	}
 	left := fileLeftState(path)
-	if err := headerRefusal(hdr, left, spec); err != nil {
-		// Before SQLite would make a -wal and -shm beside it.
-		c.Version = int64(binary.BigEndian.Uint32(hdr[60:64]))
-		c.Problems = append(c.Problems, err.Error())
-		return c, nil
-	}
-	if err := walOfReplacedFile(hdr, left, spec, path); err != nil {
+	if err := refusedUnread(hdr, left, spec, path); err != nil {
 		c.Version = int64(binary.BigEndian.Uint32(hdr[60:64]))
 		c.Problems = append(c.Problems, err.Error())
 		return c, nil
