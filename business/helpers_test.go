@@ -76,8 +76,29 @@ func newSeeded(tb testing.TB) (*Store, string) {
 // "").
 func newSeededOn(tb testing.TB, kind storeKind) (*Store, string) {
 	tb.Helper()
-	return openStore(tb, kind, Options{Seed: seedCSV(tb), Now: fixedClock(t0)})
+	if kind == pgStore || migrationsOverride != nil {
+		// withMigrations: a file of the steps the test makes this build
+		// know, not the template's.
+		return openStore(tb, kind, Options{Seed: seedCSV(tb), Now: fixedClock(t0)})
+	}
+	path := filepath.Join(tb.TempDir(), "business.sqlite")
+	seededFile.CopyTo(tb, path)
+	return mustOpen(tb, path, Options{Now: fixedClock(t0)}), path
 }
+
+// seededFile is a seeded business.sqlite created at t0, made once for the
+// test binary: newSeededOn opens a copy of it.
+var seededFile = testkit.NewFileTemplate(func(path string) error {
+	seed, err := testkit.ReadSeedOrders()
+	if err != nil {
+		return err
+	}
+	s, err := Open(context.Background(), path, Options{Create: true, Seed: seed, Now: fixedClock(t0)})
+	if err != nil {
+		return err
+	}
+	return s.Close()
+})
 
 // mustExec runs query on s: SQL of s's database, or without parameters
 // and valid on both.

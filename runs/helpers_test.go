@@ -47,7 +47,9 @@ func newSeededOn(tb testing.TB, kind storeKind) (*Store, *business.Store) {
 	if kind == pgStore {
 		desk, err = business.OpenPostgres(context.Background(), pgtest.SharedDatabase(tb), opts)
 	} else {
-		desk, err = business.Open(context.Background(), filepath.Join(tb.TempDir(), "business.sqlite"), opts)
+		path := filepath.Join(tb.TempDir(), "business.sqlite")
+		seededFile.CopyTo(tb, path)
+		desk, err = business.Open(context.Background(), path, business.Options{Now: clock})
 	}
 	if err != nil {
 		tb.Fatalf("open business: %v", err)
@@ -55,6 +57,20 @@ func newSeededOn(tb testing.TB, kind storeKind) (*Store, *business.Store) {
 	tb.Cleanup(func() { desk.Close() })
 	return New(desk.Handle(), clock), desk
 }
+
+// seededFile is a seeded business.sqlite created at t0, made once for the
+// test binary: each SQLite test opens a copy of it.
+var seededFile = testkit.NewFileTemplate(func(path string) error {
+	seed, err := testkit.ReadSeedOrders()
+	if err != nil {
+		return err
+	}
+	desk, err := business.Open(context.Background(), path, business.Options{Create: true, Seed: seed, Now: func() time.Time { return t0 }})
+	if err != nil {
+		return err
+	}
+	return desk.Close()
+})
 
 // fixed returns a clock that always reads at.
 func fixed(at time.Time) func() time.Time { return func() time.Time { return at } }

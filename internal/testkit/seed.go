@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,13 +14,20 @@ import (
 // tb.
 func SeedOrders(tb testing.TB) []byte {
 	tb.Helper()
-	_, here, _, ok := runtime.Caller(0)
-	if !ok {
-		tb.Fatal("testkit: cannot tell where the repository is")
-	}
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(here), "..", "..", "testdata", "orders.csv"))
+	b, err := ReadSeedOrders()
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return b
+}
+
+// ReadSeedOrders is SeedOrders for a caller without a testing.TB (a
+// FileTemplate's maker): the bytes of testdata/orders.csv, or the error
+// reading them.
+func ReadSeedOrders() ([]byte, error) {
+	_, here, _, ok := runtime.Caller(0)
+	if !ok {
+		return nil, errors.New("testkit: cannot tell where the repository is")
+	}
+	return os.ReadFile(filepath.Join(filepath.Dir(here), "..", "..", "testdata", "orders.csv"))
 }
