@@ -7,7 +7,9 @@ import (
 	"time"
 )
 
-func TestDraftVersions(t *testing.T) { forStores(t, testDraftVersions) }
+func TestDraftVersions(t *testing.T) {
+	forStores(t, testDraftVersions)
+}
 
 func testDraftVersions(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -74,7 +76,10 @@ func testDraftVersions(t *testing.T, kind storeKind) {
 	})
 }
 
-func TestDecisions(t *testing.T) { forStores(t, testDecisions) }
+func TestDecisions(t *testing.T) {
+	t.Parallel()
+	forStores(t, testDecisions)
+}
 
 func testDecisions(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -97,7 +102,10 @@ func testDecisions(t *testing.T, kind storeKind) {
 	}
 }
 
-func TestApprovers(t *testing.T) { forStores(t, testApprovers) }
+func TestApprovers(t *testing.T) {
+	t.Parallel()
+	forStores(t, testApprovers)
+}
 
 func testApprovers(t *testing.T, kind storeKind) {
 	ctx := context.Background()

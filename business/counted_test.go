@@ -8,7 +8,10 @@ import (
 	"time"
 )
 
-func TestApprovalsCountAtTheSubmit(t *testing.T) { forStores(t, testApprovalsCountAtTheSubmit) }
+func TestApprovalsCountAtTheSubmit(t *testing.T) {
+	t.Parallel()
+	forStores(t, testApprovalsCountAtTheSubmit)
+}
 
 // testApprovalsCountAtTheSubmit: the submit of a draft judges again, in
 // its transaction, every approval it carries out (ApprovalsCount): one
@@ -92,6 +95,7 @@ func testApprovalsCountAtTheSubmit(t *testing.T, kind storeKind) {
 // revive a marked approval; once another approval counts, the submit goes
 // through.
 func TestSubmitMarksWhatNoLongerCounts(t *testing.T) {
+	t.Parallel()
 	forStores(t, func(t *testing.T, kind storeKind) {
 		ctx := context.Background()
 		s, _ := newSeededOn(t, kind)

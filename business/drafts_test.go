@@ -8,7 +8,10 @@ import (
 	"time"
 )
 
-func TestPrepareDraft(t *testing.T) { forStores(t, testPrepareDraft) }
+func TestPrepareDraft(t *testing.T) {
+	t.Parallel()
+	forStores(t, testPrepareDraft)
+}
 
 func testPrepareDraft(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -92,7 +95,9 @@ func testPrepareDraft(t *testing.T, kind storeKind) {
 	})
 }
 
-func TestSubmit(t *testing.T) { forStores(t, testSubmit) }
+func TestSubmit(t *testing.T) {
+	forStores(t, testSubmit)
+}
 
 func testSubmit(t *testing.T, kind storeKind) {
 	ctx := context.Background()

@@ -13,6 +13,7 @@ import (
 // that names as many items as fit and counts the rest, each once; no item
 // name is lost for a suffix, and nothing is cut inside a character.
 func TestJoinItems(t *testing.T) {
+	t.Parallel()
 	a := func(n int) string { return strings.Repeat("a", n) }
 	tests := []struct {
 		name  string
@@ -64,6 +65,7 @@ func TestJoinItems(t *testing.T) {
 // A line-item export's rows merge through the file reader as through
 // JoinItems (the case the tester found: order L8).
 func TestParseOrdersLineItemNames(t *testing.T) {
+	t.Parallel()
 	const h = "order_id,user,item,delivered_at,final_sale\n"
 	first := strings.Repeat("n", 190)
 	got, err := parsed(t, h+"L8,u,"+first+",,false\nL8,u,Second item,,false\n", ParseOptions{})
@@ -79,6 +81,7 @@ func TestParseOrdersLineItemNames(t *testing.T) {
 // line, whatever form they take; a bare date needs --timezone as a time
 // without a zone does; the teaching file's delivered_days_ago needs none.
 func TestParseOrdersDeliveryRange(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name    string
@@ -124,6 +127,7 @@ func TestParseOrdersDeliveryRange(t *testing.T) {
 // A UTF-16 file whose last character is one byte short is refused, not
 // read with the byte dropped or replaced.
 func TestParseOrdersOddUTF16(t *testing.T) {
+	t.Parallel()
 	plain := "order_id,user,item,delivered_at,final_sale\nC1,u,Kettle,,false\n"
 	for name, file := range map[string]string{
 		"LEBOM":        encodeUTF16(plain, false, true) + "x",
@@ -143,6 +147,7 @@ func TestParseOrdersOddUTF16(t *testing.T) {
 // Fields lose the ASCII spaces and tabs around them and nothing else: a
 // no-break space stays, and the id and user rules refuse it.
 func TestParseOrdersTrimming(t *testing.T) {
+	t.Parallel()
 	const h = "order_id,user,item,delivered_at,final_sale\n"
 	got, err := parsed(t, h+"\t C1 ,  u\t,\"  pad  \",,false\n", ParseOptions{})
 	if err != nil || len(got) != 1 || got[0].ID != "C1" || got[0].User != "u" || got[0].Item != "pad" {
@@ -171,6 +176,7 @@ func TestParseOrdersTrimming(t *testing.T) {
 // nothing else, at either width (at 32 bits a hash repeated by chance
 // may come back too: the caller checks those ids exactly).
 func TestIDHashesRepeats(t *testing.T) {
+	t.Parallel()
 	t.Run("64", func(t *testing.T) { testIDHashes(t, newIDHashes[uint64](), true) })
 	t.Run("32", func(t *testing.T) { testIDHashes(t, newIDHashes[uint32](), false) })
 }

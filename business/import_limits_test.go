@@ -10,6 +10,7 @@ import (
 )
 
 func TestCapReader(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		size     int
@@ -38,6 +39,7 @@ func TestCapReader(t *testing.T) {
 }
 
 func TestParseOrdersLimits(t *testing.T) {
+	t.Parallel()
 	orders := func(n, itemBytes int) io.Reader {
 		var b strings.Builder
 		b.WriteString("order_id,user,item,delivered_at,final_sale\n")

@@ -64,6 +64,7 @@ func parseFile(tb testing.TB, name string, opts ParseOptions) ([]Order, error) {
 // options of their documented command: parsed as the orders listed, then
 // imported into a new store, where each order reads back as parsed.
 func TestShopExportsImport(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		file string
@@ -161,6 +162,7 @@ var europeanColumns = []string{"order_id=Bestellnummer", "user=E-Mail", "item=Ar
 // their lines: the European export with a stray '"', dates in other
 // formats and words that are neither yes nor no, all in one refusal.
 func TestRefusalGroupsEveryProblem(t *testing.T) {
+	t.Parallel()
 	loc := mustLocation(t, "Europe/Berlin")
 	opts := ParseOptions{Operator: true, Location: loc, Now: exportsNow, Mapping: mustMapping(t, europeanColumns, nil, "DD.MM.YYYY", loc)}
 	_, err := parseFile(t, "european_orders_bad.csv", opts)
@@ -204,6 +206,7 @@ func equalInts(a, b []int) bool {
 // together: a header without a column is named beside the rows' own
 // problems; more than ten rows of a kind list ten and count the rest.
 func TestRefusalKinds(t *testing.T) {
+	t.Parallel()
 	const h = "order_id,user,item,delivered_at,final_sale\n"
 	tests := []struct {
 		name string
@@ -282,6 +285,7 @@ func TestRefusalKinds(t *testing.T) {
 // gives another value, or gives one where the first row has none, still
 // disagrees.
 func TestLineItemRowsLeaveTheOrderToTheFirst(t *testing.T) {
+	t.Parallel()
 	const h = "Name,Email,Fulfilled at,Lineitem name\n"
 	opts := ParseOptions{Operator: true, Now: exportsNow, Mapping: mustMapping(t, nil, []string{"final_sale=false"}, "", nil)}
 	t.Run("BlankTakesTheFirst", func(t *testing.T) {
@@ -312,6 +316,7 @@ func TestLineItemRowsLeaveTheOrderToTheFirst(t *testing.T) {
 // The mapping's values are checked before anything is read: each bad
 // one is a *MappingError naming what it was given for.
 func TestNewExportMapping(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name               string
 		columns, defaults  []string
@@ -356,6 +361,7 @@ func TestNewExportMapping(t *testing.T) {
 // A date format reads what it says, and nothing else; a bad format is
 // refused with what to write.
 func TestDateFormats(t *testing.T) {
+	t.Parallel()
 	berlin := mustLocation(t, "Europe/Berlin")
 	tests := []struct {
 		pattern, value string
@@ -422,6 +428,7 @@ func TestDateFormats(t *testing.T) {
 
 // The yes-or-no words of shop exports' languages, in any case.
 func TestYesNoWords(t *testing.T) {
+	t.Parallel()
 	for _, w := range []string{"true", "TRUE", "yes", "Yes", "y", "Y", "1", "ja", "JA", "oui", "Oui", "sí", "SÍ", "si", "si\u0301", "是", "wahr", "WAHR", "vrai", "verdadero"} {
 		if b, err := parseFlag("final_sale", w); err != nil || !b {
 			t.Errorf("%q = %v, %v; want true", w, b, err)

@@ -30,6 +30,7 @@ func importAs(tb testing.TB, s *Store, file string, opts ParseOptions, dry bool)
 // importing user's own, and the other user's order keeps every field.
 // The shop's later import of the id for its owner is not refused.
 func TestImportOrdersNoOracle(t *testing.T) {
+	t.Parallel()
 	const h = "order_id,user,item,delivered_at,final_sale\n"
 	ctx := context.Background()
 	other := ParseOptions{User: "other-user"}
@@ -105,6 +106,7 @@ func TestImportOrdersNoOracle(t *testing.T) {
 // user's own order of the same id does not count; an operator import of a
 // user's own order makes it the shop's.
 func TestImportOrdersShopIDs(t *testing.T) {
+	t.Parallel()
 	forStores(t, testImportOrdersShopIDs)
 }
 
@@ -166,6 +168,7 @@ func testImportOrdersShopIDs(t *testing.T, kind storeKind) {
 // order with an open application is not returnable now, as orders list
 // says.
 func TestImportOrdersReturnableAsEligibility(t *testing.T) {
+	t.Parallel()
 	const h = "order_id,user,item,delivered_at,final_sale\n"
 	ctx := context.Background()
 	s, _ := newSeeded(t)
@@ -201,6 +204,7 @@ func TestImportOrdersReturnableAsEligibility(t *testing.T) {
 // the end; every order reads back as the file has it, and the counts add
 // up. The operator's import again makes the user's own orders the shop's.
 func TestImportOrdersManyBatches(t *testing.T) {
+	t.Parallel()
 	forStores(t, func(t *testing.T, kind storeKind) {
 		const h = "order_id,user,item,delivered_at,final_sale\n"
 		ctx := context.Background()

@@ -57,6 +57,7 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 // quoted item was read whole, 250 MB of memory). One just under the limit
 // is read (and refused as a row for its item's length, not the record's).
 func TestRecordCapAcrossLines(t *testing.T) {
+	t.Parallel()
 	const header = "order_id,user,item,delivered_at,final_sale"
 	tests := []struct {
 		name    string
@@ -94,6 +95,7 @@ func TestRecordCapAcrossLines(t *testing.T) {
 // rows of 1 MB of invalid UTF-8, a 1 MB bad date, a 1 MB bad flag.
 // Before: a 40 MB message for 12 rows of \xff, 3 MB for three bad dates.
 func TestMessagesCutLongValues(t *testing.T) {
+	t.Parallel()
 	const header = "order_id,user,item,delivered_at,final_sale\n"
 	big := func(s string) string { return strings.Repeat(s, (MaxLineBytes-100)/len(s)) }
 	rows := func(n int, row string) string { return header + strings.Repeat(row+"\n", n) }
@@ -123,6 +125,7 @@ func TestMessagesCutLongValues(t *testing.T) {
 // bad: X1, X2, X1 again on line 4 and an empty item on line 5 named line
 // 5 only).
 func TestScatteredOrdersNamedBesideBadRows(t *testing.T) {
+	t.Parallel()
 	const header = "order_id,user,item,delivered_at,final_sale\n"
 	tests := []struct {
 		name, rows string
@@ -155,6 +158,7 @@ func TestScatteredOrdersNamedBesideBadRows(t *testing.T) {
 // More than ten bad lines of both kinds: the first ten by line number,
 // then how many more.
 func TestBadLinesMerge(t *testing.T) {
+	t.Parallel()
 	var a, b badLines
 	for i := 1; i <= 12; i++ {
 		a.add(2*i, errors.New("row"))
@@ -172,6 +176,7 @@ func TestBadLinesMerge(t *testing.T) {
 // day was stored as 01:30Z, the autumn one taken as CET, +24:00 stored a
 // day earlier, and "z" refused.
 func TestParseDeliveryTimeNotGuessed(t *testing.T) {
+	t.Parallel()
 	berlin, err := time.LoadLocation("Europe/Berlin")
 	if err != nil {
 		t.Skip(err)

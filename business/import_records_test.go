@@ -99,6 +99,7 @@ var recordsSeeds = []string{
 }
 
 func TestRecordsLikeCSV(t *testing.T) {
+	t.Parallel()
 	for i, seed := range recordsSeeds {
 		for _, delim := range []rune{',', ';', '\t'} {
 			t.Run(fmt.Sprintf("%d%c", i, delim), func(t *testing.T) {
@@ -125,6 +126,7 @@ func FuzzRecords(f *testing.F) {
 // stalled pipe, a row past a limit was not seen until the writer sent
 // about 64 KiB more or closed.)
 func TestRecordsStalledWriter(t *testing.T) {
+	t.Parallel()
 	for _, tail := range []string{"", "3,half-a-li"} {
 		t.Run(fmt.Sprintf("tail%q", tail), func(t *testing.T) {
 			pr, pw := io.Pipe()

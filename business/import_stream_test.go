@@ -43,6 +43,7 @@ func shopRows(n int, extra ...string) string {
 // fault comes after thousands of orders were written with ParseOrders'
 // error, committing nothing.
 func TestImportOrdersNew(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	opts := ParseOptions{User: "demo-user", Now: t0}
 	tests := []struct {
@@ -107,6 +108,7 @@ func TestImportOrdersNew(t *testing.T) {
 
 // ImportOrdersNew ended by ctx commits nothing and returns ctx's error.
 func TestImportOrdersNewCancelled(t *testing.T) {
+	t.Parallel()
 	path := newClosedSeeded(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -166,6 +168,7 @@ func (c *collidingHashes) repeats(max int) (map[uint64]bool, bool) {
 // whether its hashes collide or not (before: each chance collision took
 // one of maxScattered's places, and the count fell short by as many).
 func TestScatterCheckChanceCollisions(t *testing.T) {
+	t.Parallel()
 	const distinct, back = 60_000, 49_990
 	file := comeBack(distinct, back)
 	opts := ParseOptions{User: "demo-user", Now: t0}
@@ -204,6 +207,7 @@ func (c *readCounter) Read(p []byte) (int, error) {
 // file and says so (ErrImportNotStarted, no file), so that the caller can
 // still check it and tell a bad file from a failing disk.
 func TestImportOrdersNewNotStarted(t *testing.T) {
+	t.Parallel()
 	path := newClosedSeeded(t)
 	other := mustOpen(t, path, Options{}) // keeps the file open: it stays in WAL
 	_ = other
@@ -218,6 +222,7 @@ func TestImportOrdersNewNotStarted(t *testing.T) {
 // collide by chance counts as many bad lines as one without (before: up
 // to chanceRepeats more ids were checked, and the count was larger).
 func TestScatterCheckOverflowCount(t *testing.T) {
+	t.Parallel()
 	const distinct, back = 60_000, 50_500
 	file := comeBack(distinct, back)
 	opts := ParseOptions{User: "demo-user", Now: t0}
@@ -239,6 +244,7 @@ func TestScatterCheckOverflowCount(t *testing.T) {
 // count, however many lines it names (before: the word was an eleventh
 // line, never shown, and the count looked like the whole story).
 func TestScatterCheckOverflowSaid(t *testing.T) {
+	t.Parallel()
 	const distinct, back = 60_000, 50_500
 	file := comeBack(distinct, back)
 	_, err := ParseOrders(context.Background(), strings.NewReader(file), ParseOptions{User: "demo-user", Now: t0})

@@ -54,6 +54,7 @@ func parsed(tb testing.TB, file string, opts ParseOptions) ([]Order, error) {
 
 // the same orders in the shapes real exports have.
 func TestParseOrdersShapes(t *testing.T) {
+	t.Parallel()
 	plain := "order_id,user,item,delivered_at,final_sale\nC1,u1,Kettle,2026-11-20,false\nC2,u2,Toaster,,true\n"
 	tests := map[string]string{
 		"Plain":        plain,
@@ -86,6 +87,7 @@ func TestParseOrdersShapes(t *testing.T) {
 }
 
 func TestParseOrdersHeaderError(t *testing.T) {
+	t.Parallel()
 	_, err := ParseOrders(context.Background(), strings.NewReader("order;customer;item;delivered\nC1;u;x;\n"), ParseOptions{Operator: true})
 	var he *HeaderError
 	if !errors.As(err, &he) {
@@ -97,6 +99,7 @@ func TestParseOrdersHeaderError(t *testing.T) {
 }
 
 func TestParseDeliveryTime(t *testing.T) {
+	t.Parallel()
 	berlin, err := time.LoadLocation("Europe/Berlin")
 	if err != nil {
 		t.Skip("no time zone database:", err)
@@ -143,6 +146,7 @@ func TestParseDeliveryTime(t *testing.T) {
 // a line-item export's rows of one order merge; rows that
 // disagree, or that come back after other orders, are refused by line.
 func TestParseOrdersLineItems(t *testing.T) {
+	t.Parallel()
 	const h = "order_id,user,item,delivered_at,final_sale\n"
 	t.Run("Merge", func(t *testing.T) {
 		got, err := parsed(t, h+"C1,u,Shoes,2026-11-20,false\nC1,u,Socks,2026-11-20,false\nC1,u,Shoes,2026-11-20,false\nC2,u,Mug,,false\n", ParseOptions{Location: time.UTC})
@@ -195,6 +199,7 @@ func (z *zeros) Read(p []byte) (int, error) {
 // endless, binary, invalid and empty input is refused at
 // once, naming the line, after reading a bounded amount.
 func TestParseOrdersHostile(t *testing.T) {
+	t.Parallel()
 	t.Run("EndlessZeros", func(t *testing.T) {
 		z := &zeros{}
 		_, err := ParseOrders(context.Background(), z, ParseOptions{Operator: true})
@@ -236,6 +241,7 @@ func (o onceReader) Read(p []byte) (int, error) { return o.r.Read(p) }
 
 // In the store: an upsert with written rules.
 func TestImportOrdersUpsert(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const h = "order_id,user,item,delivered_at,final_sale\n"
 	imp := func(s *Store, file string, opts ParseOptions, dry bool) (ImportResult, error) {
@@ -332,6 +338,7 @@ func TestImportOrdersUpsert(t *testing.T) {
 // a file changed or removed after the check changes nothing of what is
 // imported (the CSV is read once).
 func TestImportOrdersWritesWhatWasChecked(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const h = "order_id,user,item,delivered_at,final_sale\n"
 	tests := map[string]func(t *testing.T, path string){
@@ -385,6 +392,7 @@ func TestImportOrdersWritesWhatWasChecked(t *testing.T) {
 // error (exit 130/143 for a signal), with the statement's error kept in
 // the text; otherwise it is left as it is.
 func TestEndedBy(t *testing.T) {
+	t.Parallel()
 	live := context.Background()
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -24,7 +24,10 @@ func addWaitingTask(tb testing.TB, s *Store, task, owner, order, stage string, a
 	}
 }
 
-func TestInboxPagesByFilterAndCursor(t *testing.T) { forStores(t, testInboxPagesByFilterAndCursor) }
+func TestInboxPagesByFilterAndCursor(t *testing.T) {
+	t.Parallel()
+	forStores(t, testInboxPagesByFilterAndCursor)
+}
 
 // testInboxPagesByFilterAndCursor (docs/inbox.md "Inbox"): "waiting"
 // lists the tasks the person may approve now, soonest expiry first, and
@@ -119,6 +122,7 @@ func testInboxPagesByFilterAndCursor(t *testing.T, kind storeKind) {
 // (so it stops at the limit); "mine" and "all" read the tasks by owner
 // and status.
 func TestInboxStatementsWalkIndexes(t *testing.T) {
+	t.Parallel()
 	s, _ := newSeeded(t)
 	for _, tc := range []struct {
 		name  string

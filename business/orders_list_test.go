@@ -9,7 +9,10 @@ import (
 	"time"
 )
 
-func TestOrdersPage(t *testing.T) { forStores(t, testOrdersPage) }
+func TestOrdersPage(t *testing.T) {
+	t.Parallel()
+	forStores(t, testOrdersPage)
+}
 
 // testOrdersPage: EachOrderPage gives every order of the user once, by
 // order id in byte order on both stores (upper case before lower case),

@@ -7,7 +7,10 @@ import (
 	"time"
 )
 
-func TestOrder(t *testing.T) { forStores(t, testOrder) }
+func TestOrder(t *testing.T) {
+	t.Parallel()
+	forStores(t, testOrder)
+}
 
 func testOrder(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -46,7 +49,10 @@ func testOrder(t *testing.T, kind storeKind) {
 	})
 }
 
-func TestEligibility(t *testing.T) { forStores(t, testEligibility) }
+func TestEligibility(t *testing.T) {
+	t.Parallel()
+	forStores(t, testEligibility)
+}
 
 func testEligibility(t *testing.T, kind storeKind) {
 	ctx := context.Background()

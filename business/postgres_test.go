@@ -40,6 +40,7 @@ func twoProcesses(t *testing.T, url string) [2]*Store {
 // refused with ErrNewerSchema, on a database that would fail any write,
 // and left as it was.
 func TestOpenPostgresRefusesNewerSchema(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.Database(t)
 	s, err := OpenPostgres(ctx, url, Options{Seed: seedCSV(t), Now: fixedClock(t0)})
@@ -67,6 +68,7 @@ func TestOpenPostgresRefusesNewerSchema(t *testing.T) {
 // TestOpenPostgresRefusesForeignSchema: a schema business that another
 // program made is refused with ErrForeignFile and left as it was.
 func TestOpenPostgresRefusesForeignSchema(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		stmts []string
@@ -135,6 +137,7 @@ func TestOpenPostgresConcurrentOpensMigrateOnce(t *testing.T) {
 // an open that expects another identity is refused with ErrPairMismatch
 // before anything is written; without one, any identity will do.
 func TestOpenPostgresDataDirIdentity(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.Database(t)
 	const mine, theirs = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
@@ -168,6 +171,7 @@ func TestOpenPostgresDataDirIdentity(t *testing.T) {
 // TestPostgresUniqueViolation: PostgreSQL's unique_violation is what the
 // Handle's IsUniqueViolation reports, through the store's wrapping.
 func TestPostgresUniqueViolation(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := newSeededOn(t, pgStore)
 	const insert = `INSERT INTO approver_grants (owner, grantee, granted_by, granted_at) VALUES ($1, $2, $3, $4)`
@@ -241,6 +245,7 @@ func TestPostgresWritersOfTwoProcessesMakeOneRow(t *testing.T) {
 // it, and a business schema paired with another database's checkpoint
 // schema is refused.
 func TestOpenPostgresPairsWithTheCheckpointSchema(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	urls := []string{pgtest.Database(t), pgtest.Database(t)}
 	var ids []string
@@ -277,6 +282,7 @@ func TestOpenPostgresPairsWithTheCheckpointSchema(t *testing.T) {
 // to checkpoint schema 2 later) adopts the business schema's, as
 // checkpoints.sqlite adopts business.sqlite's, so the pair still opens.
 func TestOpenPostgresCheckpointSchemaAdoptsTheBusinessIdentity(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.Database(t)
 	s, err := OpenPostgres(ctx, url, Options{})
@@ -309,6 +315,7 @@ func TestOpenPostgresCheckpointSchemaAdoptsTheBusinessIdentity(t *testing.T) {
 // transaction open) fails with an error IsBusy reports and writes nothing,
 // as on SQLite; once the lock is free, the same write succeeds.
 func TestPostgresWriterPastTheBusyTimeoutIsBusy(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	defer func(d time.Duration) { pgBusyTimeout = d }(pgBusyTimeout)
 	pgBusyTimeout = 50 * time.Millisecond
@@ -336,6 +343,7 @@ func TestPostgresWriterPastTheBusyTimeoutIsBusy(t *testing.T) {
 // and never again; without a seed the schema has no orders; a bad seed is
 // refused before the database is touched.
 func TestOpenPostgresSeed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	t.Run("LoadedOnce", func(t *testing.T) {
 		url := pgtest.Database(t)
@@ -385,6 +393,7 @@ func TestOpenPostgresSeed(t *testing.T) {
 // so that the next batch's lookups by id go by the primary key; a small
 // one leaves the statistics to autovacuum.
 func TestImportOnPostgresRefreshesStatistics(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		orders   int

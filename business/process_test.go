@@ -27,6 +27,7 @@ const (
 // line on stdin (the start signal), submits the draft and prints
 // "RESULT <application id> <reused>".
 func TestHelperProcess(t *testing.T) {
+	t.Parallel()
 	if testkit.HelperPart() != "submit" {
 		t.Skip("helper process for TestTwoProcessesSubmitOnce")
 	}
@@ -46,6 +47,7 @@ func TestHelperProcess(t *testing.T) {
 // TestTwoProcessesSubmitOnce submits one draft from two processes at once:
 // the file holds one application and both processes report it.
 func TestTwoProcessesSubmitOnce(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}

@@ -14,6 +14,7 @@ import (
 // against 25 MiB when batches were bounded by rows alone); records of
 // usual size still fill a batch to aheadRows.
 func TestReadAheadBoundsBatchBytes(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat(strings.Repeat("y", 999)+"\n", 100) // 100,000 bytes over 100 lines
 	for _, tc := range []struct {
 		name     string

@@ -13,7 +13,10 @@ import (
 // TestSubmitChecksEligibilityAgain: the facts a draft was prepared on may
 // change while it waits for approval; Submit refuses, writes nothing and
 // names the rule, unless the draft's application exists already.
-func TestSubmitChecksEligibilityAgain(t *testing.T) { forStores(t, testSubmitChecksEligibilityAgain) }
+func TestSubmitChecksEligibilityAgain(t *testing.T) {
+	t.Parallel()
+	forStores(t, testSubmitChecksEligibilityAgain)
+}
 
 func testSubmitChecksEligibilityAgain(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -83,6 +86,7 @@ func testSubmitChecksEligibilityAgain(t *testing.T, kind storeKind) {
 // draft has expired or its order can no longer be returned, so that a
 // stopped run is refused, not ended failed.
 func TestSubmitChecksComeBeforeExpiryAndEligibility(t *testing.T) {
+	t.Parallel()
 	forStores(t, testSubmitChecksComeBeforeExpiryAndEligibility)
 }
 
@@ -115,7 +119,10 @@ func testSubmitChecksComeBeforeExpiryAndEligibility(t *testing.T, kind storeKind
 	}
 }
 
-func TestApplicationLookups(t *testing.T) { forStores(t, testApplicationLookups) }
+func TestApplicationLookups(t *testing.T) {
+	t.Parallel()
+	forStores(t, testApplicationLookups)
+}
 
 func testApplicationLookups(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -187,7 +194,10 @@ func queryPlan(tb testing.TB, s *Store, q string, args ...any) string {
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
-func TestHeld(t *testing.T) { forStores(t, testHeld) }
+func TestHeld(t *testing.T) {
+	t.Parallel()
+	forStores(t, testHeld)
+}
 
 func testHeld(t *testing.T, kind storeKind) {
 	ctx := context.Background()

@@ -18,6 +18,7 @@ import (
 )
 
 func TestOpen(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 
 	t.Run("CreatesFileWithSchemaAndSeed", func(t *testing.T) {
@@ -148,6 +149,7 @@ func TestOpen(t *testing.T) {
 // TestOpenRefuses checks that a file this build must not touch is refused
 // with the right error and keeps every byte (docs/storage.md "Refusals").
 func TestOpenRefuses(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	random := func(n int) []byte {
 		r := rand.New(rand.NewPCG(1, 2))
@@ -248,6 +250,7 @@ func TestOpenRefuses(t *testing.T) {
 }
 
 func TestParseSeed(t *testing.T) {
+	t.Parallel()
 	const header = "order_id,user,item,delivered_days_ago,final_sale,open_application\n"
 	tests := []struct {
 		name string
@@ -281,6 +284,7 @@ func TestParseSeed(t *testing.T) {
 }
 
 func TestTimesAreFixedWidthUTC(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2025, 1, 2, 3, 4, 5, 500, time.FixedZone("CET", 3600))
 	got := formatTime(at)
 	if got != "2025-01-02T02:04:05.000000500Z" {

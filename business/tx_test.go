@@ -10,7 +10,10 @@ import (
 // TestInTxOrderMemo checks the orders kept inside InTx: a second read gives
 // the same order, another user's order stays not found, and an order
 // imported in the same transaction after a read found none is found.
-func TestInTxOrderMemo(t *testing.T) { forStores(t, testInTxOrderMemo) }
+func TestInTxOrderMemo(t *testing.T) {
+	t.Parallel()
+	forStores(t, testInTxOrderMemo)
+}
 
 func testInTxOrderMemo(t *testing.T, kind storeKind) {
 	ctx := context.Background()

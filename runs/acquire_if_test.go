@@ -8,7 +8,10 @@ import (
 	"time"
 )
 
-func TestAcquireLeaseIf(t *testing.T) { forStores(t, testAcquireLeaseIf) }
+func TestAcquireLeaseIf(t *testing.T) {
+	t.Parallel()
+	forStores(t, testAcquireLeaseIf)
+}
 
 // testAcquireLeaseIf: recover's take of a task left running (its holder
 // gone) takes it only while it is still running; a task an operator

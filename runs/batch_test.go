@@ -9,7 +9,10 @@ import (
 	"time"
 )
 
-func TestBatch(t *testing.T) { forStores(t, testBatch) }
+func TestBatch(t *testing.T) {
+	t.Parallel()
+	forStores(t, testBatch)
+}
 
 func testBatch(t *testing.T, kind storeKind) {
 	ctx := context.Background()

@@ -10,7 +10,10 @@ import (
 // TestChunkReads: the set-based reads of a decide chunk give what the
 // one-task reads give: TasksIn the records Task reads (unknown tasks left
 // out), StepTallies the counts of StepCounts and FailedSteps of each task.
-func TestChunkReads(t *testing.T) { forStores(t, testChunkReads) }
+func TestChunkReads(t *testing.T) {
+	t.Parallel()
+	forStores(t, testChunkReads)
+}
 
 func testChunkReads(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -81,7 +84,10 @@ func testChunkReads(t *testing.T, kind storeKind) {
 // (epoch raised, running); a record that shows a holder, or one the task
 // has moved on from (another epoch or status), takes nothing and writes
 // nothing.
-func TestAcquireRead(t *testing.T) { forStores(t, testAcquireRead) }
+func TestAcquireRead(t *testing.T) {
+	t.Parallel()
+	forStores(t, testAcquireRead)
+}
 
 func testAcquireRead(t *testing.T, kind storeKind) {
 	ctx := context.Background()

@@ -102,7 +102,10 @@ func mustRun(tb testing.TB, s *Store, id string, runs ...[]ran) {
 	}
 }
 
-func TestAcquireLeaseByLiveness(t *testing.T) { forStores(t, testAcquireLeaseByLiveness) }
+func TestAcquireLeaseByLiveness(t *testing.T) {
+	t.Parallel()
+	forStores(t, testAcquireLeaseByLiveness)
+}
 
 func testAcquireLeaseByLiveness(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -161,7 +164,10 @@ func testAcquireLeaseByLiveness(t *testing.T, kind storeKind) {
 	}
 }
 
-func TestAcquireLeaseTookOver(t *testing.T) { forStores(t, testAcquireLeaseTookOver) }
+func TestAcquireLeaseTookOver(t *testing.T) {
+	t.Parallel()
+	forStores(t, testAcquireLeaseTookOver)
+}
 
 func testAcquireLeaseTookOver(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -255,7 +261,10 @@ func testAcquireLeaseTookOver(t *testing.T, kind storeKind) {
 	}
 }
 
-func TestAcquireLeaseRaisesEpochByOne(t *testing.T) { forStores(t, testAcquireLeaseRaisesEpochByOne) }
+func TestAcquireLeaseRaisesEpochByOne(t *testing.T) {
+	t.Parallel()
+	forStores(t, testAcquireLeaseRaisesEpochByOne)
+}
 
 func testAcquireLeaseRaisesEpochByOne(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -303,7 +312,10 @@ func testAcquireLeaseRaisesEpochByOne(t *testing.T, kind storeKind) {
 	}
 }
 
-func TestStaleTasksByLiveness(t *testing.T) { forStores(t, testStaleTasksByLiveness) }
+func TestStaleTasksByLiveness(t *testing.T) {
+	t.Parallel()
+	forStores(t, testStaleTasksByLiveness)
+}
 
 func testStaleTasksByLiveness(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -386,7 +398,10 @@ func testStaleTasksByLiveness(t *testing.T, kind storeKind) {
 	})
 }
 
-func TestRenewLeaseSaysWhy(t *testing.T) { forStores(t, testRenewLeaseSaysWhy) }
+func TestRenewLeaseSaysWhy(t *testing.T) {
+	t.Parallel()
+	forStores(t, testRenewLeaseSaysWhy)
+}
 
 func testRenewLeaseSaysWhy(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -477,7 +492,10 @@ func testRenewLeaseSaysWhy(t *testing.T, kind storeKind) {
 	})
 }
 
-func TestReleaseAfterStop(t *testing.T) { forStores(t, testReleaseAfterStop) }
+func TestReleaseAfterStop(t *testing.T) {
+	t.Parallel()
+	forStores(t, testReleaseAfterStop)
+}
 
 func testReleaseAfterStop(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -566,7 +584,10 @@ func testReleaseAfterStop(t *testing.T, kind storeKind) {
 	}
 }
 
-func TestBeginSteps(t *testing.T) { forStores(t, testBeginSteps) }
+func TestBeginSteps(t *testing.T) {
+	t.Parallel()
+	forStores(t, testBeginSteps)
+}
 
 func testBeginSteps(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -748,7 +769,10 @@ func testBeginSteps(t *testing.T, kind storeKind) {
 	})
 }
 
-func TestBeginStepsBoundsAttempts(t *testing.T) { forStores(t, testBeginStepsBoundsAttempts) }
+func TestBeginStepsBoundsAttempts(t *testing.T) {
+	t.Parallel()
+	forStores(t, testBeginStepsBoundsAttempts)
+}
 
 func testBeginStepsBoundsAttempts(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -898,7 +922,10 @@ func testBeginStepsBoundsAttempts(t *testing.T, kind storeKind) {
 	})
 }
 
-func TestFailedSteps(t *testing.T) { forStores(t, testFailedSteps) }
+func TestFailedSteps(t *testing.T) {
+	t.Parallel()
+	forStores(t, testFailedSteps)
+}
 
 func testFailedSteps(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -1007,7 +1034,10 @@ func testFailedSteps(t *testing.T, kind storeKind) {
 
 // TestFencingOnAClosedFile checks that the fencing methods report a file
 // they cannot use as an error, never as an answer a caller acts on.
-func TestFencingOnAClosedFile(t *testing.T) { forStores(t, testFencingOnAClosedFile) }
+func TestFencingOnAClosedFile(t *testing.T) {
+	t.Parallel()
+	forStores(t, testFencingOnAClosedFile)
+}
 
 func testFencingOnAClosedFile(t *testing.T, kind storeKind) {
 	ctx := context.Background()

@@ -17,7 +17,10 @@ import (
 	"assistant/business"
 )
 
-func TestCreateLeasedTask(t *testing.T) { forStores(t, testCreateLeasedTask) }
+func TestCreateLeasedTask(t *testing.T) {
+	t.Parallel()
+	forStores(t, testCreateLeasedTask)
+}
 
 func testCreateLeasedTask(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -134,7 +137,10 @@ func testCreateLeasedTask(t *testing.T, kind storeKind) {
 	})
 }
 
-func TestTaskLease(t *testing.T) { forStores(t, testTaskLease) }
+func TestTaskLease(t *testing.T) {
+	t.Parallel()
+	forStores(t, testTaskLease)
+}
 
 func testTaskLease(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -199,7 +205,10 @@ func testTaskLease(t *testing.T, kind storeKind) {
 	})
 }
 
-func TestAcquireLease(t *testing.T) { forStores(t, testAcquireLease) }
+func TestAcquireLease(t *testing.T) {
+	t.Parallel()
+	forStores(t, testAcquireLease)
+}
 
 func testAcquireLease(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -371,7 +380,10 @@ func testAcquireLease(t *testing.T, kind storeKind) {
 	})
 }
 
-func TestRenewLease(t *testing.T) { forStores(t, testRenewLease) }
+func TestRenewLease(t *testing.T) {
+	t.Parallel()
+	forStores(t, testRenewLease)
+}
 
 func testRenewLease(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -427,7 +439,10 @@ func testRenewLease(t *testing.T, kind storeKind) {
 	}
 }
 
-func TestReleaseLease(t *testing.T) { forStores(t, testReleaseLease) }
+func TestReleaseLease(t *testing.T) {
+	t.Parallel()
+	forStores(t, testReleaseLease)
+}
 
 func testReleaseLease(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -486,7 +501,10 @@ func testReleaseLease(t *testing.T, kind storeKind) {
 	}
 }
 
-func TestRecordProgress(t *testing.T) { forStores(t, testRecordProgress) }
+func TestRecordProgress(t *testing.T) {
+	t.Parallel()
+	forStores(t, testRecordProgress)
+}
 
 func testRecordProgress(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -523,7 +541,10 @@ func testRecordProgress(t *testing.T, kind storeKind) {
 	})
 }
 
-func TestReleaseLeases(t *testing.T) { forStores(t, testReleaseLeases) }
+func TestReleaseLeases(t *testing.T) {
+	t.Parallel()
+	forStores(t, testReleaseLeases)
+}
 
 func testReleaseLeases(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -584,7 +605,10 @@ func testReleaseLeases(t *testing.T, kind storeKind) {
 	}
 }
 
-func TestRequestStop(t *testing.T) { forStores(t, testRequestStop) }
+func TestRequestStop(t *testing.T) {
+	t.Parallel()
+	forStores(t, testRequestStop)
+}
 
 func testRequestStop(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -636,7 +660,10 @@ func testRequestStop(t *testing.T, kind storeKind) {
 	})
 }
 
-func TestSetProgressStatus(t *testing.T) { forStores(t, testSetProgressStatus) }
+func TestSetProgressStatus(t *testing.T) {
+	t.Parallel()
+	forStores(t, testSetProgressStatus)
+}
 
 func testSetProgressStatus(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -677,7 +704,10 @@ func testSetProgressStatus(t *testing.T, kind storeKind) {
 	})
 }
 
-func TestSetKind(t *testing.T) { forStores(t, testSetKind) }
+func TestSetKind(t *testing.T) {
+	t.Parallel()
+	forStores(t, testSetKind)
+}
 
 func testSetKind(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -701,7 +731,10 @@ func testSetKind(t *testing.T, kind storeKind) {
 	})
 }
 
-func TestStaleTasks(t *testing.T) { forStores(t, testStaleTasks) }
+func TestStaleTasks(t *testing.T) {
+	t.Parallel()
+	forStores(t, testStaleTasks)
+}
 
 func testStaleTasks(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -748,6 +781,7 @@ func testStaleTasks(t *testing.T, kind storeKind) {
 }
 
 func TestCountTasksReadOnly(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 
 	t.Run("MissingFileCountsZeroAndIsNotCreated", func(t *testing.T) {
@@ -817,7 +851,10 @@ func dirNames(tb testing.TB, dir string) []string {
 	return names
 }
 
-func TestTasksUpdatedBefore(t *testing.T) { forStores(t, testTasksUpdatedBefore) }
+func TestTasksUpdatedBefore(t *testing.T) {
+	t.Parallel()
+	forStores(t, testTasksUpdatedBefore)
+}
 
 func testTasksUpdatedBefore(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -860,7 +897,10 @@ func testTasksUpdatedBefore(t *testing.T, kind storeKind) {
 	}
 }
 
-func TestSync(t *testing.T) { forStores(t, testSync) }
+func TestSync(t *testing.T) {
+	t.Parallel()
+	forStores(t, testSync)
+}
 
 func testSync(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -880,7 +920,10 @@ func testSync(t *testing.T, kind storeKind) {
 // TestClosedFile checks that every method reports a file it cannot use as
 // an error, never as one of the answers a caller acts on (ErrNotFound,
 // ErrConflict, ErrTaskExists, ErrBusy).
-func TestClosedFile(t *testing.T) { forStores(t, testClosedFile) }
+func TestClosedFile(t *testing.T) {
+	t.Parallel()
+	forStores(t, testClosedFile)
+}
 
 func testClosedFile(t *testing.T, kind storeKind) {
 	ctx := context.Background()

@@ -17,7 +17,9 @@ import (
 // one statement (a round trip on PostgreSQL, instead of one a row), each
 // on its own row, other rows untouched, more rows than one statement holds
 // in two, and an unknown row refused as ErrNotFound naming it.
-func TestRecordRowOutcomes(t *testing.T) { forStores(t, testRecordRowOutcomes) }
+func TestRecordRowOutcomes(t *testing.T) {
+	forStores(t, testRecordRowOutcomes)
+}
 
 func testRecordRowOutcomes(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -107,7 +109,9 @@ func countEqual(a, b []BatchRow) int {
 // tasks recorded in one statement, as RecordProgress does each: the
 // holder's tasks change, an interrupted status is kept, and a task the
 // owner does not hold is ErrConflict.
-func TestRecordProgressAll(t *testing.T) { forStores(t, testRecordProgressAll) }
+func TestRecordProgressAll(t *testing.T) {
+	forStores(t, testRecordProgressAll)
+}
 
 func testRecordProgressAll(t *testing.T, kind storeKind) {
 	ctx := context.Background()

@@ -20,6 +20,7 @@ import (
 // committed, as on SQLite; one stop of a running task wins and every other
 // is ErrConflict.
 func TestPostgresTwoProcessesRace(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	a, b, _ := twoProcesses(t)
 	stores := [2]*Store{a, b}
@@ -79,6 +80,7 @@ func TestPostgresTwoProcessesRace(t *testing.T) {
 // keeps both. On PostgreSQL a failed statement would abort the whole
 // transaction, so the inserts must not fail on the key.
 func TestExistingTaskInsideInTxKeepsTheTransaction(t *testing.T) {
+	t.Parallel()
 	forStores(t, testExistingTaskInsideInTxKeepsTheTransaction)
 }
 

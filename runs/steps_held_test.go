@@ -11,7 +11,10 @@ import (
 // BeginSteps checks the hold inside the first step's insert: a refusal
 // there must still be told as the hold's (the hold before the attempts),
 // and must leave nothing written, the ends of the steps before included.
-func TestBeginStepsHoldBeforeAttempts(t *testing.T) { forStores(t, testBeginStepsHoldBeforeAttempts) }
+func TestBeginStepsHoldBeforeAttempts(t *testing.T) {
+	t.Parallel()
+	forStores(t, testBeginStepsHoldBeforeAttempts)
+}
 
 func testBeginStepsHoldBeforeAttempts(t *testing.T, kind storeKind) {
 	ctx := context.Background()

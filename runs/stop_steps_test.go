@@ -17,7 +17,10 @@ import (
 // step that ended is never rewritten: the stopped run's own end of it
 // (its release, or EndSteps) changes nothing, and the stop's stands
 // (docs/recovery.md "Operator stop").
-func TestAStopEndsTheStepsItCutShort(t *testing.T) { forStores(t, testAStopEndsTheStepsItCutShort) }
+func TestAStopEndsTheStepsItCutShort(t *testing.T) {
+	t.Parallel()
+	forStores(t, testAStopEndsTheStepsItCutShort)
+}
 
 func testAStopEndsTheStepsItCutShort(t *testing.T, kind storeKind) {
 	ctx := context.Background()

@@ -14,6 +14,7 @@ import (
 // steps a holder left running from what its checkpoints hold.
 
 func TestBeginStepsRecordsTheEndsBeforeAndRenewsInOneCommit(t *testing.T) {
+	t.Parallel()
 	forStores(t, testBeginStepsRecordsTheEndsBeforeAndRenewsInOneCommit)
 }
 
@@ -126,7 +127,10 @@ func testBeginStepsRecordsTheEndsBeforeAndRenewsInOneCommit(t *testing.T, kind s
 	})
 }
 
-func TestReleaseRecordsTheLastEnds(t *testing.T) { forStores(t, testReleaseRecordsTheLastEnds) }
+func TestReleaseRecordsTheLastEnds(t *testing.T) {
+	t.Parallel()
+	forStores(t, testReleaseRecordsTheLastEnds)
+}
 
 func testReleaseRecordsTheLastEnds(t *testing.T, kind storeKind) {
 	ctx := context.Background()
@@ -182,7 +186,10 @@ func testReleaseRecordsTheLastEnds(t *testing.T, kind storeKind) {
 	})
 }
 
-func TestSettleRunningSteps(t *testing.T) { forStores(t, testSettleRunningSteps) }
+func TestSettleRunningSteps(t *testing.T) {
+	t.Parallel()
+	forStores(t, testSettleRunningSteps)
+}
 
 func testSettleRunningSteps(t *testing.T, kind storeKind) {
 	ctx := context.Background()

@@ -8,7 +8,10 @@ import (
 	"time"
 )
 
-func TestTasks(t *testing.T) { forStores(t, testTasks) }
+func TestTasks(t *testing.T) {
+	t.Parallel()
+	forStores(t, testTasks)
+}
 
 func testTasks(t *testing.T, kind storeKind) {
 	ctx := context.Background()

@@ -9,7 +9,10 @@ import (
 	"time"
 )
 
-func TestTimeline(t *testing.T) { forStores(t, testTimeline) }
+func TestTimeline(t *testing.T) {
+	t.Parallel()
+	forStores(t, testTimeline)
+}
 
 func testTimeline(t *testing.T, kind storeKind) {
 	ctx := context.Background()

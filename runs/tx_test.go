@@ -14,7 +14,10 @@ import (
 // see their own writes, a method that fails inside it changes nothing (savepoint), an
 // error from fn undoes everything, and nothing is visible outside until
 // the commit.
-func TestInTx(t *testing.T) { forStores(t, testInTx) }
+func TestInTx(t *testing.T) {
+	t.Parallel()
+	forStores(t, testInTx)
+}
 
 func testInTx(t *testing.T, kind storeKind) {
 	ctx := context.Background()

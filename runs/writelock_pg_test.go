@@ -68,6 +68,7 @@ func waitable(fn func() error) chan error {
 // writes B's renewal committed between A's read and A's write: both
 // succeeded, and two processes believed they held the task.
 func TestPostgresRenewWaitsForTakeover(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	a, b, url := twoProcesses(t)
 	mustCreateLeased(t, a, "return-1", holder) // o1 on B, lease until t0+1m
@@ -98,6 +99,7 @@ func TestPostgresRenewWaitsForTakeover(t *testing.T) {
 // statement read the timeline before A's commit, took seq 1 too, and failed
 // with a unique violation once A committed.
 func TestPostgresStartStepWaitsForWriter(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	a, b, url := twoProcesses(t)
 	mustCreateLeased(t, a, "return-1", holder)
@@ -127,6 +129,7 @@ func TestPostgresStartStepWaitsForWriter(t *testing.T) {
 // for the lock), and the holder's status writes keep interrupted in the
 // statement itself (pgKeepInterrupted).
 func TestPostgresStopIsFinal(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 
 	t.Run("stop waits for the run's read-then-write", func(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 // TestBuffer runs the buffer's suite over the server: Other is a second
 // pool on the same database (another process, or machine).
 func TestBuffer(t *testing.T) {
+	t.Parallel()
 	checkpointstest.RunBuffer(t, func(t *testing.T) checkpointstest.BufferStores {
 		url := pgtest.Database(t)
 		base := mustOpen(t, url)
@@ -108,6 +109,7 @@ func flushing(ctx context.Context, buf flow.WriteBuffer) (<-chan error, <-chan s
 // neither). The Put under way is held by a session of the test that ran
 // Put's writes in a transaction it has not committed.
 func TestBufferFlushRacesAPut(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
@@ -192,6 +194,7 @@ func mustList(tb testing.TB, s flow.Checkpointer, thread string) []string {
 // neither); a Flush under way makes B's Fence wait for its commit, and a
 // later Flush of A is refused.
 func TestBufferFlushRacesAFence(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	setup := func(t *testing.T) (url string, a, b *postgres.Store, old flow.Checkpointer, h *flow.Checkpoint) {
 		t.Helper()
@@ -311,6 +314,7 @@ func TestBufferFlushRacesAFence(t *testing.T) {
 // third session holds a row of each chunk's threads) until both are
 // waiting, so the two transactions overlap; both then commit everything.
 func TestBufferFlushesDisjointThreadsAtOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.Database(t)
 	a, b := mustOpen(t, url), mustOpen(t, url)
@@ -374,6 +378,7 @@ func TestBufferFlushesDisjointThreadsAtOnce(t *testing.T) {
 // context ends while it waits for a lock) stores nothing and keeps the
 // buffer; the next Flush stores everything, once.
 func TestBufferFlushAfterAnErrorIsRetryable(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.Database(t)
 	s := mustOpen(t, url)

@@ -38,6 +38,7 @@ func holdLock(t *testing.T, url, lock string, args ...any) {
 // (Before, the store's sessions had no lock_timeout: both waited until
 // the guard's deadline.)
 func TestLockedTableIsBusy(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, table string
 		op          func(ctx context.Context, s *Store) error
@@ -56,6 +57,7 @@ func TestLockedTableIsBusy(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			url := pgtest.Database(t)
 			s := openForTest(t, url)
 			ctx := context.Background()
@@ -80,6 +82,7 @@ func TestLockedTableIsBusy(t *testing.T) {
 // transaction) fails busy after the lock_timeout, creating nothing,
 // instead of waiting for ever.
 func TestMigrationLockHeldIsBusy(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Database(t)
 	holdLock(t, url, `SELECT pg_advisory_xact_lock($1)`, migrationLock)
 	guard, cancel := context.WithTimeout(context.Background(), 12*pgdb.LockTimeout)

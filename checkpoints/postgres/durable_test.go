@@ -13,6 +13,7 @@ import (
 // session it opens commits with synchronous_commit = on, even on a
 // database whose default is off.
 func TestSessionsCommitDurably(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.Database(t)
 	conn, err := pgx.Connect(ctx, url)

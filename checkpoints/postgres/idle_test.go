@@ -15,6 +15,7 @@ import (
 // setting the Fence waits for as long as the frozen session lives (here,
 // until the guard's deadline).
 func TestFrozenWriterDoesNotHoldFenceForEver(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Database(t)
 	ctx := context.Background()
 	a, b := openForTest(t, url), openForTest(t, url)

@@ -37,6 +37,7 @@ func mustOpen(tb testing.TB, url string) *postgres.Store {
 // TestConformance runs the suite every flow.Checkpointer passes, each
 // subtest on a database of its own.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	checkpointstest.Run(t, func(t *testing.T) flow.Checkpointer {
 		return mustOpen(t, pgtest.Database(t))
 	})
@@ -49,6 +50,7 @@ func newCheckpoint(thread, parent string, step int) *flow.Checkpoint {
 }
 
 func TestOpenMigratesOnceAndKeepsData(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.Database(t)
 	s := mustOpen(t, url)
@@ -75,6 +77,7 @@ func TestOpenMigratesOnceAndKeepsData(t *testing.T) {
 // before anything is written. The database is made read-only for the
 // opener, so any write would fail otherwise than with ErrNewerSchema.
 func TestOpenRefusesNewerSchema(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.Database(t)
 	s := mustOpen(t, url)
@@ -102,6 +105,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 // TestOpenRefusesForeignSchema: a schema checkpoints that another program
 // made is refused and left as it was.
 func TestOpenRefusesForeignSchema(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.Database(t)
 	conn := pgtest.Connect(t, url)
@@ -121,6 +125,7 @@ func TestOpenRefusesForeignSchema(t *testing.T) {
 // same moment (here, pools of their own: sessions, as the server sees
 // them) all succeed, and each migration is applied once.
 func TestConcurrentOpensMigrateOnce(t *testing.T) {
+	t.Parallel()
 	const openers = 8
 	ctx := context.Background()
 	url := pgtest.Database(t)
@@ -146,6 +151,7 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 }
 
 func TestOpenErrorHidesPassword(t *testing.T) {
+	t.Parallel()
 	// Nothing listens on port 1 of the loopback address.
 	_, err := postgres.Open(context.Background(), "postgres://someone:s3cret-pw@127.0.0.1:1/db?connect_timeout=5", postgres.Options{})
 	if err == nil {
@@ -195,6 +201,7 @@ func waitFor(tb testing.TB, conn *pgx.Conn, cond string, done <-chan struct{}) b
 // row; the test waits until the server shows A's write and then B's Fence
 // waiting for locks.
 func TestFenceWaitsForTheOldHoldersWrite(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.Database(t)
 	a, b := mustOpen(t, url), mustOpen(t, url)
@@ -261,6 +268,7 @@ func TestFenceWaitsForTheOldHoldersWrite(t *testing.T) {
 }
 
 func TestPrune(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name      string

@@ -38,9 +38,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"net/url"
 	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -93,6 +96,14 @@ func Main(m *testing.M) { os.Exit(Run(m)) }
 // and returns the exit code, for a TestMain that has its own cleanup to do
 // before it exits.
 func Run(m *testing.M) int {
+	// The tests of a package that runs them wait on the server (a new
+	// database, a lock timeout) far more than they compute: let more of
+	// its parallel tests run at once than go test's one per CPU, unless
+	// -parallel says.
+	flag.Parse()
+	if !flagSet("test.parallel") {
+		_ = flag.Set("test.parallel", strconv.Itoa(min(maxParallel, parallelPerCPU*runtime.GOMAXPROCS(0))))
+	}
 	state.mu.Lock()
 	state.main = true
 	state.mu.Unlock()
@@ -104,6 +115,21 @@ func Run(m *testing.M) int {
 		}
 	}
 	return code
+}
+
+// How many parallel tests Run lets run at once by default: parallelPerCPU
+// a CPU, at most maxParallel (each holds a database or two of the
+// cluster's connections).
+const (
+	parallelPerCPU = 4
+	maxParallel    = 16
+)
+
+// flagSet reports whether the command line set the flag name.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // shutdown closes the admin pool and stops the local cluster.
