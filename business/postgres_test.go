@@ -315,7 +315,6 @@ func TestOpenPostgresCheckpointSchemaAdoptsTheBusinessIdentity(t *testing.T) {
 // transaction open) fails with an error IsBusy reports and writes nothing,
 // as on SQLite; once the lock is free, the same write succeeds.
 func TestPostgresWriterPastTheBusyTimeoutIsBusy(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	defer func(d time.Duration) { pgBusyTimeout = d }(pgBusyTimeout)
 	pgBusyTimeout = 50 * time.Millisecond
@@ -393,7 +392,6 @@ func TestOpenPostgresSeed(t *testing.T) {
 // so that the next batch's lookups by id go by the primary key; a small
 // one leaves the statistics to autovacuum.
 func TestImportOnPostgresRefreshesStatistics(t *testing.T) {
-	t.Parallel()
 	tests := []struct {
 		name     string
 		orders   int

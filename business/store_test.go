@@ -22,7 +22,9 @@ func TestOpen(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("CreatesFileWithSchemaAndSeed", func(t *testing.T) {
-		s, path := newSeeded(t)
+		// Made here by Open, not copied from newSeeded's template: the
+		// file's mode is Open's to set.
+		s, path := openStore(t, sqliteStore, Options{Seed: seedCSV(t), Now: fixedClock(t0)})
 		fi, err := os.Stat(path)
 		if err != nil {
 			t.Fatal(err)
