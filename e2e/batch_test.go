@@ -343,9 +343,7 @@ func TestRowsCommandAgainWhileRunning(t *testing.T) {
 			args, stdin := rc.prepare(t, dir, rc.n)
 			first, out, errb := startRows(t, dir, args, stdin)
 			waitPosition(t, dir, rc.id, 50, first)
-			if err := first.Process.Signal(syscall.SIGSTOP); err != nil {
-				t.Fatal(err)
-			}
+			pause(t, first)
 			before := showRows(t, dir, rc.id)
 			if before.Status != "running" || before.Holder == nil || !before.Holder.Alive || before.Batch.Position >= rc.n {
 				t.Fatalf("paused first process: %+v; want running part-way with its holder alive (the case under test)", before)

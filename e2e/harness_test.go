@@ -654,6 +654,32 @@ func startPaused(t *testing.T, c *exec.Cmd, point string) proc {
 // stopped reports whether process pid is stopped by a signal (state T).
 func stopped(pid int) bool { return procState(fmt.Sprintf("/proc/%d/stat", pid)) == 'T' }
 
+// pause sends proc SIGSTOP and returns once every thread of it is stopped
+// (state T): the signal is delivered asynchronously, and on a busy
+// machine a thread may still write between the kill and its stop.
+func pause(t *testing.T, proc *exec.Cmd) {
+	t.Helper()
+	if err := proc.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the process stops on SIGSTOP", func() bool { return allStopped(proc.Process.Pid) })
+}
+
+// allStopped reports whether every thread of process pid is stopped by a
+// signal (state T).
+func allStopped(pid int) bool {
+	threads, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(threads) == 0 {
+		return false
+	}
+	for _, th := range threads {
+		if procState(fmt.Sprintf("/proc/%d/task/%s/stat", pid, th.Name())) != 'T' {
+			return false
+		}
+	}
+	return true
+}
+
 // asleep reports whether every thread of process pid sleeps (state S):
 // none runs, waits to run, or waits for the disk. A process that waits
 // on a timer for its next look is asleep; one that opens its files or

@@ -23,9 +23,7 @@ func TestPausedHolderIsFenced(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	a, _, aerr, release := approveBlocked(t, dir)
-	if err := a.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	pause(t, a)
 	// As if the paused process ran on another machine and its lease
 	// lapsed: only expiry tells then.
 	rawExecBusiness(t, dir, `UPDATE tasks SET lease_host = 'elsewhere', lease_until = '2000-01-01T00:00:00.000000000Z' WHERE task_id = 't1'`)
@@ -134,9 +132,7 @@ func pauseOutsideChunk(t *testing.T, dir string, proc *exec.Cmd, stmt string) {
 	}
 	defer db.Close()
 	for try := 0; try < 100; try++ {
-		if err := proc.Process.Signal(syscall.SIGSTOP); err != nil {
-			t.Fatal(err)
-		}
+		pause(t, proc)
 		if _, err := db.Exec(stmt); err == nil {
 			return
 		}
