@@ -7,6 +7,7 @@ package e2e
 // same status as every other view.
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -647,6 +648,60 @@ func TestViewsTellTheStateAsItIsNow(t *testing.T) {
 					s.stored(t, dir)
 				}
 			})
+		})
+	}
+}
+
+// TestHolderThatEndsWhileViewedIsNotGone: a view that read a task's
+// record and head while a process held it, and judges that holder only
+// after it finished the task, let go and exited, tells the task as it is
+// now (done), not running with its holder gone; wait, built on show's
+// view, ends 0, not 8 (interrupted). The view is paused at its fault point
+// (show:before-holder, list:before-holder) while the holder, paused
+// before submit, goes on and ends.
+func TestHolderThatEndsWhileViewedIsNotGone(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		point string
+		view  []string
+	}{
+		{"show:before-holder", []string{"show", "r1"}},
+		{"show:before-holder", []string{"wait", "r1", "--timeout", "1m"}},
+		{"list:before-holder", []string{"list"}},
+	} {
+		t.Run(tc.view[0], func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			mustRun(t, dir, "start", "r1", "A3003", "--reason", "too small")
+			holder := pausedAnswer(t, dir, "before:submit", "demo-user", "r1")
+			c := exec.Command(assistantBin(), append([]string{"--data", dir, "--output", "json"}, tc.view...)...)
+			c.Env = append(os.Environ(), "ASSISTANT_FAULT="+tc.point+"@pause")
+			var out bytes.Buffer
+			c.Stdout = &out
+			viewer := startPaused(t, c, tc.point)
+			if code := holder.goOn(t); code != 0 {
+				t.Fatalf("the holder's approve: exit %d, %s", code, holder.stderr)
+			}
+			code := viewer.goOn(t)
+			var v struct {
+				Status      string
+				Holder      *struct{ Alive bool }
+				HolderAlive *bool `json:"holder_alive"`
+			}
+			got := out.Bytes()
+			if tc.view[0] == "list" {
+				var l struct{ Tasks []json.RawMessage }
+				if err := json.Unmarshal(got, &l); err != nil || len(l.Tasks) != 1 {
+					t.Fatalf("list: exit %d, stdout %q, stderr %q: %v; want one task", code, out.String(), viewer.stderr, err)
+				}
+				got = l.Tasks[0]
+			}
+			if err := json.Unmarshal(got, &v); err != nil {
+				t.Fatalf("%v: exit %d, stdout %q, stderr %q: %v", tc.view, code, out.String(), viewer.stderr, err)
+			}
+			if code != 0 || v.Status != "done" || v.Holder != nil || v.HolderAlive != nil {
+				t.Errorf("%v after its holder ended: exit %d, status %s, holder %+v, holder_alive %v; want 0, done, no holder", tc.view, code, v.Status, v.Holder, v.HolderAlive)
+			}
 		})
 	}
 }

@@ -36,6 +36,42 @@ func (s *Service) recordedView(ctx context.Context, task, user string) (*View, e
 	if err != nil {
 		return nil, err
 	}
+	for try := 1; ; try++ {
+		v, err := s.viewOf(ctx, t, try == 1)
+		if err != nil || v.Holder == nil || v.Holder.Alive || try == holderRereads {
+			return v, err
+		}
+		// The holder was judged gone after its record was read: it may
+		// have finished and let go in between, and exited. A holder that
+		// is gone writes nothing more, so a record read now that still
+		// names it tells the state as it is now.
+		now, err := s.runs.Task(ctx, t.ID)
+		if err != nil {
+			return nil, fmt.Errorf("show %s: %w", t.ID, err)
+		}
+		if sameHolding(t, now) {
+			return v, nil
+		}
+		t = now
+	}
+}
+
+// holderRereads is how many times show reads a task again whose record
+// moved while it judged the holder gone (a run that ends and exits
+// between the reads); after that it reports what it read last.
+const holderRereads = 3
+
+// sameHolding reports whether records a and b of one task hold the same
+// state under the same lease: status, stage, update time, and the lease's
+// owner, epoch and expiry (a renewal says the holder was alive).
+func sameHolding(a, b runs.TaskRecord) bool {
+	return a.Status == b.Status && a.Stage == b.Stage && a.UpdatedAt.Equal(b.UpdatedAt) &&
+		a.Lease.Owner == b.Lease.Owner && a.Lease.Epoch == b.Lease.Epoch && a.Lease.Until.Equal(b.Lease.Until)
+}
+
+// viewOf is recordedView of the task whose record is t; first is whether
+// it is recordedView's first look (fault point show:before-holder).
+func (s *Service) viewOf(ctx context.Context, t runs.TaskRecord, first bool) (*View, error) {
 	var v *View
 	if t.Kind == runs.KindBatch {
 		snap, err := headOrNil(s.batch.State(ctx, t.ID))
@@ -64,6 +100,9 @@ func (s *Service) recordedView(ctx context.Context, task, user string) (*View, e
 		if v.AwaitingSubmit, err = s.awaitingSubmit(ctx, t.ID, t.User, snap); err != nil {
 			return nil, fmt.Errorf("show %s: %w", t.ID, err)
 		}
+	}
+	if first {
+		Fault("show:before-holder")
 	}
 	s.addHolder(v, t.Lease)
 	return v.markExpired(s.now()), nil
@@ -270,15 +309,20 @@ func (s *Service) ListTasks(ctx context.Context, o ListOptions) ([]TaskSummary, 
 		if inBatch != nil && !inBatch[t.ID] || !o.After.before(t.CreatedAt, t.ID) {
 			continue
 		}
-		t = s.asShown(ctx, t)
-		if decided[t.ID] {
-			t = s.asAsked(ctx, t)
+		sum, expired, err := s.listed(ctx, t, decided[t.ID], now, true)
+		for try := 1; err == nil && sum.HolderAlive != nil && !*sum.HolderAlive && try < holderRereads; try++ {
+			// As recordedView: a holder judged gone may have ended and
+			// exited after its record was read.
+			again, rerr := s.runs.Task(ctx, t.ID)
+			if rerr != nil || sameHolding(t, again) {
+				break
+			}
+			t = again
+			sum, expired, err = s.listed(ctx, t, decided[t.ID], now, false)
 		}
-		expired, err := s.expiredNow(ctx, t, now)
 		if err != nil {
 			return nil, err
 		}
-		sum := s.summary(t, expired)
 		if len(o.Statuses) > 0 && !slices.Contains(o.Statuses, sum.Status) && !(expired && slices.Contains(o.Statuses, StatusExpired)) {
 			continue
 		}
@@ -288,6 +332,25 @@ func (s *Service) ListTasks(ctx context.Context, o ListOptions) ([]TaskSummary, 
 		}
 	}
 	return out, nil
+}
+
+// listed is the line of List for record t, as show reports it (asShown,
+// asAsked when the decision trail holds an answer of it: decided), and
+// whether its draft had expired at now; first is whether it is the line's
+// first look (fault point list:before-holder).
+func (s *Service) listed(ctx context.Context, t runs.TaskRecord, decided bool, now time.Time, first bool) (TaskSummary, bool, error) {
+	t = s.asShown(ctx, t)
+	if decided {
+		t = s.asAsked(ctx, t)
+	}
+	expired, err := s.expiredNow(ctx, t, now)
+	if err != nil {
+		return TaskSummary{}, false, err
+	}
+	if first {
+		Fault("list:before-holder")
+	}
+	return s.summary(t, expired), expired, nil
 }
 
 // listRecords reads the task records a list may show, in the store's
