@@ -20,13 +20,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,13 +45,6 @@ func TestMain(m *testing.M) {
 	// The tests start processes that must not inherit a fault point.
 	os.Unsetenv("ASSISTANT_FAULT")
 	os.Unsetenv("ASSISTANT_CLOCK") // nor the test clock (docs/ci.md "A test clock")
-	// The tests wait on processes (their locks, leases, timeouts and
-	// signals) far more than they compute: let more of them run at once
-	// than go test's default of one per CPU, unless -parallel says.
-	flag.Parse()
-	if !flagSet("test.parallel") {
-		_ = flag.Set("test.parallel", strconv.Itoa(min(maxParallel, parallelPerCPU*runtime.GOMAXPROCS(0))))
-	}
 	systemTempDir = os.TempDir()
 	dir, err := os.MkdirTemp("", "assistant-e2e-")
 	if err != nil {
@@ -76,7 +67,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	// pgtest.Run: the PostgreSQL tests (newPGStore) get their databases
-	// from a server it starts once and stops here.
+	// from a server it starts once and stops here; it also lets 4 tests a
+	// CPU run at once, unless -parallel says (these wait on processes,
+	// their locks, leases, timeouts and signals, far more than they
+	// compute).
 	code := pgtest.Run(m)
 	dropPGFixtures()
 	os.RemoveAll(dir)
@@ -130,20 +124,6 @@ func useMemoryTempDir() string {
 	}
 	os.Setenv("TMPDIR", dir)
 	return dir
-}
-
-// How many tests run at once by default: parallelPerCPU a CPU, at most
-// maxParallel (each may run a few processes and PostgreSQL sessions).
-const (
-	parallelPerCPU = 4
-	maxParallel    = 16
-)
-
-// flagSet reports whether the flag name was given on the command line.
-func flagSet(name string) bool {
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }
 
 // assistantBin is the path of the binary under test.
@@ -667,30 +647,23 @@ func pause(t *testing.T, proc *exec.Cmd) {
 
 // allStopped reports whether every thread of process pid is stopped by a
 // signal (state T).
-func allStopped(pid int) bool {
-	threads, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	if err != nil || len(threads) == 0 {
-		return false
-	}
-	for _, th := range threads {
-		if procState(fmt.Sprintf("/proc/%d/task/%s/stat", pid, th.Name())) != 'T' {
-			return false
-		}
-	}
-	return true
-}
+func allStopped(pid int) bool { return everyThread(pid, 'T') }
 
 // asleep reports whether every thread of process pid sleeps (state S):
 // none runs, waits to run, or waits for the disk. A process that waits
 // on a timer for its next look is asleep; one that opens its files or
 // reads them is not, however slowly the machine runs it.
-func asleep(pid int) bool {
+func asleep(pid int) bool { return everyThread(pid, 'S') }
+
+// everyThread reports whether process pid has threads and each is in
+// state (a /proc stat state letter).
+func everyThread(pid int, state byte) bool {
 	threads, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil || len(threads) == 0 {
 		return false
 	}
 	for _, th := range threads {
-		if procState(fmt.Sprintf("/proc/%d/task/%s/stat", pid, th.Name())) != 'S' {
+		if procState(fmt.Sprintf("/proc/%d/task/%s/stat", pid, th.Name())) != state {
 			return false
 		}
 	}

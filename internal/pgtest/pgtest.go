@@ -97,9 +97,9 @@ func Main(m *testing.M) { os.Exit(Run(m)) }
 // before it exits.
 func Run(m *testing.M) int {
 	// The tests of a package that runs them wait on the server (a new
-	// database, a lock timeout) far more than they compute: let more of
-	// its parallel tests run at once than go test's one per CPU, unless
-	// -parallel says.
+	// database, a lock timeout) or on the processes they start far more
+	// than they compute: let more of its parallel tests run at once than
+	// go test's one per CPU, unless -parallel says.
 	flag.Parse()
 	if !flagSet("test.parallel") {
 		_ = flag.Set("test.parallel", strconv.Itoa(min(maxParallel, parallelPerCPU*runtime.GOMAXPROCS(0))))
