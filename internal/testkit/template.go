@@ -15,17 +15,17 @@ import (
 // carries the same data dir identity: use one only where a test's file
 // is alone in its directory.
 type FileTemplate struct {
-	once sync.Once
-	make func(path string) error
-	b    []byte
-	err  error
+	once   sync.Once
+	create func(path string) error
+	b      []byte
+	err    error
 }
 
-// NewFileTemplate returns a template whose file make writes at path (in
+// NewFileTemplate returns a template whose file create writes at path (in
 // a directory of its own, removed once the bytes are read), on the first
 // CopyTo.
-func NewFileTemplate(make func(path string) error) *FileTemplate {
-	return &FileTemplate{make: make}
+func NewFileTemplate(create func(path string) error) *FileTemplate {
+	return &FileTemplate{create: create}
 }
 
 // CopyTo writes the template's bytes to path, making them first when no
@@ -40,7 +40,7 @@ func (t *FileTemplate) CopyTo(tb testing.TB, path string) {
 		}
 		defer os.RemoveAll(dir)
 		p := filepath.Join(dir, filepath.Base(path))
-		if t.err = t.make(p); t.err == nil {
+		if t.err = t.create(p); t.err == nil {
 			t.b, t.err = os.ReadFile(p)
 		}
 	})
