@@ -656,9 +656,10 @@ func TestViewsTellTheStateAsItIsNow(t *testing.T) {
 // record and head while a process held it, and judges that holder only
 // after it finished the task, let go and exited, tells the task as it is
 // now (done), not running with its holder gone; wait, built on show's
-// view, ends 0, not 8 (interrupted). The view is paused at its fault point
-// (show:before-holder, list:before-holder) while the holder, paused
-// before submit, goes on and ends.
+// view, ends 0, not 8 (interrupted); history names no holder and no step
+// cut short by a process gone. The view is paused at its fault point
+// (show:, list:, history:before-holder) while the holder, paused before
+// submit, goes on and ends.
 func TestHolderThatEndsWhileViewedIsNotGone(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -668,6 +669,7 @@ func TestHolderThatEndsWhileViewedIsNotGone(t *testing.T) {
 		{"show:before-holder", []string{"show", "r1"}},
 		{"show:before-holder", []string{"wait", "r1", "--timeout", "1m"}},
 		{"list:before-holder", []string{"list"}},
+		{"history:before-holder", []string{"history", "r1"}},
 	} {
 		t.Run(tc.view[0], func(t *testing.T) {
 			t.Parallel()
@@ -687,6 +689,7 @@ func TestHolderThatEndsWhileViewedIsNotGone(t *testing.T) {
 				Status      string
 				Holder      *struct{ Alive bool }
 				HolderAlive *bool `json:"holder_alive"`
+				Steps       []struct{ Node, Status, Error string }
 			}
 			got := out.Bytes()
 			if tc.view[0] == "list" {
@@ -699,8 +702,16 @@ func TestHolderThatEndsWhileViewedIsNotGone(t *testing.T) {
 			if err := json.Unmarshal(got, &v); err != nil {
 				t.Fatalf("%v: exit %d, stdout %q, stderr %q: %v", tc.view, code, out.String(), viewer.stderr, err)
 			}
+			if tc.view[0] == "history" {
+				v.Status = "done" // history names no status: its holder and steps tell
+			}
 			if code != 0 || v.Status != "done" || v.Holder != nil || v.HolderAlive != nil {
 				t.Errorf("%v after its holder ended: exit %d, status %s, holder %+v, holder_alive %v; want 0, done, no holder", tc.view, code, v.Status, v.Holder, v.HolderAlive)
+			}
+			for _, st := range v.Steps {
+				if st.Status == "failed" || st.Status == "running" {
+					t.Errorf("%v after its holder ended: step %s %s (%s); want none failed or running", tc.view, st.Node, st.Status, st.Error)
+				}
 			}
 		})
 	}

@@ -70,6 +70,15 @@ func (s *Service) History(ctx context.Context, task, user string) (*History, err
 	if err != nil {
 		return nil, err
 	}
+	return judgedNow(ctx, s, t, func(t runs.TaskRecord, first bool) (*History, bool, error) {
+		h, err := s.historyOf(ctx, t, first)
+		return h, err == nil && t.Status == StatusRunning && h.Holder != nil && !h.Holder.Alive, err
+	})
+}
+
+// historyOf is History of the task whose record is t; first is whether it
+// is History's first look (fault point history:before-holder).
+func (s *Service) historyOf(ctx context.Context, t runs.TaskRecord, first bool) (*History, error) {
 	kind := t.Kind
 	decode := func(cp *flow.Checkpoint) error {
 		_, err := decodeAt[State](cp.Values, cp.Format, StateFormat, stateUpgrades)
@@ -96,6 +105,9 @@ func (s *Service) History(ctx context.Context, task, user string) (*History, err
 	h := &History{Task: t.ID, Kind: kind, Checkpoints: make([]CheckpointSummary, 0, len(cps)), Steps: steps, Decisions: v.Decisions}
 	if h.Steps == nil {
 		h.Steps = []runs.TimelineStep{}
+	}
+	if first {
+		Fault("history:before-holder")
 	}
 	s.stepsNow(h, t)
 	for i, cp := range cps {

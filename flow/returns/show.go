@@ -36,18 +36,29 @@ func (s *Service) recordedView(ctx context.Context, task, user string) (*View, e
 	if err != nil {
 		return nil, err
 	}
+	return judgedNow(ctx, s, t, func(t runs.TaskRecord, first bool) (*View, bool, error) {
+		v, err := s.viewOf(ctx, t, first)
+		return v, err == nil && v.Holder != nil && !v.Holder.Alive, err
+	})
+}
+
+// judgedNow is what build makes of task record t, a view that judges the
+// task's holder alive or gone (build's second result: gone). A holder
+// judged gone after its record was read may have finished and let go in
+// between, and exited; a holder that is gone writes nothing more, so a
+// record read again that still names it tells the state as it is now.
+// judgedNow reads it again and, when it moved, builds anew from it, at
+// most holderRereads times in all; first tells build whether it is the
+// first look (where the views' fault points are).
+func judgedNow[V any](ctx context.Context, s *Service, t runs.TaskRecord, build func(t runs.TaskRecord, first bool) (V, bool, error)) (V, error) {
 	for try := 1; ; try++ {
-		v, err := s.viewOf(ctx, t, try == 1)
-		if err != nil || v.Holder == nil || v.Holder.Alive || try == holderRereads {
+		v, gone, err := build(t, try == 1)
+		if err != nil || !gone || try == holderRereads {
 			return v, err
 		}
-		// The holder was judged gone after its record was read: it may
-		// have finished and let go in between, and exited. A holder that
-		// is gone writes nothing more, so a record read now that still
-		// names it tells the state as it is now.
 		now, err := s.runs.Task(ctx, t.ID)
 		if err != nil {
-			return nil, fmt.Errorf("show %s: %w", t.ID, err)
+			return v, fmt.Errorf("read task %s again: %w", t.ID, err)
 		}
 		if sameHolding(t, now) {
 			return v, nil
@@ -56,9 +67,10 @@ func (s *Service) recordedView(ctx context.Context, task, user string) (*View, e
 	}
 }
 
-// holderRereads is how many times show reads a task again whose record
-// moved while it judged the holder gone (a run that ends and exits
-// between the reads); after that it reports what it read last.
+// holderRereads is how many looks judgedNow takes at most at a task
+// whose record moves while a view judges its holder gone (a run that
+// ends and exits between the reads); after that the view is what it
+// built last.
 const holderRereads = 3
 
 // sameHolding reports whether records a and b of one task hold the same
@@ -309,17 +321,12 @@ func (s *Service) ListTasks(ctx context.Context, o ListOptions) ([]TaskSummary, 
 		if inBatch != nil && !inBatch[t.ID] || !o.After.before(t.CreatedAt, t.ID) {
 			continue
 		}
-		sum, expired, err := s.listed(ctx, t, decided[t.ID], now, true)
-		for try := 1; err == nil && sum.HolderAlive != nil && !*sum.HolderAlive && try < holderRereads; try++ {
-			// As recordedView: a holder judged gone may have ended and
-			// exited after its record was read.
-			again, rerr := s.runs.Task(ctx, t.ID)
-			if rerr != nil || sameHolding(t, again) {
-				break
-			}
-			t = again
-			sum, expired, err = s.listed(ctx, t, decided[t.ID], now, false)
-		}
+		var expired bool
+		sum, err := judgedNow(ctx, s, t, func(t runs.TaskRecord, first bool) (TaskSummary, bool, error) {
+			line, exp, err := s.listed(ctx, t, decided[t.ID], now, first)
+			expired = exp
+			return line, err == nil && line.HolderAlive != nil && !*line.HolderAlive, err
+		})
 		if err != nil {
 			return nil, err
 		}
