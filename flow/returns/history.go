@@ -72,7 +72,7 @@ func (s *Service) History(ctx context.Context, task, user string) (*History, err
 	}
 	return judgedNow(ctx, s, t, func(t runs.TaskRecord, first bool) (*History, bool, error) {
 		h, err := s.historyOf(ctx, t, first)
-		return h, err == nil && t.Status == StatusRunning && h.Holder != nil && !h.Holder.Alive, err
+		return h, err == nil && judgedGone(h.Holder), err
 	})
 }
 

@@ -38,7 +38,7 @@ func (s *Service) recordedView(ctx context.Context, task, user string) (*View, e
 	}
 	return judgedNow(ctx, s, t, func(t runs.TaskRecord, first bool) (*View, bool, error) {
 		v, err := s.viewOf(ctx, t, first)
-		return v, err == nil && v.Holder != nil && !v.Holder.Alive, err
+		return v, err == nil && judgedGone(v.Holder), err
 	})
 }
 
@@ -66,6 +66,10 @@ func judgedNow[V any](ctx context.Context, s *Service, t runs.TaskRecord, build 
 		t = now
 	}
 }
+
+// judgedGone reports whether a view names a holder (addHolder) that it
+// judged gone: what judgedNow looks again for.
+func judgedGone(h *HolderView) bool { return h != nil && !h.Alive }
 
 // holderRereads is how many looks judgedNow takes at most at a task
 // whose record moves while a view judges its holder gone (a run that
