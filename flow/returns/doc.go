@@ -18,7 +18,8 @@
 //     one pair (a data dir's two files, a server's two schemas);
 //   - runner.go: how runs are driven (a runner and its policy);
 //   - start.go, resume.go, show.go, stop.go, recover.go, wait.go: the
-//     operations of the same names; resume_options.go: the input of
+//     operations of the same names; list.go: list and its filters and
+//     pages; resume_options.go: the input of
 //     resume, checked before any store is read; recovery.go: what continuing a
 //     crashed run cost (RecoveryView); busy.go: a refusal because another
 //     live process holds the task, told for the user who asked;
