@@ -56,6 +56,15 @@ type Spec struct {
 	OpenBusyWait time.Duration
 }
 
+// IdleConns is how many idle connections a pool of Open keeps for the
+// next statement: a command uses one or two, a server as many as it has
+// requests in flight at once.
+const IdleConns = 32
+
+// IdleConnTime is how long a pool of Open keeps a connection that no
+// statement uses before it closes it.
+const IdleConnTime = time.Minute
+
 // refusal is a refusal of Open that also matches (errors.Is) its SQLite
 // twin, sqlite.ErrNewerSchema or sqlite.ErrForeignFile, so one check maps
 // both stores' refusals.
@@ -120,6 +129,13 @@ func Open(ctx context.Context, url string, spec Spec) (*sql.DB, error) {
 	if spec.MaxConns > 0 {
 		db.SetMaxOpenConns(spec.MaxConns)
 	}
+	// database/sql keeps 2 idle connections by default: a server's
+	// concurrent requests would then open and close a session per request,
+	// each a backend process the server forks and warms up. An idle one
+	// beyond the burst is closed after IdleConnTime, so that it does not
+	// hold a connection slot for ever.
+	db.SetMaxIdleConns(IdleConns)
+	db.SetConnMaxIdleTime(IdleConnTime)
 	if err := migrate(ctx, db, spec); err != nil {
 		db.Close()
 		return nil, err

@@ -1,0 +1,78 @@
+package pgdb_test
+
+import (
+	"context"
+	"database/sql"
+	"net/url"
+	"testing"
+
+	"assistant/internal/pgdb"
+	"assistant/internal/pgtest"
+	"assistant/internal/sqlstore"
+)
+
+// burstSchema is the smallest schema Open accepts: its version and the
+// data dir identity.
+const burstSchema = `
+CREATE SCHEMA burst;
+CREATE TABLE burst.schema_version (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());
+CREATE TABLE burst.data_dir (one bigint PRIMARY KEY CHECK (one = 1), id text NOT NULL, stamp bigint NOT NULL DEFAULT 0);`
+
+// TestPoolKeepsTheSessionsOfABurst checks that a pool of Open keeps the
+// sessions a burst of concurrent statements opened (up to IdleConns)
+// for the next burst: a server whose requests each opened and closed a
+// session would have PostgreSQL fork and warm up a backend per request.
+func TestPoolKeepsTheSessionsOfABurst(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	base := pgtest.Database(t)
+	admin := pgtest.Connect(t, base)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const app = "pool-burst-test"
+	q := u.Query()
+	q.Set("application_name", app)
+	u.RawQuery = q.Encode()
+	db, err := pgdb.Open(ctx, u.String(), pgdb.Spec{
+		Schema:        "burst",
+		Migrations:    []sqlstore.Migration{{Version: 1, Name: "init", SQL: burstSchema}},
+		MigrationLock: 7,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+
+	const burst = 12 // more than database/sql's default of 2 idle
+	if burst > pgdb.IdleConns {
+		t.Fatalf("burst %d is over IdleConns %d", burst, pgdb.IdleConns)
+	}
+	for round := range 3 {
+		var conns []*sql.Conn
+		for range burst {
+			c, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.PingContext(ctx); err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, c)
+		}
+		for _, c := range conns {
+			c.Close()
+		}
+		var sessions int
+		if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&sessions); err != nil {
+			t.Fatal(err)
+		}
+		if sessions != burst {
+			t.Errorf("round %d: after a burst of %d sessions the pool keeps %d open; want all %d", round+1, burst, sessions, burst)
+		}
+		if opened := db.Stats().OpenConnections; opened != burst {
+			t.Errorf("round %d: the pool holds %d connections, want %d", round+1, opened, burst)
+		}
+	}
+}
