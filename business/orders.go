@@ -230,6 +230,23 @@ func (s *Store) eligibilityTx(ctx context.Context, tx queryer, o Order, now time
 	return eligibility(ctx, tx, s.q, o, now)
 }
 
+// EligibilityOf is Eligibility of o at now judged from apps, o's
+// applications as OrderApplications read them, instead of a read of its
+// own: a report that lists the applications and says whether the order
+// can be returned then tells one state, whatever was submitted between
+// two reads.
+func EligibilityOf(o Order, apps []OrderApplication, now time.Time) string {
+	if code := orderRule(o, now); code != "" {
+		return code
+	}
+	for _, a := range apps {
+		if a.User == o.User && a.OrderID == o.ID && a.ReviewStatus == ReviewPending {
+			return ReasonOpenApplication
+		}
+	}
+	return ""
+}
+
 // orderRule returns the first rule of Eligibility that the order itself
 // breaks at now (not delivered, window closed, final sale), or "": the
 // rules that need no other row.

@@ -50,7 +50,7 @@ func newCmdApproversToken(a *app, runF func(context.Context, *approversTokenOpti
 			case opts.Revoke != "" && c.Flags().Changed("expires"):
 				return usageErr("--expires is for a new token, not with --revoke")
 			case opts.Revoke == "" && len(args) != 1:
-				return usageErr("approvers token needs USER, or --revoke ID (got %d arguments)", len(args))
+				return usageErr("approvers token needs USER, or --revoke ID (got %s)", argumentCount(len(args)))
 			}
 			if len(args) == 1 {
 				opts.User = args[0]

@@ -444,7 +444,7 @@ func TestRun(t *testing.T) {
 		{name: "unknown_command_text", args: []string{"frobnicate", "--output", "text"}, code: ExitUsage, stderr: `unknown command "frobnicate"`,
 			bug: "bug: cmd/root.go:200 an unknown command is found before the flags are parsed, so fail sees no --output and prints the JSON error object although --output text was given"},
 		{name: "unknown_flag", args: []string{"show", "r1", "--frob"}, code: ExitUsage, stderr: "--frob"},
-		{name: "start_one_arg", args: []string{"start", "r1"}, code: ExitUsage, stderr: "start needs TASK and ORDER (got 1 arguments)"},
+		{name: "start_one_arg", args: []string{"start", "r1"}, code: ExitUsage, stderr: "start needs TASK and ORDER (got 1 argument)"},
 		{name: "start_three_args", args: []string{"start", "r1", "A3003", "A3004"}, code: ExitUsage, stderr: "start needs TASK and ORDER (got 3 arguments)"},
 		{name: "show_no_arg", args: []string{"show"}, code: ExitUsage, stderr: "show needs TASK (got 0 arguments)"},
 		{name: "resume_two_args", args: []string{"resume", "r1", "r2"}, code: ExitUsage, stderr: "resume needs TASK"},

@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"fmt"
+
 	"context"
 	"time"
 
@@ -88,8 +90,16 @@ func startRun(ctx context.Context, opts *startOptions) error {
 func exactArgs(n int, msg string) cobra.PositionalArgs {
 	return func(_ *cobra.Command, args []string) error {
 		if len(args) != n {
-			return usageErr("%s (got %d arguments)", msg, len(args))
+			return usageErr("%s (got %s)", msg, argumentCount(len(args)))
 		}
 		return nil
 	}
+}
+
+// argumentCount is n arguments in words: "1 argument", "0 arguments".
+func argumentCount(n int) string {
+	if n == 1 {
+		return "1 argument"
+	}
+	return fmt.Sprintf("%d arguments", n)
 }

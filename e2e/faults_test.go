@@ -201,7 +201,7 @@ func (s pgStore) clone(t *testing.T) pgStore {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pgStore{admin}.exec(t, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize()+` TEMPLATE `+pgx.Identifier{src}.Sanitize())
+	pgStore{admin}.exec(t, pgtest.CreateFrom(name, src))
 	t.Cleanup(func() {
 		pgStore{admin}.exec(t, `DROP DATABASE IF EXISTS `+pgx.Identifier{name}.Sanitize()+` WITH (FORCE)`)
 	})

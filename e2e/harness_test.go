@@ -1651,12 +1651,12 @@ func fromPGFixture(t *testing.T, s pgStore, name string, build func(t *testing.T
 			t.Fatal(err)
 		}
 		fixture := from + "_fixture_" + name
-		pgStore{admin}.exec(t, `CREATE DATABASE `+pgx.Identifier{fixture}.Sanitize()+` TEMPLATE `+pgx.Identifier{from}.Sanitize())
+		pgStore{admin}.exec(t, pgtest.CreateFrom(fixture, from))
 		f.name, f.admin = fixture, admin
 	}
 	ident := pgx.Identifier{db}.Sanitize()
 	pgStore{admin}.exec(t, `DROP DATABASE `+ident+` WITH (FORCE)`)
-	pgStore{admin}.exec(t, `CREATE DATABASE `+ident+` TEMPLATE `+pgx.Identifier{f.name}.Sanitize())
+	pgStore{admin}.exec(t, pgtest.CreateFrom(db, f.name))
 	return true
 }
 

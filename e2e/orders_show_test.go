@@ -1,6 +1,10 @@
 package e2e
 
 import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -45,5 +49,41 @@ func TestOrdersShowApprovedTwice(t *testing.T) {
 				t.Errorf("another user's order: %q, an unknown one: %q; want them alike", other, unknown)
 			}
 		})
+	}
+}
+
+// docs/json.md "The state as it is now": orders show judges whether the
+// order can be returned from the applications it lists. An approval that
+// submits while the view reads (paused at
+// orders-show:before-applications, after the order and its tasks) is
+// listed and makes the order not returnable: never returnable true next
+// to an open application.
+func TestOrdersShowReturnableAgreesWithItsApplications(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mustRun(t, dir, "start", "r1", "A3003", "--reason", "too small")
+	holder := pausedAnswer(t, dir, "before:submit", "demo-user", "r1")
+	c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "orders", "show", "A3003")
+	c.Env = append(os.Environ(), "ASSISTANT_FAULT=orders-show:before-applications@pause")
+	var out bytes.Buffer
+	c.Stdout = &out
+	viewer := startPaused(t, c, "orders-show:before-applications")
+	if code := holder.goOn(t); code != 0 {
+		t.Fatalf("the holder's approve: exit %d, %s", code, holder.stderr)
+	}
+	code := viewer.goOn(t)
+	var v struct {
+		Returnable    bool
+		NotReturnable string `json:"not_returnable_because"`
+		Applications  []struct {
+			ReviewStatus string `json:"review_status"`
+		}
+	}
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil || code != 0 {
+		t.Fatalf("orders show: exit %d, stdout %q, stderr %q: %v", code, out.String(), viewer.stderr, err)
+	}
+	if len(v.Applications) != 1 || v.Applications[0].ReviewStatus != "pending" || v.Returnable || v.NotReturnable != "open_application" {
+		t.Errorf("orders show after a submit during it: %d applications %+v, returnable %v (%q); want the pending application and not returnable: open_application",
+			len(v.Applications), v.Applications, v.Returnable, v.NotReturnable)
 	}
 }

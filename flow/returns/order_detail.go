@@ -50,15 +50,27 @@ func (s *Service) ShowOrder(ctx context.Context, orderID, user string) (*OrderDe
 	if err != nil {
 		return nil, err
 	}
-	code, err := s.desk.Eligibility(ctx, o, s.now().UTC())
-	if err != nil {
-		return nil, err
-	}
 	byOrder, err := s.tasksByOrder(ctx, user)
 	if err != nil {
 		return nil, err
 	}
 	ids := byOrder[o.ID]
+	d := &OrderDetail{Order: o, Tasks: []OrderTask{}}
+	for _, id := range ids {
+		v, err := s.Show(ctx, id, user)
+		if err != nil {
+			return nil, fmt.Errorf("order %s: %w", orderID, err)
+		}
+		d.Tasks = append(d.Tasks, OrderTask{Task: v.Task, Status: v.Status, Stage: v.Stage})
+	}
+	// Read after the tasks, and judged from what is listed: an application
+	// a task submitted meanwhile is both listed and makes the order not
+	// returnable.
+	Fault("orders-show:before-applications")
+	if d.Applications, err = s.desk.OrderApplications(ctx, o.ID, user); err != nil {
+		return nil, err
+	}
+	code := business.EligibilityOf(o, d.Applications, s.now().UTC())
 	if code == "" && len(ids) > 0 {
 		bad, err := s.inconsistentOrder(ctx, ids)
 		if err != nil {
@@ -68,16 +80,6 @@ func (s *Service) ShowOrder(ctx context.Context, orderID, user string) (*OrderDe
 			code = CodeInconsistent
 		}
 	}
-	d := &OrderDetail{Order: o, Returnable: code == "", NotReturnable: code, Tasks: []OrderTask{}}
-	for _, id := range ids {
-		v, err := s.Show(ctx, id, user)
-		if err != nil {
-			return nil, fmt.Errorf("order %s: %w", orderID, err)
-		}
-		d.Tasks = append(d.Tasks, OrderTask{Task: v.Task, Status: v.Status, Stage: v.Stage})
-	}
-	if d.Applications, err = s.desk.OrderApplications(ctx, o.ID, user); err != nil {
-		return nil, err
-	}
+	d.Returnable, d.NotReturnable = code == "", code
 	return d, nil
 }

@@ -85,6 +85,7 @@ var state struct {
 	local   *Server       // the cluster this process started, if any
 	baseURL string        // the server's URL, to the admin database
 	admin   *pgxpool.Pool // for CREATE and DROP DATABASE
+	version int           // the server's server_version_num
 }
 
 // Main runs the tests of a package (m.Run), then stops the cluster that
@@ -187,7 +188,7 @@ func Database(tb testing.TB) string {
 	ident := pgx.Identifier{name}.Sanitize()
 	// Identifiers cannot be parameters; name is made by newDatabaseName
 	// from hex digits and quoted besides.
-	if _, err := admin.Exec(ctx, `CREATE DATABASE `+ident+` TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'`); err != nil {
+	if _, err := admin.Exec(ctx, CreateFrom(name, "template0")+` ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'`); err != nil {
 		tb.Fatalf("pgtest: create database %s: %v", name, err)
 	}
 	tb.Cleanup(func() {
@@ -251,8 +252,34 @@ func setup() error {
 		}
 		return fmt.Errorf("connect to the test server: %w", err)
 	}
+	if err := admin.QueryRow(ctx, `SELECT current_setting('server_version_num')::int`).Scan(&state.version); err != nil {
+		admin.Close()
+		return fmt.Errorf("the test server's version: %w", err)
+	}
 	state.baseURL, state.admin = base, admin
 	return nil
+}
+
+// fileCopyVersion is the first server_version_num whose CREATE DATABASE
+// takes a STRATEGY (PostgreSQL 15).
+const fileCopyVersion = 150000
+
+// CreateFrom returns the statement that makes database name a copy of
+// database template on the test server (CREATE DATABASE … TEMPLATE …,
+// both names quoted), to which a caller may add options. On PostgreSQL 15
+// and later it copies the files (STRATEGY FILE_COPY): the default writes
+// every page of the copy to the WAL, which costs a test server several
+// times the CPU for no use, its data being thrown away. Before Database
+// has set up the server it names no strategy.
+func CreateFrom(name, template string) string {
+	state.mu.Lock()
+	version := state.version
+	state.mu.Unlock()
+	sql := `CREATE DATABASE ` + pgx.Identifier{name}.Sanitize() + ` TEMPLATE ` + pgx.Identifier{template}.Sanitize()
+	if version >= fileCopyVersion {
+		sql += ` STRATEGY FILE_COPY`
+	}
+	return sql
 }
 
 // newDatabaseName returns a database name no other test uses: "test_",
