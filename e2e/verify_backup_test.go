@@ -384,3 +384,54 @@ func TestBackupWhileProcessesRun(t *testing.T) {
 		verifyClean(t, d)
 	})
 }
+
+// TestVerifyJudgesARunThatEndsWhileReadAsItIsNow: verify reads the runs,
+// then the task records. A holder that submits, lets go and exits in
+// between (verify paused at verify:before-records) leaves a head read
+// before its end and a record read after: verify looks again and finds
+// nothing, on a run that starts (a task recorded whose run was not yet
+// read) as on one that ends.
+func TestVerifyJudgesARunThatEndsWhileReadAsItIsNow(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		// the holder, paused while verify reads the runs
+		holder func(t *testing.T, dir string) proc
+	}{
+		{"approve", func(t *testing.T, dir string) proc {
+			mustRun(t, dir, "start", "r1", "A3003", "--reason", "too small")
+			return pausedAnswer(t, dir, "before:submit", "demo-user", "r1")
+		}},
+		{"start", func(t *testing.T, dir string) proc {
+			mustRun(t, dir, "start", "r0", "A3004", "--reason", "too small") // the data dir made
+			c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "start", "r1", "A3003", "--reason", "too small")
+			c.Env = append(os.Environ(), "ASSISTANT_FAULT=start:after-record@pause")
+			return startPaused(t, c, "start:after-record")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			holder := tc.holder(t, dir)
+			c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "verify")
+			c.Env = append(os.Environ(), "ASSISTANT_FAULT=verify:before-records@pause")
+			var out strings.Builder
+			c.Stdout = &out
+			verifier := startPaused(t, c, "verify:before-records")
+			if code := holder.goOn(t); code != 0 {
+				t.Fatalf("the holder: exit %d, %s", code, holder.stderr)
+			}
+			code := verifier.goOn(t)
+			var rep struct {
+				Clean    bool
+				Findings []struct{ Severity, Task, Problem string }
+			}
+			if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
+				t.Fatalf("verify: exit %d, stdout %q, stderr %q: %v", code, out.String(), verifier.stderr, err)
+			}
+			if code != 0 || !rep.Clean || len(rep.Findings) != 0 {
+				t.Errorf("verify while its holder ended: exit %d, clean %v, findings %+v; want 0, clean, none", code, rep.Clean, rep.Findings)
+			}
+		})
+	}
+}

@@ -41,6 +41,7 @@ func (v *verifier) check(ctx context.Context, rep *VerifyReport) error {
 	if err != nil {
 		return err
 	}
+	Fault("verify:before-records")
 	tasks, err := v.runs.ListTasks(ctx, "", "")
 	if err != nil {
 		return err
@@ -49,8 +50,10 @@ func (v *verifier) check(ctx context.Context, rep *VerifyReport) error {
 	for _, t := range tasks {
 		records[t.ID] = t
 	}
+	checked := make(map[string]bool, len(rs.threads))
 	for _, id := range rs.threads {
-		if err := v.checkRun(ctx, rep, rs, id, records); err != nil {
+		checked[id] = true
+		if err := v.checkNow(ctx, rep, rs, id, records); err != nil {
 			return err
 		}
 	}
@@ -61,11 +64,88 @@ func (v *verifier) check(ctx context.Context, rep *VerifyReport) error {
 		}
 	}
 	for _, t := range tasks {
-		if _, ok := rs.heads[t.ID]; !ok && rs.undecodable[t.ID] == nil {
-			v.recordWithoutRun(rep, t)
+		if !checked[t.ID] {
+			if err := v.checkNow(ctx, rep, rs, t.ID, records); err != nil {
+				return err
+			}
 		}
 	}
 	return v.checkApplications(ctx, rep)
+}
+
+// checkNow is the check of task id (checkRun, or recordWithoutRun when
+// the checkpoint file held no run of it), its findings added to rep as
+// they are now. The runs and the records are read one after the other,
+// so a live holder that ended and let go in between would be found
+// disagreeing with itself; a check that finds something therefore reads
+// the task's head and record again (lookAgain) and, when either moved,
+// checks anew, at most holderRereads times in all. A process that is
+// gone writes nothing more, so a finding of an unchanged look stands.
+func (v *verifier) checkNow(ctx context.Context, rep *VerifyReport, rs runsRead, id string, records map[string]runs.TaskRecord) error {
+	for look := 1; ; look++ {
+		var found VerifyReport
+		if _, ok := rs.heads[id]; !ok && rs.undecodable[id] == nil {
+			if t, ok := records[id]; ok {
+				v.recordWithoutRun(&found, t)
+			}
+		} else if err := v.checkRun(ctx, &found, rs, id, records); err != nil {
+			return err
+		}
+		if len(found.Findings) == 0 || look == holderRereads {
+			rep.Findings = append(rep.Findings, found.Findings...)
+			return nil
+		}
+		moved, err := v.lookAgain(ctx, rs, id, records)
+		if err != nil {
+			return err
+		}
+		if !moved {
+			rep.Findings = append(rep.Findings, found.Findings...)
+			return nil
+		}
+	}
+}
+
+// lookAgain reads the head and the record of task id again into rs and
+// records and reports whether either moved: another head (or one where
+// there was none), or a record that does not hold the same state under
+// the same lease (sameHolding), or one that came or went. Errors: storage
+// errors.
+func (v *verifier) lookAgain(ctx context.Context, rs runsRead, id string, records map[string]runs.TaskRecord) (bool, error) {
+	moved := false
+	snap, err := v.graph.State(ctx, id)
+	var de *flow.StateDecodeError
+	switch {
+	case errors.As(err, &de):
+		_, had := rs.heads[id]
+		moved = had || rs.undecodable[id] == nil
+		delete(rs.heads, id)
+		rs.undecodable[id] = err
+	case errors.Is(err, flow.ErrThreadNotFound):
+		_, had := rs.heads[id]
+		moved = had
+		delete(rs.heads, id)
+	case err != nil:
+		return false, err
+	default:
+		old, had := rs.heads[id]
+		moved = !had || old.CheckpointID != snap.CheckpointID
+		rs.heads[id] = snap
+		delete(rs.undecodable, id)
+	}
+	t, err := v.runs.Task(ctx, id)
+	old, had := records[id]
+	switch {
+	case errors.Is(err, runs.ErrNotFound):
+		moved = moved || had
+		delete(records, id)
+	case err != nil:
+		return false, err
+	default:
+		moved = moved || !had || !sameHolding(old, t)
+		records[id] = t
+	}
+	return moved, nil
 }
 
 // runsRead is every run of the checkpoint file: its threads, and each
