@@ -163,7 +163,7 @@ func TestBatchRowOfAnotherUsersTask(t *testing.T) {
 type rowsCommand struct {
 	name string
 	id   string // the batch task's id
-	n    int    // rows: enough that a cut lands part-way
+	n    int    // rows: several chunks (returns.DefaultBatchChunk), so that a cut at the first chunk's end (rowsPartWay) is part-way
 	// prepare makes dir ready for the command and returns its arguments
 	// (after the global flags) and its stdin.
 	prepare func(t *testing.T, dir string, n int) (args []string, stdin string)
@@ -173,14 +173,14 @@ type rowsCommand struct {
 
 var rowsCommands = []rowsCommand{
 	{
-		name: "batch", id: "b1", n: 3000,
+		name: "batch", id: "b1", n: 300,
 		prepare: func(t *testing.T, dir string, n int) ([]string, string) {
 			return []string{"batch", "b1", batchFile(t, dir, n), "--exit-status"}, ""
 		},
 		checkDone: func(t *testing.T, dir string, n int) { checkBatchDone(t, dir, "b1", n) },
 	},
 	{
-		name: "decide", id: "d1", n: 1500,
+		name: "decide", id: "d1", n: 300,
 		prepare: func(t *testing.T, dir string, n int) ([]string, string) {
 			return []string{"decide", "-", "--id", "d1", "--exit-status"}, parked(t, dir, n)
 		},
@@ -214,6 +214,18 @@ func startRows(t *testing.T, dir string, args []string, stdin string) (*exec.Cmd
 		}
 	})
 	return c, &out, &errb
+}
+
+// pausedRows starts args in dir with stdin as startRows does, parked at
+// its first chunk's end (rowsPartWay); its stdout lands in the returned
+// buffer, its stderr in the proc's.
+func pausedRows(t *testing.T, dir string, args []string, stdin string) (proc, *bytes.Buffer) {
+	t.Helper()
+	c := exec.Command(assistantBin(), withDefaults(args, "--data", dir, "--output", "json")...)
+	c.Stdin = strings.NewReader(stdin)
+	var out bytes.Buffer
+	c.Stdout = &out
+	return rowsPartWay(t, c), &out
 }
 
 // runRows runs args in dir with stdin to its end and returns stdout,
@@ -260,24 +272,30 @@ func decodeRows(t *testing.T, out string) rowsView {
 }
 
 // TestRowsCommandAgainContinues cuts a batch, and a decide run, short
-// part-way — SIGINT, a stop from another process, SIGKILL — and gives the
-// same command again, as a CI retry of `assistant batch … && deploy`
-// would: the first exits non-zero (130, 8, 137), the second continues the
-// run to its last row and exits 0, every row run once; it never exits 0
-// on the first's stopped run.
+// part-way (at its first chunk's end) — SIGINT, a stop from another
+// process, SIGKILL — and gives the same command again, as a CI retry of
+// `assistant batch … && deploy` would: the first exits non-zero (130, 8,
+// 137), the second continues the run to its last row and exits 0, every
+// row run once; it never exits 0 on the first's stopped run.
 func TestRowsCommandAgainContinues(t *testing.T) {
 	t.Parallel()
 	cuts := []struct {
 		name string
-		cut  func(t *testing.T, dir, id string, p *exec.Cmd)
+		cut  func(t *testing.T, dir, id string, p proc)
 		code int    // the first process's exit
 		left string // the status it leaves
 	}{
-		{"SIGINT", func(t *testing.T, _, _ string, p *exec.Cmd) { _ = p.Process.Signal(syscall.SIGINT) }, 130, "interrupted"},
-		{"Stop", func(t *testing.T, dir, id string, _ *exec.Cmd) { mustRun(t, dir, "stop", id) }, 8, "interrupted"},
+		{"SIGINT", func(t *testing.T, _, _ string, p proc) {
+			_ = p.Process.Signal(syscall.SIGINT)
+			p.letRun(t)
+		}, 130, "interrupted"},
+		{"Stop", func(t *testing.T, dir, id string, p proc) {
+			mustRun(t, dir, "stop", id, "--wait", "0")
+			p.letRun(t)
+		}, 8, "interrupted"},
 		// SIGKILL: no cleanup at all, as in a crash; the run is left
 		// running with its process gone.
-		{"SIGKILL", func(t *testing.T, _, _ string, p *exec.Cmd) { _ = p.Process.Signal(syscall.SIGKILL) }, 137, "running"},
+		{"SIGKILL", func(t *testing.T, _, _ string, p proc) { _ = p.Process.Kill() }, 137, "running"},
 	}
 	for _, rc := range rowsCommands {
 		for _, cut := range cuts {
@@ -285,11 +303,10 @@ func TestRowsCommandAgainContinues(t *testing.T) {
 				t.Parallel()
 				dir := t.TempDir()
 				args, stdin := rc.prepare(t, dir, rc.n)
-				first, out, errb := startRows(t, dir, args, stdin)
-				waitPosition(t, dir, rc.id, 50, first)
+				first, out := pausedRows(t, dir, args, stdin)
 				cut.cut(t, dir, rc.id, first)
-				if code := exitOf(t, first.Wait()); code != cut.code {
-					t.Fatalf("%s cut by %s: exit %d, want %d; stderr %q", rc.name, cut.name, code, cut.code, errb)
+				if code := exitWithin(t, first.done, time.Minute); code != cut.code {
+					t.Fatalf("%s cut by %s: exit %d, want %d; stderr %q", rc.name, cut.name, code, cut.code, first.stderr)
 				}
 				if cut.left == "interrupted" {
 					if v := decodeRows(t, out.String()); v.Status != "interrupted" {
@@ -341,9 +358,7 @@ func TestRowsCommandAgainWhileRunning(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			args, stdin := rc.prepare(t, dir, rc.n)
-			first, out, errb := startRows(t, dir, args, stdin)
-			waitPosition(t, dir, rc.id, 50, first)
-			pause(t, first)
+			first, out := pausedRows(t, dir, args, stdin)
 			before := showRows(t, dir, rc.id)
 			if before.Status != "running" || before.Holder == nil || !before.Holder.Alive || before.Batch.Position >= rc.n {
 				t.Fatalf("paused first process: %+v; want running part-way with its holder alive (the case under test)", before)
@@ -376,11 +391,9 @@ func TestRowsCommandAgainWhileRunning(t *testing.T) {
 				t.Errorf("%s %s with another file: exit %d, stderr %q; want 3, other input", rc.name, rc.id, code, stderr)
 			}
 
-			if err := first.Process.Signal(syscall.SIGCONT); err != nil {
-				t.Fatal(err)
-			}
-			if code := exitOf(t, first.Wait()); code != 0 {
-				t.Fatalf("first %s after SIGCONT: exit %d, want 0; stderr %q", rc.name, code, errb)
+			first.letRun(t)
+			if code := exitWithin(t, first.done, time.Minute); code != 0 {
+				t.Fatalf("first %s after SIGCONT: exit %d, want 0; stderr %q", rc.name, code, first.stderr)
 			}
 			if v := decodeRows(t, out.String()); v.Status != "done" || v.Batch.Position != rc.n {
 				t.Fatalf("first %s after SIGCONT: status %s at %d, want done at %d", rc.name, v.Status, v.Batch.Position, rc.n)

@@ -245,21 +245,14 @@ func TestDecideWaitStopResume(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	// As many rows as rowsCommands' decide, from the same fixture: in
-	// chunks of 10, far from done when the stop lands.
+	// chunks of 10, stopped at the first chunk's end, far from done.
 	n := rowsCommands[1].n
 	file := parked(t, dir, n)
 	c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "decide", "-", "--id", "d1", "--chunk", "10", "--exit-status")
 	c.Stdin = strings.NewReader(file)
-	var out bytes.Buffer
-	c.Stdout = &out
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "decide d1 to start", func() bool {
-		return query(t, dir, "business.sqlite", `SELECT count(*) FROM tasks WHERE task_id = 'd1' AND status = 'running'`) == "1"
-	})
-	mustRun(t, dir, "stop", "d1")
-	if code := wait(t, c); code != 8 {
+	p := rowsPartWay(t, c)
+	stopPaused(t, dir, "d1", p)
+	if code := exitWithin(t, p.done, time.Minute); code != 8 {
 		t.Fatalf("stopped decide exited %d, want 8 (it saved and reports interrupted; 0 only once every row was handled)", code)
 	}
 	if got := record(t, dir, "d1", "status"); got != "interrupted" {

@@ -631,6 +631,49 @@ func startPaused(t *testing.T, c *exec.Cmd, point string) proc {
 	return p
 }
 
+// rowsPartWay starts c, a batch or decide command, parked at the end of
+// its first chunk (after-checkpoint:rows@pause: the chunk's rows saved and
+// the batch's position checkpointed), and returns it stopped there. A cut
+// (a signal, a stop, a kill, a second command) then lands part-way on
+// every machine, however fast or loaded, with no need of thousands of
+// rows to make the run last. The same point parks it at each later
+// chunk's end: letRun lets it go on to its end.
+func rowsPartWay(t *testing.T, c *exec.Cmd) proc {
+	t.Helper()
+	const point = "after-checkpoint:" + returns.NodeRows
+	c.Env = append(c.Environ(), returns.FaultEnv+"="+point+returns.FaultPause)
+	return startPaused(t, c, point)
+}
+
+// letRun lets p, parked by rowsPartWay, go on (SIGCONT), and goes on
+// continuing it each time it parks again, until it exits or t ends; it
+// returns at once. Signals sent before it are delivered as p goes on.
+func (p proc) letRun(t *testing.T) {
+	t.Helper()
+	pid := p.Process.Pid
+	if err := p.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan struct{})
+	t.Cleanup(func() { close(ended) })
+	go func() {
+		path := fmt.Sprintf("/proc/%d/stat", pid)
+		for {
+			switch procState(path) {
+			case 0, 'Z', 'X':
+				return
+			case 'T':
+				_ = syscall.Kill(pid, syscall.SIGCONT)
+			}
+			select {
+			case <-ended:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+}
+
 // stopped reports whether process pid is stopped by a signal (state T).
 func stopped(pid int) bool { return procState(fmt.Sprintf("/proc/%d/stat", pid)) == 'T' }
 
@@ -1248,6 +1291,39 @@ func startBatch(t *testing.T, dir, rows string) (*exec.Cmd, *bytes.Buffer) {
 		t.Fatal(err)
 	}
 	return proc, out
+}
+
+// pausedBatch is startBatch, with flags after the rows, parked at the
+// batch's first chunk's end (rowsPartWay); its stderr is the proc's.
+func pausedBatch(t *testing.T, dir, rows string, flags ...string) (proc, *bytes.Buffer) {
+	t.Helper()
+	makeDataDir(t, dir)
+	c := exec.Command(assistantBin(), append([]string{"--data", dir, "--output", "json", "batch", "b1", rows}, flags...)...)
+	out := &bytes.Buffer{}
+	c.Stdout = out
+	return rowsPartWay(t, c), out
+}
+
+// stopPaused stops task id from another process while p, its holder, is
+// parked (rowsPartWay): the stop is committed (the record says
+// interrupted) before p is let run, so it lands part-way. It returns the
+// stop's JSON view, printed once p let go; a stop that fails fails t.
+func stopPaused(t *testing.T, dir, id string, p proc) map[string]any {
+	t.Helper()
+	c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "stop", id)
+	var out bytes.Buffer
+	c.Stdout = &out
+	stop := startProc(t, c)
+	eventually(t, "the stop of "+id+" committed", func() bool { return record(t, dir, id, "status") == "interrupted" })
+	p.letRun(t)
+	if code := exitWithin(t, stop.done, time.Minute); code != 0 {
+		t.Fatalf("stop %s: exit %d, %s", id, code, stop.stderr)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
+		t.Fatalf("stop %s printed %q: %v", id, out.String(), err)
+	}
+	return v
 }
 
 func atoi(s string) int {

@@ -155,12 +155,10 @@ func TestRecoveryFigures(t *testing.T) {
 func TestStaleTaskShownWithRecoverCommand(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	// Rows enough that the kill lands while the batch runs (thousands of
-	// rows a second), as a signal's does.
-	proc, _ := startBatch(t, dir, batchFile(t, dir, signalledRows))
-	waitPosition(t, dir, "b1", 1, proc)
+	// Killed at its first chunk's end, part-way, as a signal ends it.
+	proc, _ := pausedBatch(t, dir, batchFile(t, dir, signalledRows))
 	_ = proc.Process.Signal(syscall.SIGKILL)
-	_ = proc.Wait()
+	exitWithin(t, proc.done, time.Minute)
 
 	v := mustRun(t, dir, "show", "b1")
 	holder, _ := v["holder"].(map[string]any)

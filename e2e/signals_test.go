@@ -23,11 +23,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// signalledRows is the rows of a batch that a signal ends part-way: the
-// signal comes once 50 rows are saved, and at thousands of rows a second
-// the batch is far from its end by then. The count of rowsCommands' batch,
-// so that both start from one fixture.
-const signalledRows = 3000
+// signalledRows is the rows of a batch that a signal ends part-way:
+// several chunks (returns.DefaultBatchChunk), the signal sent while the
+// batch is parked at its first chunk's end (rowsPartWay). The count of
+// rowsCommands' batch, so that both start from one fixture.
+const signalledRows = 300
 
 // TestSIGTERMStopsLikeStop sends SIGTERM to a running batch: it must end as
 // an operator stop does — status interrupted, the step failed — but exit
@@ -36,11 +36,11 @@ const signalledRows = 3000
 func TestSIGTERMStopsLikeStop(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	proc, out := startBatch(t, dir, batchFile(t, dir, signalledRows))
-	waitPosition(t, dir, "b1", 50, proc)
+	proc, out := pausedBatch(t, dir, batchFile(t, dir, signalledRows))
 	if err := proc.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	proc.letRun(t)
 	checkBatchStopped(t, dir, proc, out, "batch after SIGTERM", 1, 143)
 	mustRun(t, dir, "resume", "b1")
 	checkBatchDone(t, dir, "b1", signalledRows)
@@ -64,22 +64,19 @@ func TestSignalledBatchExits130Or143(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir() // batchFile's import makes the data dir
-			c := exec.Command(assistantBin(), append([]string{"--data", dir, "--output", "json", "batch", "b1", batchFile(t, dir, signalledRows)}, tc.flag...)...)
-			var out, errb bytes.Buffer
-			c.Stdout, c.Stderr = &out, &errb
-			started(t, c)
-			waitPosition(t, dir, "b1", 50, c)
-			if err := c.Process.Signal(tc.sig); err != nil {
+			p, out := pausedBatch(t, dir, batchFile(t, dir, signalledRows), tc.flag...)
+			if err := p.Process.Signal(tc.sig); err != nil {
 				t.Fatal(err)
 			}
-			if code := exitOf(t, c.Wait()); code != tc.code {
-				t.Fatalf("batch ended by %s: exit %d, want %d; stderr %q", tc.name, code, tc.code, errb.String())
+			p.letRun(t)
+			if code := exitWithin(t, p.done, time.Minute); code != tc.code {
+				t.Fatalf("batch ended by %s: exit %d, want %d; stderr %q", tc.name, code, tc.code, p.stderr)
 			}
 			if got := statusOf(t, out.String()); got != "interrupted" {
 				t.Errorf("batch ended by %s printed status %s, want interrupted", tc.name, got)
 			}
-			if !strings.Contains(errb.String(), "resume b1") || strings.Count(errb.String(), "\n") != 1 {
-				t.Errorf("stderr %q, want one line with the resume command", errb.String())
+			if errb := p.stderr.String(); !strings.Contains(errb, "resume b1") || strings.Count(errb, "\n") != 1 {
+				t.Errorf("stderr %q, want one line with the resume command", errb)
 			}
 			mustRun(t, dir, "resume", "b1")
 			checkBatchDone(t, dir, "b1", signalledRows)
@@ -107,12 +104,13 @@ func TestDecideSignalPrintsTheView(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			args, stdin := rc.prepare(t, dir, rc.n)
-			p, out, errb := startRows(t, dir, args, stdin)
-			waitPosition(t, dir, rc.id, 50, p)
+			p, out := pausedRows(t, dir, args, stdin)
 			_ = p.Process.Signal(sig.sig)
-			if code := exitOf(t, p.Wait()); code != sig.code {
-				t.Fatalf("decide ended by %s: exit %d, want %d; stderr %q", sig.name, code, sig.code, errb)
+			p.letRun(t)
+			if code := exitWithin(t, p.done, time.Minute); code != sig.code {
+				t.Fatalf("decide ended by %s: exit %d, want %d; stderr %q", sig.name, code, sig.code, p.stderr)
 			}
+			errb := p.stderr
 			v := decodeRows(t, out.String())
 			if v.Status != "interrupted" || v.Batch.Position < 50 || v.Batch.Position >= rc.n || v.Error != nil {
 				t.Errorf("decide ended by %s printed %+v; want the view, interrupted part-way", sig.name, v)

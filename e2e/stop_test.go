@@ -526,38 +526,35 @@ func TestStopBeforeFirstCheckpoint(t *testing.T) {
 func TestBatchStopAndResume(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	// Big enough that both stops land while the batch runs (a chunk of
-	// rows is one commit, thousands of rows a second; each stop comes
-	// 100 rows after the batch starts).
-	const n = 5000
-	proc, out := startBatch(t, dir, batchFile(t, dir, n))
-	waitPosition(t, dir, "b1", 100, proc)
-
-	stopped := mustRun(t, dir, "stop", "b1")
+	// Several chunks (DefaultBatchChunk): each run is parked at its first
+	// chunk's end and stopped there, part-way.
+	const n = 500
+	first, out := pausedBatch(t, dir, batchFile(t, dir, n))
+	stopped := stopPaused(t, dir, "b1", first)
 	if stopped["status"] != "interrupted" {
 		t.Errorf("stop printed status %v, want interrupted", stopped["status"])
 	}
 	// A stop from another process is no signal to this one: without
 	// --exit-status the command did its work, exit 0 with status
 	// interrupted (with it, 8: TestWaitOutcomes).
-	checkBatchStopped(t, dir, proc, out, "stopped batch", 1, 0)
+	checkBatchStopped(t, dir, first, out, "stopped batch", 1, 0)
 	if v := mustRun(t, dir, "show", "b1"); v["status"] != "interrupted" {
 		t.Errorf("show after stop: status %v, want interrupted", v["status"])
 	}
 
 	// Stop the resumed batch too: it ends as the first run did.
 	pos := int(mustRun(t, dir, "show", "b1")["batch"].(map[string]any)["position"].(float64))
-	proc = exec.Command(assistantBin(), "--data", dir, "--output", "json", "resume", "b1")
-	out.Reset()
-	proc.Stdout = out
-	if err := proc.Start(); err != nil {
-		t.Fatal(err)
+	c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "resume", "b1")
+	out = &bytes.Buffer{}
+	c.Stdout = out
+	resumed := rowsPartWay(t, c)
+	if p := int(mustRun(t, dir, "show", "b1")["batch"].(map[string]any)["position"].(float64)); p <= pos || p >= n {
+		t.Fatalf("resume parked at position %d; want past %d, before %d (the case under test)", p, pos, n)
 	}
-	waitPosition(t, dir, "b1", pos+100, proc)
-	if v := mustRun(t, dir, "stop", "b1"); v["status"] != "interrupted" {
+	if v := stopPaused(t, dir, "b1", resumed); v["status"] != "interrupted" {
 		t.Errorf("second stop printed status %v, want interrupted", v["status"])
 	}
-	checkBatchStopped(t, dir, proc, out, "stopped resume", 2, 0)
+	checkBatchStopped(t, dir, resumed, out, "stopped resume", 2, 0)
 
 	mustRun(t, dir, "resume", "b1")
 	checkBatchDone(t, dir, "b1", n)
@@ -580,9 +577,9 @@ func TestBatchStopAndResume(t *testing.T) {
 // printing status interrupted, its last
 // timeline step failed as interrupted, and exactly stops steps so failed,
 // one per stop.
-func checkBatchStopped(t *testing.T, dir string, proc *exec.Cmd, out *bytes.Buffer, what string, stops, want int) {
+func checkBatchStopped(t *testing.T, dir string, p proc, out *bytes.Buffer, what string, stops, want int) {
 	t.Helper()
-	if code := exitOf(t, proc.Wait()); code != want {
+	if code := exitWithin(t, p.done, time.Minute); code != want {
 		t.Fatalf("%s exited %d, want %d: %s", what, code, want, out)
 	}
 	var v map[string]any

@@ -103,9 +103,8 @@ func TestWaitOutcomes(t *testing.T) {
 	t.Run("StoppedTaskIs8", func(t *testing.T) {
 		t.Parallel()
 		dir := t.TempDir()
-		proc, out := startBatch(t, dir, batchFile(t, dir, 5000))
-		waitPosition(t, dir, "b1", 50, proc)
-		mustRun(t, dir, "stop", "b1")
+		proc, out := pausedBatch(t, dir, batchFile(t, dir, signalledRows))
+		stopPaused(t, dir, "b1", proc)
 		// A stop from another process is no signal to this one: without
 		// --exit-status the batch command exits 0, status interrupted.
 		checkBatchStopped(t, dir, proc, out, "stopped batch", 1, 0)
@@ -121,11 +120,9 @@ func TestWaitOutcomes(t *testing.T) {
 	t.Run("StoppedBatchWithExitStatusIs8", func(t *testing.T) {
 		t.Parallel()
 		dir := t.TempDir() // batchFile's import makes the data dir
-		c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "batch", "b1", batchFile(t, dir, 5000), "--exit-status")
-		started(t, c)
-		waitPosition(t, dir, "b1", 50, c)
-		mustRun(t, dir, "stop", "b1")
-		if code := exitOf(t, c.Wait()); code != 8 {
+		p, _ := pausedBatch(t, dir, batchFile(t, dir, signalledRows), "--exit-status")
+		stopPaused(t, dir, "b1", p)
+		if code := exitWithin(t, p.done, time.Minute); code != 8 {
 			t.Fatalf("batch --exit-status stopped by another process: exit %d, want 8", code)
 		}
 	})
@@ -133,10 +130,9 @@ func TestWaitOutcomes(t *testing.T) {
 	t.Run("ProcessGoneIs8AtOnce", func(t *testing.T) {
 		t.Parallel()
 		dir := t.TempDir()
-		proc, _ := startBatch(t, dir, batchFile(t, dir, 5000))
-		waitPosition(t, dir, "b1", 50, proc)
+		proc, _ := pausedBatch(t, dir, batchFile(t, dir, signalledRows))
 		_ = proc.Process.Signal(syscall.SIGKILL) // a crash: nothing is cleaned up
-		_ = proc.Wait()
+		exitWithin(t, proc.done, time.Minute)
 		out, errb, code := run(t, dir, "wait", "b1")
 		if code != 8 || statusOf(t, out) != "running" || !strings.Contains(errb, "recover") {
 			t.Fatalf("wait on a batch whose process is gone: exit %d, stderr %q; want 8 and the recover hint", code, errb)
@@ -149,13 +145,13 @@ func TestWaitOutcomes(t *testing.T) {
 	t.Run("RunningBatchIsWaitedFor", func(t *testing.T) {
 		t.Parallel()
 		dir := t.TempDir()
-		proc, _ := startBatch(t, dir, batchFile(t, dir, 1000))
-		waitPosition(t, dir, "b1", 1, proc)
+		proc, _ := pausedBatch(t, dir, batchFile(t, dir, signalledRows))
+		proc.letRun(t)
 		out, errb, code := run(t, dir, "wait", "b1")
 		if code != 0 || statusOf(t, out) != "done" {
 			t.Fatalf("wait on a running batch: exit %d, stderr %q, stdout %s; want 0, done", code, errb, out)
 		}
-		_ = proc.Wait()
+		exitWithin(t, proc.done, time.Minute)
 	})
 
 	t.Run("UnknownTaskIs4AtOnce", func(t *testing.T) {
