@@ -52,6 +52,12 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
+	// Open to every user, as an installed binary is: a test runs it as
+	// another user (TestStorageReadOnlyDataDir).
+	if err := os.Chmod(dir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	memDir := useMemoryTempDir()
 	// The binary is on PATH, as an installed one is: a test runs it by its
 	// full path, which PATH finds by its name, so the next commands it
