@@ -327,3 +327,12 @@ type scanner interface {
 // data dir, or PostgreSQL's lock_not_available from the business store on
 // a server: a write lock another process held past DefaultBusyTimeout.
 func IsBusy(err error) bool { return sqlite.IsBusy(err) || pgdb.IsBusy(err) }
+
+// BusyCause returns the database's own error in err's chain that made it
+// busy (SQLite's SQLITE_BUSY, PostgreSQL's lock_not_available), or nil.
+func BusyCause(err error) error {
+	if c := sqlite.BusyCause(err); c != nil {
+		return c
+	}
+	return pgdb.LockBusyCause(err)
+}

@@ -46,10 +46,22 @@ var ErrLostBusiness = errors.New("the business file is missing or empty, so the 
 type busyError struct{ err error }
 
 func (e *busyError) Error() string {
+	what := fmt.Sprintf("another process held the data dir's write lock for longer than %s", business.DefaultBusyTimeout)
 	if business.IsPGLockBusy(e.err) {
-		return fmt.Sprintf("%v (another session held a lock on the database for longer than the lock timeout)", e.err)
+		what = "another session held a lock on the database for longer than the lock timeout"
 	}
-	return fmt.Sprintf("%v (another process held the data dir's write lock for longer than %s)", e.err, business.DefaultBusyTimeout)
+	// The database's own words ("database is locked (5) (SQLITE_BUSY)")
+	// give way to what happened; the context around them stays.
+	msg := e.err.Error()
+	if cause := business.BusyCause(e.err); cause != nil {
+		if around, ok := strings.CutSuffix(msg, cause.Error()); ok {
+			if around = strings.TrimSuffix(around, ": "); around == "" {
+				return what
+			}
+			return around + ": " + what
+		}
+	}
+	return fmt.Sprintf("%s (%s)", msg, what)
 }
 
 func (e *busyError) Unwrap() error { return e.err }

@@ -50,6 +50,12 @@ func TestClassify(t *testing.T) {
 		if got.Error() == err.Error() {
 			t.Fatalf("message %q, want a hint added", got)
 		}
+		// In the words of the domain: what held what, the context kept,
+		// not the driver's "database is locked (5) (SQLITE_BUSY)".
+		want := "start r1: another process held the data dir's write lock for longer than 5s"
+		if got.Error() != want {
+			t.Fatalf("message %q, want %q", got, want)
+		}
 	})
 
 	t.Run("OtherErrorsPassUnchanged", func(t *testing.T) {

@@ -92,6 +92,17 @@ func IsBusy(err error) bool {
 	return errors.As(err, &pe) && pe.Code == "55P03" || errors.Is(err, ErrServerBusy)
 }
 
+// LockBusyCause returns PostgreSQL's lock_not_available error (SQLSTATE
+// 55P03: a lock waited for past lock_timeout) in err's chain, or nil: the
+// server's words, which a message in the words of the domain leaves out.
+func LockBusyCause(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "55P03" {
+		return pe
+	}
+	return nil
+}
+
 // IsUniqueViolation reports PostgreSQL's unique_violation (SQLSTATE
 // 23505), of a PRIMARY KEY or UNIQUE constraint or index.
 func IsUniqueViolation(err error) bool {

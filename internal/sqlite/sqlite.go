@@ -1037,6 +1037,17 @@ func IsBusy(err error) bool {
 	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
+// BusyCause returns SQLite's own busy error in err's chain (IsBusy), or
+// nil: the driver's words, which a message in the words of the domain
+// leaves out.
+func BusyCause(err error) error {
+	var se *modernc.Error
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY {
+		return se
+	}
+	return nil
+}
+
 // IsUniqueViolation reports a PRIMARY KEY or UNIQUE constraint failure.
 func IsUniqueViolation(err error) bool {
 	var se *modernc.Error
