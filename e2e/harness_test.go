@@ -759,17 +759,6 @@ func exited(t *testing.T, c *exec.Cmd) <-chan int {
 	return done
 }
 
-// started starts c and kills it when the test ends; the caller Waits for
-// it itself, so that waitPosition may read c.ProcessState meanwhile
-// without a race (exited's goroutine would write it).
-func started(t *testing.T, c *exec.Cmd) {
-	t.Helper()
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Process.Kill() })
-}
-
 // stillRunning fails the test if the process behind done has ended.
 func stillRunning(t *testing.T, what string, done <-chan int) {
 	t.Helper()
