@@ -2,6 +2,7 @@ package pgdb
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -126,21 +127,50 @@ func Connect(ctx context.Context, cfg *pgx.ConnConfig, wait time.Duration) (*pgx
 }
 
 // busyConnector is a database/sql connector whose connections wait for a
-// busy server for wait (nanoseconds), which Open sets to the open's wait
-// for the pool's first connection and to the connect timeout after.
+// busy server (retryBusy), for wait.
+//
+// A pool that holds connections already does not wait for one more: a
+// server with no free slot for it is one whose slots the pool's own idle
+// sessions may be holding, which a waiting open never gets. It caps the
+// pool at the connections it holds (SetMaxOpenConns: the server's limit,
+// learnt), keeps no more than fullServerIdleConns of them idle (the
+// others are the other processes' slots), and returns driver.ErrBadConn,
+// on which database/sql tries the statement again on a connection the
+// pool hands back.
 type busyConnector struct {
 	driver.Connector
 	wait *atomic.Int64
+	pool *atomic.Pointer[sql.DB] // the pool it opens for, once Open made it
 }
 
 func (c busyConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	if db := c.pool.Load(); db != nil {
+		conn, err := c.Connector.Connect(ctx)
+		if !IsServerBusy(err) {
+			return conn, err
+		}
+		// OpenConnections counts this open too (database/sql counts it
+		// before it connects).
+		if held := db.Stats().OpenConnections - 1; held > 0 {
+			db.SetMaxOpenConns(held)
+			// The server is full: what the pool does not use now goes
+			// back to it, for the other processes (database/sql's
+			// default of idle sessions).
+			db.SetMaxIdleConns(fullServerIdleConns)
+			return nil, fmt.Errorf("%w: %w", driver.ErrBadConn, err)
+		}
+	}
 	return retryBusy(ctx, time.Duration(c.wait.Load()), c.Connector.Connect)
 }
+
+// fullServerIdleConns is how many idle sessions a pool that met a full
+// server keeps (busyConnector).
+const fullServerIdleConns = 2
 
 // newBusyConnector is the database/sql connector of cfg whose every
 // connection waits for a busy server for wait (Connect).
 func newBusyConnector(cfg pgx.ConnConfig, wait time.Duration) busyConnector {
-	c := busyConnector{Connector: stdlib.GetConnector(cfg), wait: new(atomic.Int64)}
+	c := busyConnector{Connector: stdlib.GetConnector(cfg), wait: new(atomic.Int64), pool: new(atomic.Pointer[sql.DB])}
 	c.wait.Store(int64(wait))
 	return c
 }

@@ -140,8 +140,11 @@ func Open(ctx context.Context, url string, spec Spec) (*sql.DB, error) {
 		db.Close()
 		return nil, err
 	}
-	// The pool's later connections wait the whole connect timeout.
+	// The pool's later connections wait the whole connect timeout while it
+	// holds none; while it holds some, a full server caps it instead
+	// (busyConnector).
 	connector.wait.Store(int64(cfg.ConnectTimeout))
+	connector.pool.Store(db)
 	return db, nil
 }
 
