@@ -45,7 +45,7 @@ import (
 // Session settings of the pools Open opens.
 const (
 	// DefaultApplicationName is the application_name of the sessions
-	// Open opens (pg_stat_activity shows it), unless the URL sets one.
+	// this package opens (pg_stat_activity shows it), unless the URL sets one.
 	DefaultApplicationName = "assistant"
 	// IdleInTxTimeout is every session's
 	// idle_in_transaction_session_timeout: the server ends a session whose
@@ -107,8 +107,9 @@ func ParseConfig(url string) (*pgx.ConnConfig, error) {
 	return cfg, nil
 }
 
-// SetLimits sets cfg's connect timeout to ConnectTimeout when it has none
-// and its sessions' lock_timeout to LockTimeout: for a config parsed some
+// SetLimits sets cfg's connect timeout to ConnectTimeout when it has none,
+// its sessions' lock_timeout to LockTimeout, and their application_name
+// to DefaultApplicationName unless the URL names one: for a config parsed some
 // other way (pgxpool's); ParseConfig calls it.
 func SetLimits(cfg *pgx.ConnConfig) {
 	if cfg.ConnectTimeout <= 0 {
@@ -118,6 +119,9 @@ func SetLimits(cfg *pgx.ConnConfig) {
 		cfg.RuntimeParams = map[string]string{}
 	}
 	cfg.RuntimeParams["lock_timeout"] = strconv.FormatInt(LockTimeout.Milliseconds(), 10)
+	if cfg.RuntimeParams["application_name"] == "" {
+		cfg.RuntimeParams["application_name"] = DefaultApplicationName
+	}
 }
 
 // CheckURL refuses what ParseConfig refuses, without keeping the
