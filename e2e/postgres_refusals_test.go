@@ -187,6 +187,23 @@ func TestPostgresStandingAnswerNamesNoFile(t *testing.T) {
 	}
 }
 
+// TestPostgresVerifyFindingsNameTheSchemas: a task recorded whose run
+// was never written (its start killed at start:after-record) is a
+// warning of verify that names the schemas that disagree, not a data
+// dir's files.
+func TestPostgresVerifyFindingsNameTheSchemas(t *testing.T) {
+	t.Parallel()
+	pg := newPGStore(t)
+	pg.must(t, nil, "start", "k1", "A3004", "--reason", "size")
+	if _, stderr, code := pg.run(t, []string{"ASSISTANT_FAULT=start:after-record"}, "start", "k2", "A3003", "--reason", "size"); code != 137 {
+		t.Fatalf("the start killed after its record: exit %d (%s), want 137", code, stderr)
+	}
+	report, stderr, _ := pg.run(t, nil, "verify", "--output", "text")
+	if !strings.Contains(report, "the schema business records it") || !strings.Contains(report, "the schema checkpoints holds no run of it") || strings.Contains(report, ".sqlite") {
+		t.Errorf("verify:\n%s%s\nwant the record without a run told with the schemas named, no file", report, stderr)
+	}
+}
+
 // TestPostgresVerifyReportsWhatOthersRefuse: on PostgreSQL a schema
 // dropped while the other holds runs or task records, and two schemas of
 // different identities, are error findings in verify's report (exit 1,

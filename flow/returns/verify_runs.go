@@ -220,7 +220,7 @@ func (v *verifier) orphanRun(rep *VerifyReport, id string, snap *flow.Snapshot[S
 		stage = snap.Values.Stage
 	}
 	rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, Task: id,
-		Problem: fmt.Sprintf("%s holds its run (stage %s), %s has no record of the task", CheckpointsFile, stage, BusinessFile),
+		Problem: fmt.Sprintf("%s holds its run (stage %s), %s has no record of the task", v.r.checkpointsName(), stage, v.r.businessName()),
 		Hint:    fixRestore})
 }
 
@@ -240,7 +240,7 @@ func (v *verifier) recordWithoutRun(rep *VerifyReport, t runs.TaskRecord) {
 		fix = recordedEndFix(t, v.r.businessName())
 	}
 	rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: t.ID, owner: t.User,
-		Problem: fmt.Sprintf("%s records it (%s, stage %q), %s holds no run of it", BusinessFile, t.Status, t.Stage, CheckpointsFile),
+		Problem: fmt.Sprintf("%s records it (%s, stage %q), %s holds no run of it", v.r.businessName(), t.Status, t.Stage, v.r.checkpointsName()),
 		Hint:    fix})
 }
 
@@ -249,7 +249,7 @@ func (v *verifier) task(ctx context.Context, rep *VerifyReport, t runs.TaskRecor
 	st := snap.Values
 	if st.User != t.User || st.Order != t.OrderID {
 		rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, Task: t.ID, owner: t.User,
-			Problem: fmt.Sprintf("%s holds a run of user %s for order %s, %s a task of user %s for order %s", CheckpointsFile, st.User, st.Order, BusinessFile, t.User, t.OrderID),
+			Problem: fmt.Sprintf("%s holds a run of user %s for order %s, %s a task of user %s for order %s", v.r.checkpointsName(), st.User, st.Order, v.r.businessName(), t.User, t.OrderID),
 			Hint:    fixRestore})
 		return nil
 	}
@@ -257,7 +257,7 @@ func (v *verifier) task(ctx context.Context, rep *VerifyReport, t runs.TaskRecor
 	var ie *InconsistentError
 	if errors.As(err, &ie) {
 		rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, Task: t.ID, owner: t.User,
-			Problem: fmt.Sprintf("%s says %s, but %s %s", CheckpointsFile, ie.Checkpoints, BusinessFile, ie.Business), Hint: fixRestore})
+			Problem: fmt.Sprintf("%s says %s, but %s %s", v.r.checkpointsName(), ie.Checkpoints, v.r.businessName(), ie.Business), Hint: fixRestore})
 		return nil
 	}
 	if err != nil {
@@ -267,7 +267,7 @@ func (v *verifier) task(ctx context.Context, rep *VerifyReport, t runs.TaskRecor
 		_, err := v.desk.ApplicationByTask(ctx, t.ID)
 		if errors.Is(err, business.ErrNotFound) {
 			rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, Task: t.ID, owner: t.User,
-				Problem: fmt.Sprintf("its record in %s says %s/%s, but %s holds no application of it", BusinessFile, t.Status, t.Stage, BusinessFile),
+				Problem: fmt.Sprintf("its record in %s says %s/%s, but %s holds no application of it", v.r.businessName(), t.Status, t.Stage, v.r.businessName()),
 				Hint:    fixRestore})
 			return nil
 		}
