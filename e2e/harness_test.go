@@ -680,6 +680,18 @@ func (p proc) letRun(t *testing.T) {
 	}()
 }
 
+// viewPausedAt starts the binary in dir with args (JSON output), parked
+// at the fault point (point@pause: a view between its reads), and
+// returns it stopped there with the buffer its stdout goes to.
+func viewPausedAt(t *testing.T, dir, point string, args ...string) (proc, *bytes.Buffer) {
+	t.Helper()
+	c := exec.Command(assistantBin(), append([]string{"--data", dir, "--output", "json"}, args...)...)
+	c.Env = append(os.Environ(), returns.FaultEnv+"="+point+returns.FaultPause)
+	out := &bytes.Buffer{}
+	c.Stdout = out
+	return startPaused(t, c, point), out
+}
+
 // stopped reports whether process pid is stopped by a signal (state T).
 func stopped(pid int) bool { return procState(fmt.Sprintf("/proc/%d/stat", pid)) == 'T' }
 

@@ -1,10 +1,7 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 )
@@ -63,11 +60,7 @@ func TestOrdersShowReturnableAgreesWithItsApplications(t *testing.T) {
 	dir := t.TempDir()
 	mustRun(t, dir, "start", "r1", "A3003", "--reason", "too small")
 	holder := pausedAnswer(t, dir, "before:submit", "demo-user", "r1")
-	c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "orders", "show", "A3003")
-	c.Env = append(os.Environ(), "ASSISTANT_FAULT=orders-show:before-applications@pause")
-	var out bytes.Buffer
-	c.Stdout = &out
-	viewer := startPaused(t, c, "orders-show:before-applications")
+	viewer, out := viewPausedAt(t, dir, "orders-show:before-applications", "orders", "show", "A3003")
 	if code := holder.goOn(t); code != 0 {
 		t.Fatalf("the holder's approve: exit %d, %s", code, holder.stderr)
 	}

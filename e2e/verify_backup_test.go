@@ -413,11 +413,7 @@ func TestVerifyJudgesARunThatEndsWhileReadAsItIsNow(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			holder := tc.holder(t, dir)
-			c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "verify")
-			c.Env = append(os.Environ(), "ASSISTANT_FAULT=verify:before-records@pause")
-			var out strings.Builder
-			c.Stdout = &out
-			verifier := startPaused(t, c, "verify:before-records")
+			verifier, out := viewPausedAt(t, dir, "verify:before-records", "verify")
 			if code := holder.goOn(t); code != 0 {
 				t.Fatalf("the holder: exit %d, %s", code, holder.stderr)
 			}
@@ -426,7 +422,7 @@ func TestVerifyJudgesARunThatEndsWhileReadAsItIsNow(t *testing.T) {
 				Clean    bool
 				Findings []struct{ Severity, Task, Problem string }
 			}
-			if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 				t.Fatalf("verify: exit %d, stdout %q, stderr %q: %v", code, out.String(), verifier.stderr, err)
 			}
 			if code != 0 || !rep.Clean || len(rep.Findings) != 0 {

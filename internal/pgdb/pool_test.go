@@ -21,6 +21,22 @@ CREATE SCHEMA burst;
 CREATE TABLE burst.schema_version (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());
 CREATE TABLE burst.data_dir (one bigint PRIMARY KEY CHECK (one = 1), id text NOT NULL, stamp bigint NOT NULL DEFAULT 0);`
 
+// openBurst opens a pool of Open on url with burstSchema, closed when t
+// ends.
+func openBurst(t *testing.T, url string) *sql.DB {
+	t.Helper()
+	db, err := pgdb.Open(context.Background(), url, pgdb.Spec{
+		Schema:        "burst",
+		Migrations:    []sqlstore.Migration{{Version: 1, Name: "init", SQL: burstSchema}},
+		MigrationLock: 7,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 // TestPoolKeepsTheSessionsOfABurst checks that a pool of Open keeps the
 // sessions a burst of concurrent statements opened (up to IdleConns)
 // for the next burst: a server whose requests each opened and closed a
@@ -38,15 +54,7 @@ func TestPoolKeepsTheSessionsOfABurst(t *testing.T) {
 	q := u.Query()
 	q.Set("application_name", app)
 	u.RawQuery = q.Encode()
-	db, err := pgdb.Open(ctx, u.String(), pgdb.Spec{
-		Schema:        "burst",
-		Migrations:    []sqlstore.Migration{{Version: 1, Name: "init", SQL: burstSchema}},
-		MigrationLock: 7,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openBurst(t, u.String())
 
 	const burst = 12 // more than database/sql's default of 2 idle
 	if burst > pgdb.IdleConns {
@@ -113,15 +121,7 @@ func TestPoolOnAFullServerWaitsForItsOwnSessions(t *testing.T) {
 	q.Set("user", role)
 	q.Set("connect_timeout", "3")
 	u.RawQuery = q.Encode()
-	db, err := pgdb.Open(ctx, u.String(), pgdb.Spec{
-		Schema:        "burst",
-		Migrations:    []sqlstore.Migration{{Version: 1, Name: "init", SQL: burstSchema}},
-		MigrationLock: 7,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openBurst(t, u.String())
 
 	const burst = 3 * limit
 	began := time.Now()
