@@ -27,9 +27,12 @@ meanwhile. It checks:
 
 Each finding names its task (or file) and how to fix it. An error means the
 two files contradict each other or a file is damaged: the task or file is
-refused until it is restored. A warning is a state the flow sets right by
-itself the next time the task is resumed or recovered. Exit 0 when there is
-no error, 1 otherwise.`
+refused until it is restored. A warning is a state the flow handles by
+itself: the next resume or recover of the task sets it right, or (an end
+that business.sqlite records and the checkpoints lack) every command
+already reads the task as business.sqlite says it ended, and the warning
+stays as a note of the lost checkpoints. Exit 0 when there is no error, 1
+otherwise.`
 
 // verifyOptions are verify's: it takes no argument and no flag of its
 // own.
@@ -165,7 +168,7 @@ func writeVerify(w io.Writer, rep *returns.VerifyReport) error {
 	if n := rep.Errors(); n > 0 {
 		fmt.Fprintf(&b, "%d error(s): the data dir is not consistent.\n", n)
 	} else if len(rep.Findings) > 0 {
-		b.WriteString("No error: the warnings above are set right by the flow itself.\n")
+		b.WriteString("No error: the flow handles the warnings above by itself (each fix says how).\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -361,8 +361,9 @@ func TestDecideFromPipes(t *testing.T) {
 
 // TestDecideStdinSpool: decide - keeps stdin in a temporary file to read
 // it twice (check, then store the rows a page at a time); the file is
-// gone once the command ends, also when it is killed part-way, and the
-// run then finished by the same command again decides every row once.
+// gone once the command ends, also when it is killed part-way (verify then
+// tells each row's task as show does), and the run then finished by the
+// same command again decides every row once.
 func TestDecideStdinSpool(t *testing.T) {
 	t.Parallel()
 	const n = 150
@@ -384,6 +385,11 @@ func TestDecideStdinSpool(t *testing.T) {
 		t.Fatalf("decide killed at decide:between-commits exited %d, want 137", code)
 	}
 	left("killed")
+	var first []string // the first chunk's, business commit made, checkpoints not
+	for i := range 60 {
+		first = append(first, fmt.Sprintf("row-%04d", i))
+	}
+	verifyAgreesWithShow(t, place{flags: []string{"--data", dir}, dir: dir}, "demo-user", first)
 	rep, stderr, code := decide(t, dir, file, []string{"TMPDIR=" + tmp}, "-")
 	if code != 0 || rep.Status != "done" || rep.Batch.Counts["submitted"] != n || len(rep.Rows) != n {
 		t.Fatalf("decide again: exit %d (%s), status %s, counts %v, %d rows; want done, %d submitted", code, stderr, rep.Status, rep.Batch.Counts, len(rep.Rows), n)

@@ -1372,6 +1372,39 @@ func verify(tb testing.TB, dir string) (verifyReport, int, string) {
 	return rep, code, out + errOut
 }
 
+// runStatus finds the status a verify finding gives a task's run.
+var runStatus = regexp.MustCompile(`\bits run (\w+)`)
+
+// verifyAgreesWithShow fails t unless verify on p, before anything sets
+// the killed tasks right, tells of each of tasks (owned by user) what show
+// tells: a finding's run status is show's, and a task show reports ended
+// is offered no question to answer (docs/recovery.md "A recorded end").
+func verifyAgreesWithShow(t *testing.T, p place, user string, tasks []string) {
+	t.Helper()
+	out, errOut, code := p.cli(t, nil, "verify")
+	var rep verifyReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
+		t.Fatalf("verify: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	shown := map[string]string{}
+	for _, task := range tasks {
+		out, errOut, code := p.cli(t, nil, "--user", user, "show", task)
+		shown[task] = wantJSON(t, []string{"show", task}, out, errOut, code)["status"].(string)
+	}
+	for _, f := range rep.Findings {
+		status, ok := shown[f.Task]
+		if !ok {
+			continue
+		}
+		if m := runStatus.FindStringSubmatch(f.Problem); m != nil && m[1] != status {
+			t.Errorf("verify of %s: %q; show says %s", f.Task, f.Problem, status)
+		}
+		if status != "waiting" && strings.Contains(f.Fix, "answer its question") {
+			t.Errorf("verify of %s, which show says is %s, offers a question to answer: %s", f.Task, status, f.Fix)
+		}
+	}
+}
+
 // verifyClean fails the test unless `assistant verify` finds no error in
 // the data dir dir: every data dir an end-to-end test leaves must verify
 // clean (docs/recovery.md "Verification points"). Warnings (states the flow sets

@@ -153,7 +153,8 @@ func TestServeGroupCommit(t *testing.T) {
 // the server is killed inside a group (after a decision, in its business
 // transaction), between the group's business and checkpoint commits,
 // and after both before its tasks are let go. No decision of that group
-// was acknowledged (a reply waits for both commits); once the server is restarted, every client's retry
+// was acknowledged (a reply waits for both commits); before the restart,
+// verify tells each task's run as show does; once the server is restarted, every client's retry
 // with its key gets its task done, with one application and one
 // approval each, and the data dir verifies clean.
 func TestServeGroupCommitKilled(t *testing.T) {
@@ -192,6 +193,7 @@ func TestServeGroupCommitKilled(t *testing.T) {
 			if code := <-killed.done; code != 128+int(syscall.SIGKILL) {
 				t.Fatalf("the server reaching %s exited %d; want it killed", point, code)
 			}
+			verifyAgreesWithShow(t, p, "ops", tasks)
 			again := serve(t, p, nil)
 			again.ready(t)
 			for _, task := range tasks {

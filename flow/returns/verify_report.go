@@ -13,10 +13,12 @@ const (
 	// damaged; the flow refuses the task (ErrInconsistent) or the file, and
 	// only a restore sets it right. Verify exits 1.
 	SeverityError = "error"
-	// SeverityWarning: a state the flow sets right by itself the next time
-	// the task is resumed or recovered (a record behind or ahead of its
-	// run, a run lost before its first checkpoint); listed with the
-	// command that does it. Verify still exits 0.
+	// SeverityWarning: a state the flow handles by itself: the next resume
+	// or recover of the task sets it right (a record behind its run, a run
+	// lost before its first checkpoint), or every command already reads
+	// the task as the business file records it (a recorded end the
+	// checkpoints lack); listed with the command that does it, or "nothing
+	// to do". Verify still exits 0.
 	SeverityWarning = "warning"
 )
 

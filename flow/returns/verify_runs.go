@@ -253,7 +253,9 @@ func (v *verifier) task(ctx context.Context, rep *VerifyReport, t runs.TaskRecor
 			Hint:    fixRestore})
 		return nil
 	}
-	err := v.r.reconcile(ctx, t.ID, snap)
+	// The run as every command reads it: the head, ended as the business
+	// file records it (truth).
+	now, err := v.r.truth(ctx, t, snap)
 	var ie *InconsistentError
 	if errors.As(err, &ie) {
 		rep.Findings = append(rep.Findings, Finding{Severity: SeverityError, Task: t.ID, owner: t.User,
@@ -275,8 +277,8 @@ func (v *verifier) task(ctx context.Context, rep *VerifyReport, t runs.TaskRecor
 			return err
 		}
 	}
-	v.recordAndRun(rep, t, view(t, snap))
-	return v.standing(ctx, rep, t, snap)
+	v.recordAndRun(rep, t, view(t, snap), view(t, now))
+	return v.standing(ctx, rep, t, now)
 }
 
 // standing reports an answer the decision trail holds for the question
@@ -300,25 +302,42 @@ func (v *verifier) standing(ctx context.Context, rep *VerifyReport, t runs.TaskR
 }
 
 // recordAndRun reports a record whose status is not its run's, when no
-// live process holds the task: a process killed after its last checkpoint
-// (the record is behind), or a backup or power loss that kept a newer
-// business file than checkpoint file (the record is ahead). The flow sets
-// either right at the next resume of the task.
-func (v *verifier) recordAndRun(rep *VerifyReport, t runs.TaskRecord, head *View) {
-	if head.Status == t.Status || v.svc.holderAlive(t.Lease) ||
-		(t.Status == StatusInterrupted && head.Status == StatusRunning) {
+// live process holds the task. head is the view of the run's head in the
+// checkpoint file, now the same run as every command reads it (truth: a
+// head that has not ended while the business file records its end is
+// read ended so). Two kinds:
+//
+//   - the record ended and the head did not (an older checkpoints.sqlite,
+//     or a power loss that took the last checkpoints): nothing to do, the
+//     recorded end is the task's (recordedEndFix);
+//   - the record is behind the run (a process killed after its last
+//     checkpoint, or a server killed between a group's business and
+//     checkpoint commits, whose application the business file holds):
+//     the next resume or recover of the task sets the record right.
+func (v *verifier) recordAndRun(rep *VerifyReport, t runs.TaskRecord, head, now *View) {
+	if v.svc.holderAlive(t.Lease) {
 		return
 	}
+	if recordEnded(t) {
+		if head.Status != t.Status {
+			rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: t.ID, owner: t.User,
+				Problem: fmt.Sprintf("its record says %s, the end every command reports; its checkpoints in %s stop before it, at %s (stage %s)", t.Status, v.r.checkpointsName(), head.Status, head.Stage),
+				Hint:    recordedEndFix(t, v.r.businessName())})
+		}
+		return
+	}
+	if now.Status == t.Status || (t.Status == StatusInterrupted && now.Status == StatusRunning) {
+		return
+	}
+	problem := fmt.Sprintf("its record says %s, its run %s (stage %s)", t.Status, now.Status, now.Stage)
+	if now.Status != head.Status {
+		problem += fmt.Sprintf(", as %s holds it; its checkpoints stop at %s (stage %s)", v.r.businessName(), head.Status, head.Stage)
+	}
 	fix := Hint{Do: DoResume, Task: t.ID, After: "sets the record right"}
-	switch {
-	case recordEnded(t) && !head.done():
-		fix = recordedEndFix(t, v.r.businessName())
-	case head.Status == StatusWaiting:
+	if now.Status == StatusWaiting {
 		fix = Hint{Before: "answer its question (", Do: DoShow, Task: t.ID, After: fmt.Sprintf("): the answer is checked against %s, which keeps what it holds", v.r.businessName())}
 	}
-	rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: t.ID, owner: t.User,
-		Problem: fmt.Sprintf("its record says %s, its run %s (stage %s)", t.Status, head.Status, head.Stage),
-		Hint:    fix})
+	rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: t.ID, owner: t.User, Problem: problem, Hint: fix})
 }
 
 // recordedEndFix is the fix of a task whose record ended while its run in
