@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -49,34 +51,63 @@ func TestOrdersShowApprovedTwice(t *testing.T) {
 	}
 }
 
-// docs/json.md "The state as it is now": orders show judges whether the
-// order can be returned from the applications it lists. An approval that
-// submits while the view reads (paused at
-// orders-show:before-applications, after the order and its tasks) is
-// listed and makes the order not returnable: never returnable true next
-// to an open application.
-func TestOrdersShowReturnableAgreesWithItsApplications(t *testing.T) {
+// docs/json.md "The state as it is now": orders show tells an order's
+// tasks and applications as they are now, and judges whether the order
+// can be returned from the applications it lists. While the view is
+// paused between its reads (orders-show:before-applications, after the
+// order and its tasks), a task submits: its application is listed, the
+// order is not returnable, and the task reads done beside it, whether it
+// was listed before (its submit was under way) or started meanwhile.
+func TestOrdersShowTellsTasksAndApplicationsAsTheyAreNow(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	mustRun(t, dir, "start", "r1", "A3003", "--reason", "too small")
-	holder := pausedAnswer(t, dir, "before:submit", "demo-user", "r1")
-	viewer, out := viewPausedAt(t, dir, "orders-show:before-applications", "orders", "show", "A3003")
-	if code := holder.goOn(t); code != 0 {
-		t.Fatalf("the holder's approve: exit %d, %s", code, holder.stderr)
-	}
-	code := viewer.goOn(t)
-	var v struct {
+	type detail struct {
 		Returnable    bool
 		NotReturnable string `json:"not_returnable_because"`
+		Tasks         []struct{ Task, Status string }
 		Applications  []struct {
+			Task         string
 			ReviewStatus string `json:"review_status"`
 		}
 	}
-	if err := json.Unmarshal(out.Bytes(), &v); err != nil || code != 0 {
-		t.Fatalf("orders show: exit %d, stdout %q, stderr %q: %v", code, out.String(), viewer.stderr, err)
+	view := func(t *testing.T, viewer proc, out *bytes.Buffer) detail {
+		t.Helper()
+		code := viewer.goOn(t)
+		var v detail
+		if err := json.Unmarshal(out.Bytes(), &v); err != nil || code != 0 {
+			t.Fatalf("orders show: exit %d, stdout %q, stderr %q: %v", code, out.String(), viewer.stderr, err)
+		}
+		if len(v.Applications) != 1 || v.Applications[0].ReviewStatus != "pending" || v.Returnable || v.NotReturnable != "open_application" {
+			t.Errorf("orders show after a submit during it: %d applications %+v, returnable %v (%q); want the pending application and not returnable: open_application",
+				len(v.Applications), v.Applications, v.Returnable, v.NotReturnable)
+		}
+		for _, a := range v.Applications {
+			i := slices.IndexFunc(v.Tasks, func(x struct{ Task, Status string }) bool { return x.Task == a.Task })
+			if i < 0 || v.Tasks[i].Status != "done" {
+				t.Errorf("orders show lists the application of %s beside the tasks %+v; want %s listed done", a.Task, v.Tasks, a.Task)
+			}
+		}
+		return v
 	}
-	if len(v.Applications) != 1 || v.Applications[0].ReviewStatus != "pending" || v.Returnable || v.NotReturnable != "open_application" {
-		t.Errorf("orders show after a submit during it: %d applications %+v, returnable %v (%q); want the pending application and not returnable: open_application",
-			len(v.Applications), v.Applications, v.Returnable, v.NotReturnable)
-	}
+	t.Run("SubmitUnderWay", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		mustRun(t, dir, "start", "r1", "A3003", "--reason", "too small")
+		holder := pausedAnswer(t, dir, "before:submit", "demo-user", "r1")
+		viewer, out := viewPausedAt(t, dir, "orders-show:before-applications", "orders", "show", "A3003")
+		if code := holder.goOn(t); code != 0 {
+			t.Fatalf("the holder's approve: exit %d, %s", code, holder.stderr)
+		}
+		view(t, viewer, out)
+	})
+	t.Run("TaskStartedMeanwhile", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		mustRun(t, dir, "start", "r1", "A3003", "--reason", "too small")
+		viewer, out := viewPausedAt(t, dir, "orders-show:before-applications", "orders", "show", "A3003")
+		mustRun(t, dir, "start", "r2", "A3003", "--reason", "wrong colour")
+		mustRun(t, dir, "resume", "r2", "--action", "approve")
+		if v := view(t, viewer, out); len(v.Tasks) != 2 {
+			t.Errorf("orders show: tasks %+v; want r1 and r2", v.Tasks)
+		}
+	})
 }

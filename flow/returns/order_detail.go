@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"assistant/business"
 )
@@ -50,25 +51,27 @@ func (s *Service) ShowOrder(ctx context.Context, orderID, user string) (*OrderDe
 	if err != nil {
 		return nil, err
 	}
-	byOrder, err := s.tasksByOrder(ctx, user)
-	if err != nil {
-		return nil, err
-	}
-	ids := byOrder[o.ID]
-	d := &OrderDetail{Order: o, Tasks: []OrderTask{}}
-	for _, id := range ids {
-		v, err := s.Show(ctx, id, user)
-		if err != nil {
+	d := &OrderDetail{Order: o}
+	var ids []string
+	for look := 1; ; look++ {
+		if ids, d.Tasks, err = s.orderTasks(ctx, o.ID, user); err != nil {
 			return nil, fmt.Errorf("order %s: %w", orderID, err)
 		}
-		d.Tasks = append(d.Tasks, OrderTask{Task: v.Task, Status: v.Status, Stage: v.Stage})
-	}
-	// Read after the tasks, and judged from what is listed: an application
-	// a task submitted meanwhile is both listed and makes the order not
-	// returnable.
-	Fault("orders-show:before-applications")
-	if d.Applications, err = s.desk.OrderApplications(ctx, o.ID, user); err != nil {
-		return nil, err
+		// Read after the tasks, and judged from what is listed: an
+		// application a task submitted meanwhile is both listed and makes
+		// the order not returnable.
+		if look == 1 {
+			Fault("orders-show:before-applications")
+		}
+		if d.Applications, err = s.desk.OrderApplications(ctx, o.ID, user); err != nil {
+			return nil, err
+		}
+		// An application of a task the list lacks or does not show done
+		// was made between the two reads: the tasks are read again, so
+		// that the view tells them as they are now (as judgedNow does).
+		if look == orderLooks || tasksAgree(d.Tasks, d.Applications) {
+			break
+		}
 	}
 	code := business.EligibilityOf(o, d.Applications, s.now().UTC())
 	if code == "" && len(ids) > 0 {
@@ -82,4 +85,40 @@ func (s *Service) ShowOrder(ctx context.Context, orderID, user string) (*OrderDe
 	}
 	d.Returnable, d.NotReturnable = code == "", code
 	return d, nil
+}
+
+// orderLooks is how often ShowOrder reads an order's tasks and
+// applications at most, while they disagree (tasksAgree).
+const orderLooks = 3
+
+// orderTasks returns the ids of user's tasks of order orderID, oldest
+// first, and each with the status and stage Show gives it now.
+func (s *Service) orderTasks(ctx context.Context, orderID, user string) ([]string, []OrderTask, error) {
+	byOrder, err := s.tasksByOrder(ctx, user)
+	if err != nil {
+		return nil, nil, err
+	}
+	ids := byOrder[orderID]
+	tasks := make([]OrderTask, 0, len(ids))
+	for _, id := range ids {
+		v, err := s.Show(ctx, id, user)
+		if err != nil {
+			return nil, nil, err
+		}
+		tasks = append(tasks, OrderTask{Task: v.Task, Status: v.Status, Stage: v.Stage})
+	}
+	return ids, tasks, nil
+}
+
+// tasksAgree reports whether every application of apps is of a task of
+// tasks that reads done: an application is made by its task's submit,
+// which ends the task done.
+func tasksAgree(tasks []OrderTask, apps []business.OrderApplication) bool {
+	for _, a := range apps {
+		i := slices.IndexFunc(tasks, func(t OrderTask) bool { return t.Task == a.TaskID })
+		if i < 0 || tasks[i].Status != StatusDone {
+			return false
+		}
+	}
+	return true
 }
