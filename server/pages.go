@@ -59,7 +59,7 @@ var stepNames = map[string]string{
 	returns.NodePrepare:   "Prepare the draft",
 	returns.NodeReview:    "Ask for approval",
 	returns.NodeReview2:   "Ask for the second approval",
-	returns.NodeSubmit:    "Submit the return application",
+	returns.NodeSubmit:    "Check the approvals again and submit",
 	returns.NodeCancel:    "Cancel the request",
 	returns.NodeGiveUp:    "Give up",
 }

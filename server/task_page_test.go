@@ -28,7 +28,7 @@ func TestTimelineCountsOnlyRetries(t *testing.T) {
 		{"TwoQuestionsOneAnswered", []runs.TimelineStep{step("review", "waiting", 1), step("review_2", "waiting", 1), step("review", "done", 2)},
 			"Ask for approval asked; Ask for the second approval waiting for an answer; Ask for approval answered"},
 		{"FailedThenRunAgain", []runs.TimelineStep{step("submit", "failed", 1), step("submit", "running", 2)},
-			"Submit the return application failed; Submit the return application running (attempt 2)"},
+			"Check the approvals again and submit failed; Check the approvals again and submit running (attempt 2)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
