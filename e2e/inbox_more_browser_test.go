@@ -1,8 +1,8 @@
 package e2e
 
-// More of the approvals inbox in a real browser (docs/inbox.md): times in
-// the viewer's zone, an approval that stops counting, and the inbox's
-// pages on each store.
+// More of the approvals inbox in a real browser (docs/inbox.md): the
+// keyboard alone and labels, times in the viewer's zone, an approval that
+// stops counting, and the inbox's pages on each store.
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 )
 
 // TestInboxTimesInViewersZone (docs/inbox.md "Times"): in a browser whose
@@ -132,4 +133,69 @@ func TestInboxPagesOnEachStore(t *testing.T) {
 			d.wantStatus(t, "pg07", "done", "1")
 		})
 	}
+}
+
+// unlabelledControls is a script that lists, as their outer HTML, the
+// form controls of the page a person can reach that carry no accessible
+// name: an input or textarea without a label, aria-label or
+// aria-labelledby; a button or link without text.
+const unlabelledControls = `Array.from(document.querySelectorAll('input:not([type=hidden]), textarea, select, button, a[href]'))
+  .filter(e => {
+    if (e.matches('button, a')) return e.textContent.trim() === '' && !e.getAttribute('aria-label');
+    return e.labels.length === 0 && !e.getAttribute('aria-label') && !e.getAttribute('aria-labelledby');
+  })
+  .map(e => e.outerHTML)`
+
+// focusTo presses Tab until the focused element's text (or value) is
+// want, at most 40 times, and fails t if it never is; each element
+// focused on the way must show a visible focus outline.
+func (p *person) focusTo(want string) {
+	p.t.Helper()
+	for range 40 {
+		p.do(chromedp.KeyEvent(kb.Tab))
+		got := get(p, chromedp.Evaluate[struct{ Text, Outline string }](`(() => { const e = document.activeElement;
+		  return {Text: (e.innerText || e.value || '').trim(), Outline: getComputedStyle(e).outlineStyle}; })()`))
+		if got.Text != "" && got.Outline == "none" {
+			p.t.Errorf("focused by Tab, %q shows no focus outline", got.Text)
+		}
+		if got.Text == want {
+			return
+		}
+	}
+	p.t.Fatalf("40 presses of Tab never focused %q", want)
+}
+
+// TestInboxUsableByKeyboardAlone (docs/inbox.md "Accessibility"): a person
+// signs in, opens a task and approves it with the keyboard alone (typing,
+// Tab and Enter; every element Tab reaches shows its focus), and every
+// control of the sign-in form, the inbox and the task page carries a
+// label.
+func TestInboxUsableByKeyboardAlone(t *testing.T) {
+	t.Parallel()
+	d := withTask(t, "kb1", "A3001")
+	p := newPerson(t, d.s, 1024)
+	labelled := func(page string) {
+		t.Helper()
+		for _, html := range get(p, chromedp.Evaluate[[]string](unlabelledControls)) {
+			t.Errorf("%s: a control without a label: %s", page, html)
+		}
+	}
+	p.open("/login")
+	labelled("sign-in")
+	p.do(chromedp.KeyEvent(d.tokens["demo-user"])) // the token field has the focus
+	p.navigate(chromedp.KeyEvent(kb.Enter))
+	if h := p.text("h1"); h != "Inbox" {
+		t.Fatalf("after typing the token and Enter the page is %q, want the inbox", h)
+	}
+	labelled("inbox")
+	p.focusTo("kb1")
+	p.navigate(chromedp.KeyEvent(kb.Enter))
+	if h := p.text("h1"); h != "Task kb1" {
+		t.Fatalf("Enter on the task's link shows %q, want its page", h)
+	}
+	labelled("task")
+	p.focusTo("Approve version 1")
+	p.shot("approve-focused")
+	p.navigate(chromedp.KeyEvent(kb.Enter))
+	d.settled(t, p, "submitted", "kb1", "done", "1")
 }
