@@ -285,3 +285,33 @@ func anchors(doc string) []string {
 	}
 	return list
 }
+
+// TestEndToEndIndexListsEveryFile: e2e/README.md, the end-to-end tests'
+// index, links every test file of e2e/ and no file that is not there, so
+// a rule's test is found from the index by its doc heading.
+func TestEndToEndIndexListsEveryFile(t *testing.T) {
+	index, err := os.ReadFile(filepath.Join(repoRoot, "e2e", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(repoRoot, "e2e", "*_test.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, m := range mdLink.FindAllStringSubmatch(stripCode(string(index)), -1) {
+		if strings.HasSuffix(m[1], "_test.go") && !strings.Contains(m[1], "/") {
+			listed[m[1]] = true
+		}
+	}
+	for _, f := range files {
+		name := filepath.Base(f)
+		if !listed[name] {
+			t.Errorf("e2e/README.md does not list %s", name)
+		}
+		delete(listed, name)
+	}
+	for name := range listed {
+		t.Errorf("e2e/README.md lists %s, which e2e/ does not hold", name)
+	}
+}
