@@ -315,3 +315,12 @@ func (p *person) emulate(zone string, noScript bool) {
 		return cdp.Call(ctx, tg, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: noScript})
 	})
 }
+
+// sendHeader makes p's tab send header name: value with every request
+// from now on, as a proxy in front of the server adds it.
+func (p *person) sendHeader(name, value string) {
+	p.t.Helper()
+	get(p, func(ctx context.Context, tg *chromedp.Target) (cdp.Empty, error) {
+		return cdp.Call(ctx, tg, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{name: value}})
+	})
+}

@@ -1,8 +1,9 @@
 package e2e
 
 // More of the approvals inbox in a real browser (docs/inbox.md): the
-// keyboard alone and labels, times in the viewer's zone, an approval that
-// stops counting, and the inbox's pages on each store.
+// keyboard alone and labels, sign-in by a sign-on proxy, times in the
+// viewer's zone, an approval that stops counting, and the inbox's pages
+// on each store.
 
 import (
 	"fmt"
@@ -198,4 +199,34 @@ func TestInboxUsableByKeyboardAlone(t *testing.T) {
 	p.shot("approve-focused")
 	p.navigate(chromedp.KeyEvent(kb.Enter))
 	d.settled(t, p, "submitted", "kb1", "done", "1")
+}
+
+// TestInboxSignedInByTheProxy (docs/inbox.md "Sign-in and sessions"):
+// behind a sign-on proxy (--trust-header X-Forwarded-User
+// --trusted-proxy 127.0.0.1; the browser sends the header the proxy would
+// add) the inbox opens without the sign-in form, as the header's person,
+// offers no sign-out (the proxy keeps the sign-in), and an approval
+// there submits once.
+func TestInboxSignedInByTheProxy(t *testing.T) {
+	t.Parallel()
+	pl := browserPlace(t)
+	pl.mustCLI(t, "demo-user", "start", "sso1", "A3001", "--reason", "too small")
+	s := serve(t, pl, nil, "--trust-header", "X-Forwarded-User", "--trusted-proxy", "127.0.0.1")
+	s.ready(t)
+	d := &desk{place: pl, s: s}
+	p := newPerson(t, s, 1024)
+	p.sendHeader("X-Forwarded-User", "demo-user")
+	p.open("/inbox")
+	if h := p.text("h1"); h != "Inbox" || p.last != 200 {
+		t.Fatalf("the inbox behind the proxy: %d %q, want 200 and the inbox", p.last, h)
+	}
+	if who := p.text(".who"); who != "Signed in as demo-user by the sign-on proxy" {
+		t.Errorf("the header says %q", who)
+	}
+	if p.has("Sign out") {
+		t.Error("a page signed in by the proxy offers to sign out")
+	}
+	p.shot("inbox")
+	p.approveVersion1("sso1")
+	d.settled(t, p, "submitted", "sso1", "done", "1")
 }

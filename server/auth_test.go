@@ -97,6 +97,66 @@ func TestTrustedHeaderOnlyFromTrustedProxies(t *testing.T) {
 	}
 }
 
+// TestTrustedHeaderSignsInThePages (docs/inbox.md "Sign-in and
+// sessions"): the pages take the trusted header from a trusted proxy as
+// the API does, without a session: the inbox and the task page are the
+// proxy's person's, with no sign-out to offer; a header the proxy got
+// wrong is a 401 page saying why; from any other address the header is
+// ignored and the page sends the browser to the sign-in form.
+func TestTrustedHeaderSignsInThePages(t *testing.T) {
+	t.Parallel()
+	svc := openService(t, 1)
+	ctx := context.Background()
+	if _, err := svc.Start(ctx, returns.StartOptions{Task: "t1", Order: "O1", Reason: "broken", User: "alice", TTL: time.Hour, Approvals: 1}); err != nil {
+		t.Fatal(err)
+	}
+	proxies, err := ParseTrustedProxies([]string{"192.0.2.0/24"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{Service: svc, Encode: encodeJSON, TrustHeader: "X-Forwarded-User", TrustedProxies: proxies})
+	s.SetReady()
+	h := s.Handler()
+	for _, tc := range []struct {
+		name, remote, path string
+		header             []string
+		status             int
+		has, lacks         []string
+	}{
+		{"Inbox", "192.0.2.7:4000", "/inbox", []string{"alice"}, 200, []string{"Signed in as <strong><bdi>alice</bdi></strong> by the sign-on proxy", `href="/tasks/t1"`}, []string{"Sign out"}},
+		{"TaskPage", "192.0.2.7:4000", "/tasks/t1", []string{"alice"}, 200, []string{"Approve version 1"}, []string{"Sign out"}},
+		{"AnotherPersonsTask", "192.0.2.7:4000", "/tasks/t1", []string{"bob"}, 404, nil, []string{"Approve"}},
+		{"InvalidName", "192.0.2.7:4000", "/inbox", []string{"al ice"}, 401, []string{"Not signed in", "X-Forwarded-User"}, []string{"Sign out"}},
+		{"TwoHeaders", "192.0.2.7:4000", "/inbox", []string{"alice", "bob"}, 401, []string{"Not signed in"}, nil},
+		{"UntrustedAddress", "198.51.100.1:4000", "/inbox", []string{"alice"}, http.StatusSeeOther, nil, []string{"alice"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest("GET", tc.path, nil)
+			req.RemoteAddr = tc.remote
+			req.Header["X-Forwarded-User"] = tc.header
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			body := rec.Body.String()
+			if rec.Code != tc.status {
+				t.Fatalf("GET %s: %d, want %d\n%s", tc.path, rec.Code, tc.status, body)
+			}
+			if tc.status == http.StatusSeeOther && rec.Header().Get("Location") != "/login" {
+				t.Errorf("redirected to %q, want /login", rec.Header().Get("Location"))
+			}
+			for _, want := range tc.has {
+				if !strings.Contains(body, want) {
+					t.Errorf("the page lacks %q\n%s", want, body)
+				}
+			}
+			for _, not := range tc.lacks {
+				if strings.Contains(body, not) {
+					t.Errorf("the page has %q\n%s", not, body)
+				}
+			}
+		})
+	}
+}
+
 // TestFailedSignInsAreRateLimitedPerPerson (docs/server.md "Access
 // tokens"): past SignInBurst refused sign-ins with tokens of one person,
 // from as many addresses, the next is 429 with Retry-After; that

@@ -14,12 +14,15 @@ import (
 const maxRequestID = 64
 
 // recorder is the ResponseWriter of the access log: the status and size
-// sent, and the person signed in (set by signedIn).
+// sent, and the person signed in (set by signedIn and signedInPage), and
+// whether the trusted proxy's header signed them in (a page then offers
+// no sign-out: the proxy keeps the sign-in).
 type recorder struct {
 	http.ResponseWriter
-	status int
-	bytes  int
-	user   string
+	status  int
+	bytes   int
+	user    string
+	proxied bool
 }
 
 func (r *recorder) WriteHeader(status int) {

@@ -75,11 +75,13 @@ func parsePages() map[string]*template.Template {
 }
 
 // layoutData is what templates/layout.html draws around a page: its
-// title, the person signed in ("" on the sign-in form), whether it loads
-// the refresh script, and the page's own data.
+// title, the person signed in ("" on the sign-in form), whether the
+// trusted proxy signed them in (no sign-out then), whether it loads the
+// refresh script, and the page's own data.
 type layoutData struct {
 	Title   string
 	User    string
+	Proxied bool
 	Refresh bool
 	Page    any
 }
@@ -93,6 +95,9 @@ type noticePage struct {
 // render writes page name with data, signed in as user, with status.
 func (s *Server) render(w http.ResponseWriter, status int, name, user string, data any) {
 	d := layoutData{User: user, Page: data}
+	if rec, ok := w.(*recorder); ok && user != "" {
+		d.Proxied = rec.proxied
+	}
 	switch p := data.(type) {
 	case noticePage:
 		d.Title = p.Title

@@ -118,7 +118,10 @@ func setSessionCookie(w http.ResponseWriter, r *http.Request, id string) {
 	http.SetCookie(w, c)
 }
 
-// signedInPage wraps a page: before the server is ready, a 503 page;
+// signedInPage wraps a page: before the server is ready, a 503 page; a
+// request from a trusted proxy that names its person in the trusted
+// header (Config.TrustHeader) runs h as that person, with no session (a
+// header the proxy got wrong is a 401 page saying why); otherwise,
 // without a live session (no cookie, an unknown or idle one, or one whose
 // token no longer signs in), a redirect to /login; else h runs as the
 // session's person.
@@ -127,6 +130,18 @@ func (s *Server) signedInPage(h func(w http.ResponseWriter, r *http.Request, use
 		if !s.ready.Load() {
 			w.Header().Set("Retry-After", "1")
 			s.render(w, http.StatusServiceUnavailable, "notice", "", noticePage{Title: "Starting", Message: "The server is starting: its recovery scan is not done yet. Try again in a moment."})
+			return
+		}
+		if user, fromProxy, err := s.proxyUser(w, r, clientAddr(r)); fromProxy {
+			if err != nil {
+				msg, _ := returns.Describe(returns.Classify(err), APIWords)
+				s.render(w, http.StatusUnauthorized, "notice", "", noticePage{Title: "Not signed in", Message: "The sign-on proxy in front of this server sent a request that signs no one in: " + msg})
+				return
+			}
+			if rec, ok := w.(*recorder); ok {
+				rec.user, rec.proxied = user, true
+			}
+			h(w, r, user)
 			return
 		}
 		c, err := r.Cookie(SessionCookie)
