@@ -861,7 +861,7 @@ func TestChaos(t *testing.T) {
 
 // TestBatchFaultPoints kills a batch at each fault point of its row step
 // (the chunk node "rows" and the point after each row) in its first chunk
-// of 50 rows and recovers it: one task and one draft per row, nothing left
+// of 50 rows (list and show then tell each task alike) and recovers it: one task and one draft per row, nothing left
 // running, and the recovery's figures count the rows of that chunk as they
 // were (docs/recovery.md "Recovery figures"): kept when a checkpoint held
 // them or their own runs were stored (looked up), redone when their
@@ -893,6 +893,7 @@ func TestBatchFaultPoints(t *testing.T) {
 			if code := exitOf(t, c.Run()); code != 137 {
 				t.Fatalf("batch with %s exited %d, want 137 (killed at the point)", point, code)
 			}
+			listAgreesWithShow(t, dir, []string{"row-0000", "row-0049", "row-0050"})
 			stdout, stderr, code := run(t, dir, "recover")
 			var rep struct {
 				Recovered []struct {
@@ -920,9 +921,9 @@ func TestBatchFaultPoints(t *testing.T) {
 }
 
 // TestAnswerAfterKillBetweenCommits answers row tasks whose records a batch
-// committed (waiting at approval, with their drafts) before it was killed
-// between a chunk's two commits, so that their runs are missing: the answer
-// must be applied to the question the run asks again, not dropped.
+// committed (running under its lease, with their drafts) before it was
+// killed between a chunk's two commits, so that their runs are missing: the
+// answer must be applied to the question the run asks again, not dropped.
 func TestAnswerAfterKillBetweenCommits(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -1002,9 +1003,10 @@ var decideFaultPoints = []string{
 }
 
 // TestDecideKilledAtFaultPoints kills a decide run of 120 approvals with
-// SIGKILL at each of its fault points, then finishes it with recover (or
-// with the same decide command again): every task is submitted with one
-// application and one recorded decision, and the run's report says so.
+// SIGKILL at each of its fault points (list and show then tell each task
+// alike), then finishes it with recover (or with the same decide command
+// again): every task is submitted with one application and one recorded
+// decision, and the run's report says so.
 func TestDecideKilledAtFaultPoints(t *testing.T) {
 	t.Parallel()
 	const n = 120
@@ -1019,6 +1021,7 @@ func TestDecideKilledAtFaultPoints(t *testing.T) {
 			if code != 137 {
 				t.Fatalf("decide with %s exited %d, want 137 (killed at the point)", point, code)
 			}
+			listAgreesWithShow(t, dir, []string{"row-0000", "row-0049", "row-0050"})
 			if i%2 == 0 {
 				got := mustRun(t, dir, "recover")
 				recovered, _ := got["recovered"].([]any)
@@ -1028,10 +1031,18 @@ func TestDecideKilledAtFaultPoints(t *testing.T) {
 				// Killed between its first chunk's two commits, the run's
 				// 50 decisions are in the trail without the runs that
 				// carry them: each is answered again, and counted so.
+				// (The 50 rows' tasks, recorded running until the chunk
+				// let go, are recovered too, each ending as its
+				// application says.)
 				if point == "decide:between-commits" {
-					fig, _ := recovered[0].(map[string]any)["recovery"].(map[string]any)
+					var fig map[string]any
+					for _, r := range recovered {
+						if r := r.(map[string]any); strings.HasPrefix(r["task"].(string), "decide-") {
+							fig, _ = r["recovery"].(map[string]any)
+						}
+					}
 					if fig["rows_redone"] != 50.0 || fig["redo_ratio"] != 1.0 {
-						t.Errorf("recovery figures %v; want rows_redone 50, redo_ratio 1", fig)
+						t.Errorf("recovery figures %v of %v; want the decide run's rows_redone 50, redo_ratio 1", fig, recovered)
 					}
 				}
 			}

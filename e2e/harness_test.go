@@ -1372,6 +1372,49 @@ func verify(tb testing.TB, dir string) (verifyReport, int, string) {
 	return rep, code, out + errOut
 }
 
+// listAgreesWithShow fails t unless, on data dir dir, list gives every
+// task of tasks the status show gives it, and list --awaiting-me holds
+// exactly those of them that show says are waiting (docs/json.md "The
+// state as it is now"), whatever a crash left.
+func listAgreesWithShow(t *testing.T, dir string, tasks []string) {
+	t.Helper()
+	var list, awaiting struct {
+		Tasks []struct{ Task, Status string }
+	}
+	for _, l := range []struct {
+		into any
+		args []string
+	}{{&list, []string{"list"}}, {&awaiting, []string{"list", "--awaiting-me"}}} {
+		out, errOut, code := run(t, dir, l.args...)
+		if err := json.Unmarshal([]byte(out), l.into); err != nil || code != 0 {
+			t.Fatalf("%v: exit %d, %v\n%s%s", l.args, code, err, out, errOut)
+		}
+	}
+	listed, asks := map[string]string{}, map[string]bool{}
+	for _, x := range list.Tasks {
+		listed[x.Task] = x.Status
+	}
+	for _, x := range awaiting.Tasks {
+		asks[x.Task] = true
+	}
+	for _, task := range tasks {
+		out, errOut, code := run(t, dir, "show", task)
+		if code == 4 { // unknown: never started
+			if _, ok := listed[task]; ok {
+				t.Errorf("%s: list lists it, show does not know it", task)
+			}
+			continue
+		}
+		shown := wantJSON(t, []string{"show", task}, out, errOut, code)["status"]
+		if listed[task] != shown {
+			t.Errorf("%s: list says %q, show %q", task, listed[task], shown)
+		}
+		if asks[task] != (shown == "waiting") {
+			t.Errorf("%s: in list --awaiting-me %v, show says %v", task, asks[task], shown)
+		}
+	}
+}
+
 // runStatus finds the status a verify finding gives a task's run.
 var runStatus = regexp.MustCompile(`\bits run (\w+)`)
 

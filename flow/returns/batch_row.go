@@ -134,9 +134,22 @@ func stageOutcome(rowNo int, stage string, f *Failure) runs.RowOutcome {
 // part-way by a crash or a stop of this batch is continued; a row handled
 // before is reported by its stage (and a failed one by its error).
 func (r *runner) existingRow(ctx context.Context, rowNo int, t runs.TaskRecord) (runs.RowOutcome, error) {
-	if t.Status != StatusRunning && t.Status != StatusInterrupted {
-		// A chunk whose business commit landed and whose checkpoint commit
-		// did not (a crash between them) left records without a run.
+	if t.Status == StatusRunning && t.Lease.Owner != "" && !r.svc.holderAlive(t.Lease) {
+		// A chunk records its rows running until its checkpoints are
+		// stored and it lets go of them: a batch that died between its
+		// chunk's commits left a row whose run goes again (no checkpoint:
+		// a row done twice, RecoveryView), or, after both, one whose run
+		// is stored and is only looked up (its resume sets the record
+		// right and runs nothing).
+		if _, err := r.graph.State(ctx, t.ID); errors.Is(err, flow.ErrThreadNotFound) {
+			r.rows.ranAgain++
+		} else if err == nil {
+			r.rows.lookedUp++
+		}
+	} else if t.Status != StatusRunning && t.Status != StatusInterrupted {
+		// A record without a run: an older checkpoints.sqlite put back,
+		// or a chunk of an older build whose business commit landed and
+		// whose checkpoint commit did not.
 		snap, err := r.graph.State(ctx, t.ID)
 		switch {
 		case errors.Is(err, flow.ErrThreadNotFound):

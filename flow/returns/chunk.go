@@ -155,9 +155,10 @@ func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b Batch
 	// (a third of a row's cost). A stop is seen between rows, by stop.
 	rowCtx := context.WithoutCancel(ctx)
 	var (
-		outs []runs.RowOutcome
-		held []string
-		ran  rowsRun
+		outs  []runs.RowOutcome
+		held  []string
+		ran   rowsRun
+		ended []runs.Progress
 	)
 	err := s.desk.InTx(rowCtx, func(tx *business.Store) error {
 		// The rows' heads are read once the business file's write lock is
@@ -171,7 +172,7 @@ func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b Batch
 		if err != nil {
 			return err
 		}
-		defer func() { held, ran = r.held, r.rows }()
+		defer func() { held, ran, ended = r.held, r.rows, r.progress }()
 		if kind.prepare != nil {
 			if err := kind.prepare(rowCtx, r, b, rows); err != nil {
 				return err
@@ -180,7 +181,12 @@ func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b Batch
 		if outs, err = s.runChunk(stop, r, b, kind, rows); err != nil {
 			return err
 		}
-		if err := r.runs.RecordProgressAll(rowCtx, s.me.owner, r.progress); err != nil {
+		// Until the checkpoints are stored too, each row's task is
+		// recorded running under this process's lease, as a run of resume
+		// is until it lets go: a crash between the commits leaves it
+		// running with its holder gone, which every view and recover
+		// read alike, never a record ahead of a run that lacks it.
+		if err := r.runs.RecordProgressAll(rowCtx, s.me.owner, stillRunning(r.progress)); err != nil {
 			return err
 		}
 		if log, ok := r.steps.(*stepLog); ok {
@@ -209,7 +215,7 @@ func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b Batch
 		return 0, fmt.Errorf("save checkpoints of rows %d-%d: %w", rows[0].RowNo, rows[done-1].RowNo, err)
 	}
 	Fault(kind.name + ":before-release")
-	if err := s.runs.ReleaseLeases(rowCtx, s.me.owner, held); err != nil {
+	if err := s.letGoRows(rowCtx, ended, held); err != nil {
 		return 0, fmt.Errorf("let go of rows %d-%d: %w", rows[0].RowNo, rows[done-1].RowNo, err)
 	}
 	for _, o := range outs {
@@ -342,4 +348,17 @@ func (s *Service) runChunk(stop context.Context, r *runner, b BatchState, kind r
 		s.rowDone(kind, row.RowNo, b.Total)
 	}
 	return outs, nil
+}
+
+// letGoRows records each task of a chunk's rows as its run left it
+// (ended: the status and stage of each) and lets go of the chunk's tasks
+// (held), in one business commit.
+func (s *Service) letGoRows(ctx context.Context, ended []runs.Progress, held []string) error {
+	return s.desk.InTx(ctx, func(tx *business.Store) error {
+		rs := runs.New(tx.Handle(), s.now)
+		if err := rs.RecordProgressAll(ctx, s.me.owner, ended); err != nil {
+			return err
+		}
+		return rs.ReleaseLeases(ctx, s.me.owner, held)
+	})
 }
