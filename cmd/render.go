@@ -117,7 +117,8 @@ func cardAwaitingSubmit(b *strings.Builder, v *returns.View) {
 
 // draftWhen is what the card says of the expiry of v's draft: expired, a
 // countdown only while an approval can still submit it, or why it no
-// longer expires (the task ended, the order may not be returned now).
+// longer expires (the task ended, its application was made, the order may
+// not be returned now).
 func draftWhen(v *returns.View) string {
 	left := time.Until(v.Draft.ExpiresAt).Round(time.Second)
 	switch {
@@ -125,6 +126,8 @@ func draftWhen(v *returns.View) string {
 		return "expired"
 	case endedStatus(v.Status):
 		return "no longer expires: the task ended " + v.Status
+	case v.Result != nil:
+		return "no longer expires: it was submitted"
 	case v.Draft.NotReturnable != nil:
 		return "no longer matters: the order cannot be returned now, " + termSafe(*v.Draft.NotReturnable)
 	case left <= 0:

@@ -716,3 +716,44 @@ func TestHolderThatEndsWhileViewedIsNotGone(t *testing.T) {
 		})
 	}
 }
+
+// TestViewsOfASubmitPastItsBusinessCommit (docs/json.md "result"): a run
+// whose submit made its application but has not recorded its end — killed
+// right after the submit's business commit, or paused there while its
+// process lives — is shown submitted: show's result names the
+// application the business file holds, nothing awaits a submit, and the
+// card says "Submitted" with no countdown on the draft and no "nothing is
+// submitted yet".
+func TestViewsOfASubmitPastItsBusinessCommit(t *testing.T) {
+	t.Parallel()
+	check := func(t *testing.T, dir string) {
+		t.Helper()
+		v := mustRun(t, dir, "show", "s1")
+		app := query(t, dir, "business.sqlite", `SELECT application_id FROM applications a JOIN drafts d USING (draft_id) WHERE d.task_id = 's1'`)
+		result, _ := v["result"].(map[string]any)
+		if app == "" || result == nil || result["application_id"] != app || len(v["awaiting_submit"].([]any)) != 0 {
+			t.Errorf("show: result %v, awaiting_submit %v; want the application %s and nothing awaiting", v["result"], v["awaiting_submit"], app)
+		}
+		card, errOut, code := run(t, dir, "show", "s1", "--output", "text")
+		if code != 0 || !strings.Contains(card, "Submitted: application "+app) || strings.Contains(card, "nothing is submitted") || strings.Contains(card, "(in ") {
+			t.Errorf("the card (exit %d, %s):\n%s\nwant it submitted as %s, with no countdown", code, errOut, card, app)
+		}
+	}
+	t.Run("Killed", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		mustRun(t, dir, "start", "s1", "A3003", "--reason", "too small")
+		killedAt(t, dir, "submit:after-business-commit", "resume", "s1", "--action", "approve")
+		check(t, dir)
+	})
+	t.Run("Paused", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		mustRun(t, dir, "start", "s1", "A3003", "--reason", "too small")
+		holder := pausedAnswer(t, dir, "submit:after-business-commit", "demo-user", "s1")
+		check(t, dir)
+		if code := holder.goOn(t); code != 0 {
+			t.Fatalf("the approve: exit %d, %s", code, holder.stderr)
+		}
+	})
+}

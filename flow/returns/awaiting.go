@@ -54,3 +54,23 @@ func (s *Service) awaitingSubmit(ctx context.Context, task, owner string, snap *
 	}
 	return out, nil
 }
+
+// madeApplication returns the application of task's request when snap, a
+// head part-way to submit (an approval taken, the submit not finished),
+// was submitting a draft whose application the business file holds
+// already (a submit killed, stopped or paused after its business commit,
+// or one in flight): the request is submitted, whatever its run has
+// recorded since, and the view says so instead of an approval awaiting
+// its submit. nil for any other head. Errors: storage errors.
+func (s *Service) madeApplication(ctx context.Context, snap *flow.Snapshot[State]) (*Result, error) {
+	if snap == nil || snap.Done() || len(snap.Interrupts) > 0 || !slices.Contains(snap.Next, NodeSubmit) || snap.Values.Result != nil {
+		return nil, nil
+	}
+	upd, err := nodes{Deps{Desk: s.desk}}.submitted(ctx, snap.Values)
+	if err != nil || upd.Result == nil {
+		return nil, err
+	}
+	r := *upd.Result
+	r.Reused = false // made by this run's own submit, not found from before
+	return &r, nil
+}

@@ -108,7 +108,13 @@ func (s *Service) viewOf(ctx context.Context, t runs.TaskRecord, first bool) (*V
 		if d != nil {
 			v.Stands = standingView(d)
 		}
-		if v.AwaitingSubmit, err = s.awaitingSubmit(ctx, t.ID, t.User, snap); err != nil {
+		made, err := s.madeApplication(ctx, snap)
+		if err != nil {
+			return nil, fmt.Errorf("show %s: %w", t.ID, err)
+		}
+		if made != nil {
+			v.Result = made
+		} else if v.AwaitingSubmit, err = s.awaitingSubmit(ctx, t.ID, t.User, snap); err != nil {
 			return nil, fmt.Errorf("show %s: %w", t.ID, err)
 		}
 	}
