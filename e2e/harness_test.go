@@ -1415,6 +1415,22 @@ func listAgreesWithShow(t *testing.T, dir string, tasks []string) {
 	}
 }
 
+// historyAgreesWithShow fails t unless history on p names a holder of
+// each of tasks (owned by user) exactly when show does, and says it is
+// gone exactly when show does (docs/json.md "The state as it is now").
+func historyAgreesWithShow(t *testing.T, p place, user string, tasks []string) {
+	t.Helper()
+	for _, task := range tasks {
+		out, errOut, code := p.cli(t, nil, "--user", user, "show", task)
+		shown, _ := wantJSON(t, []string{"show", task}, out, errOut, code)["holder"].(map[string]any)
+		out, errOut, code = p.cli(t, nil, "--user", user, "history", task)
+		told, _ := wantJSON(t, []string{"history", task}, out, errOut, code)["holder"].(map[string]any)
+		if (shown == nil) != (told == nil) || (shown != nil && shown["alive"] != told["alive"]) {
+			t.Errorf("%s: show names the holder %v, history %v", task, shown, told)
+		}
+	}
+}
+
 // runStatus finds the status a verify finding gives a task's run.
 var runStatus = regexp.MustCompile(`\bits run (\w+)`)
 

@@ -194,6 +194,7 @@ func TestServeGroupCommitKilled(t *testing.T) {
 				t.Fatalf("the server reaching %s exited %d; want it killed", point, code)
 			}
 			verifyAgreesWithShow(t, p, "ops", tasks)
+			historyAgreesWithShow(t, p, "ops", tasks)
 			again := serve(t, p, nil)
 			again.ready(t)
 			for _, task := range tasks {

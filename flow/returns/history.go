@@ -109,7 +109,7 @@ func (s *Service) historyOf(ctx context.Context, t runs.TaskRecord, first bool) 
 	if first {
 		Fault("history:before-holder")
 	}
-	s.stepsNow(h, t)
+	s.stepsNow(ctx, h, t)
 	for i, cp := range cps {
 		var older json.RawMessage
 		if i+1 < len(cps) {
@@ -199,10 +199,15 @@ func equalJSON(a, b json.RawMessage) bool {
 // at the stop's time (the record's updated_at), as its holder records when
 // it lets go (runs.MsgInterrupted); a step still running when the holder
 // of a running t is gone was cut short by its process's end, at a time no
-// record holds (runs.MsgProcessGone, ended_at zero). h.Holder is the
-// holder show names. The stored timeline is not changed; the process that
-// continues the run settles it (runner.settleSteps).
-func (s *Service) stepsNow(h *History, t runs.TaskRecord) {
+// record holds (runs.MsgProcessGone, ended_at zero). A task show reads
+// ended (asShown: a record left running whose run or application the
+// business file holds ended) names no holder and cuts nothing short.
+// h.Holder is the holder show names. The stored timeline is not changed;
+// the process that continues the run settles it (runner.settleSteps).
+func (s *Service) stepsNow(ctx context.Context, h *History, t runs.TaskRecord) {
+	if shown := s.asShown(ctx, t); endedStatus(shown.Status) {
+		return
+	}
 	v := &View{Status: t.Status}
 	s.addHolder(v, t.Lease)
 	h.Holder = v.Holder
