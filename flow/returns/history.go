@@ -27,6 +27,9 @@ type History struct {
 	// (View.Holder): alive false means it is gone and its running step
 	// was cut short. nil when none is named.
 	Holder *HolderView `json:"holder"`
+	// endedUnrecorded: show reads the task ended while its record does
+	// not say so (stepsNow).
+	endedUnrecorded bool
 }
 
 // CheckpointSummary is one checkpoint of a task's history.
@@ -72,7 +75,10 @@ func (s *Service) History(ctx context.Context, task, user string) (*History, err
 	}
 	return judgedNow(ctx, s, t, func(t runs.TaskRecord, first bool) (*History, bool, error) {
 		h, err := s.historyOf(ctx, t, first)
-		return h, err == nil && judgedGone(h.Holder), err
+		// A task read ended though its record is not (stepsNow) may
+		// have ended after its steps were read: look again as for a
+		// holder judged gone.
+		return h, err == nil && (judgedGone(h.Holder) || h.endedUnrecorded), err
 	})
 }
 
@@ -201,11 +207,13 @@ func equalJSON(a, b json.RawMessage) bool {
 // of a running t is gone was cut short by its process's end, at a time no
 // record holds (runs.MsgProcessGone, ended_at zero). A task show reads
 // ended (asShown: a record left running whose run or application the
-// business file holds ended) names no holder and cuts nothing short.
+// business file holds ended) names no holder and cuts nothing short;
+// h.endedUnrecorded says so when its record is not ended.
 // h.Holder is the holder show names. The stored timeline is not changed;
 // the process that continues the run settles it (runner.settleSteps).
 func (s *Service) stepsNow(ctx context.Context, h *History, t runs.TaskRecord) {
 	if shown := s.asShown(ctx, t); endedStatus(shown.Status) {
+		h.endedUnrecorded = !endedStatus(t.Status)
 		return
 	}
 	v := &View{Status: t.Status}
