@@ -431,3 +431,31 @@ func TestVerifyJudgesARunThatEndsWhileReadAsItIsNow(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyOffersOnlyTheStandingAnswer (docs/recovery.md "The decision
+// trail"): an edit killed after the trail's commit stands; verify's one
+// fix for the task is to carry it out, never to answer the question
+// another way (which is refused), and that fix works as pasted.
+func TestVerifyOffersOnlyTheStandingAnswer(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mustRun(t, dir, "start", "e1", "A3003", "--reason", "too small")
+	killedAt(t, dir, "answer:after-trail", "resume", "e1", "--action", "edit", "--reason", "better reason")
+	rep, code, out := verify(t, dir)
+	if code != 0 {
+		t.Fatalf("verify: exit %d\n%s", code, out)
+	}
+	var fixes []string
+	for _, f := range rep.Findings {
+		if f.Task == "e1" {
+			fixes = append(fixes, f.Fix)
+		}
+	}
+	if len(fixes) != 1 || !strings.Contains(fixes[0], "--action edit --reason 'better reason'") {
+		t.Fatalf("verify's fixes for e1: %q; want the one that carries the standing edit out", fixes)
+	}
+	if v := mustRun(t, dir, "resume", "e1", "--action", "edit", "--reason", "better reason"); v["status"] != "waiting" {
+		t.Errorf("the fix, pasted: %v; want the task waiting at version 2", v["status"])
+	}
+	verifyClean(t, dir)
+}

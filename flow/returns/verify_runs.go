@@ -277,28 +277,32 @@ func (v *verifier) task(ctx context.Context, rep *VerifyReport, t runs.TaskRecor
 			return err
 		}
 	}
-	v.recordAndRun(rep, t, view(t, snap), view(t, now))
-	return v.standing(ctx, rep, t, now)
+	stands, err := v.standing(ctx, rep, t, now)
+	if err != nil {
+		return err
+	}
+	v.recordAndRun(rep, t, view(t, snap), view(t, now), stands)
+	return nil
 }
 
 // standing reports an answer the decision trail holds for the question
 // the head snap asks, whose checkpoint was lost (an edit, revise or
 // reason: standing): the task waits for that answer given again, the fix.
-// Errors: storage errors.
-func (v *verifier) standing(ctx context.Context, rep *VerifyReport, t runs.TaskRecord, snap *flow.Snapshot[State]) error {
+// It reports whether it found one. Errors: storage errors.
+func (v *verifier) standing(ctx context.Context, rep *VerifyReport, t runs.TaskRecord, snap *flow.Snapshot[State]) (bool, error) {
 	if v.svc.holderAlive(t.Lease) || recordEnded(t) {
 		// A task whose record ended has no answer left to carry out:
 		// recordAndRun says so (nothing to do).
-		return nil
+		return false, nil
 	}
 	d, err := standing(ctx, v.desk, t.ID, snap)
 	if err != nil || d == nil {
-		return err
+		return false, err
 	}
 	rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: t.ID, owner: t.User,
 		Problem: fmt.Sprintf("%s holds the answer %s by %s at %s that its run in %s lacks (its checkpoint was lost)", v.r.businessName(), d.Action, d.By, d.At.UTC().Format(time.RFC3339), v.r.checkpointsName()),
 		Hint:    fixThen(StandingHint(t.ID, *standingView(d)), "carries it out (the answer stands; any other is refused)")})
-	return nil
+	return true, nil
 }
 
 // recordAndRun reports a record whose status is not its run's, when no
@@ -313,8 +317,10 @@ func (v *verifier) standing(ctx context.Context, rep *VerifyReport, t runs.TaskR
 //   - the record is behind the run (a process killed after its last
 //     checkpoint, or a server killed between a group's business and
 //     checkpoint commits, whose application the business file holds):
-//     the next resume or recover of the task sets the record right.
-func (v *verifier) recordAndRun(rep *VerifyReport, t runs.TaskRecord, head, now *View) {
+//     the next resume or recover of the task sets the record right; one
+//     whose run waits is answered, unless an answer stands (stands: the
+//     standing answer's own finding names the fix).
+func (v *verifier) recordAndRun(rep *VerifyReport, t runs.TaskRecord, head, now *View, stands bool) {
 	if v.svc.holderAlive(t.Lease) {
 		return
 	}
@@ -335,6 +341,11 @@ func (v *verifier) recordAndRun(rep *VerifyReport, t runs.TaskRecord, head, now 
 	}
 	fix := Hint{Do: DoResume, Task: t.ID, After: "sets the record right"}
 	if now.Status == StatusWaiting {
+		if stands {
+			// The standing answer's finding names the one answer that
+			// carries the task on; any other is refused.
+			return
+		}
 		fix = Hint{Before: "answer its question (", Do: DoShow, Task: t.ID, After: fmt.Sprintf("): the answer is checked against %s, which keeps what it holds", v.r.businessName())}
 	}
 	rep.Findings = append(rep.Findings, Finding{Severity: SeverityWarning, Task: t.ID, owner: t.User, Problem: problem, Hint: fix})
