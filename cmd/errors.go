@@ -113,8 +113,34 @@ func (a *app) flagRefusal(c *cobra.Command, err error) error {
 		// its password past redactURLs.
 		msg = fmt.Sprintf("--%s given twice with different values: give it once (neither is shown: it may hold a password)", name)
 	}
+	if globalPosition(a.args, c, err) {
+		// cobra takes an unknown flag before the command's name as one
+		// with a value, and so may find another command: the flag stood
+		// where the global flags go.
+		return &returns.Error{Kind: returns.ErrInvalid, Message: msg,
+			Hint: returns.Hint{Before: fmt.Sprintf("run `%s --help` for the global flags, which go before the command", c.Root().CommandPath())}}
+	}
 	return &returns.Error{Kind: returns.ErrInvalid, Message: msg,
 		Hint: returns.Hint{Before: fmt.Sprintf("run `%s --help` for its flags", c.CommandPath())}}
+}
+
+// globalPosition reports whether err, a refusal of an unknown long flag
+// of command c, names a flag that args give before c's name: in the
+// place of the global flags.
+func globalPosition(args []string, c *cobra.Command, err error) bool {
+	flag, ok := strings.CutPrefix(err.Error(), "unknown flag: ")
+	if !ok || !c.HasParent() {
+		return false
+	}
+	for _, arg := range args {
+		switch {
+		case arg == c.Name():
+			return false
+		case arg == flag || strings.HasPrefix(arg, flag+"="):
+			return true
+		}
+	}
+	return false
 }
 
 // newCmdHelp is the help command: cobra's, except that a topic that names

@@ -1,10 +1,12 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"testing"
 
 	"assistant/flow/returns"
@@ -93,5 +95,34 @@ func TestCLIWords(t *testing.T) {
 	}
 	if got := cliWords.Input(returns.InputDraftTTL); got != "--draft-ttl" {
 		t.Errorf("cliWords.Input = %q, want --draft-ttl", got)
+	}
+}
+
+// TestUnknownFlagHintNamesWhereItStood (docs/cli.md "Exit codes"): an
+// unknown flag is exit 2 with a hint to the help of the command it
+// followed; one given before the command's name stood where the global
+// flags go, so the hint names the program's help, not the command cobra
+// found by taking the next word as the flag's value.
+func TestUnknownFlagHintNamesWhereItStood(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		hint string
+	}{
+		{[]string{"--bogus", "orders", "list"}, "run `assistant --help` for the global flags"},
+		{[]string{"--bogus=1", "list"}, "run `assistant --help` for the global flags"},
+		{[]string{"--user", "list", "list", "--bogus"}, "run `assistant list --help` for its flags"},
+		{[]string{"orders", "list", "--bogus"}, "run `assistant orders list --help` for its flags"},
+		{[]string{"list", "--bogus"}, "run `assistant list --help` for its flags"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			t.Parallel()
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"--data", t.TempDir(), "--output", "text"}, tc.args...)
+			code := RunAs(context.Background(), "assistant", args, &stdout, &stderr, nil)
+			if code != ExitUsage || !strings.Contains(stderr.String(), tc.hint) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr.String(), ExitUsage, tc.hint)
+			}
+		})
 	}
 }

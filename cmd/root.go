@@ -51,6 +51,8 @@ type app struct {
 	// (ProgramName): "assistant", or "./assistant" for a binary run by
 	// its path.
 	prog string
+	// args are the command line's arguments after the program's name.
+	args []string
 	data string
 	// store is --store URL (or ASSISTANT_STORE): both stores on a
 	// PostgreSQL server instead of the data dir; "" for the data dir.
@@ -125,7 +127,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, seed []by
 // next commands start with (ProgramName of argv[0]), as it can be pasted
 // into a shell. Tests call it without a process.
 func RunAs(ctx context.Context, prog string, args []string, stdout, stderr io.Writer, seed []byte) int {
-	a := &app{prog: prog, stdout: stdout, stderr: stderr, seed: seed}
+	a := &app{prog: prog, args: args, stdout: stdout, stderr: stderr, seed: seed}
 	root := a.newRoot()
 	root.SetArgs(args)
 	root.SetOut(stdout)
