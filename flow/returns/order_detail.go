@@ -54,8 +54,15 @@ func (s *Service) ShowOrder(ctx context.Context, orderID, user string) (*OrderDe
 	d := &OrderDetail{Order: o}
 	var ids []string
 	for look := 1; ; look++ {
+		before := d.Tasks
 		if ids, d.Tasks, err = s.orderTasks(ctx, o.ID, user); err != nil {
 			return nil, fmt.Errorf("order %s: %w", orderID, err)
+		}
+		if look > 1 && slices.Equal(before, d.Tasks) {
+			// Read again, the tasks did not move: they are as they are
+			// now (an application of a task no record holds, such as a
+			// teaching order's, stays as it is).
+			break
 		}
 		// Read after the tasks, and judged from what is listed: an
 		// application a task submitted meanwhile is both listed and makes
@@ -88,7 +95,8 @@ func (s *Service) ShowOrder(ctx context.Context, orderID, user string) (*OrderDe
 }
 
 // orderLooks is how often ShowOrder reads an order's tasks and
-// applications at most, while they disagree (tasksAgree).
+// applications at most, while they disagree (tasksAgree) and the tasks
+// move between two looks.
 const orderLooks = 3
 
 // orderTasks returns the ids of user's tasks of order orderID, oldest
