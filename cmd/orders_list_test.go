@@ -148,7 +148,7 @@ func TestOrdersListTextBlocks(t *testing.T) {
 		var b bytes.Buffer
 		tw := termtext.NewTable(&b)
 		if header {
-			fmt.Fprintln(tw, "ORDER\tITEM\tDELIVERED\tFINAL SALE\tRETURNABLE")
+			fmt.Fprintln(tw, "ORDER\tITEM\tDELIVERED (UTC)\tFINAL SALE\tRETURNABLE")
 		}
 		for _, o := range lines {
 			ok := "yes"

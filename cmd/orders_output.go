@@ -83,7 +83,7 @@ func newOrdersText(w io.Writer) *ordersText {
 
 func (t *ordersText) line(o returns.OrderLine) error {
 	if t.n == 0 {
-		fmt.Fprintln(t.tw, "ORDER\tITEM\tDELIVERED\tFINAL SALE\tRETURNABLE")
+		fmt.Fprintln(t.tw, "ORDER\tITEM\tDELIVERED (UTC)\tFINAL SALE\tRETURNABLE")
 	} else if t.n%ordersBlock == 0 {
 		if err := t.flush(); err != nil {
 			return err
@@ -100,7 +100,7 @@ func (t *ordersText) line(o returns.OrderLine) error {
 
 func (t *ordersText) end() error {
 	if t.n == 0 {
-		fmt.Fprintln(t.tw, "ORDER\tITEM\tDELIVERED\tFINAL SALE\tRETURNABLE")
+		fmt.Fprintln(t.tw, "ORDER\tITEM\tDELIVERED (UTC)\tFINAL SALE\tRETURNABLE")
 	}
 	return t.flush()
 }
@@ -325,4 +325,14 @@ func deliveredText(t *time.Time) string {
 		return "not delivered"
 	}
 	return t.UTC().Format(time.DateOnly)
+}
+
+// deliveredAt is when an order was delivered, for one order's card: the
+// time in UTC, labelled (a shop's local date may be the next or the day
+// before), or "not delivered".
+func deliveredAt(t *time.Time) string {
+	if t == nil {
+		return "not delivered"
+	}
+	return t.UTC().Format("2006-01-02 15:04 UTC")
 }

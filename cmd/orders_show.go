@@ -72,7 +72,7 @@ func renderOrderDetail(w io.Writer, d *returns.OrderDetail) error {
 		now = "no: " + d.NotReturnable
 	}
 	fmt.Fprintf(w, "Order:      %s\nItem:       %s\nDelivered:  %s\nFinal sale: %v\nReturnable: %s\n",
-		termSafe(d.ID), termSafe(d.Item), deliveredText(d.DeliveredAt), d.FinalSale, now)
+		termSafe(d.ID), termSafe(d.Item), deliveredAt(d.DeliveredAt), d.FinalSale, now)
 	fmt.Fprintln(w)
 	if len(d.Tasks) == 0 {
 		fmt.Fprintln(w, "Tasks: none")

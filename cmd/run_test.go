@@ -150,6 +150,7 @@ var masks = []struct {
 	{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`), "<TIME>"},
 	{regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}`), "YYYY-MM-DD hh:mm:ss.mmm"},
 	{regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d`), "YYYY-MM-DD hh:mm:ss"},
+	{regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d UTC`), "YYYY-MM-DD hh:mm UTC"},
 	{regexp.MustCompile(`\d{4}-\d\d-\d\d`), "YYYY-MM-DD"},
 	{regexp.MustCompile(`\(in [0-9hms.]+\)`), "(in <LEFT>)"},
 	{regexp.MustCompile(`("bytes": )\d+`), "${1}<N>"},
