@@ -291,3 +291,25 @@ func TestContextFault(t *testing.T) {
 		}
 	}
 }
+
+// TestBusyAfterTheSubmitSaysItSubmitted (docs/json.md "result"): an
+// approve whose submit made its application and whose checkpoint another
+// process's write lock then kept it from saving is exit 3 (busy), and its
+// error says that the application was made: the request is submitted, and
+// the next resume records that end, with no second application.
+func TestBusyAfterTheSubmitSaysItSubmitted(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mustRun(t, dir, "start", "s1", "A3003", "--reason", "too small")
+	holder := pausedAnswer(t, dir, "before:submit", "demo-user", "s1")
+	release := holdCheckpointsLock(t, dir)
+	code := holder.goOn(t)
+	release()
+	app := query(t, dir, "business.sqlite", `SELECT application_id FROM applications a JOIN drafts d USING (draft_id) WHERE d.task_id = 's1'`)
+	if code != 3 || app == "" || !strings.Contains(holder.stderr.String(), "its application "+app+" was made") {
+		t.Fatalf("the approve kept from saving its checkpoint: exit %d, application %q, stderr %s; want exit 3 naming the application made", code, app, holder.stderr)
+	}
+	if v := mustRun(t, dir, "resume", "s1"); v["status"] != "done" || appsOf(t, dir, "s1") != "1" {
+		t.Errorf("resume after it: %v with %s applications; want done with one", v["status"], appsOf(t, dir, "s1"))
+	}
+}

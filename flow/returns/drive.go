@@ -94,7 +94,24 @@ func (r *runner) drive(ctx context.Context, t runs.TaskRecord, d driven) (*View,
 	if recovering {
 		v.Recovery = rec.(*recovery).report(r.svc.now())
 	}
-	return runResult(t.ID, v, runErr)
+	return runResult(t.ID, v, r.submittedThen(bg, t, v, runErr))
+}
+
+// submittedThen is runErr, a run's failure, saying that the run's submit
+// made its application already when it did: a run whose checkpoint or
+// record a busy store kept it from writing after the submit's business
+// commit submitted the request all the same, and the next resume or
+// recover only records that end (docs/json.md "result"). runErr stays
+// what it is otherwise; a failed read changes nothing.
+func (r *runner) submittedThen(ctx context.Context, t runs.TaskRecord, v *View, runErr error) error {
+	if runErr == nil || v.Result != nil || t.Kind != runs.KindReturn || !errors.Is(Classify(runErr), ErrBusy) {
+		return runErr
+	}
+	upd, err := nodes{Deps{Desk: r.desk}}.submitted(ctx, State{Task: t.ID, User: t.User})
+	if err != nil || upd.Result == nil {
+		return runErr
+	}
+	return fmt.Errorf("task %s: its application %s was made (the request is submitted), but the end of its run is not recorded yet: %w", t.ID, upd.Result.ApplicationID, runErr)
 }
 
 // endedAfterStop sets the record of task, whose run just ended as v (done
