@@ -230,3 +230,50 @@ func TestTrustedProxiesAndHeaderNames(t *testing.T) {
 		}
 	}
 }
+
+// TestCrossSiteAPIPostIsRefused (docs/server.md "Single sign-on"): a
+// browser's cross-site POST to the API, signed in by the trusted proxy's
+// header the browser's every request carries, is 403 cross_origin and
+// answers nothing; the same post from a program (no Origin, no
+// Sec-Fetch-Site) is taken.
+func TestCrossSiteAPIPostIsRefused(t *testing.T) {
+	t.Parallel()
+	svc := openService(t, 1)
+	ctx := context.Background()
+	if _, err := svc.Start(ctx, returns.StartOptions{Task: "t1", Order: "O1", Reason: "broken", User: "alice", TTL: time.Hour, Approvals: 1}); err != nil {
+		t.Fatal(err)
+	}
+	proxies, err := ParseTrustedProxies([]string{"192.0.2.0/24"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(Config{Service: svc, Encode: encodeJSON, TrustHeader: "X-Forwarded-User", TrustedProxies: proxies})
+	s.SetReady()
+	h := s.Handler()
+	post := func(headers map[string]string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", "/api/v1/tasks/t1/answers", strings.NewReader(`{"action":"cancel"}`))
+		req.RemoteAddr = "192.0.2.7:4000"
+		req.Header.Set("X-Forwarded-User", "alice")
+		req.Header.Set("Content-Type", "text/plain")
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	for _, hs := range []map[string]string{
+		{"Sec-Fetch-Site": "cross-site", "Origin": "http://evil.example"},
+		{"Origin": "http://evil.example"},
+	} {
+		if rec := post(hs); rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), `"cross_origin"`) {
+			t.Errorf("cross-site post %v: %d %s; want 403 cross_origin", hs, rec.Code, rec.Body)
+		}
+	}
+	if v, err := svc.Show(ctx, "t1", "alice"); err != nil || v.Status != returns.StatusWaiting {
+		t.Fatalf("after the refused posts: %v %v; want t1 waiting", v, err)
+	}
+	if rec := post(nil); rec.Code != http.StatusOK {
+		t.Errorf("a program's post: %d %s; want 200", rec.Code, rec.Body)
+	}
+}

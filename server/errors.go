@@ -20,6 +20,7 @@ const (
 	codeKeyReused       = "idempotency_key_reused"
 	codeTooLarge        = "too_large"
 	codeNotReady        = "not_ready"
+	codeCrossOrigin     = "cross_origin"
 )
 
 // errorBody is the JSON error object, rendered as the command line's:

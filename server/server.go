@@ -133,8 +133,17 @@ func (s *Server) Handler() http.Handler {
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", s.metrics.Handler())
+	// A browser's cross-site request is refused before it signs in: a
+	// person signed in by the trusted proxy's header carries it on every
+	// request the browser sends, so another site's form or fetch would
+	// act as them. Clients that are no browser send neither Sec-Fetch-Site
+	// nor Origin and pass.
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.failWith(w, http.StatusForbidden, codeCrossOrigin, "a browser sent this request from another site", "call the API from this server's own pages or from a program (no Origin or Sec-Fetch-Site header)")
+	}))
 	api := func(pattern string, p params, h func(w http.ResponseWriter, r *http.Request, user string)) {
-		mux.Handle(pattern, s.signedIn(s.strictQuery(p, h)))
+		mux.Handle(pattern, cop.Handler(s.signedIn(s.strictQuery(p, h))))
 	}
 	none := params{}
 	api("POST /api/v1/tasks", none, s.idempotent(s.startTask))
