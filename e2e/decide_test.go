@@ -459,3 +459,42 @@ func TestDecideRowErrorsPasteAsResumes(t *testing.T) {
 		t.Errorf("revoke of oneself: %q; want no word of granting", stderr)
 	}
 }
+
+// TestViewsAgreeWhileADecideIsBetweenItsCommits (docs/json.md "The state
+// as it is now"): while a decide run that lives is paused between its
+// chunk's commits, or before it lets go of the chunk's tasks, list,
+// list --status, show and history tell each row's task alike (done: its
+// application is made), and the run then ends with one application a row.
+func TestViewsAgreeWhileADecideIsBetweenItsCommits(t *testing.T) {
+	t.Parallel()
+	const n = 20
+	tmpl := t.TempDir()
+	file := parked(t, tmpl, n)
+	rows := []string{"row-0000", "row-0019"}
+	for _, point := range []string{"decide:between-commits", "decide:before-release"} {
+		t.Run(strings.ReplaceAll(point, ":", "_"), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			copyTo(t, tmpl, dir, "business.sqlite", "checkpoints.sqlite")
+			path := filepath.Join(t.TempDir(), "dec.csv")
+			if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c := exec.Command(assistantBin(), "--data", dir, "--output", "json", "decide", path)
+			c.Env = append(os.Environ(), "ASSISTANT_FAULT="+point+"@pause")
+			p := startPaused(t, c, point)
+			listAgreesWithShow(t, dir, rows)
+			historyAgreesWithShow(t, place{flags: []string{"--data", dir}, dir: dir}, "demo-user", rows)
+			out, errOut, _ := run(t, dir, "list", "--status", "done")
+			for _, task := range rows {
+				if !strings.Contains(out, `"task": "`+task+`"`) {
+					t.Errorf("list --status done lacks %s, which show says is done:\n%s%s", task, out, errOut)
+				}
+			}
+			if code := p.goOn(t); code != 0 {
+				t.Fatalf("the decide run: exit %d, %s", code, p.stderr)
+			}
+			checkAppliedOnce(t, dir, n)
+		})
+	}
+}

@@ -894,6 +894,9 @@ func TestBatchFaultPoints(t *testing.T) {
 				t.Fatalf("batch with %s exited %d, want 137 (killed at the point)", point, code)
 			}
 			listAgreesWithShow(t, dir, []string{"row-0000", "row-0049", "row-0050"})
+			if point != "before:rows" && point != "batch:after-row" { // rows 0 and 49 exist
+				historyAgreesWithShow(t, place{flags: []string{"--data", dir}, dir: dir}, "demo-user", []string{"row-0000", "row-0049"})
+			}
 			stdout, stderr, code := run(t, dir, "recover")
 			var rep struct {
 				Recovered []struct {

@@ -212,15 +212,16 @@ func equalJSON(a, b json.RawMessage) bool {
 // h.Holder is the holder show names. The stored timeline is not changed;
 // the process that continues the run settles it (runner.settleSteps).
 func (s *Service) stepsNow(ctx context.Context, h *History, t runs.TaskRecord) {
-	if shown := s.asShown(ctx, t); endedStatus(shown.Status) {
+	shown := s.asShown(ctx, t)
+	if endedStatus(shown.Status) {
 		h.endedUnrecorded = !endedStatus(t.Status)
 		return
 	}
-	v := &View{Status: t.Status}
+	v := &View{Status: shown.Status}
 	s.addHolder(v, t.Lease)
 	h.Holder = v.Holder
-	gone := t.Status == StatusRunning && v.Holder != nil && !v.Holder.Alive
-	if t.Status != StatusInterrupted && !gone {
+	gone := shown.Status == StatusRunning && v.Holder != nil && !v.Holder.Alive
+	if shown.Status != StatusInterrupted && !gone {
 		return
 	}
 	for i := range h.Steps {

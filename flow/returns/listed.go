@@ -7,8 +7,9 @@ import (
 )
 
 // asShown is t, a task record as list reads it, with the status and stage
-// show reports for it: a return task recorded running whose holder is gone
-// (killed part-way, before it let go) is what its head says, waiting when
+// show reports for it: a return task recorded running (its holder gone,
+// killed part-way before it let go, or alive between a chunk's or a
+// group's two commits) is what its head says as the business file has it, waiting when
 // the head asks a question (a first of two approvals that crashed after it
 // was recorded), done, cancelled or failed when the run ended; and one
 // recorded interrupted whose run had finished before it saw the stop (a
@@ -19,7 +20,7 @@ import (
 // list writes nothing. A head that cannot be read leaves t as recorded (show then
 // reports why).
 func (s *Service) asShown(ctx context.Context, t runs.TaskRecord) runs.TaskRecord {
-	if (t.Status != StatusRunning && t.Status != StatusInterrupted) || t.Kind != runs.KindReturn || s.holderAlive(t.Lease) {
+	if (t.Status != StatusRunning && t.Status != StatusInterrupted) || t.Kind != runs.KindReturn {
 		return t
 	}
 	snap, err := headOrNil(s.cmd.graph.State(ctx, t.ID))
