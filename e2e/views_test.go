@@ -721,7 +721,8 @@ func TestHolderThatEndsWhileViewedIsNotGone(t *testing.T) {
 // whose submit made its application but has not recorded its end — killed
 // right after the submit's business commit, or paused there while its
 // process lives — is shown submitted: show's result names the
-// application the business file holds, nothing awaits a submit, and the
+// application the business file holds, nothing awaits a submit, no stop
+// is offered (it would be too late), and the
 // card says "Submitted" with no countdown on the draft and no "nothing is
 // submitted yet".
 func TestViewsOfASubmitPastItsBusinessCommit(t *testing.T) {
@@ -733,6 +734,9 @@ func TestViewsOfASubmitPastItsBusinessCommit(t *testing.T) {
 		result, _ := v["result"].(map[string]any)
 		if app == "" || result == nil || result["application_id"] != app || len(v["awaiting_submit"].([]any)) != 0 {
 			t.Errorf("show: result %v, awaiting_submit %v; want the application %s and nothing awaiting", v["result"], v["awaiting_submit"], app)
+		}
+		if slices.Contains(v["actions"].([]any), any("stop")) {
+			t.Errorf("show offers stop, which is too late once the application is made: %v", v["actions"])
 		}
 		card, errOut, code := run(t, dir, "show", "s1", "--output", "text")
 		if code != 0 || !strings.Contains(card, "Submitted: application "+app) || strings.Contains(card, "nothing is submitted") || strings.Contains(card, "(in ") {

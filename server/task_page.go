@@ -281,6 +281,14 @@ func taskPageOf(v *returns.View, item, user string, now time.Time) *taskPage {
 		p.Closed = fmt.Sprintf("The draft expired at %s before it was approved: approving it can no longer submit anything.", v.Draft.ExpiresAt.UTC().Format("2006-01-02 15:04:05 UTC"))
 	case v.Status == returns.StatusInterrupted:
 		p.Closed = "Stopped by an operator: nothing can be answered here until the run is resumed."
+	case v.Result != nil:
+		// The submit made the application; the run has not recorded its
+		// end yet (its process is finishing, or gone: recover ends it).
+		p.Closed = "Submitted: the return application was made, and nothing more can be answered; the run is recording its end."
+		if v.Holder != nil && !v.Holder.Alive {
+			p.Closed = "Submitted: the return application was made, and nothing more can be answered; its process stopped before it recorded its end, which an operator's `assistant recover` does."
+		}
+		p.ApplicationID = v.Result.ApplicationID
 	case v.Status == returns.StatusRunning:
 		p.Closed = "Running now: reload the page in a moment to see the question it asks."
 	case v.Status != returns.StatusWaiting || v.Kind == nil:

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"assistant/flow/returns"
 	"assistant/runs"
 )
 
@@ -57,6 +59,24 @@ func TestReadableTimes(t *testing.T) {
 	} {
 		if got := readable(in); got != want {
 			t.Errorf("readable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestTaskPageOfASubmitPastItsBusinessCommit (docs/inbox.md "The task
+// page"): a run whose submit made its application but has not recorded
+// its end reads submitted, with its application and nothing to answer,
+// whether its process is finishing or gone.
+func TestTaskPageOfASubmitPastItsBusinessCommit(t *testing.T) {
+	for _, alive := range []bool{true, false} {
+		v := &returns.View{Task: "r3", User: "demo-user", Status: returns.StatusRunning,
+			Result:  &returns.Result{ApplicationID: "app_1", ReviewStatus: "pending"},
+			Holder:  &returns.HolderView{Alive: alive},
+			Draft:   &returns.DraftView{DraftID: "d_1", Version: 1, ExpiresAt: time.Now().Add(time.Hour)},
+			Actions: []string{}}
+		p := taskPageOf(v, "Kettle", "demo-user", time.Now())
+		if p.ApplicationID != "app_1" || !strings.HasPrefix(p.Closed, "Submitted: the return application was made") || p.Approve || p.Cancel || p.Edit {
+			t.Errorf("holder alive %v: closed %q, application %q, approve %v; want it submitted with app_1 and nothing to press", alive, p.Closed, p.ApplicationID, p.Approve)
 		}
 	}
 }

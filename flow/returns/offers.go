@@ -161,7 +161,8 @@ func viewerActions(v *View, user string) []string {
 	switch {
 	case v.Status == StatusInterrupted && !alive:
 		add(ActionResume)
-	case v.Status == StatusRunning && alive && user == v.User:
+	case v.Status == StatusRunning && alive && user == v.User && v.Result == nil:
+		// Once the submit made its application a stop is too late.
 		add(ActionStop)
 	case v.Status == StatusRunning && !alive:
 		add(ActionRecover, ActionResume)
