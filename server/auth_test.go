@@ -97,17 +97,13 @@ func TestTrustedHeaderOnlyFromTrustedProxies(t *testing.T) {
 	}
 }
 
-// TestTrustedHeaderSignsInThePages (docs/inbox.md "Sign-in and
-// sessions"): the pages take the trusted header from a trusted proxy as
-// the API does, without a session: the inbox and the task page are the
-// proxy's person's, with no sign-out to offer; a header the proxy got
-// wrong is a 401 page saying why; from any other address the header is
-// ignored and the page sends the browser to the sign-in form.
-func TestTrustedHeaderSignsInThePages(t *testing.T) {
-	t.Parallel()
+// behindProxy is a ready server's handler whose trusted proxy is
+// 192.0.2.0/24 with the header X-Forwarded-User, and its service, which
+// holds alice's task t1 waiting for approval.
+func behindProxy(t *testing.T) (http.Handler, *returns.Service) {
+	t.Helper()
 	svc := openService(t, 1)
-	ctx := context.Background()
-	if _, err := svc.Start(ctx, returns.StartOptions{Task: "t1", Order: "O1", Reason: "broken", User: "alice", TTL: time.Hour, Approvals: 1}); err != nil {
+	if _, err := svc.Start(context.Background(), returns.StartOptions{Task: "t1", Order: "O1", Reason: "broken", User: "alice", TTL: time.Hour, Approvals: 1}); err != nil {
 		t.Fatal(err)
 	}
 	proxies, err := ParseTrustedProxies([]string{"192.0.2.0/24"})
@@ -116,7 +112,18 @@ func TestTrustedHeaderSignsInThePages(t *testing.T) {
 	}
 	s := New(Config{Service: svc, Encode: encodeJSON, TrustHeader: "X-Forwarded-User", TrustedProxies: proxies})
 	s.SetReady()
-	h := s.Handler()
+	return s.Handler(), svc
+}
+
+// TestTrustedHeaderSignsInThePages (docs/inbox.md "Sign-in and
+// sessions"): the pages take the trusted header from a trusted proxy as
+// the API does, without a session: the inbox and the task page are the
+// proxy's person's, with no sign-out to offer; a header the proxy got
+// wrong is a 401 page saying why; from any other address the header is
+// ignored and the page sends the browser to the sign-in form.
+func TestTrustedHeaderSignsInThePages(t *testing.T) {
+	t.Parallel()
+	h, _ := behindProxy(t)
 	for _, tc := range []struct {
 		name, remote, path string
 		header             []string
@@ -238,18 +245,8 @@ func TestTrustedProxiesAndHeaderNames(t *testing.T) {
 // Sec-Fetch-Site) is taken.
 func TestCrossSiteAPIPostIsRefused(t *testing.T) {
 	t.Parallel()
-	svc := openService(t, 1)
+	h, svc := behindProxy(t)
 	ctx := context.Background()
-	if _, err := svc.Start(ctx, returns.StartOptions{Task: "t1", Order: "O1", Reason: "broken", User: "alice", TTL: time.Hour, Approvals: 1}); err != nil {
-		t.Fatal(err)
-	}
-	proxies, err := ParseTrustedProxies([]string{"192.0.2.0/24"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := New(Config{Service: svc, Encode: encodeJSON, TrustHeader: "X-Forwarded-User", TrustedProxies: proxies})
-	s.SetReady()
-	h := s.Handler()
 	post := func(headers map[string]string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest("POST", "/api/v1/tasks/t1/answers", strings.NewReader(`{"action":"cancel"}`))
 		req.RemoteAddr = "192.0.2.7:4000"
