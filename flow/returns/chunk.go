@@ -215,7 +215,7 @@ func (s *Service) chunkRows(ctx, stop context.Context, bf flow.Bufferer, b Batch
 		return 0, fmt.Errorf("save checkpoints of rows %d-%d: %w", rows[0].RowNo, rows[done-1].RowNo, err)
 	}
 	Fault(kind.name + ":before-release")
-	if err := s.letGoRows(rowCtx, ended, held); err != nil {
+	if err := s.letGo(rowCtx, ended, held); err != nil {
 		return 0, fmt.Errorf("let go of rows %d-%d: %w", rows[0].RowNo, rows[done-1].RowNo, err)
 	}
 	for _, o := range outs {
@@ -348,17 +348,4 @@ func (s *Service) runChunk(stop context.Context, r *runner, b BatchState, kind r
 		s.rowDone(kind, row.RowNo, b.Total)
 	}
 	return outs, nil
-}
-
-// letGoRows records each task of a chunk's rows as its run left it
-// (ended: the status and stage of each) and lets go of the chunk's tasks
-// (held), in one business commit.
-func (s *Service) letGoRows(ctx context.Context, ended []runs.Progress, held []string) error {
-	return s.desk.InTx(ctx, func(tx *business.Store) error {
-		rs := runs.New(tx.Handle(), s.now)
-		if err := rs.RecordProgressAll(ctx, s.me.owner, ended); err != nil {
-			return err
-		}
-		return rs.ReleaseLeases(ctx, s.me.owner, held)
-	})
 }

@@ -373,14 +373,18 @@ func stillRunning(ps []runs.Progress) []runs.Progress {
 	return out
 }
 
-// letGo records each task of a group as its decision left it (ended, the
-// status and stage of each), then lets go of the group's tasks (held).
+// letGo records each task of a group or a chunk as its run left it
+// (ended: the status and stage of each) and lets go of its tasks (held),
+// in one business commit.
 func (s *Service) letGo(ctx context.Context, ended []runs.Progress, held []string) error {
-	if err := s.runs.RecordProgressAll(ctx, s.me.owner, ended); err != nil {
-		return fmt.Errorf("record how the group's tasks ended: %w", err)
-	}
-	if err := s.runs.ReleaseLeases(ctx, s.me.owner, held); err != nil {
-		return fmt.Errorf("let go of the group's tasks: %w", err)
-	}
-	return nil
+	return s.desk.InTx(ctx, func(tx *business.Store) error {
+		rs := runs.New(tx.Handle(), s.now)
+		if err := rs.RecordProgressAll(ctx, s.me.owner, ended); err != nil {
+			return fmt.Errorf("record how the tasks ended: %w", err)
+		}
+		if err := rs.ReleaseLeases(ctx, s.me.owner, held); err != nil {
+			return fmt.Errorf("let go of the tasks: %w", err)
+		}
+		return nil
+	})
 }
