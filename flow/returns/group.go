@@ -374,17 +374,16 @@ func stillRunning(ps []runs.Progress) []runs.Progress {
 }
 
 // letGo records each task of a group or a chunk as its run left it
-// (ended: the status and stage of each) and lets go of its tasks (held),
-// in one business commit.
+// (ended: the status and stage of each), then lets go of its tasks
+// (held): two commits that need no sync (a crash between them leaves the
+// tasks recorded at rest under a lease that lapses, which the next run or
+// recover lets go of).
 func (s *Service) letGo(ctx context.Context, ended []runs.Progress, held []string) error {
-	return s.desk.InTx(ctx, func(tx *business.Store) error {
-		rs := runs.New(tx.Handle(), s.now)
-		if err := rs.RecordProgressAll(ctx, s.me.owner, ended); err != nil {
-			return fmt.Errorf("record how the tasks ended: %w", err)
-		}
-		if err := rs.ReleaseLeases(ctx, s.me.owner, held); err != nil {
-			return fmt.Errorf("let go of the tasks: %w", err)
-		}
-		return nil
-	})
+	if err := s.runs.RecordProgressAll(ctx, s.me.owner, ended); err != nil {
+		return fmt.Errorf("record how the tasks ended: %w", err)
+	}
+	if err := s.runs.ReleaseLeases(ctx, s.me.owner, held); err != nil {
+		return fmt.Errorf("let go of the tasks: %w", err)
+	}
+	return nil
 }
